@@ -1,0 +1,306 @@
+"""Compaction: fold older turns into a bounded summary and pinned decisions.
+
+The compaction model (structured output, temperature 0) proposes a new summary,
+new pinned decisions and the numbers of old pins to retire. Everything else is
+derived here: which messages are folded, the clamps, which pins survive, and the
+deterministic local fallback that keeps the hard bound when the model keeps failing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memory.context import numbered
+from memory.limits import (
+    COMPACTION_KEEP_MESSAGES,
+    HARD_MESSAGE_CAP,
+    MAX_PINNED_DECISION_CHARS,
+    MAX_PINNED_DECISIONS,
+    MAX_RECENT_MESSAGES,
+    MAX_SUMMARY_CHARS,
+    validate_keep,
+)
+from memory.prompts import (
+    COMPACTION_INPUT,
+    COMPACTION_SYSTEM,
+    FALLBACK_SUMMARY_LINE,
+    NONE_MARKER,
+)
+from memory.schema import ChatThreadMessage, ThreadState, utcnow
+
+logger = logging.getLogger(__name__)
+
+FALLBACK_LINE_CHARS = 200
+
+
+class CompactionOutput(BaseModel):
+    """What the compaction model returns (its structured-output schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str = Field(
+        description="Updated summary of the conversation before the kept messages."
+    )
+    pinned_decisions: list[str] = Field(
+        description="New explicit decisions or constraints, one short sentence each."
+    )
+    retired_pins: list[int] = Field(
+        description="Numbers of old pinned decisions that the conversation revoked."
+    )
+
+
+class CompactionStatus(StrEnum):
+    """Outcome of a compaction attempt, as streamed and reported in `TurnResult`."""
+
+    SKIPPED = "skipped"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    FALLBACK = "fallback"
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """A compaction outcome and the state to store (the input state when nothing changed).
+
+    `error` is an internal reason for logs; it is never shown to users.
+    """
+
+    status: CompactionStatus
+    state: ThreadState
+    error: str | None = None
+
+    @property
+    def summary_chars(self) -> int:
+        return len(self.state.summary)
+
+    @property
+    def pinned_count(self) -> int:
+        return len(self.state.pinned_decisions)
+
+
+class InvalidCompactionOutput(ValueError):
+    """The compaction model answered, but not with a usable result."""
+
+
+def needs_compaction(state: ThreadState) -> bool:
+    """Whether the memory holds more than `MAX_RECENT_MESSAGES` messages."""
+    return len(state.messages) > MAX_RECENT_MESSAGES
+
+
+def split_for_fold(
+    messages: Sequence[ChatThreadMessage], keep: int = COMPACTION_KEEP_MESSAGES
+) -> tuple[list[ChatThreadMessage], list[ChatThreadMessage]]:
+    """Split into (messages to fold, messages to keep); the kept part starts a turn."""
+    boundary = max(len(messages) - keep, 0)
+    while boundary < len(messages) and messages[boundary].role != "user":
+        boundary += 1
+    return list(messages[:boundary]), list(messages[boundary:])
+
+
+def _transcript(messages: Sequence[ChatThreadMessage]) -> str:
+    if not messages:
+        return NONE_MARKER
+    return "\n".join(f"[{message.role}] {message.text}" for message in messages)
+
+
+def compaction_prompt(
+    state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
+) -> list[BaseMessage]:
+    """The compaction model's input: old summary, numbered old pins, fold and kept messages."""
+    system = COMPACTION_SYSTEM.format(
+        max_summary=MAX_SUMMARY_CHARS, max_pin=MAX_PINNED_DECISION_CHARS
+    )
+    body = COMPACTION_INPUT.format(
+        summary=state.summary or NONE_MARKER,
+        pins=numbered(state.pinned_decisions) or NONE_MARKER,
+        fold=_transcript(fold),
+        kept=_transcript(kept),
+    )
+    return [SystemMessage(content=system), HumanMessage(content=body)]
+
+
+def clamp(text: str, limit: int) -> str:
+    """`text` stripped and cut to at most `limit` characters (an ellipsis marks a cut)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + "…"
+
+
+def _pin_key(pin: str) -> str:
+    return " ".join(pin.split()).casefold()
+
+
+def merge_pins(old: Sequence[str], proposed: Sequence[str], retired: Sequence[int]) -> list[str]:
+    """Old pins minus retired ones, then new proposed pins; the oldest go past the limit.
+
+    An old pin that the model omits but does not retire is kept. Proposed pins that
+    restate a kept pin are not added twice. Numbers are 1-based; unknown ones are ignored.
+    """
+    retired_set = {number for number in retired if 1 <= number <= len(old)}
+    if len(retired_set) != len(set(retired)):
+        logger.info("compaction retired unknown pin numbers: %s", sorted(set(retired)))
+    pins = [pin for number, pin in enumerate(old, start=1) if number not in retired_set]
+    seen = {_pin_key(pin) for pin in pins}
+    for pin in proposed:
+        clamped = clamp(pin, MAX_PINNED_DECISION_CHARS)
+        key = _pin_key(clamped)
+        if clamped and key not in seen:
+            pins.append(clamped)
+            seen.add(key)
+    return pins[-MAX_PINNED_DECISIONS:]
+
+
+def merge_compaction(
+    state: ThreadState,
+    output: CompactionOutput,
+    kept: Sequence[ChatThreadMessage],
+    now: datetime,
+) -> ThreadState:
+    """The new state: model summary and pins merged, kept messages, version unchanged.
+
+    Raises:
+        InvalidCompactionOutput: an empty summary would silently drop the folded turns.
+    """
+    summary = clamp(output.summary, MAX_SUMMARY_CHARS)
+    if not summary:
+        raise InvalidCompactionOutput("compaction returned an empty summary")
+    return state.model_copy(
+        update={
+            "messages": list(kept),
+            "summary": summary,
+            "pinned_decisions": merge_pins(
+                state.pinned_decisions, output.pinned_decisions, output.retired_pins
+            ),
+            "last_compacted_at": now,
+        }
+    )
+
+
+def local_fallback(
+    state: ThreadState, keep: int = COMPACTION_KEEP_MESSAGES, now: datetime | None = None
+) -> ThreadState:
+    """Deterministic compaction without a model: fold old messages as short summary lines.
+
+    The newest lines win when the summary would exceed its limit; pins are unchanged.
+    """
+    fold, kept = split_for_fold(state.messages, validate_keep(keep))
+    lines = [
+        FALLBACK_SUMMARY_LINE.format(
+            speaker="User" if message.role == "user" else "Assistant",
+            text=clamp(" ".join(message.text.split()), FALLBACK_LINE_CHARS),
+        )
+        for message in fold
+    ]
+    summary = "\n".join(part for part in (state.summary, *lines) if part)
+    if len(summary) > MAX_SUMMARY_CHARS:
+        summary = "…" + summary[-(MAX_SUMMARY_CHARS - 1) :].lstrip()
+    return state.model_copy(
+        update={"messages": kept, "summary": summary, "last_compacted_at": now or utcnow()}
+    )
+
+
+def structured_compactor(model: BaseChatModel, method: str | None = None) -> Runnable[Any, Any]:
+    """`model` bound to the `CompactionOutput` schema (structured output)."""
+    if method is None:
+        return model.with_structured_output(CompactionOutput)
+    return model.with_structured_output(CompactionOutput, method=method)
+
+
+def _parse(raw: object) -> CompactionOutput:
+    if isinstance(raw, CompactionOutput):
+        return raw
+    try:
+        return CompactionOutput.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidCompactionOutput(
+            f"invalid compaction output: {exc.error_count()} errors"
+        ) from exc
+
+
+def _outcome(
+    state: ThreadState,
+    kept: list[ChatThreadMessage],
+    raw: object,
+    error: BaseException | None,
+    keep: int,
+    now: datetime,
+) -> CompactionResult:
+    if error is None:
+        try:
+            return CompactionResult(
+                CompactionStatus.SUCCEEDED, merge_compaction(state, _parse(raw), kept, now)
+            )
+        except InvalidCompactionOutput as exc:
+            error = exc
+    reason = f"{type(error).__name__}: {error}"
+    logger.warning("compaction model failed: %s", reason)
+    if len(state.messages) >= HARD_MESSAGE_CAP:
+        return CompactionResult(CompactionStatus.FALLBACK, local_fallback(state, keep, now), reason)
+    return CompactionResult(CompactionStatus.FAILED, state, reason)
+
+
+def compact(
+    state: ThreadState,
+    model: BaseChatModel | Runnable[Any, Any],
+    *,
+    keep: int = COMPACTION_KEEP_MESSAGES,
+    method: str | None = None,
+    now: datetime | None = None,
+) -> CompactionResult:
+    """Compact `state` with `model` when it holds more than `MAX_RECENT_MESSAGES` messages.
+
+    Args:
+        state: the memory read from storage.
+        model: a chat model (bound to the schema here) or an already structured runnable.
+        keep: newest messages kept verbatim (even, below `MAX_RECENT_MESSAGES`).
+        method: structured-output method passed to `with_structured_output`.
+        now: timestamp for `last_compacted_at`.
+
+    Returns:
+        The outcome; on failure the input state, or the local fallback at the hard cap.
+        Model errors are caught and reported, never raised.
+    """
+    if not needs_compaction(state):
+        return CompactionResult(CompactionStatus.SKIPPED, state)
+    fold, kept = split_for_fold(state.messages, validate_keep(keep))
+    runnable = structured_compactor(model, method) if isinstance(model, BaseChatModel) else model
+    raw: object = None
+    error: BaseException | None = None
+    try:
+        raw = runnable.invoke(compaction_prompt(state, fold, kept))
+    except Exception as exc:  # any model failure leaves memory as it is
+        error = exc
+    return _outcome(state, kept, raw, error, keep, now or utcnow())
+
+
+async def acompact(
+    state: ThreadState,
+    model: BaseChatModel | Runnable[Any, Any],
+    *,
+    keep: int = COMPACTION_KEEP_MESSAGES,
+    method: str | None = None,
+    now: datetime | None = None,
+) -> CompactionResult:
+    """Async `compact`."""
+    if not needs_compaction(state):
+        return CompactionResult(CompactionStatus.SKIPPED, state)
+    fold, kept = split_for_fold(state.messages, validate_keep(keep))
+    runnable = structured_compactor(model, method) if isinstance(model, BaseChatModel) else model
+    raw: object = None
+    error: BaseException | None = None
+    try:
+        raw = await runnable.ainvoke(compaction_prompt(state, fold, kept))
+    except Exception as exc:  # any model failure leaves memory as it is
+        error = exc
+    return _outcome(state, kept, raw, error, keep, now or utcnow())

@@ -1,0 +1,104 @@
+"""The hydration DTO (what a client may see of a conversation) and the forbidden-key guard."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memory.errors import FORBIDDEN_KEY, ForbiddenKeyError
+from memory.limits import SUMMARY_PREVIEW_CHARS
+from memory.schema import ThreadState
+
+FORBIDDEN_KEYS = frozenset(
+    {
+        "apiKey",
+        "checkpoint",
+        "cookie",
+        "deliveryChain",
+        "displayKind",
+        "graphState",
+        "mcpEnvelope",
+        "providerConfig",
+        "providerResponse",
+        "rawCheckpoint",
+        "rawPrompt",
+        "resourceContent",
+        "runtimeArtifact",
+        "sessionId",
+        "source",
+        "stack",
+        "subagentInvocation",
+        "subagentResult",
+        "toolArgs",
+        "toolCall",
+        "toolMessage",
+        "toolResult",
+        "turnId",
+        "tasklist",
+        "workflowProgress",
+        "threadId",
+    }
+)
+
+
+def _normal(key: str) -> str:
+    return key.replace("_", "").replace("-", "").lower()
+
+
+_FORBIDDEN_NORMAL = frozenset(_normal(key) for key in FORBIDDEN_KEYS)
+
+
+def assert_client_safe(payload: object, path: str = "$") -> None:
+    """Raise if any mapping key anywhere in `payload` is a forbidden key.
+
+    Keys match in any spelling (`threadId`, `thread_id`, `THREAD-ID`); values are
+    not inspected, so text that mentions the words is fine.
+
+    Raises:
+        ForbiddenKeyError: naming the first offending key and its path.
+    """
+    if isinstance(payload, Mapping):
+        for key, value in payload.items():
+            if isinstance(key, str) and _normal(key) in _FORBIDDEN_NORMAL:
+                raise ForbiddenKeyError(FORBIDDEN_KEY.format(key=key, path=path))
+            assert_client_safe(value, f"{path}.{key}")
+    elif isinstance(payload, list | tuple | set | frozenset):
+        for index, item in enumerate(payload):
+            assert_client_safe(item, f"{path}[{index}]")
+
+
+def summary_preview(summary: str, limit: int = SUMMARY_PREVIEW_CHARS) -> str:
+    """`summary` cut to `limit` characters, ending with an ellipsis when cut."""
+    if len(summary) <= limit:
+        return summary
+    return summary[: limit - 1].rstrip() + "…"
+
+
+def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, Any]:
+    """What `hydrate` returns: the conversation's visible memory, checked by the guard.
+
+    Args:
+        conversation_id: the client's own handle for the conversation.
+        state: the stored memory, or None when nothing is stored yet.
+    """
+    current = state or ThreadState()
+    dto: dict[str, Any] = {
+        "conversationId": conversation_id,
+        "messages": [
+            {
+                "id": message.id,
+                "role": message.role,
+                "text": message.text,
+                "createdAt": message.created_at.isoformat(),
+            }
+            for message in current.messages
+        ],
+    }
+    if current.summary:
+        dto["summaryPreview"] = summary_preview(current.summary)
+    dto["pinnedDecisions"] = list(current.pinned_decisions)
+    dto["restored"] = state is not None and bool(
+        state.messages or state.summary or state.pinned_decisions
+    )
+    assert_client_safe(dto)
+    return dto

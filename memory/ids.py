@@ -1,0 +1,112 @@
+"""Thread ids: HMAC-SHA256 of session and conversation ids under a server secret.
+
+A thread id never contains a raw session or conversation id, and the same
+conversation id in two sessions maps to two unrelated threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory.errors import SHORT_SECRET, InvalidSecret
+from memory.limits import MIN_SECRET_CHARS
+from memory.schema import validate_id
+
+logger = logging.getLogger(__name__)
+
+SECRET_FILE_NAME = "session-secret"
+
+MEMORY_THREAD_PREFIX = "chat-conversation"
+RUN_THREAD_PREFIX = "agent-run"
+REGISTRY_THREAD_PREFIX = "chat-registry"
+
+
+def check_secret(secret: object) -> str:
+    """Return `secret` if it is a string of at least `MIN_SECRET_CHARS` characters.
+
+    Raises:
+        InvalidSecret: otherwise; the message names the length, never the value.
+    """
+    if not isinstance(secret, str) or len(secret) < MIN_SECRET_CHARS:
+        length = len(secret) if isinstance(secret, str) else 0
+        raise InvalidSecret(SHORT_SECRET.format(limit=MIN_SECRET_CHARS, length=length))
+    return secret
+
+
+def load_or_create_secret(data_dir: Path) -> str:
+    """Read the development secret from `data_dir`, creating it (mode 0600) on first use.
+
+    Safe when several processes start at once: the file is created exclusively and
+    the losers of the race read the winner's secret.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / SECRET_FILE_NAME
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _read_secret_file(path)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(secrets.token_hex(32))
+        handle.flush()
+        os.fsync(handle.fileno())
+    logger.info("generated a development session secret in %s", path)
+    return _read_secret_file(path)
+
+
+def _read_secret_file(path: Path) -> str:
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        logger.warning("tightening permissions of %s from %o to 600", path, mode)
+        path.chmod(0o600)
+    # A racing creator may not have written yet: the secret is complete once non-empty.
+    for _ in range(200):
+        text = path.read_text(encoding="ascii").strip()
+        if text:
+            return check_secret(text)
+        time.sleep(0.005)
+    return check_secret(path.read_text(encoding="ascii").strip())
+
+
+def resolve_secret(secret: str | None, data_dir: Path) -> str:
+    """The configured secret if given (validated), else the generated development one."""
+    if secret is not None:
+        return check_secret(secret)
+    return load_or_create_secret(data_dir)
+
+
+@dataclass(frozen=True)
+class ThreadIds:
+    """Derives the memory, run and registry thread ids of sessions and conversations."""
+
+    secret: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        check_secret(self.secret)
+
+    def _h(self, value: str) -> str:
+        return hmac.new(self.secret.encode(), value.encode(), hashlib.sha256).hexdigest()
+
+    def _pair(self, session_id: str, conversation_id: str) -> str:
+        validate_id(session_id, "session id")
+        validate_id(conversation_id, "conversation id")
+        return f"{self._h(session_id)}:{self._h(session_id + ':' + conversation_id)}"
+
+    def memory_thread(self, session_id: str, conversation_id: str) -> str:
+        """`chat-conversation:{H(session)}:{H(session:conversation)}`."""
+        return f"{MEMORY_THREAD_PREFIX}:{self._pair(session_id, conversation_id)}"
+
+    def run_thread(self, session_id: str, conversation_id: str) -> str:
+        """`agent-run:{H(session)}:{H(session:conversation)}`."""
+        return f"{RUN_THREAD_PREFIX}:{self._pair(session_id, conversation_id)}"
+
+    def registry_thread(self, session_id: str) -> str:
+        """`chat-registry:{H(session)}`."""
+        return f"{REGISTRY_THREAD_PREFIX}:{self._h(validate_id(session_id, 'session id'))}"

@@ -1,0 +1,41 @@
+"""The limits of chat memory, in one place (DESIGN §4)."""
+
+from typing import Final
+
+MAX_RECENT_MESSAGES: Final = 8
+"""Compaction starts once a memory thread holds more messages than this."""
+
+COMPACTION_KEEP_MESSAGES: Final = 4
+"""Newest messages (whole turns) that survive a compaction verbatim."""
+
+MAX_SUMMARY_CHARS: Final = 2500
+MAX_PINNED_DECISIONS: Final = 20
+MAX_PINNED_DECISION_CHARS: Final = 300
+DELIVERY_REPORT_MAX_CHARS: Final = 8000
+MAX_CONVERSATIONS: Final = 10
+SUMMARY_PREVIEW_CHARS: Final = 240
+HARD_MESSAGE_CAP: Final = 16
+"""A memory thread never holds more messages than this, even if every compaction fails."""
+
+MAX_TITLE_CHARS: Final = 80
+MAX_MESSAGE_CHARS: Final = 16_000
+"""Longest user message accepted as input to a turn."""
+
+MAX_ID_CHARS: Final = 120
+MIN_SECRET_CHARS: Final = 32
+
+
+def validate_keep(keep: int) -> int:
+    """Check a `COMPACTION_KEEP_MESSAGES` override: even, positive, below the recent limit.
+
+    Raises:
+        ValueError: if `keep` would split a turn or leave nothing to fold.
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int):
+        raise ValueError(f"compaction keep must be an int, got {type(keep).__name__}")
+    if keep <= 0 or keep % 2 or keep >= MAX_RECENT_MESSAGES:
+        raise ValueError(
+            f"compaction keep must be even, positive and less than {MAX_RECENT_MESSAGES}; "
+            f"got {keep}"
+        )
+    return keep

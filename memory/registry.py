@@ -1,0 +1,177 @@
+"""The conversation registry of a session: at most ten conversations, newest first.
+
+A new chat is a draft and stores nothing. When its first message is accepted the
+draft becomes *pending* (owned by the session, resumable, not listed); once its first
+turn is written it is listed. Past `MAX_CONVERSATIONS`, the least recently active
+conversation is pruned and the caller deletes its threads.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from memory.errors import ConversationNotFound
+from memory.hydration import assert_client_safe
+from memory.limits import MAX_CONVERSATIONS, MAX_TITLE_CHARS
+from memory.schema import MessageId, UtcDatetime
+
+
+class ConversationEntry(BaseModel):
+    """One listed conversation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: MessageId
+    title: StrictStr = Field(max_length=MAX_TITLE_CHARS)
+    created_at: UtcDatetime
+    last_active_at: UtcDatetime
+
+
+class RegistryState(BaseModel):
+    """A session's registry, stored in its `chat-registry:` thread."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    conversations: list[ConversationEntry] = Field(default_factory=list)
+    pending: list[MessageId] = Field(default_factory=list, max_length=MAX_CONVERSATIONS)
+    selected_conversation_id: MessageId | None = None
+    version: StrictInt = Field(default=0, ge=0)
+
+    def owns(self, conversation_id: str) -> bool:
+        """Whether the conversation is listed or pending in this session."""
+        return conversation_id in self.pending or any(
+            entry.id == conversation_id for entry in self.conversations
+        )
+
+
+@dataclass(frozen=True)
+class RegistryChange:
+    """A new registry state and the conversations it dropped (whose threads must go)."""
+
+    state: RegistryState
+    pruned: tuple[str, ...] = ()
+
+
+def new_conversation_id() -> str:
+    """A fresh conversation id for a draft (nothing is stored)."""
+    return uuid.uuid4().hex
+
+
+def make_title(text: str) -> str:
+    """The first user message, whitespace collapsed, at most `MAX_TITLE_CHARS` characters."""
+    title = " ".join(text.split())
+    if len(title) > MAX_TITLE_CHARS:
+        title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+    return title
+
+
+def ordered(entries: list[ConversationEntry]) -> list[ConversationEntry]:
+    """Newest activity first; creation breaks ties."""
+    return sorted(entries, key=lambda e: (e.last_active_at, e.created_at), reverse=True)
+
+
+def accept_draft(state: RegistryState, conversation_id: str) -> RegistryChange:
+    """Mark a draft whose first message was accepted as pending and select it."""
+    if state.owns(conversation_id):
+        return RegistryChange(state)
+    pending = [*state.pending, conversation_id]
+    dropped = tuple(pending[:-MAX_CONVERSATIONS])
+    return RegistryChange(
+        state.model_copy(
+            update={
+                "pending": pending[-MAX_CONVERSATIONS:],
+                "selected_conversation_id": conversation_id,
+            }
+        ),
+        dropped,
+    )
+
+
+def record_turn(
+    state: RegistryState, conversation_id: str, user_text: str, now: datetime
+) -> RegistryChange:
+    """A turn was written: list the conversation (titled by its first message) or touch it."""
+    entries = list(state.conversations)
+    for index, entry in enumerate(entries):
+        if entry.id == conversation_id:
+            entries[index] = entry.model_copy(update={"last_active_at": now})
+            break
+    else:
+        entries.append(
+            ConversationEntry(
+                id=conversation_id, title=make_title(user_text), created_at=now, last_active_at=now
+            )
+        )
+    entries = ordered(entries)
+    kept, pruned = entries[:MAX_CONVERSATIONS], tuple(e.id for e in entries[MAX_CONVERSATIONS:])
+    selected = state.selected_conversation_id
+    return RegistryChange(
+        state.model_copy(
+            update={
+                "conversations": kept,
+                "pending": [cid for cid in state.pending if cid != conversation_id],
+                "selected_conversation_id": None if selected in pruned else selected,
+            }
+        ),
+        pruned,
+    )
+
+
+def select(state: RegistryState, conversation_id: str) -> RegistryChange:
+    """Select an owned conversation; the order does not change.
+
+    Raises:
+        ConversationNotFound: unknown here, or another session's conversation.
+    """
+    if not state.owns(conversation_id):
+        raise ConversationNotFound()
+    return RegistryChange(state.model_copy(update={"selected_conversation_id": conversation_id}))
+
+
+def remove(state: RegistryState, conversation_id: str) -> RegistryChange:
+    """Remove an owned conversation; the caller deletes its threads.
+
+    Raises:
+        ConversationNotFound: unknown here, or another session's conversation.
+    """
+    if not state.owns(conversation_id):
+        raise ConversationNotFound()
+    selected = state.selected_conversation_id
+    return RegistryChange(
+        state.model_copy(
+            update={
+                "conversations": [e for e in state.conversations if e.id != conversation_id],
+                "pending": [cid for cid in state.pending if cid != conversation_id],
+                "selected_conversation_id": None if selected == conversation_id else selected,
+            }
+        ),
+        (conversation_id,),
+    )
+
+
+def registry_dto(state: RegistryState) -> dict[str, Any]:
+    """What `conversations()` returns: `{selectedConversationId, conversations, limit}`."""
+    dto = {
+        "selectedConversationId": state.selected_conversation_id,
+        "conversations": [
+            {
+                "id": entry.id,
+                "title": entry.title,
+                "createdAt": entry.created_at.isoformat(),
+                "lastActiveAt": entry.last_active_at.isoformat(),
+            }
+            for entry in ordered(state.conversations)
+        ],
+        "limit": MAX_CONVERSATIONS,
+    }
+    assert_client_safe(dto)
+    return dto
+
+
+RegistryUpdate = Callable[[RegistryState], RegistryChange]

@@ -1,0 +1,132 @@
+"""Persisted memory schemas: `ChatThreadMessage`, `ThreadState`, and id validation."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
+
+from memory.errors import INVALID_ID, INVALID_TEXT_TYPE, InvalidInput
+from memory.limits import (
+    HARD_MESSAGE_CAP,
+    MAX_ID_CHARS,
+    MAX_PINNED_DECISION_CHARS,
+    MAX_PINNED_DECISIONS,
+    MAX_SUMMARY_CHARS,
+)
+
+Role = Literal["user", "assistant"]
+
+_ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
+
+
+def validate_id(value: object, what: str = "id") -> str:
+    """Return `value` if it is a valid session, conversation or message id.
+
+    Raises:
+        InvalidInput: for a non-string, an empty or over-long id, or a character
+            outside `[A-Za-z0-9_-]`.
+    """
+    if not isinstance(value, str) or not _ID_PATTERN.fullmatch(value):
+        raise InvalidInput(INVALID_ID.format(what=what, limit=MAX_ID_CHARS))
+    return value
+
+
+def require_text(value: object, what: str = "text") -> str:
+    """Return `value` stripped, rejecting anything that is not a `str`.
+
+    Raises:
+        InvalidInput: when `value` is not a string.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(INVALID_TEXT_TYPE.format(what=what, type_name=type(value).__name__))
+    return value.strip()
+
+
+def new_message_id() -> str:
+    """A fresh random message id."""
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC."""
+    return datetime.now(UTC)
+
+
+def _aware_utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    return value.astimezone(UTC)
+
+
+def _checked_id(value: str) -> str:
+    if not _ID_PATTERN.fullmatch(value):
+        raise ValueError(INVALID_ID.format(what="message id", limit=MAX_ID_CHARS))
+    return value
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
+MessageId = Annotated[StrictStr, AfterValidator(_checked_id)]
+
+
+class ChatThreadMessage(BaseModel):
+    """One user-visible message of a completed turn. It has these four fields, no more."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: MessageId
+    role: Role
+    text: StrictStr = Field(min_length=1)
+    created_at: UtcDatetime
+
+    @field_validator("text", mode="after")
+    @classmethod
+    def _stripped_non_empty(cls, text: str) -> str:
+        text = text.strip()
+        if not text:
+            raise ValueError("message text must not be empty or whitespace")
+        return text
+
+
+class ThreadState(BaseModel):
+    """A conversation's short-term memory: recent messages, summary, pinned decisions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    messages: list[ChatThreadMessage] = Field(default_factory=list, max_length=HARD_MESSAGE_CAP)
+    summary: StrictStr = Field(default="", max_length=MAX_SUMMARY_CHARS)
+    pinned_decisions: list[
+        Annotated[StrictStr, Field(min_length=1, max_length=MAX_PINNED_DECISION_CHARS)]
+    ] = Field(default_factory=list, max_length=MAX_PINNED_DECISIONS)
+    last_compacted_at: UtcDatetime | None = None
+    version: StrictInt = Field(default=0, ge=0)
+
+    def to_document(self) -> dict[str, Any]:
+        """JSON-compatible form kept in the checkpoint (no pickled objects)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_document(cls, document: object) -> ThreadState:
+        """Validate a stored document back into a `ThreadState`.
+
+        Raises:
+            InvalidInput: if the stored document does not match the schema.
+        """
+        try:
+            return cls.model_validate(document)
+        except ValidationError as exc:
+            raise InvalidInput(
+                f"stored memory does not match ThreadState: {exc.error_count()} errors"
+            ) from exc

@@ -1,0 +1,211 @@
+"""Final-turn adapters and the rules that decide what a finished turn writes to memory.
+
+Only the user-visible text of a completed (or blocked) turn is written: one user
+message and one assistant message. Tool calls and results, task-list state and
+delivery artifacts never get here: each adapter takes the route's final text only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from memory.limits import DELIVERY_REPORT_MAX_CHARS
+from memory.schema import ChatThreadMessage, ThreadState, new_message_id, require_text, validate_id
+
+TRUNCATION_MARKER = "[Report truncated: {kept:,} of {total:,} characters kept in memory.]"
+
+
+class Route(StrEnum):
+    """The subgraph that produced a turn."""
+
+    CHAT = "chat"
+    TOOL = "tool"
+    TASKLIST = "tasklist"
+    DELIVERY = "delivery"
+
+
+class TurnStatus(StrEnum):
+    """How a turn ended."""
+
+    COMPLETED = "completed"
+    BLOCKED = "blocked"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+WRITTEN_STATUSES = frozenset({TurnStatus.COMPLETED, TurnStatus.BLOCKED})
+
+
+class SkipReason(StrEnum):
+    """Why a finished turn wrote nothing."""
+
+    STATUS = "status_not_written"
+    EMPTY = "empty_text"
+    DUPLICATE_ID = "duplicate_message_id"
+    DUPLICATE_PAIR = "duplicate_last_pair"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinalTurn:
+    """The user-visible outcome of one turn, as finalize sees it.
+
+    Attributes:
+        route: the subgraph that answered.
+        status: how the turn ended; only `completed` and `blocked` are written.
+        user_text: what the user asked (the goal or request for workflows).
+        assistant_text: the final answer, summary or report.
+        user_message_id: stable id of the user message, for idempotent writes.
+        assistant_message_id: stable id of the assistant message.
+    """
+
+    route: Route
+    status: TurnStatus
+    user_text: str
+    assistant_text: str
+    user_message_id: str | None = None
+    assistant_message_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "route", Route(self.route))
+        object.__setattr__(self, "status", TurnStatus(self.status))
+        object.__setattr__(self, "user_text", require_text(self.user_text, "user text"))
+        object.__setattr__(
+            self, "assistant_text", require_text(self.assistant_text, "assistant text")
+        )
+        for name in ("user_message_id", "assistant_message_id"):
+            value = getattr(self, name)
+            if value is not None:
+                validate_id(value, name.replace("_", " "))
+
+
+def message_text(message: BaseMessage) -> str:
+    """The plain text of a message's content (text blocks joined, others ignored)."""
+    return message.text.strip()
+
+
+def final_ai_message(messages: Sequence[BaseMessage]) -> AIMessage | None:
+    """The last assistant message that does not ask for a tool, if it is the last message."""
+    if messages and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls:
+        return messages[-1]
+    return None
+
+
+def chat_turn(
+    user_text: str, answer: BaseMessage | str, status: TurnStatus = TurnStatus.COMPLETED, **ids: str
+) -> FinalTurn:
+    """Adapter for the chat route: the user's text and the model's final answer."""
+    text = answer if isinstance(answer, str) else message_text(answer)
+    if isinstance(answer, AIMessage) and answer.tool_calls:
+        text = ""  # a tool request is not an answer
+    return FinalTurn(
+        route=Route.CHAT, status=status, user_text=user_text, assistant_text=text, **ids
+    )
+
+
+def tool_turn(
+    user_text: str,
+    messages: Sequence[BaseMessage],
+    status: TurnStatus = TurnStatus.COMPLETED,
+    **ids: str,
+) -> FinalTurn:
+    """Adapter for the tool route: only the final answer after the tool loop.
+
+    Tool calls and tool results in `messages` are deliberately dropped; a loop that
+    ended on a tool request (no final answer) writes nothing.
+    """
+    final = final_ai_message(messages)
+    return FinalTurn(
+        route=Route.TOOL,
+        status=status,
+        user_text=user_text,
+        assistant_text=message_text(final) if final is not None else "",
+        **ids,
+    )
+
+
+def tasklist_turn(
+    goal: str, final_summary: str, status: TurnStatus = TurnStatus.COMPLETED, **ids: str
+) -> FinalTurn:
+    """Adapter for the task-list route: the goal and the final summary, nothing else."""
+    return FinalTurn(
+        route=Route.TASKLIST, status=status, user_text=goal, assistant_text=final_summary, **ids
+    )
+
+
+def delivery_turn(
+    request: str, report: str, status: TurnStatus = TurnStatus.COMPLETED, **ids: str
+) -> FinalTurn:
+    """Adapter for the delivery route: the request and the report, cut to the memory limit."""
+    return FinalTurn(
+        route=Route.DELIVERY,
+        status=status,
+        user_text=request,
+        assistant_text=truncate_report(require_text(report, "report")),
+        **ids,
+    )
+
+
+def truncate_report(report: str, limit: int = DELIVERY_REPORT_MAX_CHARS) -> str:
+    """Cut `report` to at most `limit` characters, closing with a marker line.
+
+    The head of the report is kept intact; the marker line is counted in the limit.
+    """
+    if len(report) <= limit:
+        return report
+    # The marker's length depends on the kept count; a bound on it is enough.
+    marker_room = len(TRUNCATION_MARKER.format(kept=limit, total=len(report))) + 1
+    kept = report[: limit - marker_room].rstrip()
+    return f"{kept}\n{TRUNCATION_MARKER.format(kept=len(kept), total=len(report))}"
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """What writing a turn would do: the messages to append, or why nothing is written."""
+
+    messages: tuple[ChatThreadMessage, ...] = ()
+    skipped: SkipReason | None = None
+
+
+def plan_turn_write(state: ThreadState, turn: FinalTurn, now: datetime) -> WritePlan:
+    """Apply the write rules to `turn` against the stored `state`."""
+    if turn.status not in WRITTEN_STATUSES:
+        return WritePlan(skipped=SkipReason.STATUS)
+    if not turn.user_text or not turn.assistant_text:
+        return WritePlan(skipped=SkipReason.EMPTY)
+    stored_ids = {message.id for message in state.messages}
+    if {turn.user_message_id, turn.assistant_message_id} & stored_ids:
+        return WritePlan(skipped=SkipReason.DUPLICATE_ID)
+    has_ids = turn.user_message_id is not None or turn.assistant_message_id is not None
+    if not has_ids and _is_last_pair(state, turn):
+        return WritePlan(skipped=SkipReason.DUPLICATE_PAIR)
+    return WritePlan(
+        messages=(
+            ChatThreadMessage(
+                id=turn.user_message_id or new_message_id(),
+                role="user",
+                text=turn.user_text,
+                created_at=now,
+            ),
+            ChatThreadMessage(
+                id=turn.assistant_message_id or new_message_id(),
+                role="assistant",
+                text=turn.assistant_text,
+                created_at=now,
+            ),
+        )
+    )
+
+
+def _is_last_pair(state: ThreadState, turn: FinalTurn) -> bool:
+    last = state.messages[-2:]
+    return (
+        len(last) == 2
+        and (last[0].role, last[0].text) == ("user", turn.user_text)
+        and (last[1].role, last[1].text) == ("assistant", turn.assistant_text)
+    )
