@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 from memory.storage import DEFAULT_DATABASE_URL
 
@@ -104,7 +104,7 @@ class Settings:
             openai_base_url=_blank_to_none(env.get("OPENAI_BASE_URL")),
             model=_blank_to_none(env.get("AGENT_MODEL")) or DEFAULT_MODEL,
             compaction_model=_blank_to_none(env.get("AGENT_COMPACTION_MODEL")),
-            structured_output_method=cast(StructuredOutputMethod, method),
+            structured_output_method=method,
             request_timeout=_positive_float(env, "AGENT_REQUEST_TIMEOUT", 60.0),
             max_retries=_non_negative_int(env, "AGENT_MAX_RETRIES", 2),
         )

@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_DATABASE_URL = "sqlite:///.agent-data/agent.sqlite"
 SQLITE_BUSY_TIMEOUT_S = 30.0
 SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after checkpoints
+SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
 
 T = TypeVar("T")
 
@@ -196,6 +197,10 @@ def _open_sqlite(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
         timeout=SQLITE_BUSY_TIMEOUT_S,
     )
     conn.execute(f"PRAGMA journal_size_limit = {SQLITE_JOURNAL_SIZE_LIMIT}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
+    # WAL + NORMAL never corrupts and survives process crashes; a power cut may lose
+    # the last transactions, an accepted trade for conversation memory.
+    conn.execute("PRAGMA synchronous = NORMAL")
     checkpointer = SqliteCheckpointer(conn)
     checkpointer.setup()
     locks = KeyedLocks(path.with_name(path.name + ".locks") if path else None)

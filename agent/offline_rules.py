@@ -1,0 +1,264 @@
+"""Rules of the offline model: which built-in tool a request asks for, and how it answers."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
+
+from agent.tools import ToolInputError, normalise_expression, resolve_timezone
+from memory.compaction import clamp
+from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.prompts import PINNED_BLOCK, SUMMARY_BLOCK
+
+CALCULATOR = "calculator"
+CURRENT_TIME = "current_time"
+MAX_CALCULATIONS = 3
+"""At most this many calculator calls are proposed for one message."""
+
+OFFLINE_PREFIX = "[offline model]"
+OFFLINE_NOTICE = (
+    f"{OFFLINE_PREFIX} No model API key is configured, so this deterministic offline model "
+    "answers: it echoes your message and shows what it remembers of this conversation."
+)
+ECHO_LINE = 'You said: "{text}"'
+NO_INPUT_LINE = "There is no new user message to answer."
+PINS_LINE = "Pinned decisions I keep to:\n{pins}"
+SUMMARY_LINE = "Summary of our earlier conversation: {summary}"
+HISTORY_LINE = 'I can see {count} earlier message(s); your previous message was: "{previous}"'
+HISTORY_NO_USER_LINE = "I can see {count} earlier message(s)."
+NO_HISTORY_LINE = "I see no earlier messages in this conversation."
+
+CALCULATION_ANSWER = "{expression} = {result}."
+TIME_ANSWER = "The current time in {timezone} is {result}."
+TOOL_ERROR_ANSWER = "The {name} tool reported an error: {error}"
+TOOL_RESULT_ANSWER = "The {name} tool returned: {result}"
+
+ECHO_CHARS = 300
+SUMMARY_CHARS = 300
+PREVIOUS_CHARS = 120
+TOOL_RESULT_CHARS = 300
+
+_EXPR = r"[-+(]*\s*\.?\d[\d\s.+\-*/%^()×÷xX]*"
+_ARITHMETIC_TRIGGERED = re.compile(
+    r"(?:\bwhat\s+is|\bwhat[’']?s|\bhow\s+much\s+is|\bcalculate|\bcalc|\bcompute|\bevaluate"
+    rf"|\bsolve|计算|算一下|算算|请算)\s*[:：]?\s*(?P<expr>{_EXPR})",
+    re.IGNORECASE,
+)
+_ARITHMETIC_EQUALS = re.compile(rf"(?P<expr>{_EXPR})(?:=|＝|等于|是多少)")
+_BINARY_OPERATION = re.compile(r"[\d.)]\s*(?:\*\*|//|[-+*/%^×÷xX])\s*[-+(]*\s*[\d.(]")
+_DATE_LIKE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}")
+_TRAILING_JUNK = " \t\n+-*/%^×÷xX.("
+
+_TIME_REQUEST = re.compile(
+    r"\bwhat\s+time\s+is\s+it\b|\bwhat\s+time\s+now\b|\bwhat[’']?s\s+the\s+time\b"
+    r"|\bwhat\s+is\s+the\s+time\b|\btime\s+is\s+it\b|\bthe\s+time\s+now\b"
+    r"|\bcurrent\s+(?:time|date)\b|\btoday[’']?s\s+date\b|\bdate\s+today\b"
+    r"|\bwhat(?:\s+is|[’']?s)\s+(?:the\s+)?date(?:\s+today)?\s*[?.!]*\s*$"
+    r"|\bwhat\s+day\s+is\s+(?:it|today)\b"
+    r"|几点|现在时间|当前时间|现在的时间|今天几号|今天是几号|几月几号|星期几|今天日期|今天的日期",
+    re.IGNORECASE | re.MULTILINE,
+)
+_IANA_ZONE = re.compile(r"\b[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z0-9_+-]+)+\b")
+
+
+@dataclass(frozen=True)
+class ContextView:
+    """What the offline model reads from a `memory.context.build_context` message list.
+
+    Attributes:
+        pins: pinned decisions, in their numbered order.
+        summary: the summary block's text ("" when absent).
+        history: earlier user/assistant messages, oldest first.
+        latest: the latest user message, or None when the list does not end with one.
+    """
+
+    pins: list[str] = field(default_factory=list)
+    summary: str = ""
+    history: list[BaseMessage] = field(default_factory=list)
+    latest: str | None = None
+
+
+def _one_line(text: str, limit: int) -> str:
+    return clamp(" ".join(text.split()), limit)
+
+
+def _template_body(content: str, template: str, placeholder: str) -> str:
+    prefix, _, suffix = template.partition("{" + placeholder + "}")
+    if content.startswith(prefix):
+        content = content[len(prefix) :]
+    if suffix and content.endswith(suffix):
+        content = content[: -len(suffix)]
+    return content.strip()
+
+
+def read_context(messages: Sequence[BaseMessage]) -> ContextView:
+    """Split a context into pinned decisions, summary, earlier messages and latest input."""
+    pins: list[str] = []
+    summary = ""
+    history: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            if message.id == PINNED_BLOCK_ID:
+                body = _template_body(message.text, PINNED_BLOCK, "pins")
+                pins = [re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines()]
+                pins = [pin for pin in pins if pin]
+            elif message.id == SUMMARY_BLOCK_ID:
+                summary = _template_body(message.text, SUMMARY_BLOCK, "summary")
+        elif isinstance(message, HumanMessage | AIMessage) and message.text.strip():
+            history.append(message)
+    latest: str | None = None
+    if messages and isinstance(messages[-1], HumanMessage):
+        latest = messages[-1].text
+        if history and history[-1] is messages[-1]:
+            history.pop()
+    return ContextView(pins=pins, summary=summary, history=history, latest=latest)
+
+
+def plain_answer(messages: Sequence[BaseMessage]) -> str:
+    """The offline chat answer: a notice, the echoed input and what the context holds."""
+    view = read_context(messages)
+    lines = [OFFLINE_NOTICE]
+    if view.latest is not None:
+        lines.append(ECHO_LINE.format(text=_one_line(view.latest, ECHO_CHARS)))
+    else:
+        lines.append(NO_INPUT_LINE)
+    if view.pins:
+        numbered = "\n".join(f"{n}. {pin}" for n, pin in enumerate(view.pins, start=1))
+        lines.append(PINS_LINE.format(pins=numbered))
+    if view.summary:
+        lines.append(SUMMARY_LINE.format(summary=_one_line(view.summary, SUMMARY_CHARS)))
+    previous = [m for m in view.history if isinstance(m, HumanMessage)]
+    if previous:
+        quote = _one_line(previous[-1].text, PREVIOUS_CHARS)
+        lines.append(HISTORY_LINE.format(count=len(view.history), previous=quote))
+    elif view.history:
+        lines.append(HISTORY_NO_USER_LINE.format(count=len(view.history)))
+    else:
+        lines.append(NO_HISTORY_LINE)
+    return "\n".join(lines)
+
+
+def _clean_expression(candidate: str) -> str:
+    expression = candidate.strip().rstrip(_TRAILING_JUNK).strip()
+    # A closing parenthesis without its opening one belongs to the surrounding prose.
+    while expression.endswith(")") and expression.count(")") > expression.count("("):
+        expression = expression[:-1].rstrip()
+    return expression
+
+
+def _is_arithmetic(expression: str) -> bool:
+    if not _BINARY_OPERATION.search(expression) or _DATE_LIKE.search(expression):
+        return False
+    try:
+        ast.parse(normalise_expression(expression), mode="eval")
+    except SyntaxError:
+        return False
+    return True
+
+
+def arithmetic_expressions(text: str) -> list[str]:
+    """Expressions the message clearly asks to compute ("what is 12*(3+4)?", "12 * 7 =")."""
+    found: list[str] = []
+    for pattern in (_ARITHMETIC_TRIGGERED, _ARITHMETIC_EQUALS):
+        for match in pattern.finditer(text):
+            expression = _clean_expression(match.group("expr"))
+            if expression not in found and _is_arithmetic(expression):
+                found.append(expression)
+    return found[:MAX_CALCULATIONS]
+
+
+def asks_for_time(text: str) -> bool:
+    """Whether the message asks for the current time or today's date."""
+    return bool(_TIME_REQUEST.search(text))
+
+
+def requested_timezone(text: str) -> str | None:
+    """An IANA zone named in the message ("Europe/Paris"), if it is a known one."""
+    for match in _IANA_ZONE.finditer(text):
+        try:
+            resolve_timezone(match.group())
+        except ToolInputError:
+            continue
+        return match.group()
+    return None
+
+
+def tool_call_id(name: str, args: dict[str, Any], request: str, position: int) -> str:
+    """A deterministic tool-call id: the same request yields the same id."""
+    payload = json.dumps([name, args, request, position], sort_keys=True, ensure_ascii=False)
+    return "call_" + hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]) -> list[ToolCall]:
+    """The tool calls the latest user message asks for, among the bound `tool_names`.
+
+    Only a conversation that ends with a user message can ask; a request for a tool
+    that is not bound is answered in text instead.
+    """
+    if not messages or not isinstance(messages[-1], HumanMessage):
+        return []
+    text = messages[-1].text
+    planned: list[tuple[str, dict[str, Any]]] = []
+    if CALCULATOR in tool_names:
+        planned.extend((CALCULATOR, {"expression": expr}) for expr in arithmetic_expressions(text))
+    if CURRENT_TIME in tool_names and asks_for_time(text):
+        zone = requested_timezone(text)
+        planned.append((CURRENT_TIME, {"timezone": zone} if zone else {}))
+    request = f"{len(messages)}:{text}"
+    return [
+        ToolCall(name=name, args=args, id=tool_call_id(name, args, request, position))
+        for position, (name, args) in enumerate(planned)
+    ]
+
+
+def _pending_results(messages: Sequence[BaseMessage]) -> tuple[list[ToolMessage], AIMessage | None]:
+    results: list[ToolMessage] = []
+    index = len(messages) - 1
+    while index >= 0 and isinstance(messages[index], ToolMessage):
+        results.insert(0, messages[index])  # type: ignore[arg-type]
+        index -= 1
+    caller = messages[index] if index >= 0 else None
+    return results, caller if isinstance(caller, AIMessage) else None
+
+
+def answers_tool_results(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the conversation ends with tool results that need a final answer."""
+    return bool(messages) and isinstance(messages[-1], ToolMessage)
+
+
+def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
+    """The final answer stating the results of the trailing tool messages."""
+    results, caller = _pending_results(messages)
+    calls = {call["id"]: call for call in caller.tool_calls} if caller else {}
+    lines: list[str] = []
+    for result in results:
+        call = calls.get(result.tool_call_id)
+        name = result.name or (call["name"] if call else "tool")
+        args = call["args"] if call else {}
+        text = result.text.strip()
+        if result.status == "error":
+            lines.append(TOOL_ERROR_ANSWER.format(name=name, error=_one_line(text, 300)))
+        elif name == CALCULATOR and "expression" in args:
+            lines.append(CALCULATION_ANSWER.format(expression=args["expression"], result=text))
+        elif name == CURRENT_TIME:
+            zone = args.get("timezone") or "UTC"
+            lines.append(TIME_ANSWER.format(timezone=zone, result=text))
+        else:
+            lines.append(
+                TOOL_RESULT_ANSWER.format(name=name, result=_one_line(text, TOOL_RESULT_CHARS))
+            )
+    return f"{OFFLINE_PREFIX} " + "\n".join(lines)

@@ -1,0 +1,223 @@
+"""Compaction: trigger, keep, prompt, clamps, pins, failures, fallback, compare-and-set."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from memory import ConversationMemory, VersionConflict
+from memory.compaction import (
+    CompactionOutput,
+    CompactionStatus,
+    compact,
+    local_fallback,
+    merge_pins,
+)
+from memory.limits import HARD_MESSAGE_CAP, MAX_SUMMARY_CHARS
+from memory.schema import ChatThreadMessage, ThreadState
+from memory.turns import chat_turn
+from tests.fakes import ScriptedModel
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def with_turns(turns: int, **fields: object) -> ThreadState:
+    messages = []
+    for i in range(turns):
+        messages.append(ChatThreadMessage(id=f"u{i}", role="user", text=f"q{i}", created_at=NOW))
+        messages.append(
+            ChatThreadMessage(id=f"a{i}", role="assistant", text=f"a{i}", created_at=NOW)
+        )
+    return ThreadState.model_validate({"messages": messages, **fields})
+
+
+def output(summary: str = "S", pins: list[str] | None = None, retired: list[int] | None = None):
+    return CompactionOutput(
+        summary=summary, pinned_decisions=pins or [], retired_pins=retired or []
+    )
+
+
+def write_turns(memory: ConversationMemory, count: int, start: int = 0, cid: str = "c1") -> None:
+    for i in range(start, start + count):
+        memory.write_turn("s1", cid, chat_turn(f"question {i}", f"answer {i}"))
+
+
+def test_no_compaction_at_eight_messages() -> None:
+    model = ScriptedModel()
+    result = compact(with_turns(4), model)
+    assert result.status is CompactionStatus.SKIPPED
+    assert model.structured_calls == []
+
+
+def test_compaction_above_eight_keeps_the_newest_four() -> None:
+    model = ScriptedModel(structured=[output("new summary", ["Use Postgres."])])
+    result = compact(with_turns(5), model, now=NOW)
+    assert result.status is CompactionStatus.SUCCEEDED
+    assert [m.id for m in result.state.messages] == ["u3", "a3", "u4", "a4"]
+    assert result.state.summary == "new summary"
+    assert result.state.pinned_decisions == ["Use Postgres."]
+    assert result.state.last_compacted_at == NOW
+    assert (result.summary_chars, result.pinned_count) == (11, 1)
+
+
+def test_prompt_carries_old_summary_numbered_pins_fold_and_kept() -> None:
+    model = ScriptedModel(structured=[output()])
+    state = with_turns(5, summary="old summary", pinned_decisions=["Pin A", "Pin B"])
+    compact(state, model, method="function_calling")
+    call = model.structured_calls[0]
+    assert call["schema"] is CompactionOutput
+    assert call["method"] == "function_calling"
+    system, body = call["messages"]
+    assert isinstance(system, SystemMessage) and isinstance(body, HumanMessage)
+    text = body.text
+    assert "old summary" in text and "1. Pin A\n2. Pin B" in text
+    fold, kept = text.split("Messages to fold:")[1].split("Kept messages")
+    assert "[user] q0" in fold and "[assistant] a2" in fold and "q3" not in fold
+    assert "[user] q3" in kept and "[assistant] a4" in kept
+
+
+def test_custom_keep_is_honoured() -> None:
+    result = compact(with_turns(5), ScriptedModel(structured=[output()]), keep=2)
+    assert [m.id for m in result.state.messages] == ["u4", "a4"]
+
+
+def test_summary_and_pins_are_clamped_not_rejected() -> None:
+    model = ScriptedModel(structured=[output("z" * 9000, ["p" * 1000])])
+    result = compact(with_turns(5), model)
+    assert result.status is CompactionStatus.SUCCEEDED
+    assert len(result.state.summary) == MAX_SUMMARY_CHARS
+    assert len(result.state.pinned_decisions[0]) == 300
+
+
+def test_omitted_pins_are_kept_and_retired_pins_removed() -> None:
+    state = with_turns(5, pinned_decisions=["Pin A", "Pin B", "Pin C"])
+    model = ScriptedModel(structured=[output("S", ["Pin D", "pin  a"], [2, 99])])
+    result = compact(state, model)
+    assert result.state.pinned_decisions == ["Pin A", "Pin C", "Pin D"]
+
+
+def test_oldest_pins_evicted_past_twenty() -> None:
+    old = [f"old {i}" for i in range(19)]
+    assert merge_pins(old, ["new 1", "new 2", "new 3"], []) == [*old[2:], "new 1", "new 2", "new 3"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        RuntimeError("provider down"),
+        TimeoutError("slow"),
+        {"summary": "only a summary"},
+        {"summary": "S", "pinned_decisions": [], "retired_pins": ["one"]},
+        output(summary="   "),
+        None,
+    ],
+)
+def test_model_error_or_invalid_output_leaves_memory_unchanged(
+    memory: ConversationMemory, bad: object
+) -> None:
+    write_turns(memory, 5)
+    before = memory.load("s1", "c1")
+    result = memory.compact("s1", "c1", ScriptedModel(structured=[bad]))
+    assert result.status is CompactionStatus.FAILED
+    assert result.error
+    assert memory.load("s1", "c1") == before
+    # retried after the next turn
+    write_turns(memory, 1, start=5)
+    retry = memory.compact("s1", "c1", ScriptedModel(structured=[output("recovered")]))
+    assert retry.status is CompactionStatus.SUCCEEDED
+    assert memory.load("s1", "c1").summary == "recovered"
+
+
+def test_hard_cap_falls_back_to_local_compaction() -> None:
+    state = with_turns(8, summary="earlier", pinned_decisions=["keep me"])
+    result = compact(state, ScriptedModel(structured=[RuntimeError("down")]), now=NOW)
+    assert result.status is CompactionStatus.FALLBACK
+    assert len(result.state.messages) == 4
+    assert result.state.summary.startswith("earlier\nUser: q0\nAssistant: a0")
+    assert result.state.pinned_decisions == ["keep me"]
+
+
+def test_fallback_summary_stays_bounded_and_keeps_newest_lines() -> None:
+    state = with_turns(8, summary="x" * MAX_SUMMARY_CHARS)
+    result = local_fallback(state, now=NOW)
+    assert len(result.summary) <= MAX_SUMMARY_CHARS
+    assert result.summary.endswith("Assistant: a5")
+
+
+def test_appends_never_exceed_the_hard_cap_without_compaction(memory: ConversationMemory) -> None:
+    write_turns(memory, 30)
+    state = memory.load("s1", "c1")
+    assert len(state.messages) <= HARD_MESSAGE_CAP
+    assert state.messages[-1].text == "answer 29"
+    assert "question 0" in state.summary or "…" in state.summary
+
+
+def test_successful_compaction_is_stored_with_a_new_version(memory: ConversationMemory) -> None:
+    write_turns(memory, 5)
+    before = memory.load("s1", "c1")
+    result = memory.compact("s1", "c1", ScriptedModel(structured=[output("sum", ["p"])]))
+    after = memory.load("s1", "c1")
+    assert result.state == after
+    assert after.version == before.version + 1
+    assert (len(after.messages), after.summary, after.pinned_decisions) == (4, "sum", ["p"])
+
+
+def test_compare_and_set_rejects_a_stale_version(memory: ConversationMemory) -> None:
+    write_turns(memory, 1)
+    stale = memory.load("s1", "c1")
+    write_turns(memory, 1, start=1)
+    with pytest.raises(VersionConflict) as error:
+        memory.replace(
+            "s1", "c1", stale.model_copy(update={"summary": "lost"}), expected_version=stale.version
+        )
+    assert (error.value.expected, error.value.found) == (stale.version, stale.version + 1)
+    assert memory.load("s1", "c1").summary == ""
+    fresh = memory.load("s1", "c1")
+    stored = memory.replace(
+        "s1", "c1", fresh.model_copy(update={"summary": "ok"}), expected_version=fresh.version
+    )
+    assert stored.version == fresh.version + 1
+
+
+def test_turn_written_during_compaction_is_not_lost(memory: ConversationMemory) -> None:
+    write_turns(memory, 5)
+
+    def slow_compaction(_messages: object) -> CompactionOutput:
+        write_turns(memory, 1, start=5)  # another turn lands while the model works
+        return output("folded")
+
+    result = memory.compact("s1", "c1", ScriptedModel(structured=[slow_compaction]))
+    state = memory.load("s1", "c1")
+    assert result.status is CompactionStatus.SUCCEEDED
+    assert [m.text for m in state.messages][-2:] == ["question 5", "answer 5"]
+    assert [m.text for m in state.messages][:2] == ["question 3", "answer 3"]
+    assert state.summary == "folded"
+
+
+def test_concurrent_compaction_loses_cleanly(memory: ConversationMemory) -> None:
+    write_turns(memory, 5)
+
+    def racing(_messages: object) -> CompactionOutput:
+        memory.compact("s1", "c1", ScriptedModel(structured=[output("winner")]))
+        return output("loser")
+
+    result = memory.compact("s1", "c1", ScriptedModel(structured=[racing]))
+    assert result.status is CompactionStatus.FAILED
+    assert memory.load("s1", "c1").summary == "winner"
+
+
+def test_two_hundred_turns_stay_bounded_with_one_call_per_three_turns(
+    memory: ConversationMemory,
+) -> None:
+    model = ScriptedModel(structured=[lambda m: output("s" * 3000, ["d"])] * 200)
+    calls = 0
+    for i in range(200):
+        memory.write_turn("s1", "c1", chat_turn(f"q{i}", f"a{i}"))
+        result = memory.compact("s1", "c1", model)
+        calls += result.status is not CompactionStatus.SKIPPED
+        state = memory.load("s1", "c1")
+        assert len(state.messages) <= 8
+        assert len(state.summary) <= MAX_SUMMARY_CHARS
+    assert calls == len(model.structured_calls) <= 200 // 3

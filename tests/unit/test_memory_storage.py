@@ -1,0 +1,230 @@
+"""Checkpointer-backed storage: one checkpoint per thread, persistence, serialised writers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from memory import ConversationMemory, ThreadIds, UnsupportedDatabaseUrl, open_thread_store
+from memory.errors import LockTimeout
+from memory.locks import KeyedLocks
+from memory.schema import ThreadState
+from memory.storage import iter_thread_ids, parse_database_url
+from memory.turns import chat_turn
+from tests.conftest import SECRET
+
+
+def test_one_checkpoint_per_memory_thread(memory: ConversationMemory) -> None:
+    for i in range(12):
+        memory.write_turn("s1", "c1", chat_turn(f"q{i}", f"a{i}"))
+    store = memory.threads
+    assert store.checkpoint_count(memory.memory_thread("s1", "c1")) == 1
+    assert store.checkpoint_count(memory.ids.registry_thread("s1")) == 1
+    conn = store.checkpointer.conn  # type: ignore[attr-defined]
+    assert conn.execute("SELECT COUNT(*) FROM writes").fetchone() == (0,)
+
+
+def test_put_get_delete(memory: ConversationMemory) -> None:
+    store = memory.threads
+    assert store.get("t1") is None
+    store.put("t1", {"a": 1})
+    store.put("t1", {"b": 2})
+    assert store.get("t1") == {"b": 2}
+    store.delete("t1")
+    assert store.get("t1") is None
+    assert store.checkpoint_count("t1") == 0
+
+
+def test_writes_from_inside_a_parent_graph_node_land(memory: ConversationMemory) -> None:
+    class Outer(TypedDict):
+        text: str
+
+    def node(state: Outer) -> Outer:
+        memory.write_turn("s1", "c1", chat_turn(state["text"], "from a node"))
+        return state
+
+    builder = StateGraph(Outer)
+    builder.add_node(node)
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    outer = builder.compile(checkpointer=InMemorySaver())
+    outer.invoke({"text": "nested"}, {"configurable": {"thread_id": "outer"}})
+    assert [m.text for m in memory.load("s1", "c1").messages] == ["nested", "from a node"]
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme", "location"),
+    [
+        ("sqlite:///.agent-data/agent.sqlite", "sqlite", ".agent-data/agent.sqlite"),
+        ("sqlite:////tmp/abs.sqlite", "sqlite", "/tmp/abs.sqlite"),
+        ("sqlite:///:memory:", "sqlite", ":memory:"),
+        ("postgresql://u@h/db", "postgresql", "postgresql://u@h/db"),
+    ],
+)
+def test_database_urls(url: str, scheme: str, location: str) -> None:
+    parsed = parse_database_url(url)
+    assert (parsed.scheme, parsed.location) == (scheme, location)
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://x/y", "sqlite://host/x", "sqlite:///", "agent.sqlite", ""]
+)
+def test_unsupported_urls_fail_clearly(url: str) -> None:
+    with pytest.raises(UnsupportedDatabaseUrl, match="unsupported database URL"):
+        open_thread_store(url)
+
+
+def test_postgres_seam_fails_clearly_until_available() -> None:
+    with pytest.raises(UnsupportedDatabaseUrl, match="PostgreSQL"):
+        open_thread_store("postgresql://127.0.0.1/test")
+
+
+def test_in_memory_sqlite_works() -> None:
+    store = open_thread_store("sqlite:///:memory:")
+    memory = ConversationMemory(store, ThreadIds(SECRET))
+    memory.write_turn("s1", "c1", chat_turn("q", "a"))
+    assert len(memory.load("s1", "c1").messages) == 2
+    store.close()
+
+
+REOPEN_SCRIPT = """
+import sys
+from memory import ConversationMemory, ThreadIds, open_thread_store
+store = open_thread_store(sys.argv[1])
+memory = ConversationMemory(store, ThreadIds(sys.argv[2]))
+print("|".join(m.text for m in memory.load("s1", "c1").messages))
+print(memory.conversations("s1")["conversations"][0]["title"])
+"""
+
+
+def test_persists_across_a_reopen_in_a_new_process(db_url: str) -> None:
+    store = open_thread_store(db_url)
+    ConversationMemory(store, ThreadIds(SECRET)).write_turn(
+        "s1", "c1", chat_turn("remember me", "ok")
+    )
+    store.close()
+    out = subprocess.run(
+        [sys.executable, "-c", REOPEN_SCRIPT, db_url, SECRET],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert out.stdout.splitlines() == ["remember me|ok", "remember me"]
+
+
+def test_eight_threads_appending_to_one_conversation_lose_nothing(
+    memory: ConversationMemory,
+) -> None:
+    def worker(n: int) -> None:
+        for i in range(6):
+            memory.write_turn("s1", "c1", chat_turn(f"t{n}-{i}", f"r{n}-{i}"))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    state = memory.load("s1", "c1")
+    # 48 turns = 96 appends: each write bumps the version exactly once
+    assert state.version == 48
+    assert len(state.messages) <= 16
+    expected = {f"{kind}{n}-{i}" for kind in "tr" for n in range(8) for i in range(6)}
+    assert all_texts_survive(state, expected)
+
+
+def _append_turns(db_url: str, worker: int, turns: int) -> None:
+    store = open_thread_store(db_url)
+    memory = ConversationMemory(store, ThreadIds(SECRET))
+    for i in range(turns):
+        memory.write_turn("s1", "c1", chat_turn(f"p{worker}-{i}", f"r{worker}-{i}"))
+    store.close()
+
+
+def test_two_processes_appending_to_one_conversation_lose_nothing(db_url: str) -> None:
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_append_turns, args=(db_url, n, 15)) for n in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    assert [p.exitcode for p in processes] == [0, 0]
+    store = open_thread_store(db_url)
+    state = ConversationMemory(store, ThreadIds(SECRET)).load("s1", "c1")
+    assert state.version == 30
+    expected = {f"{kind}{n}-{i}" for kind in "pr" for n in range(2) for i in range(15)}
+    assert all_texts_survive(state, expected)
+    store.close()
+
+
+def test_keyed_locks_exclude_across_processes(tmp_path: Path) -> None:
+    path = tmp_path / "locks"
+    locks = KeyedLocks(path)
+    with locks.hold("key-a"):
+        probe = subprocess.run(
+            [sys.executable, "-c", LOCK_PROBE, str(path)],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+            check=True,
+        )
+    assert probe.stdout.split() == ["busy", "free"]
+    locks.close()
+
+
+LOCK_PROBE = """
+import sys
+from pathlib import Path
+from memory.locks import KeyedLocks
+from memory.schema import ThreadState
+from memory.errors import LockTimeout
+locks = KeyedLocks(Path(sys.argv[1]))
+try:
+    with locks.hold("key-a", timeout=0.2):
+        print("free")
+except LockTimeout:
+    print("busy")
+with locks.hold("key-b", timeout=0.2):
+    print("free")
+"""
+
+
+def test_lock_timeout_and_release_within_a_process(tmp_path: Path) -> None:
+    locks = KeyedLocks(tmp_path / "locks")
+    outcome: list[str] = []
+
+    def contender(key: str) -> None:
+        try:
+            with locks.hold(key, timeout=0.05):
+                outcome.append(f"{key}: taken")
+        except LockTimeout:
+            outcome.append(f"{key}: timed out")
+
+    with locks.hold("k"):
+        for key in ("k", "other"):
+            thread = threading.Thread(target=contender, args=(key,))
+            thread.start()
+            thread.join()
+    contender("k")
+    assert outcome == ["k: timed out", "other: taken", "k: taken"]
+
+
+def all_texts_survive(state: ThreadState, expected: set[str]) -> bool:
+    lines = {line.split(": ", 1)[1] for line in state.summary.splitlines()}
+    return expected <= lines | {m.text for m in state.messages}
+
+
+def test_thread_ids_are_listed_for_maintenance(memory: ConversationMemory) -> None:
+    memory.write_turn("s1", "c1", chat_turn("q", "a"))
+    assert set(iter_thread_ids(memory.threads)) == {
+        memory.memory_thread("s1", "c1"),
+        memory.ids.registry_thread("s1"),
+    }
