@@ -18,7 +18,7 @@ install: $(STAMP)
 
 ## Run the agent under `langgraph dev` (Studio-ready; offline model when no OPENAI_API_KEY).
 dev: $(STAMP)
-	LANGGRAPH_CLI_NO_ANALYTICS=1 \
+	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true \
 	LANGSMITH_TRACING=$${LANGSMITH_TRACING:-false} \
 	$(BIN)/langgraph dev --no-browser --host $(HOST) --port $(PORT)
 

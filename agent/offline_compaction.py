@@ -46,19 +46,20 @@ _TRANSCRIPT_LINE = re.compile(r"^\[(user|assistant)\] ?(.*)$")
 _PIN_LINE = re.compile(r"^\s*(\d+)\.\s*(.*)$")
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
-_STOPWORDS = frozenset(
-    """
-    the and for with that this these those our your you are was were have has had not
-    but from into about all any always never must decided decide decision longer forget
-    anymore please also just more only then than them they there here what when which
-    who whom whose its use using used make made want wants need needs should will would
-    can could may might shall don doesn didn isn aren won let lets now one some such
-    """.split()
-)
-_CJK_STOP_BIGRAMS = frozenset(
-    "我们 你们 他们 不再 必须 决定 不要 使用 一个 这个 那个 可以 需要 应该 现在 以后 总是 永远 "
-    "忘记 忘掉 还是 就是 已经".split()
-)
+_STOPWORD_LIST = """
+the and for with that this these those our your you are was were have has had not
+but from into about all any always never must decided decide decision longer forget
+anymore please also just more only then than them they there here what when which
+who whom whose its use using used make made want wants need needs should will would
+can could may might shall don doesn didn isn aren won let lets now one some such
+"""
+_CJK_STOP_BIGRAM_LIST = """
+我们 你们 他们 不再 必须 决定 不要 使用 一个 这个 那个 可以 需要 应该 现在 以后 总是 永远
+忘记 忘掉 还是 就是 已经
+"""
+# Words too common to show that a retirement and a pin are about the same thing.
+_STOPWORDS = frozenset(_STOPWORD_LIST.split())
+_CJK_STOP_BIGRAMS = frozenset(_CJK_STOP_BIGRAM_LIST.split())
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
+from langchain_core.messages.tool import tool_call
 
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
 from memory.compaction import clamp
@@ -220,22 +221,24 @@ def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]
         planned.append((CURRENT_TIME, {"timezone": zone} if zone else {}))
     request = f"{len(messages)}:{text}"
     return [
-        ToolCall(name=name, args=args, id=tool_call_id(name, args, request, position))
+        tool_call(name=name, args=args, id=tool_call_id(name, args, request, position))
         for position, (name, args) in enumerate(planned)
     ]
 
 
 def _pending_results(messages: Sequence[BaseMessage]) -> tuple[list[ToolMessage], AIMessage | None]:
     results: list[ToolMessage] = []
-    index = len(messages) - 1
-    while index >= 0 and isinstance(messages[index], ToolMessage):
-        results.insert(0, messages[index])  # type: ignore[arg-type]
-        index -= 1
-    caller = messages[index] if index >= 0 else None
-    return results, caller if isinstance(caller, AIMessage) else None
+    caller: AIMessage | None = None
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            results.append(message)
+            continue
+        caller = message if isinstance(message, AIMessage) else None
+        break
+    return results[::-1], caller
 
 
-def answers_tool_results(messages: Sequence[BaseMessage]) -> bool:
+def ends_with_tool_results(messages: Sequence[BaseMessage]) -> bool:
     """Whether the conversation ends with tool results that need a final answer."""
     return bool(messages) and isinstance(messages[-1], ToolMessage)
 
@@ -251,7 +254,9 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
         args = call["args"] if call else {}
         text = result.text.strip()
         if result.status == "error":
-            lines.append(TOOL_ERROR_ANSWER.format(name=name, error=_one_line(text, 300)))
+            lines.append(
+                TOOL_ERROR_ANSWER.format(name=name, error=_one_line(text, TOOL_RESULT_CHARS))
+            )
         elif name == CALCULATOR and "expression" in args:
             lines.append(CALCULATION_ANSWER.format(expression=args["expression"], result=text))
         elif name == CURRENT_TIME:

@@ -98,8 +98,9 @@ def normalise_expression(expression: str) -> str:
     return _TIMES_X.sub("*", text)
 
 
-def _check_magnitude(value: Number, expression: str) -> Number:
-    if isinstance(value, complex):
+def _check_magnitude(value: object, expression: str) -> Number:
+    # pow() of a negative base and a fractional exponent is complex.
+    if not isinstance(value, int | float):
         raise ToolInputError(NOT_REAL.format(expression=expression))
     if isinstance(value, float) and not math.isfinite(value):
         raise ToolInputError(RESULT_TOO_LARGE.format(digits=100))
@@ -121,7 +122,7 @@ def _evaluate(node: ast.AST, expression: str) -> Number:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body, expression)
     if isinstance(node, ast.Constant):
-        # bool is an int subclass: exact type checks keep True/False out.
+        # bool is an int subclass: the exact type check keeps True/False out.
         if type(node.value) not in (int, float):
             raise ToolInputError(NOT_ALLOWED.format(what=f"The constant {node.value!r}"))
         return _check_magnitude(node.value, expression)

@@ -65,7 +65,9 @@ def run(turns: int, directory: Path) -> dict[str, Any]:
         "turns": turns,
         "database_bytes": db.stat().st_size,
         "wal_bytes_before_checkpoint": wal_before,
-        "checkpoints_per_memory_thread": store.checkpoint_count(memory.memory_thread("bench", "c1")),
+        "checkpoints_per_memory_thread": store.checkpoint_count(
+            memory.memory_thread("bench", "c1")
+        ),
         "compaction_calls": compactions,
         "compaction_calls_per_turn": round(compactions / turns, 3),
         "append_median_ms": round(statistics.median(append_seconds) * 1000, 3),

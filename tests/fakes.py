@@ -58,16 +58,15 @@ class ScriptedModel(BaseChatModel):
                 raise RuntimeError("ScriptedModel: no scripted reply left")
             item = self.replies.pop(0)
         reply = _resolve(item, list(messages))
-        message = AIMessage(content=reply) if isinstance(reply, str) else reply
+        # a copy: LangChain stamps run ids onto the returned message
+        message = AIMessage(content=reply) if isinstance(reply, str) else reply.model_copy()
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
         self.bound_tools = list(tools)
         return self
 
-    def with_structured_output(
-        self, schema: Any, **kwargs: Any
-    ) -> Runnable[Any, Any]:
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
         def answer(messages: Any) -> Any:
             prompt = list(messages.to_messages() if hasattr(messages, "to_messages") else messages)
             with self._lock:

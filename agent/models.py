@@ -1,0 +1,47 @@
+"""Model loading: `ChatOpenAI` for any OpenAI-compatible endpoint, or the offline model."""
+
+from __future__ import annotations
+
+import logging
+
+from langchain_core.language_models import BaseChatModel
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+from agent.offline import OfflineChatModel
+from agent.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+def _openai(settings: Settings, model: str, temperature: float | None) -> ChatOpenAI:
+    return ChatOpenAI(
+        model=model,
+        api_key=SecretStr(settings.openai_api_key or ""),
+        base_url=settings.openai_base_url,
+        temperature=temperature,
+        timeout=settings.request_timeout,
+        max_retries=settings.max_retries,
+    )
+
+
+def load_chat_model(settings: Settings) -> BaseChatModel:
+    """The chat model: `ChatOpenAI(AGENT_MODEL)`, or the offline model without a key."""
+    if settings.offline:
+        logger.info("OPENAI_API_KEY is not set: using the offline deterministic model")
+        return OfflineChatModel()
+    return _openai(settings, settings.model, temperature=None)
+
+
+def load_compaction_model(settings: Settings) -> BaseChatModel:
+    """The compaction model: `AGENT_COMPACTION_MODEL` (default `AGENT_MODEL`) at temperature 0."""
+    if settings.offline:
+        return OfflineChatModel()
+    return _openai(settings, settings.compaction_model or settings.model, temperature=0)
+
+
+def at_temperature_zero(model: BaseChatModel) -> BaseChatModel:
+    """A copy of `model` with temperature 0 where the model has a temperature."""
+    if "temperature" in type(model).model_fields:
+        return model.model_copy(update={"temperature": 0})
+    return model

@@ -1,0 +1,288 @@
+"""The offline model: a deterministic chat model that serves when no API key is set.
+
+`OfflineChatModel` is a real `BaseChatModel`: it streams, calls the built-in tools
+when a message clearly asks for them, answers from tool results, and produces
+structured output through a registry of deterministic handlers keyed by schema
+(compaction is registered here; other features register their own schemas).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from operator import itemgetter
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import tool_call
+from langchain_core.output_parsers.openai_tools import PydanticToolsParser
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
+
+from agent.offline_compaction import compaction_output
+from agent.offline_rules import (
+    ends_with_tool_results,
+    plain_answer,
+    plan_tool_calls,
+    tool_call_id,
+    tool_results_answer,
+)
+from memory.compaction import CompactionOutput
+
+OFFLINE_MODEL_NAME = "offline-deterministic"
+STRUCTURED_OUTPUT_KWARG = "offline_structured_output"
+"""Bound-call keyword naming the schema a structured-output call must produce."""
+
+STRUCTURED_OUTPUT_METHODS = frozenset({"json_schema", "function_calling", "json_mode"})
+NO_STRUCTURED_HANDLER = (
+    "OfflineChatModel has no structured-output handler for {schema}; register one with "
+    "agent.offline.register_structured_handler(schema, handler)."
+)
+UNKNOWN_METHOD = "Unknown structured-output method {method!r}; use one of {methods}."
+HANDLER_RESULT_MISMATCH = "The offline handler for {schema} returned a {actual}."
+
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+StructuredHandler = Callable[[Sequence[BaseMessage]], BaseModel]
+
+STRUCTURED_HANDLERS: dict[type[BaseModel], StructuredHandler] = {}
+"""The dispatch table of `with_structured_output`: schema class → deterministic handler."""
+
+
+def register_structured_handler(
+    schema: type[SchemaT], handler: Callable[[Sequence[BaseMessage]], SchemaT]
+) -> None:
+    """Teach the offline model to produce `schema`; a later registration replaces an earlier.
+
+    Args:
+        schema: the pydantic class passed to `with_structured_output`.
+        handler: builds the instance from the input messages, deterministically.
+    """
+    STRUCTURED_HANDLERS[schema] = handler
+
+
+def _schema_key(schema: type[BaseModel]) -> str:
+    return f"{schema.__module__}.{schema.__qualname__}"
+
+
+def _registered_schema(key: str) -> type[BaseModel]:
+    for schema in STRUCTURED_HANDLERS:
+        if _schema_key(schema) == key:
+            return schema
+    raise NotImplementedError(NO_STRUCTURED_HANDLER.format(schema=key))
+
+
+def _bound_tool_names(tools: Sequence[dict[str, Any]] | None, tool_choice: Any) -> set[str]:
+    if tool_choice in ("none", False):
+        return set()
+    names = {tool["function"]["name"] for tool in tools or [] if "function" in tool}
+    forced = tool_choice
+    if isinstance(forced, dict):
+        forced = forced.get("function", {}).get("name")
+    if isinstance(forced, str) and forced in names:
+        return {forced}
+    return names
+
+
+def _cut_at_stop(text: str, stop: list[str] | None) -> str:
+    positions = [text.find(word) for word in stop or [] if word and word in text]
+    return text[: min(positions)] if positions else text
+
+
+def _text_pieces(text: str) -> list[str]:
+    # Split where whitespace ends, so the pieces concatenate back to `text` exactly.
+    return [piece for piece in re.split(r"(?<=\s)(?=\S)", text) if piece]
+
+
+class OfflineChatModel(BaseChatModel):
+    """A deterministic chat model for machines without an API key or a network.
+
+    It says plainly that it is offline, echoes the latest user message and reports
+    what the memory context holds (pinned decisions, summary, earlier messages). With
+    tools bound, it calls `calculator` for arithmetic and `current_time` for the time
+    or date when the latest user message clearly asks, then states the results.
+    `with_structured_output` dispatches to `STRUCTURED_HANDLERS`. Same input, same output.
+    """
+
+    model_name: str = OFFLINE_MODEL_NAME
+
+    @property
+    def _llm_type(self) -> str:
+        return OFFLINE_MODEL_NAME
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name}
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """The model with `tools` bound in OpenAI tool format.
+
+        Args:
+            tools: tools, functions, pydantic classes or OpenAI tool dicts.
+            tool_choice: "none" disables calls; a tool name restricts calls to that tool.
+                Calls are still made only when the message asks for one.
+            **kwargs: further call parameters to bind.
+        """
+        formatted = [convert_to_openai_tool(tool) for tool in tools]
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=formatted, **kwargs)
+
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        method: str | None = None,
+        include_raw: bool = False,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """A runnable that answers with an instance of `schema`, built by its handler.
+
+        Args:
+            schema: a pydantic class registered with `register_structured_handler`.
+            method: accepted for interface parity ("json_schema", "function_calling",
+                "json_mode"); the offline model answers the same way for all.
+            include_raw: return {"raw", "parsed", "parsing_error"} instead of the instance.
+            **kwargs: ignored, as other chat models ignore unknown options here.
+
+        Raises:
+            NotImplementedError: no handler is registered for `schema`.
+            ValueError: `method` is not a known structured-output method.
+        """
+        if method is not None and method not in STRUCTURED_OUTPUT_METHODS:
+            raise ValueError(
+                UNKNOWN_METHOD.format(method=method, methods=sorted(STRUCTURED_OUTPUT_METHODS))
+            )
+        if not (isinstance(schema, type) and schema in STRUCTURED_HANDLERS):
+            name = schema.__qualname__ if isinstance(schema, type) else repr(schema)
+            raise NotImplementedError(NO_STRUCTURED_HANDLER.format(schema=name))
+        llm = self.bind(**{STRUCTURED_OUTPUT_KWARG: _schema_key(schema)})
+        parser = PydanticToolsParser(tools=[schema], first_tool_only=True)
+        if not include_raw:
+            return llm | parser
+        parsed = RunnablePassthrough.assign(
+            parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
+        )
+        unparsed = RunnablePassthrough.assign(parsed=lambda _: None)
+        with_fallback = parsed.with_fallbacks([unparsed], exception_key="parsing_error")
+        return RunnableMap(raw=llm) | with_fallback
+
+    def _respond(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> AIMessage:
+        meta = {"model_name": self.model_name}
+        structured = kwargs.get(STRUCTURED_OUTPUT_KWARG)
+        if structured:
+            schema = _registered_schema(structured)
+            result = STRUCTURED_HANDLERS[schema](messages)
+            if not isinstance(result, schema):
+                raise TypeError(
+                    HANDLER_RESULT_MISMATCH.format(schema=structured, actual=type(result).__name__)
+                )
+            args = result.model_dump(mode="json")
+            call_id = tool_call_id(schema.__name__, args, structured, 0)
+            call = tool_call(name=schema.__name__, args=args, id=call_id)
+            return AIMessage(content="", tool_calls=[call], response_metadata=meta)
+        if ends_with_tool_results(messages):
+            text = tool_results_answer(messages)
+        else:
+            names = _bound_tool_names(kwargs.get("tools"), kwargs.get("tool_choice"))
+            calls = plan_tool_calls(messages, names) if names else []
+            if calls:
+                return AIMessage(content="", tool_calls=calls, response_metadata=meta)
+            text = plain_answer(messages)
+        return AIMessage(content=_cut_at_stop(text, stop), response_metadata=meta)
+
+    def _chunks(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> Iterator[ChatGenerationChunk]:
+        message = self._respond(messages, stop, kwargs)
+        if message.tool_calls:
+            # One chunk carries every call, with JSON arguments as a provider would stream.
+            tool_call_chunks = [
+                {
+                    "name": call["name"],
+                    "args": json.dumps(call["args"], ensure_ascii=False),
+                    "id": call["id"],
+                    "index": index,
+                    "type": "tool_call_chunk",
+                }
+                for index, call in enumerate(message.tool_calls)
+            ]
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content="",
+                    tool_call_chunks=tool_call_chunks,
+                    response_metadata=message.response_metadata,
+                    chunk_position="last",
+                )
+            )
+            return
+        pieces = _text_pieces(message.text)
+        for index, piece in enumerate(pieces):
+            last = index == len(pieces) - 1
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content=piece,
+                    response_metadata=message.response_metadata if last else {},
+                    chunk_position="last" if last else None,
+                )
+            )
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message = self._respond(messages, stop, kwargs)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # Pure computation: no reason to hop to a thread as the default does.
+        return self._generate(messages, stop, **kwargs)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for chunk in self._chunks(messages, stop, kwargs):
+            if run_manager:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in self._chunks(messages, stop, kwargs):
+            if run_manager:
+                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+
+register_structured_handler(CompactionOutput, compaction_output)

@@ -1,0 +1,33 @@
+"""Wiring of the application: settings → models, memory store, tools → the agent graph."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.tools import BaseTool
+
+from agent.models import load_chat_model, load_compaction_model
+from agent.settings import Settings
+from agent.tools import BUILTIN_TOOLS
+from graphs.agent import AgentGraph, build_agent_graph
+from graphs.resources import Lazy
+from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_secret
+
+
+def open_memory(settings: Settings) -> ConversationMemory:
+    """Open the memory store named by `AGENT_DATABASE_URL` with the session secret."""
+    secret = resolve_secret(settings.session_secret, settings.data_dir)
+    return ConversationMemory(open_thread_store(settings.database_url), ThreadIds(secret))
+
+
+def build_default_graph(
+    settings: Settings, *, tools: Sequence[BaseTool] = BUILTIN_TOOLS
+) -> AgentGraph:
+    """The agent graph with collaborators built from `settings` on first use."""
+    return build_agent_graph(
+        model=Lazy(lambda: load_chat_model(settings)),
+        compaction_model=Lazy(lambda: load_compaction_model(settings)),
+        memory=Lazy(lambda: open_memory(settings)),
+        tools=tools,
+        structured_output_method=None if settings.offline else settings.structured_output_method,
+    )

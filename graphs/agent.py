@@ -1,0 +1,98 @@
+"""The agent graph: `load_memory → route → {chat, tool, …} → finalize → compact`.
+
+`build_agent_graph` takes its collaborators (models, tools, the memory) and returns
+an uncompiled `StateGraph`; callers compile it with their checkpointer. The module-
+level graph for `langgraph dev` lives with the application wiring (`agent/graph.py`),
+so that this package never reaches up into `agent/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, StateGraph
+
+from graphs.chat import build_chat_graph
+from graphs.events import emit
+from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, route_after_finalize
+from graphs.prompts import AGENT_SYSTEM_PROMPT
+from graphs.resources import Lazy
+from graphs.state import AgentInput, AgentOutput, AgentState, Context, RouteName
+from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
+from memory import ConversationMemory
+
+AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
+
+
+def route(state: AgentState) -> dict[str, object]:
+    """Announce the subgraph chosen for this turn (from its mode or prefix)."""
+    emit("route", route=state["route"])
+    return {}
+
+
+def route_to_subgraph(state: AgentState) -> RouteName:
+    """The subgraph that answers this turn."""
+    return state["route"]
+
+
+def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
+    """A tool request from the chat model continues the turn in the tool subgraph."""
+    last = state["turn_messages"][-1]
+    return "tool" if isinstance(last, AIMessage) and last.tool_calls else "finalize"
+
+
+def build_agent_graph(
+    *,
+    model: BaseChatModel | Lazy[BaseChatModel],
+    memory: ConversationMemory | Lazy[ConversationMemory],
+    compaction_model: BaseChatModel | Lazy[BaseChatModel] | None = None,
+    tools: Sequence[BaseTool] = (),
+    structured_output_method: str | None = None,
+    system_prompt: str = AGENT_SYSTEM_PROMPT,
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+) -> AgentGraph:
+    """Assemble the agent graph.
+
+    Args:
+        model: the chat model, or a `Lazy` that builds it on first use.
+        memory: chat memory and registry storage, or a `Lazy` of it.
+        compaction_model: structured-output model for compaction (default: `model`).
+        tools: tools offered in the tool route and, in auto mode, to the chat model.
+        structured_output_method: passed to `with_structured_output` for compaction.
+        system_prompt: the first message of every context.
+        max_tool_rounds: tool rounds per turn before the model must answer.
+    """
+    chat_model = Lazy.of(model)
+    store = Lazy.of(memory)
+    compactor = chat_model if compaction_model is None else Lazy.of(compaction_model)
+    routes = {"chat", "tool"} if tools else {"chat"}
+
+    builder: AgentGraph = StateGraph(
+        AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput
+    )
+    builder.add_node("load_memory", make_load_memory(store, routes, system_prompt))
+    builder.add_node(route)
+    builder.add_node("chat", build_chat_graph(model=chat_model, tools=tools).compile(name="chat"))
+    if tools:
+        tool_graph = build_tool_graph(model=chat_model, tools=tools, max_rounds=max_tool_rounds)
+        builder.add_node("tool", tool_graph.compile(name="tool"))
+    builder.add_node("finalize", make_finalize(store))
+    builder.add_node("compact", make_compact(store, compactor, structured_output_method))
+
+    builder.add_edge(START, "load_memory")
+    builder.add_edge("load_memory", "route")
+    builder.add_conditional_edges(
+        "route", route_to_subgraph, {name: name for name in sorted(routes)}
+    )
+    if tools:
+        builder.add_conditional_edges("chat", route_after_chat)
+        builder.add_edge("tool", "finalize")
+    else:
+        builder.add_edge("chat", "finalize")
+    builder.add_conditional_edges("finalize", route_after_finalize)
+    builder.add_edge("compact", END)
+    return builder

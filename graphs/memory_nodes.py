@@ -1,0 +1,176 @@
+"""The memory nodes of the main graph: `load_memory`, `finalize` and `compact`.
+
+`finalize` is the only writer of turns; `compact` runs only when the memory holds
+more than eight messages. A memory failure never fails the turn: it is logged, the
+answer is still returned, and the result says `degraded`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.events import emit_memory
+from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
+from graphs.resources import Lazy
+from graphs.state import AgentState, Context
+from graphs.turn_input import parse_turn_input
+from memory import ConversationMemory, ThreadState, build_context, hydration_dto
+from memory.compaction import CompactionStatus
+from memory.limits import MAX_RECENT_MESSAGES
+from memory.turns import FinalTurn, Route, TurnStatus, final_ai_message, message_text
+
+logger = logging.getLogger(__name__)
+
+Node = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def make_load_memory(
+    memory: Lazy[ConversationMemory], routes: set[str], system_prompt: str = AGENT_SYSTEM_PROMPT
+) -> Node:
+    """Build `load_memory`: validate the input, read the conversation, build the context."""
+
+    async def load_memory(
+        state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """Validate the turn, read its chat memory and build the model context."""
+        thread_id = config.get("configurable", {}).get("thread_id")
+        turn = parse_turn_input(state, runtime.context, thread_id, routes)
+        degraded = False
+        try:
+            store = await memory.aget()
+            stored = await store.aload(turn.session_id, turn.conversation_id)
+        except Exception:
+            logger.exception("reading chat memory failed; answering without it")
+            stored, degraded = ThreadState(), True
+        return {
+            "message": None,
+            "mode": None,
+            "session_id": turn.session_id,
+            "conversation_id": turn.conversation_id,
+            "turn_id": uuid.uuid4().hex,
+            "user_text": turn.text,
+            "route": turn.route,
+            "tools_allowed": turn.tools_allowed,
+            "turn_messages": build_context(stored, turn.text, system_prompt=system_prompt),
+            "messages": [],
+            "answer": "",
+            "status": "running",
+            "memory_written": False,
+            "compaction": CompactionStatus.SKIPPED.value,
+            "degraded": degraded,
+            "hydration": None,
+            "memory_messages": len(stored.messages),
+        }
+
+    return load_memory
+
+
+def used_tools(messages: list[AnyMessage]) -> bool:
+    """Whether this turn ran any tool."""
+    return any(isinstance(m, ToolMessage) for m in messages)
+
+
+def final_turn(state: AgentState) -> FinalTurn:
+    """The turn's user-visible outcome, with stable message ids derived from the turn id.
+
+    Only the last assistant message counts, and only if it is not a tool request:
+    tool calls and tool results of the turn never reach memory.
+    """
+    messages = state.get("turn_messages", [])
+    final = final_ai_message(messages)
+    answer = message_text(final) if final is not None else ""
+    return FinalTurn(
+        route=Route.TOOL if used_tools(messages) else Route(state["route"]),
+        status=TurnStatus.COMPLETED if answer else TurnStatus.FAILED,
+        user_text=state["user_text"],
+        assistant_text=answer,
+        user_message_id=f"{state['turn_id']}-u",
+        assistant_message_id=f"{state['turn_id']}-a",
+    )
+
+
+def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
+    """Build `finalize`: write the turn's final text to chat memory, once."""
+
+    async def finalize(state: AgentState) -> dict[str, Any]:
+        """Write the user's text and the final answer to the conversation's memory."""
+        turn = final_turn(state)
+        answer = turn.assistant_text or NO_ANSWER
+        result: dict[str, Any] = {
+            "route": turn.route.value,
+            "status": turn.status.value,
+            "answer": answer,
+            "messages": [HumanMessage(content=turn.user_text), AIMessage(content=answer)],
+        }
+        session_id, conversation_id = state["session_id"], state["conversation_id"]
+        emit_memory("write", "started")
+        try:
+            store = await memory.aget()
+            write = await store.awrite_turn(session_id, conversation_id, turn)
+        except Exception:
+            logger.exception("writing the turn to chat memory failed")
+            emit_memory("write", "failed")
+            return {**result, "degraded": True}
+        emit_memory(
+            "write",
+            "succeeded" if write.written else "skipped",
+            reason=write.skipped.value if write.skipped else None,
+            messages=len(write.state.messages),
+        )
+        return {
+            **result,
+            "memory_written": write.written,
+            "memory_messages": len(write.state.messages),
+            "hydration": hydration_dto(conversation_id, write.state),
+        }
+
+    return finalize
+
+
+def route_after_finalize(state: AgentState) -> Literal["compact", "__end__"]:
+    """Compact only when the memory holds more than eight messages."""
+    return "compact" if state.get("memory_messages", 0) > MAX_RECENT_MESSAGES else "__end__"
+
+
+def make_compact(
+    memory: Lazy[ConversationMemory],
+    model: Lazy[BaseChatModel],
+    method: str | None = None,
+) -> Node:
+    """Build `compact`: fold older turns into the summary and pinned decisions."""
+
+    async def compact(state: AgentState) -> dict[str, Any]:
+        """Run the compaction model (structured output) over the conversation's memory."""
+        session_id, conversation_id = state["session_id"], state["conversation_id"]
+        emit_memory("compact", "started")
+        try:
+            store = await memory.aget()
+            compaction_model = await model.aget()
+            result = await store.acompact(
+                session_id, conversation_id, compaction_model, method=method
+            )
+        except Exception:
+            logger.exception("compaction failed before reaching the model")
+            emit_memory("compact", "failed")
+            return {"compaction": CompactionStatus.FAILED.value, "degraded": True}
+        emit_memory(
+            "compact",
+            result.status.value,
+            summaryChars=result.summary_chars,
+            pinnedDecisions=result.pinned_count,
+        )
+        return {
+            "compaction": result.status.value,
+            "memory_messages": len(result.state.messages),
+            "hydration": hydration_dto(conversation_id, result.state),
+        }
+
+    return compact

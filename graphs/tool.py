@@ -1,0 +1,80 @@
+"""The tool subgraph: the model with tools bound, looping through a ToolNode until it answers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.tools import BaseTool
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode
+from typing_extensions import TypedDict
+
+from graphs.chat import announce_tool_calls
+from graphs.prompts import FINAL_ANSWER_NUDGE
+from graphs.resources import Lazy
+
+DEFAULT_MAX_TOOL_ROUNDS = 6
+
+
+class ToolState(TypedDict):
+    """State shared with the main graph."""
+
+    turn_messages: Annotated[list[AnyMessage], add_messages]
+    """This turn's messages: context, tool calls, tool results, answer (appended here;
+    the main graph replaces its copy with the result)."""
+
+
+def pending_tool_calls(state: ToolState) -> bool:
+    """Whether the last message is a tool request still to be run."""
+    last = state["turn_messages"][-1] if state["turn_messages"] else None
+    return isinstance(last, AIMessage) and bool(last.tool_calls)
+
+
+def route_tool_entry(state: ToolState) -> Literal["tools", "call_model"]:
+    """Run a tool request handed over by the chat subgraph, else ask the model."""
+    return "tools" if pending_tool_calls(state) else "call_model"
+
+
+def route_after_model(state: ToolState) -> Literal["tools", "__end__"]:
+    """Loop while the model asks for tools."""
+    return "tools" if pending_tool_calls(state) else "__end__"
+
+
+def build_tool_graph(
+    *,
+    model: BaseChatModel | Lazy[BaseChatModel],
+    tools: Sequence[BaseTool],
+    max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+) -> StateGraph[ToolState, None, ToolState, ToolState]:
+    """`START → (tools ⇄ call_model) → END`, at most `max_rounds` tool rounds.
+
+    Tool errors come back to the model as error messages (ToolNode's default); past
+    `max_rounds` the model is asked, without tools, for its final answer.
+    """
+    provider = Lazy.of(model)
+
+    async def call_model(state: ToolState) -> ToolState:
+        """Ask the model, with tools bound, for a tool call or the final answer."""
+        chat_model = await provider.aget()
+        messages = list(state["turn_messages"])
+        rounds = sum(1 for m in messages if isinstance(m, AIMessage) and m.tool_calls)
+        if rounds >= max_rounds:
+            reply = await chat_model.ainvoke([*messages, HumanMessage(content=FINAL_ANSWER_NUDGE)])
+            reply = AIMessage(content=reply.content, id=reply.id)  # never another tool call
+        else:
+            reply = await chat_model.bind_tools(list(tools)).ainvoke(messages)
+        if isinstance(reply, AIMessage):
+            announce_tool_calls(reply)
+        return {"turn_messages": [reply]}
+
+    builder = StateGraph(ToolState)
+    builder.add_node(call_model)
+    builder.add_node("tools", ToolNode(list(tools), messages_key="turn_messages"))
+    builder.add_conditional_edges(START, route_tool_entry)
+    builder.add_conditional_edges("call_model", route_after_model)
+    builder.add_edge("tools", "call_model")
+    return builder

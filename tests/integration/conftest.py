@@ -1,0 +1,121 @@
+"""Fixtures that start real servers on 127.0.0.1 and stop them by PID."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def server_env(workdir: Path, **extra: str) -> dict[str, str]:
+    """A clean environment: no model key (offline model), storage inside `workdir`."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OPENAI_", "AGENT_", "LANGSMITH_", "LANGCHAIN_"))
+    }
+    env.update(
+        AGENT_DATABASE_URL=f"sqlite:///{workdir / 'agent.sqlite'}",
+        AGENT_DATA_DIR=str(workdir / "data"),
+        LANGSMITH_TRACING="false",
+        LANGGRAPH_CLI_NO_ANALYTICS="1",
+        LANGGRAPH_NO_VERSION_CHECK="true",
+        PYTHONPATH=str(REPO),
+        **extra,
+    )
+    return env
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    workdir: Path
+    log: Path
+
+
+def wait_until_up(
+    url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 90
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited early:\n{log.read_text()[-4000:]}")
+        try:
+            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"server did not come up:\n{log.read_text()[-4000:]}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`langgraph dev` serving this repo's langgraph.json from a clean working directory."""
+    workdir = tmp_path_factory.mktemp("langgraph-dev")
+    config = json.loads((REPO / "langgraph.json").read_text())
+    # `langgraph dev` resolves paths against its working directory: point them at the repo
+    config["dependencies"] = [str(REPO)]
+    config["graphs"] = {
+        name: str(REPO / spec.removeprefix("./")) for name, spec in config["graphs"].items()
+    }
+    config.pop("env", None)
+    (workdir / "langgraph.json").write_text(json.dumps(config))
+    port = free_port()
+    log = workdir / "server.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [
+                str(BIN / "langgraph"),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--config",
+                str(workdir / "langgraph.json"),
+            ],
+            cwd=workdir,
+            env=server_env(workdir),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, process, log)
+        yield Server(url, process, workdir, log)
+    finally:
+        stop(process)
