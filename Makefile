@@ -38,6 +38,7 @@ unit: $(STAMP)
 ## Benchmarks (figures, not pass/fail tests).
 bench: $(STAMP)
 	$(BIN)/python -m bench.memory_bench
+	$(BIN)/python -m bench.agent_bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,6 @@
+"""The application surface: `ChatAgent`, its results and typed errors."""
+
+from agent.errors import ConversationBusy, ConversationNotFound, InvalidRequest
+from agent.service import ChatAgent, TurnResult
+
+__all__ = ["ChatAgent", "ConversationBusy", "ConversationNotFound", "InvalidRequest", "TurnResult"]

@@ -1,4 +1,4 @@
-"""The agent graph: `load_memory → route → {chat, tool, …} → finalize → compact`.
+"""The agent graph: `load_memory -(route)→ {chat, tool, …} → finalize → compact`.
 
 `build_agent_graph` takes its collaborators (models, tools, the memory) and returns
 an uncompiled `StateGraph`; callers compile it with their checkpointer. The module-
@@ -17,7 +17,6 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
 from graphs.chat import build_chat_graph
-from graphs.events import emit
 from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, route_after_finalize
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.resources import Lazy
@@ -28,18 +27,12 @@ from memory import ConversationMemory
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
 
 
-def route(state: AgentState) -> dict[str, object]:
-    """Announce the subgraph chosen for this turn (from its mode or prefix)."""
-    emit("route", route=state["route"])
-    return {}
-
-
-def route_to_subgraph(state: AgentState) -> RouteName:
-    """The subgraph that answers this turn."""
+async def route(state: AgentState) -> RouteName:
+    """Pick the subgraph for this turn: an explicit mode or a prefix wins, else chat."""
     return state["route"]
 
 
-def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
+async def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
     """A tool request from the chat model continues the turn in the tool subgraph."""
     last = state["turn_messages"][-1]
     return "tool" if isinstance(last, AIMessage) and last.tool_calls else "finalize"
@@ -75,7 +68,6 @@ def build_agent_graph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput
     )
     builder.add_node("load_memory", make_load_memory(store, routes, system_prompt))
-    builder.add_node(route)
     builder.add_node("chat", build_chat_graph(model=chat_model, tools=tools).compile(name="chat"))
     if tools:
         tool_graph = build_tool_graph(model=chat_model, tools=tools, max_rounds=max_tool_rounds)
@@ -84,10 +76,7 @@ def build_agent_graph(
     builder.add_node("compact", make_compact(store, compactor, structured_output_method))
 
     builder.add_edge(START, "load_memory")
-    builder.add_edge("load_memory", "route")
-    builder.add_conditional_edges(
-        "route", route_to_subgraph, {name: name for name in sorted(routes)}
-    )
+    builder.add_conditional_edges("load_memory", route, {name: name for name in sorted(routes)})
     if tools:
         builder.add_conditional_edges("chat", route_after_chat)
         builder.add_edge("tool", "finalize")

@@ -15,15 +15,16 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
-from graphs.events import emit_memory
+from graphs.events import emit, emit_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
 from graphs.resources import Lazy
 from graphs.state import AgentState, Context
 from graphs.turn_input import parse_turn_input
 from memory import ConversationMemory, ThreadState, build_context, hydration_dto
-from memory.compaction import CompactionStatus
+from memory.compaction import CompactionStatus, structured_compactor
 from memory.limits import MAX_RECENT_MESSAGES
 from memory.turns import FinalTurn, Route, TurnStatus, final_ai_message, message_text
 
@@ -50,6 +51,8 @@ def make_load_memory(
         except Exception:
             logger.exception("reading chat memory failed; answering without it")
             stored, degraded = ThreadState(), True
+        context = build_context(stored, turn.text, system_prompt=system_prompt)
+        emit("route", route=turn.route)
         return {
             "message": None,
             "mode": None,
@@ -59,7 +62,8 @@ def make_load_memory(
             "user_text": turn.text,
             "route": turn.route,
             "tools_allowed": turn.tools_allowed,
-            "turn_messages": build_context(stored, turn.text, system_prompt=system_prompt),
+            "turn_messages": context,
+            "context_size": len(context) - 1,
             "messages": [],
             "answer": "",
             "status": "running",
@@ -105,6 +109,9 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
         turn = final_turn(state)
         answer = turn.assistant_text or NO_ANSWER
         result: dict[str, Any] = {
+            # the run thread keeps this turn's own messages (question, tool calls and
+            # results, answer); the memory context before them lives in chat memory
+            "turn_messages": state.get("turn_messages", [])[state.get("context_size", 0) :],
             "route": turn.route.value,
             "status": turn.status.value,
             "answer": answer,
@@ -135,7 +142,7 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
     return finalize
 
 
-def route_after_finalize(state: AgentState) -> Literal["compact", "__end__"]:
+async def route_after_finalize(state: AgentState) -> Literal["compact", "__end__"]:
     """Compact only when the memory holds more than eight messages."""
     return "compact" if state.get("memory_messages", 0) > MAX_RECENT_MESSAGES else "__end__"
 
@@ -153,10 +160,11 @@ def make_compact(
         emit_memory("compact", "started")
         try:
             store = await memory.aget()
-            compaction_model = await model.aget()
-            result = await store.acompact(
-                session_id, conversation_id, compaction_model, method=method
+            # nostream: the compaction model's raw output is memory internals, not answer tokens
+            compactor = structured_compactor(await model.aget(), method).with_config(
+                tags=[TAG_NOSTREAM]
             )
+            result = await store.acompact(session_id, conversation_id, compactor)
         except Exception:
             logger.exception("compaction failed before reaching the model")
             emit_memory("compact", "failed")

@@ -84,6 +84,9 @@ class AgentState(AgentInput, AgentOutput, total=False):
     tools_allowed: bool
     """Whether the chat model may ask for tools (auto mode)."""
     turn_messages: list[AnyMessage]
-    """The model's working messages for this turn: memory context, tool calls, answer."""
+    """The model's working messages for this turn: memory context, tool calls, answer;
+    after finalize only the turn's own messages, from the user's on (replaced)."""
+    context_size: int
+    """How many leading `turn_messages` are memory context (replaced)."""
     memory_messages: int
     """How many messages the chat memory holds after finalize."""

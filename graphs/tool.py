@@ -34,12 +34,12 @@ def pending_tool_calls(state: ToolState) -> bool:
     return isinstance(last, AIMessage) and bool(last.tool_calls)
 
 
-def route_tool_entry(state: ToolState) -> Literal["tools", "call_model"]:
+async def route_tool_entry(state: ToolState) -> Literal["tools", "call_model"]:
     """Run a tool request handed over by the chat subgraph, else ask the model."""
     return "tools" if pending_tool_calls(state) else "call_model"
 
 
-def route_after_model(state: ToolState) -> Literal["tools", "__end__"]:
+async def route_after_model(state: ToolState) -> Literal["tools", "__end__"]:
     """Loop while the model asks for tools."""
     return "tools" if pending_tool_calls(state) else "__end__"
 

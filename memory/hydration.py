@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,11 +42,13 @@ FORBIDDEN_KEYS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def _normal(key: str) -> str:
     return key.replace("_", "").replace("-", "").lower()
 
 
 _FORBIDDEN_NORMAL = frozenset(_normal(key) for key in FORBIDDEN_KEYS)
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def assert_client_safe(payload: object, path: str = "$") -> None:
@@ -57,14 +60,16 @@ def assert_client_safe(payload: object, path: str = "$") -> None:
     Raises:
         ForbiddenKeyError: naming the first offending key and its path.
     """
-    if isinstance(payload, Mapping):
+    if isinstance(payload, dict | Mapping):
         for key, value in payload.items():
             if isinstance(key, str) and _normal(key) in _FORBIDDEN_NORMAL:
                 raise ForbiddenKeyError(FORBIDDEN_KEY.format(key=key, path=path))
-            assert_client_safe(value, f"{path}.{key}")
+            if not isinstance(value, _SCALARS):
+                assert_client_safe(value, f"{path}.{key}")
     elif isinstance(payload, list | tuple | set | frozenset):
         for index, item in enumerate(payload):
-            assert_client_safe(item, f"{path}[{index}]")
+            if not isinstance(item, _SCALARS):
+                assert_client_safe(item, f"{path}[{index}]")
 
 
 def summary_preview(summary: str, limit: int = SUMMARY_PREVIEW_CHARS) -> str:

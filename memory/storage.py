@@ -1,25 +1,34 @@
 """Checkpointer-backed storage: one LangGraph thread per memory document.
 
-A small memory graph, compiled with the checkpointer, writes a document as the
-state of its thread. Each write leaves exactly one checkpoint per thread: the graph
-runs with `durability="exit"` (one checkpoint per run, no pending writes) and the
-thread is pruned to its latest checkpoint afterwards, so storage stays flat.
+A small memory graph, compiled with the checkpointer, defines a memory thread: one
+`document` channel written by its `store_document` step. Each write leaves exactly
+one checkpoint per thread, the one that step would leave, and the thread is pruned
+to it, so storage stays flat however long the conversation runs. Reads and writes
+go straight to the checkpointer (a graph run per write costs more than the write);
+`ThreadStore.graph.get_state` reads the same threads through the graph.
 """
 
 from __future__ import annotations
 
-import contextvars
+import asyncio
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    empty_checkpoint,
+)
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -35,7 +44,7 @@ SQLITE_BUSY_TIMEOUT_S = 30.0
 SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after checkpoints
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
 
-T = TypeVar("T")
+DOCUMENT = "document"
 
 
 class MemoryDocument(TypedDict):
@@ -59,14 +68,54 @@ def build_memory_graph() -> StateGraph[MemoryDocument, None, MemoryDocument, Mem
     return builder
 
 
-def _isolated(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    # Run outside any parent graph's context: a graph invoked inside a node would
-    # otherwise inherit the parent's config (checkpoint namespace, callbacks).
-    return contextvars.Context().run(fn, *args, **kwargs)
-
-
 class SqliteCheckpointer(SqliteSaver):
-    """`SqliteSaver` with `prune`, which the upstream class leaves unimplemented."""
+    """`SqliteSaver` with `prune` and the async API, both left unimplemented upstream.
+
+    The async methods run the sync ones in a worker thread (the connection is shared
+    under the saver's lock), so one checkpointer serves sync and async graphs on any
+    event loop, and never blocks the loop.
+    """
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        items = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune checkpoints of `thread_ids` (`keep_latest` or `delete`), as in the base API."""
@@ -86,6 +135,27 @@ class SqliteCheckpointer(SqliteSaver):
                         f"AND latest.checkpoint_ns = {table}.checkpoint_ns)",
                         (thread_id,),
                     )
+
+    def keep_latest_root(self, thread_id: str) -> None:
+        """Keep only the newest root checkpoint of `thread_id`; drop subgraph namespaces.
+
+        For a finished run thread: the checkpoints of its subgraphs (one namespace per
+        turn) and its pending writes are history nobody resumes from.
+        """
+        with self.cursor() as cur:
+            latest = cur.execute(
+                "SELECT MAX(checkpoint_id) FROM checkpoints "
+                "WHERE thread_id = ? AND checkpoint_ns = ''",
+                (thread_id,),
+            ).fetchone()[0]
+            if latest is None:
+                return
+            for table in ("checkpoints", "writes"):
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id = ? "
+                    "AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)",
+                    (thread_id, latest),
+                )
 
 
 class ThreadStore:
@@ -109,7 +179,7 @@ class ThreadStore:
         self.checkpointer = checkpointer
         self.locks = locks
         self.lock_timeout = lock_timeout
-        self._graph: CompiledStateGraph[Any, Any, Any, Any] = build_memory_graph().compile(
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = build_memory_graph().compile(
             checkpointer=checkpointer, name="memory"
         )
         self._on_close = on_close
@@ -124,22 +194,47 @@ class ThreadStore:
 
     def get(self, thread_id: str) -> dict[str, Any] | None:
         """The stored document of `thread_id`, or None when the thread has none."""
-        snapshot = _isolated(self._graph.get_state, self._config(thread_id))
-        document = snapshot.values.get("document") if snapshot.values else None
+        saved = self.checkpointer.get_tuple(self._config(thread_id))
+        document = saved.checkpoint["channel_values"].get(DOCUMENT) if saved else None
         return dict(document) if isinstance(document, dict) else None
 
     def put(self, thread_id: str, document: dict[str, Any]) -> None:
         """Replace the document of `thread_id`, keeping only the new checkpoint.
 
-        Callers hold `lock(thread_id)` when they read before writing.
+        The checkpoint is the one the memory graph's `store_document` step would
+        leave (its `document` channel at a new version), written in one `put`
+        without running the graph; the thread is then pruned to it. Callers hold
+        `lock(thread_id)` when they read before writing.
         """
-        _isolated(
-            self._graph.invoke,
-            {"document": document},
-            self._config(thread_id),
-            durability="exit",
+        config = self._config(thread_id)
+        previous = self.checkpointer.get_tuple(config)
+        checkpoint = empty_checkpoint()
+        version = self.checkpointer.get_next_version(
+            previous.checkpoint["channel_versions"].get(DOCUMENT) if previous else None, None
+        )
+        checkpoint["channel_values"] = {DOCUMENT: document}
+        checkpoint["channel_versions"] = {DOCUMENT: version}
+        step = previous.metadata.get("step", -1) + 1 if previous else 0
+        parent: RunnableConfig = (
+            previous.config
+            if previous
+            else {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        )
+        self.checkpointer.put(
+            parent,
+            checkpoint,
+            {"source": "update", "step": step, "parents": {}},
+            {DOCUMENT: version},
         )
         self.checkpointer.prune([thread_id], strategy="keep_latest")
+
+    def prune_finished_run(self, thread_id: str) -> None:
+        """Shrink a run thread whose turn finished (no pending interrupt) to one checkpoint."""
+        checkpointer = self.checkpointer
+        if isinstance(checkpointer, SqliteCheckpointer):
+            checkpointer.keep_latest_root(thread_id)
+        else:
+            checkpointer.prune([thread_id], strategy="keep_latest")
 
     def delete(self, thread_id: str) -> None:
         """Delete every checkpoint and write of `thread_id` (a no-op when absent)."""

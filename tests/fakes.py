@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import Field, PrivateAttr
 
@@ -91,3 +93,77 @@ class StepClock:
         with self._lock:
             self.now += self.step
             return self.now
+
+
+class PacedModel(BaseChatModel):
+    """A deterministic model that streams its answer word by word, pausing between words.
+
+    It answers `"answer to: <last user text>"`. Messages that
+    contain `slow` pause `slow_pause` seconds per word (else `pause`), so a test can
+    hold a turn open. It never calls tools and answers compaction with a fixed summary.
+    """
+
+    pause: float = 0.0
+    slow_pause: float = 0.25
+
+    @property
+    def _llm_type(self) -> str:
+        return "paced"
+
+    def _answer(self, messages: list[BaseMessage]) -> tuple[list[str], float]:
+        last = messages[-1].text if messages else ""
+        pieces = f"answer to: {last}".split()
+        return [piece + " " for piece in pieces], self.slow_pause if "slow" in last else self.pause
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        pieces, pause = self._answer(messages)
+        time.sleep(pause * len(pieces))
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content="".join(pieces).strip()))]
+        )
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        pieces, pause = self._answer(messages)
+        for index, piece in enumerate(pieces):
+            await asyncio.sleep(pause)
+            text = piece if index < len(pieces) - 1 else piece.rstrip()
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
+            if run_manager is not None:
+                await run_manager.on_llm_new_token(text, chunk=chunk)
+            yield chunk
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = ""
+        async for chunk in self._astream(messages, stop, run_manager, **kwargs):
+            text += chunk.message.text
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
+        return self
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
+        from memory import CompactionOutput
+
+        return RunnableLambda(
+            lambda _: CompactionOutput(
+                summary="paced summary", pinned_decisions=[], retired_pins=[]
+            )
+        )

@@ -54,14 +54,18 @@ class Server:
 
 
 def wait_until_up(
-    url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 90
+    url: str,
+    process: subprocess.Popen[bytes],
+    log: Path,
+    timeout: float = 90,
+    health: str = "/ok",
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited early:\n{log.read_text()[-4000:]}")
         try:
-            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+            if httpx.get(f"{url}{health}", timeout=1).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
@@ -89,6 +93,8 @@ def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     config["graphs"] = {
         name: str(REPO / spec.removeprefix("./")) for name, spec in config["graphs"].items()
     }
+    if "http" in config:
+        config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
     config.pop("env", None)
     (workdir / "langgraph.json").write_text(json.dumps(config))
     port = free_port()
@@ -116,6 +122,37 @@ def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, process, log)
+        yield Server(url, process, workdir, log)
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The HTTP app under a real uvicorn process (paced model, offline)."""
+    workdir = tmp_path_factory.mktemp("http")
+    port = free_port()
+    log = workdir / "server.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [
+                str(BIN / "uvicorn"),
+                "--factory",
+                "tests.integration.http_app:create",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            cwd=REPO,
+            env=server_env(workdir, AGENT_SESSION_SECRET="t" * 40),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, process, log, health="/api/health")
         yield Server(url, process, workdir, log)
     finally:
         stop(process)

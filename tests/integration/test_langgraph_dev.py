@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_client
 
@@ -76,3 +77,19 @@ def test_bad_input_fails_the_run_clearly_and_writes_nothing(langgraph_dev: Serve
     # the failed turn left nothing behind: the next turn's memory holds only itself
     assert good["hydration"]["messages"][0]["text"] == "hello"
     assert len(good["hydration"]["messages"]) == 2
+
+
+def test_the_http_api_is_served_in_the_same_process(langgraph_dev: Server) -> None:
+    with httpx.Client(base_url=langgraph_dev.url, timeout=30) as client:
+        response = client.post(
+            "/api/chat", json={"message": "what is 6*7?", "createConversation": True}
+        )
+        assert response.status_code == 200, response.text
+        cid = response.headers["X-Conversation-Id"]
+        assert "event: done" in response.text
+        listed = client.get("/api/conversations").json()["conversations"]
+        assert [c["id"] for c in listed] == [cid]
+        hydration = client.get("/api/chat/thread", params={"conversationId": cid}).json()
+        assert_client_safe(hydration)
+        assert hydration["messages"][1]["text"].endswith("6*7 = 42.")
+    assert "Blocking call" not in langgraph_dev.log.read_text()

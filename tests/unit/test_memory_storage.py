@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
@@ -228,3 +229,16 @@ def test_thread_ids_are_listed_for_maintenance(memory: ConversationMemory) -> No
         memory.memory_thread("s1", "c1"),
         memory.ids.registry_thread("s1"),
     }
+
+
+def test_direct_writes_are_the_memory_graphs_own_state(memory: ConversationMemory) -> None:
+    store = memory.threads
+    store.put("t1", {"v": 1})
+    config: RunnableConfig = {"configurable": {"thread_id": "t1"}}
+    assert store.graph.get_state(config).values == {"document": {"v": 1}}
+    # running the memory graph on the same thread continues from the stored checkpoint
+    store.graph.invoke({"document": {"v": 2}}, config)
+    assert store.get("t1") == {"v": 2}
+    store.put("t1", {"v": 3})
+    assert store.graph.get_state(config).values == {"document": {"v": 3}}
+    assert store.checkpoint_count("t1") == 1

@@ -1,0 +1,24 @@
+"""Typed errors of the agent's public surface (Python, HTTP, CLI)."""
+
+from __future__ import annotations
+
+from memory.errors import ChatMemoryError, ConversationNotFound, InvalidInput
+
+BOTH_OR_NEITHER = "pass exactly one of conversation_id or create_conversation=True"
+CONVERSATION_BUSY = "a turn is already running in this conversation; wait for it to finish"
+NOTHING_TO_RESUME = "this conversation has no pending review to resume"
+TURN_FAILED = "The assistant could not complete this turn. Please try again."
+
+
+class InvalidRequest(InvalidInput):
+    """The request is malformed (ids, message, mode, decision); nothing was written."""
+
+
+class ConversationBusy(ChatMemoryError):
+    """A turn is already running in that conversation."""
+
+    def __init__(self, message: str = CONVERSATION_BUSY) -> None:
+        super().__init__(message)
+
+
+__all__ = ["ConversationBusy", "ConversationNotFound", "InvalidRequest"]

@@ -1,0 +1,446 @@
+"""`ChatAgent`: conversations, sessions and turns over the agent graph.
+
+One set of rules for Python, HTTP and the CLI: a conversation is validated against
+its session before anything runs, is captured when the turn starts, and runs one
+turn at a time; memory is written to the conversation in which the turn started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.types import Command
+
+from agent.errors import (
+    BOTH_OR_NEITHER,
+    NOTHING_TO_RESUME,
+    TURN_FAILED,
+    ConversationBusy,
+    InvalidRequest,
+)
+from agent.loop import BackgroundLoop
+from agent.models import at_temperature_zero, load_chat_model, load_compaction_model
+from agent.settings import Settings
+from agent.streaming import custom_event, token_event
+from agent.tools import BUILTIN_TOOLS
+from graphs.agent import build_agent_graph
+from graphs.state import MODES, Context, Mode
+from graphs.turn_input import UNKNOWN_MODE, InvalidTurnInput
+from memory import (
+    ConversationMemory,
+    InvalidInput,
+    LockTimeout,
+    ThreadIds,
+    new_conversation_id,
+    open_thread_store,
+    resolve_secret,
+)
+from memory.limits import MAX_MESSAGE_CHARS
+from memory.schema import validate_id
+
+logger = logging.getLogger(__name__)
+
+RUN_DURABILITY: Literal["exit"] = "exit"
+"""A run thread is checkpointed when its turn ends or stops for a review: that is the
+only state anyone resumes from, and it costs one checkpoint write per turn."""
+
+Status = Literal["completed", "blocked", "interrupted", "failed"]
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """The outcome of a turn.
+
+    Attributes:
+        conversation_id: the conversation the turn ran in (new for a draft).
+        status: completed | blocked | interrupted | failed.
+        route: chat | tool | tasklist | delivery.
+        text: the final user-visible text.
+        interrupt: the pending review payload when `status` is interrupted.
+        memory_written: whether the turn was written to chat memory.
+        compaction: skipped | succeeded | failed | fallback.
+        degraded: memory storage failed; the answer was still delivered.
+    """
+
+    conversation_id: str
+    status: str
+    route: str
+    text: str
+    interrupt: dict[str, Any] | None = None
+    memory_written: bool = False
+    compaction: str = "skipped"
+    degraded: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """camelCase form for HTTP and stream clients."""
+        data = asdict(self)
+        return {
+            "conversationId": data["conversation_id"],
+            "status": data["status"],
+            "route": data["route"],
+            "text": data["text"],
+            "interrupt": data["interrupt"],
+            "memoryWritten": data["memory_written"],
+            "compaction": data["compaction"],
+            "degraded": data["degraded"],
+        }
+
+
+@dataclass(frozen=True)
+class _Turn:
+    session_id: str
+    conversation_id: str
+    created: bool
+    config: RunnableConfig
+    context: Context
+
+
+def _check_message(message: object) -> str:
+    if not isinstance(message, str):
+        raise InvalidRequest(f"message must be a string, got {type(message).__name__}")
+    text = message.strip()
+    if not text:
+        raise InvalidRequest("message must not be empty")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InvalidRequest(
+            f"message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,})"
+        )
+    return text
+
+
+def _check_mode(mode: object) -> Mode:
+    if mode not in MODES:
+        raise InvalidRequest(UNKNOWN_MODE.format(mode=mode, modes=", ".join(MODES)))
+    return mode  # type: ignore[return-value]
+
+
+def _valid_id(value: object, what: str) -> str:
+    try:
+        return validate_id(value, what)
+    except InvalidInput as exc:
+        raise InvalidRequest(str(exc)) from None
+
+
+class ChatAgent:
+    """A chat agent with bounded, per-conversation memory.
+
+    Args:
+        database_url: `sqlite:///path` (default from `AGENT_DATABASE_URL`).
+        model: the chat model (default: `ChatOpenAI` from the environment, or the
+            offline model when no `OPENAI_API_KEY` is set).
+        compaction_model: structured-output model for compaction (default: `model`
+            at temperature 0).
+        tools: the tools of the tool route (default: the built-in tools).
+        secret: HMAC secret for thread ids (default `AGENT_SESSION_SECRET`, else a
+            generated development secret in the data directory).
+        settings: settings to use instead of reading the environment.
+
+    Explicit arguments always win over the environment.
+    """
+
+    def __init__(
+        self,
+        *,
+        database_url: str | None = None,
+        model: BaseChatModel | None = None,
+        compaction_model: BaseChatModel | None = None,
+        tools: Sequence[BaseTool] | None = None,
+        secret: str | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self._threads = open_thread_store(database_url or self.settings.database_url)
+        try:
+            ids = ThreadIds(
+                resolve_secret(secret or self.settings.session_secret, self.settings.data_dir)
+            )
+        except Exception:
+            self._threads.close()
+            raise
+        self.memory = ConversationMemory(self._threads, ids)
+        chat_model = model or load_chat_model(self.settings)
+        if compaction_model is None:
+            compaction_model = (
+                at_temperature_zero(model)
+                if model is not None
+                else load_compaction_model(self.settings)
+            )
+        from_settings = model is None and not self.settings.offline
+        self.graph = build_agent_graph(
+            model=chat_model,
+            compaction_model=compaction_model,
+            memory=self.memory,
+            tools=BUILTIN_TOOLS if tools is None else list(tools),
+            structured_output_method=self.settings.structured_output_method
+            if from_settings
+            else None,
+        ).compile(checkpointer=self._threads.checkpointer, name="agent")
+        self._loop = BackgroundLoop()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the agent's loop and close its database."""
+        self._loop.close()
+        self._threads.close()
+
+    def __enter__(self) -> ChatAgent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- turns --------------------------------------------------------------------------
+
+    def _start(
+        self, session_id: str, conversation_id: str | None, create_conversation: bool, mode: object
+    ) -> _Turn:
+        session_id = _valid_id(session_id, "session id")
+        if (conversation_id is None) == (not create_conversation):
+            raise InvalidRequest(BOTH_OR_NEITHER)
+        if conversation_id is None:
+            conversation_id, created = new_conversation_id(), True
+        else:
+            conversation_id, created = _valid_id(conversation_id, "conversation id"), False
+            self.memory.require_conversation(session_id, conversation_id)
+        run_thread = self.memory.run_thread(session_id, conversation_id)
+        return _Turn(
+            session_id,
+            conversation_id,
+            created,
+            {"configurable": {"thread_id": run_thread}},
+            Context(session_id=session_id, conversation_id=conversation_id, mode=_check_mode(mode)),
+        )
+
+    def _busy_lock(self, turn: _Turn) -> AbstractContextManager[None]:
+        key = "turn:" + self.memory.memory_thread(turn.session_id, turn.conversation_id)
+        return self._threads.locks.hold(key, timeout=0)
+
+    def _result(self, turn: _Turn, output: dict[str, Any]) -> TurnResult:
+        interrupts = output.get("__interrupt__") or ()
+        if interrupts:
+            payload = interrupts[0].value if hasattr(interrupts[0], "value") else interrupts[0]
+            return TurnResult(
+                conversation_id=turn.conversation_id,
+                status="interrupted",
+                route=str(output.get("route", "")),
+                text="",
+                interrupt=payload if isinstance(payload, dict) else {"value": payload},
+            )
+        return TurnResult(
+            conversation_id=turn.conversation_id,
+            status=str(output.get("status", "failed")),
+            route=str(output.get("route", "")),
+            text=str(output.get("answer", "")),
+            memory_written=bool(output.get("memory_written")),
+            compaction=str(output.get("compaction", "skipped")),
+            degraded=bool(output.get("degraded")),
+        )
+
+    async def _run(self, turn: _Turn, graph_input: Any) -> TurnResult:
+        try:
+            with self._busy_lock(turn):
+                if turn.created:
+                    await asyncio.to_thread(
+                        self.memory.accept_draft, turn.session_id, turn.conversation_id
+                    )
+                try:
+                    output = await self.graph.ainvoke(
+                        graph_input, turn.config, context=turn.context, durability=RUN_DURABILITY
+                    )
+                except InvalidTurnInput as exc:
+                    raise InvalidRequest(str(exc)) from None
+                except (asyncio.CancelledError, InvalidRequest):
+                    raise
+                except Exception:
+                    logger.exception("turn failed in conversation %s", turn.conversation_id)
+                    return TurnResult(turn.conversation_id, "failed", "", TURN_FAILED)
+                result = self._result(turn, output)
+                if result.status != "interrupted":
+                    await asyncio.to_thread(
+                        self._threads.prune_finished_run, turn.config["configurable"]["thread_id"]
+                    )
+                return result
+        except LockTimeout:
+            raise ConversationBusy() from None
+
+    def _prepare(
+        self,
+        session_id: str,
+        conversation_id: str | None,
+        create_conversation: bool,
+        mode: object,
+        message: object,
+    ) -> tuple[_Turn, str]:
+        text = _check_message(message)
+        return self._start(session_id, conversation_id, create_conversation, mode), text
+
+    async def asend(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        conversation_id: str | None = None,
+        create_conversation: bool = False,
+        mode: Mode = "auto",
+    ) -> TurnResult:
+        """Run one turn and return its result.
+
+        Raises:
+            InvalidRequest: bad message, mode or ids, or both/neither conversation options.
+            ConversationNotFound: unknown conversation, or another session's.
+            ConversationBusy: a turn is already running in the conversation.
+        """
+        turn, text = await asyncio.to_thread(
+            self._prepare, session_id, conversation_id, create_conversation, mode, message
+        )
+        return await self._loop.arun(self._run(turn, {"message": text}))
+
+    def send(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        conversation_id: str | None = None,
+        create_conversation: bool = False,
+        mode: Mode = "auto",
+    ) -> TurnResult:
+        """Synchronous `asend` (works in notebooks, whose own loop is busy)."""
+        turn, text = self._prepare(session_id, conversation_id, create_conversation, mode, message)
+        return self._loop.run(self._run(turn, {"message": text}))
+
+    def _resume_turn(self, decision: object, session_id: str, conversation_id: str) -> _Turn:
+        if not isinstance(decision, dict):
+            raise InvalidRequest("decision must be an object such as {'action': 'approve'}")
+        turn = self._start(session_id, conversation_id, False, "auto")
+        state = self.graph.get_state(turn.config)
+        if not state.interrupts:
+            raise InvalidRequest(NOTHING_TO_RESUME)
+        return turn
+
+    async def aresume(
+        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
+    ) -> TurnResult:
+        """Resume a turn waiting for a review with `decision` (e.g. `{"action": "approve"}`)."""
+        turn = await asyncio.to_thread(self._resume_turn, decision, session_id, conversation_id)
+        return await self._loop.arun(self._run(turn, Command(resume=decision)))
+
+    def resume(
+        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
+    ) -> TurnResult:
+        """Synchronous `aresume`."""
+        turn = self._resume_turn(decision, session_id, conversation_id)
+        return self._loop.run(self._run(turn, Command(resume=decision)))
+
+    async def astream(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        conversation_id: str | None = None,
+        create_conversation: bool = False,
+        mode: Mode = "auto",
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """Run one turn, yielding events: `conversation` first, then `token`, `status`,
+        `memory`, `interrupt`, and `done` with the `TurnResult` (or `error`).
+
+        Closing the iterator early cancels the turn; a cancelled turn writes nothing.
+        """
+        turn, text = await asyncio.to_thread(
+            self._prepare, session_id, conversation_id, create_conversation, mode, message
+        )
+        async for event in self._loop.astream(self._stream(turn, {"message": text})):
+            yield event
+
+    async def astream_resume(
+        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """`aresume` as a stream of events, like `astream`."""
+        turn = await asyncio.to_thread(self._resume_turn, decision, session_id, conversation_id)
+        async for event in self._loop.astream(self._stream(turn, Command(resume=decision))):
+            yield event
+
+    async def _stream(self, turn: _Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+        try:
+            with self._busy_lock(turn):
+                if turn.created:
+                    await asyncio.to_thread(
+                        self.memory.accept_draft, turn.session_id, turn.conversation_id
+                    )
+                yield {"event": "conversation", "conversationId": turn.conversation_id}
+                async for event in self._stream_graph(turn, graph_input):
+                    yield event
+        except LockTimeout:
+            raise ConversationBusy() from None
+
+    async def _stream_graph(self, turn: _Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+        output: dict[str, Any] = {}
+        try:
+            async for namespace, mode, chunk in self.graph.astream(
+                graph_input,
+                turn.config,
+                context=turn.context,
+                durability=RUN_DURABILITY,
+                stream_mode=["messages", "custom", "values"],
+                subgraphs=True,
+            ):
+                if mode == "messages":
+                    event = token_event(chunk)  # type: ignore[arg-type]
+                elif mode == "custom":
+                    event = custom_event(chunk)
+                else:
+                    event = None
+                    if not namespace:
+                        output = dict(cast(dict[str, Any], chunk))
+                if event is not None:
+                    yield event
+            state = await self.graph.aget_state(turn.config)
+        except InvalidTurnInput as exc:
+            yield {"event": "error", "code": "invalid_request", "message": str(exc)}
+            return
+        except Exception:
+            logger.exception("turn failed in conversation %s", turn.conversation_id)
+            yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
+            return
+        if state.interrupts:
+            output["__interrupt__"] = state.interrupts
+        result = self._result(turn, output)
+        if result.interrupt is not None:
+            yield {"event": "interrupt", "interrupt": result.interrupt}
+        else:
+            await asyncio.to_thread(
+                self._threads.prune_finished_run, turn.config["configurable"]["thread_id"]
+            )
+        yield {"event": "done", "result": result.to_dict()}
+
+    # -- conversations ------------------------------------------------------------------
+
+    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """The conversation's hydration DTO (raises `ConversationNotFound`)."""
+        return self.memory.hydrate(
+            _valid_id(session_id, "session id"), _valid_id(conversation_id, "conversation id")
+        )
+
+    def conversations(self, *, session_id: str) -> dict[str, Any]:
+        """`{selectedConversationId, conversations, limit}`, newest activity first."""
+        return self.memory.conversations(_valid_id(session_id, "session id"))
+
+    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """Select a conversation without reordering the list."""
+        return self.memory.select(
+            _valid_id(session_id, "session id"), _valid_id(conversation_id, "conversation id")
+        )
+
+    def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """Delete a conversation with its memory and run threads."""
+        return self.memory.delete_conversation(
+            _valid_id(session_id, "session id"), _valid_id(conversation_id, "conversation id")
+        )

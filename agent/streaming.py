@@ -1,0 +1,45 @@
+"""Translation of LangGraph stream parts into the agent's client events.
+
+Events: `conversation`, `token`, `status`, `memory`, `interrupt`, `done`, `error`.
+Only final-answer tokens and public status fields cross this boundary: tool
+arguments and results, prompts and internal ids never do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessageChunk
+
+TOKEN_NODES = frozenset({"call_model"})
+"""Nodes whose model tokens are the user's answer (not compaction or planning)."""
+
+MEMORY_FIELDS = ("stage", "status", "reason", "messages", "summaryChars", "pinnedDecisions")
+
+
+def token_event(chunk: tuple[Any, dict[str, Any]]) -> dict[str, Any] | None:
+    """A `token` event for an answer chunk of the `messages` stream, else None."""
+    message, metadata = chunk
+    if metadata.get("langgraph_node") not in TOKEN_NODES:
+        return None
+    if not isinstance(message, AIMessageChunk) or message.tool_call_chunks:
+        return None
+    text = message.text
+    return {"event": "token", "text": text} if text else None
+
+
+def custom_event(payload: Any) -> dict[str, Any] | None:
+    """A `status` or `memory` event for a custom stream payload, else None."""
+    if not isinstance(payload, dict):
+        return None
+    kind = payload.get("event")
+    if kind == "route":
+        return {"event": "status", "stage": "route", "route": payload.get("route")}
+    if kind == "tool_call":
+        return {"event": "status", "stage": "tool", "name": payload.get("name")}
+    if kind == "memory":
+        fields = {key: payload[key] for key in MEMORY_FIELDS if payload.get(key) is not None}
+        return {"event": "memory", **fields}
+    if kind == "progress":
+        return {"event": "status", **{k: v for k, v in payload.items() if k != "event"}}
+    return None

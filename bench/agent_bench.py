@@ -1,0 +1,298 @@
+"""Agent benchmark: our agent beside two `create_agent` peers, 200 turns, zero-latency model.
+
+Three agents answer the same user messages in one conversation, each on its own
+SQLite file, with the same scripted model (`bench.scripted`):
+- `ours`: `ChatAgent.send`, the users' path: memory, registry and run threads in one
+  SQLite file, each run thread pruned to one checkpoint after every turn;
+- `summarization`: `create_agent` + `SummarizationMiddleware(trigger=("messages", 10),
+  keep=("messages", 4))` on a `SqliteSaver`;
+- `full_history`: `create_agent` on a `SqliteSaver`, every message kept.
+
+Reports per-turn wall time (median of the first and last 20 turns, their ratio, p95),
+database bytes after a WAL checkpoint, checkpoint rows, compaction/summary model calls
+and the characters of context the model read at the last turn (DESIGN §9).
+
+Run: `make bench` or `python -m bench.agent_bench [--turns N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, SummarizationMiddleware
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from agent import ChatAgent
+from agent.settings import Settings
+from bench.scripted import CallLog, ScriptedChatModel
+
+SECRET = "bench-secret-" + "x" * 32
+SESSION = "bench"
+CONVERSATION = "c1"
+PEER_THREAD = "bench-c1"
+WINDOW = 20
+"""Turns in the early and the late timing windows."""
+
+# Fixed width (zero-padded numbers): a context that grows can then only be the agent's doing.
+USER_MESSAGE = (
+    "Turn {turn:04d}: please refine section {section} of the plan, keeping the budget, "
+    "the schedule and the risks consistent with what we agreed in the earlier turns."
+)
+
+# The memory store runs SQLite with synchronous=NORMAL; every connection opened here
+# does the same, so that the agents differ in what they store, not in fsyncs.
+SYNCHRONOUS = "PRAGMA synchronous = NORMAL"
+
+
+def user_message(turn: int) -> str:
+    """The user's message of `turn` (1-based), the same for every agent (~150 chars)."""
+    return USER_MESSAGE.format(turn=turn, section=turn % 7 + 1)
+
+
+@dataclass
+class Run:
+    """The raw record of one agent's turns.
+
+    Attributes:
+        turn_seconds: wall time of each turn (the graph call and any pruning after it).
+        context_chars: characters the chat model read in each turn.
+    """
+
+    turn_seconds: list[float] = field(default_factory=list)
+    context_chars: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One agent's reported figures (see the module docstring)."""
+
+    agent: str
+    turns: int
+    early_median_ms: float
+    late_median_ms: float
+    flatness: float
+    median_ms: float
+    p95_ms: float
+    database_bytes: int
+    live_bytes: int
+    checkpoint_rows: int
+    write_rows: int
+    chat_calls: int
+    compaction_calls: int
+    last_context_chars: int
+    last_context_messages: int
+    early_max_context_chars: int
+    late_max_context_chars: int
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def _p95(values: Sequence[float]) -> float:
+    return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
+
+
+def database_figures(db: Path) -> dict[str, int]:
+    """File size after `wal_checkpoint(TRUNCATE)`, bytes in use, checkpoint and write rows.
+
+    Call once the agent's connections are closed, so that the checkpoint is complete.
+    `live_bytes` leaves out free pages: SQLite keeps a file at its high-water mark.
+    """
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size, pages, free = (
+            conn.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("page_size", "page_count", "freelist_count")
+        )
+        return {
+            "database_bytes": db.stat().st_size,
+            "live_bytes": page_size * (pages - free),
+            "checkpoint_rows": conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0],
+            "write_rows": conn.execute("SELECT COUNT(*) FROM writes").fetchone()[0],
+        }
+
+
+def summarise(agent: str, run: Run, log: CallLog, database: dict[str, int]) -> Figures:
+    """Reduce a run to its figures.
+
+    Raises:
+        RuntimeError: the model was not called once per turn for chat (a summary call
+            taken for a chat call would skew the context figures).
+    """
+    seconds, chars = run.turn_seconds, run.context_chars
+    if log.chat_calls != len(seconds):
+        raise RuntimeError(f"{agent}: {log.chat_calls} chat calls in {len(seconds)} turns")
+    window = max(1, min(WINDOW, len(seconds) // 2))
+    half = len(chars) // 2
+    early = statistics.median(seconds[:window])
+    late = statistics.median(seconds[-window:])
+    return Figures(
+        agent=agent,
+        turns=len(seconds),
+        early_median_ms=_ms(early),
+        late_median_ms=_ms(late),
+        flatness=round(late / early, 3),
+        median_ms=_ms(statistics.median(seconds)),
+        p95_ms=_ms(_p95(seconds)),
+        chat_calls=log.chat_calls,
+        compaction_calls=log.compaction_calls,
+        last_context_chars=log.last_chat_input_chars,
+        last_context_messages=log.last_chat_input_messages,
+        early_max_context_chars=max(chars[:half]),
+        late_max_context_chars=max(chars[half:]),
+        **database,
+    )
+
+
+def run_ours(turns: int, directory: Path) -> Figures:
+    """Our agent through `ChatAgent.send`, the path users take: the conversation check,
+    the busy lock, the graph (run thread checkpointed once per turn), memory writes,
+    compaction, and the run thread pruned to one checkpoint after every turn."""
+    db = directory / "ours.sqlite"
+    model = ScriptedChatModel()
+    run = Run()
+    with ChatAgent(
+        database_url=f"sqlite:///{db}",
+        model=model,
+        compaction_model=model,
+        secret=SECRET,
+        settings=Settings(data_dir=directory),
+    ) as agent:
+        conversation: str | None = None
+        for turn in range(1, turns + 1):
+            started = time.perf_counter()
+            result = agent.send(
+                user_message(turn),
+                session_id=SESSION,
+                conversation_id=conversation,
+                create_conversation=conversation is None,
+            )
+            run.turn_seconds.append(time.perf_counter() - started)
+            run.context_chars.append(model.log.last_chat_input_chars)
+            conversation = result.conversation_id
+            if result.status != "completed" or result.degraded:
+                raise RuntimeError(f"turn {turn} did not complete: {result.status}")
+    return summarise("ours", run, model.log, database_figures(db))
+
+
+def run_peer(
+    agent: str,
+    turns: int,
+    directory: Path,
+    middleware: Callable[[ScriptedChatModel], Sequence[AgentMiddleware[Any, Any, Any]]],
+) -> Figures:
+    """A `create_agent` peer on its own `SqliteSaver` file, one thread, invoked per turn."""
+    db = directory / f"{agent}.sqlite"
+    model = ScriptedChatModel()
+    run = Run()
+    # check_same_thread=False: the saver writes from LangGraph's background thread.
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn:
+        conn.execute(SYNCHRONOUS)
+        graph = create_agent(
+            model=model, tools=[], middleware=middleware(model), checkpointer=SqliteSaver(conn)
+        )
+        config: RunnableConfig = {"configurable": {"thread_id": PEER_THREAD}}
+        for turn in range(1, turns + 1):
+            message = HumanMessage(content=user_message(turn))
+            started = time.perf_counter()
+            graph.invoke({"messages": [message]}, config)
+            run.turn_seconds.append(time.perf_counter() - started)
+            run.context_chars.append(model.log.last_chat_input_chars)
+    return summarise(agent, run, model.log, database_figures(db))
+
+
+def summarization(model: ScriptedChatModel) -> Sequence[AgentMiddleware[Any, Any, Any]]:
+    """The `SummarizationMiddleware` of DESIGN §9."""
+    return [SummarizationMiddleware(model=model, trigger=("messages", 10), keep=("messages", 4))]
+
+
+def full_history(model: ScriptedChatModel) -> Sequence[AgentMiddleware[Any, Any, Any]]:
+    """No middleware: the model reads every message."""
+    return []
+
+
+def run_all(turns: int, directory: Path) -> list[Figures]:
+    """All three agents, one after the other, in `directory`."""
+    return [
+        run_ours(turns, directory),
+        run_peer("summarization", turns, directory, summarization),
+        run_peer("full_history", turns, directory, full_history),
+    ]
+
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("first 20 ms", "early_median_ms"),
+    ("last 20 ms", "late_median_ms"),
+    ("flatness", "flatness"),
+    ("median ms", "median_ms"),
+    ("p95 ms", "p95_ms"),
+    ("db bytes", "database_bytes"),
+    ("live bytes", "live_bytes"),
+    ("checkpoints", "checkpoint_rows"),
+    ("compactions", "compaction_calls"),
+    ("context chars", "last_context_chars"),
+)
+
+
+def table(figures: Sequence[Figures]) -> str:
+    """A fixed-width table: one row per agent."""
+    rows = [["agent", *(title for title, _ in COLUMNS)]]
+    rows += [[f.agent, *(f"{getattr(f, key):,}" for _, key in COLUMNS)] for f in figures]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def targets(figures: Sequence[Figures]) -> dict[str, bool]:
+    """The DESIGN §9 targets, for our agent against the summarization peer."""
+    by_agent = {f.agent: f for f in figures}
+    ours, peer = by_agent["ours"], by_agent["summarization"]
+    return {
+        "median turn <= summarization agent's": ours.median_ms <= peer.median_ms,
+        "flat: last-20 median <= 1.2x first-20 median": ours.flatness <= 1.2,
+        "database_bytes <= 64 KiB": ours.database_bytes <= 64 * 1024,
+        "compaction calls <= 1 per 3 turns": ours.compaction_calls * 3 <= ours.turns,
+        "context bounded: largest context of the second half <= of the first half": (
+            ours.late_max_context_chars <= ours.early_max_context_chars
+        ),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200)
+    args = parser.parse_args()
+    if args.turns < 2:
+        parser.error("--turns must be at least 2")
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = run_all(args.turns, Path(tmp))
+    print(f"{args.turns} turns, zero-latency scripted model, SQLite")
+    print(table(figures))
+    print(json.dumps([asdict(f) for f in figures], indent=2))
+    for name, met in targets(figures).items():
+        print(f"{'met ' if met else 'MISSED'}  {name}")
+
+
+if __name__ == "__main__":
+    main()

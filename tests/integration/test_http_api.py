@@ -1,0 +1,240 @@
+"""The HTTP API under a real uvicorn process, through httpx."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from agent.server import COOKIE_NAME
+from memory import assert_client_safe
+from tests.integration.conftest import Server
+
+pytestmark = pytest.mark.integration
+
+LEAKS = ("Traceback", ".py", "sqlite", "/tmp", "/work", "Error(")
+
+
+@pytest.fixture
+def client(http_server: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=http_server.url, timeout=30) as session:
+        yield session
+
+
+def events_of(response: httpx.Response) -> list[dict[str, Any]]:
+    events = []
+    for block in response.text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append({"event": lines["event"], **json.loads(lines["data"])})
+    return events
+
+
+def chat(client: httpx.Client, message: str, **body: Any) -> httpx.Response:
+    return client.post("/api/chat", json={"message": message, **body})
+
+
+def new_conversation(client: httpx.Client, message: str = "hello") -> str:
+    response = chat(client, message, createConversation=True)
+    assert response.status_code == 200, response.text
+    return response.headers["X-Conversation-Id"]
+
+
+def assert_clean_error(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["code"] == code
+    assert body["error"]["message"]
+    for leak in LEAKS:
+        assert leak not in response.text
+
+
+def listed(client: httpx.Client) -> list[str]:
+    return [c["id"] for c in client.get("/api/conversations").json()["conversations"]]
+
+
+def test_draft_promotion_cookie_and_header(client: httpx.Client) -> None:
+    response = chat(client, "hi there", createConversation=True)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    cookie = response.headers["set-cookie"]
+    assert COOKIE_NAME in cookie and "HttpOnly" in cookie and "samesite=lax" in cookie.lower()
+    events = events_of(response)
+    cid = response.headers["X-Conversation-Id"]
+    assert events[0] == {"event": "conversation", "conversationId": cid}
+    assert events[-1]["event"] == "done" and events[-1]["result"]["memoryWritten"] is True
+    assert "".join(e["text"] for e in events if e["event"] == "token") == "answer to: hi there"
+    assert listed(client) == [cid]
+    hydration = client.get("/api/chat/thread", params={"conversationId": cid}).json()
+    assert_client_safe(hydration)
+    assert [m["text"] for m in hydration["messages"]] == ["hi there", "answer to: hi there"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"message": "x"},
+        {"message": "x", "conversationId": "abc", "createConversation": True},
+        {"message": "x", "conversationId": ""},
+        {"message": "x", "conversationId": "   "},
+        {"message": "x", "createConversation": True, "mode": "shell"},
+        {"message": 5, "createConversation": True},
+        {"message": "x", "createConversation": "yes"},
+        {"message": "x", "createConversation": True, "history": []},
+        {"message": "", "createConversation": True},
+    ],
+)
+def test_bad_chat_requests_are_400_and_write_nothing(
+    client: httpx.Client, body: dict[str, Any]
+) -> None:
+    fresh = httpx.Client(base_url=str(client.base_url))
+    assert_clean_error(fresh.post("/api/chat", json=body), 400, "invalid_request")
+    assert fresh.get("/api/conversations").json()["conversations"] == []
+
+
+def test_invalid_json_and_oversized_input(client: httpx.Client) -> None:
+    bad = client.post(
+        "/api/chat", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert_clean_error(bad, 400, "invalid_json")
+    too_long = chat(client, "x" * 16_001, createConversation=True)
+    assert_clean_error(too_long, 413, "message_too_long")
+    huge = client.post(
+        "/api/chat", content=b"x" * 300_000, headers={"content-type": "application/json"}
+    )
+    assert_clean_error(huge, 413, "payload_too_large")
+
+
+def test_unknown_and_foreign_ids_are_404(client: httpx.Client, http_server: Server) -> None:
+    cid = new_conversation(client)
+    with httpx.Client(base_url=http_server.url) as stranger:
+        for conversation in (cid, "unknown-id"):
+            assert_clean_error(chat(stranger, "hi", conversationId=conversation), 404, "not_found")
+            thread = stranger.get("/api/chat/thread", params={"conversationId": conversation})
+            assert_clean_error(thread, 404, "not_found")
+            select = stranger.post(
+                "/api/conversations/select", json={"conversationId": conversation}
+            )
+            assert_clean_error(select, 404, "not_found")
+            assert_clean_error(
+                stranger.delete(f"/api/conversations/{conversation}"), 404, "not_found"
+            )
+    own = client.get("/api/chat/thread", params={"conversationId": cid}).json()
+    assert own["messages"][0]["text"] == "hello"
+
+
+def test_reads_without_a_cookie_see_an_empty_registry(http_server: Server) -> None:
+    with httpx.Client(base_url=http_server.url) as anonymous:
+        response = anonymous.get("/api/conversations")
+        assert response.status_code == 200
+        assert response.json() == {"selectedConversationId": None, "conversations": [], "limit": 10}
+
+
+def test_a_tampered_cookie_is_a_new_session(client: httpx.Client, http_server: Server) -> None:
+    cid = new_conversation(client)
+    value = client.cookies[COOKIE_NAME]
+    session_id, _, signature = value.partition(".")
+    forged = f"{session_id}.{'0' * len(signature)}"
+    with httpx.Client(base_url=http_server.url, cookies={COOKIE_NAME: forged}) as attacker:
+        assert attacker.get("/api/conversations").json()["conversations"] == []
+        assert_clean_error(
+            attacker.get("/api/chat/thread", params={"conversationId": cid}), 404, "not_found"
+        )
+
+
+def test_eleven_conversations_keep_ten_and_selection_keeps_order(http_server: Server) -> None:
+    with httpx.Client(base_url=http_server.url, timeout=30) as session:
+        ids = [new_conversation(session, f"conversation {n}") for n in range(11)]
+        order = listed(session)
+        assert order == list(reversed(ids[1:]))
+        assert_clean_error(
+            session.get("/api/chat/thread", params={"conversationId": ids[0]}), 404, "not_found"
+        )
+        selected = session.post("/api/conversations/select", json={"conversationId": ids[3]}).json()
+        assert selected["selectedConversationId"] == ids[3]
+        assert [c["id"] for c in selected["conversations"]] == order
+        assert listed(session) == order
+
+
+def test_busy_conversation_is_409_while_another_proceeds(client: httpx.Client) -> None:
+    busy_cid = new_conversation(client)
+    other = new_conversation(client)
+    results: dict[str, Any] = {}
+
+    def slow_turn() -> None:
+        results["slow"] = chat(client, "a slow answer please", conversationId=busy_cid)
+
+    thread = threading.Thread(target=slow_turn)
+    thread.start()
+    time.sleep(0.6)
+    assert_clean_error(chat(client, "overlap", conversationId=busy_cid), 409, "conversation_busy")
+    assert chat(client, "meanwhile", conversationId=other).status_code == 200
+    thread.join()
+    assert results["slow"].status_code == 200
+    texts = [
+        m["text"]
+        for m in client.get("/api/chat/thread", params={"conversationId": busy_cid}).json()[
+            "messages"
+        ]
+    ]
+    assert "overlap" not in texts and "a slow answer please" in texts
+
+
+def test_switching_selection_mid_stream_writes_to_the_starting_conversation(
+    client: httpx.Client,
+) -> None:
+    start = new_conversation(client)
+    other = new_conversation(client)
+    with client.stream(
+        "POST", "/api/chat", json={"message": "slow stream here", "conversationId": start}
+    ) as response:
+        switched = False
+        for line in response.iter_lines():
+            if line == "event: token" and not switched:
+                client.post("/api/conversations/select", json={"conversationId": other})
+                switched = True
+        assert switched
+    texts_start = [
+        m["text"]
+        for m in client.get("/api/chat/thread", params={"conversationId": start}).json()["messages"]
+    ]
+    texts_other = [
+        m["text"]
+        for m in client.get("/api/chat/thread", params={"conversationId": other}).json()["messages"]
+    ]
+    assert "slow stream here" in texts_start and "slow stream here" not in texts_other
+    assert client.get("/api/conversations").json()["selectedConversationId"] == other
+
+
+def test_a_disconnect_mid_stream_writes_nothing(client: httpx.Client) -> None:
+    cid = new_conversation(client)
+    with client.stream(
+        "POST", "/api/chat", json={"message": "slow and then gone", "conversationId": cid}
+    ) as response:
+        for line in response.iter_lines():
+            if line == "event: token":
+                break  # leave before the answer is complete
+    time.sleep(2.5)  # longer than the slow answer would take
+    texts = [
+        m["text"]
+        for m in client.get("/api/chat/thread", params={"conversationId": cid}).json()["messages"]
+    ]
+    assert texts == ["hello", "answer to: hello"]
+    assert chat(client, "still usable", conversationId=cid).status_code == 200
+
+
+def test_delete_and_resume_errors(client: httpx.Client) -> None:
+    cid = new_conversation(client)
+    resume = client.post(
+        "/api/chat/resume", json={"conversationId": cid, "decision": {"action": "approve"}}
+    )
+    assert_clean_error(resume, 400, "invalid_request")
+    after = client.delete(f"/api/conversations/{cid}")
+    assert after.status_code == 200 and cid not in [c["id"] for c in after.json()["conversations"]]
+    assert_clean_error(
+        client.get("/api/chat/thread", params={"conversationId": cid}), 404, "not_found"
+    )

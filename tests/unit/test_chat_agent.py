@@ -1,0 +1,208 @@
+"""`ChatAgent`: drafts, validation, ownership, one turn per conversation, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent import ChatAgent, ConversationBusy, ConversationNotFound, InvalidRequest
+from agent.settings import Settings
+from memory.storage import iter_thread_ids
+from tests.conftest import SECRET
+from tests.fakes import PacedModel, ScriptedModel
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[ChatAgent]:
+    with ChatAgent(
+        database_url=f"sqlite:///{tmp_path / 'agent.sqlite'}",
+        model=PacedModel(),
+        secret=SECRET,
+        settings=Settings(data_dir=tmp_path),
+    ) as chat_agent:
+        yield chat_agent
+
+
+def stored_texts(agent: ChatAgent, session: str, cid: str) -> list[str]:
+    return [m["text"] for m in agent.hydrate(session_id=session, conversation_id=cid)["messages"]]
+
+
+def test_draft_becomes_a_conversation_when_its_first_message_is_accepted(agent: ChatAgent) -> None:
+    assert agent.conversations(session_id="s1")["conversations"] == []
+    result = agent.send("hello", session_id="s1", create_conversation=True)
+    assert (result.status, result.route, result.memory_written) == ("completed", "chat", True)
+    listed = agent.conversations(session_id="s1")
+    assert [c["id"] for c in listed["conversations"]] == [result.conversation_id]
+    assert listed["selectedConversationId"] == result.conversation_id
+    follow = agent.send("again", session_id="s1", conversation_id=result.conversation_id)
+    assert follow.conversation_id == result.conversation_id
+    assert stored_texts(agent, "s1", result.conversation_id)[::2] == ["hello", "again"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"conversation_id": "c1", "create_conversation": True},
+        {"conversation_id": ""},
+        {"conversation_id": "not valid!"},
+        {"create_conversation": True, "mode": "shell"},
+    ],
+)
+def test_bad_requests_are_rejected_before_anything_runs(
+    agent: ChatAgent, kwargs: dict[str, Any]
+) -> None:
+    with pytest.raises(InvalidRequest):
+        agent.send("hello", session_id="s1", **kwargs)
+    assert list(iter_thread_ids(agent.memory.threads)) == []
+
+
+@pytest.mark.parametrize("message", ["", "   ", "x" * 16_001, 42])
+def test_bad_messages_are_rejected(agent: ChatAgent, message: Any) -> None:
+    with pytest.raises(InvalidRequest):
+        agent.send(message, session_id="s1", create_conversation=True)
+    assert list(iter_thread_ids(agent.memory.threads)) == []
+
+
+def test_unknown_and_foreign_conversations_are_not_found(agent: ChatAgent) -> None:
+    mine = agent.send("mine", session_id="alice", create_conversation=True).conversation_id
+    for session, cid in (("mallory", mine), ("alice", "unknown")):
+        with pytest.raises(ConversationNotFound):
+            agent.send("hi", session_id=session, conversation_id=cid)
+        with pytest.raises(ConversationNotFound):
+            agent.hydrate(session_id=session, conversation_id=cid)
+        with pytest.raises(ConversationNotFound):
+            agent.select(session_id=session, conversation_id=cid)
+    assert stored_texts(agent, "alice", mine) == ["mine", "answer to: mine"]
+
+
+def test_a_second_turn_in_a_running_conversation_is_busy(agent: ChatAgent) -> None:
+    cid = agent.send("first", session_id="s1", create_conversation=True).conversation_id
+    other = agent.send("other", session_id="s1", create_conversation=True).conversation_id
+
+    async def scenario() -> tuple[Any, Any]:
+        slow = asyncio.create_task(agent.asend("slow one", session_id="s1", conversation_id=cid))
+        await asyncio.sleep(0.5)
+        with pytest.raises(ConversationBusy):
+            await agent.asend("overlap", session_id="s1", conversation_id=cid)
+        parallel = await agent.asend("in parallel", session_id="s1", conversation_id=other)
+        return await slow, parallel
+
+    slow, parallel = asyncio.run(scenario())
+    assert slow.status == parallel.status == "completed"
+    assert "overlap" not in stored_texts(agent, "s1", cid)
+    assert stored_texts(agent, "s1", cid)[-2] == "slow one"
+
+
+def test_selection_mid_stream_cannot_redirect_the_write(agent: ChatAgent) -> None:
+    first = agent.send("first", session_id="s1", create_conversation=True).conversation_id
+    second = agent.send("second", session_id="s1", create_conversation=True).conversation_id
+
+    async def scenario() -> list[dict[str, Any]]:
+        events = []
+        async for event in agent.astream("slow write", session_id="s1", conversation_id=first):
+            events.append(event)
+            if event["event"] == "token" and len(events) == 3:
+                agent.select(session_id="s1", conversation_id=second)
+        return events
+
+    events = asyncio.run(scenario())
+    assert events[0] == {"event": "conversation", "conversationId": first}
+    assert events[-1]["event"] == "done"
+    assert stored_texts(agent, "s1", first)[-2] == "slow write"
+    assert "slow write" not in stored_texts(agent, "s1", second)
+    assert agent.conversations(session_id="s1")["selectedConversationId"] == second
+
+
+def test_closing_the_stream_mid_turn_cancels_it_and_writes_nothing(agent: ChatAgent) -> None:
+    cid = agent.send("first", session_id="s1", create_conversation=True).conversation_id
+
+    async def scenario() -> None:
+        stream = agent.astream("slow and abandoned", session_id="s1", conversation_id=cid)
+        async for event in stream:
+            if event["event"] == "token":
+                break
+        await stream.aclose()
+        await asyncio.sleep(3)  # longer than the slow answer would have taken
+
+    asyncio.run(scenario())
+    assert stored_texts(agent, "s1", cid) == ["first", "answer to: first"]
+    # the conversation is free again
+    assert agent.send("next", session_id="s1", conversation_id=cid).status == "completed"
+
+
+def test_stream_events_in_order(agent: ChatAgent) -> None:
+    async def scenario() -> list[dict[str, Any]]:
+        return [e async for e in agent.astream("hello", session_id="s1", create_conversation=True)]
+
+    events = asyncio.run(scenario())
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "conversation" and kinds[-1] == "done"
+    assert "token" in kinds and "memory" in kinds
+    tokens = "".join(e["text"] for e in events if e["event"] == "token")
+    assert tokens == events[-1]["result"]["text"] == "answer to: hello"
+
+
+def test_sync_send_works_inside_a_running_event_loop(agent: ChatAgent) -> None:
+    async def notebook_cell() -> str:
+        return agent.send("from a notebook", session_id="s1", create_conversation=True).status
+
+    assert asyncio.run(notebook_cell()) == "completed"
+
+
+def test_run_thread_keeps_one_checkpoint(agent: ChatAgent) -> None:
+    cid = agent.send("one", session_id="s1", create_conversation=True).conversation_id
+    for text in ("two", "three"):
+        agent.send(text, session_id="s1", conversation_id=cid)
+    run_thread = agent.memory.run_thread("s1", cid)
+    assert agent.memory.threads.checkpoint_count(run_thread) == 1
+
+
+def test_delete_removes_the_conversation(agent: ChatAgent) -> None:
+    cid = agent.send("bye", session_id="s1", create_conversation=True).conversation_id
+    agent.delete_conversation(session_id="s1", conversation_id=cid)
+    assert list(iter_thread_ids(agent.memory.threads)) == [agent.memory.ids.registry_thread("s1")]
+    with pytest.raises(ConversationNotFound):
+        agent.send("again", session_id="s1", conversation_id=cid)
+
+
+def test_model_failure_is_a_failed_turn_with_a_safe_message(tmp_path: Path) -> None:
+    model = ScriptedModel(replies=[RuntimeError("provider exploded at /secret/path")])
+    with ChatAgent(
+        database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
+        model=model,
+        secret=SECRET,
+        settings=Settings(data_dir=tmp_path),
+    ) as failing:
+        result = failing.send("hi", session_id="s1", create_conversation=True)
+        assert (result.status, result.memory_written) == ("failed", False)
+        assert "/secret/path" not in result.text
+        assert (
+            failing.hydrate(session_id="s1", conversation_id=result.conversation_id)["messages"]
+            == []
+        )
+
+
+def test_resume_without_a_pending_review_is_rejected(agent: ChatAgent) -> None:
+    cid = agent.send("hi", session_id="s1", create_conversation=True).conversation_id
+    with pytest.raises(InvalidRequest, match="no pending review"):
+        agent.resume({"action": "approve"}, session_id="s1", conversation_id=cid)
+    with pytest.raises(InvalidRequest):
+        agent.resume("approve", session_id="s1", conversation_id=cid)  # type: ignore[arg-type]
+
+
+def test_explicit_arguments_win_over_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_DATABASE_URL", f"sqlite:///{tmp_path / 'env.sqlite'}")
+    monkeypatch.setenv("AGENT_DATA_DIR", str(tmp_path / "data"))
+    explicit = tmp_path / "explicit.sqlite"
+    with ChatAgent(
+        database_url=f"sqlite:///{explicit}", model=PacedModel(), secret=SECRET
+    ) as chat_agent:
+        chat_agent.send("hi", session_id="s1", create_conversation=True)
+    assert explicit.exists() and not (tmp_path / "env.sqlite").exists()
