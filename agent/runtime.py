@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from agent.models import load_chat_model, load_compaction_model
 from agent.settings import Settings
 from agent.tools import BUILTIN_TOOLS
-from graphs.agent import AgentGraph, build_agent_graph
+from graphs.agent import AgentGraph, Workflow, build_agent_graph
 from graphs.resources import Lazy
 from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_secret
 
@@ -20,11 +21,38 @@ def open_memory(settings: Settings) -> ConversationMemory:
     return ConversationMemory(open_thread_store(settings.database_url), ThreadIds(secret))
 
 
+def workflow_graphs(
+    model: BaseChatModel | Lazy[BaseChatModel], tools: Sequence[BaseTool]
+) -> dict[str, Workflow]:
+    """The workflow subgraphs offered beside chat and tool, by route name."""
+    workflows: dict[str, Workflow] = {}
+    return workflows
+
+
+def assemble_graph(
+    *,
+    model: BaseChatModel | Lazy[BaseChatModel],
+    compaction_model: BaseChatModel | Lazy[BaseChatModel],
+    memory: ConversationMemory | Lazy[ConversationMemory],
+    tools: Sequence[BaseTool],
+    structured_output_method: str | None,
+) -> AgentGraph:
+    """The agent graph with every route this application offers."""
+    return build_agent_graph(
+        model=model,
+        compaction_model=compaction_model,
+        memory=memory,
+        tools=tools,
+        structured_output_method=structured_output_method,
+        workflows=workflow_graphs(model, tools),
+    )
+
+
 def build_default_graph(
     settings: Settings, *, tools: Sequence[BaseTool] = BUILTIN_TOOLS
 ) -> AgentGraph:
     """The agent graph with collaborators built from `settings` on first use."""
-    return build_agent_graph(
+    return assemble_graph(
         model=Lazy(lambda: load_chat_model(settings)),
         compaction_model=Lazy(lambda: load_compaction_model(settings)),
         memory=Lazy(lambda: open_memory(settings)),

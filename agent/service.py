@@ -28,10 +28,11 @@ from agent.errors import (
 )
 from agent.loop import BackgroundLoop
 from agent.models import at_temperature_zero, load_chat_model, load_compaction_model
+from agent.runtime import assemble_graph
 from agent.settings import Settings
 from agent.streaming import custom_event, token_event
 from agent.tools import BUILTIN_TOOLS
-from graphs.agent import build_agent_graph
+from graphs.reviews import validate_decision
 from graphs.state import MODES, Context, Mode
 from graphs.turn_input import UNKNOWN_MODE, InvalidTurnInput
 from memory import (
@@ -174,7 +175,7 @@ class ChatAgent:
                 else load_compaction_model(self.settings)
             )
         from_settings = model is None and not self.settings.offline
-        self.graph = build_agent_graph(
+        self.graph = assemble_graph(
             model=chat_model,
             compaction_model=compaction_model,
             memory=self.memory,
@@ -317,28 +318,33 @@ class ChatAgent:
         turn, text = self._prepare(session_id, conversation_id, create_conversation, mode, message)
         return self._loop.run(self._run(turn, {"message": text}))
 
-    def _resume_turn(self, decision: object, session_id: str, conversation_id: str) -> _Turn:
-        if not isinstance(decision, dict):
-            raise InvalidRequest("decision must be an object such as {'action': 'approve'}")
+    def _resume_turn(
+        self, decision: object, session_id: str, conversation_id: str
+    ) -> tuple[_Turn, dict[str, Any]]:
         turn = self._start(session_id, conversation_id, False, "auto")
         state = self.graph.get_state(turn.config)
         if not state.interrupts:
             raise InvalidRequest(NOTHING_TO_RESUME)
-        return turn
+        try:
+            return turn, validate_decision(state.interrupts[0].value, decision)
+        except InvalidTurnInput as exc:
+            raise InvalidRequest(str(exc)) from None
 
     async def aresume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> TurnResult:
         """Resume a turn waiting for a review with `decision` (e.g. `{"action": "approve"}`)."""
-        turn = await asyncio.to_thread(self._resume_turn, decision, session_id, conversation_id)
-        return await self._loop.arun(self._run(turn, Command(resume=decision)))
+        turn, checked = await asyncio.to_thread(
+            self._resume_turn, decision, session_id, conversation_id
+        )
+        return await self._loop.arun(self._run(turn, Command(resume=checked)))
 
     def resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> TurnResult:
         """Synchronous `aresume`."""
-        turn = self._resume_turn(decision, session_id, conversation_id)
-        return self._loop.run(self._run(turn, Command(resume=decision)))
+        turn, checked = self._resume_turn(decision, session_id, conversation_id)
+        return self._loop.run(self._run(turn, Command(resume=checked)))
 
     async def astream(
         self,
@@ -364,8 +370,10 @@ class ChatAgent:
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> AsyncGenerator[dict[str, Any], None]:
         """`aresume` as a stream of events, like `astream`."""
-        turn = await asyncio.to_thread(self._resume_turn, decision, session_id, conversation_id)
-        async for event in self._loop.astream(self._stream(turn, Command(resume=decision))):
+        turn, checked = await asyncio.to_thread(
+            self._resume_turn, decision, session_id, conversation_id
+        )
+        async for event in self._loop.astream(self._stream(turn, Command(resume=checked))):
             yield event
 
     async def _stream(self, turn: _Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:

@@ -8,13 +8,14 @@ so that this package never reaches up into `agent/`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from graphs.chat import build_chat_graph
 from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, route_after_finalize
@@ -25,6 +26,8 @@ from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
 from memory import ConversationMemory
 
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
+Workflow = CompiledStateGraph[Any, Any, Any, Any]
+WORKFLOW_ROUTES: tuple[RouteName, ...] = ("tasklist", "delivery")
 
 
 async def route(state: AgentState) -> RouteName:
@@ -47,6 +50,7 @@ def build_agent_graph(
     structured_output_method: str | None = None,
     system_prompt: str = AGENT_SYSTEM_PROMPT,
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+    workflows: Mapping[str, Workflow] | None = None,
 ) -> AgentGraph:
     """Assemble the agent graph.
 
@@ -58,11 +62,17 @@ def build_agent_graph(
         structured_output_method: passed to `with_structured_output` for compaction.
         system_prompt: the first message of every context.
         max_tool_rounds: tool rounds per turn before the model must answer.
+        workflows: compiled workflow subgraphs by route (`tasklist`, `delivery`), each
+            reading `WorkflowInput` and writing `WorkflowOutput` (graphs/state.py).
     """
     chat_model = Lazy.of(model)
     store = Lazy.of(memory)
     compactor = chat_model if compaction_model is None else Lazy.of(compaction_model)
-    routes = {"chat", "tool"} if tools else {"chat"}
+    workflows = dict(workflows or {})
+    unknown = set(workflows) - set(WORKFLOW_ROUTES)
+    if unknown:
+        raise ValueError(f"unknown workflow routes: {sorted(unknown)}")
+    routes = {"chat", *(["tool"] if tools else []), *workflows}
 
     builder: AgentGraph = StateGraph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput
@@ -72,6 +82,8 @@ def build_agent_graph(
     if tools:
         tool_graph = build_tool_graph(model=chat_model, tools=tools, max_rounds=max_tool_rounds)
         builder.add_node("tool", tool_graph.compile(name="tool"))
+    for name, workflow in sorted(workflows.items()):
+        builder.add_node(name, workflow)
     builder.add_node("finalize", make_finalize(store))
     builder.add_node("compact", make_compact(store, compactor, structured_output_method))
 
@@ -82,6 +94,8 @@ def build_agent_graph(
         builder.add_edge("tool", "finalize")
     else:
         builder.add_edge("chat", "finalize")
+    for name in sorted(workflows):
+        builder.add_edge(name, "finalize")
     builder.add_conditional_edges("finalize", route_after_finalize)
     builder.add_edge("compact", END)
     return builder

@@ -26,7 +26,15 @@ from graphs.turn_input import parse_turn_input
 from memory import ConversationMemory, ThreadState, build_context, hydration_dto
 from memory.compaction import CompactionStatus, structured_compactor
 from memory.limits import MAX_RECENT_MESSAGES
-from memory.turns import FinalTurn, Route, TurnStatus, final_ai_message, message_text
+from memory.turns import (
+    FinalTurn,
+    Route,
+    TurnStatus,
+    delivery_turn,
+    final_ai_message,
+    message_text,
+    tasklist_turn,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +80,10 @@ def make_load_memory(
             "degraded": degraded,
             "hydration": None,
             "memory_messages": len(stored.messages),
+            "memory_summary": stored.summary,
+            "memory_pins": list(stored.pinned_decisions),
+            "workflow_text": "",
+            "workflow_status": "",
         }
 
     return load_memory
@@ -82,22 +94,42 @@ def used_tools(messages: list[AnyMessage]) -> bool:
     return any(isinstance(m, ToolMessage) for m in messages)
 
 
+WORKFLOW_STATUSES = {
+    "completed": TurnStatus.COMPLETED,
+    "blocked": TurnStatus.BLOCKED,
+    "rejected": TurnStatus.CANCELLED,
+}
+WORKFLOW_ADAPTERS: dict[Route, Callable[..., FinalTurn]] = {
+    Route.TASKLIST: tasklist_turn,
+    Route.DELIVERY: delivery_turn,
+}
+
+
 def final_turn(state: AgentState) -> FinalTurn:
     """The turn's user-visible outcome, with stable message ids derived from the turn id.
 
-    Only the last assistant message counts, and only if it is not a tool request:
-    tool calls and tool results of the turn never reach memory.
+    Chat and tool: only the last assistant message counts, and only if it is not a
+    tool request; tool calls and results never reach memory. Workflows: the goal or
+    request and the final text; `rejected` and `failed` runs are never written.
     """
+    ids = {
+        "user_message_id": f"{state['turn_id']}-u",
+        "assistant_message_id": f"{state['turn_id']}-a",
+    }
+    route = Route(state["route"])
+    if route in WORKFLOW_ADAPTERS:
+        status = WORKFLOW_STATUSES.get(state.get("workflow_status", ""), TurnStatus.FAILED)
+        adapter = WORKFLOW_ADAPTERS[route]
+        return adapter(state["user_text"], state.get("workflow_text", ""), status, **ids)
     messages = state.get("turn_messages", [])
     final = final_ai_message(messages)
     answer = message_text(final) if final is not None else ""
     return FinalTurn(
-        route=Route.TOOL if used_tools(messages) else Route(state["route"]),
+        route=Route.TOOL if used_tools(messages) else route,
         status=TurnStatus.COMPLETED if answer else TurnStatus.FAILED,
         user_text=state["user_text"],
         assistant_text=answer,
-        user_message_id=f"{state['turn_id']}-u",
-        assistant_message_id=f"{state['turn_id']}-a",
+        **ids,
     )
 
 
@@ -107,7 +139,8 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
     async def finalize(state: AgentState) -> dict[str, Any]:
         """Write the user's text and the final answer to the conversation's memory."""
         turn = final_turn(state)
-        answer = turn.assistant_text or NO_ANSWER
+        # a workflow's user sees its whole text; memory may keep a truncated copy
+        answer = state.get("workflow_text") or turn.assistant_text or NO_ANSWER
         result: dict[str, Any] = {
             # the run thread keeps this turn's own messages (question, tool calls and
             # results, answer); the memory context before them lives in chat memory

@@ -73,7 +73,27 @@ class AgentOutput(TypedDict, total=False):
     """This turn's user message and answer, for Studio's chat view (replaced)."""
 
 
-class AgentState(AgentInput, AgentOutput, total=False):
+class WorkflowInput(TypedDict, total=False):
+    """What a workflow subgraph (tasklist, delivery) reads from the main graph."""
+
+    user_text: str
+    """The goal or request (the route prefix already stripped)."""
+    memory_summary: str
+    """The conversation's summary, as background (replaced)."""
+    memory_pins: list[str]
+    """The conversation's pinned decisions, as background (replaced)."""
+
+
+class WorkflowOutput(TypedDict, total=False):
+    """What a workflow subgraph returns to the main graph; nothing else leaves it."""
+
+    workflow_text: str
+    """The user-visible final text: summary, report, or why nothing was done (replaced)."""
+    workflow_status: str
+    """completed | blocked (both written to memory) | rejected | failed (replaced)."""
+
+
+class AgentState(AgentInput, AgentOutput, WorkflowInput, WorkflowOutput, total=False):
     """The run state: input, output and the turn's working data, all replaced per turn."""
 
     session_id: str
