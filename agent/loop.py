@@ -8,12 +8,14 @@ and `asend` from any server loop, with cancellation passed through.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+UNWIND_TIMEOUT_S = 5.0
 _DONE = object()
 
 
@@ -47,10 +49,13 @@ class BackgroundLoop:
     async def astream(self, source: AsyncIterator[T]) -> AsyncIterator[T]:
         """Iterate `source` on the loop and yield its items in the caller's loop.
 
-        Closing or cancelling the consumer cancels the producer.
+        Closing or cancelling the consumer cancels the producer, and waits (briefly)
+        until it has unwound, so that what it held (a conversation's lock) is free
+        when this returns.
         """
         caller = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
+        finished = asyncio.Event()
 
         async def produce() -> None:
             try:
@@ -62,6 +67,7 @@ class BackgroundLoop:
                     return
             finally:
                 caller.call_soon_threadsafe(queue.put_nowait, _DONE)
+                caller.call_soon_threadsafe(finished.set)
 
         future = self.submit(produce())
         try:
@@ -75,6 +81,8 @@ class BackgroundLoop:
         finally:
             if not future.done():
                 future.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(finished.wait(), UNWIND_TIMEOUT_S)
 
     def close(self) -> None:
         """Stop the loop and wait for its thread."""

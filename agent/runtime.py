@@ -7,11 +7,16 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
+# imported for their registrations: the offline model's workflow handlers
+import agent.offline_delivery
+import agent.offline_tasklist  # noqa: F401
 from agent.models import load_chat_model, load_compaction_model
 from agent.settings import Settings
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import AgentGraph, Workflow, build_agent_graph
+from graphs.delivery import build_delivery_graph
 from graphs.resources import Lazy
+from graphs.tasklist import build_tasklist_graph
 from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_secret
 
 
@@ -22,11 +27,20 @@ def open_memory(settings: Settings) -> ConversationMemory:
 
 
 def workflow_graphs(
-    model: BaseChatModel | Lazy[BaseChatModel], tools: Sequence[BaseTool]
+    model: BaseChatModel | Lazy[BaseChatModel],
+    tools: Sequence[BaseTool],
+    structured_output_method: str | None = None,
 ) -> dict[str, Workflow]:
     """The workflow subgraphs offered beside chat and tool, by route name."""
-    workflows: dict[str, Workflow] = {}
-    return workflows
+    method = structured_output_method
+    return {
+        "tasklist": build_tasklist_graph(model=model, structured_output_method=method).compile(
+            name="tasklist"
+        ),
+        "delivery": build_delivery_graph(
+            model=model, tools=tools, structured_output_method=method
+        ).compile(name="delivery"),
+    }
 
 
 def assemble_graph(
@@ -44,7 +58,7 @@ def assemble_graph(
         memory=memory,
         tools=tools,
         structured_output_method=structured_output_method,
-        workflows=workflow_graphs(model, tools),
+        workflows=workflow_graphs(model, tools, structured_output_method),
     )
 
 

@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from agent.errors import ConversationBusy, InvalidRequest
 from agent.service import ChatAgent
 from graphs.resources import Lazy
-from memory import ConversationNotFound, InvalidInput
+from memory import ConversationNotFound, InvalidInput, StorageError
 from memory.limits import MAX_MESSAGE_CHARS
 
 logger = logging.getLogger(__name__)
@@ -161,6 +161,8 @@ def create_app(
             return ApiError(409, "conversation_busy", str(exc))
         if isinstance(exc, InvalidRequest | InvalidInput):
             return ApiError(400, "invalid_request", str(exc))
+        if isinstance(exc, StorageError):
+            return ApiError(503, "storage_unavailable", str(exc))
         raise exc
 
     async def session_of(request: Request) -> tuple[str, bool]:

@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.types import Command
+from langgraph.types import Command, StreamMode
 
 from agent.errors import (
     BOTH_OR_NEITHER,
@@ -34,7 +34,7 @@ from agent.streaming import custom_event, token_event
 from agent.tools import BUILTIN_TOOLS
 from graphs.reviews import validate_decision
 from graphs.state import MODES, Context, Mode
-from graphs.turn_input import UNKNOWN_MODE, InvalidTurnInput
+from graphs.turn_input import ROUTE_UNAVAILABLE, UNKNOWN_MODE, InvalidTurnInput, choose_route
 from memory import (
     ConversationMemory,
     InvalidInput,
@@ -53,8 +53,6 @@ RUN_DURABILITY: Literal["exit"] = "exit"
 """A run thread is checkpointed when its turn ends or stops for a review: that is the
 only state anyone resumes from, and it costs one checkpoint write per turn."""
 
-Status = Literal["completed", "blocked", "interrupted", "failed"]
-
 
 @dataclass(frozen=True)
 class TurnResult:
@@ -62,7 +60,8 @@ class TurnResult:
 
     Attributes:
         conversation_id: the conversation the turn ran in (new for a draft).
-        status: completed | blocked | interrupted | failed.
+        status: completed | blocked (both written to memory) | interrupted (waiting
+            for a review) | cancelled (a rejected workflow) | failed.
         route: chat | tool | tasklist | delivery.
         text: the final user-visible text.
         interrupt: the pending review payload when `status` is interrupted.
@@ -93,6 +92,14 @@ class TurnResult:
             "compaction": data["compaction"],
             "degraded": data["degraded"],
         }
+
+
+@dataclass
+class _Outcome:
+    """Filled by `_turn_events`: the result, or why the input was invalid."""
+
+    result: TurnResult | None = None
+    invalid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -247,31 +254,18 @@ class ChatAgent:
         )
 
     async def _run(self, turn: _Turn, graph_input: Any) -> TurnResult:
+        outcome = _Outcome()
         try:
             with self._busy_lock(turn):
-                if turn.created:
-                    await asyncio.to_thread(
-                        self.memory.accept_draft, turn.session_id, turn.conversation_id
-                    )
-                try:
-                    output = await self.graph.ainvoke(
-                        graph_input, turn.config, context=turn.context, durability=RUN_DURABILITY
-                    )
-                except InvalidTurnInput as exc:
-                    raise InvalidRequest(str(exc)) from None
-                except (asyncio.CancelledError, InvalidRequest):
-                    raise
-                except Exception:
-                    logger.exception("turn failed in conversation %s", turn.conversation_id)
-                    return TurnResult(turn.conversation_id, "failed", "", TURN_FAILED)
-                result = self._result(turn, output)
-                if result.status != "interrupted":
-                    await asyncio.to_thread(
-                        self._threads.prune_finished_run, turn.config["configurable"]["thread_id"]
-                    )
-                return result
+                await self._admit(turn, graph_input)
+                async for _ in self._turn_events(turn, graph_input, outcome, ("values",)):
+                    pass
         except LockTimeout:
             raise ConversationBusy() from None
+        if outcome.invalid is not None:
+            raise InvalidRequest(outcome.invalid)
+        assert outcome.result is not None
+        return outcome.result
 
     def _prepare(
         self,
@@ -282,6 +276,12 @@ class ChatAgent:
         message: object,
     ) -> tuple[_Turn, str]:
         text = _check_message(message)
+        try:  # the same routing the graph applies, checked before anything is stored
+            route, _, _ = choose_route(_check_mode(mode), text)
+        except InvalidTurnInput as exc:
+            raise InvalidRequest(str(exc)) from None
+        if route not in self.graph.nodes:
+            raise InvalidRequest(ROUTE_UNAVAILABLE.format(route=route))
         return self._start(session_id, conversation_id, create_conversation, mode), text
 
     async def asend(
@@ -379,55 +379,84 @@ class ChatAgent:
     async def _stream(self, turn: _Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
         try:
             with self._busy_lock(turn):
-                if turn.created:
-                    await asyncio.to_thread(
-                        self.memory.accept_draft, turn.session_id, turn.conversation_id
-                    )
+                await self._admit(turn, graph_input)
                 yield {"event": "conversation", "conversationId": turn.conversation_id}
-                async for event in self._stream_graph(turn, graph_input):
+                async for event in self._turn_events(turn, graph_input, _Outcome()):
                     yield event
         except LockTimeout:
             raise ConversationBusy() from None
 
-    async def _stream_graph(self, turn: _Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+    async def _admit(self, turn: _Turn, graph_input: Any) -> None:
+        """Under the busy lock: own the draft, or re-check that a resume still has a
+        pending review (another resume may have finished it since it was checked)."""
+        if turn.created:
+            await asyncio.to_thread(self.memory.accept_draft, turn.session_id, turn.conversation_id)
+        if isinstance(graph_input, Command):
+            state = await self.graph.aget_state(turn.config)
+            if not state.interrupts:
+                raise InvalidRequest(NOTHING_TO_RESUME)
+
+    async def _turn_events(
+        self,
+        turn: _Turn,
+        graph_input: Any,
+        outcome: _Outcome,
+        stream_mode: Sequence[StreamMode] = ("messages", "custom", "values"),
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Run the graph, yielding client events; the last is `done` (or `error`).
+
+        If storage fails after the answer exists (the memory write or the run
+        thread's final checkpoint), the answer is still delivered, marked degraded.
+        """
         output: dict[str, Any] = {}
+        answered: dict[str, Any] = {}
         try:
             async for namespace, mode, chunk in self.graph.astream(
                 graph_input,
                 turn.config,
                 context=turn.context,
                 durability=RUN_DURABILITY,
-                stream_mode=["messages", "custom", "values"],
+                stream_mode=list({*stream_mode, "custom"}),
                 subgraphs=True,
             ):
+                event = None
                 if mode == "messages":
-                    event = token_event(chunk)  # type: ignore[arg-type]
+                    event = token_event(
+                        cast(tuple[str, ...], namespace), cast(tuple[Any, dict[str, Any]], chunk)
+                    )
                 elif mode == "custom":
                     event = custom_event(chunk)
-                else:
-                    event = None
-                    if not namespace:
-                        output = dict(cast(dict[str, Any], chunk))
+                    if isinstance(chunk, dict) and chunk.get("event") == "answer":
+                        answered = {k: v for k, v in chunk.items() if k != "event"}
+                elif not namespace:
+                    output = dict(cast(dict[str, Any], chunk))
                 if event is not None:
                     yield event
-            state = await self.graph.aget_state(turn.config)
         except InvalidTurnInput as exc:
+            outcome.invalid = str(exc)
             yield {"event": "error", "code": "invalid_request", "message": str(exc)}
             return
         except Exception:
             logger.exception("turn failed in conversation %s", turn.conversation_id)
-            yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
-            return
-        if state.interrupts:
-            output["__interrupt__"] = state.interrupts
-        result = self._result(turn, output)
+            if not answered:
+                outcome.result = TurnResult(turn.conversation_id, "failed", "", TURN_FAILED)
+                yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
+                return
+            output = {**output, **answered, "degraded": True}
+        outcome.result = result = self._result(turn, output)
         if result.interrupt is not None:
             yield {"event": "interrupt", "interrupt": result.interrupt}
         else:
+            await self._prune(turn)
+        yield {"event": "done", "result": result.to_dict()}
+
+    async def _prune(self, turn: _Turn) -> None:
+        try:
             await asyncio.to_thread(
                 self._threads.prune_finished_run, turn.config["configurable"]["thread_id"]
             )
-        yield {"event": "done", "result": result.to_dict()}
+        except Exception:  # the next finished turn prunes again
+            logger.warning("pruning the run thread failed", exc_info=True)
 
     # -- conversations ------------------------------------------------------------------
 

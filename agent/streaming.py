@@ -11,16 +11,21 @@ from typing import Any
 
 from langchain_core.messages import AIMessageChunk
 
-TOKEN_NODES = frozenset({"call_model"})
-"""Nodes whose model tokens are the user's answer (not compaction or planning)."""
+ANSWER_SUBGRAPHS = frozenset({"chat", "tool"})
+"""Subgraphs (directly under the agent graph) whose `call_model` tokens are the answer:
+not compaction, not a workflow's planning or sub-agents."""
 
 MEMORY_FIELDS = ("stage", "status", "reason", "messages", "summaryChars", "pinnedDecisions")
 
 
-def token_event(chunk: tuple[Any, dict[str, Any]]) -> dict[str, Any] | None:
+def token_event(
+    namespace: tuple[str, ...], chunk: tuple[Any, dict[str, Any]]
+) -> dict[str, Any] | None:
     """A `token` event for an answer chunk of the `messages` stream, else None."""
     message, metadata = chunk
-    if metadata.get("langgraph_node") not in TOKEN_NODES:
+    if len(namespace) != 1 or namespace[0].partition(":")[0] not in ANSWER_SUBGRAPHS:
+        return None
+    if metadata.get("langgraph_node") != "call_model":
         return None
     if not isinstance(message, AIMessageChunk) or message.tool_call_chunks:
         return None

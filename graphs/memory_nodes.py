@@ -158,7 +158,9 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
         except Exception:
             logger.exception("writing the turn to chat memory failed")
             emit_memory("write", "failed")
+            emit_answer(result, memory_written=False, degraded=True)
             return {**result, "degraded": True}
+        emit_answer(result, memory_written=write.written, degraded=False)
         emit_memory(
             "write",
             "succeeded" if write.written else "skipped",
@@ -173,6 +175,18 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
         }
 
     return finalize
+
+
+def emit_answer(result: dict[str, Any], **fields: Any) -> None:
+    """Stream the turn's outcome as soon as it exists (`answer` event): a client still
+    gets it if storing the run's last checkpoint fails afterwards."""
+    emit(
+        "answer",
+        answer=result["answer"],
+        status=result["status"],
+        route=result["route"],
+        **fields,
+    )
 
 
 async def route_after_finalize(state: AgentState) -> Literal["compact", "__end__"]:

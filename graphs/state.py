@@ -60,7 +60,8 @@ class AgentOutput(TypedDict, total=False):
     route: RouteName
     """The subgraph that answered (replaced)."""
     status: str
-    """completed | blocked | interrupted | failed (replaced)."""
+    """completed | blocked | cancelled | failed (replaced); a run paused for a review
+    returns before finalize, with LangGraph's `__interrupt__`."""
     memory_written: bool
     """Whether the turn was written to chat memory (replaced)."""
     compaction: str

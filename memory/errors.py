@@ -11,6 +11,7 @@ LOCK_TIMEOUT = "timed out after {seconds:.1f}s waiting for a memory lock"
 UNSUPPORTED_DATABASE_URL = (
     "unsupported database URL {url!r}: use sqlite:///path/to/file.sqlite or postgresql://…"
 )
+STORAGE_FAILED = "conversation storage is unavailable; please try again shortly"
 FORBIDDEN_KEY = "forbidden key {key!r} at {path} in a client-facing payload"
 
 

@@ -10,39 +10,38 @@ go straight to the checkpointer (a graph run per write costs more than the write
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
-import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    empty_checkpoint,
-)
-from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from memory.errors import UNSUPPORTED_DATABASE_URL, UnsupportedDatabaseUrl
+from memory.errors import (
+    STORAGE_FAILED,
+    UNSUPPORTED_DATABASE_URL,
+    ChatMemoryError,
+    StorageError,
+    UnsupportedDatabaseUrl,
+)
 from memory.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
 
 logger = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DEFAULT_DATABASE_URL = "sqlite:///.agent-data/agent.sqlite"
-SQLITE_BUSY_TIMEOUT_S = 30.0
-SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after checkpoints
-SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
+POSTGRES_EXTRA_MISSING = (
+    "PostgreSQL storage needs the postgres extra: pip install 'langgraph-memory-agent[postgres]'"
+)
 
 DOCUMENT = "document"
 
@@ -68,94 +67,20 @@ def build_memory_graph() -> StateGraph[MemoryDocument, None, MemoryDocument, Mem
     return builder
 
 
-class SqliteCheckpointer(SqliteSaver):
-    """`SqliteSaver` with `prune` and the async API, both left unimplemented upstream.
+def _storage_errors(method: Callable[P, R]) -> Callable[P, R]:
+    """Turn a backend failure into `StorageError` (the cause is logged, never shown)."""
 
-    The async methods run the sync ones in a worker thread (the connection is shared
-    under the saver's lock), so one checkpointer serves sync and async graphs on any
-    event loop, and never blocks the loop.
-    """
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except ChatMemoryError:
+            raise
+        except Exception as exc:
+            logger.warning("storage failed in %s: %r", method.__name__, exc)
+            raise StorageError(STORAGE_FAILED) from exc
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for item in items:
-            yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune checkpoints of `thread_ids` (`keep_latest` or `delete`), as in the base API."""
-        if strategy == "delete":
-            for thread_id in thread_ids:
-                self.delete_thread(thread_id)
-            return
-        if strategy != "keep_latest":
-            raise ValueError(f"unknown prune strategy {strategy!r}")
-        with self.cursor() as cur:
-            for thread_id in thread_ids:
-                for table in ("checkpoints", "writes"):
-                    cur.execute(
-                        f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ("
-                        "SELECT MAX(checkpoint_id) FROM checkpoints AS latest "
-                        f"WHERE latest.thread_id = {table}.thread_id "
-                        f"AND latest.checkpoint_ns = {table}.checkpoint_ns)",
-                        (thread_id,),
-                    )
-
-    def keep_latest_root(self, thread_id: str) -> None:
-        """Keep only the newest root checkpoint of `thread_id`; drop subgraph namespaces.
-
-        For a finished run thread: the checkpoints of its subgraphs (one namespace per
-        turn) and its pending writes are history nobody resumes from.
-        """
-        with self.cursor() as cur:
-            latest = cur.execute(
-                "SELECT MAX(checkpoint_id) FROM checkpoints "
-                "WHERE thread_id = ? AND checkpoint_ns = ''",
-                (thread_id,),
-            ).fetchone()[0]
-            if latest is None:
-                return
-            for table in ("checkpoints", "writes"):
-                cur.execute(
-                    f"DELETE FROM {table} WHERE thread_id = ? "
-                    "AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)",
-                    (thread_id, latest),
-                )
+    return wrapper
 
 
 class ThreadStore:
@@ -192,12 +117,14 @@ class ThreadStore:
         """Hold the write lock of `thread_id` (raises `LockTimeout` past `timeout`)."""
         return self.locks.hold(thread_id, self.lock_timeout if timeout is None else timeout)
 
+    @_storage_errors
     def get(self, thread_id: str) -> dict[str, Any] | None:
         """The stored document of `thread_id`, or None when the thread has none."""
         saved = self.checkpointer.get_tuple(self._config(thread_id))
         document = saved.checkpoint["channel_values"].get(DOCUMENT) if saved else None
         return dict(document) if isinstance(document, dict) else None
 
+    @_storage_errors
     def put(self, thread_id: str, document: dict[str, Any]) -> None:
         """Replace the document of `thread_id`, keeping only the new checkpoint.
 
@@ -220,22 +147,23 @@ class ThreadStore:
             if previous
             else {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
         )
-        self.checkpointer.put(
-            parent,
-            checkpoint,
-            {"source": "update", "step": step, "parents": {}},
-            {DOCUMENT: version},
-        )
-        self.checkpointer.prune([thread_id], strategy="keep_latest")
+        metadata: CheckpointMetadata = {"source": "update", "step": step, "parents": {}}
+        self.checkpointer.put(parent, checkpoint, metadata, {DOCUMENT: version})
+        self._keep_latest(thread_id)
 
+    def _keep_latest(self, thread_id: str) -> None:
+        keep_latest_root = getattr(self.checkpointer, "keep_latest_root", None)
+        if keep_latest_root is not None:
+            keep_latest_root(thread_id)
+        else:
+            self.checkpointer.prune([thread_id], strategy="keep_latest")
+
+    @_storage_errors
     def prune_finished_run(self, thread_id: str) -> None:
         """Shrink a run thread whose turn finished (no pending interrupt) to one checkpoint."""
-        checkpointer = self.checkpointer
-        if isinstance(checkpointer, SqliteCheckpointer):
-            checkpointer.keep_latest_root(thread_id)
-        else:
-            checkpointer.prune([thread_id], strategy="keep_latest")
+        self._keep_latest(thread_id)
 
+    @_storage_errors
     def delete(self, thread_id: str) -> None:
         """Delete every checkpoint and write of `thread_id` (a no-op when absent)."""
         self.checkpointer.delete_thread(thread_id)
@@ -264,6 +192,30 @@ class DatabaseUrl:
         return None if self.location == ":memory:" else Path(self.location)
 
 
+def _open_sqlite(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
+    from memory.sqlite import open_sqlite
+
+    checkpointer, locks, close = open_sqlite(url.sqlite_path)
+    return ThreadStore(checkpointer, locks, lock_timeout=lock_timeout, on_close=close)
+
+
+def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
+    try:
+        from memory.postgres import open_postgres
+    except ImportError as exc:
+        raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
+
+    checkpointer, locks, close = open_postgres(url.location)
+    return ThreadStore(checkpointer, locks, lock_timeout=lock_timeout, on_close=close)
+
+
+_OPENERS: dict[str, Callable[[DatabaseUrl, float], ThreadStore]] = {
+    "sqlite": _open_sqlite,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
+}
+
+
 def parse_database_url(url: str) -> DatabaseUrl:
     """Parse `sqlite:///relative.sqlite`, `sqlite:////abs.sqlite`, `sqlite:///:memory:`
     or `postgresql://…`.
@@ -280,45 +232,6 @@ def parse_database_url(url: str) -> DatabaseUrl:
             raise UnsupportedDatabaseUrl(UNSUPPORTED_DATABASE_URL.format(url=url))
         return DatabaseUrl("sqlite", location)
     return DatabaseUrl(parts.scheme, url)
-
-
-def _open_sqlite(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
-    path = url.sqlite_path
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(
-        str(path) if path else ":memory:",
-        check_same_thread=False,
-        timeout=SQLITE_BUSY_TIMEOUT_S,
-    )
-    conn.execute(f"PRAGMA journal_size_limit = {SQLITE_JOURNAL_SIZE_LIMIT}")
-    conn.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
-    # WAL + NORMAL never corrupts and survives process crashes; a power cut may lose
-    # the last transactions, an accepted trade for conversation memory.
-    conn.execute("PRAGMA synchronous = NORMAL")
-    checkpointer = SqliteCheckpointer(conn)
-    checkpointer.setup()
-    locks = KeyedLocks(path.with_name(path.name + ".locks") if path else None)
-
-    def close() -> None:
-        locks.close()
-        conn.close()
-
-    return ThreadStore(checkpointer, locks, lock_timeout=lock_timeout, on_close=close)
-
-
-def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
-    # The seam for langgraph-checkpoint-postgres: a PostgresSaver plus advisory locks.
-    raise UnsupportedDatabaseUrl(
-        "PostgreSQL storage is not available in this build yet; use sqlite:///path"
-    )
-
-
-_OPENERS: dict[str, Callable[[DatabaseUrl, float], ThreadStore]] = {
-    "sqlite": _open_sqlite,
-    "postgresql": _open_postgres,
-    "postgres": _open_postgres,
-}
 
 
 def open_thread_store(

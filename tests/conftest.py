@@ -1,7 +1,15 @@
-"""Shared fixtures: a temporary SQLite thread store and a `ConversationMemory` over it."""
+"""Shared fixtures: storage backends (SQLite always, PostgreSQL when reachable) and memory.
+
+Tests that take `db_url` run once per backend. PostgreSQL comes from
+`AGENT_TEST_POSTGRES_URL` (default: the local server with trust auth); each test run
+creates its own database and drops it afterwards. Without a server the PostgreSQL
+cases are skipped with a reason, except under `CI=true`, where that is a failure.
+"""
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,11 +19,66 @@ from memory import ConversationMemory, ThreadIds, ThreadStore, open_thread_store
 from tests.fakes import StepClock
 
 SECRET = "s" * 40
+POSTGRES_ADMIN_URL = os.environ.get(
+    "AGENT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+BACKENDS = ("sqlite", "postgres")
+PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
 
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'agent.sqlite'}"
+def _with_database(url: str, name: str) -> str:
+    head, _, _ = url.rpartition("/")
+    return f"{head}/{name}"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str | None]:
+    """A fresh PostgreSQL database for this test run, or None when no server answers."""
+    try:
+        import psycopg
+    except ImportError:  # the postgres extra is not installed
+        psycopg = None  # type: ignore[assignment]
+    name = f"agent_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    try:
+        if psycopg is None:
+            raise OSError("psycopg is not installed")
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=3) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+    except Exception as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but PostgreSQL is unreachable at {POSTGRES_ADMIN_URL}: {exc}")
+        yield None
+        return
+    yield _with_database(POSTGRES_ADMIN_URL, name)
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def clean_postgres(url: str) -> None:
+    """Empty the checkpoint tables between tests (they exist after the first store opens)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        present = {
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            )
+        }
+        tables = [table for table in PG_TABLES if table in present]
+        if tables:
+            conn.execute(f"TRUNCATE {', '.join(tables)}")
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'agent.sqlite'}"
+    url = request.getfixturevalue("postgres_server")
+    if url is None:
+        pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL}")
+    clean_postgres(url)
+    return str(url)
 
 
 @pytest.fixture

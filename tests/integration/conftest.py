@@ -34,13 +34,15 @@ def server_env(workdir: Path, **extra: str) -> dict[str, str]:
         if not key.startswith(("OPENAI_", "AGENT_", "LANGSMITH_", "LANGCHAIN_"))
     }
     env.update(
-        AGENT_DATABASE_URL=f"sqlite:///{workdir / 'agent.sqlite'}",
-        AGENT_DATA_DIR=str(workdir / "data"),
-        LANGSMITH_TRACING="false",
-        LANGGRAPH_CLI_NO_ANALYTICS="1",
-        LANGGRAPH_NO_VERSION_CHECK="true",
-        PYTHONPATH=str(REPO),
-        **extra,
+        {
+            "AGENT_DATABASE_URL": f"sqlite:///{workdir / 'agent.sqlite'}",
+            "AGENT_DATA_DIR": str(workdir / "data"),
+            "LANGSMITH_TRACING": "false",
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+            "LANGGRAPH_NO_VERSION_CHECK": "true",
+            "PYTHONPATH": str(REPO),
+            **extra,
+        }
     )
     return env
 
@@ -127,25 +129,23 @@ def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         stop(process)
 
 
-@pytest.fixture(scope="module")
-def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The HTTP app under a real uvicorn process (paced model, offline)."""
-    workdir = tmp_path_factory.mktemp("http")
-    port = free_port()
-    log = workdir / "server.log"
+def start_uvicorn(factory: str, workdir: Path, *, port: int | None = None, **env: str) -> Server:
+    """`uvicorn --factory tests.integration.http_app:<factory>` on 127.0.0.1."""
+    port = port or free_port()
+    log = workdir / f"uvicorn-{port}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [
                 str(BIN / "uvicorn"),
                 "--factory",
-                "tests.integration.http_app:create",
+                f"tests.integration.http_app:{factory}",
                 "--host",
                 "127.0.0.1",
                 "--port",
                 str(port),
             ],
             cwd=REPO,
-            env=server_env(workdir, AGENT_SESSION_SECRET="t" * 40),
+            env=server_env(workdir, **{"AGENT_SESSION_SECRET": "t" * 40, **env}),
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -153,6 +153,17 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, process, log, health="/api/health")
-        yield Server(url, process, workdir, log)
-    finally:
+    except BaseException:
         stop(process)
+        raise
+    return Server(url, process, workdir, log)
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The HTTP app under a real uvicorn process (paced model, offline)."""
+    server = start_uvicorn("create", tmp_path_factory.mktemp("http"))
+    try:
+        yield server
+    finally:
+        stop(server.process)

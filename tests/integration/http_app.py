@@ -1,14 +1,68 @@
-"""App factory for HTTP tests: the real app over a `ChatAgent` with a paced model.
+"""App factories for HTTP tests: the real app over a `ChatAgent` with test models.
 
-`uvicorn --factory tests.integration.http_app:create` (settings from the environment).
+`uvicorn --factory tests.integration.http_app:<factory>`; settings from the environment.
 """
 
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
 from fastapi import FastAPI
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
 
 from agent.server import create_app
 from agent.service import ChatAgent
-from tests.fakes import PacedModel
+from agent.settings import Settings
+from tests.fakes import PacedModel, ScriptedModel
+
+OUTAGE_TRIGGER = "take the database away"
+OUTAGE_SECONDS = 10.0
 
 
 def create() -> FastAPI:
+    """Paced answers; messages containing "slow" stream slowly."""
     return create_app(ChatAgent(model=PacedModel(slow_pause=0.3)))
+
+
+def create_for_workers() -> FastAPI:
+    """Paced answers; compaction always fails, so every turn stays in memory verbatim
+    (the hard-cap fallback folds old turns into summary lines, never drops them)."""
+    return create_app(ChatAgent(model=PacedModel(slow_pause=0.3), compaction_model=ScriptedModel()))
+
+
+class OutageModel(PacedModel):
+    """Answers normally, but a message with `OUTAGE_TRIGGER` first takes the database
+    away (no connections allowed, existing ones terminated) for `OUTAGE_SECONDS`."""
+
+    def _outage(self) -> None:
+        url = Settings.from_env().database_url
+        head, _, name = url.rpartition("/")
+        admin = f"{head}/postgres"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (name,),
+            )
+
+        def restore() -> None:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+
+        threading.Timer(OUTAGE_SECONDS, restore).start()
+
+    async def _astream(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        if messages and OUTAGE_TRIGGER in messages[-1].text:
+            self._outage()
+        async for chunk in super()._astream(messages, *args, **kwargs):
+            yield chunk
+
+
+def create_with_outage() -> FastAPI:
+    return create_app(ChatAgent(model=OutageModel()))

@@ -17,9 +17,9 @@ from tests.fakes import PacedModel, ScriptedModel
 
 
 @pytest.fixture
-def agent(tmp_path: Path) -> Iterator[ChatAgent]:
+def agent(tmp_path: Path, db_url: str) -> Iterator[ChatAgent]:
     with ChatAgent(
-        database_url=f"sqlite:///{tmp_path / 'agent.sqlite'}",
+        database_url=db_url,
         model=PacedModel(),
         secret=SECRET,
         settings=Settings(data_dir=tmp_path),

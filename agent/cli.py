@@ -1,0 +1,415 @@
+"""What the terminal chat understands and shows: commands, review decisions, views, events.
+
+The interactive loop of `python -m agent chat` lives in `agent/__main__.py`; this
+module holds its parts that need no terminal: input lines parsed into `Command`s,
+review answers into decisions, registry and memory views, review payloads rendered,
+and `TurnPrinter`, which prints stream events as they arrive (answer tokens inline,
+route and memory status as bracketed lines, errors as one `error: ...` line).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO
+
+PREVIEW_CHARS = 200
+MESSAGE_PREFIXES = ("/tasklist", "/delivery")
+"""Prefixes sent to the agent as messages: it routes them to its workflows."""
+
+HELP = """\
+Type a message and press Enter to chat. Commands:
+  /new              start a new conversation (your next message creates it)
+  /list             list this session's conversations (* marks the selected one)
+  /switch N         continue conversation N of the last /list
+  /memory           show what the agent remembers of this conversation
+  /tasklist GOAL    plan GOAL as a task list (stops for your review)
+  /delivery REQUEST run the delivery workflow on REQUEST
+  /review           answer a review left pending
+  /help             show this help
+  /quit             leave (Ctrl-D too); Ctrl-C cancels a running turn"""
+
+ACTION_USAGE = {
+    "approve": "approve",
+    "edit": "edit <JSON task list>",
+    "reject": "reject <reason>",
+    "respond": "respond <feedback>",
+    "accept": "accept",
+    "revise": "revise",
+}
+DEFAULT_ACTIONS = {
+    "strategy_review": ("approve", "edit", "reject", "respond"),
+    "revision_review": ("accept", "revise"),
+}
+REVIEW_TITLES = {"strategy_review": "strategy review", "revision_review": "revision review"}
+TEXT_FIELDS = {"reject": "reason", "respond": "feedback"}
+"""Actions that need text, and the decision field that carries it (others take none)."""
+
+NO_ARGUMENT_COMMANDS = frozenset({"new", "list", "memory", "review", "help", "quit"})
+ALIASES = {"exit": "quit"}
+UNKNOWN_COMMAND = "unknown command {head}; type /help for the commands"
+SWITCH_USAGE = "usage: /switch N, with N a number from /list"
+BAD_TASK_LIST = (
+    "edit needs a JSON list of tasks, e.g. "
+    'edit [{"title": "Write the tests", "acceptance_criteria": ["they pass"]}]'
+)
+
+
+class UsageError(ValueError):
+    """An input line or review answer the CLI cannot use; shown as `error: ...`."""
+
+
+class ChatBackend(Protocol):
+    """The part of `ChatAgent` the terminal chat uses (see `ChatAgent` for each method)."""
+
+    def astream(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        conversation_id: str | None = None,
+        create_conversation: bool = False,
+    ) -> AsyncIterator[dict[str, Any]]: ...
+
+    def astream_resume(
+        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
+    ) -> AsyncIterator[dict[str, Any]]: ...
+
+    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
+
+    def conversations(self, *, session_id: str) -> dict[str, Any]: ...
+
+    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Command:
+    """A parsed input line.
+
+    Attributes:
+        name: `message` for text to send, else the slash command without its slash.
+        text: the message to send.
+        number: the conversation number of `/switch`.
+    """
+
+    name: str
+    text: str = ""
+    number: int | None = None
+
+
+def parse_command(line: str) -> Command | None:
+    """Parse an input line; None for a blank line.
+
+    Raises:
+        UsageError: an unknown command, or bad arguments to a known one.
+    """
+    text = line.strip()
+    if not text:
+        return None
+    head, _, rest = text.partition(" ")
+    if not head.startswith("/") or head in MESSAGE_PREFIXES:
+        return Command("message", text=text)
+    name = ALIASES.get(head[1:].lower(), head[1:].lower())
+    rest = rest.strip()
+    if name == "switch":
+        if not (rest.isascii() and rest.isdigit()) or int(rest) < 1:
+            raise UsageError(SWITCH_USAGE)
+        return Command("switch", number=int(rest))
+    if name in NO_ARGUMENT_COMMANDS:
+        if rest:
+            raise UsageError(f"/{name} takes no arguments")
+        return Command(name)
+    raise UsageError(UNKNOWN_COMMAND.format(head=head))
+
+
+def review_actions(payload: Mapping[str, Any]) -> tuple[str, ...]:
+    """The actions a review allows: its `actions` (names or `{"action": ...}`), else the kind's."""
+    names: list[str] = []
+    raw = payload.get("actions")
+    for item in raw if isinstance(raw, list | tuple) else ():
+        name = item.get("action") or item.get("name") if isinstance(item, Mapping) else item
+        if isinstance(name, str) and name:
+            names.append(name)
+    return tuple(names) or DEFAULT_ACTIONS.get(str(payload.get("kind")), ())
+
+
+def _task_list(text: str) -> list[Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise UsageError(BAD_TASK_LIST) from None
+    if isinstance(value, Mapping) and isinstance(value.get("tasks"), list):
+        value = value["tasks"]
+    if not isinstance(value, list) or not value:
+        raise UsageError(BAD_TASK_LIST)
+    return value
+
+
+def parse_decision(line: str, actions: Sequence[str]) -> dict[str, Any]:
+    """Parse a review answer such as `approve`, `reject too risky` or `edit [...]`.
+
+    Args:
+        line: what the person typed.
+        actions: the actions the review allows (empty: any).
+
+    Raises:
+        UsageError: an action the review does not allow, or missing or bad text.
+    """
+    action, _, rest = line.strip().partition(" ")
+    action, rest = action.lower(), rest.strip()
+    if not action or (actions and action not in actions):
+        allowed = " | ".join(ACTION_USAGE.get(name, name) for name in actions)
+        raise UsageError(f"answer with one of: {allowed}")
+    if action in TEXT_FIELDS:
+        if not rest:
+            raise UsageError(f"usage: {ACTION_USAGE[action]}")
+        return {"action": action, TEXT_FIELDS[action]: rest}
+    if action == "edit":
+        return {"action": "edit", "tasks": _task_list(rest)}
+    if rest:
+        raise UsageError(f"{action} takes no text")
+    return {"action": action}
+
+
+def _one_line(text: object, limit: int = PREVIEW_CHARS) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _task_lines(number: int, task: object) -> list[str]:
+    if not isinstance(task, Mapping):
+        return [f"  {number}. {_one_line(task)}"]
+    title = next((task[k] for k in ("title", "name", "description") if task.get(k)), "(untitled)")
+    status = f" [{task['status']}]" if task.get("status") else ""
+    ident = f" (id {task['id']})" if task.get("id") is not None else ""
+    lines = [f"  {number}. {_one_line(title)}{status}{ident}"]
+    criteria = task.get("acceptance_criteria") or task.get("acceptanceCriteria")
+    for criterion in criteria if isinstance(criteria, list) else [criteria] if criteria else []:
+        lines.append(f"       - {_one_line(criterion)}")
+    return lines
+
+
+def _issue_line(issue: object) -> str:
+    if not isinstance(issue, Mapping):
+        return f"  - {_one_line(issue)}"
+    keys = ("description", "issue", "title", "text", "message")
+    text = next((issue[k] for k in keys if issue.get(k)), json.dumps(dict(issue), default=str))
+    task = issue.get("task_title") or issue.get("task_id")
+    where = f" (task: {_one_line(task, 80)})" if task else ""
+    blocking = " [blocking]" if issue.get("blocking") else ""
+    return f"  - {_one_line(text)}{where}{blocking}"
+
+
+def render_review(payload: Mapping[str, Any]) -> str:
+    """A review payload as readable text: goal and tasks, or issues, then the answers."""
+    kind = str(payload.get("kind", ""))
+    title = REVIEW_TITLES.get(kind) or f"review ({kind or 'unknown'})"
+    lines = [f"── {title} ──"]
+    for key in ("message", "question", "goal", "summary"):
+        if isinstance(payload.get(key), str) and payload[key].strip():
+            lines.append(f"{key}: {payload[key].strip()}")
+    tasks, issues = payload.get("tasks"), payload.get("issues")
+    if isinstance(tasks, list):
+        lines.append("tasks:" if tasks else "tasks: none")
+        for number, task in enumerate(tasks, 1):
+            lines.extend(_task_lines(number, task))
+    if isinstance(issues, list):
+        lines.append("issues:" if issues else "issues: none")
+        lines.extend(_issue_line(issue) for issue in issues)
+    if isinstance(payload.get("error"), str):
+        lines.append(f"(the last answer was refused: {payload['error']})")
+    if kind not in REVIEW_TITLES:
+        rest = {k: v for k, v in payload.items() if k not in ("kind", "actions", "error")}
+        lines.append(json.dumps(rest, indent=2, ensure_ascii=False, default=str))
+    actions = review_actions(payload)
+    if actions:
+        lines.append("answer with: " + " | ".join(ACTION_USAGE.get(a, a) for a in actions))
+    return "\n".join(lines)
+
+
+def memory_line(event: Mapping[str, Any]) -> str | None:
+    """A `memory` event as `[memory: ...]`, or None for events not worth a line."""
+    stage, status = event.get("stage"), event.get("status")
+    if status == "started":
+        return None
+    if stage == "write":
+        if status == "succeeded":
+            return "[memory: written]"
+        if status == "skipped":
+            reason = event.get("reason")
+            return f"[memory: not written ({reason})]" if reason else "[memory: not written]"
+        return f"[memory: write {status}]"
+    if stage == "compact":
+        detail = ""
+        if event.get("summaryChars") is not None:
+            pins = int(event.get("pinnedDecisions") or 0)
+            detail = f" — summary {event['summaryChars']} chars, {pins} pin{'s' * (pins != 1)}"
+        return f"[memory: compaction {status}{detail}]"
+    return f"[memory: {stage} {status}]"
+
+
+def status_line(event: Mapping[str, Any]) -> str:
+    """A `status` event as a bracketed line.
+
+    `[route: chat]`, `[tool: calculator]`, workflow progress such as
+    `[tasklist: execute in_progress 1/3 — Write the tests]`, else `[stage: key=value, …]`.
+    """
+    stage = event.get("stage") or "status"
+    if stage == "route":
+        return f"[route: {event.get('route')}]"
+    if stage == "tool":
+        return f"[tool: {event.get('name')}]"
+    shown = {"event", "stage", "step", "status", "index", "total", "title", "taskId"}
+    words = [str(event[key]) for key in ("step", "status") if event.get(key) is not None]
+    if event.get("index") is not None and event.get("total") is not None:
+        words.append(f"{event['index']}/{event['total']}")
+    if event.get("title"):
+        words.append(f"— {_one_line(event['title'], 80)}")
+    fields = [f"{k}={_one_line(v, 80)}" for k, v in event.items() if k not in shown]
+    detail = ", ".join(part for part in (" ".join(words), ", ".join(fields)) if part)
+    return f"[{stage}: {detail}]" if detail else f"[{stage}]"
+
+
+def render_listing(registry: Mapping[str, Any], *, in_draft: bool) -> str:
+    """The registry as a numbered list, the selected conversation marked with `*`."""
+    entries = registry.get("conversations") or []
+    if not entries:
+        lines = ["no conversations yet"]
+    else:
+        lines = [f"conversations ({len(entries)} of {registry.get('limit', '?')}):"]
+        for number, entry in enumerate(entries, 1):
+            mark = "*" if entry["id"] == registry.get("selectedConversationId") else " "
+            lines.append(f"{mark} {number}. {_one_line(entry['title'], 70)}  ({entry['id']})")
+    if in_draft:
+        lines.append("(you are in a new conversation: your next message creates it)")
+    return "\n".join(lines)
+
+
+def render_memory(dto: Mapping[str, Any]) -> str:
+    """The hydration view: summary preview, pinned decisions, recent messages."""
+    lines = [f"memory of conversation {str(dto.get('conversationId', ''))[:8]}:"]
+    lines.append(
+        f"summary: {_one_line(dto['summaryPreview'], 400)}"
+        if dto.get("summaryPreview")
+        else "summary: none yet"
+    )
+    pins = dto.get("pinnedDecisions") or []
+    lines.append("pinned decisions:" if pins else "pinned decisions: none")
+    lines.extend(f"  {number}. {pin}" for number, pin in enumerate(pins, 1))
+    messages = dto.get("messages") or []
+    lines.append(f"recent messages ({len(messages)}):" if messages else "recent messages: none")
+    lines.extend(f"  {m.get('role')}: {_one_line(m.get('text', ''))}" for m in messages)
+    return "\n".join(lines)
+
+
+@dataclass
+class TurnOutcome:
+    """What a streamed turn left behind.
+
+    Attributes:
+        conversation_id: the conversation it ran in (set by the `conversation` event).
+        result: the `done` event's result (camelCase `TurnResult`), if it finished.
+        interrupt: the pending review payload, if the turn stopped for one.
+        error: the message of an `error` event, if the turn failed.
+    """
+
+    conversation_id: str | None = None
+    result: dict[str, Any] | None = None
+    interrupt: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class TurnPrinter:
+    """Prints a turn's events as they arrive: tokens inline, status on their own lines.
+
+    The route line waits until the turn shows something else, so a chat turn that
+    escalates to a tool prints `[route: tool]`, not the route it left. Memory lines that
+    come before any answer text (workflows answer in one piece, at the end) wait for it.
+    """
+
+    def __init__(self, out: TextIO, err: TextIO, *, route: str | None = None) -> None:
+        """Print to `out` and errors to `err`; `route` was already shown (a resumed turn's)."""
+        self.out, self.err = out, err
+        self.outcome = TurnOutcome()
+        self._route = self._route_shown = route
+        self._held: list[str] = []
+        self._streamed = False
+        self._mid_line = False
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        self._mid_line = not text.endswith("\n")
+
+    def line(self, text: str) -> None:
+        """Print `text` on a line of its own."""
+        self._show_route()
+        self._write(("\n" if self._mid_line else "") + text + "\n")
+
+    def _show_route(self) -> None:
+        if self._route and self._route != self._route_shown:
+            self._route_shown = self._route
+            self._write(("\n" if self._mid_line else "") + f"[route: {self._route}]\n")
+
+    def _release(self) -> None:
+        held, self._held = self._held, []
+        for text in held:
+            self.line(text)
+
+    def handle(self, event: Mapping[str, Any]) -> None:
+        """Print one stream event and record what it tells about the turn."""
+        kind = event.get("event")
+        if kind == "conversation":
+            self.outcome.conversation_id = str(event.get("conversationId"))
+        elif kind == "token":
+            self._show_route()
+            self._write(str(event.get("text", "")))
+            self._streamed = True
+        elif kind == "status" and event.get("stage") == "route":
+            self._route = str(event.get("route"))
+        elif kind == "status":
+            if event.get("stage") == "tool" and self._route_shown is None:
+                self._route = "tool"
+            self.line(status_line(event))
+        elif kind == "memory":
+            text = memory_line(event)
+            if text:
+                self._held.append(text)
+                if self._streamed:
+                    self._release()
+        elif kind == "interrupt":
+            self.outcome.interrupt = dict(event.get("interrupt") or {})
+        elif kind == "done":
+            self._done(dict(event.get("result") or {}))
+        elif kind == "error":
+            self.outcome.error = str(event.get("message", "the turn failed"))
+            self.error(self.outcome.error)
+
+    def _done(self, result: dict[str, Any]) -> None:
+        self.outcome.result = result
+        if result.get("route"):
+            self._route = str(result["route"])
+        self._show_route()
+        if not self._streamed and result.get("text"):
+            self._write(str(result["text"]))
+        if self._mid_line:
+            self._write("\n")
+        self._release()
+        if result.get("degraded"):
+            self.line("[memory: degraded]")
+        if result.get("status") not in ("completed", "interrupted", None):
+            self.line(f"[status: {result['status']}]")
+
+    def error(self, message: str) -> None:
+        """Print `error: message` on its own line of the error stream."""
+        self._release()
+        if self._mid_line:
+            self._write("\n")
+        self.err.write(f"error: {message}\n")
+        self.err.flush()
+
+    def cancelled(self) -> None:
+        """Note that the person cancelled the turn (a cancelled turn writes nothing)."""
+        self._release()
+        self.line("[cancelled]")

@@ -1,0 +1,433 @@
+"""The delivery subgraph: load the request, plan, run a sub-agent per task, review, report.
+
+`START → load_request → plan_delivery → execute_tasks → review_delivery ×3 (Send, in
+parallel) → synthesize_report → END`. A thin request, a planner that cannot act, or a
+failed stage ends the run early. Everything the stages produce (the plan, task
+artifacts, reviewer verdicts, failures) lives in this subgraph's state in the run
+thread; `output_schema=WorkflowOutput` lets only the report text and the status out,
+so nothing else can reach chat memory (finalize writes `completed` and `blocked` runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import operator
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, Protocol, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from graphs import delivery_prompts as texts
+from graphs.delivery_prompts import DeliveryPlan, DeliveryReport, ReviewVerdict, TaskResult
+from graphs.events import emit
+from graphs.resources import Lazy
+from graphs.state import WorkflowInput, WorkflowOutput
+from graphs.tool import build_tool_graph
+from memory.compaction import clamp
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_TASKS = 5
+DEFAULT_STAGE_TIMEOUT = 120.0
+MIN_REQUEST_WORDS = 3
+"""A request of fewer words (a CJK character counts as one) is too thin to act on."""
+EARLIER_RESULT_CHARS = 1500
+"""Each earlier task result shown to a later task's sub-agent is cut to this length."""
+
+REVIEWERS: dict[str, tuple[str, str]] = {
+    "quality": ("Quality review", texts.QUALITY_REVIEW_PROMPT),
+    "risk": ("Risk review", texts.RISK_REVIEW_PROMPT),
+    "boundary": ("Scope boundary review", texts.BOUNDARY_REVIEW_PROMPT),
+}
+"""The review group, by reviewer name: (title in the report, system prompt)."""
+
+NOSTREAM: RunnableConfig = {"tags": [TAG_NOSTREAM]}
+"""Stage model calls are runtime work, never answer tokens in the `messages` stream."""
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
+M = TypeVar("M", bound=BaseModel)
+S = TypeVar("S", bound=Mapping[str, object])
+S_contra = TypeVar("S_contra", bound=Mapping[str, object], contravariant=True)
+
+# -- state: plain TypedDicts, so that checkpoints hold JSON-like values only -------------
+
+
+class PlanRecord(TypedDict):
+    """The plan as kept in the run state: tasks capped at `max_tasks`."""
+
+    deliverables: list[str]
+    tasks: list[dict[str, str]]
+    risks: list[str]
+    dropped_tasks: int
+
+
+class TaskArtifact(TypedDict):
+    """A task's result: a runtime artifact, kept in the run thread only."""
+
+    number: int
+    title: str
+    outcome: str
+    done: bool
+    open_issues: list[str]
+
+
+class Verdict(TypedDict):
+    """A reviewer's verdict as kept in the run state."""
+
+    reviewer: str
+    verdict: str
+    blocking_issues: list[str]
+    notes: list[str]
+
+
+class DeliveryState(WorkflowInput, WorkflowOutput, total=False):
+    """The run state of one delivery; all of it stays inside the subgraph."""
+
+    context: str
+    """The summary and pinned decisions as one prompt block (replaced)."""
+    plan: PlanRecord
+    """The capped plan (replaced)."""
+    artifacts: list[TaskArtifact]
+    """The task results, in task order (replaced)."""
+    verdicts: Annotated[list[Verdict], operator.add]
+    """One per reviewer (appended: the reviewers run in parallel)."""
+    failures: Annotated[list[str], operator.add]
+    """User texts of failed stages (appended: a reviewer may fail in parallel)."""
+
+
+class ReviewAssignment(DeliveryState):
+    """What one reviewer receives through `Send`: the run state and its reviewer's name."""
+
+    reviewer: str
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def progress(stage: str, status: str, **fields: Any) -> None:
+    """A `progress` event of the custom stream (a `status` event for clients)."""
+    emit("progress", workflow="delivery", stage=stage, status=status, **fields)
+
+
+def request_words(text: str) -> int:
+    """How many words `text` has; each CJK character counts as one."""
+    return len(_WORD.findall(text))
+
+
+def bullets(items: Sequence[str]) -> str:
+    """A markdown list, or a line that says nothing is listed."""
+    return "\n".join(f"- {' '.join(i.split())}" for i in items if i.strip()) or texts.NOTHING_LISTED
+
+
+def as_json(value: object) -> str:
+    """`value` as indented JSON, for a stage input."""
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def context_block(summary: str, pins: Sequence[str]) -> str:
+    """The conversation's summary and pinned decisions as a prompt block."""
+    numbered = "\n".join(f"{n}. {pin}" for n, pin in enumerate(pins, start=1))
+    return texts.CONTEXT_INPUT.format(
+        summary=summary.strip() or texts.NO_CONTEXT, pins=numbered or texts.NO_CONTEXT
+    )
+
+
+def blocks(verdict: Verdict) -> bool:
+    """A review blocks when its verdict is `fail` or it names a blocking issue."""
+    return verdict["verdict"] == "fail" or bool(verdict["blocking_issues"])
+
+
+def review_line(verdict: Verdict) -> str:
+    """The report line of one review: its outcome and blocking issues, never its notes."""
+    title = REVIEWERS[verdict["reviewer"]][0]
+    if not blocks(verdict):
+        return texts.REVIEW_PASSED_LINE.format(title=title)
+    issues = "; ".join(verdict["blocking_issues"]) or texts.REVIEW_FAILED_WITHOUT_ISSUE
+    return texts.REVIEW_BLOCKING_LINE.format(title=title, issues=" ".join(issues.split()))
+
+
+def render_report(
+    report: DeliveryReport, plan: PlanRecord, verdicts: Sequence[Verdict], status: str, limit: int
+) -> str:
+    """The markdown report: status, summary, deliverables, review findings, open risks."""
+    risks = list(report.open_risks)
+    if plan["dropped_tasks"]:
+        risks.append(texts.DROPPED_TASKS_RISK.format(count=plan["dropped_tasks"], limit=limit))
+    findings = [review_line(v) for v in verdicts]
+    if report.findings:
+        findings.append(bullets(report.findings))
+    return texts.REPORT_TEMPLATE.format(
+        status=texts.STATUS_BLOCKED if status == "blocked" else texts.STATUS_COMPLETED,
+        summary=report.summary.strip() or texts.NOTHING_LISTED,
+        deliverables=bullets(report.deliverables or plan["deliverables"]),
+        findings="\n".join(findings),
+        risks=bullets(risks),
+    )
+
+
+def blocked_for_missing(missing: Sequence[str]) -> dict[str, Any]:
+    """End the run `blocked` with a report that says what the request lacks."""
+    text = texts.THIN_REQUEST_REPORT.format(missing=bullets(missing))
+    return {"workflow_status": "blocked", "workflow_text": text}
+
+
+class StageNode(Protocol[S_contra]):
+    """A stage: reads its state (named `state`, as LangGraph nodes are), returns an update."""
+
+    def __call__(self, state: S_contra) -> Awaitable[dict[str, Any]]: ...
+
+
+def stage(
+    name: str, timeout: float, *, parallel: bool = False
+) -> Callable[[StageNode[S]], StageNode[S]]:
+    """Make a stage body a node: `started`/`failed` progress and failure handling.
+
+    Any exception (a stage timeout included) is logged and becomes a clear user text;
+    a sequential stage then ends the run `failed`, while a parallel reviewer records
+    the failure for `synthesize_report` (parallel writes to the status would clash).
+    Cancellation is not an exception: it propagates, and the run writes nothing.
+    """
+    label = texts.STAGE_LABELS[name]
+
+    def wrap(body: StageNode[S]) -> StageNode[S]:
+        @functools.wraps(body)
+        async def node(state: S) -> dict[str, Any]:
+            extra = {"reviewer": state.get("reviewer")} if parallel else {}
+            progress(name, "started", **extra)
+            try:
+                return await body(state)
+            except TimeoutError:
+                logger.warning("delivery stage %s timed out after %ss", name, timeout)
+                text = texts.DELIVERY_TIMED_OUT.format(stage=label, seconds=timeout)
+            except Exception:
+                logger.exception("delivery stage %s failed", name)
+                text = texts.DELIVERY_FAILED.format(stage=label)
+            progress(name, "failed", **extra)
+            if parallel:
+                return {"failures": [text]}
+            return {"failures": [text], "workflow_status": "failed", "workflow_text": text}
+
+        return node
+
+    return wrap
+
+
+# -- routers ----------------------------------------------------------------------------
+
+
+async def route_after_load(state: DeliveryState) -> Literal["plan_delivery", "__end__"]:
+    """A thin request or a failure ends the run; else plan."""
+    return "__end__" if state.get("workflow_status") else "plan_delivery"
+
+
+async def route_after_plan(state: DeliveryState) -> Literal["execute_tasks", "__end__"]:
+    """A planner that cannot act, or a failure, ends the run; else run the tasks."""
+    return "__end__" if state.get("workflow_status") else "execute_tasks"
+
+
+async def route_to_reviewers(state: DeliveryState) -> list[Send] | Literal["__end__"]:
+    """Fan out to the three reviewers, in parallel, unless the tasks failed."""
+    if state.get("workflow_status"):
+        return "__end__"
+    return [Send("review_delivery", ReviewAssignment(**state, reviewer=name)) for name in REVIEWERS]
+
+
+# -- the graph --------------------------------------------------------------------------
+
+
+def build_delivery_graph(
+    *,
+    model: BaseChatModel | Lazy[BaseChatModel],
+    tools: Sequence[BaseTool],
+    max_tasks: int = DEFAULT_MAX_TASKS,
+    stage_timeout: float = DEFAULT_STAGE_TIMEOUT,
+    structured_output_method: str | None = None,
+) -> StateGraph[DeliveryState, None, WorkflowInput, WorkflowOutput]:
+    """Assemble the delivery subgraph.
+
+    Args:
+        model: the model of every stage and sub-agent (or a `Lazy` of it).
+        tools: the task sub-agents' tools (the tool subgraph); none: one call per task.
+        max_tasks: tasks planned beyond this many are dropped (and named in the report).
+        stage_timeout: seconds allowed for each unit of model work: the plan, each
+            task's sub-agent, each reviewer, the report. A timeout fails the run.
+        structured_output_method: passed to `with_structured_output` when set.
+
+    Raises:
+        ValueError: `max_tasks` or `stage_timeout` is not positive.
+    """
+    if max_tasks < 1 or stage_timeout <= 0:
+        raise ValueError("max_tasks and stage_timeout must be positive")
+    provider = Lazy.of(model)
+    sub_agent = (
+        build_tool_graph(model=provider, tools=tools).compile(checkpointer=False, name="task_agent")
+        if tools
+        else None
+    )
+    method: dict[str, Any] = (
+        {"method": structured_output_method} if structured_output_method else {}
+    )
+
+    async def ask(schema: type[M], system: str, human: str, *history: AnyMessage) -> M:
+        """One structured call, bounded by the stage timeout, never streamed as tokens."""
+        chat_model = await provider.aget()
+        runnable = chat_model.with_structured_output(schema, **method).with_config(NOSTREAM)
+        messages = [SystemMessage(system), *history, HumanMessage(human)]
+        return schema.model_validate(
+            await asyncio.wait_for(runnable.ainvoke(messages), stage_timeout)
+        )
+
+    @stage("load_request", stage_timeout)
+    async def load_request(state: DeliveryState) -> dict[str, Any]:
+        """Read the request with the summary and pins as context; block a thin request."""
+        request = state.get("user_text", "").strip()
+        words = request_words(request)
+        if words < MIN_REQUEST_WORDS:
+            progress("load_request", "blocked", words=words)
+            return blocked_for_missing([texts.MISSING_DELIVERABLE.format(words=MIN_REQUEST_WORDS)])
+        progress("load_request", "succeeded", words=words)
+        context = context_block(state.get("memory_summary", ""), state.get("memory_pins", []))
+        return {"user_text": request, "context": context}
+
+    @stage("plan_delivery", stage_timeout)
+    async def plan_delivery(state: DeliveryState) -> dict[str, Any]:
+        """Plan deliverables, tasks (at most `max_tasks`) and risks."""
+        plan = await ask(
+            DeliveryPlan,
+            texts.PLANNER_PROMPT.format(max_tasks=max_tasks),
+            texts.PLAN_INPUT.format(request=state["user_text"], context=state["context"]),
+        )
+        if not plan.tasks:
+            progress("plan_delivery", "blocked", tasks=0)
+            return blocked_for_missing(
+                plan.missing_information
+                or [texts.MISSING_DELIVERABLE.format(words=MIN_REQUEST_WORDS)]
+            )
+        record = PlanRecord(
+            deliverables=plan.deliverables,
+            tasks=[task.model_dump() for task in plan.tasks[:max_tasks]],
+            risks=[*plan.risks, *plan.missing_information],
+            dropped_tasks=max(0, len(plan.tasks) - max_tasks),
+        )
+        progress("plan_delivery", "succeeded", tasks=len(record["tasks"]))
+        return {"plan": record}
+
+    async def run_task(
+        state: DeliveryState, number: int, earlier: Sequence[TaskArtifact]
+    ) -> TaskArtifact:
+        """A sub-agent for task `number`: the tool loop does the work, then reports it."""
+        task = state["plan"]["tasks"][number - 1]
+        work = texts.TASK_INPUT.format(
+            request=state["user_text"],
+            context=state["context"],
+            number=number,
+            total=len(state["plan"]["tasks"]),
+            title=task["title"],
+            description=task["description"],
+            earlier=as_json(
+                [{**a, "outcome": clamp(a["outcome"], EARLIER_RESULT_CHARS)} for a in earlier]
+            ),
+        )
+        report_prompt = texts.TASK_RESULT_PROMPT.format(number=number)
+        if sub_agent is None:
+            result = await ask(TaskResult, texts.TASK_AGENT_PROMPT, work)
+        else:
+            system, human = SystemMessage(texts.TASK_AGENT_PROMPT), HumanMessage(work)
+            worked = await sub_agent.ainvoke({"turn_messages": [system, human]}, NOSTREAM)
+            transcript = worked["turn_messages"][1:]  # the system prompt is passed again
+            result = await ask(TaskResult, texts.TASK_AGENT_PROMPT, report_prompt, *transcript)
+        return TaskArtifact(
+            number=number,
+            title=task["title"],
+            outcome=result.outcome,
+            done=result.done,
+            open_issues=result.open_issues,
+        )
+
+    @stage("execute_tasks", stage_timeout)
+    async def execute_tasks(state: DeliveryState) -> dict[str, Any]:
+        """Run a sub-agent per task, in order; each result is kept as a runtime artifact."""
+        total = len(state["plan"]["tasks"])
+        artifacts: list[TaskArtifact] = []
+        for number in range(1, total + 1):
+            progress("execute_tasks", "task_started", task=number, tasks=total)
+            task_run = run_task(state, number, artifacts)
+            artifacts.append(await asyncio.wait_for(task_run, stage_timeout))
+        done = sum(1 for artifact in artifacts if artifact["done"])
+        progress("execute_tasks", "succeeded", tasks=total, done=done)
+        return {"artifacts": artifacts}
+
+    @stage("review_delivery", stage_timeout, parallel=True)
+    async def review_delivery(state: ReviewAssignment) -> dict[str, Any]:
+        """One reviewer of the group: a structured verdict on the plan and the results."""
+        name = state["reviewer"]
+        verdict = await ask(
+            ReviewVerdict,
+            REVIEWERS[name][1],
+            texts.REVIEW_INPUT.format(
+                reviewer=name,
+                request=state["user_text"],
+                context=state["context"],
+                plan=as_json(state["plan"]),
+                results=as_json(state["artifacts"]),
+            ),
+        )
+        record = Verdict(
+            reviewer=name,
+            verdict=verdict.verdict,
+            blocking_issues=verdict.blocking_issues,
+            notes=verdict.notes,
+        )
+        progress("review_delivery", "succeeded", reviewer=name, passed=not blocks(record))
+        return {"verdicts": [record]}
+
+    @stage("synthesize_report", stage_timeout)
+    async def synthesize_report(state: DeliveryState) -> dict[str, Any]:
+        """Write the report: `blocked` when a reviewer found a blocking issue."""
+        if state.get("failures"):  # a reviewer failed, so the run fails as a whole
+            progress("synthesize_report", "failed")
+            return {"workflow_status": "failed", "workflow_text": state["failures"][0]}
+        order = list(REVIEWERS)
+        verdicts = sorted(state.get("verdicts", []), key=lambda v: order.index(v["reviewer"]))
+        status = "blocked" if any(blocks(v) for v in verdicts) else "completed"
+        report = await ask(
+            DeliveryReport,
+            texts.REPORT_PROMPT,
+            texts.REPORT_INPUT.format(
+                request=state["user_text"],
+                plan=as_json(state["plan"]),
+                results=as_json(state["artifacts"]),
+                reviews=as_json(verdicts),
+                status=status,
+            ),
+        )
+        text = render_report(report, state["plan"], verdicts, status, max_tasks)
+        progress("synthesize_report", status, chars=len(text))
+        return {"workflow_status": status, "workflow_text": text}
+
+    builder = StateGraph(DeliveryState, input_schema=WorkflowInput, output_schema=WorkflowOutput)
+    builder.add_node(load_request)
+    builder.add_node(plan_delivery)
+    builder.add_node(execute_tasks)
+    builder.add_node(review_delivery, input_schema=ReviewAssignment)
+    builder.add_node(synthesize_report)
+    builder.add_edge(START, "load_request")
+    builder.add_conditional_edges("load_request", route_after_load)
+    builder.add_conditional_edges("plan_delivery", route_after_plan)
+    builder.add_conditional_edges("execute_tasks", route_to_reviewers, ["review_delivery", END])
+    builder.add_edge("review_delivery", "synthesize_report")
+    builder.add_edge("synthesize_report", END)
+    return builder

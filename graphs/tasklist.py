@@ -1,0 +1,495 @@
+"""The task-list subgraph: plan a goal, review the strategy, execute, self-check, summarise.
+
+`plan_tasks → review_strategy` (approve / edit → execute, respond → plan again,
+reject → end) `→ execute_tasks → check_results` (blocking issues, first time →
+`review_revision`: accept → summarize, revise → execute once more) `→ summarize`.
+
+Both reviews pause with `interrupt()` and do nothing before it, so they are safe to
+re-execute on resume. Only `workflow_text` and `workflow_status` leave the subgraph
+(`output_schema=WorkflowOutput`): the task list, drafts, review payloads and
+decisions stay in the run thread's checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from pydantic import BaseModel, ValidationError
+from typing_extensions import TypedDict
+
+from graphs import tasklist_prompts as text
+from graphs.events import emit
+from graphs.resources import Lazy
+from graphs.reviews import InvalidDecision, register_review, validate_decision
+from graphs.state import WorkflowInput, WorkflowOutput
+from graphs.tasklist_prompts import (
+    EditedTask,
+    Outcome,
+    SelfCheck,
+    TasklistSummary,
+    TaskPlan,
+    TaskResult,
+    one_line,
+    render_summary,
+)
+
+logger = logging.getLogger(__name__)
+
+MIN_PLANNED_TASKS, MAX_TASKS, MAX_REVISION_ROUNDS = 3, 7, 1
+MAX_REASON_CHARS, MAX_FEEDBACK_CHARS = 1000, 2000
+
+STRATEGY_REVIEW, REVISION_REVIEW = "strategy_review", "revision_review"
+STRATEGY_FIELDS: dict[str, tuple[str, ...]] = {
+    "approve": (),
+    "edit": ("tasks",),
+    "reject": ("reason",),
+    "respond": ("feedback",),
+}
+"""Strategy-review actions and the fields each one takes besides `action`."""
+REVISION_FIELDS: dict[str, tuple[str, ...]] = {"accept": (), "revise": ()}
+
+STOP = cast(Literal["__end__"], END)
+"""`END`, typed for `Command[Literal[...]]` and routers."""
+
+TaskStatus = Literal["pending", "in_progress", "completed", "blocked"]
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+
+
+class TaskItem(TypedDict):
+    """A task in the run state (review payloads show all but `result`)."""
+
+    id: str
+    title: str
+    acceptance_criteria: list[str]
+    status: TaskStatus
+    result: str
+
+
+class IssueItem(TypedDict):
+    """A self-check finding in the run state."""
+
+    task_id: str | None
+    description: str
+    blocking: bool
+
+
+class TasklistState(WorkflowInput, WorkflowOutput, total=False):
+    """The subgraph's own state; every key is replaced, none is appended."""
+
+    tasks: list[TaskItem]
+    """The current plan with statuses and results (replaced)."""
+    feedback: str
+    """The reviewer's latest `respond` feedback, for the next plan (replaced)."""
+    issues: list[IssueItem]
+    """The latest self-check's findings (replaced)."""
+    revision_round: int
+    """Revision rounds run so far, at most `MAX_REVISION_ROUNDS` (replaced)."""
+
+
+TasklistGraph = StateGraph[TasklistState, None, WorkflowInput, WorkflowOutput]
+
+
+# -- review decisions ----------------------------------------------------------------------
+
+
+def _action(decision: Mapping[str, Any], fields: dict[str, tuple[str, ...]], review: str) -> str:
+    action = decision.get("action")
+    if not isinstance(action, str) or action not in fields:
+        actions = ", ".join(fields)
+        raise InvalidDecision(
+            text.UNKNOWN_ACTION.format(action=action, review=review, actions=actions)
+        )
+    extra = sorted(str(key) for key in decision if key not in {"action", *fields[action]})
+    if extra:
+        allowed = ", ".join(("action", *fields[action]))
+        raise InvalidDecision(
+            text.UNEXPECTED_FIELDS.format(fields=", ".join(extra), action=action, allowed=allowed)
+        )
+    return action
+
+
+def _required_text(decision: Mapping[str, Any], action: str, field: str, limit: int) -> str:
+    value = decision.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidDecision(text.MISSING_TEXT.format(action=action, field=field))
+    if len(value.strip()) > limit:
+        raise InvalidDecision(
+            text.TEXT_TOO_LONG.format(field=field, length=len(value), limit=limit)
+        )
+    return value.strip()
+
+
+def _task(task_id: str, title: str, criteria: list[str]) -> TaskItem:
+    return TaskItem(
+        id=task_id, title=title, acceptance_criteria=criteria, status="pending", result=""
+    )
+
+
+def _invalid_tasks(problem: str) -> InvalidDecision:
+    return InvalidDecision(text.INVALID_TASKS.format(problem=problem))
+
+
+def validate_tasks(value: object) -> list[dict[str, Any]]:
+    """The edited task list as a review payload shows tasks (pending; ids kept or assigned).
+
+    Validating the result again returns it unchanged: `ChatAgent` validates a decision
+    before resuming and the review node validates what it receives.
+
+    Raises:
+        InvalidDecision: not 1 to `MAX_TASKS` tasks, a malformed task, or a duplicate id.
+    """
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_TASKS:
+        raise _invalid_tasks(text.TASK_COUNT.format(limit=MAX_TASKS))
+    edited: list[EditedTask] = []
+    for index, raw in enumerate(value, 1):
+        try:
+            edited.append(EditedTask.model_validate(raw))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"]) or "task"
+            raise _invalid_tasks(f"task {index}: {where}: {error['msg']}") from None
+    given = [task.id for task in edited if task.id]
+    for task_id in given:
+        if given.count(task_id) > 1:
+            raise _invalid_tasks(text.DUPLICATE_ID.format(task_id=task_id))
+    free = (f"t{n}" for n in range(1, 2 * MAX_TASKS + 1) if f"t{n}" not in given)
+    tasks = [_task(t.id or next(free), t.title, list(t.acceptance_criteria)) for t in edited]
+    return [public_task(task) for task in tasks]
+
+
+def validate_strategy_decision(
+    payload: Mapping[str, Any], decision: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Normalise a strategy-review decision: approve | edit | reject | respond.
+
+    Raises:
+        InvalidDecision: unknown action, unexpected or missing fields, invalid tasks.
+    """
+    action = _action(decision, STRATEGY_FIELDS, "strategy review")
+    if action == "edit":
+        return {"action": action, "tasks": validate_tasks(decision.get("tasks"))}
+    if action in ("reject", "respond"):
+        field = STRATEGY_FIELDS[action][0]
+        limit = MAX_REASON_CHARS if action == "reject" else MAX_FEEDBACK_CHARS
+        return {"action": action, field: _required_text(decision, action, field, limit)}
+    return {"action": action}
+
+
+def validate_revision_decision(
+    payload: Mapping[str, Any], decision: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Normalise a revision-review decision: accept | revise.
+
+    Raises:
+        InvalidDecision: unknown action or unexpected fields.
+    """
+    return {"action": _action(decision, REVISION_FIELDS, "revision review")}
+
+
+register_review(STRATEGY_REVIEW, validate_strategy_decision)
+register_review(REVISION_REVIEW, validate_revision_decision)
+
+
+def ask_reviewer(payload: dict[str, Any]) -> dict[str, Any]:
+    """Pause for a review and return the validated decision.
+
+    `ChatAgent` validates before resuming; a resume from Studio or the SDK does not, so
+    an invalid decision here pauses again with the same payload plus an `error`.
+    """
+    answer = interrupt(payload)
+    while True:
+        try:
+            return validate_decision(payload, answer)
+        except InvalidDecision as exc:
+            answer = interrupt({**payload, "error": str(exc)})
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def public_task(task: TaskItem) -> dict[str, Any]:
+    """A task as a review payload shows it: id, title, acceptance criteria, status."""
+    return {key: task[key] for key in ("id", "title", "acceptance_criteria", "status")}
+
+
+def planned_tasks(plan: TaskPlan) -> list[TaskItem]:
+    """The model's plan as pending tasks `t1…tn`: empty titles dropped, at most `MAX_TASKS`.
+
+    Raises:
+        ValueError: the plan has no usable task.
+    """
+    tasks: list[TaskItem] = []
+    for planned in plan.tasks:
+        title = one_line(planned.title, text.MAX_TITLE_CHARS)
+        criteria = [one_line(c, text.MAX_CRITERION_CHARS) for c in planned.acceptance_criteria]
+        criteria = [c for c in criteria if c][: text.MAX_CRITERIA] or [text.DEFAULT_CRITERION]
+        if title and len(tasks) < MAX_TASKS:
+            tasks.append(_task(f"t{len(tasks) + 1}", title, criteria))
+    if not tasks:
+        raise ValueError("the plan has no tasks")
+    return tasks
+
+
+def checked_issues(check: SelfCheck, tasks: list[TaskItem]) -> list[IssueItem]:
+    """The self-check's issues, completed with what it missed.
+
+    A blocked task it did not flag becomes a blocking issue, and a failed check that
+    flagged nothing blocking gets a general one, so "falls short" is never silent.
+    """
+    titles = {task["id"]: task["title"] for task in tasks}
+    issues = [
+        IssueItem(
+            task_id=issue.task_id if issue.task_id in titles else None,
+            description=one_line(issue.description, text.MAX_ITEM_CHARS),
+            blocking=issue.blocking,
+        )
+        for issue in check.issues
+        if issue.description.strip()
+    ]
+    flagged = {issue["task_id"] for issue in issues if issue["blocking"]}
+    for task in tasks:
+        if task["status"] == "blocked" and task["id"] not in flagged:
+            found = text.BLOCKED_TASK_ISSUE.format(title=task["title"], result=task["result"])
+            issues.append(IssueItem(task_id=task["id"], description=found, blocking=True))
+    if not check.passed and not any(issue["blocking"] for issue in issues):
+        issues.append(IssueItem(task_id=None, description=text.SHORT_OF_GOAL, blocking=True))
+    return issues
+
+
+def _blocking(state: TasklistState) -> bool:
+    return any(issue["blocking"] for issue in state.get("issues", []))
+
+
+def _failure(step: str) -> dict[str, Any]:
+    # called inside `except`: the log keeps the traceback, the user gets a safe text
+    logger.exception("task-list step %s failed", step)
+    return {"workflow_status": "failed", "workflow_text": text.FAILED_TEXT}
+
+
+def _progress(step: str, **fields: Any) -> None:
+    emit("progress", stage="tasklist", step=step, **fields)
+
+
+# -- nodes ---------------------------------------------------------------------------------
+
+
+async def review_strategy(
+    state: TasklistState,
+) -> Command[Literal["plan_tasks", "execute_tasks", "__end__"]]:
+    """Pause for the strategy review, then execute, re-plan, or stop on a rejection."""
+    payload = {
+        "kind": STRATEGY_REVIEW,
+        "goal": state["user_text"],
+        "tasks": [public_task(task) for task in state["tasks"]],
+        "actions": list(STRATEGY_FIELDS),
+    }
+    decision = ask_reviewer(payload)
+    action = decision["action"]
+    if action == "reject":
+        reason = decision["reason"].rstrip(" .") or decision["reason"]
+        rejected = text.REJECTED_TEXT.format(reason=reason)
+        return Command(goto=STOP, update={"workflow_status": "rejected", "workflow_text": rejected})
+    if action == "respond":
+        return Command(goto="plan_tasks", update={"feedback": decision["feedback"]})
+    if action == "edit":
+        tasks = [_task(t["id"], t["title"], t["acceptance_criteria"]) for t in decision["tasks"]]
+        return Command(goto="execute_tasks", update={"tasks": tasks})
+    return Command(goto="execute_tasks")
+
+
+async def review_revision(state: TasklistState) -> Command[Literal["execute_tasks", "summarize"]]:
+    """Pause for the revision review: accept the result as is, or run one revision round."""
+    titles = {task["id"]: task["title"] for task in state["tasks"]}
+    issues = [
+        {**issue, "task_title": titles.get(issue["task_id"] or "")}
+        for issue in state.get("issues", [])
+    ]
+    payload = {"kind": REVISION_REVIEW, "issues": issues, "actions": list(REVISION_FIELDS)}
+    if ask_reviewer(payload)["action"] == "revise":
+        rounds = state.get("revision_round", 0) + 1
+        return Command(goto="execute_tasks", update={"revision_round": rounds})
+    return Command(goto="summarize")
+
+
+class TasklistSteps:
+    """The model-calling nodes, bound to one chat model (or a lazy provider of it).
+
+    A model failure (error or invalid output) ends the run `failed` with a safe text.
+    """
+
+    def __init__(self, model: Lazy[BaseChatModel], method: str | None = None) -> None:
+        self.model = model
+        self.method = method
+
+    async def ask(self, schema: type[SchemaT], system: str, request: str) -> SchemaT:
+        """One structured-output call (never streamed as answer tokens)."""
+        chat_model = await self.model.aget()
+        options: dict[str, Any] = {"method": self.method} if self.method else {}
+        runnable = chat_model.with_structured_output(schema, **options).with_config(
+            tags=[TAG_NOSTREAM]
+        )
+        answer = await runnable.ainvoke([SystemMessage(system), HumanMessage(request)])
+        return answer if isinstance(answer, schema) else schema.model_validate(answer)
+
+    async def plan_tasks(self, state: TasklistState) -> dict[str, Any]:
+        """Plan the goal, with the conversation's summary and pins as background."""
+        _progress("plan", status="started")
+        feedback = state.get("feedback", "")
+        previous = [public_task(task) for task in state.get("tasks", [])] if feedback else []
+        pins = "\n".join(f"{n}. {pin}" for n, pin in enumerate(state.get("memory_pins", []), 1))
+        request = text.PLAN_REQUEST.format(
+            goal=state["user_text"],
+            summary=state.get("memory_summary") or text.NONE_TEXT,
+            pins=pins or text.NONE_TEXT,
+            previous_plan=_json(previous) if previous else text.NONE_TEXT,
+            feedback=feedback or text.NONE_TEXT,
+        )
+        system = text.PLAN_SYSTEM_PROMPT.format(min_tasks=MIN_PLANNED_TASKS, max_tasks=MAX_TASKS)
+        try:
+            tasks = planned_tasks(await self.ask(TaskPlan, system, request))
+        except Exception:
+            return _failure("plan_tasks")
+        _progress("plan", status="completed", tasks=len(tasks))
+        return {"tasks": tasks, "issues": [], "revision_round": 0}
+
+    async def execute_tasks(self, state: TasklistState) -> dict[str, Any]:
+        """Run each task with one model call: pending → in_progress → completed | blocked.
+
+        A revision round runs again only the tasks named by a blocking issue or
+        blocked (all of them when no issue names a task), with their issues.
+        """
+        tasks = [TaskItem(**task) for task in state["tasks"]]
+        issues = [issue for issue in state.get("issues", []) if issue["blocking"]]
+        named = {issue["task_id"] for issue in issues}
+        redo = [
+            t for t in tasks if not issues or t["id"] in named or t["status"] == "blocked"
+        ] or tasks
+        for index, task in enumerate(redo, 1):
+            task["status"] = "in_progress"
+            where = {"taskId": task["id"], "title": task["title"], "index": index}
+            _progress("execute", status=task["status"], total=len(redo), **where)
+            earlier = [
+                {"id": t["id"], "title": t["title"], "result": t["result"]}
+                for t in tasks
+                if t["status"] == "completed"
+            ]
+            own = [issue for issue in issues if issue["task_id"] in (task["id"], None)]
+            request = text.EXECUTE_REQUEST.format(
+                goal=state["user_text"],
+                task=_json(public_task(task)),
+                earlier=_json(earlier) if earlier else text.NONE_TEXT,
+                issues=_json(own) if own else text.NONE_TEXT,
+            )
+            try:
+                result = await self.ask(TaskResult, text.EXECUTE_SYSTEM_PROMPT, request)
+            except Exception:
+                return _failure("execute_tasks")
+            task["status"] = result.status
+            task["result"] = one_line(result.outcome, text.MAX_RESULT_CHARS)
+            _progress("execute", status=task["status"], total=len(redo), **where)
+        return {"tasks": tasks}
+
+    async def check_results(self, state: TasklistState) -> dict[str, Any]:
+        """Self-check the results against the goal and the acceptance criteria."""
+        _progress("check", status="started")
+        results = [{**public_task(task), "result": task["result"]} for task in state["tasks"]]
+        request = text.CHECK_REQUEST.format(goal=state["user_text"], results=_json(results))
+        try:
+            check = await self.ask(SelfCheck, text.CHECK_SYSTEM_PROMPT, request)
+        except Exception:
+            return _failure("check_results")
+        issues = checked_issues(check, state["tasks"])
+        _progress("check", status="completed", issues=len(issues))
+        return {"issues": issues}
+
+    async def summarize(self, state: TasklistState) -> dict[str, Any]:
+        """Write the final summary: `blocked` when blocking issues remain, else `completed`."""
+        status: Outcome = "blocked" if _blocking(state) else "completed"
+        titles = {task["id"]: task["title"] for task in state["tasks"]}
+        run = {
+            "status": status,
+            "tasks": [
+                {"title": t["title"], "status": t["status"], "result": t["result"]}
+                for t in state["tasks"]
+            ],
+            "issues": [
+                {
+                    "task": titles.get(i["task_id"] or ""),
+                    "description": i["description"],
+                    "blocking": i["blocking"],
+                }
+                for i in state.get("issues", [])
+            ],
+        }
+        request = text.SUMMARY_REQUEST.format(goal=state["user_text"], run=_json(run))
+        try:
+            summary = await self.ask(TasklistSummary, text.SUMMARY_SYSTEM_PROMPT, request)
+        except Exception:
+            return _failure("summarize")
+        _progress("summarize", status=status)
+        return {"workflow_status": status, "workflow_text": render_summary(status, summary)}
+
+
+# -- routers and assembly ------------------------------------------------------------------
+
+
+async def route_after_plan(state: TasklistState) -> Literal["review_strategy", "__end__"]:
+    """A failed plan ends the run; otherwise the plan goes to the strategy review."""
+    return STOP if state.get("workflow_status") == "failed" else "review_strategy"
+
+
+async def route_after_execute(state: TasklistState) -> Literal["check_results", "__end__"]:
+    """A failed execution ends the run; otherwise the results are checked."""
+    return STOP if state.get("workflow_status") == "failed" else "check_results"
+
+
+async def route_after_check(
+    state: TasklistState,
+) -> Literal["review_revision", "summarize", "__end__"]:
+    """Blocking issues go to the revision review once; then the run is summarised."""
+    if state.get("workflow_status") == "failed":
+        return STOP
+    if _blocking(state) and state.get("revision_round", 0) < MAX_REVISION_ROUNDS:
+        return "review_revision"
+    return "summarize"
+
+
+def build_tasklist_graph(
+    *, model: BaseChatModel | Lazy[BaseChatModel], structured_output_method: str | None = None
+) -> TasklistGraph:
+    """Assemble the task-list subgraph (uncompiled; the agent graph adds it compiled).
+
+    Args:
+        model: the chat model for planning, execution, self-check and summary (or a
+            `Lazy` that builds it on first use); it must support structured output.
+        structured_output_method: passed to `with_structured_output`.
+    """
+    steps = TasklistSteps(Lazy.of(model), structured_output_method)
+    builder: TasklistGraph = StateGraph(
+        TasklistState, input_schema=WorkflowInput, output_schema=WorkflowOutput
+    )
+    builder.add_node(steps.plan_tasks)
+    builder.add_node(review_strategy)
+    builder.add_node(steps.execute_tasks)
+    builder.add_node(steps.check_results)
+    builder.add_node(review_revision)
+    builder.add_node(steps.summarize)
+
+    builder.add_edge(START, "plan_tasks")
+    builder.add_conditional_edges("plan_tasks", route_after_plan)
+    builder.add_conditional_edges("execute_tasks", route_after_execute)
+    builder.add_conditional_edges("check_results", route_after_check)
+    builder.add_edge("summarize", END)
+    return builder

@@ -1,0 +1,160 @@
+"""PostgreSQL storage: `PostgresSaver` over a connection pool, and advisory locks.
+
+Requires the `postgres` extra (`pip install '.[postgres]'`). Every worker process
+sharing the database serialises writers through session advisory locks, which the
+server releases when a worker's connection ends (a killed worker leaves no lock).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.checkpoint.postgres import PostgresSaver
+from psycopg import Connection
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool
+
+from memory.checkpointers import ThreadedAsyncSaver
+from memory.errors import STORAGE_FAILED, StorageError
+from memory.locks import KeyedLocks, wait_for
+
+logger = logging.getLogger(__name__)
+
+POOL_MAX_SIZE = 20
+POOL_TIMEOUT_S = 3.0
+"""How long an operation waits for a connection: past it, storage fails fast and the
+turn is delivered degraded instead of hanging while the database is away."""
+LOCK_POOL_MAX_SIZE = 64
+_SIGNED_64 = 1 << 63
+
+
+def _advisory_key(number: int) -> int:
+    return number - _SIGNED_64 if number >= _SIGNED_64 else number
+
+
+KEEP_ONE_SQL = (
+    "DELETE FROM checkpoint_writes WHERE thread_id = %(thread)s "
+    "AND NOT (checkpoint_ns = '' AND checkpoint_id = %(keep)s)",
+    "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %(thread)s AND NOT EXISTS ("
+    "SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id "
+    "AND c.checkpoint_ns = '' AND b.checkpoint_ns = '' AND c.checkpoint_id = %(keep)s "
+    "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
+    "DELETE FROM checkpoints WHERE thread_id = %(thread)s "
+    "AND NOT (checkpoint_ns = '' AND checkpoint_id = %(keep)s)",
+)
+
+
+class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
+    """`PostgresSaver` with the async API in worker threads (its pool is thread-safe),
+    and a cheap prune for threads known to be finished."""
+
+    def keep_latest_root(self, thread_id: str) -> None:
+        """Keep only the newest root checkpoint of a finished thread and its blobs.
+
+        Everything else goes: older checkpoints, subgraph namespaces, pending writes,
+        blobs of older versions. The generic `prune("keep_latest")` protects runs in
+        progress and costs several statements per thread; a memory thread right after
+        its write, or a run thread after its turn ended, has nothing to protect.
+        """
+        with self._cursor() as cur, cur.connection.transaction():
+            row = cur.execute(
+                "SELECT MAX(checkpoint_id) AS keep FROM checkpoints "
+                "WHERE thread_id = %s AND checkpoint_ns = ''",
+                (thread_id,),
+            ).fetchone()
+            if row is None or row["keep"] is None:
+                return
+            for sql in KEEP_ONE_SQL:
+                cur.execute(sql, {"thread": thread_id, "keep": row["keep"]})
+
+
+class AdvisoryLocks(KeyedLocks):
+    """Keyed locks shared by every process using the database: session advisory locks.
+
+    A held lock keeps one pooled connection; the server releases the lock if that
+    connection, or its process, dies.
+    """
+
+    def __init__(self, pool: Any) -> None:
+        super().__init__()
+        self._pool = pool
+
+    def _acquire_shared(self, number: int, deadline: float, timeout: float) -> Any:
+        key = _advisory_key(number)
+        try:
+            conn = self._pool.getconn()  # waits at most the pool timeout for a connection
+        except Exception as exc:
+            raise StorageError(STORAGE_FAILED) from exc
+        try:
+            wait_for(
+                lambda: conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()[
+                    "ok"
+                ],
+                deadline,
+                timeout,
+            )
+        except BaseException:
+            self._pool.putconn(conn)
+            raise
+        return conn
+
+    def _release_shared(self, number: int, token: Any) -> None:
+        try:
+            token.execute("SELECT pg_advisory_unlock(%s)", (_advisory_key(number),))
+        except Exception:  # a broken connection released its locks with it
+            logger.warning("advisory unlock failed; the connection is discarded", exc_info=True)
+            token.close()
+        finally:
+            self._pool.putconn(token)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def open_postgres(url: str) -> tuple[Any, KeyedLocks, Callable[[], None]]:
+    """The checkpointer and locks of a PostgreSQL database (tables created on first use).
+
+    Raises:
+        StorageError: the database cannot be reached.
+    """
+    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    # `check` tests a pooled connection before handing it out: after the server
+    # dropped connections (restart, failover), the next operation gets a fresh one.
+    check = ConnectionPool.check_connection
+    pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=POOL_MAX_SIZE,
+        kwargs=kwargs,
+        open=False,
+        check=check,
+        timeout=POOL_TIMEOUT_S,
+    )
+    lock_pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=LOCK_POOL_MAX_SIZE,
+        kwargs=kwargs,
+        open=False,
+        check=check,
+        timeout=POOL_TIMEOUT_S,
+    )
+    try:
+        pool.open(wait=True, timeout=10)
+        lock_pool.open(wait=True, timeout=10)
+        checkpointer = PostgresCheckpointer(pool)
+        checkpointer.setup()
+    except Exception as exc:
+        pool.close()
+        lock_pool.close()
+        logger.exception("cannot open the PostgreSQL database")
+        raise StorageError("the PostgreSQL database cannot be reached") from exc
+    locks = AdvisoryLocks(lock_pool)
+
+    def close() -> None:
+        locks.close()
+        pool.close()
+
+    return checkpointer, locks, close
