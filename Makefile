@@ -39,6 +39,7 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.memory_bench
 	$(BIN)/python -m bench.agent_bench
+	$(BIN)/python -m bench.workers_bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

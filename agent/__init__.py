@@ -1,6 +1,7 @@
 """The application surface: `ChatAgent`, its results and typed errors."""
 
 from agent.errors import ConversationBusy, ConversationNotFound, InvalidRequest
-from agent.service import ChatAgent, TurnResult
+from agent.service import ChatAgent
+from agent.turns import TurnResult
 
 __all__ = ["ChatAgent", "ConversationBusy", "ConversationNotFound", "InvalidRequest", "TurnResult"]

@@ -29,7 +29,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from agent.offline import register_structured_handler
-from graphs.tasklist import MAX_TASKS, MIN_PLANNED_TASKS
+from graphs.tasklist import MIN_PLANNED_TASKS
 from graphs.tasklist_prompts import (
     NONE_TEXT,
     CheckIssue,
@@ -39,6 +39,7 @@ from graphs.tasklist_prompts import (
     TaskPlan,
     TaskResult,
 )
+from graphs.tasklist_reviews import MAX_TASKS
 
 FILLER_TASKS = ("Check the result against the goal", "Write down what was done and what remains")
 REST_TASK = "Finish the rest: {rest}"

@@ -11,11 +11,9 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command, StreamMode
 
@@ -32,109 +30,24 @@ from agent.runtime import assemble_graph
 from agent.settings import Settings
 from agent.streaming import custom_event, token_event
 from agent.tools import BUILTIN_TOOLS
+from agent.turns import Outcome, Turn, TurnResult, check_message, check_mode, valid_id
 from graphs.reviews import validate_decision
-from graphs.state import MODES, Context, Mode
-from graphs.turn_input import ROUTE_UNAVAILABLE, UNKNOWN_MODE, InvalidTurnInput, choose_route
+from graphs.state import Context, Mode
+from graphs.turn_input import ROUTE_UNAVAILABLE, InvalidTurnInput, choose_route
 from memory import (
     ConversationMemory,
-    InvalidInput,
     LockTimeout,
     ThreadIds,
     new_conversation_id,
     open_thread_store,
     resolve_secret,
 )
-from memory.limits import MAX_MESSAGE_CHARS
-from memory.schema import validate_id
 
 logger = logging.getLogger(__name__)
 
 RUN_DURABILITY: Literal["exit"] = "exit"
 """A run thread is checkpointed when its turn ends or stops for a review: that is the
 only state anyone resumes from, and it costs one checkpoint write per turn."""
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    """The outcome of a turn.
-
-    Attributes:
-        conversation_id: the conversation the turn ran in (new for a draft).
-        status: completed | blocked (both written to memory) | interrupted (waiting
-            for a review) | cancelled (a rejected workflow) | failed.
-        route: chat | tool | tasklist | delivery.
-        text: the final user-visible text.
-        interrupt: the pending review payload when `status` is interrupted.
-        memory_written: whether the turn was written to chat memory.
-        compaction: skipped | succeeded | failed | fallback.
-        degraded: memory storage failed; the answer was still delivered.
-    """
-
-    conversation_id: str
-    status: str
-    route: str
-    text: str
-    interrupt: dict[str, Any] | None = None
-    memory_written: bool = False
-    compaction: str = "skipped"
-    degraded: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """camelCase form for HTTP and stream clients."""
-        data = asdict(self)
-        return {
-            "conversationId": data["conversation_id"],
-            "status": data["status"],
-            "route": data["route"],
-            "text": data["text"],
-            "interrupt": data["interrupt"],
-            "memoryWritten": data["memory_written"],
-            "compaction": data["compaction"],
-            "degraded": data["degraded"],
-        }
-
-
-@dataclass
-class _Outcome:
-    """Filled by `_turn_events`: the result, or why the input was invalid."""
-
-    result: TurnResult | None = None
-    invalid: str | None = None
-
-
-@dataclass(frozen=True)
-class _Turn:
-    session_id: str
-    conversation_id: str
-    created: bool
-    config: RunnableConfig
-    context: Context
-
-
-def _check_message(message: object) -> str:
-    if not isinstance(message, str):
-        raise InvalidRequest(f"message must be a string, got {type(message).__name__}")
-    text = message.strip()
-    if not text:
-        raise InvalidRequest("message must not be empty")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise InvalidRequest(
-            f"message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,})"
-        )
-    return text
-
-
-def _check_mode(mode: object) -> Mode:
-    if mode not in MODES:
-        raise InvalidRequest(UNKNOWN_MODE.format(mode=mode, modes=", ".join(MODES)))
-    return mode  # type: ignore[return-value]
-
-
-def _valid_id(value: object, what: str) -> str:
-    try:
-        return validate_id(value, what)
-    except InvalidInput as exc:
-        raise InvalidRequest(str(exc)) from None
 
 
 class ChatAgent:
@@ -210,51 +123,30 @@ class ChatAgent:
 
     def _start(
         self, session_id: str, conversation_id: str | None, create_conversation: bool, mode: object
-    ) -> _Turn:
-        session_id = _valid_id(session_id, "session id")
+    ) -> Turn:
+        session_id = valid_id(session_id, "session id")
         if (conversation_id is None) == (not create_conversation):
             raise InvalidRequest(BOTH_OR_NEITHER)
         if conversation_id is None:
             conversation_id, created = new_conversation_id(), True
         else:
-            conversation_id, created = _valid_id(conversation_id, "conversation id"), False
+            conversation_id, created = valid_id(conversation_id, "conversation id"), False
             self.memory.require_conversation(session_id, conversation_id)
         run_thread = self.memory.run_thread(session_id, conversation_id)
-        return _Turn(
+        return Turn(
             session_id,
             conversation_id,
             created,
             {"configurable": {"thread_id": run_thread}},
-            Context(session_id=session_id, conversation_id=conversation_id, mode=_check_mode(mode)),
+            Context(session_id=session_id, conversation_id=conversation_id, mode=check_mode(mode)),
         )
 
-    def _busy_lock(self, turn: _Turn) -> AbstractContextManager[None]:
+    def _busy_lock(self, turn: Turn) -> AbstractContextManager[None]:
         key = "turn:" + self.memory.memory_thread(turn.session_id, turn.conversation_id)
         return self._threads.locks.hold(key, timeout=0)
 
-    def _result(self, turn: _Turn, output: dict[str, Any]) -> TurnResult:
-        interrupts = output.get("__interrupt__") or ()
-        if interrupts:
-            payload = interrupts[0].value if hasattr(interrupts[0], "value") else interrupts[0]
-            return TurnResult(
-                conversation_id=turn.conversation_id,
-                status="interrupted",
-                route=str(output.get("route", "")),
-                text="",
-                interrupt=payload if isinstance(payload, dict) else {"value": payload},
-            )
-        return TurnResult(
-            conversation_id=turn.conversation_id,
-            status=str(output.get("status", "failed")),
-            route=str(output.get("route", "")),
-            text=str(output.get("answer", "")),
-            memory_written=bool(output.get("memory_written")),
-            compaction=str(output.get("compaction", "skipped")),
-            degraded=bool(output.get("degraded")),
-        )
-
-    async def _run(self, turn: _Turn, graph_input: Any) -> TurnResult:
-        outcome = _Outcome()
+    async def _run(self, turn: Turn, graph_input: Any) -> TurnResult:
+        outcome = Outcome()
         try:
             with self._busy_lock(turn):
                 await self._admit(turn, graph_input)
@@ -274,10 +166,10 @@ class ChatAgent:
         create_conversation: bool,
         mode: object,
         message: object,
-    ) -> tuple[_Turn, str]:
-        text = _check_message(message)
+    ) -> tuple[Turn, str]:
+        text = check_message(message)
         try:  # the same routing the graph applies, checked before anything is stored
-            route, _, _ = choose_route(_check_mode(mode), text)
+            route, _, _ = choose_route(check_mode(mode), text)
         except InvalidTurnInput as exc:
             raise InvalidRequest(str(exc)) from None
         if route not in self.graph.nodes:
@@ -320,7 +212,7 @@ class ChatAgent:
 
     def _resume_turn(
         self, decision: object, session_id: str, conversation_id: str
-    ) -> tuple[_Turn, dict[str, Any]]:
+    ) -> tuple[Turn, dict[str, Any]]:
         turn = self._start(session_id, conversation_id, False, "auto")
         state = self.graph.get_state(turn.config)
         if not state.interrupts:
@@ -376,17 +268,17 @@ class ChatAgent:
         async for event in self._loop.astream(self._stream(turn, Command(resume=checked))):
             yield event
 
-    async def _stream(self, turn: _Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, turn: Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
         try:
             with self._busy_lock(turn):
                 await self._admit(turn, graph_input)
                 yield {"event": "conversation", "conversationId": turn.conversation_id}
-                async for event in self._turn_events(turn, graph_input, _Outcome()):
+                async for event in self._turn_events(turn, graph_input, Outcome()):
                     yield event
         except LockTimeout:
             raise ConversationBusy() from None
 
-    async def _admit(self, turn: _Turn, graph_input: Any) -> None:
+    async def _admit(self, turn: Turn, graph_input: Any) -> None:
         """Under the busy lock: own the draft, or re-check that a resume still has a
         pending review (another resume may have finished it since it was checked)."""
         if turn.created:
@@ -398,9 +290,9 @@ class ChatAgent:
 
     async def _turn_events(
         self,
-        turn: _Turn,
+        turn: Turn,
         graph_input: Any,
-        outcome: _Outcome,
+        outcome: Outcome,
         stream_mode: Sequence[StreamMode] = ("messages", "custom", "values"),
     ) -> AsyncIterator[dict[str, Any]]:
         """Run the graph, yielding client events; the last is `done` (or `error`).
@@ -443,14 +335,14 @@ class ChatAgent:
                 yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
                 return
             output = {**output, **answered, "degraded": True}
-        outcome.result = result = self._result(turn, output)
+        outcome.result = result = TurnResult.from_output(turn.conversation_id, output)
         if result.interrupt is not None:
             yield {"event": "interrupt", "interrupt": result.interrupt}
         else:
             await self._prune(turn)
         yield {"event": "done", "result": result.to_dict()}
 
-    async def _prune(self, turn: _Turn) -> None:
+    async def _prune(self, turn: Turn) -> None:
         try:
             await asyncio.to_thread(
                 self._threads.prune_finished_run, turn.config["configurable"]["thread_id"]
@@ -463,21 +355,21 @@ class ChatAgent:
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """The conversation's hydration DTO (raises `ConversationNotFound`)."""
         return self.memory.hydrate(
-            _valid_id(session_id, "session id"), _valid_id(conversation_id, "conversation id")
+            valid_id(session_id, "session id"), valid_id(conversation_id, "conversation id")
         )
 
     def conversations(self, *, session_id: str) -> dict[str, Any]:
         """`{selectedConversationId, conversations, limit}`, newest activity first."""
-        return self.memory.conversations(_valid_id(session_id, "session id"))
+        return self.memory.conversations(valid_id(session_id, "session id"))
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Select a conversation without reordering the list."""
         return self.memory.select(
-            _valid_id(session_id, "session id"), _valid_id(conversation_id, "conversation id")
+            valid_id(session_id, "session id"), valid_id(conversation_id, "conversation id")
         )
 
     def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Delete a conversation with its memory and run threads."""
         return self.memory.delete_conversation(
-            _valid_id(session_id, "session id"), _valid_id(conversation_id, "conversation id")
+            valid_id(session_id, "session id"), valid_id(conversation_id, "conversation id")
         )

@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
-from pydantic import BaseModel, ValidationError
-from typing_extensions import TypedDict
+from langgraph.types import Command
+from pydantic import BaseModel
 
 from graphs import tasklist_prompts as text
 from graphs.events import emit
 from graphs.resources import Lazy
-from graphs.reviews import InvalidDecision, register_review, validate_decision
 from graphs.state import WorkflowInput, WorkflowOutput
 from graphs.tasklist_prompts import (
-    EditedTask,
     Outcome,
     SelfCheck,
     TasklistSummary,
@@ -40,45 +36,26 @@ from graphs.tasklist_prompts import (
     one_line,
     render_summary,
 )
+from graphs.tasklist_reviews import (
+    MAX_TASKS,
+    REVISION_FIELDS,
+    REVISION_REVIEW,
+    STRATEGY_FIELDS,
+    STRATEGY_REVIEW,
+    IssueItem,
+    TaskItem,
+    ask_reviewer,
+    make_task,
+    public_task,
+)
 
 logger = logging.getLogger(__name__)
 
-MIN_PLANNED_TASKS, MAX_TASKS, MAX_REVISION_ROUNDS = 3, 7, 1
-MAX_REASON_CHARS, MAX_FEEDBACK_CHARS = 1000, 2000
-
-STRATEGY_REVIEW, REVISION_REVIEW = "strategy_review", "revision_review"
-STRATEGY_FIELDS: dict[str, tuple[str, ...]] = {
-    "approve": (),
-    "edit": ("tasks",),
-    "reject": ("reason",),
-    "respond": ("feedback",),
-}
-"""Strategy-review actions and the fields each one takes besides `action`."""
-REVISION_FIELDS: dict[str, tuple[str, ...]] = {"accept": (), "revise": ()}
-
+MIN_PLANNED_TASKS, MAX_REVISION_ROUNDS = 3, 1
 STOP = cast(Literal["__end__"], END)
 """`END`, typed for `Command[Literal[...]]` and routers."""
 
-TaskStatus = Literal["pending", "in_progress", "completed", "blocked"]
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
-
-
-class TaskItem(TypedDict):
-    """A task in the run state (review payloads show all but `result`)."""
-
-    id: str
-    title: str
-    acceptance_criteria: list[str]
-    status: TaskStatus
-    result: str
-
-
-class IssueItem(TypedDict):
-    """A self-check finding in the run state."""
-
-    task_id: str | None
-    description: str
-    blocking: bool
 
 
 class TasklistState(WorkflowInput, WorkflowOutput, total=False):
@@ -97,131 +74,11 @@ class TasklistState(WorkflowInput, WorkflowOutput, total=False):
 TasklistGraph = StateGraph[TasklistState, None, WorkflowInput, WorkflowOutput]
 
 
-# -- review decisions ----------------------------------------------------------------------
-
-
-def _action(decision: Mapping[str, Any], fields: dict[str, tuple[str, ...]], review: str) -> str:
-    action = decision.get("action")
-    if not isinstance(action, str) or action not in fields:
-        actions = ", ".join(fields)
-        raise InvalidDecision(
-            text.UNKNOWN_ACTION.format(action=action, review=review, actions=actions)
-        )
-    extra = sorted(str(key) for key in decision if key not in {"action", *fields[action]})
-    if extra:
-        allowed = ", ".join(("action", *fields[action]))
-        raise InvalidDecision(
-            text.UNEXPECTED_FIELDS.format(fields=", ".join(extra), action=action, allowed=allowed)
-        )
-    return action
-
-
-def _required_text(decision: Mapping[str, Any], action: str, field: str, limit: int) -> str:
-    value = decision.get(field)
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidDecision(text.MISSING_TEXT.format(action=action, field=field))
-    if len(value.strip()) > limit:
-        raise InvalidDecision(
-            text.TEXT_TOO_LONG.format(field=field, length=len(value), limit=limit)
-        )
-    return value.strip()
-
-
-def _task(task_id: str, title: str, criteria: list[str]) -> TaskItem:
-    return TaskItem(
-        id=task_id, title=title, acceptance_criteria=criteria, status="pending", result=""
-    )
-
-
-def _invalid_tasks(problem: str) -> InvalidDecision:
-    return InvalidDecision(text.INVALID_TASKS.format(problem=problem))
-
-
-def validate_tasks(value: object) -> list[dict[str, Any]]:
-    """The edited task list as a review payload shows tasks (pending; ids kept or assigned).
-
-    Validating the result again returns it unchanged: `ChatAgent` validates a decision
-    before resuming and the review node validates what it receives.
-
-    Raises:
-        InvalidDecision: not 1 to `MAX_TASKS` tasks, a malformed task, or a duplicate id.
-    """
-    if not isinstance(value, list) or not 1 <= len(value) <= MAX_TASKS:
-        raise _invalid_tasks(text.TASK_COUNT.format(limit=MAX_TASKS))
-    edited: list[EditedTask] = []
-    for index, raw in enumerate(value, 1):
-        try:
-            edited.append(EditedTask.model_validate(raw))
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(part) for part in error["loc"]) or "task"
-            raise _invalid_tasks(f"task {index}: {where}: {error['msg']}") from None
-    given = [task.id for task in edited if task.id]
-    for task_id in given:
-        if given.count(task_id) > 1:
-            raise _invalid_tasks(text.DUPLICATE_ID.format(task_id=task_id))
-    free = (f"t{n}" for n in range(1, 2 * MAX_TASKS + 1) if f"t{n}" not in given)
-    tasks = [_task(t.id or next(free), t.title, list(t.acceptance_criteria)) for t in edited]
-    return [public_task(task) for task in tasks]
-
-
-def validate_strategy_decision(
-    payload: Mapping[str, Any], decision: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Normalise a strategy-review decision: approve | edit | reject | respond.
-
-    Raises:
-        InvalidDecision: unknown action, unexpected or missing fields, invalid tasks.
-    """
-    action = _action(decision, STRATEGY_FIELDS, "strategy review")
-    if action == "edit":
-        return {"action": action, "tasks": validate_tasks(decision.get("tasks"))}
-    if action in ("reject", "respond"):
-        field = STRATEGY_FIELDS[action][0]
-        limit = MAX_REASON_CHARS if action == "reject" else MAX_FEEDBACK_CHARS
-        return {"action": action, field: _required_text(decision, action, field, limit)}
-    return {"action": action}
-
-
-def validate_revision_decision(
-    payload: Mapping[str, Any], decision: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Normalise a revision-review decision: accept | revise.
-
-    Raises:
-        InvalidDecision: unknown action or unexpected fields.
-    """
-    return {"action": _action(decision, REVISION_FIELDS, "revision review")}
-
-
-register_review(STRATEGY_REVIEW, validate_strategy_decision)
-register_review(REVISION_REVIEW, validate_revision_decision)
-
-
-def ask_reviewer(payload: dict[str, Any]) -> dict[str, Any]:
-    """Pause for a review and return the validated decision.
-
-    `ChatAgent` validates before resuming; a resume from Studio or the SDK does not, so
-    an invalid decision here pauses again with the same payload plus an `error`.
-    """
-    answer = interrupt(payload)
-    while True:
-        try:
-            return validate_decision(payload, answer)
-        except InvalidDecision as exc:
-            answer = interrupt({**payload, "error": str(exc)})
-
-
 # -- helpers -------------------------------------------------------------------------------
 
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-def public_task(task: TaskItem) -> dict[str, Any]:
-    """A task as a review payload shows it: id, title, acceptance criteria, status."""
-    return {key: task[key] for key in ("id", "title", "acceptance_criteria", "status")}
 
 
 def planned_tasks(plan: TaskPlan) -> list[TaskItem]:
@@ -236,7 +93,7 @@ def planned_tasks(plan: TaskPlan) -> list[TaskItem]:
         criteria = [one_line(c, text.MAX_CRITERION_CHARS) for c in planned.acceptance_criteria]
         criteria = [c for c in criteria if c][: text.MAX_CRITERIA] or [text.DEFAULT_CRITERION]
         if title and len(tasks) < MAX_TASKS:
-            tasks.append(_task(f"t{len(tasks) + 1}", title, criteria))
+            tasks.append(make_task(f"t{len(tasks) + 1}", title, criteria))
     if not tasks:
         raise ValueError("the plan has no tasks")
     return tasks
@@ -304,7 +161,9 @@ async def review_strategy(
     if action == "respond":
         return Command(goto="plan_tasks", update={"feedback": decision["feedback"]})
     if action == "edit":
-        tasks = [_task(t["id"], t["title"], t["acceptance_criteria"]) for t in decision["tasks"]]
+        tasks = [
+            make_task(t["id"], t["title"], t["acceptance_criteria"]) for t in decision["tasks"]
+        ]
         return Command(goto="execute_tasks", update={"tasks": tasks})
     return Command(goto="execute_tasks")
 

@@ -126,6 +126,8 @@ def user_texts(state: ThreadState) -> list[str]:
 
 def test_two_workers_keep_every_turn_exactly_once(workers: list[Server], pg_url: str) -> None:
     alice, bob = Session(workers), Session(workers)
+    for browser in (alice, bob):  # take the session cookie before requests run in parallel
+        assert browser.request(0, "GET", "/api/conversations").status_code == 200
     accepted: dict[str, list[str]] = {}
     oldest = [run_conversation(alice, f"a{n}", accepted) for n in range(2)]
     jobs = [(alice, f"a{n}") for n in range(2, 12)] + [(bob, f"b{n}") for n in range(8)]

@@ -15,15 +15,7 @@ from agent import ChatAgent, ConversationBusy, ConversationNotFound, InvalidRequ
 from agent.offline import OfflineChatModel
 from agent.offline_tasklist import plan_titles
 from agent.settings import Settings
-from graphs.tasklist import (
-    MAX_TASKS,
-    MIN_PLANNED_TASKS,
-    REVISION_REVIEW,
-    STRATEGY_REVIEW,
-    build_tasklist_graph,
-    validate_revision_decision,
-    validate_strategy_decision,
-)
+from graphs.tasklist import MIN_PLANNED_TASKS, build_tasklist_graph
 from graphs.tasklist_prompts import (
     FAILED_TEXT,
     CheckIssue,
@@ -32,6 +24,13 @@ from graphs.tasklist_prompts import (
     TasklistSummary,
     TaskPlan,
     TaskResult,
+)
+from graphs.tasklist_reviews import (
+    MAX_TASKS,
+    REVISION_REVIEW,
+    STRATEGY_REVIEW,
+    validate_revision_decision,
+    validate_strategy_decision,
 )
 from memory import assert_client_safe
 from tests.conftest import SECRET
