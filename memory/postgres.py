@@ -8,6 +8,7 @@ server releases when a worker's connection ends (a killed worker leaves no lock)
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,9 @@ POOL_TIMEOUT_S = 3.0
 turn is delivered degraded instead of hanging while the database is away."""
 LOCK_POOL_MAX_SIZE = 64
 _SIGNED_64 = 1 << 63
+SETUP_LOCK_KEY = -(1 << 62) - 7
+SETUP_TIMEOUT_S = 120.0
+"""Advisory-lock key that serialises `setup()` (outside the 56-bit range of keyed locks)."""
 
 
 def _advisory_key(number: int) -> int:
@@ -70,6 +74,12 @@ class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
                 cur.execute(sql, {"thread": thread_id, "keep": row["keep"]})
 
 
+def try_advisory_lock(conn: Connection[DictRow], key: int) -> bool:
+    """Take the session advisory lock `key` if it is free (never waits)."""
+    row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()
+    return bool(row and row["ok"])
+
+
 class AdvisoryLocks(KeyedLocks):
     """Keyed locks shared by every process using the database: session advisory locks.
 
@@ -88,13 +98,7 @@ class AdvisoryLocks(KeyedLocks):
         except Exception as exc:
             raise StorageError(STORAGE_FAILED) from exc
         try:
-            wait_for(
-                lambda: conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()[
-                    "ok"
-                ],
-                deadline,
-                timeout,
-            )
+            wait_for(lambda: try_advisory_lock(conn, key), deadline, timeout)
         except BaseException:
             self._pool.putconn(conn)
             raise
@@ -145,7 +149,19 @@ def open_postgres(url: str) -> tuple[Any, KeyedLocks, Callable[[], None]]:
         pool.open(wait=True, timeout=10)
         lock_pool.open(wait=True, timeout=10)
         checkpointer = PostgresCheckpointer(pool)
-        checkpointer.setup()
+        with lock_pool.connection() as conn:
+            # Workers starting together must not run the migrations twice. Poll with
+            # short statements: a waiting `pg_advisory_lock` would hold a snapshot that
+            # the migrations' CREATE INDEX CONCURRENTLY waits for, a silent deadlock.
+            wait_for(
+                lambda: try_advisory_lock(conn, SETUP_LOCK_KEY),
+                time.monotonic() + SETUP_TIMEOUT_S,
+                SETUP_TIMEOUT_S,
+            )
+            try:
+                checkpointer.setup()
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
     except Exception as exc:
         pool.close()
         lock_pool.close()

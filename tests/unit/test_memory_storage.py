@@ -241,3 +241,31 @@ def test_direct_writes_are_the_memory_graphs_own_state(memory: ConversationMemor
     store.put("t1", {"v": 3})
     assert store.graph.get_state(config).values == {"document": {"v": 3}}
     assert store.checkpoint_count("t1") == 1
+
+
+def _open_and_write(url: str, n: int) -> None:
+    store = open_thread_store(url)
+    ConversationMemory(store, ThreadIds(SECRET)).write_turn(f"s{n}", "c1", chat_turn("q", "a"))
+    store.close()
+
+
+def test_processes_opening_a_fresh_database_together(db_url: str) -> None:
+    """Workers start together: the tables are created once, and every worker opens."""
+    if db_url.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            for table in (
+                "checkpoint_writes",
+                "checkpoint_blobs",
+                "checkpoints",
+                "checkpoint_migrations",
+            ):
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_open_and_write, args=(db_url, n)) for n in range(4)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    assert [p.exitcode for p in processes] == [0, 0, 0, 0]
