@@ -169,16 +169,15 @@ def create_app(
         current = (await sessions()).read(request)
         return (current, False) if current else (secrets.token_urlsafe(24), True)
 
-    async def respond(
-        request: Request, session_id: str, issued: bool, build: Callable[[], Any]
-    ) -> Response:
+    async def respond(request: Request, call: Callable[[ChatAgent, str], Any]) -> Response:
+        """Run `call(agent, session_id)` off the event loop and answer with its JSON."""
+        session_id, issued = await session_of(request)
+        chat_agent = await provider.aget()
         try:
-            body = await run_in_threadpool(build)
+            body = await run_in_threadpool(call, chat_agent, session_id)
         except Exception as exc:  # mapped to typed HTTP errors, or re-raised as internal
-            api_error_ = translate(exc)
-            response: Response = error_response(
-                api_error_.status, api_error_.code, api_error_.message
-            )
+            error = translate(exc)
+            response: Response = error_response(error.status, error.code, error.message)
         else:
             response = JSONResponse(body)
         if issued:
@@ -242,46 +241,28 @@ def create_app(
 
     @app.get("/api/chat/thread")
     async def thread(request: Request, conversationId: str) -> Response:
-        session_id, issued = await session_of(request)
-        chat_agent = await provider.aget()
         return await respond(
             request,
-            session_id,
-            issued,
-            lambda: chat_agent.hydrate(session_id=session_id, conversation_id=conversationId),
+            lambda agent, sid: agent.hydrate(session_id=sid, conversation_id=conversationId),
         )
 
     @app.get("/api/conversations")
     async def conversations(request: Request) -> Response:
-        session_id, issued = await session_of(request)
-        chat_agent = await provider.aget()
-        return await respond(
-            request, session_id, issued, lambda: chat_agent.conversations(session_id=session_id)
-        )
+        return await respond(request, lambda agent, sid: agent.conversations(session_id=sid))
 
     @app.post("/api/conversations/select")
     async def select(request: Request, payload: SelectRequest) -> Response:
-        session_id, issued = await session_of(request)
-        chat_agent = await provider.aget()
+        cid = payload.conversationId
         return await respond(
-            request,
-            session_id,
-            issued,
-            lambda: chat_agent.select(
-                session_id=session_id, conversation_id=payload.conversationId
-            ),
+            request, lambda agent, sid: agent.select(session_id=sid, conversation_id=cid)
         )
 
     @app.delete("/api/conversations/{conversation_id}")
     async def delete(request: Request, conversation_id: str) -> Response:
-        session_id, issued = await session_of(request)
-        chat_agent = await provider.aget()
         return await respond(
             request,
-            session_id,
-            issued,
-            lambda: chat_agent.delete_conversation(
-                session_id=session_id, conversation_id=conversation_id
+            lambda agent, sid: agent.delete_conversation(
+                session_id=sid, conversation_id=conversation_id
             ),
         )
 

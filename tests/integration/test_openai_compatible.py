@@ -183,6 +183,29 @@ def test_tool_turn_runs_the_calculator_and_stores_final_text_only(
     assert stub.pending == 0
 
 
+def streamed_chunks(graph: Graph, message: str) -> list[tuple[str, str]]:
+    """(node, text) of every AI message chunk a `messages` stream of one turn carries."""
+
+    async def go() -> list[tuple[str, str]]:
+        chunks: list[tuple[str, str]] = []
+        stream = graph.astream(
+            {"message": message},
+            run_config(),
+            context=run_context(),
+            stream_mode="messages",
+            subgraphs=True,
+        )
+        async for item in stream:
+            _namespace, (chunk, metadata) = cast(
+                tuple[tuple[str, ...], tuple[Any, dict[str, Any]]], item
+            )
+            if isinstance(chunk, AIMessageChunk):
+                chunks.append((str(metadata.get("langgraph_node")), chunk.text))
+        return chunks
+
+    return asyncio.run(go())
+
+
 def test_messages_stream_carries_the_providers_token_chunks(
     stub: OpenAIStub, memory: ConversationMemory
 ) -> None:
@@ -190,29 +213,12 @@ def test_messages_stream_carries_the_providers_token_chunks(
     answer = "Streaming works one word at a time."
     stub.reply_text(answer)
 
-    async def go() -> tuple[list[str], dict[str, Any]]:
-        tokens: list[str] = []
-        stream = graph.astream(
-            {"message": "stream please"},
-            run_config(),
-            context=run_context(),
-            stream_mode="messages",
-            subgraphs=True,
-        )
-        async for item in stream:
-            _namespace, (message, metadata) = cast(
-                tuple[tuple[str, ...], tuple[Any, dict[str, Any]]], item
-            )
-            if (
-                isinstance(message, AIMessageChunk)
-                and metadata.get("langgraph_node") == "call_model"
-                and message.text
-            ):
-                tokens.append(message.text)
-        state = await graph.aget_state(run_config())
-        return tokens, state.values
-
-    tokens, values = asyncio.run(go())
+    tokens = [
+        text
+        for node, text in streamed_chunks(graph, "stream please")
+        if node == "call_model" and text
+    ]
+    values = graph.get_state(run_config()).values
 
     assert stub.last_request["stream"] is True
     assert len(tokens) > 1
@@ -336,24 +342,7 @@ def test_compaction_output_never_streams_as_tokens(
     stub.reply_text("answer 4")
     stub.reply_json({"summary": "SECRET-SUMMARY", "pinned_decisions": [], "retired_pins": []})
 
-    async def go() -> list[tuple[str, str]]:
-        streamed: list[tuple[str, str]] = []
-        stream = graph.astream(
-            {"message": "question 4"},
-            run_config(),
-            context=run_context(),
-            stream_mode="messages",
-            subgraphs=True,
-        )
-        async for item in stream:
-            _namespace, (message, metadata) = cast(
-                tuple[tuple[str, ...], tuple[Any, dict[str, Any]]], item
-            )
-            if isinstance(message, AIMessageChunk):
-                streamed.append((str(metadata.get("langgraph_node")), message.text))
-        return streamed
-
-    streamed = asyncio.run(go())
+    streamed = streamed_chunks(graph, "question 4")
     assert memory.load(SESSION, CONVERSATION).summary == "SECRET-SUMMARY"
     assert {node for node, _ in streamed} == {"call_model"}
     assert "SECRET-SUMMARY" not in "".join(text for _, text in streamed)
