@@ -117,34 +117,27 @@ class AdvisoryLocks(KeyedLocks):
         self._pool.close()
 
 
+def _pool(url: str, max_size: int) -> ConnectionPool[Connection[DictRow]]:
+    # `check` tests a pooled connection before handing it out: after the server
+    # dropped connections (restart, failover), the next operation gets a fresh one.
+    return ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=False,
+        check=ConnectionPool.check_connection,
+        timeout=POOL_TIMEOUT_S,
+    )
+
+
 def open_postgres(url: str) -> tuple[Any, KeyedLocks, Callable[[], None]]:
     """The checkpointer and locks of a PostgreSQL database (tables created on first use).
 
     Raises:
         StorageError: the database cannot be reached.
     """
-    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-    # `check` tests a pooled connection before handing it out: after the server
-    # dropped connections (restart, failover), the next operation gets a fresh one.
-    check = ConnectionPool.check_connection
-    pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
-        url,
-        min_size=1,
-        max_size=POOL_MAX_SIZE,
-        kwargs=kwargs,
-        open=False,
-        check=check,
-        timeout=POOL_TIMEOUT_S,
-    )
-    lock_pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
-        url,
-        min_size=1,
-        max_size=LOCK_POOL_MAX_SIZE,
-        kwargs=kwargs,
-        open=False,
-        check=check,
-        timeout=POOL_TIMEOUT_S,
-    )
+    pool, lock_pool = (_pool(url, size) for size in (POOL_MAX_SIZE, LOCK_POOL_MAX_SIZE))
     try:
         pool.open(wait=True, timeout=10)
         lock_pool.open(wait=True, timeout=10)
