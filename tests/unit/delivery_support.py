@@ -1,0 +1,207 @@
+"""Shared by the delivery tests: a model scripted per stage, the agent graph, ChatAgents."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel, Field, PrivateAttr
+
+from agent import ChatAgent
+from agent.settings import Settings
+from graphs.agent import build_agent_graph
+from graphs.delivery import build_delivery_graph
+from graphs.delivery_prompts import (
+    DeliveryPlan,
+    DeliveryReport,
+    PlannedTask,
+    ReviewVerdict,
+    TaskResult,
+)
+from graphs.state import Context
+from memory import ConversationMemory
+from tests.conftest import SECRET
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    s.__name__: s for s in (DeliveryPlan, TaskResult, ReviewVerdict, DeliveryReport)
+}
+ARTIFACT = "ARTIFACT-TEXT-7f3a"
+NOTE = "REVIEWER-NOTE-91c2"
+REPORT_SUMMARY = "Delivered the migration plan and the rollback script."
+REQUEST = "write a migration plan and a rollback script for the orders table"
+STAGES = ["load_request", "plan_delivery", "execute_tasks", "review_delivery", "synthesize_report"]
+
+
+def plan(tasks: int = 2) -> DeliveryPlan:
+    return DeliveryPlan(
+        deliverables=["migration plan", "rollback script"],
+        tasks=[PlannedTask(title=f"task {n}", description=f"do part {n}") for n in range(tasks)],
+        risks=["locking the orders table"],
+    )
+
+
+def verdict(blocking: Sequence[str] = ()) -> ReviewVerdict:
+    return ReviewVerdict(
+        verdict="fail" if blocking else "pass", blocking_issues=list(blocking), notes=[NOTE]
+    )
+
+
+def default_answers() -> dict[str, Any]:
+    return {
+        "DeliveryPlan": plan(),
+        "TaskResult": TaskResult(outcome=f"{ARTIFACT} migration steps", done=True),
+        "ReviewVerdict": verdict(),
+        "DeliveryReport": DeliveryReport(
+            summary=REPORT_SUMMARY, deliverables=["migration plan: done"], open_risks=["locks"]
+        ),
+    }
+
+
+class StageModel(BaseChatModel):
+    """Answers each delivery stage by its structured-output schema and records every call.
+
+    `answers` maps a schema name to an instance, an exception, or a callable of the
+    stage input; plain calls (chat, sub-agent work) take `replies` in order, then echo.
+    Reviewer calls wait (up to 2 s) until three are in flight and record the most seen
+    at once: sequential reviewers leave `max_in_flight` at 1.
+    """
+
+    answers: dict[str, Any] = Field(default_factory=default_answers)
+    replies: list[Any] = Field(default_factory=list)
+    pauses: dict[str, float] = Field(default_factory=dict)
+    calls: list[tuple[str, list[BaseMessage]]] = Field(default_factory=list)
+    max_in_flight: int = 0
+    _in_flight: int = PrivateAttr(default=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "stage-scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
+
+    def _kind(self, kwargs: dict[str, Any]) -> str:
+        names = [tool["function"]["name"] for tool in kwargs.get("tools") or []]
+        structured = kwargs.get("tool_choice") == "any" and len(names) == 1
+        return names[0] if structured and names[0] in SCHEMAS else "plain"
+
+    def _answer(self, kind: str, messages: list[BaseMessage]) -> AIMessage:
+        self.calls.append((kind, list(messages)))
+        if kind == "plain":
+            reply = self.replies.pop(0) if self.replies else f"echo: {messages[-1].text[:40]}"
+            return reply if isinstance(reply, AIMessage) else AIMessage(content=reply)
+        answer = self.answers[kind]
+        text = "\n".join(m.text for m in messages if isinstance(m, HumanMessage))
+        if isinstance(answer, Exception):
+            raise answer
+        if callable(answer) and not isinstance(answer, BaseModel):
+            answer = answer(text)
+        call = {"name": kind, "args": answer.model_dump(), "id": f"call_{len(self.calls)}"}
+        return AIMessage(content="", tool_calls=[call])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self._answer("plain", messages))])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        kind = self._kind(kwargs)
+        await asyncio.sleep(self.pauses.get(kind, 0))
+        if kind == "ReviewVerdict":
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            try:
+                for _ in range(200):
+                    if self.max_in_flight >= 3:
+                        break
+                    await asyncio.sleep(0.01)
+            finally:
+                self._in_flight -= 1
+        return ChatResult(generations=[ChatGeneration(message=self._answer(kind, messages))])
+
+    def seen(self, kind: str) -> list[list[BaseMessage]]:
+        return [messages for called, messages in self.calls if called == kind]
+
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+
+
+def compile_agent(
+    memory: ConversationMemory, model: BaseChatModel, *, tools: Sequence[Any] = (), **kwargs: Any
+) -> Graph:
+    delivery = build_delivery_graph(model=model, tools=tools, **kwargs).compile(name="delivery")
+    return build_agent_graph(model=model, memory=memory, workflows={"delivery": delivery}).compile(
+        checkpointer=InMemorySaver()
+    )
+
+
+def run(graph: Graph, message: str, mode: str = "auto") -> tuple[dict[str, Any], list[Any]]:
+    async def go() -> tuple[dict[str, Any], list[Any]]:
+        config: RunnableConfig = {"configurable": {"thread_id": "run-c1"}}
+        context = Context(session_id="s1", conversation_id="c1", mode=cast(Any, mode))
+        final: dict[str, Any] = {}
+        events: list[Any] = []
+        async for namespace, kind, chunk in graph.astream(
+            {"message": message},
+            config,
+            context=context,
+            stream_mode=["custom", "values"],
+            subgraphs=True,
+        ):
+            if kind == "custom":
+                events.append(chunk)
+            elif not namespace:
+                final = cast(dict[str, Any], chunk)
+        return final, events
+
+    return asyncio.run(go())
+
+
+def stored(memory: ConversationMemory) -> list[tuple[str, str]]:
+    return [(m.role, m.text) for m in memory.load("s1", "c1").messages]
+
+
+def progress(events: list[Any]) -> list[tuple[str, str]]:
+    return [(e["stage"], e["status"]) for e in events if e.get("event") == "progress"]
+
+
+@contextmanager
+def agent_factory(tmp_path: Path) -> Iterator[Callable[[BaseChatModel], ChatAgent]]:
+    """What the modules' `make_agent` fixture yields: opens agents, closes them all after."""
+    agents: list[ChatAgent] = []
+
+    def make(model: BaseChatModel) -> ChatAgent:
+        agents.append(
+            ChatAgent(
+                database_url=f"sqlite:///{tmp_path / f'agent{len(agents)}.sqlite'}",
+                model=model,
+                secret=SECRET,
+                settings=Settings(data_dir=tmp_path),
+            )
+        )
+        return agents[-1]
+
+    yield make
+    for chat_agent in agents:
+        chat_agent.close()

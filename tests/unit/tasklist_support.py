@@ -1,0 +1,89 @@
+"""Shared by the task-list tests: scripted stage answers, agents, starting a review."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agent import ChatAgent
+from agent.settings import Settings
+from graphs.tasklist_prompts import (
+    PlannedTask,
+    SelfCheck,
+    TasklistSummary,
+    TaskPlan,
+    TaskResult,
+)
+from memory import assert_client_safe
+from tests.conftest import SECRET
+from tests.fakes import ScriptedModel
+
+GOAL = "Set up CI. Add linting. Write the docs."
+PASSED = SelfCheck(passed=True)
+
+
+def plan(*titles: str) -> TaskPlan:
+    return TaskPlan(
+        tasks=[
+            PlannedTask(id=f"p{n}", title=title, acceptance_criteria=[f"{title} works"])
+            for n, title in enumerate(titles, 1)
+        ]
+    )
+
+
+def done(outcome: str = "done") -> TaskResult:
+    return TaskResult(status="completed", outcome=outcome)
+
+
+def summary(outcome: str = "All went well.") -> TasklistSummary:
+    return TasklistSummary(outcome=outcome, done=["CI runs"], remaining=[], manual_checks=[])
+
+
+def scripted(*structured: Any, replies: list[Any] | None = None) -> ScriptedModel:
+    return ScriptedModel(structured=list(structured), replies=replies or [])
+
+
+def requests(model: ScriptedModel, schema: type) -> list[str]:
+    found = [call for call in model.structured_calls if call["schema"] is schema]
+    return [call["messages"][-1].text for call in found]
+
+
+def texts(agent: ChatAgent, cid: str, session: str = "s1") -> list[str]:
+    hydration = agent.hydrate(session_id=session, conversation_id=cid)
+    assert_client_safe(hydration)
+    return [message["text"] for message in hydration["messages"]]
+
+
+@contextmanager
+def agent_factory(tmp_path: Path, db_url: str) -> Iterator[Callable[[Any], ChatAgent]]:
+    """What the modules' `open_agent` fixture yields: opens agents, closes them all after."""
+    opened: list[ChatAgent] = []
+
+    def factory(model: Any) -> ChatAgent:
+        agent = ChatAgent(
+            database_url=db_url, model=model, secret=SECRET, settings=Settings(data_dir=tmp_path)
+        )
+        opened.append(agent)
+        return agent
+
+    yield factory
+    for agent in opened:
+        agent.close()
+
+
+def start(agent: ChatAgent, goal: str = GOAL, session: str = "s1") -> tuple[str, dict[str, Any]]:
+    result = agent.send(goal, session_id=session, create_conversation=True, mode="tasklist")
+    assert (result.status, result.route, result.memory_written) == (
+        "interrupted",
+        "tasklist",
+        False,
+    )
+    assert result.interrupt is not None
+    return result.conversation_id, result.interrupt
+
+
+def invoke(graph: Any, graph_input: Any, config: Any) -> dict[str, Any]:
+    return dict(asyncio.run(graph.ainvoke(graph_input, config)))

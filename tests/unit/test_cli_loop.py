@@ -1,0 +1,245 @@
+"""The terminal chat loop without a terminal: a scripted backend, a real agent, the command line."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent import ChatAgent, ConversationBusy, InvalidRequest
+from agent.__main__ import ChatSession, build_parser, echo_reader, main
+from agent.errors import NOTHING_TO_RESUME
+from agent.settings import Settings
+from tests.fakes import PacedModel
+from tests.unit.cli_support import REGISTRY, REVISION, STRATEGY, done
+
+# -- the loop, with a scripted backend -----------------------------------------------------
+
+
+class FakeBackend:
+    """Scripted turns: each call to astream/astream_resume plays the next script entry."""
+
+    def __init__(self, *scripts: list[dict[str, Any]] | Exception) -> None:
+        self.scripts = list(scripts)
+        self.calls: list[tuple[str, Any, dict[str, Any]]] = []
+
+    async def _play(
+        self, name: str, arg: Any, kwargs: dict[str, Any]
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.calls.append((name, arg, kwargs))
+        script = self.scripts.pop(0)
+        if isinstance(script, Exception):
+            raise script
+        for event in script:
+            yield event
+
+    def astream(self, message: str, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
+        return self._play("astream", message, kwargs)
+
+    def astream_resume(
+        self, decision: dict[str, Any], **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        return self._play("resume", decision, kwargs)
+
+    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        return {"conversationId": conversation_id, "messages": [], "pinnedDecisions": []}
+
+    def conversations(self, *, session_id: str) -> dict[str, Any]:
+        return REGISTRY
+
+    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        return {**REGISTRY, "selectedConversationId": conversation_id}
+
+
+def chat(backend: Any, *lines: str, conversation_id: str | None = None) -> tuple[str, str, int]:
+    out, err = io.StringIO(), io.StringIO()
+    session = ChatSession(
+        backend,
+        session_id="s1",
+        conversation_id=conversation_id,
+        read_line=echo_reader(io.StringIO("".join(f"{line}\n" for line in lines)), out),
+        out=out,
+        err=err,
+    )
+    code = session.run()
+    return out.getvalue(), err.getvalue(), code
+
+
+def interrupted(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"event": "conversation", "conversationId": "c1"},
+        {"event": "status", "stage": "route", "route": "tasklist"},
+        {"event": "interrupt", "interrupt": payload},
+        done(route="tasklist", status="interrupted", interrupt=payload),
+    ]
+
+
+def test_a_review_is_rendered_answered_and_resumed_until_the_turn_ends() -> None:
+    backend = FakeBackend(
+        interrupted(STRATEGY),
+        InvalidRequest("invalid edited task list: task 1: title: Field required"),
+        [{"event": "conversation", "conversationId": "c1"}, *interrupted(REVISION)[2:]],
+        [done(route="tasklist", status="completed", text="### Outcome\nDone.")],
+    )
+    out, err, code = chat(
+        backend,
+        "/tasklist launch the beta",
+        "revise",
+        'edit [{"acceptance_criteria": ["x"]}]',
+        "approve",
+        "accept",
+        "/quit",
+    )
+    assert code == 0
+    assert [(name, arg) for name, arg, _ in backend.calls] == [
+        ("astream", "/tasklist launch the beta"),
+        ("resume", {"action": "edit", "tasks": [{"acceptance_criteria": ["x"]}]}),
+        ("resume", {"action": "approve"}),
+        ("resume", {"action": "accept"}),
+    ]
+    assert all(kwargs["conversation_id"] == "c1" for name, _, kwargs in backend.calls[1:])
+    assert backend.calls[0][2] == {
+        "session_id": "s1",
+        "conversation_id": None,
+        "create_conversation": True,
+    }
+    assert out.count("── strategy review ──") == 1 and out.count("── revision review ──") == 1
+    assert out.count("[route: tasklist]") == 1
+    assert "### Outcome\nDone." in out
+    assert err.splitlines() == [
+        "error: answer with one of: approve | edit <JSON task list> | reject <reason> | "
+        "respond <feedback> (Ctrl-D or a /command leaves the review for later)",
+        "error: invalid edited task list: task 1: title: Field required",
+    ]
+
+
+def test_a_command_at_the_review_prompt_leaves_the_review_pending() -> None:
+    backend = FakeBackend(interrupted(STRATEGY), [done(route="tasklist", text="Done.")])
+    out, err, _ = chat(backend, "/tasklist go", "/memory", "/review", "approve")
+    assert "the review is still pending: /review answers it" in out
+    assert "memory of conversation c1" in out  # the command typed at the review prompt ran
+    assert out.count("── strategy review ──") == 2
+    assert backend.calls[-1][:2] == ("resume", {"action": "approve"})
+    assert err == ""
+
+
+def test_a_new_turn_in_the_conversation_replaces_its_pending_review() -> None:
+    chat_turn = [{"event": "conversation", "conversationId": "c1"}, done(route="chat", text="hi")]
+    backend = FakeBackend(interrupted(STRATEGY), chat_turn)
+    out, err, _ = chat(backend, "/tasklist go", "/help", "hello", "/review")
+    assert "(this turn replaced the review that was pending in this conversation)" in out
+    assert err == "error: there is no pending review\n"
+    assert [name for name, _, _ in backend.calls] == ["astream", "astream"]
+
+
+def test_a_review_the_agent_no_longer_holds_is_dropped() -> None:
+    backend = FakeBackend(interrupted(STRATEGY), InvalidRequest(NOTHING_TO_RESUME))
+    out, err, _ = chat(backend, "/tasklist go", "approve", "/review")
+    assert err.splitlines() == [f"error: {NOTHING_TO_RESUME}", "error: there is no pending review"]
+    assert "decision> " not in out.split("> approve")[1]  # not asked again
+
+
+def test_typed_errors_are_one_line_and_the_loop_goes_on() -> None:
+    backend = FakeBackend(
+        ConversationBusy(),
+        InvalidRequest("the delivery route is not available in this agent"),
+        [{"event": "error", "code": "invalid_request", "message": "the tasklist route is off"}],
+    )
+    out, err, code = chat(
+        backend, "hello", "/delivery report", "/tasklist plan", "/review", "/switch 7", "/nope",
+        conversation_id="c1",
+    )  # fmt: skip
+    assert code == 0
+    assert err.splitlines() == [
+        "error: a turn is already running in this conversation; wait for it to finish",
+        "error: the delivery route is not available in this agent",
+        "error: the tasklist route is off",
+        "error: there is no pending review",
+        "error: no conversation 7: /list shows 2",
+        "error: unknown command /nope; type /help for the commands",
+    ]
+    assert "Traceback" not in out + err
+
+
+def test_an_unexpected_failure_is_logged_not_shown(caplog: pytest.LogCaptureFixture) -> None:
+    out, err, code = chat(FakeBackend(RuntimeError("db exploded at /var/x.sqlite")), "hi")
+    assert code == 0
+    assert err == "error: something went wrong; details are in the log\n"
+    assert "exploded" not in out + err
+    assert "exploded" in caplog.text
+
+
+def test_switch_uses_the_numbers_of_the_last_list() -> None:
+    out, err, _ = chat(FakeBackend(), "/list", "/switch 1", "/memory", "/new", "/memory")
+    assert "switched to 1. another" in out
+    assert f"memory of conversation {'a' * 8}:" in out
+    assert out.rstrip().endswith("nothing stored yet: this is a new conversation")
+    assert err == ""
+
+
+# -- the loop, with a real agent -----------------------------------------------------------
+
+
+@pytest.fixture
+def paced_agent(tmp_path: Path) -> Iterator[ChatAgent]:
+    with ChatAgent(
+        database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
+        model=PacedModel(slow_pause=0.5),
+        secret="s" * 40,
+        settings=Settings(data_dir=tmp_path / "data"),
+    ) as agent:
+        yield agent
+
+
+class InterruptOnFirstAnswer(io.StringIO):
+    """Stdout that presses Ctrl-C (SIGINT) when the answer starts streaming."""
+
+    pressed = False
+
+    def write(self, text: str) -> int:
+        if text.startswith("answer") and not self.pressed:
+            self.pressed = True
+            os.kill(os.getpid(), signal.SIGINT)
+        return super().write(text)
+
+
+def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(paced_agent: ChatAgent) -> None:
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    out, err = InterruptOnFirstAnswer(), io.StringIO()
+    lines = io.StringIO("slow one two three four five\n/memory\nquick\n/memory\n")
+    session = ChatSession(
+        paced_agent, session_id="s1", read_line=echo_reader(lines, out), out=out, err=err
+    )
+    assert session.run() == 0
+    text = out.getvalue()
+    first, second = text.split("> /memory\n")[1:]
+    assert out.pressed and "[cancelled]" in text.split("> /memory")[0]
+    assert "answer to: slow one two three four five" not in text
+    assert "recent messages: none" in first  # the cancelled turn wrote nothing
+    assert "  user: quick" in second and "slow" not in second
+    assert err.getvalue() == ""
+    registry = paced_agent.conversations(session_id="s1")
+    assert [c["title"] for c in registry["conversations"]] == ["quick"]
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+def test_the_parser_names_the_chat_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["--help"])
+    assert exit_info.value.code == 0
+    assert "chat" in capsys.readouterr().out
+    args = build_parser().parse_args(["chat", "--session", "me", "--conversation", "c1"])
+    assert (args.command, args.session, args.conversation) == ("chat", "me", "c1")
+    assert build_parser().parse_args(["chat"]).session == "cli"
+
+
+def test_no_command_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    assert "chat" in capsys.readouterr().out

@@ -1,0 +1,220 @@
+"""The offline model's structured output: handlers, include_raw, compaction rules end to end."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel
+
+from agent import offline
+from agent.offline import OfflineChatModel, register_structured_handler
+from agent.offline_compaction import EMPTY_SUMMARY, compaction_output, is_decision, is_retirement
+from memory.compaction import (
+    CompactionOutput,
+    CompactionStatus,
+    acompact,
+    compact,
+    compaction_prompt,
+    split_for_fold,
+)
+from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_SUMMARY_CHARS
+from memory.prompts import COMPACTION_INPUT, NONE_MARKER
+from memory.schema import ThreadState
+from tests.unit.offline_support import thread_state
+
+
+@pytest.fixture
+def model() -> OfflineChatModel:
+    return OfflineChatModel()
+
+
+def _compaction_input(state: ThreadState) -> list[BaseMessage]:
+    fold, kept = split_for_fold(state.messages)
+    return compaction_prompt(state, fold, kept)
+
+
+# --- structured output ---------------------------------------------------------------
+
+
+class _Unregistered(BaseModel):
+    value: int
+
+
+def test_unknown_schema_raises_not_implemented(model: OfflineChatModel) -> None:
+    with pytest.raises(NotImplementedError, match="_Unregistered"):
+        model.with_structured_output(_Unregistered)
+    with pytest.raises(NotImplementedError, match="no structured-output handler"):
+        model.with_structured_output({"title": "Anything", "type": "object"})
+
+
+def test_unknown_method_is_rejected(model: OfflineChatModel) -> None:
+    with pytest.raises(ValueError, match="structured-output method"):
+        model.with_structured_output(CompactionOutput, method="telepathy")
+
+
+def test_registered_handler_answers_its_schema(
+    model: OfflineChatModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(offline, "STRUCTURED_HANDLERS", dict(offline.STRUCTURED_HANDLERS))
+    register_structured_handler(_Unregistered, lambda messages: _Unregistered(value=len(messages)))
+    parsed = model.with_structured_output(_Unregistered).invoke([HumanMessage("a"), AIMessage("b")])
+    assert parsed == _Unregistered(value=2)
+
+
+def test_include_raw_returns_raw_parsed_and_no_error(model: OfflineChatModel) -> None:
+    prompt = _compaction_input(thread_state([(f"q{i}", f"a{i}") for i in range(5)]))
+    result = model.with_structured_output(CompactionOutput, include_raw=True).invoke(prompt)
+    assert isinstance(result, dict)
+    assert set(result) == {"raw", "parsed", "parsing_error"}
+    assert result["parsing_error"] is None
+    assert isinstance(result["parsed"], CompactionOutput)
+    assert result["raw"].tool_calls[0]["name"] == "CompactionOutput"
+    assert result["raw"].tool_calls[0]["args"] == result["parsed"].model_dump()
+
+
+# --- compaction ----------------------------------------------------------------------
+
+
+def test_decisions_become_pins_and_revocations_retire_old_ones() -> None:
+    state = thread_state(
+        [
+            ("We decided to use Postgres for storage. Let's start.", "Sure."),
+            ("我们必须使用红色主题。", "好的。"),
+            ("We no longer answer in English. Must we test?", "OK."),
+            ("Don't forget: we must deploy on Fridays.", "Noted."),
+            ("不再用黑色字体。", "好。"),
+            ("tell me a joke", "Why..."),
+            ("more", "another"),
+        ],
+        pins=["Always answer in English.", "Use tabs.", "必须用黑色字体"],
+    )
+    output = compaction_output(_compaction_input(state))
+    assert output.pinned_decisions == [
+        "We decided to use Postgres for storage.",
+        "我们必须使用红色主题。",
+        "Don't forget: we must deploy on Fridays.",
+    ]
+    assert output.retired_pins == [1, 3]
+
+
+def test_assistant_decisions_and_questions_are_not_pinned() -> None:
+    state = thread_state(
+        [("Should we always use tabs?", "We must always use tabs.")] * 3 + [("x", "y")] * 2
+    )
+    assert compaction_output(_compaction_input(state)).pinned_decisions == []
+
+
+def test_a_revocation_is_never_pinned_and_cancels_a_pin_from_the_same_fold() -> None:
+    state = thread_state(
+        [
+            ("We decided to use MySQL.", "OK."),
+            ("Forget MySQL, we never decided that for real.", "OK."),
+            ("We no longer must use tabs.", "OK."),
+            ("a", "b"),
+            ("c", "d"),
+        ],
+        pins=["Always indent with tabs."],
+    )
+    output = compaction_output(_compaction_input(state))
+    assert output.pinned_decisions == []
+    assert output.retired_pins == [1]
+
+
+def test_rules_read_sentences_not_whole_messages() -> None:
+    assert is_decision("We must use UTC.")
+    assert not is_decision("We no longer must use tabs.")
+    assert not is_decision("Must we use UTC?")
+    assert not is_decision("Never mind.")
+    assert is_retirement("Forget the tabs rule.")
+    assert not is_retirement("Don't forget the tabs rule.")
+
+
+def test_transcript_with_a_leading_reply_and_multi_line_messages() -> None:
+    text = COMPACTION_INPUT.format(
+        summary=NONE_MARKER,
+        pins="1. Always use tabs.",
+        fold="[assistant] Welcome!\n[user] Hi.\nWe must use UTC.\n[assistant] Sure.",
+        kept="[user] next\n[assistant] ok",
+    )
+    output = compaction_output([SystemMessage("compact"), HumanMessage(text)])
+    assert output.summary.splitlines() == [
+        "Assistant: Welcome!",
+        "User: Hi. We must use UTC. / Assistant: Sure.",
+    ]
+    assert output.pinned_decisions == ["We must use UTC."]
+    assert output.retired_pins == []
+
+
+def test_pins_are_clipped() -> None:
+    state = thread_state([("We decided " + "very " * 100 + "much.", "OK.")] * 3 + [("a", "b")] * 2)
+    pins = compaction_output(_compaction_input(state)).pinned_decisions
+    assert len(pins) == 1
+    assert len(pins[0]) <= MAX_PINNED_DECISION_CHARS
+
+
+def test_summary_is_extractive_bounded_and_keeps_the_newest() -> None:
+    turns = [(f"question {i} " + "words " * 40, f"answer {i} " + "more " * 40) for i in range(7)]
+    state = thread_state(turns, summary="old fact\n" * 270)
+    summary = compaction_output(_compaction_input(state)).summary
+    assert 0 < len(summary) <= MAX_SUMMARY_CHARS
+    assert summary.startswith("…")
+    assert "question 4" in summary
+    assert "answer 4" in summary
+
+
+def test_summary_is_never_empty() -> None:
+    prompt = [HumanMessage(compaction_prompt(ThreadState(), [], [])[1].text)]
+    assert compaction_output(prompt).summary == EMPTY_SUMMARY
+
+
+def test_compaction_handler_refuses_other_input(model: OfflineChatModel) -> None:
+    with pytest.raises(ValueError, match="COMPACTION_INPUT"):
+        compaction_output([HumanMessage("hello")])
+    with pytest.raises(ValueError, match="COMPACTION_INPUT"):
+        model.with_structured_output(CompactionOutput).invoke("hello")
+
+
+def _ten_message_state() -> ThreadState:
+    return thread_state(
+        [
+            ("We decided to ship on Mondays.", "Understood."),
+            ("我们必须用中文写文档。", "好的。"),
+            ("We no longer use Python 2 anywhere.", "Good."),
+            ("What is the capital of Peru?", "Lima."),
+            ("And of Chile?", "Santiago."),
+        ],
+        summary="The user builds a release tool.",
+        pins=["Always support Python 2.", "Keep answers short."],
+    )
+
+
+def _check_compacted(state: ThreadState, result: Any) -> None:
+    assert result.status is CompactionStatus.SUCCEEDED
+    assert result.state.messages == state.messages[-4:]
+    assert result.state.pinned_decisions == [
+        "Keep answers short.",
+        "We decided to ship on Mondays.",
+        "我们必须用中文写文档。",
+    ]
+    summary = result.state.summary
+    assert summary.startswith("The user builds a release tool.")
+    assert "We no longer use Python 2 anywhere." in summary
+    assert "capital of Peru" not in summary  # kept verbatim, not folded
+    assert len(summary) <= MAX_SUMMARY_CHARS
+
+
+@pytest.mark.parametrize("method", [None, "json_schema", "function_calling"])
+def test_compact_end_to_end_with_the_offline_model(
+    model: OfflineChatModel, method: str | None
+) -> None:
+    state = _ten_message_state()
+    assert len(state.messages) == 10
+    _check_compacted(state, compact(state, model, method=method))
+
+
+def test_acompact_end_to_end_with_the_offline_model(model: OfflineChatModel) -> None:
+    state = _ten_message_state()
+    _check_compacted(state, asyncio.run(acompact(state, model)))
