@@ -1,4 +1,4 @@
-"""The agent graph: `load_memory → route → {chat, tool, …} → finalize → compact`.
+"""The agent graph: `load_memory -(route)→ {chat, tool, …} → finalize → compact`.
 
 `build_agent_graph` takes its collaborators (models, tools, the memory) and returns
 an uncompiled `StateGraph`; callers compile it with their checkpointer. The module-
@@ -18,7 +18,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs.chat import build_chat_graph
-from graphs.events import emit
 from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, route_after_finalize
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.resources import Lazy
@@ -31,15 +30,8 @@ Workflow = CompiledStateGraph[Any, Any, Any, Any]
 WORKFLOW_ROUTES: tuple[RouteName, ...] = ("tasklist", "delivery")
 
 
-async def route(state: AgentState) -> dict[str, Any]:
-    """Announce the subgraph chosen for this turn (an explicit mode or a prefix wins,
-    else chat; `load_memory` validated the choice)."""
-    emit("route", route=state["route"])
-    return {}
-
-
-async def route_to_subgraph(state: AgentState) -> RouteName:
-    """The subgraph that answers this turn."""
+async def route(state: AgentState) -> RouteName:
+    """Pick the subgraph for this turn: an explicit mode or a prefix wins, else chat."""
     return state["route"]
 
 
@@ -96,11 +88,7 @@ def build_agent_graph(
     builder.add_node("compact", make_compact(store, compactor, structured_output_method))
 
     builder.add_edge(START, "load_memory")
-    builder.add_node(route)
-    builder.add_edge("load_memory", "route")
-    builder.add_conditional_edges(
-        "route", route_to_subgraph, {name: name for name in sorted(routes)}
-    )
+    builder.add_conditional_edges("load_memory", route, {name: name for name in sorted(routes)})
     if tools:
         builder.add_conditional_edges("chat", route_after_chat)
         builder.add_edge("tool", "finalize")

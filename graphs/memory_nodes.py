@@ -60,6 +60,7 @@ def make_load_memory(
             logger.exception("reading chat memory failed; answering without it")
             stored, degraded = ThreadState(), True
         context = build_context(stored, turn.text, system_prompt=system_prompt)
+        emit("route", route=turn.route)
         return {
             "message": None,
             "mode": None,
