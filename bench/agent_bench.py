@@ -41,7 +41,6 @@ from bench.scripted import CallLog, ScriptedChatModel
 
 SECRET = "bench-secret-" + "x" * 32
 SESSION = "bench"
-CONVERSATION = "c1"
 PEER_THREAD = "bench-c1"
 WINDOW = 20
 """Turns in the early and the late timing windows."""

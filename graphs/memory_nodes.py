@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -30,10 +31,12 @@ from memory.turns import (
     FinalTurn,
     Route,
     TurnStatus,
+    chat_turn,
     delivery_turn,
     final_ai_message,
     message_text,
     tasklist_turn,
+    tool_turn,
 )
 
 logger = logging.getLogger(__name__)
@@ -123,14 +126,12 @@ def final_turn(state: AgentState) -> FinalTurn:
         return adapter(state["user_text"], state.get("workflow_text", ""), status, **ids)
     messages = state.get("turn_messages", [])
     final = final_ai_message(messages)
-    answer = message_text(final) if final is not None else ""
-    return FinalTurn(
-        route=Route.TOOL if used_tools(messages) else route,
-        status=TurnStatus.COMPLETED if answer else TurnStatus.FAILED,
-        user_text=state["user_text"],
-        assistant_text=answer,
-        **ids,
-    )
+    answered = final is not None and bool(message_text(final))
+    status = TurnStatus.COMPLETED if answered else TurnStatus.FAILED
+    if used_tools(messages):
+        return tool_turn(state["user_text"], messages, status, **ids)
+    # an explicit tool mode whose model answered without a tool keeps its route
+    return replace(chat_turn(state["user_text"], final or "", status, **ids), route=route)
 
 
 def make_finalize(memory: Lazy[ConversationMemory]) -> Node:

@@ -282,9 +282,6 @@ class ConversationMemory:
     ) -> TurnWrite:
         return await asyncio.to_thread(self.write_turn, session_id, conversation_id, turn)
 
-    async def ahydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
-        return await asyncio.to_thread(self.hydrate, session_id, conversation_id)
-
 
 def _rebase(
     snapshot: ThreadState, current: ThreadState, compacted: ThreadState, keep: int, now: datetime
