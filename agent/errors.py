@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from memory.errors import ChatMemoryError, ConversationNotFound, InvalidInput
+from graphs.request import InvalidRequest, MessageTooLong
+from memory.errors import ChatMemoryError, ConversationNotFound
 
-BOTH_OR_NEITHER = "pass exactly one of conversation_id or create_conversation=True"
 CONVERSATION_BUSY = "a turn is already running in this conversation; wait for it to finish"
 NOTHING_TO_RESUME = "this conversation has no pending review to resume"
 TURN_FAILED = "The assistant could not complete this turn. Please try again."
-
-
-class InvalidRequest(InvalidInput):
-    """The request is malformed (ids, message, mode, decision); nothing was written."""
 
 
 class ConversationBusy(ChatMemoryError):
@@ -21,4 +17,4 @@ class ConversationBusy(ChatMemoryError):
         super().__init__(message)
 
 
-__all__ = ["ConversationBusy", "ConversationNotFound", "InvalidRequest"]
+__all__ = ["ConversationBusy", "ConversationNotFound", "InvalidRequest", "MessageTooLong"]

@@ -1,7 +1,7 @@
 """The offline model's compaction: an extractive summary, rule-based pins and retirements.
 
-It reads the compaction input written by `memory.compaction.compaction_prompt` (the
-`COMPACTION_INPUT` template) and answers with a `CompactionOutput`, as a real
+It reads the compaction input written by `memory.compaction.compaction_prompt` (a
+`CompactionInput` JSON document) and answers with a `CompactionOutput`, as a real
 compaction model would, so memory stays bounded on a machine without a model.
 """
 
@@ -10,13 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from string import Formatter
 
 from langchain_core.messages import BaseMessage, HumanMessage
+from pydantic import ValidationError
 
-from memory.compaction import CompactionOutput, clamp
+from memory.compaction import CompactionInput, CompactionOutput, clamp, quoted
 from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_PINNED_DECISIONS, MAX_SUMMARY_CHARS
-from memory.prompts import COMPACTION_INPUT, NONE_MARKER
 
 TURN_SIDE_CHARS = 160
 """Each side of a folded turn is condensed to at most this many characters."""
@@ -24,11 +23,13 @@ TURN_SIDE_CHARS = 160
 TURN_LINE = "User: {user} / Assistant: {assistant}"
 USER_ONLY_LINE = "User: {user}"
 ASSISTANT_ONLY_LINE = "Assistant: {assistant}"
+"""Summary lines; each text is quoted (`memory.compaction.quoted`), so a message can
+never pass for another speaker's words."""
 CODE_PLACEHOLDER = "[code]"
 DROPPED_MARKER = "…"
 EMPTY_SUMMARY = "Nothing from the earlier conversation needs to be remembered."
 NOT_A_COMPACTION_INPUT = (
-    "the offline compaction handler needs the COMPACTION_INPUT text "
+    "the offline compaction handler needs a CompactionInput JSON document "
     "(from memory.compaction.compaction_prompt) as the last user message"
 )
 
@@ -42,8 +43,6 @@ _RETIREMENT = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
 _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-_TRANSCRIPT_LINE = re.compile(r"^\[(user|assistant)\] ?(.*)$")
-_PIN_LINE = re.compile(r"^\s*(\d+)\.\s*(.*)$")
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _STOPWORD_LIST = """
@@ -63,8 +62,8 @@ _CJK_STOP_BIGRAMS = frozenset(_CJK_STOP_BIGRAM_LIST.split())
 
 
 @dataclass(frozen=True)
-class CompactionInput:
-    """The parsed compaction input.
+class ParsedInput:
+    """The compaction input, as the rules read it.
 
     Attributes:
         summary: the old summary ("" for none).
@@ -79,61 +78,23 @@ class CompactionInput:
     kept: list[tuple[str, str]]
 
 
-def _input_pattern() -> re.Pattern[str]:
-    # Built from the template itself, so a reworded header cannot silently break parsing.
-    parts: list[str] = []
-    for literal, name, _, _ in Formatter().parse(COMPACTION_INPUT):
-        if literal.strip():
-            parts.append(re.escape(literal.strip()))
-        if name:
-            parts.append(f"(?P<{name}>.*?)")
-    return re.compile(r"\A\s*" + r"\s*".join(parts) + r"\s*\Z", re.DOTALL)
-
-
-_INPUT = _input_pattern()
-
-
-def _section(text: str) -> str:
-    text = text.strip()
-    return "" if text == NONE_MARKER else text
-
-
-def _transcript(text: str) -> list[tuple[str, str]]:
-    messages: list[tuple[str, str]] = []
-    for line in _section(text).splitlines():
-        match = _TRANSCRIPT_LINE.match(line)
-        if match:
-            messages.append((match.group(1), match.group(2)))
-        elif messages:  # a message text that spans several lines
-            role, previous = messages[-1]
-            messages[-1] = (role, f"{previous}\n{line}")
-    return messages
-
-
-def parse_compaction_input(messages: Sequence[BaseMessage]) -> CompactionInput:
-    """Read the compaction input from the last user message of `messages`.
+def parse_compaction_input(messages: Sequence[BaseMessage]) -> ParsedInput:
+    """Read the `CompactionInput` document from the last user message of `messages`.
 
     Raises:
-        ValueError: when no user message follows the `COMPACTION_INPUT` layout.
+        ValueError: when the last user message is not a `CompactionInput` document.
     """
-    for message in reversed(messages):
-        if not isinstance(message, HumanMessage):
-            continue
-        match = _INPUT.match(message.text)
-        if match is None:
-            break
-        pins = [
-            (int(pin.group(1)), pin.group(2).strip())
-            for line in _section(match.group("pins")).splitlines()
-            if (pin := _PIN_LINE.match(line))
-        ]
-        return CompactionInput(
-            summary=_section(match.group("summary")),
-            pins=pins,
-            fold=_transcript(match.group("fold")),
-            kept=_transcript(match.group("kept")),
-        )
-    raise ValueError(NOT_A_COMPACTION_INPUT)
+    last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+    try:
+        document = CompactionInput.model_validate_json(last.text if last else "")
+    except ValidationError:
+        raise ValueError(NOT_A_COMPACTION_INPUT) from None
+    return ParsedInput(
+        summary=document.old_summary.strip(),
+        pins=[(pin.number, pin.text.strip()) for pin in document.old_pinned_decisions],
+        fold=[(m.role, m.text) for m in document.messages_to_fold],
+        kept=[(m.role, m.text) for m in document.kept_messages],
+    )
 
 
 def condense(text: str, limit: int = TURN_SIDE_CHARS) -> str:
@@ -150,8 +111,8 @@ def _turn_lines(fold: Sequence[tuple[str, str]]) -> list[str]:
         turns[-1][0 if role == "user" else 1].append(text)
     lines: list[str] = []
     for user_texts, assistant_texts in turns:
-        user = condense(" ".join(user_texts))
-        assistant = condense(" ".join(assistant_texts))
+        user = quoted(condense(" ".join(user_texts))) if user_texts else ""
+        assistant = quoted(condense(" ".join(assistant_texts))) if assistant_texts else ""
         if user and assistant:
             lines.append(TURN_LINE.format(user=user, assistant=assistant))
         elif user:

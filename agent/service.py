@@ -18,7 +18,6 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command, StreamMode
 
 from agent.errors import (
-    BOTH_OR_NEITHER,
     NOTHING_TO_RESUME,
     TURN_FAILED,
     ConversationBusy,
@@ -30,10 +29,10 @@ from agent.runtime import assemble_graph
 from agent.settings import Settings
 from agent.streaming import custom_event, token_event
 from agent.tools import BUILTIN_TOOLS
-from agent.turns import Outcome, Turn, TurnResult, check_message, check_mode, valid_id
+from agent.turns import Outcome, Turn, TurnResult
+from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
 from graphs.reviews import validate_decision
 from graphs.state import Context, Mode
-from graphs.turn_input import ROUTE_UNAVAILABLE, InvalidTurnInput, choose_route
 from memory import (
     ConversationMemory,
     LockTimeout,
@@ -121,25 +120,76 @@ class ChatAgent:
 
     # -- turns --------------------------------------------------------------------------
 
-    def _start(
-        self, session_id: str, conversation_id: str | None, create_conversation: bool, mode: object
+    @property
+    def routes(self) -> frozenset[str]:
+        """The routes this agent offers (chat always; tool with tools; the workflows)."""
+        return frozenset(self.graph.nodes) & {"chat", "tool", "tasklist", "delivery"}
+
+    def parse(
+        self,
+        message: object,
+        *,
+        mode: object = "auto",
+        conversation_id: object = None,
+        create_conversation: object = False,
+        surface: Surface = PYTHON,
+    ) -> tuple[str | None, TurnRequest]:
+        """Validate a turn request once (the HTTP app passes its own field names).
+
+        Raises:
+            InvalidRequest: bad message, mode or ids, or both/neither conversation options.
+        """
+        return parse_request(
+            message,
+            mode=mode,
+            conversation_id=conversation_id,
+            create_conversation=create_conversation,
+            routes=self.routes,
+            surface=surface,
+        )
+
+    def open_turn(
+        self, session_id: str, conversation_id: str | None, request: TurnRequest | None
     ) -> Turn:
-        session_id = valid_id(session_id, "session id")
-        if (conversation_id is None) == (not create_conversation):
-            raise InvalidRequest(BOTH_OR_NEITHER)
+        """A turn in an owned conversation (or a new one for a draft's first message).
+
+        Raises:
+            InvalidRequest: a bad session id.
+            ConversationNotFound: unknown conversation, or another session's.
+        """
+        session_id = check_id(session_id, "session id")
         if conversation_id is None:
-            conversation_id, created = new_conversation_id(), True
+            conversation_id = new_conversation_id()
         else:
-            conversation_id, created = valid_id(conversation_id, "conversation id"), False
             self.memory.require_conversation(session_id, conversation_id)
         run_thread = self.memory.run_thread(session_id, conversation_id)
         return Turn(
             session_id,
             conversation_id,
-            created,
+            request,
             {"configurable": {"thread_id": run_thread}},
-            Context(session_id=session_id, conversation_id=conversation_id, mode=check_mode(mode)),
+            Context(session_id=session_id, conversation_id=conversation_id),
         )
+
+    def _prepare(
+        self,
+        message: object,
+        session_id: str,
+        conversation_id: str | None,
+        create_conversation: bool,
+        mode: object,
+    ) -> Turn:
+        conversation, request = self.parse(
+            message,
+            mode=mode,
+            conversation_id=conversation_id,
+            create_conversation=create_conversation,
+        )
+        return self.open_turn(session_id, conversation, request)
+
+    @staticmethod
+    def _input(turn: Turn) -> dict[str, Any]:
+        return {"request": turn.request}
 
     def _busy_lock(self, turn: Turn) -> AbstractContextManager[None]:
         key = "turn:" + self.memory.memory_thread(turn.session_id, turn.conversation_id)
@@ -159,23 +209,6 @@ class ChatAgent:
         assert outcome.result is not None
         return outcome.result
 
-    def _prepare(
-        self,
-        session_id: str,
-        conversation_id: str | None,
-        create_conversation: bool,
-        mode: object,
-        message: object,
-    ) -> tuple[Turn, str]:
-        text = check_message(message)
-        try:  # the same routing the graph applies, checked before anything is stored
-            route, _, _ = choose_route(check_mode(mode), text)
-        except InvalidTurnInput as exc:
-            raise InvalidRequest(str(exc)) from None
-        if route not in self.graph.nodes:
-            raise InvalidRequest(ROUTE_UNAVAILABLE.format(route=route))
-        return self._start(session_id, conversation_id, create_conversation, mode), text
-
     async def asend(
         self,
         message: str,
@@ -192,10 +225,10 @@ class ChatAgent:
             ConversationNotFound: unknown conversation, or another session's.
             ConversationBusy: a turn is already running in the conversation.
         """
-        turn, text = await asyncio.to_thread(
-            self._prepare, session_id, conversation_id, create_conversation, mode, message
+        turn = await asyncio.to_thread(
+            self._prepare, message, session_id, conversation_id, create_conversation, mode
         )
-        return await self._loop.arun(self._run(turn, {"message": text}))
+        return await self._loop.arun(self._run(turn, self._input(turn)))
 
     def send(
         self,
@@ -207,20 +240,17 @@ class ChatAgent:
         mode: Mode = "auto",
     ) -> TurnResult:
         """Synchronous `asend` (works in notebooks, whose own loop is busy)."""
-        turn, text = self._prepare(session_id, conversation_id, create_conversation, mode, message)
-        return self._loop.run(self._run(turn, {"message": text}))
+        turn = self._prepare(message, session_id, conversation_id, create_conversation, mode)
+        return self._loop.run(self._run(turn, self._input(turn)))
 
     def _resume_turn(
         self, decision: object, session_id: str, conversation_id: str
     ) -> tuple[Turn, dict[str, Any]]:
-        turn = self._start(session_id, conversation_id, False, "auto")
+        turn = self.open_turn(session_id, check_id(conversation_id, "conversation id"), None)
         state = self.graph.get_state(turn.config)
         if not state.interrupts:
             raise InvalidRequest(NOTHING_TO_RESUME)
-        try:
-            return turn, validate_decision(state.interrupts[0].value, decision)
-        except InvalidTurnInput as exc:
-            raise InvalidRequest(str(exc)) from None
+        return turn, validate_decision(state.interrupts[0].value, decision)
 
     async def aresume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
@@ -252,10 +282,15 @@ class ChatAgent:
 
         Closing the iterator early cancels the turn; a cancelled turn writes nothing.
         """
-        turn, text = await asyncio.to_thread(
-            self._prepare, session_id, conversation_id, create_conversation, mode, message
+        turn = await asyncio.to_thread(
+            self._prepare, message, session_id, conversation_id, create_conversation, mode
         )
-        async for event in self._loop.astream(self._stream(turn, {"message": text})):
+        async for event in self.astream_turn(turn):
+            yield event
+
+    async def astream_turn(self, turn: Turn) -> AsyncGenerator[dict[str, Any], None]:
+        """`astream` for a turn opened with `parse` and `open_turn` (the HTTP app's path)."""
+        async for event in self._loop.astream(self._stream(turn, self._input(turn))):
             yield event
 
     async def astream_resume(
@@ -281,7 +316,7 @@ class ChatAgent:
     async def _admit(self, turn: Turn, graph_input: Any) -> None:
         """Under the busy lock: own the draft, or re-check that a resume still has a
         pending review (another resume may have finished it since it was checked)."""
-        if turn.created:
+        if turn.request is not None and turn.request["create"]:
             await asyncio.to_thread(self.memory.accept_draft, turn.session_id, turn.conversation_id)
         if isinstance(graph_input, Command):
             state = await self.graph.aget_state(turn.config)
@@ -324,7 +359,7 @@ class ChatAgent:
                     output = dict(cast(dict[str, Any], chunk))
                 if event is not None:
                     yield event
-        except InvalidTurnInput as exc:
+        except InvalidRequest as exc:
             outcome.invalid = str(exc)
             yield {"event": "error", "code": "invalid_request", "message": str(exc)}
             return
@@ -335,18 +370,25 @@ class ChatAgent:
                 yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
                 return
             output = {**output, **answered, "degraded": True}
-        outcome.result = result = TurnResult.from_output(turn.conversation_id, output)
+        deleted = bool(answered.get("deleted"))
+        outcome.result = result = TurnResult.from_output(
+            turn.conversation_id, output, deleted=deleted
+        )
         if result.interrupt is not None:
             yield {"event": "interrupt", "interrupt": result.interrupt}
         else:
-            await self._prune(turn)
+            await self._prune(turn, deleted=deleted)
         yield {"event": "done", "result": result.to_dict()}
 
-    async def _prune(self, turn: Turn) -> None:
+    async def _prune(self, turn: Turn, *, deleted: bool = False) -> None:
+        """Shrink the finished run thread to one checkpoint; delete it when its
+        conversation was deleted while the turn ran (the run's last checkpoint came after)."""
+        thread_id = turn.config["configurable"]["thread_id"]
         try:
-            await asyncio.to_thread(
-                self._threads.prune_finished_run, turn.config["configurable"]["thread_id"]
-            )
+            if deleted:
+                await asyncio.to_thread(self._threads.delete, thread_id)
+            else:
+                await asyncio.to_thread(self._threads.prune_finished_run, thread_id)
         except Exception:  # the next finished turn prunes again
             logger.warning("pruning the run thread failed", exc_info=True)
 
@@ -355,21 +397,22 @@ class ChatAgent:
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """The conversation's hydration DTO (raises `ConversationNotFound`)."""
         return self.memory.hydrate(
-            valid_id(session_id, "session id"), valid_id(conversation_id, "conversation id")
+            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
 
     def conversations(self, *, session_id: str) -> dict[str, Any]:
         """`{selectedConversationId, conversations, limit}`, newest activity first."""
-        return self.memory.conversations(valid_id(session_id, "session id"))
+        return self.memory.conversations(check_id(session_id, "session id"))
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Select a conversation without reordering the list."""
         return self.memory.select(
-            valid_id(session_id, "session id"), valid_id(conversation_id, "conversation id")
+            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
 
     def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Delete a conversation with its memory and run threads."""
+        """Delete a conversation with its memory and run threads. A turn still running in
+        it writes nothing when it ends (its result says `conversation_deleted`)."""
         return self.memory.delete_conversation(
-            valid_id(session_id, "session id"), valid_id(conversation_id, "conversation id")
+            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )

@@ -1,4 +1,4 @@
-"""Turn requests and results: validation at the boundary, `TurnResult`."""
+"""Turn results (`TurnResult`) and the bookkeeping of a running turn."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agent.errors import InvalidRequest
-from graphs.state import MODES, Context, Mode
-from graphs.turn_input import UNKNOWN_MODE
-from memory import InvalidInput
-from memory.limits import MAX_MESSAGE_CHARS
-from memory.schema import validate_id
+from graphs.request import TurnRequest
+from graphs.state import Context
 
 
 @dataclass(frozen=True)
@@ -29,6 +25,8 @@ class TurnResult:
         memory_written: whether the turn was written to chat memory.
         compaction: skipped | succeeded | failed | fallback.
         degraded: memory storage failed; the answer was still delivered.
+        conversation_deleted: the conversation was deleted (or pruned) while the turn
+            ran: it stays deleted, and the turn wrote nothing.
     """
 
     conversation_id: str
@@ -39,9 +37,12 @@ class TurnResult:
     memory_written: bool = False
     compaction: str = "skipped"
     degraded: bool = False
+    conversation_deleted: bool = False
 
     @classmethod
-    def from_output(cls, conversation_id: str, output: dict[str, Any]) -> TurnResult:
+    def from_output(
+        cls, conversation_id: str, output: dict[str, Any], *, deleted: bool = False
+    ) -> TurnResult:
         """The result of a run from the graph's output (or its pending interrupt)."""
         interrupts = output.get("__interrupt__") or ()
         if interrupts:
@@ -61,6 +62,7 @@ class TurnResult:
             memory_written=bool(output.get("memory_written")),
             compaction=str(output.get("compaction", "skipped")),
             degraded=bool(output.get("degraded")),
+            conversation_deleted=deleted,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,6 +77,7 @@ class TurnResult:
             "memoryWritten": data["memory_written"],
             "compaction": data["compaction"],
             "degraded": data["degraded"],
+            "conversationDeleted": data["conversation_deleted"],
         }
 
 
@@ -88,34 +91,11 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Turn:
+    """A turn admitted to run: who, which conversation, its request and run config."""
+
     session_id: str
     conversation_id: str
-    created: bool
+    request: TurnRequest | None
+    """None for a resume or a recovery: the run continues where it stopped."""
     config: RunnableConfig
     context: Context
-
-
-def check_message(message: object) -> str:
-    if not isinstance(message, str):
-        raise InvalidRequest(f"message must be a string, got {type(message).__name__}")
-    text = message.strip()
-    if not text:
-        raise InvalidRequest("message must not be empty")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise InvalidRequest(
-            f"message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,})"
-        )
-    return text
-
-
-def check_mode(mode: object) -> Mode:
-    if mode not in MODES:
-        raise InvalidRequest(UNKNOWN_MODE.format(mode=mode, modes=", ".join(MODES)))
-    return mode  # type: ignore[return-value]
-
-
-def valid_id(value: object, what: str) -> str:
-    try:
-        return validate_id(value, what)
-    except InvalidInput as exc:
-        raise InvalidRequest(str(exc)) from None

@@ -20,8 +20,9 @@ from langgraph.graph.state import CompiledStateGraph
 from graphs.chat import build_chat_graph
 from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, route_after_finalize
 from graphs.prompts import AGENT_SYSTEM_PROMPT
+from graphs.request import RouteName
 from graphs.resources import Lazy
-from graphs.state import AgentInput, AgentOutput, AgentState, Context, RouteName
+from graphs.state import AgentInput, AgentOutput, AgentState, Context
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
 from memory import ConversationMemory
 
@@ -72,7 +73,7 @@ def build_agent_graph(
     unknown = set(workflows) - set(WORKFLOW_ROUTES)
     if unknown:
         raise ValueError(f"unknown workflow routes: {sorted(unknown)}")
-    routes = {"chat", *(["tool"] if tools else []), *workflows}
+    routes = frozenset({"chat", *(["tool"] if tools else []), *workflows})
 
     builder: AgentGraph = StateGraph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput

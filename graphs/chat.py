@@ -7,22 +7,32 @@ in the tool subgraph with the tool request as the last message.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.tools import BaseTool
+from langgraph.channels import UntrackedValue
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from graphs.events import emit
 from graphs.resources import Lazy
+from graphs.state import MemoryContext
 
 
-class ChatState(TypedDict, total=False):
-    """State shared with the main graph."""
+class ChatOutput(TypedDict):
+    """What the chat subgraph hands back to the main graph."""
 
     turn_messages: list[AnyMessage]
-    """In: the memory context; out: the context plus the model's reply (replaced)."""
+    """This turn's own messages, the model's reply last (replaced)."""
+
+
+class ChatState(ChatOutput, total=False):
+    """State shared with the main graph."""
+
+    context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
+    """The memory context read before the turn's messages (never checkpointed)."""
     tools_allowed: bool
     """Whether the model may ask for a tool (replaced)."""
 
@@ -33,9 +43,15 @@ def announce_tool_calls(reply: AIMessage) -> None:
         emit("tool_call", name=call["name"], id=call.get("id"))
 
 
+def model_input(state: ChatState) -> list[BaseMessage]:
+    """The memory context followed by this turn's own messages."""
+    context = state.get("context") or MemoryContext()
+    return [*context.messages, *state["turn_messages"]]
+
+
 def build_chat_graph(
     *, model: BaseChatModel | Lazy[BaseChatModel], tools: Sequence[BaseTool] = ()
-) -> StateGraph[ChatState, None, ChatState, ChatState]:
+) -> StateGraph[ChatState, None, ChatState, ChatOutput]:
     """`START → call_model → END`.
 
     Args:
@@ -44,7 +60,7 @@ def build_chat_graph(
     """
     provider = Lazy.of(model)
 
-    async def call_model(state: ChatState) -> ChatState:
+    async def call_model(state: ChatState) -> ChatOutput:
         """Answer from the memory context, or ask for a tool in auto mode."""
         chat_model = await provider.aget()
         runnable = (
@@ -52,12 +68,13 @@ def build_chat_graph(
             if tools and state.get("tools_allowed")
             else chat_model
         )
-        reply = await runnable.ainvoke(state["turn_messages"])
-        if isinstance(reply, AIMessage):
+        reply = await runnable.ainvoke(model_input(state))
+        if isinstance(reply, AIMessage) and reply.tool_calls:
+            emit("route", route="tool")  # the turn goes on in the tool subgraph
             announce_tool_calls(reply)
         return {"turn_messages": [*state["turn_messages"], reply]}
 
-    builder = StateGraph(ChatState)
+    builder = StateGraph(ChatState, output_schema=ChatOutput)
     builder.add_node(call_model)
     builder.add_edge(START, "call_model")
     builder.add_edge("call_model", END)

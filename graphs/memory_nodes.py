@@ -7,11 +7,12 @@ answer is still returned, and the result says `degraded`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -21,15 +22,30 @@ from langgraph.runtime import Runtime
 
 from graphs.events import emit, emit_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
+from graphs.request import (
+    ROUTE_UNAVAILABLE,
+    InvalidRequest,
+    TurnRequest,
+    check_id,
+    check_text,
+    graph_message,
+    parse_request,
+)
 from graphs.resources import Lazy
-from graphs.state import AgentState, Context
-from graphs.turn_input import parse_turn_input
+from graphs.state import (
+    FRESH_TURN,
+    AgentState,
+    AgentUpdate,
+    Context,
+    MemoryContext,
+)
 from memory import ConversationMemory, ThreadState, build_context, hydration_dto
 from memory.compaction import CompactionStatus, structured_compactor
 from memory.limits import MAX_RECENT_MESSAGES
 from memory.turns import (
     FinalTurn,
     Route,
+    SkipReason,
     TurnStatus,
     chat_turn,
     delivery_turn,
@@ -41,52 +57,109 @@ from memory.turns import (
 
 logger = logging.getLogger(__name__)
 
-Node = Callable[..., Awaitable[dict[str, Any]]]
+Node = Callable[..., Awaitable[AgentUpdate]]
+WORKFLOW_ROUTES = frozenset({"tasklist", "delivery"})
+
+
+def checked_request(value: Mapping[str, Any], routes: frozenset[str]) -> TurnRequest:
+    """A request handed in already validated (by `ChatAgent`): its shape is checked, its
+    route is not decided again."""
+    route = value.get("route")
+    if route not in routes:
+        raise InvalidRequest(ROUTE_UNAVAILABLE.format(route=route))
+    if not isinstance(value.get("tools_allowed"), bool) or not isinstance(
+        value.get("create"), bool
+    ):
+        raise InvalidRequest("request must carry tools_allowed and create flags")
+    return TurnRequest(
+        text=check_text(value.get("text")),
+        route=route,
+        tools_allowed=value["tools_allowed"],
+        create=value["create"],
+    )
+
+
+def resolve_turn(
+    state: AgentState, context: Context | None, thread_id: str | None, routes: frozenset[str]
+) -> tuple[str, str, TurnRequest, bool]:
+    """(session id, conversation id, request, admitted) of a run's input.
+
+    A request from `ChatAgent` was admitted before the run: its conversation is the
+    session's. A raw input (Studio, the SDK) is validated here, and its conversation
+    is admitted by `load_memory`: under `langgraph dev` a thread starts a conversation.
+
+    Raises:
+        InvalidRequest: naming what is wrong; nothing has been read or written.
+    """
+    context = context or Context()
+    session_id = check_id(state.get("session_id") or context.session_id, "session id")
+    conversation_id = check_id(
+        state.get("conversation_id") or context.conversation_id or thread_id, "conversation id"
+    )
+    given = state.get("request")
+    if given:
+        return session_id, conversation_id, checked_request(given, routes), True
+    mode = state.get("mode") or context.mode
+    _, request = parse_request(
+        graph_message(state), mode=mode, create_conversation=True, routes=routes
+    )
+    return session_id, conversation_id, request, False
+
+
+def input_message_id(state: AgentState) -> str | None:
+    """The id of Studio's input message, reused so that a `messages` stream that saw it
+    as input does not show it again as output."""
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    return last.id if isinstance(last, HumanMessage) and last.id else None
 
 
 def make_load_memory(
-    memory: Lazy[ConversationMemory], routes: set[str], system_prompt: str = AGENT_SYSTEM_PROMPT
+    memory: Lazy[ConversationMemory],
+    routes: frozenset[str],
+    system_prompt: str = AGENT_SYSTEM_PROMPT,
 ) -> Node:
     """Build `load_memory`: validate the input, read the conversation, build the context."""
 
     async def load_memory(
         state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
-    ) -> dict[str, Any]:
+    ) -> AgentUpdate:
         """Validate the turn, read its chat memory and build the model context."""
         thread_id = config.get("configurable", {}).get("thread_id")
-        turn = parse_turn_input(state, runtime.context, thread_id, routes)
+        session_id, conversation_id, request, admitted = resolve_turn(
+            state, runtime.context, thread_id, routes
+        )
         degraded = False
         try:
             store = await memory.aget()
-            stored = await store.aload(turn.session_id, turn.conversation_id)
+            read = store.load if admitted else store.admit
+            stored = await asyncio.to_thread(read, session_id, conversation_id)
         except Exception:
             logger.exception("reading chat memory failed; answering without it")
             stored, degraded = ThreadState(), True
-        context = build_context(stored, turn.text, system_prompt=system_prompt)
-        emit("route", route=turn.route)
+        turn_id = uuid.uuid4().hex
+        route = request["route"]
+        emit("route", route=route)
         return {
-            "message": None,
-            "mode": None,
-            "session_id": turn.session_id,
-            "conversation_id": turn.conversation_id,
-            "turn_id": uuid.uuid4().hex,
-            "user_text": turn.text,
-            "route": turn.route,
-            "tools_allowed": turn.tools_allowed,
-            "turn_messages": context,
-            "context_size": len(context) - 1,
-            "messages": [],
-            "answer": "",
-            "status": "running",
-            "memory_written": False,
-            "compaction": CompactionStatus.SKIPPED.value,
+            **FRESH_TURN,
+            "session_id": session_id,
+            "conversation_id": conversation_id,
+            "turn_id": turn_id,
+            "user_text": request["text"],
+            "route": route,
+            "tools_allowed": request["tools_allowed"],
+            # a workflow's state is seen from outside only when it paused or stopped
+            "status": "interrupted" if route in WORKFLOW_ROUTES else "running",
+            "turn_messages": [
+                HumanMessage(content=request["text"], id=input_message_id(state) or turn_id)
+            ],
+            "context": MemoryContext(
+                tuple(build_context(stored, None, system_prompt=system_prompt))
+            ),
             "degraded": degraded,
-            "hydration": None,
             "memory_messages": len(stored.messages),
             "memory_summary": stored.summary,
             "memory_pins": list(stored.pinned_decisions),
-            "workflow_text": "",
-            "workflow_status": "",
         }
 
     return load_memory
@@ -134,22 +207,29 @@ def final_turn(state: AgentState) -> FinalTurn:
     return replace(chat_turn(state["user_text"], final or "", status, **ids), route=route)
 
 
+def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
+    """The turn as Studio's chat view shows it: the user's message and the answer, with
+    the ids they already had, so that a `messages` stream shows each one once."""
+    turn_messages = state.get("turn_messages") or []
+    user = turn_messages[0] if turn_messages else HumanMessage(content=state["user_text"])
+    final = final_ai_message(turn_messages)
+    answer_id = final.id if final is not None else f"{state['turn_id']}-a"
+    return [user, AIMessage(content=answer, id=answer_id)]
+
+
 def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
     """Build `finalize`: write the turn's final text to chat memory, once."""
 
-    async def finalize(state: AgentState) -> dict[str, Any]:
+    async def finalize(state: AgentState) -> AgentUpdate:
         """Write the user's text and the final answer to the conversation's memory."""
         turn = final_turn(state)
         # a workflow's user sees its whole text; memory may keep a truncated copy
         answer = state.get("workflow_text") or turn.assistant_text or NO_ANSWER
-        result: dict[str, Any] = {
-            # the run thread keeps this turn's own messages (question, tool calls and
-            # results, answer); the memory context before them lives in chat memory
-            "turn_messages": state.get("turn_messages", [])[state.get("context_size", 0) :],
-            "route": turn.route.value,
+        result: AgentUpdate = {
+            "route": cast(Any, turn.route.value),
             "status": turn.status.value,
             "answer": answer,
-            "messages": [HumanMessage(content=turn.user_text), AIMessage(content=answer)],
+            "messages": visible_messages(state, answer),
         }
         session_id, conversation_id = state["session_id"], state["conversation_id"]
         emit_memory("write", "started")
@@ -161,7 +241,8 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
             emit_memory("write", "failed")
             emit_answer(result, memory_written=False, degraded=True)
             return {**result, "degraded": True}
-        emit_answer(result, memory_written=write.written, degraded=False)
+        gone = write.skipped is SkipReason.GONE
+        emit_answer(result, memory_written=write.written, degraded=False, deleted=gone)
         emit_memory(
             "write",
             "succeeded" if write.written else "skipped",
@@ -171,14 +252,14 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
         return {
             **result,
             "memory_written": write.written,
-            "memory_messages": len(write.state.messages),
-            "hydration": hydration_dto(conversation_id, write.state),
+            "memory_messages": 0 if gone else len(write.state.messages),
+            "hydration": None if gone else hydration_dto(conversation_id, write.state),
         }
 
     return finalize
 
 
-def emit_answer(result: dict[str, Any], **fields: Any) -> None:
+def emit_answer(result: AgentUpdate, **fields: Any) -> None:
     """Stream the turn's outcome as soon as it exists (`answer` event): a client still
     gets it if storing the run's last checkpoint fails afterwards."""
     emit(
@@ -202,7 +283,7 @@ def make_compact(
 ) -> Node:
     """Build `compact`: fold older turns into the summary and pinned decisions."""
 
-    async def compact(state: AgentState) -> dict[str, Any]:
+    async def compact(state: AgentState) -> AgentUpdate:
         """Run the compaction model (structured output) over the conversation's memory."""
         session_id, conversation_id = state["session_id"], state["conversation_id"]
         emit_memory("compact", "started")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from graphs.turn_input import InvalidTurnInput
+from graphs.request import InvalidRequest
 
 NOT_A_DECISION = "a decision must be an object such as {'action': 'approve'}"
 UNKNOWN_REVIEW = "this review cannot be resumed here"
@@ -22,7 +22,7 @@ Validator = Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
 _VALIDATORS: dict[str, Validator] = {}
 
 
-class InvalidDecision(InvalidTurnInput):
+class InvalidDecision(InvalidRequest):
     """A resume decision does not fit the pending review; nothing was resumed."""
 
 

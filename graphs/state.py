@@ -1,21 +1,39 @@
-"""State and context schemas of the agent graph.
+"""State and context schemas of the agent graph, and the per-turn reset.
 
 The run state is turn-scoped: every key is replaced (never appended) from one turn
 to the next, so nothing in it grows with the length of the conversation. The
-conversation itself lives in its chat-memory thread (`memory/`).
+conversation itself lives in its chat-memory thread (`memory/`). The memory context
+a model reads is carried in an untracked channel: it is never checkpointed, so a
+run thread (and a client reading its state) never holds prompts or memory.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Final
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
+from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
-Mode = Literal["auto", "chat", "tool", "tasklist", "delivery"]
-RouteName = Literal["chat", "tool", "tasklist", "delivery"]
-MODES: tuple[str, ...] = get_args(Mode)
+from graphs.request import MODES, Mode, RouteName, TurnRequest
+
+__all__ = [
+    "DEFAULT_SESSION_ID",
+    "FRESH_TURN",
+    "MODES",
+    "AgentInput",
+    "AgentOutput",
+    "AgentState",
+    "AgentUpdate",
+    "Context",
+    "MemoryContext",
+    "Mode",
+    "RouteName",
+    "WorkflowInput",
+    "WorkflowOutput",
+]
+
 DEFAULT_SESSION_ID = "studio"
 
 
@@ -34,6 +52,18 @@ class Context:
     mode: Mode = "auto"
 
 
+@dataclass(frozen=True)
+class MemoryContext:
+    """What the model reads before this turn's own messages: the system prompt, the
+    memory blocks and the recent messages (`memory.build_context`).
+
+    A container rather than a bare list, so that LangGraph's `messages` stream, which
+    looks for messages in node outputs, never shows the memory to a client.
+    """
+
+    messages: tuple[BaseMessage, ...] = field(default_factory=tuple)
+
+
 class AgentInput(TypedDict, total=False):
     """What a run accepts: `{"message": …}` or Studio chat input `{"messages": […]}`."""
 
@@ -48,6 +78,9 @@ class AgentInput(TypedDict, total=False):
     """Optional session id (Studio); the context's session id otherwise."""
     conversation_id: str
     """Optional conversation id; the context's, else the run's thread id."""
+    request: TurnRequest | None
+    """A request validated at the boundary (`ChatAgent` passes one): its route is not
+    decided again, and its conversation was admitted before the run (cleared once read)."""
 
 
 class AgentOutput(TypedDict, total=False):
@@ -60,8 +93,9 @@ class AgentOutput(TypedDict, total=False):
     route: RouteName
     """The subgraph that answered (replaced)."""
     status: str
-    """completed | blocked | cancelled | failed (replaced); a run paused for a review
-    returns before finalize, with LangGraph's `__interrupt__`."""
+    """completed | blocked | cancelled | failed once the turn ends (replaced). A workflow
+    reads `interrupted` until it finishes: paused for a review (with LangGraph's
+    `__interrupt__`), or stopped by a crash and waiting for recovery."""
     memory_written: bool
     """Whether the turn was written to chat memory (replaced)."""
     compaction: str
@@ -94,20 +128,49 @@ class WorkflowOutput(TypedDict, total=False):
     """completed | blocked (both written to memory) | rejected | failed (replaced)."""
 
 
-class AgentState(AgentInput, AgentOutput, WorkflowInput, WorkflowOutput, total=False):
+class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     """The run state: input, output and the turn's working data, all replaced per turn."""
 
     session_id: str
     turn_id: str
     """Random id of this turn; the stable ids of its memory messages derive from it."""
     user_text: str
-    """The validated user text (a workflow prefix stripped)."""
+    """The validated user text (a workflow prefix stripped) (replaced)."""
     tools_allowed: bool
-    """Whether the chat model may ask for tools (auto mode)."""
+    """Whether the chat model may ask for tools (auto mode) (replaced)."""
     turn_messages: list[AnyMessage]
-    """The model's working messages for this turn: memory context, tool calls, answer;
-    after finalize only the turn's own messages, from the user's on (replaced)."""
-    context_size: int
-    """How many leading `turn_messages` are memory context (replaced)."""
+    """This turn's own messages: the user's, tool calls and results, the answer
+    (replaced; the subgraphs append to their copy)."""
+    context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
+    """The memory context of this turn's model calls (never checkpointed)."""
+    memory_summary: Annotated[str, UntrackedValue(str)]
+    """The conversation's summary, a workflow's background (never checkpointed)."""
+    memory_pins: Annotated[list[str], UntrackedValue(list)]
+    """The conversation's pinned decisions, a workflow's background (never checkpointed)."""
     memory_messages: int
-    """How many messages the chat memory holds after finalize."""
+    """How many messages the chat memory holds after finalize (replaced)."""
+
+
+class AgentUpdate(AgentState, total=False):
+    """What a node of the agent graph returns: any subset of the state's keys."""
+
+
+FRESH_TURN: Final[AgentUpdate] = {
+    "message": None,
+    "mode": None,
+    "request": None,
+    "messages": [],
+    "answer": "",
+    "status": "running",
+    "memory_written": False,
+    "compaction": "skipped",
+    "degraded": False,
+    "hydration": None,
+    "turn_messages": [],
+    "memory_messages": 0,
+    "workflow_text": "",
+    "workflow_status": "",
+}
+"""Every per-turn key, reset when a turn starts (`load_memory` adds the turn's own
+values): nothing of the previous turn leaks into this one. A test checks that every
+key of `AgentState` is either here or set by `load_memory`."""

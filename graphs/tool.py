@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.tools import BaseTool
+from langgraph.channels import UntrackedValue
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
@@ -16,19 +17,27 @@ from typing_extensions import TypedDict
 from graphs.chat import announce_tool_calls
 from graphs.prompts import FINAL_ANSWER_NUDGE
 from graphs.resources import Lazy
+from graphs.state import MemoryContext
 
 DEFAULT_MAX_TOOL_ROUNDS = 6
 
 
-class ToolState(TypedDict):
-    """State shared with the main graph."""
+class ToolOutput(TypedDict):
+    """What the tool subgraph hands back to the main graph."""
 
     turn_messages: Annotated[list[AnyMessage], add_messages]
-    """This turn's messages: context, tool calls, tool results, answer (appended here;
-    the main graph replaces its copy with the result)."""
+    """This turn's own messages: the user's, tool calls, tool results, answer (appended
+    here; the main graph replaces its copy with the result)."""
 
 
-def pending_tool_calls(state: ToolState) -> bool:
+class ToolState(ToolOutput, total=False):
+    """State shared with the main graph."""
+
+    context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
+    """The memory context read before the turn's messages (never checkpointed)."""
+
+
+def pending_tool_calls(state: ToolOutput) -> bool:
     """Whether the last message is a tool request still to be run."""
     last = state["turn_messages"][-1] if state["turn_messages"] else None
     return isinstance(last, AIMessage) and bool(last.tool_calls)
@@ -49,7 +58,7 @@ def build_tool_graph(
     model: BaseChatModel | Lazy[BaseChatModel],
     tools: Sequence[BaseTool],
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
-) -> StateGraph[ToolState, None, ToolState, ToolState]:
+) -> StateGraph[ToolState, None, ToolState, ToolOutput]:
     """`START → (tools ⇄ call_model) → END`, at most `max_rounds` tool rounds.
 
     Tool errors come back to the model as error messages (ToolNode's default); past
@@ -57,11 +66,12 @@ def build_tool_graph(
     """
     provider = Lazy.of(model)
 
-    async def call_model(state: ToolState) -> ToolState:
+    async def call_model(state: ToolState) -> ToolOutput:
         """Ask the model, with tools bound, for a tool call or the final answer."""
         chat_model = await provider.aget()
-        messages = list(state["turn_messages"])
-        rounds = sum(1 for m in messages if isinstance(m, AIMessage) and m.tool_calls)
+        context = state.get("context") or MemoryContext()
+        messages = [*context.messages, *state["turn_messages"]]
+        rounds = sum(1 for m in state["turn_messages"] if isinstance(m, AIMessage) and m.tool_calls)
         if rounds >= max_rounds:
             reply = await chat_model.ainvoke([*messages, HumanMessage(content=FINAL_ANSWER_NUDGE)])
             reply = AIMessage(content=reply.content, id=reply.id)  # never another tool call
@@ -71,7 +81,7 @@ def build_tool_graph(
             announce_tool_calls(reply)
         return {"turn_messages": [reply]}
 
-    builder = StateGraph(ToolState)
+    builder = StateGraph(ToolState, output_schema=ToolOutput)
     builder.add_node(call_model)
     builder.add_node("tools", ToolNode(list(tools), messages_key="turn_messages"))
     builder.add_conditional_edges(START, route_tool_entry)

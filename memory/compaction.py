@@ -8,6 +8,7 @@ deterministic local fallback that keeps the hard bound when the model keeps fail
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +21,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memory.context import numbered
 from memory.limits import (
     COMPACTION_KEEP_MESSAGES,
     HARD_MESSAGE_CAP,
@@ -30,13 +30,8 @@ from memory.limits import (
     MAX_SUMMARY_CHARS,
     validate_keep,
 )
-from memory.prompts import (
-    COMPACTION_INPUT,
-    COMPACTION_SYSTEM,
-    FALLBACK_SUMMARY_LINE,
-    NONE_MARKER,
-)
-from memory.schema import ChatThreadMessage, ThreadState, utcnow
+from memory.prompts import COMPACTION_SYSTEM, FALLBACK_SUMMARY_LINE
+from memory.schema import ChatThreadMessage, Role, ThreadState, utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -107,26 +102,70 @@ def split_for_fold(
     return list(messages[:boundary]), list(messages[boundary:])
 
 
-def _transcript(messages: Sequence[ChatThreadMessage]) -> str:
-    if not messages:
-        return NONE_MARKER
-    return "\n".join(f"[{message.role}] {message.text}" for message in messages)
+class FoldedMessage(BaseModel):
+    """One message of the compaction input: its role outside its text, so that no text
+    can pass for another speaker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    text: str
+
+
+class NumberedItem(BaseModel):
+    """An old pinned decision, by the number the model may retire it with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int
+    text: str
+
+
+class CompactionInput(BaseModel):
+    """What the compaction model reads: one JSON document, every text an escaped value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    old_summary: str
+    old_pinned_decisions: list[NumberedItem]
+    messages_to_fold: list[FoldedMessage]
+    kept_messages: list[FoldedMessage]
+
+    @classmethod
+    def of(
+        cls,
+        state: ThreadState,
+        fold: Sequence[ChatThreadMessage],
+        kept: Sequence[ChatThreadMessage],
+    ) -> CompactionInput:
+        """The input for folding `fold` into `state`, with `kept` for reference."""
+        return cls(
+            old_summary=state.summary,
+            old_pinned_decisions=[
+                NumberedItem(number=n, text=pin)
+                for n, pin in enumerate(state.pinned_decisions, start=1)
+            ],
+            messages_to_fold=[FoldedMessage(role=m.role, text=m.text) for m in fold],
+            kept_messages=[FoldedMessage(role=m.role, text=m.text) for m in kept],
+        )
 
 
 def compaction_prompt(
     state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
 ) -> list[BaseMessage]:
-    """The compaction model's input: old summary, numbered old pins, fold and kept messages."""
+    """The compaction model's input: the instruction, then the `CompactionInput` as JSON."""
     system = COMPACTION_SYSTEM.format(
         max_summary=MAX_SUMMARY_CHARS, max_pin=MAX_PINNED_DECISION_CHARS
     )
-    body = COMPACTION_INPUT.format(
-        summary=state.summary or NONE_MARKER,
-        pins=numbered(state.pinned_decisions) or NONE_MARKER,
-        fold=_transcript(fold),
-        kept=_transcript(kept),
-    )
+    payload = CompactionInput.of(state, fold, kept).model_dump(mode="json")
+    body = json.dumps(payload, ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]
+
+
+def quoted(text: str) -> str:
+    """`text` as a JSON string literal: it cannot close its quotes or start a new line, so
+    what a user or the assistant said can never read as another speaker's line."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def clamp(text: str, limit: int) -> str:
@@ -198,7 +237,7 @@ def local_fallback(
     lines = [
         FALLBACK_SUMMARY_LINE.format(
             speaker="User" if message.role == "user" else "Assistant",
-            text=clamp(" ".join(message.text.split()), FALLBACK_LINE_CHARS),
+            text=quoted(clamp(" ".join(message.text.split()), FALLBACK_LINE_CHARS)),
         )
         for message in fold
     ]

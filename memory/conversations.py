@@ -1,9 +1,13 @@
 """`ConversationMemory`: the one object the agent uses for memory and the registry.
 
 It ties thread ids, storage, the write rules, compaction and the registry together.
-Writes to one memory thread, and to one session's registry, are serialised by a
-keyed lock and guarded by a `version` compare-and-set. Locks are never nested:
-memory first, then the registry, then the deletion of pruned threads.
+Every write of a session's documents (a conversation's memory, the registry, the
+deletion of a conversation's threads) happens under that session's lock, reads what
+it needs in one query, checks that the conversation is still the session's, and
+commits in one transaction. So a conversation deleted or pruned while a turn runs
+in it stays deleted (the turn writes nothing), and a crash never leaves the registry
+behind its memory. A `version` compare-and-set guards compaction, which calls its
+model without any lock held.
 """
 
 from __future__ import annotations
@@ -65,6 +69,24 @@ class TurnWrite:
     pruned: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """A session's registry and one conversation's memory, read together.
+
+    Attributes:
+        registry: the session's registry (empty when it has none).
+        state: the conversation's memory, or None when nothing is stored.
+    """
+
+    registry: RegistryState
+    state: ThreadState | None
+
+    @property
+    def memory(self) -> ThreadState:
+        """The conversation's memory, empty when nothing is stored."""
+        return self.state or ThreadState()
+
+
 class ConversationMemory:
     """Per-conversation chat memory and the per-session registry over one `ThreadStore`.
 
@@ -96,46 +118,101 @@ class ConversationMemory:
     def run_thread(self, session_id: str, conversation_id: str) -> str:
         return self.ids.run_thread(session_id, conversation_id)
 
-    # -- chat memory ------------------------------------------------------------------
+    # -- reads ------------------------------------------------------------------------
 
-    def _read(self, thread_id: str) -> ThreadState | None:
-        document = self.threads.get(thread_id)
-        return None if document is None else ThreadState.from_document(document)
-
-    def _put(self, thread_id: str, state: ThreadState, version: int) -> ThreadState:
-        stored = ThreadState.model_validate({**state.to_document(), "version": version})
-        self.threads.put(thread_id, stored.to_document())
-        return stored
+    def snapshot(self, session_id: str, conversation_id: str) -> Snapshot:
+        """The session's registry and the conversation's memory, in one read."""
+        registry_thread = self.ids.registry_thread(session_id)
+        memory_thread = self.memory_thread(session_id, conversation_id)
+        documents = self.threads.get_many([registry_thread, memory_thread])
+        return Snapshot(
+            _registry(documents.get(registry_thread)), _memory(documents.get(memory_thread))
+        )
 
     def load(self, session_id: str, conversation_id: str) -> ThreadState:
         """The conversation's memory (empty when nothing is stored yet)."""
-        return self._read(self.memory_thread(session_id, conversation_id)) or ThreadState()
+        return self.stored(session_id, conversation_id) or ThreadState()
 
     def stored(self, session_id: str, conversation_id: str) -> ThreadState | None:
         """The conversation's memory, or None when nothing is stored."""
-        return self._read(self.memory_thread(session_id, conversation_id))
+        return _memory(self.threads.get(self.memory_thread(session_id, conversation_id)))
+
+    def registry(self, session_id: str) -> RegistryState:
+        """The session's registry (empty when the session has none)."""
+        return _registry(self.threads.get(self.ids.registry_thread(session_id)))
+
+    def admit(self, session_id: str, conversation_id: str) -> ThreadState:
+        """The memory of a conversation that a turn starts without a draft step (the
+        graph's own input, as under `langgraph dev`): the session owns it from now on."""
+        snapshot = self.snapshot(session_id, conversation_id)
+        if not snapshot.registry.owns(conversation_id):
+            self.accept_draft(session_id, conversation_id)
+        return snapshot.memory
+
+    # -- writes -----------------------------------------------------------------------
+
+    def _commit(
+        self,
+        session_id: str,
+        registry: RegistryState,
+        change: RegistryChange | None,
+        memory: dict[str, ThreadState] | None = None,
+    ) -> RegistryChange | None:
+        """Store new memory states, the registry change and the pruned conversations'
+        deletion in one transaction (the caller holds the session's lock)."""
+        documents = {thread: state.to_document() for thread, state in (memory or {}).items()}
+        stored = None
+        if change is not None and change.state is not registry:
+            state = change.state.model_copy(update={"version": registry.version + 1})
+            documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
+            stored = RegistryChange(state, change.pruned)
+        pruned = change.pruned if change is not None else ()
+        self.threads.put_many(documents, delete=self._threads_of(session_id, pruned))
+        return stored or change
+
+    def _threads_of(self, session_id: str, conversation_ids: Iterable[str]) -> list[str]:
+        return [
+            thread
+            for conversation_id in conversation_ids
+            for thread in (
+                self.memory_thread(session_id, conversation_id),
+                self.run_thread(session_id, conversation_id),
+            )
+        ]
+
+    def session_lock(self, session_id: str) -> Any:
+        """The lock every writer of the session's documents holds (registry thread key)."""
+        return self.threads.lock(self.ids.registry_thread(session_id))
 
     def write_turn(self, session_id: str, conversation_id: str, turn: FinalTurn) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
-        Past `HARD_MESSAGE_CAP` messages the local fallback folds the oldest ones, so the
-        bound holds even when no compaction ever succeeds.
+        Nothing is written when the conversation is no longer the session's (deleted or
+        pruned while the turn ran): it stays deleted. Past `HARD_MESSAGE_CAP` messages
+        the local fallback folds the oldest ones, so the bound holds even when no
+        compaction ever succeeds.
         """
         thread_id = self.memory_thread(session_id, conversation_id)
         now = self.clock()
-        with self.threads.lock(thread_id):
-            current = self._read(thread_id) or ThreadState()
+        with self.session_lock(session_id):
+            snapshot = self.snapshot(session_id, conversation_id)
+            current = snapshot.memory
+            if not snapshot.registry.owns(conversation_id):
+                return TurnWrite(False, SkipReason.GONE, current)
             plan = plan_turn_write(current, turn, now)
             if plan.skipped is not None:
                 return TurnWrite(False, plan.skipped, current)
-            grown = current.model_copy(update={"messages": [*current.messages, *plan.messages]})
+            grown = current.model_copy(
+                update={
+                    "messages": [*current.messages, *plan.messages],
+                    "version": current.version + 1,
+                }
+            )
             if len(grown.messages) > HARD_MESSAGE_CAP:
                 grown = local_fallback(grown, self.keep, now)
-            state = self._put(thread_id, grown, current.version + 1)
-        change = self._update_registry(
-            session_id, lambda registry: record_turn(registry, conversation_id, turn.user_text, now)
-        )
-        self._delete_threads(session_id, change.pruned)
+            state = ThreadState.model_validate(grown.to_document())
+            change = record_turn(snapshot.registry, conversation_id, turn.user_text, now)
+            self._commit(session_id, snapshot.registry, change, {thread_id: state})
         return TurnWrite(True, None, state, change.pruned)
 
     def replace(
@@ -145,13 +222,18 @@ class ConversationMemory:
 
         Raises:
             VersionConflict: another writer got there first; nothing was written.
+            ConversationNotFound: the conversation is not the session's.
         """
         thread_id = self.memory_thread(session_id, conversation_id)
-        with self.threads.lock(thread_id):
-            current = self._read(thread_id) or ThreadState()
-            if current.version != expected_version:
-                raise VersionConflict(expected_version, current.version)
-            return self._put(thread_id, state, expected_version + 1)
+        with self.session_lock(session_id):
+            snapshot = self.snapshot(session_id, conversation_id)
+            if not snapshot.registry.owns(conversation_id):
+                raise ConversationNotFound()
+            if snapshot.memory.version != expected_version:
+                raise VersionConflict(expected_version, snapshot.memory.version)
+            stored = state.model_copy(update={"version": expected_version + 1})
+            self._commit(session_id, snapshot.registry, None, {thread_id: stored})
+        return stored
 
     def compact(
         self,
@@ -168,7 +250,7 @@ class ConversationMemory:
         """
         snapshot = self.load(session_id, conversation_id)
         result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
-        return self._commit(self.memory_thread(session_id, conversation_id), snapshot, result)
+        return self._store_compaction(session_id, conversation_id, snapshot, result)
 
     async def acompact(
         self,
@@ -181,24 +263,34 @@ class ConversationMemory:
         """Async `compact`: the model call is awaited, storage runs in a worker thread."""
         snapshot = await asyncio.to_thread(self.load, session_id, conversation_id)
         result = await acompact(snapshot, model, keep=self.keep, method=method, now=self.clock())
-        thread_id = self.memory_thread(session_id, conversation_id)
-        return await asyncio.to_thread(self._commit, thread_id, snapshot, result)
+        return await asyncio.to_thread(
+            self._store_compaction, session_id, conversation_id, snapshot, result
+        )
 
-    def _commit(
-        self, thread_id: str, snapshot: ThreadState, result: CompactionResult
+    def _store_compaction(
+        self,
+        session_id: str,
+        conversation_id: str,
+        snapshot: ThreadState,
+        result: CompactionResult,
     ) -> CompactionResult:
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
-        with self.threads.lock(thread_id):
-            current = self._read(thread_id) or ThreadState()
-            state = result.state
+        thread_id = self.memory_thread(session_id, conversation_id)
+        with self.session_lock(session_id):
+            now = self.snapshot(session_id, conversation_id)
+            if not now.registry.owns(conversation_id) or now.state is None:
+                logger.info("compaction skipped: the conversation was deleted meanwhile")
+                return CompactionResult(CompactionStatus.FAILED, now.memory, "conversation gone")
+            current, state = now.state, result.state
             if current.version != snapshot.version:
                 rebased = _rebase(snapshot, current, state, self.keep, self.clock())
                 if rebased is None:
                     logger.info("compaction lost a race with another compaction; retried later")
                     return CompactionResult(CompactionStatus.FAILED, current, "version conflict")
                 state = rebased
-            stored = self._put(thread_id, state, current.version + 1)
+            stored = state.model_copy(update={"version": current.version + 1})
+            self._commit(session_id, now.registry, None, {thread_id: stored})
         return CompactionResult(result.status, stored, result.error)
 
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
@@ -207,35 +299,23 @@ class ConversationMemory:
         Raises:
             ConversationNotFound: unknown, pruned, or another session's conversation.
         """
-        self.require_conversation(session_id, conversation_id)
-        return hydration_dto(conversation_id, self.stored(session_id, conversation_id))
+        validate_id(conversation_id, "conversation id")
+        snapshot = self.snapshot(session_id, conversation_id)
+        if not snapshot.registry.owns(conversation_id):
+            raise ConversationNotFound()
+        return hydration_dto(conversation_id, snapshot.state)
 
     # -- registry ---------------------------------------------------------------------
 
-    def registry(self, session_id: str) -> RegistryState:
-        """The session's registry (empty when the session has none)."""
-        document = self.threads.get(self.ids.registry_thread(session_id))
-        return RegistryState() if document is None else RegistryState.model_validate(document)
-
     def _update_registry(self, session_id: str, update: RegistryUpdate) -> RegistryChange:
-        thread_id = self.ids.registry_thread(session_id)
-        with self.threads.lock(thread_id):
+        with self.session_lock(session_id):
             current = self.registry(session_id)
             change = update(current)
-            if change.state is not current:
-                stored = RegistryState.model_validate(
-                    {**change.state.model_dump(mode="json"), "version": current.version + 1}
-                )
-                self.threads.put(thread_id, stored.model_dump(mode="json"))
-                change = RegistryChange(stored, change.pruned)
-        return change
-
-    def _delete_threads(self, session_id: str, conversation_ids: Iterable[str]) -> None:
-        for conversation_id in conversation_ids:
-            memory_thread = self.memory_thread(session_id, conversation_id)
-            with self.threads.lock(memory_thread):
-                self.threads.delete(memory_thread)
-            self.threads.delete(self.run_thread(session_id, conversation_id))
+            if change.state is current:
+                return change
+            stored = self._commit(session_id, current, change)
+        assert stored is not None
+        return stored
 
     def conversations(self, session_id: str) -> dict[str, Any]:
         """`{selectedConversationId, conversations, limit}`, newest activity first."""
@@ -250,10 +330,7 @@ class ConversationMemory:
     def accept_draft(self, session_id: str, conversation_id: str) -> None:
         """A draft's first message was accepted: the session now owns the conversation."""
         validate_id(conversation_id, "conversation id")
-        change = self._update_registry(
-            session_id, lambda registry: accept_draft(registry, conversation_id)
-        )
-        self._delete_threads(session_id, change.pruned)
+        self._update_registry(session_id, lambda registry: accept_draft(registry, conversation_id))
 
     def select(self, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Select an owned conversation without reordering the list."""
@@ -264,12 +341,14 @@ class ConversationMemory:
         return registry_dto(change.state)
 
     def delete_conversation(self, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Remove an owned conversation and delete its memory and run threads."""
+        """Remove an owned conversation and delete its memory and run threads, at once.
+
+        A turn still running in it writes nothing when it ends.
+        """
         validate_id(conversation_id, "conversation id")
         change = self._update_registry(
             session_id, lambda registry: remove(registry, conversation_id)
         )
-        self._delete_threads(session_id, change.pruned)
         return registry_dto(change.state)
 
     # -- async wrappers (storage calls block; keep them off the event loop) ------------
@@ -281,6 +360,14 @@ class ConversationMemory:
         self, session_id: str, conversation_id: str, turn: FinalTurn
     ) -> TurnWrite:
         return await asyncio.to_thread(self.write_turn, session_id, conversation_id, turn)
+
+
+def _memory(document: dict[str, Any] | None) -> ThreadState | None:
+    return None if document is None else ThreadState.from_document(document)
+
+
+def _registry(document: dict[str, Any] | None) -> RegistryState:
+    return RegistryState() if document is None else RegistryState.model_validate(document)
 
 
 def _rebase(

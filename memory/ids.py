@@ -23,6 +23,7 @@ from memory.schema import validate_id
 logger = logging.getLogger(__name__)
 
 SECRET_FILE_NAME = "session-secret"
+PRIVATE_DIR_MODE = 0o700
 
 MEMORY_THREAD_PREFIX = "chat-conversation"
 RUN_THREAD_PREFIX = "agent-run"
@@ -47,7 +48,7 @@ def load_or_create_secret(data_dir: Path) -> str:
     Safe when several processes start at once: the file is created exclusively and
     the losers of the race read the winner's secret.
     """
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
     path = data_dir / SECRET_FILE_NAME
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

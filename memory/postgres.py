@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg import Connection
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from memory.checkpointers import ThreadedAsyncSaver
+from memory.documents import DOCUMENT, DOCUMENT_METADATA, document_checkpoint
 from memory.errors import STORAGE_FAILED, StorageError
 from memory.locks import KeyedLocks, wait_for
 
@@ -50,9 +52,62 @@ KEEP_ONE_SQL = (
 )
 
 
+SELECT_DOCUMENTS_SQL = """
+SELECT DISTINCT ON (c.thread_id) c.thread_id, b.type, b.blob
+FROM checkpoints c
+JOIN checkpoint_blobs b
+  ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns
+ AND b.channel = %(channel)s AND b.version = c.checkpoint -> 'channel_versions' ->> %(channel)s
+WHERE c.thread_id = ANY(%(threads)s) AND c.checkpoint_ns = ''
+ORDER BY c.thread_id, c.checkpoint_id DESC
+"""
+DELETE_THREADS_SQL = tuple(
+    f"DELETE FROM {table} WHERE thread_id = ANY(%(threads)s)"
+    for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints")
+)
+
+
 class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
     """`PostgresSaver` with the async API in worker threads (its pool is thread-safe),
-    and a cheap prune for threads known to be finished."""
+    a cheap prune for threads known to be finished, and memory documents
+    (`memory.documents.DocumentSaver`)."""
+
+    def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The memory documents of `thread_ids`, read in one query."""
+        if not thread_ids:
+            return {}
+        with self._cursor() as cur:
+            rows = cur.execute(
+                SELECT_DOCUMENTS_SQL, {"channel": DOCUMENT, "threads": list(thread_ids)}
+            ).fetchall()
+        documents: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            document = self.serde.loads_typed((row["type"], row["blob"]))
+            if isinstance(document, dict):
+                documents[row["thread_id"]] = document
+        return documents
+
+    def put_documents(
+        self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()
+    ) -> None:
+        """Replace the documents and delete the threads in `delete`, in one transaction."""
+        blobs, checkpoints = [], []
+        for thread_id, document in documents.items():
+            version = self.get_next_version(None, None)
+            checkpoint = document_checkpoint(document, version)
+            blobs.extend(
+                self._dump_blobs(thread_id, "", checkpoint["channel_values"], {DOCUMENT: version})
+            )
+            inline = {**checkpoint, "channel_values": {}}
+            checkpoints.append(
+                (thread_id, "", checkpoint["id"], None, Jsonb(inline), Jsonb(DOCUMENT_METADATA))
+            )
+        with self._cursor() as cur, cur.connection.transaction():
+            for sql in DELETE_THREADS_SQL:
+                cur.execute(sql, {"threads": [*documents, *delete]})
+            if blobs:
+                cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs)
+                cur.executemany(self.UPSERT_CHECKPOINTS_SQL, checkpoints)
 
     def keep_latest_root(self, thread_id: str) -> None:
         """Keep only the newest root checkpoint of a finished thread and its blobs.

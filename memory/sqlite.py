@@ -1,14 +1,19 @@
-"""SQLite storage: the checkpointer (with `prune`) and file locks beside the database."""
+"""SQLite storage: the checkpointer (with `prune` and memory documents) and file locks."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from memory.checkpointers import ThreadedAsyncSaver
+from memory.documents import DOCUMENT_METADATA, checkpoint_document, document_checkpoint
 from memory.locks import FileLocks, KeyedLocks
 
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -16,12 +21,62 @@ SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after 
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
 
 
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+SQLITE_SIDE_FILES = ("-wal", "-shm")
+
+INSERT_DOCUMENT_SQL = (
+    "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+    "type, checkpoint, metadata) VALUES (?, '', ?, NULL, ?, ?, ?)"
+)
+
+
 class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
-    """`SqliteSaver` with `prune` and the async API, both left unimplemented upstream.
+    """`SqliteSaver` with `prune`, the async API (both left unimplemented upstream) and
+    memory documents (`memory.documents.DocumentSaver`).
 
     The connection is shared under the saver's lock, so the async methods can run the
     sync ones in worker threads (`ThreadedAsyncSaver`).
     """
+
+    def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The memory documents of `thread_ids`, read in one query."""
+        if not thread_ids:
+            return {}
+        marks = ", ".join("?" * len(thread_ids))
+        with self.cursor(transaction=False) as cur:
+            rows = cur.execute(
+                "SELECT thread_id, type, checkpoint FROM checkpoints "
+                f"WHERE checkpoint_ns = '' AND thread_id IN ({marks}) ORDER BY checkpoint_id",
+                tuple(thread_ids),
+            ).fetchall()
+        documents: dict[str, dict[str, Any]] = {}
+        for thread_id, type_, blob in rows:  # newest last: it wins
+            document = checkpoint_document(self.serde.loads_typed((type_, blob)))
+            if document is not None:
+                documents[thread_id] = document
+        return documents
+
+    def put_documents(
+        self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()
+    ) -> None:
+        """Replace the documents and delete the threads in `delete`, in one transaction."""
+        metadata = json.dumps(DOCUMENT_METADATA).encode()
+        rows = []
+        for thread_id, document in documents.items():
+            checkpoint = document_checkpoint(document, self.get_next_version(None, None))
+            type_, blob = self.serde.dumps_typed(checkpoint)
+            rows.append((thread_id, checkpoint["id"], type_, blob, metadata))
+        with self.lock, closing(self.conn.cursor()) as cur:
+            try:
+                for thread_id in (*documents, *delete):
+                    cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
+                    cur.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
+                cur.executemany(INSERT_DOCUMENT_SQL, rows)
+                self.conn.commit()
+            except BaseException:
+                self.conn.rollback()
+                raise
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune checkpoints of `thread_ids` (`keep_latest` or `delete`), as in the base API."""
@@ -64,10 +119,26 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
                 )
 
 
+def create_private(path: Path) -> None:
+    """Create `path` (and missing parents) readable by this user only: conversations are
+    private data. Existing files keep their mode, except that a database file and its
+    WAL and shared-memory files are narrowed to 0600."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=PRIVATE_DIR_MODE)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
+    for candidate in (path, *(path.with_name(path.name + s) for s in SQLITE_SIDE_FILES)):
+        if candidate.exists() and candidate.stat().st_mode & 0o077:
+            candidate.chmod(PRIVATE_FILE_MODE)
+
+
 def open_sqlite(path: Path | None) -> tuple[SqliteCheckpointer, KeyedLocks, Callable[[], None]]:
-    """The checkpointer and locks of a SQLite file (None: in memory, this process only)."""
+    """The checkpointer and locks of a SQLite file (None: in memory, this process only).
+
+    SQLite creates the WAL and shared-memory files with the database file's mode, so
+    creating that file 0600 first keeps all of them private.
+    """
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        create_private(path)
     conn = sqlite3.connect(
         str(path) if path else ":memory:",
         check_same_thread=False,

@@ -2,17 +2,17 @@
 
 A small memory graph, compiled with the checkpointer, defines a memory thread: one
 `document` channel written by its `store_document` step. Each write leaves exactly
-one checkpoint per thread, the one that step would leave, and the thread is pruned
-to it, so storage stays flat however long the conversation runs. Reads and writes
-go straight to the checkpointer (a graph run per write costs more than the write);
-`ThreadStore.graph.get_state` reads the same threads through the graph.
+one checkpoint per thread, the one that step would leave (`memory.documents`), so
+storage stays flat however long the conversation runs. Reads and writes go straight
+to the backend: several documents are read in one query and written in one
+transaction; `ThreadStore.graph.get_state` reads the same threads through the graph.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +20,12 @@ from typing import Any, ParamSpec, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, empty_checkpoint
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
+from memory.documents import DocumentSaver
 from memory.errors import (
     STORAGE_FAILED,
     UNSUPPORTED_DATABASE_URL,
@@ -42,8 +43,6 @@ DEFAULT_DATABASE_URL = "sqlite:///.agent-data/agent.sqlite"
 POSTGRES_EXTRA_MISSING = (
     "PostgreSQL storage needs the postgres extra: pip install 'langgraph-memory-agent[postgres]'"
 )
-
-DOCUMENT = "document"
 
 
 class MemoryDocument(TypedDict):
@@ -87,7 +86,8 @@ class ThreadStore:
     """Documents stored as single-checkpoint threads of a LangGraph checkpointer.
 
     Args:
-        checkpointer: where threads live; the agent graph's run threads may share it.
+        checkpointer: where threads live; the agent graph's run threads share it. It
+            must also be a `DocumentSaver` (the SQLite and PostgreSQL backends are).
         locks: serialises writers of a thread across threads and processes.
         lock_timeout: seconds a writer waits for a thread's lock.
         on_close: releases the backend's resources.
@@ -101,7 +101,10 @@ class ThreadStore:
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         on_close: Callable[[], None] | None = None,
     ) -> None:
+        if not isinstance(checkpointer, DocumentSaver):
+            raise TypeError(f"{type(checkpointer).__name__} cannot store memory documents")
         self.checkpointer = checkpointer
+        self.documents: DocumentSaver = checkpointer
         self.locks = locks
         self.lock_timeout = lock_timeout
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = build_memory_graph().compile(
@@ -118,55 +121,40 @@ class ThreadStore:
         return self.locks.hold(thread_id, self.lock_timeout if timeout is None else timeout)
 
     @_storage_errors
+    def get_many(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored documents of `thread_ids` (absent ones left out), in one read."""
+        return self.documents.get_documents(list(dict.fromkeys(thread_ids)))
+
     def get(self, thread_id: str) -> dict[str, Any] | None:
         """The stored document of `thread_id`, or None when the thread has none."""
-        saved = self.checkpointer.get_tuple(self._config(thread_id))
-        document = saved.checkpoint["channel_values"].get(DOCUMENT) if saved else None
-        return dict(document) if isinstance(document, dict) else None
+        return self.get_many([thread_id]).get(thread_id)
 
     @_storage_errors
-    def put(self, thread_id: str, document: dict[str, Any]) -> None:
-        """Replace the document of `thread_id`, keeping only the new checkpoint.
+    def put_many(
+        self, documents: Mapping[str, Mapping[str, Any]], *, delete: Sequence[str] = ()
+    ) -> None:
+        """In one transaction: replace each document (its thread keeps one checkpoint)
+        and delete the threads in `delete`. Callers hold the locks of what they read
+        before writing."""
+        self.documents.put_documents(documents, delete)
 
-        The checkpoint is the one the memory graph's `store_document` step would
-        leave (its `document` channel at a new version), written in one `put`
-        without running the graph; the thread is then pruned to it. Callers hold
-        `lock(thread_id)` when they read before writing.
-        """
-        config = self._config(thread_id)
-        previous = self.checkpointer.get_tuple(config)
-        checkpoint = empty_checkpoint()
-        version = self.checkpointer.get_next_version(
-            previous.checkpoint["channel_versions"].get(DOCUMENT) if previous else None, None
-        )
-        checkpoint["channel_values"] = {DOCUMENT: document}
-        checkpoint["channel_versions"] = {DOCUMENT: version}
-        step = previous.metadata.get("step", -1) + 1 if previous else 0
-        parent: RunnableConfig = (
-            previous.config
-            if previous
-            else {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        )
-        metadata: CheckpointMetadata = {"source": "update", "step": step, "parents": {}}
-        self.checkpointer.put(parent, checkpoint, metadata, {DOCUMENT: version})
-        self._keep_latest(thread_id)
+    def put(self, thread_id: str, document: Mapping[str, Any]) -> None:
+        """Replace the document of `thread_id`, keeping only the new checkpoint."""
+        self.put_many({thread_id: document})
 
-    def _keep_latest(self, thread_id: str) -> None:
-        keep_latest_root = getattr(self.checkpointer, "keep_latest_root", None)
-        if keep_latest_root is not None:
-            keep_latest_root(thread_id)
-        else:
-            self.checkpointer.prune([thread_id], strategy="keep_latest")
+    def delete_many(self, thread_ids: Sequence[str]) -> None:
+        """Delete every checkpoint and write of `thread_ids`, in one transaction."""
+        if thread_ids:
+            self.put_many({}, delete=thread_ids)
+
+    def delete(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of `thread_id` (a no-op when absent)."""
+        self.delete_many([thread_id])
 
     @_storage_errors
     def prune_finished_run(self, thread_id: str) -> None:
         """Shrink a run thread whose turn finished (no pending interrupt) to one checkpoint."""
-        self._keep_latest(thread_id)
-
-    @_storage_errors
-    def delete(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of `thread_id` (a no-op when absent)."""
-        self.checkpointer.delete_thread(thread_id)
+        self.documents.keep_latest_root(thread_id)
 
     def checkpoint_count(self, thread_id: str) -> int:
         """How many checkpoints `thread_id` has (1 after any write)."""

@@ -49,6 +49,8 @@ class SkipReason(StrEnum):
     EMPTY = "empty_text"
     DUPLICATE_ID = "duplicate_message_id"
     DUPLICATE_PAIR = "duplicate_last_pair"
+    GONE = "conversation_gone"
+    """The conversation was deleted or pruned while the turn ran: it stays deleted."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -117,7 +117,7 @@ def run_conversation(session: Session, name: str, accepted: dict[str, list[str]]
 
 def user_texts(state: ThreadState) -> list[str]:
     folded = [
-        line.removeprefix("User: ")
+        json.loads(line.removeprefix("User: "))
         for line in state.summary.splitlines()
         if line.startswith("User: ")
     ]

@@ -15,8 +15,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import build_agent_graph
+from graphs.request import InvalidRequest
 from graphs.state import Context
-from graphs.turn_input import InvalidTurnInput
 from memory import CompactionOutput, ConversationMemory
 from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.storage import iter_thread_ids
@@ -250,7 +250,7 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(
     memory: ConversationMemory, payload: dict[str, Any], mode: str, error: str
 ) -> None:
     model = ScriptedModel(replies=["never used"])
-    with pytest.raises(InvalidTurnInput, match=error):
+    with pytest.raises(InvalidRequest, match=error):
         run(compile_graph(memory, model), payload, mode=mode)
     assert model.calls == []
     assert list(iter_thread_ids(memory.threads)) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -61,11 +61,22 @@ def test_bad_requests_are_rejected_before_anything_runs(
     assert list(iter_thread_ids(agent.memory.threads)) == []
 
 
-@pytest.mark.parametrize("message", ["", "   ", "x" * 16_001, 42])
+@pytest.mark.parametrize("message", ["", "   ", "x" * 16_001, 42, "hi \ud800 there"])
 def test_bad_messages_are_rejected(agent: ChatAgent, message: Any) -> None:
     with pytest.raises(InvalidRequest):
         agent.send(message, session_id="s1", create_conversation=True)
     assert list(iter_thread_ids(agent.memory.threads)) == []
+    assert agent.conversations(session_id="s1")["selectedConversationId"] is None
+
+
+def test_a_lone_surrogate_is_bad_input_not_a_storage_failure(agent: ChatAgent) -> None:
+    with pytest.raises(InvalidRequest, match="not valid Unicode"):
+        agent.send("hi \ud800 there", session_id="s1", create_conversation=True)
+
+
+def test_errors_name_python_parameters(agent: ChatAgent) -> None:
+    with pytest.raises(InvalidRequest, match="conversation_id or create_conversation=True"):
+        agent.send("hello", session_id="s1")
 
 
 def test_unknown_and_foreign_conversations_are_not_found(agent: ChatAgent) -> None:
@@ -133,6 +144,51 @@ def test_closing_the_stream_mid_turn_cancels_it_and_writes_nothing(agent: ChatAg
     assert stored_texts(agent, "s1", cid) == ["first", "answer to: first"]
     # the conversation is free again
     assert agent.send("next", session_id="s1", conversation_id=cid).status == "completed"
+
+
+def deleted_mid_turn(agent: ChatAgent, cid: str, delete: Any) -> dict[str, Any]:
+    """Run a slow turn in `cid`, call `delete()` once its first token arrived, and
+    return the turn's `done` result."""
+
+    async def scenario() -> list[dict[str, Any]]:
+        events = []
+        async for event in agent.astream("slow second turn", session_id="s1", conversation_id=cid):
+            events.append(event)
+            if event["event"] == "token" and sum(e["event"] == "token" for e in events) == 1:
+                await asyncio.to_thread(delete)
+        return events
+
+    events = asyncio.run(scenario())
+    assert events[-1]["event"] == "done"
+    return cast(dict[str, Any], events[-1]["result"])
+
+
+def test_a_conversation_deleted_mid_turn_stays_deleted(agent: ChatAgent) -> None:
+    cid = agent.send("private note", session_id="s1", create_conversation=True).conversation_id
+    result = deleted_mid_turn(
+        agent, cid, lambda: agent.delete_conversation(session_id="s1", conversation_id=cid)
+    )
+    assert result["text"] == "answer to: slow second turn"  # the user still gets the answer
+    assert (result["memoryWritten"], result["conversationDeleted"]) == (False, True)
+    assert agent.conversations(session_id="s1")["conversations"] == []
+    assert list(iter_thread_ids(agent.memory.threads)) == [agent.memory.ids.registry_thread("s1")]
+    with pytest.raises(ConversationNotFound):
+        agent.hydrate(session_id="s1", conversation_id=cid)
+
+
+def test_a_conversation_pruned_mid_turn_stays_pruned(agent: ChatAgent) -> None:
+    oldest = agent.send("oldest", session_id="s1", create_conversation=True).conversation_id
+    for n in range(9):
+        agent.send(f"conversation {n}", session_id="s1", create_conversation=True)
+    result = deleted_mid_turn(
+        agent, oldest, lambda: agent.send("eleventh", session_id="s1", create_conversation=True)
+    )
+    assert (result["memoryWritten"], result["conversationDeleted"]) == (False, True)
+    listed = [c["id"] for c in agent.conversations(session_id="s1")["conversations"]]
+    assert len(listed) == 10 and oldest not in listed
+    assert agent.memory.run_thread("s1", oldest) not in set(iter_thread_ids(agent.memory.threads))
+    with pytest.raises(ConversationNotFound):
+        agent.hydrate(session_id="s1", conversation_id=oldest)
 
 
 def test_stream_events_in_order(agent: ChatAgent) -> None:

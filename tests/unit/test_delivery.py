@@ -13,7 +13,6 @@ from agent import ChatAgent, InvalidRequest
 from agent.offline_delivery import tagged
 from graphs.delivery import build_delivery_graph
 from graphs.delivery_prompts import DeliveryPlan, DeliveryReport, ReviewVerdict
-from graphs.turn_input import InvalidTurnInput
 from memory import ConversationMemory, assert_client_safe
 from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel
@@ -186,7 +185,7 @@ def test_bad_delivery_input_is_a_clear_error_and_writes_nothing(
     assert not [t for t in threads if t.startswith("chat-conversation:")]
     assert agent.conversations(session_id="s1")["conversations"] == []
     # the same input straight into the graph: nothing stored at all
-    with pytest.raises(InvalidTurnInput, match=error):
+    with pytest.raises(InvalidRequest, match=error):
         run(compile_agent(memory, model), message, mode=mode)
     assert list(iter_thread_ids(memory.threads)) == [] and model.calls == []
 

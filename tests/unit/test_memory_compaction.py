@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -21,6 +22,7 @@ from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+ROLES = ("user", "assistant")
 
 
 def with_turns(turns: int, **fields: object) -> ThreadState:
@@ -40,6 +42,7 @@ def output(summary: str = "S", pins: list[str] | None = None, retired: list[int]
 
 
 def write_turns(memory: ConversationMemory, count: int, start: int = 0, cid: str = "c1") -> None:
+    memory.accept_draft("s1", cid)
     for i in range(start, start + count):
         memory.write_turn("s1", cid, chat_turn(f"question {i}", f"answer {i}"))
 
@@ -71,11 +74,16 @@ def test_prompt_carries_old_summary_numbered_pins_fold_and_kept() -> None:
     assert call["method"] == "function_calling"
     system, body = call["messages"]
     assert isinstance(system, SystemMessage) and isinstance(body, HumanMessage)
-    text = body.text
-    assert "old summary" in text and "1. Pin A\n2. Pin B" in text
-    fold, kept = text.split("Messages to fold:")[1].split("Kept messages")
-    assert "[user] q0" in fold and "[assistant] a2" in fold and "q3" not in fold
-    assert "[user] q3" in kept and "[assistant] a4" in kept
+    document = json.loads(body.text)
+    assert document["old_summary"] == "old summary"
+    assert document["old_pinned_decisions"] == [
+        {"number": 1, "text": "Pin A"},
+        {"number": 2, "text": "Pin B"},
+    ]
+    fold = [(m["role"], m["text"]) for m in document["messages_to_fold"]]
+    kept = [(m["role"], m["text"]) for m in document["kept_messages"]]
+    assert fold == [(r, f"{'q' if r == 'user' else 'a'}{i}") for i in range(3) for r in ROLES]
+    assert kept == [("user", "q3"), ("assistant", "a3"), ("user", "q4"), ("assistant", "a4")]
 
 
 def test_custom_keep_is_honoured() -> None:
@@ -135,7 +143,7 @@ def test_hard_cap_falls_back_to_local_compaction() -> None:
     result = compact(state, ScriptedModel(structured=[RuntimeError("down")]), now=NOW)
     assert result.status is CompactionStatus.FALLBACK
     assert len(result.state.messages) == 4
-    assert result.state.summary.startswith("earlier\nUser: q0\nAssistant: a0")
+    assert result.state.summary.startswith('earlier\nUser: "q0"\nAssistant: "a0"')
     assert result.state.pinned_decisions == ["keep me"]
 
 
@@ -143,7 +151,7 @@ def test_fallback_summary_stays_bounded_and_keeps_newest_lines() -> None:
     state = with_turns(8, summary="x" * MAX_SUMMARY_CHARS)
     result = local_fallback(state, now=NOW)
     assert len(result.summary) <= MAX_SUMMARY_CHARS
-    assert result.summary.endswith("Assistant: a5")
+    assert result.summary.endswith('Assistant: "a5"')
 
 
 def test_appends_never_exceed_the_hard_cap_without_compaction(memory: ConversationMemory) -> None:
@@ -213,6 +221,7 @@ def test_two_hundred_turns_stay_bounded_with_one_call_per_three_turns(
 ) -> None:
     model = ScriptedModel(structured=[lambda m: output("s" * 3000, ["d"])] * 200)
     calls = 0
+    memory.accept_draft("s1", "c1")
     for i in range(200):
         memory.write_turn("s1", "c1", chat_turn(f"q{i}", f"a{i}"))
         result = memory.compact("s1", "c1", model)

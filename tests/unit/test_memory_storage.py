@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from tests.conftest import SECRET
 
 
 def test_one_checkpoint_per_memory_thread(memory: ConversationMemory) -> None:
+    memory.accept_draft("s1", "c1")
     for i in range(12):
         memory.write_turn("s1", "c1", chat_turn(f"q{i}", f"a{i}"))
     store = memory.threads
@@ -65,6 +67,7 @@ def test_writes_from_inside_a_parent_graph_node_land(memory: ConversationMemory)
     builder.add_edge(START, "node")
     builder.add_edge("node", END)
     outer = builder.compile(checkpointer=InMemorySaver())
+    memory.accept_draft("s1", "c1")
     outer.invoke({"text": "nested"}, {"configurable": {"thread_id": "outer"}})
     assert [m.text for m in memory.load("s1", "c1").messages] == ["nested", "from a node"]
 
@@ -94,6 +97,7 @@ def test_unsupported_urls_fail_clearly(url: str) -> None:
 def test_in_memory_sqlite_works() -> None:
     store = open_thread_store("sqlite:///:memory:")
     memory = ConversationMemory(store, ThreadIds(SECRET))
+    memory.accept_draft("s1", "c1")
     memory.write_turn("s1", "c1", chat_turn("q", "a"))
     assert len(memory.load("s1", "c1").messages) == 2
     store.close()
@@ -111,9 +115,9 @@ print(memory.conversations("s1")["conversations"][0]["title"])
 
 def test_persists_across_a_reopen_in_a_new_process(db_url: str) -> None:
     store = open_thread_store(db_url)
-    ConversationMemory(store, ThreadIds(SECRET)).write_turn(
-        "s1", "c1", chat_turn("remember me", "ok")
-    )
+    memory = ConversationMemory(store, ThreadIds(SECRET))
+    memory.accept_draft("s1", "c1")
+    memory.write_turn("s1", "c1", chat_turn("remember me", "ok"))
     store.close()
     out = subprocess.run(
         [sys.executable, "-c", REOPEN_SCRIPT, db_url, SECRET],
@@ -132,6 +136,7 @@ def test_eight_threads_appending_to_one_conversation_lose_nothing(
         for i in range(6):
             memory.write_turn("s1", "c1", chat_turn(f"t{n}-{i}", f"r{n}-{i}"))
 
+    memory.accept_draft("s1", "c1")
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
     for thread in threads:
         thread.start()
@@ -148,6 +153,7 @@ def test_eight_threads_appending_to_one_conversation_lose_nothing(
 def _append_turns(db_url: str, worker: int, turns: int) -> None:
     store = open_thread_store(db_url)
     memory = ConversationMemory(store, ThreadIds(SECRET))
+    memory.accept_draft("s1", "c1")
     for i in range(turns):
         memory.write_turn("s1", "c1", chat_turn(f"p{worker}-{i}", f"r{worker}-{i}"))
     store.close()
@@ -218,11 +224,12 @@ def test_lock_timeout_and_release_within_a_process(tmp_path: Path) -> None:
 
 
 def all_texts_survive(state: ThreadState, expected: set[str]) -> bool:
-    lines = {line.split(": ", 1)[1] for line in state.summary.splitlines()}
+    lines = {json.loads(line.split(": ", 1)[1]) for line in state.summary.splitlines()}
     return expected <= lines | {m.text for m in state.messages}
 
 
 def test_thread_ids_are_listed_for_maintenance(memory: ConversationMemory) -> None:
+    memory.accept_draft("s1", "c1")
     memory.write_turn("s1", "c1", chat_turn("q", "a"))
     assert set(iter_thread_ids(memory.threads)) == {
         memory.memory_thread("s1", "c1"),
@@ -245,7 +252,9 @@ def test_direct_writes_are_the_memory_graphs_own_state(memory: ConversationMemor
 
 def _open_and_write(url: str, n: int) -> None:
     store = open_thread_store(url)
-    ConversationMemory(store, ThreadIds(SECRET)).write_turn(f"s{n}", "c1", chat_turn("q", "a"))
+    memory = ConversationMemory(store, ThreadIds(SECRET))
+    memory.accept_draft(f"s{n}", "c1")
+    memory.write_turn(f"s{n}", "c1", chat_turn("q", "a"))
     store.close()
 
 

@@ -13,15 +13,17 @@ from agent import offline
 from agent.offline import OfflineChatModel, register_structured_handler
 from agent.offline_compaction import EMPTY_SUMMARY, compaction_output, is_decision, is_retirement
 from memory.compaction import (
+    CompactionInput,
     CompactionOutput,
     CompactionStatus,
+    FoldedMessage,
+    NumberedItem,
     acompact,
     compact,
     compaction_prompt,
     split_for_fold,
 )
 from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_SUMMARY_CHARS
-from memory.prompts import COMPACTION_INPUT, NONE_MARKER
 from memory.schema import ThreadState
 from tests.unit.offline_support import thread_state
 
@@ -133,16 +135,24 @@ def test_rules_read_sentences_not_whole_messages() -> None:
 
 
 def test_transcript_with_a_leading_reply_and_multi_line_messages() -> None:
-    text = COMPACTION_INPUT.format(
-        summary=NONE_MARKER,
-        pins="1. Always use tabs.",
-        fold="[assistant] Welcome!\n[user] Hi.\nWe must use UTC.\n[assistant] Sure.",
-        kept="[user] next\n[assistant] ok",
+    document = CompactionInput(
+        old_summary="",
+        old_pinned_decisions=[NumberedItem(number=1, text="Always use tabs.")],
+        messages_to_fold=[
+            FoldedMessage(role="assistant", text="Welcome!"),
+            FoldedMessage(role="user", text="Hi.\nWe must use UTC."),
+            FoldedMessage(role="assistant", text="Sure."),
+        ],
+        kept_messages=[
+            FoldedMessage(role="user", text="next"),
+            FoldedMessage(role="assistant", text="ok"),
+        ],
     )
+    text = document.model_dump_json()
     output = compaction_output([SystemMessage("compact"), HumanMessage(text)])
     assert output.summary.splitlines() == [
-        "Assistant: Welcome!",
-        "User: Hi. We must use UTC. / Assistant: Sure.",
+        'Assistant: "Welcome!"',
+        'User: "Hi. We must use UTC." / Assistant: "Sure."',
     ]
     assert output.pinned_decisions == ["We must use UTC."]
     assert output.retired_pins == []
@@ -171,9 +181,9 @@ def test_summary_is_never_empty() -> None:
 
 
 def test_compaction_handler_refuses_other_input(model: OfflineChatModel) -> None:
-    with pytest.raises(ValueError, match="COMPACTION_INPUT"):
+    with pytest.raises(ValueError, match="CompactionInput"):
         compaction_output([HumanMessage("hello")])
-    with pytest.raises(ValueError, match="COMPACTION_INPUT"):
+    with pytest.raises(ValueError, match="CompactionInput"):
         model.with_structured_output(CompactionOutput).invoke("hello")
 
 

@@ -1,0 +1,201 @@
+"""The turn request: validated once, at the boundary, and shared by every way in.
+
+The HTTP app, `ChatAgent` and the graph's own input (Studio, the SDK) all build a
+`TurnRequest` with `parse_request`; the route is decided there, once, and carried
+in the run state. Messages name fields the way the caller spells them
+(`conversation_id` in Python, `conversationId` over HTTP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, cast, get_args
+
+from langchain_core.messages import HumanMessage, convert_to_messages
+from typing_extensions import TypedDict
+
+from memory.errors import InvalidInput
+from memory.limits import MAX_MESSAGE_CHARS
+from memory.schema import validate_id
+
+Mode = Literal["auto", "chat", "tool", "tasklist", "delivery"]
+RouteName = Literal["chat", "tool", "tasklist", "delivery"]
+MODES: tuple[str, ...] = get_args(Mode)
+PREFIXES: dict[str, RouteName] = {"/tasklist": "tasklist", "/delivery": "delivery"}
+
+MISSING_MESSAGE = (
+    "a turn needs a message: pass {'message': '...'} or Studio chat input "
+    "{'messages': [{'role': 'user', 'content': '...'}]}"
+)
+NOT_TEXT = "{what} must be a string, got {type_name}"
+EMPTY_TEXT = "{what} must not be empty"
+TEXT_TOO_LONG = "{what} is too long ({length:,} characters; the limit is {limit:,})"
+NOT_UNICODE = (
+    "{what} contains characters that are not valid Unicode text "
+    "(an unpaired surrogate); send UTF-8 text"
+)
+MALFORMED_MESSAGES = "messages must be a list of chat messages ending with a user message"
+UNKNOWN_MODE = "unknown mode {mode!r}; use one of: {modes}"
+EMPTY_WORKFLOW_REQUEST = "{prefix} needs a request after the prefix"
+ROUTE_UNAVAILABLE = "the {route} route is not available in this agent"
+BOTH_OR_NEITHER = "pass exactly one of {conversation_id} or {create_conversation}"
+
+
+class InvalidRequest(InvalidInput):
+    """The request is malformed (ids, message, mode, decision); nothing was written."""
+
+
+class MessageTooLong(InvalidRequest):
+    """The message alone is longer than the agent accepts (HTTP 413)."""
+
+
+Surface = Mapping[str, str]
+"""How a caller spells the request's fields, for error messages."""
+
+PYTHON: Surface = {
+    "conversation_id": "conversation_id",
+    "create_conversation": "create_conversation=True",
+}
+HTTP: Surface = {
+    "conversation_id": "conversationId",
+    "create_conversation": '"createConversation": true',
+}
+
+
+class TurnRequest(TypedDict):
+    """A validated turn, as the graph receives it (plain data: it is checkpointed).
+
+    Attributes:
+        text: the user's text, stripped, a workflow prefix removed.
+        route: the subgraph that answers, decided here once.
+        tools_allowed: whether the chat model may ask for a tool (auto mode).
+        create: whether the turn starts a new conversation (a draft's first message).
+    """
+
+    text: str
+    route: RouteName
+    tools_allowed: bool
+    create: bool
+
+
+def check_text(value: object, what: str = "message", limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`value` stripped, if it is non-empty text of at most `limit` characters.
+
+    Raises:
+        InvalidRequest: not a string, empty, or not encodable as UTF-8.
+        MessageTooLong: longer than `limit`.
+    """
+    if not isinstance(value, str):
+        raise InvalidRequest(NOT_TEXT.format(what=what, type_name=type(value).__name__))
+    text = value.strip()
+    if not text:
+        raise InvalidRequest(EMPTY_TEXT.format(what=what))
+    if len(text) > limit:
+        raise MessageTooLong(TEXT_TOO_LONG.format(what=what, length=len(text), limit=limit))
+    check_unicode(text, what)
+    return text
+
+
+def check_unicode(value: object, what: str = "request") -> None:
+    """Raise `InvalidRequest` if any string inside `value` cannot be encoded as UTF-8.
+
+    JSON allows escaped lone surrogates ("\\ud800"); they would break every writer
+    downstream (storage, the event stream), so they are refused at the boundary.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidRequest(NOT_UNICODE.format(what=what)) from None
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            check_unicode(key, what)
+            check_unicode(item, what)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            check_unicode(item, what)
+
+
+def check_mode(value: object) -> Mode:
+    """`value` if it is a mode, else `InvalidRequest` listing the modes."""
+    if value not in MODES:
+        raise InvalidRequest(UNKNOWN_MODE.format(mode=value, modes=", ".join(MODES)))
+    return cast(Mode, value)
+
+
+def check_id(value: object, what: str) -> str:
+    """A session, conversation or message id, else `InvalidRequest`."""
+    try:
+        return validate_id(value, what)
+    except InvalidInput as exc:
+        raise InvalidRequest(str(exc)) from None
+
+
+def choose_route(mode: Mode, text: str) -> tuple[RouteName, bool, str]:
+    """(route, tools allowed, user text): an explicit mode wins, then a prefix, then chat."""
+    if mode != "auto":
+        return mode, mode == "tool", text
+    head, _, rest = text.partition(" ")
+    if head in PREFIXES:
+        request = rest.strip()
+        if not request:
+            raise InvalidRequest(EMPTY_WORKFLOW_REQUEST.format(prefix=head))
+        return PREFIXES[head], False, request
+    if text in PREFIXES:
+        raise InvalidRequest(EMPTY_WORKFLOW_REQUEST.format(prefix=text))
+    return "chat", True, text
+
+
+def parse_request(
+    message: object,
+    *,
+    mode: object = "auto",
+    conversation_id: object = None,
+    create_conversation: object = False,
+    routes: frozenset[str] | None = None,
+    surface: Surface = PYTHON,
+) -> tuple[str | None, TurnRequest]:
+    """Validate a turn request: (the conversation id or None for a new one, the request).
+
+    Args:
+        message: the user's message.
+        mode: auto | chat | tool | tasklist | delivery.
+        conversation_id: the conversation to continue.
+        create_conversation: start a new conversation instead (exactly one of the two).
+        routes: the routes the agent offers (None: any).
+        surface: how the caller spells `conversation_id` and `create_conversation`.
+
+    Raises:
+        InvalidRequest: naming what is wrong; nothing has been read or written.
+    """
+    create = create_conversation is True
+    if (conversation_id is None) != create or not isinstance(create_conversation, bool):
+        raise InvalidRequest(BOTH_OR_NEITHER.format(**surface))
+    conversation = None if conversation_id is None else check_id(conversation_id, "conversation id")
+    route, tools_allowed, text = choose_route(check_mode(mode), check_text(message))
+    if routes is not None and route not in routes:
+        raise InvalidRequest(ROUTE_UNAVAILABLE.format(route=route))
+    return conversation, TurnRequest(
+        text=text, route=route, tools_allowed=tools_allowed, create=create
+    )
+
+
+def _latest_human_text(messages: object) -> str:
+    try:
+        parsed = convert_to_messages(cast(Any, messages))
+    except (TypeError, ValueError, NotImplementedError) as exc:
+        raise InvalidRequest(MALFORMED_MESSAGES) from exc
+    if not parsed or not isinstance(parsed[-1], HumanMessage):
+        raise InvalidRequest(MALFORMED_MESSAGES)
+    return parsed[-1].text
+
+
+def graph_message(state: Mapping[str, Any]) -> object:
+    """The user's message of a raw graph input: `message`, else Studio's last human message."""
+    message = state.get("message")
+    if message is not None:
+        return message
+    messages = state.get("messages")
+    if not messages:
+        raise InvalidRequest(MISSING_MESSAGE)
+    return _latest_human_text(messages)

@@ -1,0 +1,145 @@
+"""Deleted conversations stay deleted; memory and registry change together (hardening 1-3).
+
+A turn that ends after its conversation was deleted or pruned writes nothing, so the
+conversation never comes back; and a turn's memory, its registry entry and the
+deletion of pruned conversations are one transaction, so a crash (`os._exit` in the
+middle of the writes, the closest thing to `kill -9` a test can aim) never leaves
+the registry behind the memory.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory import (
+    ConversationMemory,
+    ConversationNotFound,
+    SkipReason,
+    ThreadIds,
+    open_thread_store,
+)
+from memory.storage import iter_thread_ids
+from memory.turns import chat_turn
+from tests.conftest import SECRET
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def listed(memory: ConversationMemory, session: str = "s1") -> list[str]:
+    return [c["id"] for c in memory.conversations(session)["conversations"]]
+
+
+def threads_of(memory: ConversationMemory, cid: str) -> set[str]:
+    return {memory.memory_thread("s1", cid), memory.run_thread("s1", cid)} & set(
+        iter_thread_ids(memory.threads)
+    )
+
+
+def test_a_turn_ending_after_its_conversation_was_deleted_writes_nothing(
+    memory: ConversationMemory,
+) -> None:
+    memory.accept_draft("s1", "c1")
+    memory.write_turn("s1", "c1", chat_turn("private note", "noted"))
+    memory.threads.put(memory.run_thread("s1", "c1"), {"turn": "state"})
+    memory.delete_conversation("s1", "c1")  # while a second turn is still running
+    late = memory.write_turn("s1", "c1", chat_turn("second turn", "answer"))
+    assert (late.written, late.skipped) == (False, SkipReason.GONE)
+    assert listed(memory) == []
+    assert threads_of(memory, "c1") == set()
+    with pytest.raises(ConversationNotFound):
+        memory.hydrate("s1", "c1")
+
+
+def test_a_turn_ending_after_its_conversation_was_pruned_writes_nothing(
+    memory: ConversationMemory,
+) -> None:
+    for n in range(10):
+        memory.accept_draft("s1", f"c{n}")
+        memory.write_turn("s1", f"c{n}", chat_turn(f"hello {n}", "hi"))
+    memory.accept_draft("s1", "c10")  # the eleventh conversation's first turn...
+    change = memory.write_turn("s1", "c10", chat_turn("newest", "hi"))
+    assert change.pruned == ("c0",)  # ...prunes c0, where a slow turn is running
+    late = memory.write_turn("s1", "c0", chat_turn("slow turn", "answer"))
+    assert late.skipped is SkipReason.GONE
+    assert "c0" not in listed(memory) and len(listed(memory)) == 10
+    assert threads_of(memory, "c0") == set()
+    with pytest.raises(ConversationNotFound):
+        memory.hydrate("s1", "c0")
+
+
+def test_compaction_of_a_deleted_conversation_does_not_bring_it_back(
+    memory: ConversationMemory,
+) -> None:
+    from tests.fakes import ScriptedModel
+
+    memory.accept_draft("s1", "c1")
+    for i in range(5):
+        memory.write_turn("s1", "c1", chat_turn(f"q{i}", f"a{i}"))
+
+    def delete_meanwhile(_: object) -> object:
+        from memory import CompactionOutput
+
+        memory.delete_conversation("s1", "c1")  # while the compaction model works
+        return CompactionOutput(summary="late", pinned_decisions=[], retired_pins=[])
+
+    result = memory.compact("s1", "c1", ScriptedModel(structured=[delete_meanwhile]))
+    assert result.status.value == "failed"
+    assert threads_of(memory, "c1") == set() and listed(memory) == []
+
+
+def test_last_activity_is_the_newest_message_of_every_conversation(
+    memory: ConversationMemory,
+) -> None:
+    for n in range(3):
+        memory.accept_draft("s1", f"c{n}")
+        for i in range(3):
+            memory.write_turn("s1", f"c{n}", chat_turn(f"q{n}-{i}", "a"))
+    for entry in memory.conversations("s1")["conversations"]:
+        newest = memory.hydrate("s1", entry["id"])["messages"][-1]["createdAt"]
+        assert entry["lastActiveAt"] == newest
+
+
+CRASH_SCRIPT = """
+import os, sys
+from memory import ConversationMemory, ThreadIds, open_thread_store
+from memory.turns import chat_turn
+store = open_thread_store(sys.argv[1])
+memory = ConversationMemory(store, ThreadIds(sys.argv[2]))
+inserts = 0
+
+def trace(statement):
+    global inserts
+    if statement.lstrip().upper().startswith("INSERT") and "INTO checkpoints" in statement:
+        inserts += 1
+        if inserts == 2:  # the memory row is in, the registry row is next: die here
+            os._exit(9)
+
+store.checkpointer.conn.set_trace_callback(trace)
+memory.write_turn("s1", "c1", chat_turn("crash turn", "never stored"))
+"""
+
+
+def test_a_crash_between_the_memory_and_registry_writes_leaves_neither(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'agent.sqlite'}"
+    store = open_thread_store(url)
+    memory = ConversationMemory(store, ThreadIds(SECRET))
+    memory.accept_draft("s1", "c1")
+    memory.write_turn("s1", "c1", chat_turn("first", "kept"))
+    before = memory.conversations("s1")
+    store.close()
+    crashed = subprocess.run(
+        [sys.executable, "-c", CRASH_SCRIPT, url, SECRET], cwd=REPO, capture_output=True
+    )
+    assert crashed.returncode == 9, crashed.stderr.decode()
+    store = open_thread_store(url)
+    memory = ConversationMemory(store, ThreadIds(SECRET))
+    try:
+        texts = [m["text"] for m in memory.hydrate("s1", "c1")["messages"]]
+        assert texts == ["first", "kept"]
+        assert memory.conversations("s1") == before
+    finally:
+        store.close()
