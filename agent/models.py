@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 def _openai(settings: Settings, model: str, temperature: float | None) -> ChatOpenAI:
     return ChatOpenAI(
         model=model,
-        api_key=SecretStr(settings.openai_api_key or ""),
+        api_key=settings.openai_api_key or SecretStr(""),
         base_url=settings.openai_base_url,
         temperature=temperature,
         timeout=settings.request_timeout,

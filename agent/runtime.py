@@ -22,7 +22,7 @@ from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_sec
 
 def open_memory(settings: Settings) -> ConversationMemory:
     """Open the memory store named by `AGENT_DATABASE_URL` with the session secret."""
-    secret = resolve_secret(settings.session_secret, settings.data_dir)
+    secret = resolve_secret(settings.secret, settings.data_dir)
     return ConversationMemory(open_thread_store(settings.database_url), ThreadIds(secret))
 
 

@@ -79,9 +79,7 @@ class ChatAgent:
         self.settings = settings or Settings.from_env()
         self._threads = open_thread_store(database_url or self.settings.database_url)
         try:
-            ids = ThreadIds(
-                resolve_secret(secret or self.settings.session_secret, self.settings.data_dir)
-            )
+            ids = ThreadIds(resolve_secret(secret or self.settings.secret, self.settings.data_dir))
         except Exception:
             self._threads.close()
             raise

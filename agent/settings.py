@@ -1,56 +1,39 @@
-"""Settings from the environment, parsed once and typed."""
+"""Settings from the environment (and a `.env` file), parsed once, typed and checked.
+
+Explicit arguments always win: `Settings(model="x")` takes `model` as given and the
+rest from the environment; `Settings.from_env(mapping)` reads only `mapping`.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memory.limits import MIN_SECRET_CHARS
 from memory.storage import DEFAULT_DATABASE_URL
 
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
-STRUCTURED_OUTPUT_METHODS: tuple[StructuredOutputMethod, ...] = (
-    "json_schema",
-    "function_calling",
-    "json_mode",
-)
 DEFAULT_MODEL = "gpt-4o-mini"
+SHORT_SECRET = (
+    "AGENT_SESSION_SECRET must be at least {limit} characters long (got {length}); "
+    "leave it unset in development to use a generated one"
+)
 
 
 class SettingsError(ValueError):
-    """An environment variable holds a value the agent cannot use."""
+    """An environment variable holds a value the agent cannot use (names the variable)."""
 
 
-def _blank_to_none(value: str | None) -> str | None:
-    return value.strip() or None if value is not None else None
+def _env(name: str) -> AliasChoices:
+    """Read the field from the variable `name` (and accept the field's own name)."""
+    return AliasChoices(name)
 
 
-def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = _blank_to_none(env.get(name))
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be a number of seconds, got {raw!r}") from None
-    if value <= 0:
-        raise SettingsError(f"{name} must be positive, got {raw!r}")
-    return value
-
-
-def _non_negative_int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = _blank_to_none(env.get(name))
-    if raw is None:
-        return default
-    if not raw.isdigit():
-        raise SettingsError(f"{name} must be a non-negative integer, got {raw!r}")
-    return int(raw)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(BaseSettings):
     """Everything the agent reads from its environment.
 
     Attributes:
@@ -64,47 +47,84 @@ class Settings:
         structured_output_method: `AGENT_STRUCTURED_OUTPUT_METHOD`.
         request_timeout: `AGENT_REQUEST_TIMEOUT` seconds per model request.
         max_retries: `AGENT_MAX_RETRIES` per model request.
+        secure_cookies: `AGENT_SECURE_COOKIES`: mark the session cookie `Secure` (it is
+            marked anyway on requests that arrive over HTTPS).
     """
 
-    database_url: str = DEFAULT_DATABASE_URL
-    data_dir: Path = field(default_factory=lambda: Path(".agent-data"))
-    session_secret: str | None = field(default=None, repr=False)
-    openai_api_key: str | None = field(default=None, repr=False)
-    openai_base_url: str | None = None
-    model: str = DEFAULT_MODEL
-    compaction_model: str | None = None
-    structured_output_method: StructuredOutputMethod = "json_schema"
-    request_timeout: float = 60.0
-    max_retries: int = 2
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="ignore",
+        env_ignore_empty=True,
+        env_file=".env",
+        env_file_encoding="utf-8",
+        validate_by_name=True,
+        validate_by_alias=True,
+    )
+
+    database_url: str = Field(DEFAULT_DATABASE_URL, validation_alias=_env("AGENT_DATABASE_URL"))
+    data_dir: Path = Field(Path(".agent-data"), validation_alias=_env("AGENT_DATA_DIR"))
+    session_secret: SecretStr | None = Field(
+        None, validation_alias=_env("AGENT_SESSION_SECRET"), repr=False
+    )
+    openai_api_key: SecretStr | None = Field(
+        None, validation_alias=_env("OPENAI_API_KEY"), repr=False
+    )
+    openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
+    model: str = Field(DEFAULT_MODEL, validation_alias=_env("AGENT_MODEL"))
+    compaction_model: str | None = Field(None, validation_alias=_env("AGENT_COMPACTION_MODEL"))
+    structured_output_method: StructuredOutputMethod = Field(
+        "json_schema", validation_alias=_env("AGENT_STRUCTURED_OUTPUT_METHOD")
+    )
+    request_timeout: float = Field(60.0, gt=0, validation_alias=_env("AGENT_REQUEST_TIMEOUT"))
+    max_retries: int = Field(2, ge=0, validation_alias=_env("AGENT_MAX_RETRIES"))
+    secure_cookies: bool = Field(False, validation_alias=_env("AGENT_SECURE_COOKIES"))
+
+    @field_validator("session_secret")
+    @classmethod
+    def _long_enough(cls, secret: SecretStr | None) -> SecretStr | None:
+        if secret is not None and len(secret.get_secret_value()) < MIN_SECRET_CHARS:
+            length = len(secret.get_secret_value())
+            raise ValueError(SHORT_SECRET.format(limit=MIN_SECRET_CHARS, length=length))
+        return secret
 
     @property
     def offline(self) -> bool:
         """True when no API key is set: the deterministic offline model serves."""
         return self.openai_api_key is None
 
+    @property
+    def secret(self) -> str | None:
+        """The configured session secret, or None to use the generated development one."""
+        return None if self.session_secret is None else self.session_secret.get_secret_value()
+
+    @property
+    def api_key(self) -> str | None:
+        """The model API key, or None (offline)."""
+        return None if self.openai_api_key is None else self.openai_api_key.get_secret_value()
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read the settings from `env` (default: the process environment).
+        """Read the settings from `env` (default: the process environment and `.env`).
 
         Raises:
             SettingsError: for a value that cannot be used, naming the variable.
         """
-        env = os.environ if env is None else env
-        method = _blank_to_none(env.get("AGENT_STRUCTURED_OUTPUT_METHOD")) or "json_schema"
-        if method not in STRUCTURED_OUTPUT_METHODS:
-            raise SettingsError(
-                "AGENT_STRUCTURED_OUTPUT_METHOD must be one of "
-                f"{', '.join(STRUCTURED_OUTPUT_METHODS)}; got {method!r}"
-            )
-        return cls(
-            database_url=_blank_to_none(env.get("AGENT_DATABASE_URL")) or DEFAULT_DATABASE_URL,
-            data_dir=Path(_blank_to_none(env.get("AGENT_DATA_DIR")) or ".agent-data"),
-            session_secret=_blank_to_none(env.get("AGENT_SESSION_SECRET")),
-            openai_api_key=_blank_to_none(env.get("OPENAI_API_KEY")),
-            openai_base_url=_blank_to_none(env.get("OPENAI_BASE_URL")),
-            model=_blank_to_none(env.get("AGENT_MODEL")) or DEFAULT_MODEL,
-            compaction_model=_blank_to_none(env.get("AGENT_COMPACTION_MODEL")),
-            structured_output_method=method,
-            request_timeout=_positive_float(env, "AGENT_REQUEST_TIMEOUT", 60.0),
-            max_retries=_non_negative_int(env, "AGENT_MAX_RETRIES", 2),
-        )
+        try:
+            if env is None:
+                return cls()
+            given = {key: value for key, value in env.items() if value.strip()}
+            return cls.model_validate(given)
+        except ValidationError as exc:
+            raise SettingsError(describe(exc)) from None
+
+
+def describe(error: ValidationError) -> str:
+    """One line per problem, naming the environment variable (never echoing a secret)."""
+    problems = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else "settings"
+        info = Settings.model_fields.get(field)
+        alias = info.validation_alias if info is not None else None
+        name = alias.choices[0] if isinstance(alias, AliasChoices) else field
+        problems.append(f"{name}: {item['msg'].removeprefix('Value error, ')}")
+    return "; ".join(problems)

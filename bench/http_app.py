@@ -5,11 +5,11 @@
 
 from fastapi import FastAPI
 
-from agent.server import create_app
+from agent.api import create_app
 from agent.service import ChatAgent
 from bench.scripted import ScriptedChatModel
 
 
 def create() -> FastAPI:
     model = ScriptedChatModel()
-    return create_app(ChatAgent(model=model, compaction_model=model))
+    return create_app(lambda: ChatAgent(model=model, compaction_model=model))

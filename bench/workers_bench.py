@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from agent.server import COOKIE_NAME
+from agent.api.sessions import COOKIE_NAME
 from memory import ThreadIds
 
 ADMIN_URL = os.environ.get(

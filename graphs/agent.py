@@ -18,6 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs.chat import build_chat_graph
+from graphs.events import emit
 from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, route_after_finalize
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import RouteName
@@ -37,9 +38,13 @@ async def route(state: AgentState) -> RouteName:
 
 
 async def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
-    """A tool request from the chat model continues the turn in the tool subgraph."""
+    """A tool request from the chat model continues the turn in the tool subgraph, and
+    the new route is announced (in the main graph, so every stream client sees it)."""
     last = state["turn_messages"][-1]
-    return "tool" if isinstance(last, AIMessage) and last.tool_calls else "finalize"
+    if isinstance(last, AIMessage) and last.tool_calls:
+        emit("route", route="tool")
+        return "tool"
+    return "finalize"
 
 
 def build_agent_graph(

@@ -69,8 +69,7 @@ def build_chat_graph(
             else chat_model
         )
         reply = await runnable.ainvoke(model_input(state))
-        if isinstance(reply, AIMessage) and reply.tool_calls:
-            emit("route", route="tool")  # the turn goes on in the tool subgraph
+        if isinstance(reply, AIMessage):
             announce_tool_calls(reply)
         return {"turn_messages": [*state["turn_messages"], reply]}
 

@@ -22,6 +22,8 @@ Mode = Literal["auto", "chat", "tool", "tasklist", "delivery"]
 RouteName = Literal["chat", "tool", "tasklist", "delivery"]
 MODES: tuple[str, ...] = get_args(Mode)
 PREFIXES: dict[str, RouteName] = {"/tasklist": "tasklist", "/delivery": "delivery"}
+MAX_DEPTH = 16
+"""Deepest nesting accepted in a structured request value (a review decision)."""
 
 MISSING_MESSAGE = (
     "a turn needs a message: pass {'message': '...'} or Studio chat input "
@@ -34,6 +36,7 @@ NOT_UNICODE = (
     "{what} contains characters that are not valid Unicode text "
     "(an unpaired surrogate); send UTF-8 text"
 )
+TOO_DEEP = "{what} is nested too deeply (more than {limit} levels)"
 MALFORMED_MESSAGES = "messages must be a list of chat messages ending with a user message"
 UNKNOWN_MODE = "unknown mode {mode!r}; use one of: {modes}"
 EMPTY_WORKFLOW_REQUEST = "{prefix} needs a request after the prefix"
@@ -96,24 +99,37 @@ def check_text(value: object, what: str = "message", limit: int = MAX_MESSAGE_CH
     return text
 
 
-def check_unicode(value: object, what: str = "request") -> None:
-    """Raise `InvalidRequest` if any string inside `value` cannot be encoded as UTF-8.
+def check_unicode(text: str, what: str = "request") -> None:
+    """Raise `InvalidRequest` if `text` cannot be encoded as UTF-8.
 
     JSON allows escaped lone surrogates ("\\ud800"); they would break every writer
     downstream (storage, the event stream), so they are refused at the boundary.
     """
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidRequest(NOT_UNICODE.format(what=what)) from None
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            check_unicode(key, what)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest(NOT_UNICODE.format(what=what)) from None
+
+
+def check_payload(value: object, what: str = "request", max_depth: int = MAX_DEPTH) -> None:
+    """Check a structured request value (a review decision): every string valid
+    Unicode, nesting at most `max_depth` levels. Iterative, so that no input can
+    exhaust the stack.
+
+    Raises:
+        InvalidRequest: naming `what`.
+    """
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > max_depth:
+            raise InvalidRequest(TOO_DEEP.format(what=what, limit=max_depth))
+        if isinstance(item, str):
             check_unicode(item, what)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            check_unicode(item, what)
+        elif isinstance(item, Mapping):
+            pending.extend((part, depth + 1) for pair in item.items() for part in pair)
+        elif isinstance(item, list | tuple):
+            pending.extend((part, depth + 1) for part in item)
 
 
 def check_mode(value: object) -> Mode:

@@ -10,9 +10,9 @@ run thread (and a client reading its state) never holds prompts or memory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
@@ -64,12 +64,22 @@ class MemoryContext:
     messages: tuple[BaseMessage, ...] = field(default_factory=tuple)
 
 
+def as_messages(_: list[AnyMessage], update: list[Any]) -> list[AnyMessage]:
+    """Reducer of `messages`: replace, turning Studio's message dicts into messages, so
+    that a `messages` stream knows the input message it must not show again. Input
+    that is not a list of messages is kept as sent: `load_memory` rejects it clearly."""
+    try:
+        return cast(list[AnyMessage], convert_to_messages(update))
+    except (TypeError, ValueError, NotImplementedError):
+        return cast(list[AnyMessage], update)
+
+
 class AgentInput(TypedDict, total=False):
     """What a run accepts: `{"message": …}` or Studio chat input `{"messages": […]}`."""
 
     message: str | None
     """The user's message (replaced each turn; cleared once read)."""
-    messages: list[AnyMessage]
+    messages: Annotated[list[AnyMessage], as_messages]
     """Studio chat input: only the last human message is used; client history is ignored.
     On output: this turn's user message and answer (replaced each turn)."""
     mode: str | None
@@ -104,7 +114,7 @@ class AgentOutput(TypedDict, total=False):
     """True when memory storage failed; the answer is still delivered (replaced)."""
     hydration: dict[str, Any] | None
     """The conversation's hydration DTO after the turn (replaced)."""
-    messages: list[AnyMessage]
+    messages: Annotated[list[AnyMessage], as_messages]
     """This turn's user message and answer, for Studio's chat view (replaced)."""
 
 

@@ -129,27 +129,43 @@ def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         stop(process)
 
 
-def start_uvicorn(factory: str, workdir: Path, *, port: int | None = None, **env: str) -> Server:
-    """`uvicorn --factory tests.integration.http_app:<factory>` on 127.0.0.1."""
-    port = port or free_port()
+def launch_uvicorn(
+    target: list[str], workdir: Path, *, port: int, env: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start `uvicorn <target…>` on 127.0.0.1:`port`; returns the process and its log."""
     log = workdir / f"uvicorn-{port}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [
-                str(BIN / "uvicorn"),
-                "--factory",
-                f"tests.integration.http_app:{factory}",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
+            [str(BIN / "uvicorn"), *target, "--host", "127.0.0.1", "--port", str(port)],
             cwd=REPO,
-            env=server_env(workdir, **{"AGENT_SESSION_SECRET": "t" * 40, **env}),
+            env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    return process, log
+
+
+def start_uvicorn(
+    factory: str,
+    workdir: Path,
+    *,
+    port: int | None = None,
+    args: tuple[str, ...] = (),
+    **env: str,
+) -> Server:
+    """`uvicorn --factory tests.integration.http_app:<factory>` on 127.0.0.1 (or, with a
+    `factory` of the form `module:attr` outside the tests, that app without --factory)."""
+    port = port or free_port()
+    target = (
+        ["--factory", f"tests.integration.http_app:{factory}"] if ":" not in factory else [factory]
+    )
+    process, log = launch_uvicorn(
+        [*target, *args],
+        workdir,
+        port=port,
+        env=server_env(workdir, **{"AGENT_SESSION_SECRET": "t" * 40, **env}),
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, process, log, health="/api/health")

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from agent.server import create_app
+from agent.api import create_app
 from agent.service import ChatAgent
 from agent.settings import Settings
 from tests.fakes import PacedModel, ScriptedModel
@@ -25,13 +25,15 @@ OUTAGE_SECONDS = 10.0
 
 def create() -> FastAPI:
     """Paced answers; messages containing "slow" stream slowly."""
-    return create_app(ChatAgent(model=PacedModel(slow_pause=0.3)))
+    return create_app(lambda: ChatAgent(model=PacedModel(slow_pause=0.3)))
 
 
 def create_for_workers() -> FastAPI:
     """Paced answers; compaction always fails, so every turn stays in memory verbatim
     (the hard-cap fallback folds old turns into summary lines, never drops them)."""
-    return create_app(ChatAgent(model=PacedModel(slow_pause=0.3), compaction_model=ScriptedModel()))
+    return create_app(
+        lambda: ChatAgent(model=PacedModel(slow_pause=0.3), compaction_model=ScriptedModel())
+    )
 
 
 class OutageModel(PacedModel):
@@ -65,4 +67,4 @@ class OutageModel(PacedModel):
 
 
 def create_with_outage() -> FastAPI:
-    return create_app(ChatAgent(model=OutageModel()))
+    return create_app(lambda: ChatAgent(model=OutageModel()))

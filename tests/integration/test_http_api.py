@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -11,50 +10,24 @@ from typing import Any
 import httpx
 import pytest
 
-from agent.server import COOKIE_NAME
+from agent.api.sessions import COOKIE_NAME
 from memory import assert_client_safe
 from tests.integration.conftest import Server
+from tests.integration.http_support import (
+    assert_clean_error,
+    chat,
+    events_of,
+    listed,
+    new_conversation,
+)
 
 pytestmark = pytest.mark.integration
-
-LEAKS = ("Traceback", ".py", "sqlite", "/tmp", "/work", "Error(")
 
 
 @pytest.fixture
 def client(http_server: Server) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=http_server.url, timeout=30) as session:
         yield session
-
-
-def events_of(response: httpx.Response) -> list[dict[str, Any]]:
-    events = []
-    for block in response.text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append({"event": lines["event"], **json.loads(lines["data"])})
-    return events
-
-
-def chat(client: httpx.Client, message: str, **body: Any) -> httpx.Response:
-    return client.post("/api/chat", json={"message": message, **body})
-
-
-def new_conversation(client: httpx.Client, message: str = "hello") -> str:
-    response = chat(client, message, createConversation=True)
-    assert response.status_code == 200, response.text
-    return response.headers["X-Conversation-Id"]
-
-
-def assert_clean_error(response: httpx.Response, status: int, code: str) -> None:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"} and body["error"]["code"] == code
-    assert body["error"]["message"]
-    for leak in LEAKS:
-        assert leak not in response.text
-
-
-def listed(client: httpx.Client) -> list[str]:
-    return [c["id"] for c in client.get("/api/conversations").json()["conversations"]]
 
 
 def test_draft_promotion_cookie_and_header(client: httpx.Client) -> None:

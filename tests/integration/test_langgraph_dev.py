@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import uuid
 from typing import Any
 
 import httpx
@@ -93,3 +95,98 @@ def test_the_http_api_is_served_in_the_same_process(langgraph_dev: Server) -> No
         assert_client_safe(hydration)
         assert hydration["messages"][1]["text"].endswith("6*7 = 42.")
     assert "Blocking call" not in langgraph_dev.log.read_text()
+
+
+def studio_input(text: str) -> dict[str, Any]:
+    """What Studio's chat view (and `useStream`) sends: a message with an id."""
+    return {"messages": [{"type": "human", "content": text, "id": str(uuid.uuid4())}]}
+
+
+async def streamed_messages(
+    server: Server, thread_id: str, payload: dict[str, Any], *, subgraphs: bool
+) -> list[Any]:
+    """The message events a `messages-tuple` client receives for one run."""
+    client = get_client(url=server.url)
+    received = []
+    async for part in client.runs.stream(
+        thread_id,
+        "agent",
+        input=payload,
+        stream_mode="messages-tuple",
+        stream_subgraphs=subgraphs,
+    ):
+        if part.event.startswith("messages"):
+            received.append(part.data[0])
+    return received
+
+
+@pytest.mark.parametrize("subgraphs", [False, True])
+def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
+    langgraph_dev: Server, subgraphs: bool
+) -> None:
+    """Hardening 9: no prompt, no memory blocks, no memory messages; one answer."""
+
+    async def go() -> tuple[list[Any], Any]:
+        client = get_client(url=langgraph_dev.url)
+        thread = await client.threads.create()
+        tid = thread["thread_id"]
+        for text in ("We decided to always use PostgreSQL.", "Second turn.") * 3:
+            await wait_run(langgraph_dev, tid, {"message": text})  # memory worth leaking
+        payload = studio_input("And now?")
+        received = await streamed_messages(langgraph_dev, tid, payload, subgraphs=subgraphs)
+        return received, await client.threads.get_state(tid)
+
+    received, state = asyncio.run(go())
+    # one answer: chunks of one message (with subgraphs), or the message whole (without)
+    assert {m["type"] for m in received} == ({"AIMessageChunk"} if subgraphs else {"ai"})
+    assert len({m["id"] for m in received}) == 1
+    final = state["values"]["answer"]
+    assert "".join(m["content"] for m in received) == final
+    assert "We decided" in final  # the model did see the memory
+    # the thread's state carries no memory context and no prompt either
+    values = state["values"]
+    assert "context" not in values and "memory_summary" not in values
+    dumped = json.dumps(values)
+    assert "helpful, precise assistant" not in dumped  # the system prompt
+    assert "Summary of the earlier conversation" not in dumped
+    assert [m["type"] for m in values["turn_messages"]] == ["human", "ai"]
+
+
+def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:
+    """Hardening 10: a tool turn announces `tool`; the last route announced is the route."""
+
+    async def go() -> list[Any]:
+        client = get_client(url=langgraph_dev.url)
+        thread = await client.threads.create()
+        routes = []
+        async for part in client.runs.stream(
+            thread["thread_id"],
+            "agent",
+            input={"message": "what is 6*7?"},
+            stream_mode=["custom", "values"],
+        ):
+            if part.event == "custom" and part.data.get("event") == "route":
+                routes.append(part.data["route"])
+            elif part.event == "values":
+                final = part.data
+        return [routes, final]
+
+    routes, final = asyncio.run(go())
+    assert final["route"] == "tool"
+    assert routes == ["chat", "tool"]
+
+
+def test_the_graph_status_agrees_while_a_review_is_pending(langgraph_dev: Server) -> None:
+    """Hardening 11: `runs.wait` and `get_state` say `interrupted` during a review."""
+
+    async def go() -> tuple[Any, Any]:
+        client = get_client(url=langgraph_dev.url)
+        thread = await client.threads.create()
+        output = await wait_run(
+            langgraph_dev, thread["thread_id"], {"message": "/tasklist Plan a small launch."}
+        )
+        return output, await client.threads.get_state(thread["thread_id"])
+
+    output, state = asyncio.run(go())
+    assert output["__interrupt__"] and output["status"] == "interrupted"
+    assert state["values"]["status"] == "interrupted" and state["interrupts"]

@@ -7,6 +7,7 @@ here, so the tests assert on the recorded request bodies as much as on the run r
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -271,8 +272,9 @@ def test_compaction_goes_through_chat_openai(
     assert set(schema["properties"]) == COMPACTION_FIELDS
     assert set(schema["required"]) == COMPACTION_FIELDS
     # the compaction model sees the folded turns, not the chat tools or system prompt
-    transcript = request["messages"][-1]["content"]
-    assert "[user] question 0" in transcript and "[assistant] answer 2" in transcript
+    folded = json.loads(request["messages"][-1]["content"])["messages_to_fold"]
+    assert folded[0] == {"role": "user", "text": "question 0"}
+    assert folded[-1] == {"role": "assistant", "text": "answer 2"}
     assert all(m["content"] != AGENT_SYSTEM_PROMPT for m in request["messages"])
 
     after = memory.load(SESSION, CONVERSATION)

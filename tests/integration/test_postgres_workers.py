@@ -19,7 +19,7 @@ import httpx
 import psycopg
 import pytest
 
-from agent.server import COOKIE_NAME
+from agent.api.sessions import COOKIE_NAME
 from memory import ConversationMemory, ThreadIds, ThreadState, open_thread_store
 from memory.storage import iter_thread_ids
 from tests.conftest import clean_postgres

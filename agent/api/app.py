@@ -1,0 +1,80 @@
+"""The HTTP app (FastAPI): routers, middleware, error handlers and the agent's lifespan.
+
+Runs alone (`uvicorn agent.server:app`) or inside `langgraph dev` / LangGraph Server
+(`"http": {"app": "./agent/server.py:app"}`), where its routes, middleware and
+handlers are merged into LangGraph's app: both touch only the app's own paths.
+"""
+
+# No `from __future__ import annotations` in the route modules' users: `langgraph dev`
+# loads agent/server.py under another module name; FastAPI resolves hints eagerly.
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from agent.api import chat, conversations, errors
+from agent.api.body import BodyLimit
+from agent.api.errors import OWN_PATHS
+from agent.api.sessions import SessionCookies
+from agent.service import ChatAgent
+from agent.settings import Settings, SettingsError
+
+logger = logging.getLogger(__name__)
+
+AgentSource = ChatAgent | Callable[[], ChatAgent] | None
+"""An open agent (its owner closes it), a factory, or None for one from the environment
+(both opened and closed by the app's lifespan)."""
+
+
+def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -> FastAPI:
+    """The HTTP app over `agent`.
+
+    Args:
+        agent: see `AgentSource`.
+        settings: for the default agent (default: read from the environment at start-up).
+
+    Start-up fails, before any file or connection is opened, when a setting is unusable
+    (for example a session secret shorter than 32 characters).
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if isinstance(agent, ChatAgent):
+            app.state.agent, owned = agent, False
+        else:
+            factory = agent or (lambda: ChatAgent(settings=settings or Settings.from_env()))
+            try:
+                app.state.agent, owned = await run_in_threadpool(factory), True
+            except SettingsError as exc:
+                logger.error("cannot start the agent: %s", exc)
+                raise
+        try:
+            yield
+        finally:
+            if owned:
+                await run_in_threadpool(app.state.agent.close)
+
+    app = FastAPI(
+        title="LangGraph memory agent",
+        docs_url="/api/docs",
+        openapi_url="/api/openapi.json",
+        lifespan=lifespan,
+    )
+    app.include_router(chat.router)
+    app.include_router(conversations.router)
+
+    @app.get("/api/health", tags=["meta"])
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.add_middleware(
+        SessionCookies,
+        secret=lambda: app.state.agent.memory.ids.secret,
+        secure=lambda: app.state.agent.settings.secure_cookies,
+        prefixes=OWN_PATHS,
+    )
+    app.add_middleware(BodyLimit, prefixes=OWN_PATHS)  # outermost: before anything reads
+    errors.install(app)
+    return app

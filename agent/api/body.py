@@ -1,0 +1,68 @@
+"""The request body limit, counted as the body streams in (chunked uploads included)."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agent.api.errors import error_response
+
+MAX_BODY_BYTES = 256 * 1024
+TOO_LARGE = "request bodies are limited to {limit:,} bytes"
+
+
+class BodyLimit:
+    """ASGI middleware: read a request body of the app's own paths in full, up to
+    `limit` bytes, before the app runs; answer 413 as soon as the body (declared or
+    streamed) goes past it, without reading the rest.
+
+    Args:
+        app: the wrapped ASGI app.
+        limit: the largest body accepted, in bytes.
+        prefixes: paths the limit applies to (LangGraph's own routes are left alone).
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, limit: int = MAX_BODY_BYTES, prefixes: tuple[str, ...] = ("/",)
+    ) -> None:
+        self.app, self.limit, self.prefixes = app, limit, prefixes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._too_large(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._too_large(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(bytes(body), receive), send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(413, "payload_too_large", TOO_LARGE.format(limit=self.limit))
+        response.headers["Connection"] = "close"
+        await response(scope, receive, send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the buffered body over once, then the real messages
+    (a streaming response listens on them for the client's disconnect)."""
+    pending = True
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -1,0 +1,66 @@
+"""Chat routes: a turn, a review's resume (both streamed) and the hydration DTO."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from sse_starlette import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
+
+from agent.api.deps import AgentDep, SessionDep
+from agent.api.events import event_stream
+from graphs.request import HTTP, check_payload
+
+router = APIRouter(prefix="/api/chat", tags=["chat"])
+
+
+class ChatBody(BaseModel):
+    """`POST /api/chat`: a message to a conversation, or the first of a new one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: StrictStr
+    conversationId: StrictStr | None = None
+    createConversation: StrictBool = False
+    mode: StrictStr = "auto"
+
+
+class ResumeBody(BaseModel):
+    """`POST /api/chat/resume`: the decision for a pending review."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conversationId: StrictStr
+    decision: dict[str, Any] = Field(min_length=1)
+
+
+@router.post("", response_class=EventSourceResponse)
+async def chat(body: ChatBody, agent: AgentDep, session_id: SessionDep) -> EventSourceResponse:
+    """Run one turn; events: conversation, token, status, memory, interrupt, done, error."""
+    conversation_id, request = agent.parse(
+        body.message,
+        mode=body.mode,
+        conversation_id=body.conversationId,
+        create_conversation=body.createConversation,
+        surface=HTTP,
+    )
+    turn = await run_in_threadpool(agent.open_turn, session_id, conversation_id, request)
+    return await event_stream(agent.astream_turn(turn))
+
+
+@router.post("/resume", response_class=EventSourceResponse)
+async def resume(body: ResumeBody, agent: AgentDep, session_id: SessionDep) -> EventSourceResponse:
+    """Resume a turn that waits for a review, with the reviewer's decision."""
+    check_payload(body.decision, "decision")
+    events = agent.astream_resume(
+        body.decision, session_id=session_id, conversation_id=body.conversationId
+    )
+    return await event_stream(events)
+
+
+@router.get("/thread")
+def thread(conversationId: str, agent: AgentDep, session_id: SessionDep) -> dict[str, Any]:
+    """The conversation's hydration DTO."""
+    return agent.hydrate(session_id=session_id, conversation_id=conversationId)

@@ -1,0 +1,38 @@
+"""Conversation routes: the session's list, selection and deletion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, StrictStr
+
+from agent.api.deps import AgentDep, SessionDep
+
+router = APIRouter(prefix="/api/conversations", tags=["conversations"])
+
+
+class SelectBody(BaseModel):
+    """`POST /api/conversations/select`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conversationId: StrictStr
+
+
+@router.get("")
+def conversations(agent: AgentDep, session_id: SessionDep) -> dict[str, Any]:
+    """`{selectedConversationId, conversations, limit}`, newest activity first."""
+    return agent.conversations(session_id=session_id)
+
+
+@router.post("/select")
+def select(body: SelectBody, agent: AgentDep, session_id: SessionDep) -> dict[str, Any]:
+    """Select a conversation without reordering the list."""
+    return agent.select(session_id=session_id, conversation_id=body.conversationId)
+
+
+@router.delete("/{conversation_id}")
+def delete(conversation_id: str, agent: AgentDep, session_id: SessionDep) -> dict[str, Any]:
+    """Delete a conversation with its memory and run threads."""
+    return agent.delete_conversation(session_id=session_id, conversation_id=conversation_id)

@@ -1,0 +1,25 @@
+"""Request dependencies: the app's agent and the request's session."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from agent.service import ChatAgent
+
+
+def get_agent(request: Request) -> ChatAgent:
+    """The agent the app opened in its lifespan."""
+    agent: ChatAgent = request.app.state.agent
+    return agent
+
+
+def get_session(request: Request) -> str:
+    """The session id `SessionCookies` resolved for this request."""
+    session_id: str = request.state.session_id
+    return session_id
+
+
+AgentDep = Annotated[ChatAgent, Depends(get_agent)]
+SessionDep = Annotated[str, Depends(get_session)]

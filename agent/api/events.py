@@ -1,0 +1,52 @@
+"""Server-sent events: a turn's events as an `EventSourceResponse` (sse-starlette).
+
+The first event is awaited before the response starts, so that an error found when
+the turn opens (unknown conversation, busy, bad input) is an ordinary JSON error
+response. Keep-alive pings flow while a long workflow stage runs without output.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from sse_starlette import EventSourceResponse
+
+logger = logging.getLogger(__name__)
+
+PING_SECONDS = 15
+STREAM_FAILED = {"event": "error", "code": "internal_error", "message": "internal error"}
+
+
+def as_sse(event: dict[str, Any]) -> dict[str, str]:
+    """One client event as an SSE message: `event: <name>`, `data: <json>`."""
+    payload = {key: value for key, value in event.items() if key != "event"}
+    data = json.dumps(payload, ensure_ascii=False)
+    try:
+        data.encode("utf-8")
+    except UnicodeEncodeError:  # a model produced a lone surrogate: escape it, don't crash
+        data = json.dumps(payload)
+    return {"event": str(event["event"]), "data": data}
+
+
+async def event_stream(events: AsyncGenerator[dict[str, Any], None]) -> EventSourceResponse:
+    """Stream `events` (its first event opens the response; errors before it raise)."""
+    first = await anext(events)
+
+    async def body() -> AsyncIterator[dict[str, str]]:
+        try:
+            yield as_sse(first)
+            async for event in events:
+                yield as_sse(event)
+        except Exception:
+            logger.exception("the event stream failed")
+            yield as_sse(STREAM_FAILED)
+        finally:
+            await events.aclose()
+
+    headers = {"X-Accel-Buffering": "no"}
+    if "conversationId" in first:
+        headers["X-Conversation-Id"] = str(first["conversationId"])
+    return EventSourceResponse(body(), ping=PING_SECONDS, sep="\n", headers=headers)

@@ -1,0 +1,43 @@
+"""Helpers of the HTTP tests: requests, the event stream, the error shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+LEAKS = ("Traceback", ".py", "sqlite", "/tmp", "/work", "Error(")
+
+
+def events_of(response: httpx.Response) -> list[dict[str, Any]]:
+    """The events of an SSE response (keep-alive comments skipped)."""
+    events = []
+    for block in response.text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if not line.startswith(":"))
+        if "event" in lines:
+            events.append({"event": lines["event"], **json.loads(lines["data"])})
+    return events
+
+
+def chat(client: httpx.Client, message: str, **body: Any) -> httpx.Response:
+    return client.post("/api/chat", json={"message": message, **body})
+
+
+def new_conversation(client: httpx.Client, message: str = "hello") -> str:
+    response = chat(client, message, createConversation=True)
+    assert response.status_code == 200, response.text
+    return response.headers["X-Conversation-Id"]
+
+
+def assert_clean_error(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["code"] == code
+    assert body["error"]["message"]
+    for leak in LEAKS:
+        assert leak not in response.text
+
+
+def listed(client: httpx.Client) -> list[str]:
+    return [c["id"] for c in client.get("/api/conversations").json()["conversations"]]
