@@ -1,4 +1,5 @@
 # Two commands matter: `make dev` runs the agent, `make test` passes the tests.
+# `make help` lists the rest.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,7 +7,10 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 2024
 
-.PHONY: dev test lint typecheck unit bench install clean
+.PHONY: help dev test lint typecheck unit bench eval install clean
+
+help: ## List the targets.
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:[^#]*## /\t/' | expand -t 12
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,32 +18,29 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) ## Create .venv and install the project with its dev tools.
 
-## Run the agent under `langgraph dev` (Studio-ready; offline model when no OPENAI_API_KEY).
-dev: $(STAMP)
+dev: $(STAMP) ## Run the agent under langgraph dev on HOST:PORT (make dev PORT=2025).
 	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true \
 	LANGSMITH_TRACING=$${LANGSMITH_TRACING:-false} \
-	$(BIN)/langgraph dev --no-browser --host $(HOST) --port $(PORT)
+	$(BIN)/python -m agent dev --host $(HOST) --port $(PORT)
 
-## Lint, type check and run every test.
-test: lint typecheck unit
+test: lint typecheck unit ## Lint, type check and run every test (about 4 minutes).
 
-lint: $(STAMP)
+lint: $(STAMP) ## ruff check and ruff format --check.
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) ## mypy over the packages and tests.
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) ## pytest: unit and integration tests.
 	$(BIN)/pytest -q
 
-## Benchmarks (figures, not pass/fail tests).
-bench: $(STAMP)
+bench: $(STAMP) ## Benchmarks: memory, agent beside its peers, HTTP workers (figures, not tests).
 	$(BIN)/python -m bench.memory_bench
 	$(BIN)/python -m bench.agent_bench
 	$(BIN)/python -m bench.workers_bench
 
-clean:
+clean: ## Remove the virtual environment and tool caches.
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

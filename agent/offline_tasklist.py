@@ -51,9 +51,7 @@ OFFLINE_OUTCOME = (
 )
 REVISED_NOTE = " Revised for: {issues}"
 CANNOT_VERIFY = "The offline model cannot verify “{title}”; check it by hand."
-COMPLETED_OUTCOME = (
-    "Offline model: all {total} tasks are written up as steps; nothing was run or verified."
-)
+COMPLETED_OUTCOME = "Offline model: {all_tasks} written up as steps; nothing was run or verified."
 BLOCKED_OUTCOME = (
     "Offline model: {done} of {total} tasks are written up as steps; blocking issues remain."
 )
@@ -153,7 +151,8 @@ def offline_summary(messages: Sequence[BaseMessage]) -> TasklistSummary:
     if run.get("status") == "blocked":
         outcome = BLOCKED_OUTCOME.format(done=len(done), total=len(tasks))
     else:
-        outcome = COMPLETED_OUTCOME.format(total=len(tasks))
+        all_tasks = "the one task is" if len(tasks) == 1 else f"all {len(tasks)} tasks are"
+        outcome = COMPLETED_OUTCOME.format(all_tasks=all_tasks)
     return TasklistSummary(
         outcome=outcome,
         done=done,

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 MAX_TITLE_CHARS, MAX_CRITERIA, MAX_CRITERION_CHARS = 200, 5, 300
 MAX_RESULT_CHARS, MAX_SUMMARY_ITEMS, MAX_ITEM_CHARS = 2000, 10, 400
@@ -144,20 +151,30 @@ class TasklistSummary(BaseModel):
 
 # -- what a reviewer may send ----------------------------------------------------------------
 
+DEFAULT_CRITERION = "The task is done as its title says."
+
 Criterion = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CRITERION_CHARS)
 ]
 
 
 class EditedTask(BaseModel):
-    """A task of an `edit` decision; `id` is assigned when missing."""
+    """A task of an `edit` decision: a title, or a title with acceptance criteria (a
+    plain title gets the default criterion); `id` is assigned when missing."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,40}$")
     title: str = Field(min_length=1, max_length=MAX_TITLE_CHARS)
-    acceptance_criteria: list[Criterion] = Field(min_length=1, max_length=MAX_CRITERIA)
+    acceptance_criteria: list[Criterion] = Field(
+        default_factory=lambda: [DEFAULT_CRITERION], min_length=1, max_length=MAX_CRITERIA
+    )
     status: Literal["pending"] = "pending"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _title_only(cls, value: object) -> object:
+        return {"title": value} if isinstance(value, str) else value
 
     @field_validator("acceptance_criteria", mode="before")
     @classmethod
@@ -189,7 +206,6 @@ FAILED_TEXT = (
 )
 BLOCKED_TASK_ISSUE = "The task “{title}” is blocked: {result}"
 SHORT_OF_GOAL = "The self-check found the result short of the goal."
-DEFAULT_CRITERION = "The task is done as its title says."
 
 UNKNOWN_ACTION = "unknown action {action!r} for the {review}; use one of: {actions}"
 UNEXPECTED_FIELDS = "unexpected field(s) {fields} for action {action!r}; it takes: {allowed}"

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from agent import ChatAgent, ConversationBusy, InvalidRequest
-from agent.__main__ import ChatSession, build_parser, echo_reader, main
+from agent.cli.main import build_parser, main
+from agent.cli.session import ChatSession, echo_reader
 from agent.errors import NOTHING_TO_RESUME
 from agent.settings import Settings
 from tests.fakes import PacedModel
@@ -112,7 +113,7 @@ def test_a_review_is_rendered_answered_and_resumed_until_the_turn_ends() -> None
     assert out.count("[route: tasklist]") == 1
     assert "### Outcome\nDone." in out
     assert err.splitlines() == [
-        "error: answer with one of: approve | edit <JSON task list> | reject <reason> | "
+        "error: answer with one of: approve | edit <task>; <task>; … | reject <reason> | "
         "respond <feedback> (Ctrl-D or a /command leaves the review for later)",
         "error: invalid edited task list: task 1: title: Field required",
     ]

@@ -7,16 +7,13 @@ from typing import Any
 
 import pytest
 
-from agent.cli import (
+from agent.cli.commands import UsageError, parse_command, parse_decision, review_actions
+from agent.cli.render import (
     TurnPrinter,
-    UsageError,
     memory_line,
-    parse_command,
-    parse_decision,
     render_listing,
     render_memory,
     render_review,
-    review_actions,
     status_line,
 )
 from tests.unit.cli_support import REGISTRY, REVISION, STRATEGY, done
@@ -95,6 +92,11 @@ REVISION_ACTIONS = ("accept", "revise")
         ("accept", REVISION_ACTIONS, {"action": "accept"}),
         ("revise", REVISION_ACTIONS, {"action": "revise"}),
         ("approve", (), {"action": "approve"}),  # no actions listed: the server decides
+        (
+            "edit Write the tests;  Ship it ;",
+            STRATEGY_ACTIONS,
+            {"action": "edit", "tasks": ["Write the tests", "Ship it"]},
+        ),
     ],
 )
 def test_parse_decision(line: str, actions: tuple[str, ...], decision: dict[str, Any]) -> None:
@@ -104,15 +106,16 @@ def test_parse_decision(line: str, actions: tuple[str, ...], decision: dict[str,
 @pytest.mark.parametrize(
     ("line", "actions", "problem"),
     [
-        ("revise", STRATEGY_ACTIONS, "answer with one of: approve | edit <JSON task list>"),
+        ("revise", STRATEGY_ACTIONS, "answer with one of: approve | edit <task>; <task>; …"),
         ("accept", STRATEGY_ACTIONS, "answer with one of"),
         ("approve", REVISION_ACTIONS, "answer with one of: accept | revise"),
         ("reject", STRATEGY_ACTIONS, "usage: reject <reason>"),
         ("respond   ", STRATEGY_ACTIONS, "usage: respond <feedback>"),
-        ("edit", STRATEGY_ACTIONS, "edit needs a JSON list of tasks"),
-        ("edit not json", STRATEGY_ACTIONS, "edit needs a JSON list of tasks"),
-        ("edit []", STRATEGY_ACTIONS, "edit needs a JSON list of tasks"),
-        ('edit {"title": "x"}', STRATEGY_ACTIONS, "edit needs a JSON list of tasks"),
+        ("edit", STRATEGY_ACTIONS, "edit takes the new task list"),
+        ("edit ;  ;", STRATEGY_ACTIONS, "edit takes the new task list"),
+        ("edit [not json", STRATEGY_ACTIONS, "edit takes the new task list"),
+        ("edit []", STRATEGY_ACTIONS, "edit takes the new task list"),
+        ('edit {"title": "x"}', STRATEGY_ACTIONS, "edit takes the new task list"),
         ("approve it all", STRATEGY_ACTIONS, "approve takes no text"),
         ("revise harder", REVISION_ACTIONS, "revise takes no text"),
     ],
@@ -147,7 +150,7 @@ def test_render_strategy_review() -> None:
     ]
     assert lines[tasks + 4] == "  2. Ship the build (id t2)"
     assert lines[-1] == (
-        "answer with: approve | edit <JSON task list> | reject <reason> | respond <feedback>"
+        "answer with: approve | edit <task>; <task>; … | reject <reason> | respond <feedback>"
     )
 
 
@@ -175,9 +178,14 @@ def test_render_review_shows_a_refused_answer_and_unknown_kinds() -> None:
         ({"stage": "write", "status": "started"}, None),
         ({"stage": "write", "status": "succeeded", "messages": 4}, "[memory: written]"),
         ({"stage": "write", "status": "failed"}, "[memory: write failed]"),
+        ({"stage": "write", "status": "skipped", "reason": "unknown"}, "[memory: not written]"),
         (
-            {"stage": "write", "status": "skipped", "reason": "failed"},
-            "[memory: not written (failed)]",
+            {"stage": "write", "status": "skipped", "reason": "status_not_written"},
+            "[memory: not written: the turn did not finish]",
+        ),
+        (
+            {"stage": "write", "status": "skipped", "reason": "conversation_gone"},
+            "[memory: not written: the conversation was deleted meanwhile]",
         ),
         ({"stage": "compact", "status": "started"}, None),
         (
@@ -206,9 +214,21 @@ def test_memory_line(event: dict[str, Any], line: str | None) -> None:
           "title": "Write the docs", "index": 1, "total": 3},
          "[tasklist: execute in_progress 1/3 — Write the docs]"),
         ({"stage": "delivery"}, "[delivery]"),
+        ({"workflow": "delivery", "stage": "load_request", "status": "started"},
+         "[delivery: reading the request]"),
+        ({"workflow": "delivery", "stage": "load_request", "status": "succeeded", "words": 9},
+         None),
+        ({"workflow": "delivery", "stage": "plan_delivery", "status": "succeeded", "tasks": 1},
+         "[delivery: planned 1 task]"),
+        ({"workflow": "delivery", "stage": "execute_tasks", "status": "task_started", "task": 2,
+          "tasks": 3}, "[delivery: task 2 of 3]"),
+        ({"workflow": "delivery", "stage": "review_delivery", "status": "succeeded",
+          "reviewer": "risk", "passed": False}, "[delivery: Risk review found blocking issues]"),
+        ({"workflow": "delivery", "stage": "execute_tasks", "status": "failed"},
+         "[delivery: execute tasks failed]"),
     ],
 )  # fmt: skip
-def test_status_line(event: dict[str, Any], line: str) -> None:
+def test_status_line(event: dict[str, Any], line: str | None) -> None:
     assert status_line({"event": "status", **event}) == line
 
 

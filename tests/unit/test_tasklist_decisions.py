@@ -46,9 +46,13 @@ VALID_TASK = {"title": "Do it", "acceptance_criteria": ["done"]}
         ({"action": "edit"}, "list of 1 to 7 tasks"),
         ({"action": "edit", "tasks": []}, "list of 1 to 7 tasks"),
         ({"action": "edit", "tasks": [VALID_TASK] * 8}, "list of 1 to 7 tasks"),
-        ({"action": "edit", "tasks": ["Do it"]}, "task 1: .*valid dictionary"),
+        ({"action": "edit", "tasks": [42]}, "task 1: .*valid dictionary"),
         ({"action": "edit", "tasks": [{"title": " "}]}, "task 1: title"),
-        ({"action": "edit", "tasks": [{"title": "x"}]}, "task 1: acceptance_criteria"),
+        ({"action": "edit", "tasks": [" "]}, "task 1: title"),
+        (
+            {"action": "edit", "tasks": [{"title": "x", "acceptance_criteria": []}]},
+            "task 1: acceptance_criteria",
+        ),
         (
             {"action": "edit", "tasks": [VALID_TASK, {**VALID_TASK, "status": "completed"}]},
             "task 2: status",

@@ -1,175 +1,20 @@
-"""What the terminal chat understands and shows: commands, review decisions, views, events.
+"""What the terminal chat shows: review payloads, memory and registry views, turn events.
 
-The interactive loop of `python -m agent chat` lives in `agent/__main__.py`; this
-module holds its parts that need no terminal: input lines parsed into `Command`s,
-review answers into decisions, registry and memory views, review payloads rendered,
-and `TurnPrinter`, which prints stream events as they arrive (answer tokens inline,
-route and memory status as bracketed lines, errors as one `error: ...` line).
+`TurnPrinter` prints stream events as they arrive: answer tokens inline, route and
+memory status as bracketed lines in words, errors as one `error: ...` line.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
+
+from agent.cli.commands import ACTION_USAGE, review_actions
 
 PREVIEW_CHARS = 200
-MESSAGE_PREFIXES = ("/tasklist", "/delivery")
-"""Prefixes sent to the agent as messages: it routes them to its workflows."""
-
-HELP = """\
-Type a message and press Enter to chat. Commands:
-  /new              start a new conversation (your next message creates it)
-  /list             list this session's conversations (* marks the selected one)
-  /switch N         continue conversation N of the last /list
-  /memory           show what the agent remembers of this conversation
-  /tasklist GOAL    plan GOAL as a task list (stops for your review)
-  /delivery REQUEST run the delivery workflow on REQUEST
-  /review           answer a review left pending
-  /help             show this help
-  /quit             leave (Ctrl-D too); Ctrl-C cancels a running turn"""
-
-ACTION_USAGE = {
-    "approve": "approve",
-    "edit": "edit <JSON task list>",
-    "reject": "reject <reason>",
-    "respond": "respond <feedback>",
-    "accept": "accept",
-    "revise": "revise",
-}
-DEFAULT_ACTIONS = {
-    "strategy_review": ("approve", "edit", "reject", "respond"),
-    "revision_review": ("accept", "revise"),
-}
 REVIEW_TITLES = {"strategy_review": "strategy review", "revision_review": "revision review"}
-TEXT_FIELDS = {"reject": "reason", "respond": "feedback"}
-"""Actions that need text, and the decision field that carries it (others take none)."""
-
-NO_ARGUMENT_COMMANDS = frozenset({"new", "list", "memory", "review", "help", "quit"})
-ALIASES = {"exit": "quit"}
-UNKNOWN_COMMAND = "unknown command {head}; type /help for the commands"
-SWITCH_USAGE = "usage: /switch N, with N a number from /list"
-BAD_TASK_LIST = (
-    "edit needs a JSON list of tasks, e.g. "
-    'edit [{"title": "Write the tests", "acceptance_criteria": ["they pass"]}]'
-)
-
-
-class UsageError(ValueError):
-    """An input line or review answer the CLI cannot use; shown as `error: ...`."""
-
-
-class ChatBackend(Protocol):
-    """The part of `ChatAgent` the terminal chat uses (see `ChatAgent` for each method)."""
-
-    def astream(
-        self,
-        message: str,
-        *,
-        session_id: str,
-        conversation_id: str | None = None,
-        create_conversation: bool = False,
-    ) -> AsyncIterator[dict[str, Any]]: ...
-
-    def astream_resume(
-        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
-    ) -> AsyncIterator[dict[str, Any]]: ...
-
-    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
-
-    def conversations(self, *, session_id: str) -> dict[str, Any]: ...
-
-    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class Command:
-    """A parsed input line.
-
-    Attributes:
-        name: `message` for text to send, else the slash command without its slash.
-        text: the message to send.
-        number: the conversation number of `/switch`.
-    """
-
-    name: str
-    text: str = ""
-    number: int | None = None
-
-
-def parse_command(line: str) -> Command | None:
-    """Parse an input line; None for a blank line.
-
-    Raises:
-        UsageError: an unknown command, or bad arguments to a known one.
-    """
-    text = line.strip()
-    if not text:
-        return None
-    head, _, rest = text.partition(" ")
-    if not head.startswith("/") or head in MESSAGE_PREFIXES:
-        return Command("message", text=text)
-    name = ALIASES.get(head[1:].lower(), head[1:].lower())
-    rest = rest.strip()
-    if name == "switch":
-        if not (rest.isascii() and rest.isdigit()) or int(rest) < 1:
-            raise UsageError(SWITCH_USAGE)
-        return Command("switch", number=int(rest))
-    if name in NO_ARGUMENT_COMMANDS:
-        if rest:
-            raise UsageError(f"/{name} takes no arguments")
-        return Command(name)
-    raise UsageError(UNKNOWN_COMMAND.format(head=head))
-
-
-def review_actions(payload: Mapping[str, Any]) -> tuple[str, ...]:
-    """The actions a review allows: its `actions` (names or `{"action": ...}`), else the kind's."""
-    names: list[str] = []
-    raw = payload.get("actions")
-    for item in raw if isinstance(raw, list | tuple) else ():
-        name = item.get("action") or item.get("name") if isinstance(item, Mapping) else item
-        if isinstance(name, str) and name:
-            names.append(name)
-    return tuple(names) or DEFAULT_ACTIONS.get(str(payload.get("kind")), ())
-
-
-def _task_list(text: str) -> list[Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        raise UsageError(BAD_TASK_LIST) from None
-    if isinstance(value, Mapping) and isinstance(value.get("tasks"), list):
-        value = value["tasks"]
-    if not isinstance(value, list) or not value:
-        raise UsageError(BAD_TASK_LIST)
-    return value
-
-
-def parse_decision(line: str, actions: Sequence[str]) -> dict[str, Any]:
-    """Parse a review answer such as `approve`, `reject too risky` or `edit [...]`.
-
-    Args:
-        line: what the person typed.
-        actions: the actions the review allows (empty: any).
-
-    Raises:
-        UsageError: an action the review does not allow, or missing or bad text.
-    """
-    action, _, rest = line.strip().partition(" ")
-    action, rest = action.lower(), rest.strip()
-    if not action or (actions and action not in actions):
-        allowed = " | ".join(ACTION_USAGE.get(name, name) for name in actions)
-        raise UsageError(f"answer with one of: {allowed}")
-    if action in TEXT_FIELDS:
-        if not rest:
-            raise UsageError(f"usage: {ACTION_USAGE[action]}")
-        return {"action": action, TEXT_FIELDS[action]: rest}
-    if action == "edit":
-        return {"action": "edit", "tasks": _task_list(rest)}
-    if rest:
-        raise UsageError(f"{action} takes no text")
-    return {"action": action}
 
 
 def _one_line(text: object, limit: int = PREVIEW_CHARS) -> str:
@@ -228,6 +73,33 @@ def render_review(payload: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+SKIP_REASONS = {
+    "status_not_written": "the turn did not finish",
+    "empty_text": "there was no answer to keep",
+    "duplicate_message_id": "this turn is already in memory",
+    "duplicate_last_pair": "this turn is already in memory",
+    "conversation_gone": "the conversation was deleted meanwhile",
+}
+"""Why a turn was not written, in words (the event carries a stable code)."""
+
+DELIVERY_STEPS = {
+    ("load_request", "started"): "reading the request",
+    ("load_request", "blocked"): "the request is too thin to act on",
+    ("plan_delivery", "started"): "planning",
+    ("plan_delivery", "succeeded"): "planned {tasks} {tasks_noun}",
+    ("plan_delivery", "blocked"): "the plan needs more information",
+    ("execute_tasks", "task_started"): "task {task} of {tasks}",
+    ("execute_tasks", "succeeded"): "{done} of {tasks} {tasks_noun} done",
+    ("review_delivery", "started"): "{reviewer} review",
+    ("review_delivery", "succeeded"): "{reviewer} review {verdict}",
+    ("synthesize_report", "started"): "writing the report",
+    ("synthesize_report", "completed"): "report ready",
+    ("synthesize_report", "blocked"): "report ready, with blocking issues",
+}
+"""Delivery progress in words, by (stage, status); other pairs are not worth a line,
+except failures, which name the stage."""
+
+
 def memory_line(event: Mapping[str, Any]) -> str | None:
     """A `memory` event as `[memory: ...]`, or None for events not worth a line."""
     stage, status = event.get("stage"), event.get("status")
@@ -237,8 +109,8 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
         if status == "succeeded":
             return "[memory: written]"
         if status == "skipped":
-            reason = event.get("reason")
-            return f"[memory: not written ({reason})]" if reason else "[memory: not written]"
+            reason = SKIP_REASONS.get(str(event.get("reason")))
+            return f"[memory: not written: {reason}]" if reason else "[memory: not written]"
         return f"[memory: write {status}]"
     if stage == "compact":
         detail = ""
@@ -249,17 +121,40 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
     return f"[memory: {stage} {status}]"
 
 
-def status_line(event: Mapping[str, Any]) -> str:
-    """A `status` event as a bracketed line.
+def delivery_line(event: Mapping[str, Any]) -> str | None:
+    """A delivery progress event in words, None when not worth a line."""
+    stage, status = str(event.get("stage")), str(event.get("status"))
+    if status == "failed":
+        return f"[delivery: {stage.replace('_', ' ')} failed]"
+    template = DELIVERY_STEPS.get((stage, status))
+    if template is None:
+        return None
+    count = event.get("tasks")
+    fields = {
+        "tasks": count,
+        "tasks_noun": "task" if count == 1 else "tasks",
+        "task": event.get("task"),
+        "done": event.get("done"),
+        "reviewer": str(event.get("reviewer", "")).capitalize(),
+        "verdict": "passed" if event.get("passed") else "found blocking issues",
+    }
+    return f"[delivery: {template.format(**fields)}]"
 
-    `[route: chat]`, `[tool: calculator]`, workflow progress such as
-    `[tasklist: execute in_progress 1/3 — Write the tests]`, else `[stage: key=value, …]`.
+
+def status_line(event: Mapping[str, Any]) -> str | None:
+    """A `status` event as a bracketed line, or None when not worth one.
+
+    `[route: chat]`, `[tool: calculator]`, delivery progress in words, task-list
+    progress such as `[tasklist: execute in_progress 1/3 — Write the tests]`, else
+    `[stage: key=value, …]`.
     """
     stage = event.get("stage") or "status"
     if stage == "route":
         return f"[route: {event.get('route')}]"
     if stage == "tool":
         return f"[tool: {event.get('name')}]"
+    if event.get("workflow") == "delivery":
+        return delivery_line(event)
     shown = {"event", "stage", "step", "status", "index", "total", "title", "taskId"}
     words = [str(event[key]) for key in ("step", "status") if event.get(key) is not None]
     if event.get("index") is not None and event.get("total") is not None:
@@ -371,7 +266,9 @@ class TurnPrinter:
         elif kind == "status":
             if event.get("stage") == "tool" and self._route_shown is None:
                 self._route = "tool"
-            self.line(status_line(event))
+            text = status_line(event)
+            if text:
+                self.line(text)
         elif kind == "memory":
             text = memory_line(event)
             if text:

@@ -1,0 +1,197 @@
+"""`python -m agent`: the command line (`chat`, `dev`) and its argument parser."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import logging
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent.cli.session import ChatSession, Reader, echo_reader, terminal_reader
+from agent.service import ChatAgent
+from agent.settings import Settings, SettingsError
+from memory.errors import ChatMemoryError
+
+logger = logging.getLogger("agent.cli")
+
+DEFAULT_SESSION = "cli"
+LOG_FILE = "cli.log"
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 2024
+PORT_BUSY = (
+    "port {port} on {host} is already in use (is another `make dev` running?): stop it, "
+    "or choose another port: make dev PORT={next}"
+)
+
+
+def open_session(
+    agent: ChatAgent, *, session_id: str, conversation_id: str | None, read_line: Reader
+) -> ChatSession:
+    """A chat on `conversation_id`, else the session's selected conversation, else a new one.
+
+    Raises:
+        InvalidRequest: a malformed session or conversation id.
+        ConversationNotFound: `conversation_id` is not one of the session's conversations.
+    """
+    registry = agent.conversations(session_id=session_id)  # validates the session id
+    titles = {entry["id"]: entry["title"] for entry in registry["conversations"]}
+    if conversation_id is not None:
+        registry = agent.select(session_id=session_id, conversation_id=conversation_id)
+    elif registry["selectedConversationId"] in titles:
+        conversation_id = registry["selectedConversationId"]
+    model = "offline model (no OPENAI_API_KEY)" if agent.settings.offline else agent.settings.model
+    print(f'agent chat · session "{session_id}" · {model} · /help lists the commands')
+    if conversation_id is None:
+        print("new conversation: your first message creates it")
+    else:
+        print(f"continuing: {titles.get(conversation_id, conversation_id)}")
+    return ChatSession(
+        agent, session_id=session_id, conversation_id=conversation_id, read_line=read_line
+    )
+
+
+def configure_logging(data_dir: Path, verbose: bool) -> None:
+    """Log to stderr when `verbose`, else to `<data_dir>/cli.log` (never over the chat)."""
+    handler: logging.Handler
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(data_dir / LOG_FILE, encoding="utf-8")
+        except OSError:
+            handler = logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.captureWarnings(True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `python -m agent` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agent",
+        description="A LangGraph chat agent with bounded, per-conversation memory.",
+    )
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    chat = commands.add_parser(
+        "chat",
+        help="interactive terminal chat (streams answers; /help inside lists its commands)",
+        description="Chat in the terminal. Settings come from the environment "
+        "(AGENT_DATABASE_URL, AGENT_DATA_DIR, OPENAI_API_KEY, ...); without OPENAI_API_KEY "
+        "a deterministic offline model answers.",
+    )
+    chat.add_argument(
+        "--session",
+        default=DEFAULT_SESSION,
+        metavar="NAME",
+        help="the session whose conversations you see (default: %(default)s)",
+    )
+    chat.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="continue this conversation (default: the session's selected one, else a new one)",
+    )
+    chat.add_argument(
+        "--verbose",
+        action="store_true",
+        help=f"log to stderr (default: log to $AGENT_DATA_DIR/{LOG_FILE})",
+    )
+    dev = commands.add_parser(
+        "dev",
+        help="run the agent under `langgraph dev` (what `make dev` runs)",
+        description="Run `langgraph dev` with this repository's langgraph.json: the graph, "
+        "the HTTP API and the chat page. Fails plainly when the port is taken, instead "
+        "of moving to a random one.",
+    )
+    dev.add_argument("--host", default=DEFAULT_HOST, help="interface (default: %(default)s)")
+    dev.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s)")
+    return parser
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether `host:port` can be bound now."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def run_dev(host: str, port: int) -> int:
+    """`langgraph dev` on `host:port`, in this process, after checking the port is free.
+
+    `langgraph dev` would silently move to a random port; its file watcher (it reloads
+    on `*.py` changes) would log every write of the server's own data files, so its
+    logger is kept to warnings.
+    """
+    if not port_free(host, port):
+        return _fail(PORT_BUSY.format(host=host, port=port, next=port + 1))
+    from langgraph_cli.cli import cli  # the dev tools are a development dependency
+
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    arguments = ["dev", "--no-browser", "--host", host, "--port", str(port)]
+    try:
+        cli.main(arguments, prog_name="langgraph", standalone_mode=False)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def run_chat(session_id: str, conversation_id: str | None, *, verbose: bool = False) -> int:
+    """Start the agent from the environment and chat until the person leaves."""
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        return _fail(str(exc))
+    configure_logging(settings.data_dir, verbose)
+    try:
+        agent = ChatAgent(settings=settings)
+    except ChatMemoryError as exc:
+        return _fail(str(exc))
+    except Exception:
+        logger.exception("could not start the agent")
+        return _fail("could not start the agent; details are in the log")
+    with agent:
+        read_line: Reader
+        if sys.stdin.isatty():
+            with contextlib.suppress(ImportError):
+                importlib.import_module("readline")  # line editing and history for input()
+            read_line = terminal_reader
+        else:
+            read_line = echo_reader(sys.stdin, sys.stdout)
+        try:
+            session = open_session(
+                agent, session_id=session_id, conversation_id=conversation_id, read_line=read_line
+            )
+        except ChatMemoryError as exc:
+            return _fail(str(exc))
+        return session.run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `python -m agent`; returns the exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")  # a narrow terminal encoding never crashes
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "dev":
+        return run_dev(args.host, args.port)
+    if args.command != "chat":
+        parser.print_help()
+        return 0
+    try:
+        return run_chat(args.session, args.conversation, verbose=args.verbose)
+    except KeyboardInterrupt:
+        return 130

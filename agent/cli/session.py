@@ -1,0 +1,298 @@
+"""The interactive chat of `python -m agent chat`: reads lines, runs turns, prints them."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TextIO
+
+from agent.cli.commands import (
+    HELP,
+    ChatBackend,
+    Command,
+    UsageError,
+    parse_command,
+    parse_decision,
+    review_actions,
+)
+from agent.cli.render import TurnOutcome, TurnPrinter, render_listing, render_memory, render_review
+from agent.errors import NOTHING_TO_RESUME, ConversationBusy, InvalidRequest
+from memory.errors import ChatMemoryError
+
+logger = logging.getLogger("agent.cli")
+
+PROMPT = "> "
+DECISION_PROMPT = "decision> "
+UNEXPECTED = "something went wrong; details are in the log"
+REVIEW_PENDING = "the review is still pending: /review answers it"
+REVIEW_REPLACED = "(this turn replaced the review that was pending in this conversation)"
+CANCEL_GRACE = 5.0
+"""Seconds a turn may wait for a turn the person just cancelled in the same conversation:
+the cancelled run stops on the agent's loop a moment after the prompt is back."""
+ANSWER_LATER = "(Ctrl-D or a /command leaves the review for later)"
+
+Reader = Callable[[str], str]
+"""Prints a prompt and returns the next line; raises `EOFError` at the end of input."""
+
+
+def terminal_reader(prompt: str) -> str:
+    """`input`, ending the prompt line when the person presses Ctrl-D."""
+    try:
+        return input(prompt)
+    except EOFError:
+        print()
+        raise
+
+
+def echo_reader(source: TextIO, out: TextIO) -> Reader:
+    """A reader for piped input that echoes each line after its prompt, like a transcript."""
+
+    def read(prompt: str) -> str:
+        line = source.readline()
+        if not line:
+            raise EOFError
+        line = line.rstrip("\r\n")
+        out.write(f"{prompt}{line}\n")
+        out.flush()
+        return line
+
+    return read
+
+
+async def _consume(events: AsyncIterator[dict[str, Any]], printer: TurnPrinter) -> None:
+    async for event in events:
+        printer.handle(event)
+
+
+class ChatSession:
+    """An interactive chat in one session: reads lines, runs turns, prints what happens.
+
+    Args:
+        agent: the chat agent (anything with its streaming and registry methods).
+        session_id: the session whose conversations this chat sees.
+        conversation_id: the conversation to continue; None starts a new one.
+        read_line: reads the next line after a prompt.
+        out: where answers, status lines and views go (default: stdout).
+        err: where `error: ...` lines go (default: stderr).
+    """
+
+    def __init__(
+        self,
+        agent: ChatBackend,
+        *,
+        session_id: str,
+        conversation_id: str | None = None,
+        read_line: Reader = terminal_reader,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+    ) -> None:
+        self.agent, self.session_id, self.conversation_id = agent, session_id, conversation_id
+        self.read_line = read_line
+        self.out, self.err = out or sys.stdout, err or sys.stderr
+        self._listing: list[str] = []
+        self._pending: tuple[str, dict[str, Any], str | None] | None = None
+        """The review waiting for an answer: conversation, payload, route."""
+        self._next_line: str | None = None
+        """A command typed at a review prompt, run once the review is left."""
+        self._cancelled: tuple[str, float] | None = None
+        """The conversation of the last cancelled turn, and when it was cancelled."""
+        self._runner = asyncio.Runner()
+
+    def _say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _error(self, message: str) -> None:
+        self.err.write(f"error: {message}\n")
+        self.err.flush()
+
+    def run(self) -> int:
+        """Read and run lines until `/quit` or the end of input; returns the exit code."""
+        try:
+            while True:
+                try:
+                    line, self._next_line = self._next_line or self.read_line(PROMPT), None
+                except EOFError:
+                    return 0
+                except KeyboardInterrupt:
+                    self._say("\n(/quit or Ctrl-D leaves)")
+                    continue
+                try:
+                    command = parse_command(line)
+                except UsageError as exc:
+                    self._error(str(exc))
+                    continue
+                if command is None:
+                    continue
+                if command.name == "quit":
+                    return 0
+                self.dispatch(command)
+        finally:
+            self._runner.close()
+
+    def dispatch(self, command: Command) -> None:
+        """Run one command; typed errors become one `error: ...` line, never a traceback."""
+        handlers: dict[str, Callable[[Command], None]] = {
+            "message": self._send,
+            "new": self._new,
+            "list": self._list,
+            "switch": self._switch,
+            "memory": self._memory,
+            "review": self._review,
+            "help": lambda _: self._say(HELP),
+        }
+        try:
+            handlers[command.name](command)
+        except (ChatMemoryError, UsageError) as exc:
+            self._error(str(exc))
+        except KeyboardInterrupt:
+            self._say("[cancelled]")
+        except Exception:
+            logger.exception("the %s command failed", command.name)
+            self._error(UNEXPECTED)
+
+    def _stream(
+        self,
+        start: Callable[[], AsyncIterator[dict[str, Any]]],
+        conversation_id: str | None,
+        route: str | None = None,
+    ) -> TurnOutcome:
+        """Run a turn, printing its events; Ctrl-C cancels it (a cancelled turn writes nothing).
+
+        Args:
+            start: opens the turn's event stream (again, while the conversation is busy
+                with a turn the person cancelled a moment ago).
+            conversation_id: the turn's conversation; None for a new one.
+            route: the route already shown for this turn (when resuming it).
+        """
+        recent = self._cancelled
+        deadline = recent[1] + CANCEL_GRACE if recent and recent[0] == conversation_id else 0
+        while True:
+            printer = TurnPrinter(self.out, self.err, route=route)
+            try:
+                self._runner.run(_consume(start(), printer))
+            except ConversationBusy:  # raised before any event, so it is safe to start again
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+                continue
+            except KeyboardInterrupt:
+                printer.cancelled()
+                cancelled = printer.outcome.conversation_id or conversation_id
+                self._cancelled = (cancelled, time.monotonic()) if cancelled else None
+            finally:
+                # a draft becomes a conversation as soon as its first message is accepted
+                if self.conversation_id is None and printer.outcome.conversation_id:
+                    self.conversation_id = printer.outcome.conversation_id
+            return printer.outcome
+
+    def _send(self, command: Command) -> None:
+        conversation_id = self.conversation_id
+        outcome = self._stream(
+            lambda: self.agent.astream(
+                command.text,
+                session_id=self.session_id,
+                conversation_id=conversation_id,
+                create_conversation=conversation_id is None,
+            ),
+            conversation_id,
+        )
+        pending = self._pending
+        if pending and outcome.result is not None and pending[0] == outcome.conversation_id:
+            self._pending = None  # the paused run gave way to this turn
+            self._say(REVIEW_REPLACED)
+        if outcome.interrupt is not None and outcome.conversation_id:
+            route = (outcome.result or {}).get("route")
+            self._pending = (outcome.conversation_id, outcome.interrupt, route)
+            self._answer_review()
+
+    def _review(self, _: Command) -> None:
+        if self._pending is None:
+            raise UsageError("there is no pending review")
+        self._answer_review()
+
+    def _answer_review(self) -> None:
+        """Show the pending review and resume with the person's decision until it is over."""
+        show = True
+        while self._pending is not None:
+            conversation_id, payload, route = self._pending
+            if show:
+                self._say(render_review(payload))
+            decision = self._ask_decision(payload)
+            if decision is None:
+                self._say(REVIEW_PENDING)
+                return
+            try:
+                resume = functools.partial(
+                    self.agent.astream_resume,
+                    decision,
+                    session_id=self.session_id,
+                    conversation_id=conversation_id,
+                )
+                outcome = self._stream(resume, conversation_id, route=route)
+            except InvalidRequest as exc:  # the decision was refused; the review still waits
+                self._error(str(exc))
+                if str(exc) == NOTHING_TO_RESUME:
+                    self._pending = None
+                show = False
+                continue
+            if outcome.interrupt is not None:
+                self._pending, show = (conversation_id, outcome.interrupt, route), True
+            elif outcome.result is not None:
+                self._pending = None
+            else:  # cancelled or failed: the review may still be pending
+                self._say(REVIEW_PENDING)
+                return
+
+    def _ask_decision(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The person's decision; None when they leave the review for later."""
+        actions = review_actions(payload)
+        while True:
+            try:
+                line = self.read_line(DECISION_PROMPT).strip()
+            except (EOFError, KeyboardInterrupt):
+                return None
+            if line.startswith("/"):
+                self._next_line = line
+                return None
+            if line:
+                try:
+                    return parse_decision(line, actions)
+                except UsageError as exc:
+                    self._error(f"{exc} {ANSWER_LATER}")
+
+    def _new(self, _: Command) -> None:
+        self.conversation_id = None
+        self._say("new conversation: your next message creates it")
+
+    def _list(self, _: Command | None = None, *, show: bool = True) -> None:
+        registry = self.agent.conversations(session_id=self.session_id)
+        self._listing = [entry["id"] for entry in registry["conversations"]]
+        if show:
+            self._say(render_listing(registry, in_draft=self.conversation_id is None))
+
+    def _switch(self, command: Command) -> None:
+        if not self._listing:
+            self._list(show=False)
+        number = command.number or 0
+        if not 1 <= number <= len(self._listing):
+            raise UsageError(f"no conversation {number}: /list shows {len(self._listing)}")
+        conversation_id = self._listing[number - 1]
+        registry = self.agent.select(session_id=self.session_id, conversation_id=conversation_id)
+        self.conversation_id = conversation_id
+        titles = {entry["id"]: entry["title"] for entry in registry["conversations"]}
+        self._say(f"switched to {number}. {titles.get(conversation_id, conversation_id)}")
+
+    def _memory(self, _: Command) -> None:
+        if self.conversation_id is None:
+            self._say("nothing stored yet: this is a new conversation")
+            return
+        self._say(
+            render_memory(
+                self.agent.hydrate(session_id=self.session_id, conversation_id=self.conversation_id)
+            )
+        )

@@ -1,0 +1,75 @@
+"""`python -m agent dev` (what `make dev` runs): a plain error on a busy port, and a
+quiet log while idle (hardening 17 and 21)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration.conftest import REPO, free_port, server_env, stop, wait_until_up
+
+pytestmark = pytest.mark.integration
+
+FLUSH_WAIT_S = 13.0
+"""`langgraph dev` flushes its in-memory state to disk every 10 seconds."""
+
+
+def workdir_with_config(tmp_path: Path) -> Path:
+    """A working directory whose langgraph.json points at this repository."""
+    config = json.loads((REPO / "langgraph.json").read_text())
+    config["dependencies"] = [str(REPO)]
+    config["graphs"] = {k: str(REPO / v.removeprefix("./")) for k, v in config["graphs"].items()}
+    config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
+    config.pop("env", None)
+    (tmp_path / "langgraph.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+def dev(workdir: Path, port: int) -> subprocess.Popen[bytes]:
+    log = (workdir / "dev.log").open("wb")
+    return subprocess.Popen(
+        [sys.executable, "-m", "agent", "dev", "--port", str(port)],
+        cwd=workdir,
+        env=server_env(workdir),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def test_a_busy_port_is_a_plain_error(tmp_path: Path) -> None:
+    workdir = workdir_with_config(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = dev(workdir, port)
+        assert process.wait(timeout=60) == 1
+    output = (workdir / "dev.log").read_text()
+    assert f"port {port} on 127.0.0.1 is already in use" in output
+    assert f"make dev PORT={port + 1}" in output
+
+
+def test_the_dev_server_answers_and_its_log_stays_quiet_while_idle(tmp_path: Path) -> None:
+    workdir = workdir_with_config(tmp_path)
+    port = free_port()
+    process = dev(workdir, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, process, workdir / "dev.log")
+        with httpx.Client(base_url=url, timeout=30) as client:
+            turn = client.post("/api/chat", json={"message": "hi", "createConversation": True})
+            assert turn.status_code == 200 and "event: done" in turn.text
+        time.sleep(FLUSH_WAIT_S)  # its own data files are written meanwhile
+    finally:
+        stop(process)
+    log = (workdir / "dev.log").read_text()
+    assert (workdir / ".langgraph_api").exists()  # it did write under the watched tree
+    assert "change detected" not in log and "changes detected" not in log
