@@ -27,14 +27,14 @@ from agent.loop import BackgroundLoop
 from agent.models import at_temperature_zero, load_chat_model, load_compaction_model
 from agent.runtime import assemble_graph
 from agent.settings import Settings
-from agent.streaming import custom_event, token_event
 from agent.tools import BUILTIN_TOOLS
-from agent.turns import Outcome, Turn, TurnResult
+from agent.turns import Turn, TurnRecorder, TurnResult
 from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
 from graphs.reviews import validate_decision
-from graphs.state import Context, Mode
+from graphs.state import AgentInput, Context, Mode
 from memory import (
     ConversationMemory,
+    ConversationNotFound,
     LockTimeout,
     ThreadIds,
     new_conversation_id,
@@ -44,6 +44,7 @@ from memory import (
 
 logger = logging.getLogger(__name__)
 
+WORKFLOW_ROUTES = frozenset({"tasklist", "delivery"})
 RUN_DURABILITY: Literal["exit"] = "exit"
 """A run thread is checkpointed when its turn ends or stops for a review: that is the
 only state anyone resumes from, and it costs one checkpoint write per turn."""
@@ -149,17 +150,16 @@ class ChatAgent:
     def open_turn(
         self, session_id: str, conversation_id: str | None, request: TurnRequest | None
     ) -> Turn:
-        """A turn in an owned conversation (or a new one for a draft's first message).
+        """A turn in a conversation (a new one for a draft's first message). Whether the
+        session owns the conversation is checked when the turn reads its memory, in the
+        same read (`ConversationNotFound` then, before any event is streamed).
 
         Raises:
             InvalidRequest: a bad session id.
-            ConversationNotFound: unknown conversation, or another session's.
         """
         session_id = check_id(session_id, "session id")
         if conversation_id is None:
             conversation_id = new_conversation_id()
-        else:
-            self.memory.require_conversation(session_id, conversation_id)
         run_thread = self.memory.run_thread(session_id, conversation_id)
         return Turn(
             session_id,
@@ -186,26 +186,57 @@ class ChatAgent:
         return self.open_turn(session_id, conversation, request)
 
     @staticmethod
-    def _input(turn: Turn) -> dict[str, Any]:
+    def _input(turn: Turn) -> AgentInput:
         return {"request": turn.request}
 
     def _busy_lock(self, turn: Turn) -> AbstractContextManager[None]:
         key = "turn:" + self.memory.memory_thread(turn.session_id, turn.conversation_id)
         return self._threads.locks.hold(key, timeout=0)
 
+    def _run_here(self, turn: Turn) -> TurnResult:
+        """Run a chat or tool turn in the caller's thread (`graph.stream`, sync nodes and
+        model calls): no event loop to cross into, no storage call through a thread."""
+        assert turn.request is not None
+        recorder = TurnRecorder(turn.conversation_id)
+        try:
+            with self._busy_lock(turn):
+                if turn.request["create"]:
+                    self.memory.accept_draft(turn.session_id, turn.conversation_id)
+                crashed = False
+                try:
+                    for chunk in self.graph.stream(
+                        self._input(turn),
+                        turn.config,
+                        context=turn.context,
+                        durability=RUN_DURABILITY,
+                        stream_mode="values",
+                    ):
+                        recorder.event((), "values", chunk)
+                except (InvalidRequest, ConversationNotFound):
+                    raise
+                except Exception:
+                    logger.exception("turn failed in conversation %s", turn.conversation_id)
+                    crashed = True
+                result = recorder.result(crashed=crashed)
+                if result.conversation_deleted:
+                    self._drop_run_thread(turn)
+                return result
+        except LockTimeout:
+            raise ConversationBusy() from None
+
     async def _run(self, turn: Turn, graph_input: Any) -> TurnResult:
-        outcome = Outcome()
+        results: list[TurnResult] = []
         try:
             with self._busy_lock(turn):
                 await self._admit(turn, graph_input)
-                async for _ in self._turn_events(turn, graph_input, outcome, ("values",)):
-                    pass
+                async for event in self._turn_events(
+                    turn, graph_input, ("values",), subgraphs=False, results=results
+                ):
+                    if event["event"] == "error" and event["code"] == "invalid_request":
+                        raise InvalidRequest(event["message"])
         except LockTimeout:
             raise ConversationBusy() from None
-        if outcome.invalid is not None:
-            raise InvalidRequest(outcome.invalid)
-        assert outcome.result is not None
-        return outcome.result
+        return results[-1]
 
     async def asend(
         self,
@@ -237,14 +268,18 @@ class ChatAgent:
         create_conversation: bool = False,
         mode: Mode = "auto",
     ) -> TurnResult:
-        """Synchronous `asend` (works in notebooks, whose own loop is busy)."""
+        """Synchronous `asend` (works in notebooks, whose own loop is busy). A chat or tool
+        turn runs in the caller's thread; a workflow's on the agent's loop."""
         turn = self._prepare(message, session_id, conversation_id, create_conversation, mode)
+        if turn.request is not None and turn.request["route"] not in WORKFLOW_ROUTES:
+            return self._run_here(turn)
         return self._loop.run(self._run(turn, self._input(turn)))
 
     def _resume_turn(
         self, decision: object, session_id: str, conversation_id: str
     ) -> tuple[Turn, dict[str, Any]]:
         turn = self.open_turn(session_id, check_id(conversation_id, "conversation id"), None)
+        self.memory.require_conversation(turn.session_id, turn.conversation_id)
         state = self.graph.get_state(turn.config)
         if not state.interrupts:
             raise InvalidRequest(NOTHING_TO_RESUME)
@@ -302,11 +337,19 @@ class ChatAgent:
             yield event
 
     async def _stream(self, turn: Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+        """The turn's events, `conversation` first. A turn in an existing conversation
+        announces it after its first event, the route, which comes once its memory read
+        found the conversation (else `ConversationNotFound` is raised before any event)."""
         try:
             with self._busy_lock(turn):
                 await self._admit(turn, graph_input)
+                events = self._turn_events(turn, graph_input)
+                checked = turn.request is not None and not turn.request["create"]
+                first = await anext(events, None) if checked else None
                 yield {"event": "conversation", "conversationId": turn.conversation_id}
-                async for event in self._turn_events(turn, graph_input, Outcome()):
+                if first is not None:
+                    yield first
+                async for event in events:
                     yield event
         except LockTimeout:
             raise ConversationBusy() from None
@@ -325,68 +368,69 @@ class ChatAgent:
         self,
         turn: Turn,
         graph_input: Any,
-        outcome: Outcome,
         stream_mode: Sequence[StreamMode] = ("messages", "custom", "values"),
+        *,
+        subgraphs: bool = True,
+        results: list[TurnResult] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """Run the graph, yielding client events; the last is `done` (or `error`).
 
-        If storage fails after the answer exists (the memory write or the run
-        thread's final checkpoint), the answer is still delivered, marked degraded.
+        The turn's result is appended to `results` as well. If storage fails after the
+        answer exists (the memory write or the run thread's final checkpoint), the
+        answer is still delivered, marked degraded.
         """
-        output: dict[str, Any] = {}
-        answered: dict[str, Any] = {}
+        recorder = TurnRecorder(turn.conversation_id)
+        crashed = False
         try:
-            async for namespace, mode, chunk in self.graph.astream(
+            async for part in self.graph.astream(
                 graph_input,
                 turn.config,
                 context=turn.context,
                 durability=RUN_DURABILITY,
                 stream_mode=list({*stream_mode, "custom"}),
-                subgraphs=True,
+                subgraphs=subgraphs,
             ):
-                event = None
-                if mode == "messages":
-                    event = token_event(
-                        cast(tuple[str, ...], namespace), cast(tuple[Any, dict[str, Any]], chunk)
-                    )
-                elif mode == "custom":
-                    event = custom_event(chunk)
-                    if isinstance(chunk, dict) and chunk.get("event") == "answer":
-                        answered = {k: v for k, v in chunk.items() if k != "event"}
-                elif not namespace:
-                    output = dict(cast(dict[str, Any], chunk))
+                # with subgraphs: (namespace, mode, chunk); without: (mode, chunk) at the root
+                namespace, mode, chunk = part if subgraphs else ((), *part)
+                event = recorder.event(cast(tuple[str, ...], namespace), mode, chunk)
                 if event is not None:
                     yield event
         except InvalidRequest as exc:
-            outcome.invalid = str(exc)
             yield {"event": "error", "code": "invalid_request", "message": str(exc)}
             return
+        except ConversationNotFound:
+            raise
         except Exception:
             logger.exception("turn failed in conversation %s", turn.conversation_id)
-            if not answered:
-                outcome.result = TurnResult(turn.conversation_id, "failed", "", TURN_FAILED)
-                yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
-                return
-            output = {**output, **answered, "degraded": True}
-        deleted = bool(answered.get("deleted"))
-        outcome.result = result = TurnResult.from_output(
-            turn.conversation_id, output, deleted=deleted
-        )
+            crashed = True
+        result = recorder.result(crashed=crashed)
+        if results is not None:
+            results.append(result)
+        if crashed and not recorder.answered:
+            yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
+            return
         if result.interrupt is not None:
             yield {"event": "interrupt", "interrupt": result.interrupt}
-        else:
-            await self._prune(turn, deleted=deleted)
+        elif result.conversation_deleted:
+            await asyncio.to_thread(self._drop_run_thread, turn)
+        elif result.route in WORKFLOW_ROUTES:
+            await self._prune(turn)
         yield {"event": "done", "result": result.to_dict()}
 
-    async def _prune(self, turn: Turn, *, deleted: bool = False) -> None:
-        """Shrink the finished run thread to one checkpoint; delete it when its
-        conversation was deleted while the turn ran (the run's last checkpoint came after)."""
+    def _drop_run_thread(self, turn: Turn) -> None:
+        """Delete the run thread of a conversation deleted while its turn ran (the run's
+        last checkpoint came after the deletion)."""
+        try:
+            self._threads.delete(turn.config["configurable"]["thread_id"])
+        except Exception:  # a leftover thread of a deleted conversation holds no memory
+            logger.warning("deleting the run thread of a deleted conversation failed")
+
+    async def _prune(self, turn: Turn) -> None:
+        """Drop a finished workflow's subgraph checkpoints (each `put` already keeps one
+        checkpoint per namespace; a chat turn has no other)."""
         thread_id = turn.config["configurable"]["thread_id"]
         try:
-            if deleted:
-                await asyncio.to_thread(self._threads.delete, thread_id)
-            else:
-                await asyncio.to_thread(self._threads.prune_finished_run, thread_id)
+            await asyncio.to_thread(self._threads.prune_finished_run, thread_id)
         except Exception:  # the next finished turn prunes again
             logger.warning("pruning the run thread failed", exc_info=True)
 

@@ -1,14 +1,18 @@
-"""Turn results (`TurnResult`) and the bookkeeping of a running turn."""
+"""Turn results (`TurnResult`), what a running turn streams, and its bookkeeping."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 
+from agent.errors import TURN_FAILED
+from agent.streaming import custom_event, token_event
 from graphs.request import TurnRequest
 from graphs.state import Context
+
+FINISHED = frozenset({"completed", "blocked", "cancelled", "failed"})
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,7 @@ class TurnResult:
     conversation_deleted: bool = False
 
     @classmethod
-    def from_output(
-        cls, conversation_id: str, output: dict[str, Any], *, deleted: bool = False
-    ) -> TurnResult:
+    def from_output(cls, conversation_id: str, output: dict[str, Any]) -> TurnResult:
         """The result of a run from the graph's output (or its pending interrupt)."""
         interrupts = output.get("__interrupt__") or ()
         if interrupts:
@@ -62,7 +64,7 @@ class TurnResult:
             memory_written=bool(output.get("memory_written")),
             compaction=str(output.get("compaction", "skipped")),
             degraded=bool(output.get("degraded")),
-            conversation_deleted=deleted,
+            conversation_deleted=bool(output.get("conversation_deleted")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,11 +84,41 @@ class TurnResult:
 
 
 @dataclass
-class Outcome:
-    """Filled by `_turn_events`: the result, or why the input was invalid."""
+class TurnRecorder:
+    """Follows what a run streams: the client events it makes, and the turn's result.
 
-    result: TurnResult | None = None
-    invalid: str | None = None
+    Attributes:
+        conversation_id: the turn's conversation.
+        output: the run's latest top-level state (`values`), interrupts included.
+    """
+
+    conversation_id: str
+    output: dict[str, Any] = field(default_factory=dict)
+
+    def event(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> dict[str, Any] | None:
+        """The client event for one stream part, if any (records `values` on the way)."""
+        if mode == "messages":
+            return token_event(namespace, cast(tuple[Any, dict[str, Any]], chunk))
+        if mode == "custom":
+            return custom_event(chunk)
+        if mode == "values" and not namespace:
+            self.output.update(cast(dict[str, Any], chunk))
+        return None
+
+    @property
+    def answered(self) -> bool:
+        """Whether the run got as far as the answer (`finalize` ran)."""
+        return self.output.get("status") in FINISHED and bool(self.output.get("answer"))
+
+    def result(self, *, crashed: bool = False) -> TurnResult:
+        """The turn's result. When the run raised (`crashed`) after the answer existed,
+        as when storing its last checkpoint failed, the answer is delivered degraded;
+        before it, the turn failed with a safe message."""
+        if not crashed:
+            return TurnResult.from_output(self.conversation_id, self.output)
+        if self.answered:
+            return TurnResult.from_output(self.conversation_id, {**self.output, "degraded": True})
+        return TurnResult(self.conversation_id, "failed", "", TURN_FAILED)
 
 
 @dataclass(frozen=True)

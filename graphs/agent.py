@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graphs.chat import build_chat_graph
 from graphs.events import emit
-from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, route_after_finalize
+from graphs.memory_nodes import make_compact, make_finalize, make_load_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import RouteName
 from graphs.resources import Lazy
@@ -32,12 +32,7 @@ Workflow = CompiledStateGraph[Any, Any, Any, Any]
 WORKFLOW_ROUTES: tuple[RouteName, ...] = ("tasklist", "delivery")
 
 
-async def route(state: AgentState) -> RouteName:
-    """Pick the subgraph for this turn: an explicit mode or a prefix wins, else chat."""
-    return state["route"]
-
-
-async def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
+def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
     """A tool request from the chat model continues the turn in the tool subgraph, and
     the new route is announced (in the main graph, so every stream client sees it)."""
     last = state["turn_messages"][-1]
@@ -83,18 +78,26 @@ def build_agent_graph(
     builder: AgentGraph = StateGraph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput
     )
-    builder.add_node("load_memory", make_load_memory(store, routes, system_prompt))
-    builder.add_node("chat", build_chat_graph(model=chat_model, tools=tools).compile(name="chat"))
+    # load_memory goes to the turn's route (decided once, with the request) and finalize
+    # to compact or the end, with Command: their destinations are declared for Studio
+    builder.add_node(
+        "load_memory",
+        make_load_memory(store, routes, system_prompt),
+        destinations=tuple(sorted(routes)),
+    )
+    builder.add_node(
+        "chat",
+        build_chat_graph(model=chat_model, tools=tools).compile(name="chat"),
+    )
     if tools:
         tool_graph = build_tool_graph(model=chat_model, tools=tools, max_rounds=max_tool_rounds)
         builder.add_node("tool", tool_graph.compile(name="tool"))
     for name, workflow in sorted(workflows.items()):
         builder.add_node(name, workflow)
-    builder.add_node("finalize", make_finalize(store))
+    builder.add_node("finalize", make_finalize(store), destinations=("compact", END))
     builder.add_node("compact", make_compact(store, compactor, structured_output_method))
 
     builder.add_edge(START, "load_memory")
-    builder.add_conditional_edges("load_memory", route, {name: name for name in sorted(routes)})
     if tools:
         builder.add_conditional_edges("chat", route_after_chat)
         builder.add_edge("tool", "finalize")
@@ -102,6 +105,5 @@ def build_agent_graph(
         builder.add_edge("chat", "finalize")
     for name in sorted(workflows):
         builder.add_edge(name, "finalize")
-    builder.add_conditional_edges("finalize", route_after_finalize)
     builder.add_edge("compact", END)
     return builder

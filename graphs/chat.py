@@ -1,16 +1,19 @@
 """The chat subgraph: one model call with the memory context.
 
 In auto mode the model may ask for a tool; the main graph then continues the turn
-in the tool subgraph with the tool request as the last message.
+in the tool subgraph with the tool request as the last message. The model call has
+a sync and an async body (`model_node`): `graph.invoke` calls the model in the
+caller's thread, `graph.astream` awaits it (streaming, cancellable).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.channels import UntrackedValue
 from langgraph.graph import END, START, StateGraph
@@ -19,6 +22,9 @@ from typing_extensions import TypedDict
 from graphs.events import emit
 from graphs.resources import Lazy
 from graphs.state import MemoryContext
+
+S = TypeVar("S", bound=Mapping[str, Any])
+U = TypeVar("U", bound=Mapping[str, Any])
 
 
 class ChatOutput(TypedDict):
@@ -49,6 +55,30 @@ def model_input(state: ChatState) -> list[BaseMessage]:
     return [*context.messages, *state["turn_messages"]]
 
 
+def model_node(
+    call: Callable[[S], tuple[Runnable[Any, Any], list[BaseMessage]]],
+    done: Callable[[S, AIMessage], U],
+    name: str = "call_model",
+) -> Runnable[S, U]:
+    """A node that calls a model, with a sync and an async body.
+
+    Args:
+        call: picks the runnable and its input from the state.
+        done: the node's update from the state and the model's reply.
+        name: the node's name.
+    """
+
+    def sync_body(state: S) -> U:
+        runnable, messages = call(state)
+        return done(state, runnable.invoke(messages))
+
+    async def async_body(state: S) -> U:
+        runnable, messages = call(state)
+        return done(state, await runnable.ainvoke(messages))
+
+    return RunnableLambda(sync_body, afunc=async_body, name=name)
+
+
 def build_chat_graph(
     *, model: BaseChatModel | Lazy[BaseChatModel], tools: Sequence[BaseTool] = ()
 ) -> StateGraph[ChatState, None, ChatState, ChatOutput]:
@@ -59,22 +89,19 @@ def build_chat_graph(
         tools: offered to the model when `tools_allowed` is set.
     """
     provider = Lazy.of(model)
+    with_tools = Lazy(lambda: provider.get().bind_tools(list(tools)))  # bound once
 
-    async def call_model(state: ChatState) -> ChatOutput:
+    def call(state: ChatState) -> tuple[Runnable[Any, Any], list[BaseMessage]]:
         """Answer from the memory context, or ask for a tool in auto mode."""
-        chat_model = await provider.aget()
-        runnable = (
-            chat_model.bind_tools(list(tools))
-            if tools and state.get("tools_allowed")
-            else chat_model
-        )
-        reply = await runnable.ainvoke(model_input(state))
-        if isinstance(reply, AIMessage):
-            announce_tool_calls(reply)
+        allowed = bool(tools) and state.get("tools_allowed", False)
+        return (with_tools if allowed else provider).get(), model_input(state)
+
+    def done(state: ChatState, reply: AIMessage) -> ChatOutput:
+        announce_tool_calls(reply)
         return {"turn_messages": [*state["turn_messages"], reply]}
 
     builder = StateGraph(ChatState, output_schema=ChatOutput)
-    builder.add_node(call_model)
+    builder.add_node("call_model", model_node(call, done))
     builder.add_edge(START, "call_model")
     builder.add_edge("call_model", END)
     return builder

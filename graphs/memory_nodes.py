@@ -1,24 +1,30 @@
 """The memory nodes of the main graph: `load_memory`, `finalize` and `compact`.
 
-`finalize` is the only writer of turns; `compact` runs only when the memory holds
-more than eight messages. A memory failure never fails the turn: it is logged, the
+`load_memory` sends the turn to its route and `finalize` to `compact` only when the
+memory holds more than eight messages (both with `Command`, no router). `finalize` is
+the only writer of turns. A memory failure never fails the turn: it is logged, the
 answer is still returned, and the result says `degraded`.
+
+The nodes are plain functions: storage calls are direct, so a turn run with
+`graph.invoke` makes none of them through a thread, and under `graph.astream`
+LangGraph runs each node in a worker thread, one hop per node.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
+from langgraph.graph import END
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from graphs.events import emit, emit_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
@@ -39,7 +45,13 @@ from graphs.state import (
     Context,
     MemoryContext,
 )
-from memory import ConversationMemory, ThreadState, build_context, hydration_dto
+from memory import (
+    ConversationMemory,
+    ConversationNotFound,
+    ThreadState,
+    build_context,
+    hydration_dto,
+)
 from memory.compaction import CompactionStatus, structured_compactor
 from memory.limits import MAX_RECENT_MESSAGES
 from memory.turns import (
@@ -57,7 +69,7 @@ from memory.turns import (
 
 logger = logging.getLogger(__name__)
 
-Node = Callable[..., Awaitable[AgentUpdate]]
+Node = Callable[..., AgentUpdate | Command[Any]]
 WORKFLOW_ROUTES = frozenset({"tasklist", "delivery"})
 
 
@@ -84,9 +96,10 @@ def resolve_turn(
 ) -> tuple[str, str, TurnRequest, bool]:
     """(session id, conversation id, request, admitted) of a run's input.
 
-    A request from `ChatAgent` was admitted before the run: its conversation is the
-    session's. A raw input (Studio, the SDK) is validated here, and its conversation
-    is admitted by `load_memory`: under `langgraph dev` a thread starts a conversation.
+    A request from `ChatAgent` was admitted before the run: `load_memory` checks that
+    its conversation is still the session's. A raw input (Studio, the SDK) is
+    validated here, and its conversation is admitted by `load_memory`: under
+    `langgraph dev` a thread starts a conversation.
 
     Raises:
         InvalidRequest: naming what is wrong; nothing has been read or written.
@@ -121,26 +134,27 @@ def make_load_memory(
 ) -> Node:
     """Build `load_memory`: validate the input, read the conversation, build the context."""
 
-    async def load_memory(
+    def load_memory(
         state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
-    ) -> AgentUpdate:
-        """Validate the turn, read its chat memory and build the model context."""
+    ) -> Command[Any]:
+        """Validate the turn, read its chat memory, build the model context, and go to
+        the turn's route (decided once, when the request was validated)."""
         thread_id = config.get("configurable", {}).get("thread_id")
         session_id, conversation_id, request, admitted = resolve_turn(
             state, runtime.context, thread_id, routes
         )
         degraded = False
         try:
-            store = await memory.aget()
-            read = store.load if admitted else store.admit
-            stored = await asyncio.to_thread(read, session_id, conversation_id)
+            stored = memory.get().open(session_id, conversation_id, admit=not admitted)
+        except ConversationNotFound:
+            raise  # deleted since it was admitted, or never the session's
         except Exception:
             logger.exception("reading chat memory failed; answering without it")
             stored, degraded = ThreadState(), True
         turn_id = uuid.uuid4().hex
         route = request["route"]
         emit("route", route=route)
-        return {
+        update: AgentUpdate = {
             **FRESH_TURN,
             "session_id": session_id,
             "conversation_id": conversation_id,
@@ -157,10 +171,10 @@ def make_load_memory(
                 tuple(build_context(stored, None, system_prompt=system_prompt))
             ),
             "degraded": degraded,
-            "memory_messages": len(stored.messages),
             "memory_summary": stored.summary,
             "memory_pins": list(stored.pinned_decisions),
         }
+        return Command(update=update, goto=route)
 
     return load_memory
 
@@ -220,8 +234,9 @@ def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
 def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
     """Build `finalize`: write the turn's final text to chat memory, once."""
 
-    async def finalize(state: AgentState) -> AgentUpdate:
-        """Write the user's text and the final answer to the conversation's memory."""
+    def finalize(state: AgentState) -> Command[Any]:
+        """Write the user's text and the final answer to the conversation's memory, then
+        compact when the memory holds more than eight messages."""
         turn = final_turn(state)
         # a workflow's user sees its whole text; memory may keep a truncated copy
         answer = state.get("workflow_text") or turn.assistant_text or NO_ANSWER
@@ -234,46 +249,29 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
         session_id, conversation_id = state["session_id"], state["conversation_id"]
         emit_memory("write", "started")
         try:
-            store = await memory.aget()
-            write = await store.awrite_turn(session_id, conversation_id, turn)
+            write = memory.get().write_turn(session_id, conversation_id, turn)
         except Exception:
             logger.exception("writing the turn to chat memory failed")
             emit_memory("write", "failed")
-            emit_answer(result, memory_written=False, degraded=True)
-            return {**result, "degraded": True}
+            return Command(update={**result, "degraded": True}, goto=END)
         gone = write.skipped is SkipReason.GONE
-        emit_answer(result, memory_written=write.written, degraded=False, deleted=gone)
         emit_memory(
             "write",
             "succeeded" if write.written else "skipped",
             reason=write.skipped.value if write.skipped else None,
             messages=len(write.state.messages),
         )
-        return {
+        update: AgentUpdate = {
             **result,
             "memory_written": write.written,
-            "memory_messages": 0 if gone else len(write.state.messages),
+            "conversation_deleted": gone,
+            "memory_state": write.state,
             "hydration": None if gone else hydration_dto(conversation_id, write.state),
         }
+        compact = not gone and len(write.state.messages) > MAX_RECENT_MESSAGES
+        return Command(update=update, goto="compact" if compact else END)
 
     return finalize
-
-
-def emit_answer(result: AgentUpdate, **fields: Any) -> None:
-    """Stream the turn's outcome as soon as it exists (`answer` event): a client still
-    gets it if storing the run's last checkpoint fails afterwards."""
-    emit(
-        "answer",
-        answer=result["answer"],
-        status=result["status"],
-        route=result["route"],
-        **fields,
-    )
-
-
-async def route_after_finalize(state: AgentState) -> Literal["compact", "__end__"]:
-    """Compact only when the memory holds more than eight messages."""
-    return "compact" if state.get("memory_messages", 0) > MAX_RECENT_MESSAGES else "__end__"
 
 
 def make_compact(
@@ -282,18 +280,19 @@ def make_compact(
     method: str | None = None,
 ) -> Node:
     """Build `compact`: fold older turns into the summary and pinned decisions."""
+    # built once: nostream, the compaction model's raw output is memory internals
+    compactor = Lazy(
+        lambda: structured_compactor(model.get(), method).with_config(tags=[TAG_NOSTREAM])
+    )
 
-    async def compact(state: AgentState) -> AgentUpdate:
+    def compact(state: AgentState) -> AgentUpdate:
         """Run the compaction model (structured output) over the conversation's memory."""
         session_id, conversation_id = state["session_id"], state["conversation_id"]
         emit_memory("compact", "started")
         try:
-            store = await memory.aget()
-            # nostream: the compaction model's raw output is memory internals, not answer tokens
-            compactor = structured_compactor(await model.aget(), method).with_config(
-                tags=[TAG_NOSTREAM]
+            result = memory.get().compact(
+                session_id, conversation_id, compactor.get(), snapshot=state.get("memory_state")
             )
-            result = await store.acompact(session_id, conversation_id, compactor)
         except Exception:
             logger.exception("compaction failed before reaching the model")
             emit_memory("compact", "failed")
@@ -306,7 +305,6 @@ def make_compact(
         )
         return {
             "compaction": result.status.value,
-            "memory_messages": len(result.state.messages),
             "hydration": hydration_dto(conversation_id, result.state),
         }
 

@@ -17,6 +17,7 @@ from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
 from graphs.request import MODES, Mode, RouteName, TurnRequest
+from memory import ThreadState
 
 __all__ = [
     "DEFAULT_SESSION_ID",
@@ -108,6 +109,9 @@ class AgentOutput(TypedDict, total=False):
     `__interrupt__`), or stopped by a crash and waiting for recovery."""
     memory_written: bool
     """Whether the turn was written to chat memory (replaced)."""
+    conversation_deleted: bool
+    """The conversation was deleted or pruned while the turn ran: it stays deleted, and
+    the turn wrote nothing (replaced)."""
     compaction: str
     """skipped | succeeded | failed | fallback (replaced)."""
     degraded: bool
@@ -157,8 +161,8 @@ class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     """The conversation's summary, a workflow's background (never checkpointed)."""
     memory_pins: Annotated[list[str], UntrackedValue(list)]
     """The conversation's pinned decisions, a workflow's background (never checkpointed)."""
-    memory_messages: int
-    """How many messages the chat memory holds after finalize (replaced)."""
+    memory_state: Annotated[ThreadState, UntrackedValue(ThreadState)]
+    """The memory as finalize stored it, where compaction starts (never checkpointed)."""
 
 
 class AgentUpdate(AgentState, total=False):
@@ -173,11 +177,11 @@ FRESH_TURN: Final[AgentUpdate] = {
     "answer": "",
     "status": "running",
     "memory_written": False,
+    "conversation_deleted": False,
     "compaction": "skipped",
     "degraded": False,
     "hydration": None,
     "turn_messages": [],
-    "memory_messages": 0,
     "workflow_text": "",
     "workflow_status": "",
 }

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.channels import UntrackedValue
 from langgraph.graph import START, StateGraph
@@ -14,7 +15,7 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 from typing_extensions import TypedDict
 
-from graphs.chat import announce_tool_calls
+from graphs.chat import announce_tool_calls, model_node
 from graphs.prompts import FINAL_ANSWER_NUDGE
 from graphs.resources import Lazy
 from graphs.state import MemoryContext
@@ -37,18 +38,23 @@ class ToolState(ToolOutput, total=False):
     """The memory context read before the turn's messages (never checkpointed)."""
 
 
+def tool_rounds(state: ToolOutput) -> int:
+    """How many times the model asked for tools in this turn."""
+    return sum(1 for m in state["turn_messages"] if isinstance(m, AIMessage) and m.tool_calls)
+
+
 def pending_tool_calls(state: ToolOutput) -> bool:
     """Whether the last message is a tool request still to be run."""
     last = state["turn_messages"][-1] if state["turn_messages"] else None
     return isinstance(last, AIMessage) and bool(last.tool_calls)
 
 
-async def route_tool_entry(state: ToolState) -> Literal["tools", "call_model"]:
+def route_tool_entry(state: ToolState) -> Literal["tools", "call_model"]:
     """Run a tool request handed over by the chat subgraph, else ask the model."""
     return "tools" if pending_tool_calls(state) else "call_model"
 
 
-async def route_after_model(state: ToolState) -> Literal["tools", "__end__"]:
+def route_after_model(state: ToolState) -> Literal["tools", "__end__"]:
     """Loop while the model asks for tools."""
     return "tools" if pending_tool_calls(state) else "__end__"
 
@@ -65,24 +71,25 @@ def build_tool_graph(
     `max_rounds` the model is asked, without tools, for its final answer.
     """
     provider = Lazy.of(model)
+    with_tools = Lazy(lambda: provider.get().bind_tools(list(tools)))  # bound once
 
-    async def call_model(state: ToolState) -> ToolOutput:
-        """Ask the model, with tools bound, for a tool call or the final answer."""
-        chat_model = await provider.aget()
+    def call(state: ToolState) -> tuple[Runnable[Any, Any], list[BaseMessage]]:
+        """Ask the model, with tools bound, for a tool call or the final answer; past
+        `max_rounds` tool rounds, without tools, for the final answer."""
         context = state.get("context") or MemoryContext()
         messages = [*context.messages, *state["turn_messages"]]
-        rounds = sum(1 for m in state["turn_messages"] if isinstance(m, AIMessage) and m.tool_calls)
-        if rounds >= max_rounds:
-            reply = await chat_model.ainvoke([*messages, HumanMessage(content=FINAL_ANSWER_NUDGE)])
+        if tool_rounds(state) >= max_rounds:
+            return provider.get(), [*messages, HumanMessage(content=FINAL_ANSWER_NUDGE)]
+        return with_tools.get(), messages
+
+    def done(state: ToolState, reply: AIMessage) -> ToolOutput:
+        if tool_rounds(state) >= max_rounds:
             reply = AIMessage(content=reply.content, id=reply.id)  # never another tool call
-        else:
-            reply = await chat_model.bind_tools(list(tools)).ainvoke(messages)
-        if isinstance(reply, AIMessage):
-            announce_tool_calls(reply)
+        announce_tool_calls(reply)
         return {"turn_messages": [reply]}
 
     builder = StateGraph(ToolState, output_schema=ToolOutput)
-    builder.add_node(call_model)
+    builder.add_node("call_model", model_node(call, done))
     builder.add_node("tools", ToolNode(list(tools), messages_key="turn_messages"))
     builder.add_conditional_edges(START, route_tool_entry)
     builder.add_conditional_edges("call_model", route_after_model)

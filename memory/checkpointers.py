@@ -1,9 +1,14 @@
-"""The async half of a sync checkpointer, run in worker threads.
+"""What the agent's checkpointers add to LangGraph's savers: the async half, and one
+checkpoint per thread and namespace.
 
 `SqliteSaver` and `PostgresSaver` are sync savers whose async methods raise. Their
 connections are shared under a lock, so the async API can run the sync methods in
 worker threads: one checkpointer then serves sync and async graphs on any event
 loop, and never blocks the loop.
+
+A run thread is only ever resumed from its latest checkpoint (a pending review, a
+crashed workflow), so each `put` drops the older checkpoints of its namespace, with
+their writes: storage stays flat without a prune after every turn.
 """
 
 from __future__ import annotations
@@ -23,7 +28,27 @@ from langgraph.checkpoint.base import (
 
 
 class ThreadedAsyncSaver(BaseCheckpointSaver[Any]):
-    """Mixin: the async checkpointer API over the sync one, in worker threads."""
+    """Mixin: the async checkpointer API over the sync one, in worker threads, and a
+    `put` that keeps only the newest checkpoint of its thread and namespace."""
+
+    def drop_older(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
+        """Delete the checkpoints (and their writes) of `thread_id`/`checkpoint_ns`
+        older than `checkpoint_id`."""
+        raise NotImplementedError
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        stored = super().put(config, checkpoint, metadata, new_versions)
+        configurable = stored["configurable"]
+        self.drop_older(
+            configurable["thread_id"], configurable["checkpoint_ns"], configurable["checkpoint_id"]
+        )
+        return stored
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)

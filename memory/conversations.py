@@ -141,11 +141,23 @@ class ConversationMemory:
         """The session's registry (empty when the session has none)."""
         return _registry(self.threads.get(self.ids.registry_thread(session_id)))
 
-    def admit(self, session_id: str, conversation_id: str) -> ThreadState:
-        """The memory of a conversation that a turn starts without a draft step (the
-        graph's own input, as under `langgraph dev`): the session owns it from now on."""
+    def open(self, session_id: str, conversation_id: str, *, admit: bool = False) -> ThreadState:
+        """The memory a turn starts from, checking in the same read that the session owns
+        the conversation.
+
+        Args:
+            session_id: whose conversation it is.
+            conversation_id: the conversation.
+            admit: take a conversation the session does not own yet (the graph's own
+                input, as under `langgraph dev`, starts conversations without a draft).
+
+        Raises:
+            ConversationNotFound: the session does not own it, and `admit` is off.
+        """
         snapshot = self.snapshot(session_id, conversation_id)
         if not snapshot.registry.owns(conversation_id):
+            if not admit:
+                raise ConversationNotFound()
             self.accept_draft(session_id, conversation_id)
         return snapshot.memory
 
@@ -242,13 +254,23 @@ class ConversationMemory:
         model: BaseChatModel | Runnable[Any, Any],
         *,
         method: str | None = None,
+        snapshot: ThreadState | None = None,
     ) -> CompactionResult:
         """Compact the conversation's memory if it holds more than eight messages.
 
         The model runs without any lock held; the result is written with a
         compare-and-set against the version it was computed from.
+
+        Args:
+            session_id: whose conversation it is.
+            conversation_id: the conversation.
+            model: the compaction model, or a runnable already bound to the schema.
+            method: structured-output method for `with_structured_output`.
+            snapshot: the memory to start from when the caller has it (as the turn's
+                write stored it); read from storage otherwise.
         """
-        snapshot = self.load(session_id, conversation_id)
+        if snapshot is None:
+            snapshot = self.load(session_id, conversation_id)
         result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
         return self._store_compaction(session_id, conversation_id, snapshot, result)
 
@@ -259,9 +281,16 @@ class ConversationMemory:
         model: BaseChatModel | Runnable[Any, Any],
         *,
         method: str | None = None,
+        snapshot: ThreadState | None = None,
     ) -> CompactionResult:
-        """Async `compact`: the model call is awaited, storage runs in a worker thread."""
-        snapshot = await asyncio.to_thread(self.load, session_id, conversation_id)
+        """Async `compact`: the model call is awaited, storage runs in a worker thread.
+
+        Args:
+            snapshot: the memory to start from when the caller has it (as the turn's
+                write stored it); read from storage otherwise.
+        """
+        if snapshot is None:
+            snapshot = await asyncio.to_thread(self.load, session_id, conversation_id)
         result = await acompact(snapshot, model, keep=self.keep, method=method, now=self.clock())
         return await asyncio.to_thread(
             self._store_compaction, session_id, conversation_id, snapshot, result

@@ -61,6 +61,17 @@ JOIN checkpoint_blobs b
 WHERE c.thread_id = ANY(%(threads)s) AND c.checkpoint_ns = ''
 ORDER BY c.thread_id, c.checkpoint_id DESC
 """
+DROP_OLDER_SQL = (
+    "DELETE FROM checkpoint_writes WHERE thread_id = %(thread)s "
+    "AND checkpoint_ns = %(ns)s AND checkpoint_id < %(keep)s",
+    "DELETE FROM checkpoints WHERE thread_id = %(thread)s "
+    "AND checkpoint_ns = %(ns)s AND checkpoint_id < %(keep)s",
+    "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %(thread)s "
+    "AND b.checkpoint_ns = %(ns)s AND NOT EXISTS ("
+    "SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id "
+    "AND c.checkpoint_ns = b.checkpoint_ns "
+    "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
+)
 DELETE_THREADS_SQL = tuple(
     f"DELETE FROM {table} WHERE thread_id = ANY(%(threads)s)"
     for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints")
@@ -71,6 +82,14 @@ class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
     """`PostgresSaver` with the async API in worker threads (its pool is thread-safe),
     a cheap prune for threads known to be finished, and memory documents
     (`memory.documents.DocumentSaver`)."""
+
+    def drop_older(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
+        """Delete the older checkpoints of this thread and namespace, their writes and the
+        blobs no remaining checkpoint of the namespace refers to."""
+        keys = {"thread": thread_id, "ns": checkpoint_ns, "keep": checkpoint_id}
+        with self._cursor(pipeline=True) as cur:
+            for sql in DROP_OLDER_SQL:
+                cur.execute(sql, keys)
 
     def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The memory documents of `thread_ids`, read in one query."""

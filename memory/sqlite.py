@@ -39,6 +39,16 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
     sync ones in worker threads (`ThreadedAsyncSaver`).
     """
 
+    def drop_older(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
+        """Delete the older checkpoints of this thread and namespace, and their writes."""
+        with self.cursor() as cur:
+            for table in ("checkpoints", "writes"):
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "AND checkpoint_id < ?",
+                    (thread_id, checkpoint_ns, checkpoint_id),
+                )
+
     def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The memory documents of `thread_ids`, read in one query."""
         if not thread_ids:

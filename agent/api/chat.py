@@ -7,7 +7,6 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from sse_starlette import EventSourceResponse
-from starlette.concurrency import run_in_threadpool
 
 from agent.api.deps import AgentDep, SessionDep
 from agent.api.events import event_stream
@@ -46,7 +45,7 @@ async def chat(body: ChatBody, agent: AgentDep, session_id: SessionDep) -> Event
         create_conversation=body.createConversation,
         surface=HTTP,
     )
-    turn = await run_in_threadpool(agent.open_turn, session_id, conversation_id, request)
+    turn = agent.open_turn(session_id, conversation_id, request)
     return await event_stream(agent.astream_turn(turn))
 
 
