@@ -14,7 +14,7 @@ from langgraph.types import Command
 from agent import ConversationBusy, ConversationNotFound, InvalidRequest
 from agent.offline import OfflineChatModel
 from graphs.tasklist import build_tasklist_graph
-from graphs.tasklist_reviews import (
+from graphs.tasklist.reviews import (
     REVISION_REVIEW,
     validate_revision_decision,
     validate_strategy_decision,

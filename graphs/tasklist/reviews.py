@@ -14,9 +14,9 @@ from langgraph.types import interrupt
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
-from graphs import tasklist_prompts as text
 from graphs.reviews import InvalidDecision, register_review, validate_decision
-from graphs.tasklist_prompts import EditedTask
+from graphs.tasklist import prompts as text
+from graphs.tasklist.schemas import EditedTask
 
 MAX_TASKS = 7
 MAX_REASON_CHARS, MAX_FEEDBACK_CHARS = 1000, 2000
