@@ -4,7 +4,7 @@ The system prompts and input templates of graphs/delivery/graph.py, and the text
 the user reads (the report, failures). What each stage must answer is in
 graphs/delivery/schemas.py. Stage inputs wrap each part in a tag (`<request>`,
 `<plan>`, …) so that a model, and the offline model's handlers
-(`agent/offline_delivery.py`), can tell the parts apart.
+(agent/offline/delivery.py), can tell the parts apart.
 """
 
 # -- stage prompts ----------------------------------------------------------------------

@@ -4,7 +4,7 @@ The system prompts and request templates of graphs/tasklist/graph.py, and the te
 the user reads (summary, rejection, failure, validation messages). The structured
 answers the model must give are in graphs/tasklist/schemas.py. Requests put their
 inputs between simple tags (`<goal>`, `<task>`, `<results>`, `<run>`), structured data
-inside them as JSON; the offline model (agent/offline_tasklist.py) reads the same tags.
+inside them as JSON; the offline model (agent/offline/tasklist.py) reads the same tags.
 """
 
 from __future__ import annotations

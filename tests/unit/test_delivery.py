@@ -10,7 +10,7 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from agent import ChatAgent, InvalidRequest
-from agent.offline_delivery import tagged
+from agent.offline.delivery import tagged
 from graphs.delivery import DeliveryPlan, DeliveryReport, ReviewVerdict, build_delivery_graph
 from memory import ConversationMemory, assert_client_safe
 from memory.storage import iter_thread_ids

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
-from agent.offline_delivery import BLOCKING_MARKERS, offline_plan, offline_verdict, tagged
+from agent.offline.delivery import BLOCKING_MARKERS, offline_plan, offline_verdict, tagged
 from agent.tools import BUILTIN_TOOLS
 from graphs.delivery import ReviewVerdict
 from memory import ConversationMemory

@@ -1,9 +1,9 @@
 """The offline model's delivery handlers: deterministic plans, task results, verdicts, reports.
 
-Importing this module registers one structured-output handler per delivery schema
-with `agent.offline`, so the whole delivery chain runs without a key. Each handler
-reads the tagged stage input written by `graphs/delivery/graph.py` (`<request>`, `<plan>`,
-`<results>`, …) and answers the same way for the same input.
+One structured-output handler per delivery schema (graphs/delivery/schemas.py), listed
+in `agent.offline.DEFAULT_HANDLERS`, so the whole delivery chain runs without a key.
+Each handler reads the tagged stage input written by graphs/delivery/graph.py
+(`<request>`, `<plan>`, `<results>`, …) and answers the same way for the same input.
 
 Rules:
 - plan: one task per clause of the request (split at `;`, `,`, new lines and "then"),
@@ -26,8 +26,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from agent.offline import register_structured_handler
-from agent.offline_rules import OFFLINE_PREFIX
+from agent.offline.chat import OFFLINE_PREFIX
 from graphs.delivery import (
     DeliveryPlan,
     DeliveryReport,
@@ -182,9 +181,3 @@ def offline_report(messages: Sequence[BaseMessage]) -> DeliveryReport:
         findings=[],
         open_risks=list(plan.get("risks", [])),
     )
-
-
-register_structured_handler(DeliveryPlan, offline_plan)
-register_structured_handler(DeliveryTaskResult, offline_task_result)
-register_structured_handler(ReviewVerdict, offline_verdict)
-register_structured_handler(DeliveryReport, offline_report)

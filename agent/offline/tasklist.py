@@ -1,9 +1,9 @@
 """The offline model's task lists: deterministic plans, results, self-checks and summaries.
 
-Registered with `register_structured_handler` at import, for the structured outputs
-of the task-list subgraph (graphs/tasklist/schemas.py). Each handler reads the tagged
-request the subgraph sends (`<goal>`, `<feedback>`, `<task>`, `<issues>`,
-`<results>`, `<run>`), so the whole flow runs without a key. The rules:
+The handlers of the task-list subgraph's structured outputs (graphs/tasklist/schemas.py),
+listed in `agent.offline.DEFAULT_HANDLERS`. Each reads the tagged request the subgraph
+sends (`<goal>`, `<feedback>`, `<task>`, `<issues>`, `<results>`, `<run>`), so the
+whole flow runs without a key. The rules:
 
 - plan: one task per sentence of the goal; with fewer than three sentences, one per
   clause (split at commas and "then"); padded to three with a check and a write-up
@@ -28,7 +28,6 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from agent.offline import register_structured_handler
 from graphs.tasklist import (
     MAX_TASKS,
     MIN_PLANNED_TASKS,
@@ -162,9 +161,3 @@ def offline_summary(messages: Sequence[BaseMessage]) -> TasklistSummary:
             OFFLINE_CHECK,
         ],
     )
-
-
-register_structured_handler(TaskPlan, offline_plan)
-register_structured_handler(TasklistTaskResult, offline_result)
-register_structured_handler(SelfCheck, offline_check)
-register_structured_handler(TasklistSummary, offline_summary)
