@@ -33,6 +33,7 @@ from agent.turns import Outcome, Turn, TurnResult
 from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
 from graphs.reviews import validate_decision
 from graphs.state import Context, Mode
+from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from memory import (
     ConversationMemory,
     LockTimeout,
@@ -248,7 +249,7 @@ class ChatAgent:
         state = self.graph.get_state(turn.config)
         if not state.interrupts:
             raise InvalidRequest(NOTHING_TO_RESUME)
-        return turn, validate_decision(state.interrupts[0].value, decision)
+        return turn, validate_decision(state.interrupts[0].value, decision, TASKLIST_REVIEWS)
 
     async def aresume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str

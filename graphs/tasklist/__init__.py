@@ -6,7 +6,7 @@ structured outputs its model answers with, `reviews` the human reviews and their
 
 from graphs.tasklist.graph import MIN_PLANNED_TASKS, build_tasklist_graph
 from graphs.tasklist.prompts import NONE_TEXT
-from graphs.tasklist.reviews import MAX_TASKS, REVISION_REVIEW, STRATEGY_REVIEW
+from graphs.tasklist.reviews import MAX_TASKS, REVIEWS, REVISION_REVIEW, STRATEGY_REVIEW
 from graphs.tasklist.schemas import (
     CheckIssue,
     PlannedTasklistTask,
@@ -20,6 +20,7 @@ __all__ = [
     "MAX_TASKS",
     "MIN_PLANNED_TASKS",
     "NONE_TEXT",
+    "REVIEWS",
     "REVISION_REVIEW",
     "STRATEGY_REVIEW",
     "CheckIssue",
