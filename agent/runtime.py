@@ -7,9 +7,6 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-# imported for their registrations: the offline model's workflow handlers
-import agent.offline_delivery
-import agent.offline_tasklist  # noqa: F401
 from agent.models import load_chat_model, load_compaction_model
 from agent.settings import Settings
 from agent.tools import BUILTIN_TOOLS

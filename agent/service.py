@@ -32,6 +32,7 @@ from agent.turns import Turn, TurnRecorder, TurnResult
 from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
 from graphs.reviews import validate_decision
 from graphs.state import AgentInput, Context, Mode
+from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from memory import (
     ConversationMemory,
     ConversationNotFound,
@@ -283,7 +284,7 @@ class ChatAgent:
         state = self.graph.get_state(turn.config)
         if not state.interrupts:
             raise InvalidRequest(NOTHING_TO_RESUME)
-        return turn, validate_decision(state.interrupts[0].value, decision)
+        return turn, validate_decision(state.interrupts[0].value, decision, TASKLIST_REVIEWS)
 
     async def aresume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str

@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 from graphs.chat import announce_tool_calls, model_node
 from graphs.prompts import FINAL_ANSWER_NUDGE
 from graphs.resources import Lazy
+from graphs.routing import STOP
 from graphs.state import MemoryContext
 
 DEFAULT_MAX_TOOL_ROUNDS = 6
@@ -56,7 +57,7 @@ def route_tool_entry(state: ToolState) -> Literal["tools", "call_model"]:
 
 def route_after_model(state: ToolState) -> Literal["tools", "__end__"]:
     """Loop while the model asks for tools."""
-    return "tools" if pending_tool_calls(state) else "__end__"
+    return "tools" if pending_tool_calls(state) else STOP
 
 
 def build_tool_graph(

@@ -1,7 +1,7 @@
 """The task-list route for real: `langgraph dev` with `Command(resume=…)`, and a restart.
 
 The server runs the offline model, whose plans follow the goal's sentences and whose
-self-check flags tasks that ask to verify something (agent/offline_tasklist.py).
+self-check flags tasks that ask to verify something (agent/offline/tasklist.py).
 """
 
 from __future__ import annotations

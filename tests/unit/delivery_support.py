@@ -21,20 +21,20 @@ from pydantic import BaseModel, Field, PrivateAttr
 from agent import ChatAgent
 from agent.settings import Settings
 from graphs.agent import build_agent_graph
-from graphs.delivery import build_delivery_graph
-from graphs.delivery_prompts import (
+from graphs.delivery import (
     DeliveryPlan,
     DeliveryReport,
-    PlannedTask,
+    DeliveryTaskResult,
+    PlannedDeliveryTask,
     ReviewVerdict,
-    TaskResult,
+    build_delivery_graph,
 )
 from graphs.state import Context
 from memory import ConversationMemory
 from tests.conftest import SECRET
 
 SCHEMAS: dict[str, type[BaseModel]] = {
-    s.__name__: s for s in (DeliveryPlan, TaskResult, ReviewVerdict, DeliveryReport)
+    s.__name__: s for s in (DeliveryPlan, DeliveryTaskResult, ReviewVerdict, DeliveryReport)
 }
 ARTIFACT = "ARTIFACT-TEXT-7f3a"
 NOTE = "REVIEWER-NOTE-91c2"
@@ -46,7 +46,9 @@ STAGES = ["load_request", "plan_delivery", "execute_tasks", "review_delivery", "
 def plan(tasks: int = 2) -> DeliveryPlan:
     return DeliveryPlan(
         deliverables=["migration plan", "rollback script"],
-        tasks=[PlannedTask(title=f"task {n}", description=f"do part {n}") for n in range(tasks)],
+        tasks=[
+            PlannedDeliveryTask(title=f"task {n}", description=f"do part {n}") for n in range(tasks)
+        ],
         risks=["locking the orders table"],
     )
 
@@ -60,7 +62,7 @@ def verdict(blocking: Sequence[str] = ()) -> ReviewVerdict:
 def default_answers() -> dict[str, Any]:
     return {
         "DeliveryPlan": plan(),
-        "TaskResult": TaskResult(outcome=f"{ARTIFACT} migration steps", done=True),
+        "DeliveryTaskResult": DeliveryTaskResult(outcome=f"{ARTIFACT} migration steps", done=True),
         "ReviewVerdict": verdict(),
         "DeliveryReport": DeliveryReport(
             summary=REPORT_SUMMARY, deliverables=["migration plan: done"], open_risks=["locks"]

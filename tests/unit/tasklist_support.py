@@ -10,12 +10,12 @@ from typing import Any
 
 from agent import ChatAgent
 from agent.settings import Settings
-from graphs.tasklist_prompts import (
-    PlannedTask,
+from graphs.tasklist import (
+    PlannedTasklistTask,
     SelfCheck,
     TasklistSummary,
+    TasklistTaskResult,
     TaskPlan,
-    TaskResult,
 )
 from memory import assert_client_safe
 from tests.conftest import SECRET
@@ -28,14 +28,14 @@ PASSED = SelfCheck(passed=True)
 def plan(*titles: str) -> TaskPlan:
     return TaskPlan(
         tasks=[
-            PlannedTask(id=f"p{n}", title=title, acceptance_criteria=[f"{title} works"])
+            PlannedTasklistTask(id=f"p{n}", title=title, acceptance_criteria=[f"{title} works"])
             for n, title in enumerate(titles, 1)
         ]
     )
 
 
-def done(outcome: str = "done") -> TaskResult:
-    return TaskResult(status="completed", outcome=outcome)
+def done(outcome: str = "done") -> TasklistTaskResult:
+    return TasklistTaskResult(status="completed", outcome=outcome)
 
 
 def summary(outcome: str = "All went well.") -> TasklistSummary:

@@ -10,9 +10,8 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from agent import ChatAgent, InvalidRequest
-from agent.offline_delivery import tagged
-from graphs.delivery import build_delivery_graph
-from graphs.delivery_prompts import DeliveryPlan, DeliveryReport, ReviewVerdict
+from agent.offline.delivery import tagged
+from graphs.delivery import DeliveryPlan, DeliveryReport, ReviewVerdict, build_delivery_graph
 from memory import ConversationMemory, assert_client_safe
 from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel

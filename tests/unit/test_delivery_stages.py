@@ -13,9 +13,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
-from agent.offline_delivery import BLOCKING_MARKERS, offline_plan, offline_verdict, tagged
+from agent.offline.delivery import BLOCKING_MARKERS, offline_plan, offline_verdict, tagged
 from agent.tools import BUILTIN_TOOLS
-from graphs.delivery_prompts import ReviewVerdict
+from graphs.delivery import ReviewVerdict
 from memory import ConversationMemory
 from tests.unit.delivery_support import (
     ARTIFACT,
@@ -47,7 +47,7 @@ def texts(agent: ChatAgent, cid: str) -> list[str]:
     ("kind", "reviewer"),
     [
         ("DeliveryPlan", None),
-        ("TaskResult", None),
+        ("DeliveryTaskResult", None),
         ("ReviewVerdict", "risk"),
         ("DeliveryReport", None),
     ],
@@ -75,7 +75,7 @@ def test_a_stage_timeout_fails_the_run(memory: ConversationMemory) -> None:
     model = StageModel(pauses={"DeliveryPlan": 5.0})
     final, _ = run(compile_agent(memory, model, stage_timeout=0.05), f"/delivery {REQUEST}")
     assert final["status"] == "failed" and "took longer than 0.05 seconds" in final["answer"]
-    assert stored(memory) == [] and model.seen("TaskResult") == []
+    assert stored(memory) == [] and model.seen("DeliveryTaskResult") == []
 
 
 def test_reviewers_run_in_parallel(memory: ConversationMemory) -> None:
@@ -90,7 +90,7 @@ def test_reviewers_run_in_parallel(memory: ConversationMemory) -> None:
 def test_tasks_are_capped_at_max_tasks(memory: ConversationMemory) -> None:
     model = StageModel(answers={**default_answers(), "DeliveryPlan": plan(tasks=7)})
     final, _ = run(compile_agent(memory, model, max_tasks=2), f"/delivery {REQUEST}")
-    assert len(model.seen("TaskResult")) == 2
+    assert len(model.seen("DeliveryTaskResult")) == 2
     assert "5 planned task(s) beyond the limit of 2 were not run" in final["answer"]
 
 
@@ -102,14 +102,14 @@ def test_task_sub_agents_use_tools_and_see_earlier_results(memory: ConversationM
     graph = compile_agent(memory, model, tools=BUILTIN_TOOLS)
     final, _ = run(graph, f"/delivery {REQUEST}")
     assert final["status"] == "completed"
-    first, second = model.seen("TaskResult")
+    first, second = model.seen("DeliveryTaskResult")
     assert any(isinstance(m, ToolMessage) and m.text == "42" for m in first)
     assert ARTIFACT in tagged(second[1].text, "earlier_results")
     assert "42" not in str(stored(memory))  # tool results stay in the run thread
 
 
 def test_closing_the_stream_mid_delivery_cancels_it_and_writes_nothing(make_agent: Any) -> None:
-    model = StageModel(pauses={"TaskResult": 1.0})
+    model = StageModel(pauses={"DeliveryTaskResult": 1.0})
     agent = make_agent(model)
     cid = agent.send("hello", session_id="s1", create_conversation=True).conversation_id
 

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from agent.offline import OfflineChatModel
-from agent.offline_rules import OFFLINE_PREFIX
+from agent.offline.chat import OFFLINE_PREFIX
 from agent.tools import BUILTIN_TOOLS, calculator, current_time
 from memory.context import build_context
 from memory.schema import ThreadState

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
-from agent import offline
-from agent.offline import OfflineChatModel, register_structured_handler
-from agent.offline_compaction import EMPTY_SUMMARY, compaction_output, is_decision, is_retirement
+from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
+from agent.offline.compaction import EMPTY_SUMMARY, compaction_output, is_decision, is_retirement
 from memory.compaction import (
     CompactionInput,
     CompactionOutput,
@@ -57,13 +56,39 @@ def test_unknown_method_is_rejected(model: OfflineChatModel) -> None:
         model.with_structured_output(CompactionOutput, method="telepathy")
 
 
-def test_registered_handler_answers_its_schema(
-    model: OfflineChatModel, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(offline, "STRUCTURED_HANDLERS", dict(offline.STRUCTURED_HANDLERS))
-    register_structured_handler(_Unregistered, lambda messages: _Unregistered(value=len(messages)))
-    parsed = model.with_structured_output(_Unregistered).invoke([HumanMessage("a"), AIMessage("b")])
-    assert parsed == _Unregistered(value=2)
+def test_a_handler_given_to_one_model_answers_its_schema(model: OfflineChatModel) -> None:
+    extended = OfflineChatModel(
+        structured_handlers={
+            **DEFAULT_HANDLERS,
+            _Unregistered: lambda messages: _Unregistered(value=len(messages)),
+        }
+    )
+    runnable = extended.with_structured_output(_Unregistered)
+    assert runnable.invoke([HumanMessage("a"), AIMessage("b")]) == _Unregistered(value=2)
+    # the table belongs to that model: the defaults and other models are unchanged
+    assert _Unregistered not in DEFAULT_HANDLERS
+    with pytest.raises(NotImplementedError, match="_Unregistered"):
+        model.with_structured_output(_Unregistered)
+
+
+def test_default_handlers_answer_every_workflow_schema(model: OfflineChatModel) -> None:
+    assert {schema.__name__ for schema in model.structured_handlers} == {
+        "CompactionOutput",
+        "TaskPlan",
+        "TasklistTaskResult",
+        "SelfCheck",
+        "TasklistSummary",
+        "DeliveryPlan",
+        "DeliveryTaskResult",
+        "ReviewVerdict",
+        "DeliveryReport",
+    }
+
+
+def test_schemas_of_one_model_need_distinct_names() -> None:
+    twin = create_model("CompactionOutput", value=(int, ...))  # not memory's CompactionOutput
+    with pytest.raises(ValueError, match="several schemas named CompactionOutput"):
+        OfflineChatModel(structured_handlers={**DEFAULT_HANDLERS, twin: lambda _: twin(value=1)})
 
 
 def test_include_raw_returns_raw_parsed_and_no_error(model: OfflineChatModel) -> None:

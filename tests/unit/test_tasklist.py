@@ -11,15 +11,16 @@ import pytest
 
 from agent import InvalidRequest
 from agent.offline import OfflineChatModel
-from graphs.tasklist_prompts import (
-    FAILED_TEXT,
+from graphs.tasklist import (
+    REVISION_REVIEW,
+    STRATEGY_REVIEW,
     CheckIssue,
     SelfCheck,
     TasklistSummary,
+    TasklistTaskResult,
     TaskPlan,
-    TaskResult,
 )
-from graphs.tasklist_reviews import REVISION_REVIEW, STRATEGY_REVIEW
+from graphs.tasklist.prompts import FAILED_TEXT
 from memory import assert_client_safe
 from tests.fakes import ScriptedModel
 from tests.unit.tasklist_support import (
@@ -68,8 +69,14 @@ def test_approve_runs_every_task_and_writes_goal_and_summary_once(open_agent: An
     for heading in ("What was done", "What remains", "Needs a manual check"):
         assert f"### {heading}" in result.text
     # planning ran once: the strategy review did not re-run it on resume
-    assert calls(model) == ["TaskPlan", "TaskResult", "TaskResult", "SelfCheck", "TasklistSummary"]
-    second = requests(model, TaskResult)[1]
+    assert calls(model) == [
+        "TaskPlan",
+        "TasklistTaskResult",
+        "TasklistTaskResult",
+        "SelfCheck",
+        "TasklistSummary",
+    ]
+    second = requests(model, TasklistTaskResult)[1]
     assert '"title": "Add linting"' in second and "CI green" in second  # earlier results
     assert texts(agent, cid) == [GOAL, result.text]
     hydration = agent.hydrate(session_id="s1", conversation_id=cid)
@@ -89,7 +96,7 @@ def test_edit_executes_the_edited_tasks(open_agent: Any) -> None:
     ]
     result = agent.resume({"action": "edit", "tasks": edited}, session_id="s1", conversation_id=cid)
     assert result.status == "completed"
-    executed = requests(model, TaskResult)
+    executed = requests(model, TasklistTaskResult)
     assert len(executed) == 2
     assert '"id": "t2", "title": "Write the CI config"' in executed[0]
     assert '"acceptance_criteria": ["CI runs on push"]' in executed[0]
@@ -118,7 +125,7 @@ def test_respond_replans_and_asks_again(open_agent: Any) -> None:
     assert "Split the work into three steps." in replan and '"title": "Old two"' in replan
     assert texts(agent, cid) == []
     result = agent.resume({"action": "approve"}, session_id="s1", conversation_id=cid)
-    assert result.status == "completed" and len(requests(model, TaskResult)) == 3
+    assert result.status == "completed" and len(requests(model, TasklistTaskResult)) == 3
     assert texts(agent, cid) == [GOAL, result.text]
 
 
@@ -185,7 +192,7 @@ def test_one_revision_round_reruns_the_flagged_task_only(
     result = agent.resume({"action": "revise"}, session_id="s1", conversation_id=cid)
     # at most one round: a second shortfall does not ask again, it ends blocked
     assert (result.status, result.memory_written) == (status, True)
-    executed = requests(model, TaskResult)
+    executed = requests(model, TasklistTaskResult)
     assert len(executed) == 3
     assert '"title": "Add linting"' in executed[2] and "Lint rules missing" in executed[2]
     assert calls(model).count("SelfCheck") == 2
@@ -193,7 +200,7 @@ def test_one_revision_round_reruns_the_flagged_task_only(
 
 
 def test_a_blocked_task_is_a_blocking_issue_even_if_the_check_passes(open_agent: Any) -> None:
-    blocked = TaskResult(status="blocked", outcome="no access to the CI server")
+    blocked = TasklistTaskResult(status="blocked", outcome="no access to the CI server")
     model = scripted(plan("Set up CI", "Add linting"), blocked, done(), PASSED, summary())
     agent = open_agent(model)
     cid, _ = start(agent)

@@ -13,9 +13,12 @@ from langgraph.types import Command
 
 from agent import ConversationBusy, ConversationNotFound, InvalidRequest
 from agent.offline import OfflineChatModel
+from graphs.reviews import InvalidDecision, validate_decision
 from graphs.tasklist import build_tasklist_graph
-from graphs.tasklist_reviews import (
+from graphs.tasklist.reviews import (
+    REVIEWS,
     REVISION_REVIEW,
+    STRATEGY_REVIEW,
     validate_revision_decision,
     validate_strategy_decision,
 )
@@ -141,6 +144,17 @@ def test_validated_decisions_validate_to_themselves(validate: Any, decision: Any
     # ChatAgent validates before resuming and the review node validates again
     once = validate({}, decision)
     assert validate({}, once) == once
+
+
+def test_a_decision_is_checked_by_the_validator_its_caller_passes_for_the_kind() -> None:
+    strategy, approve = {"kind": STRATEGY_REVIEW}, {"action": "approve"}
+    assert validate_decision(strategy, approve, REVIEWS) == approve
+    with pytest.raises(InvalidDecision, match="unknown action 'accept'"):
+        validate_decision(strategy, {"action": "accept"}, REVIEWS)
+    with pytest.raises(InvalidDecision, match="cannot be resumed here"):
+        validate_decision(strategy, approve, {})
+    with pytest.raises(InvalidDecision, match="cannot be resumed here"):
+        validate_decision({"kind": "delivery_review"}, approve, REVIEWS)
 
 
 def test_an_unvalidated_bad_resume_asks_again_with_an_error() -> None:

@@ -11,10 +11,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from agent.offline import OfflineChatModel
-from agent.offline_tasklist import plan_titles
-from graphs.tasklist import MIN_PLANNED_TASKS, build_tasklist_graph
-from graphs.tasklist_prompts import TaskPlan
-from graphs.tasklist_reviews import MAX_TASKS
+from agent.offline.tasklist import plan_titles
+from graphs.tasklist import MAX_TASKS, MIN_PLANNED_TASKS, TaskPlan, build_tasklist_graph
 from tests.unit.tasklist_support import (
     GOAL,
     PASSED,

@@ -14,10 +14,9 @@ import asyncio
 import functools
 import json
 import logging
-import operator
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
@@ -27,12 +26,24 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel
-from typing_extensions import TypedDict
 
-from graphs import delivery_prompts as texts
-from graphs.delivery_prompts import DeliveryPlan, DeliveryReport, ReviewVerdict, TaskResult
+from graphs.delivery import prompts as texts
+from graphs.delivery.schemas import (
+    DeliveryPlan,
+    DeliveryReport,
+    DeliveryTaskResult,
+    ReviewVerdict,
+)
+from graphs.delivery.state import (
+    DeliveryState,
+    PlanRecord,
+    ReviewAssignment,
+    TaskArtifact,
+    Verdict,
+)
 from graphs.events import emit
 from graphs.resources import Lazy
+from graphs.routing import STOP
 from graphs.state import WorkflowInput, WorkflowOutput
 from graphs.tool import build_tool_graph
 from memory.compaction import clamp
@@ -61,58 +72,6 @@ _WORD = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 M = TypeVar("M", bound=BaseModel)
 S = TypeVar("S", bound=Mapping[str, object])
 S_contra = TypeVar("S_contra", bound=Mapping[str, object], contravariant=True)
-
-# -- state: plain TypedDicts, so that checkpoints hold JSON-like values only -------------
-
-
-class PlanRecord(TypedDict):
-    """The plan as kept in the run state: tasks capped at `max_tasks`."""
-
-    deliverables: list[str]
-    tasks: list[dict[str, str]]
-    risks: list[str]
-    dropped_tasks: int
-
-
-class TaskArtifact(TypedDict):
-    """A task's result: a runtime artifact, kept in the run thread only."""
-
-    number: int
-    title: str
-    outcome: str
-    done: bool
-    open_issues: list[str]
-
-
-class Verdict(TypedDict):
-    """A reviewer's verdict as kept in the run state."""
-
-    reviewer: str
-    verdict: str
-    blocking_issues: list[str]
-    notes: list[str]
-
-
-class DeliveryState(WorkflowInput, WorkflowOutput, total=False):
-    """The run state of one delivery; all of it stays inside the subgraph."""
-
-    context: str
-    """The summary and pinned decisions as one prompt block (replaced)."""
-    plan: PlanRecord
-    """The capped plan (replaced)."""
-    artifacts: list[TaskArtifact]
-    """The task results, in task order (replaced)."""
-    verdicts: Annotated[list[Verdict], operator.add]
-    """One per reviewer (appended: the reviewers run in parallel)."""
-    failures: Annotated[list[str], operator.add]
-    """User texts of failed stages (appended: a reviewer may fail in parallel)."""
-
-
-class ReviewAssignment(DeliveryState):
-    """What one reviewer receives through `Send`: the run state and its reviewer's name."""
-
-    reviewer: str
-
 
 # -- helpers ----------------------------------------------------------------------------
 
@@ -230,18 +189,18 @@ def stage(
 
 async def route_after_load(state: DeliveryState) -> Literal["plan_delivery", "__end__"]:
     """A thin request or a failure ends the run; else plan."""
-    return "__end__" if state.get("workflow_status") else "plan_delivery"
+    return STOP if state.get("workflow_status") else "plan_delivery"
 
 
 async def route_after_plan(state: DeliveryState) -> Literal["execute_tasks", "__end__"]:
     """A planner that cannot act, or a failure, ends the run; else run the tasks."""
-    return "__end__" if state.get("workflow_status") else "execute_tasks"
+    return STOP if state.get("workflow_status") else "execute_tasks"
 
 
 async def route_to_reviewers(state: DeliveryState) -> list[Send] | Literal["__end__"]:
     """Fan out to the three reviewers, in parallel, unless the tasks failed."""
     if state.get("workflow_status"):
-        return "__end__"
+        return STOP
     return [Send("review_delivery", ReviewAssignment(**state, reviewer=name)) for name in REVIEWERS]
 
 
@@ -343,12 +302,14 @@ def build_delivery_graph(
         )
         report_prompt = texts.TASK_RESULT_PROMPT.format(number=number)
         if sub_agent is None:
-            result = await ask(TaskResult, texts.TASK_AGENT_PROMPT, work)
+            result = await ask(DeliveryTaskResult, texts.TASK_AGENT_PROMPT, work)
         else:
             system, human = SystemMessage(texts.TASK_AGENT_PROMPT), HumanMessage(work)
             worked = await sub_agent.ainvoke({"turn_messages": [system, human]}, NOSTREAM)
             transcript = worked["turn_messages"][1:]  # the system prompt is passed again
-            result = await ask(TaskResult, texts.TASK_AGENT_PROMPT, report_prompt, *transcript)
+            result = await ask(
+                DeliveryTaskResult, texts.TASK_AGENT_PROMPT, report_prompt, *transcript
+            )
         return TaskArtifact(
             number=number,
             title=task["title"],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -23,20 +23,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel
 
-from graphs import tasklist_prompts as text
 from graphs.events import emit
 from graphs.resources import Lazy
+from graphs.routing import STOP
 from graphs.state import WorkflowInput, WorkflowOutput
-from graphs.tasklist_prompts import (
-    Outcome,
-    SelfCheck,
-    TasklistSummary,
-    TaskPlan,
-    TaskResult,
-    one_line,
-    render_summary,
-)
-from graphs.tasklist_reviews import (
+from graphs.tasklist import prompts as text
+from graphs.tasklist.prompts import Outcome, one_line, render_summary
+from graphs.tasklist.reviews import (
     MAX_TASKS,
     REVISION_FIELDS,
     REVISION_REVIEW,
@@ -48,12 +41,20 @@ from graphs.tasklist_reviews import (
     make_task,
     public_task,
 )
+from graphs.tasklist.schemas import (
+    DEFAULT_CRITERION,
+    MAX_CRITERIA,
+    MAX_CRITERION_CHARS,
+    MAX_TITLE_CHARS,
+    SelfCheck,
+    TasklistSummary,
+    TasklistTaskResult,
+    TaskPlan,
+)
 
 logger = logging.getLogger(__name__)
 
 MIN_PLANNED_TASKS, MAX_REVISION_ROUNDS = 3, 1
-STOP = cast(Literal["__end__"], END)
-"""`END`, typed for `Command[Literal[...]]` and routers."""
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
@@ -89,9 +90,9 @@ def planned_tasks(plan: TaskPlan) -> list[TaskItem]:
     """
     tasks: list[TaskItem] = []
     for planned in plan.tasks:
-        title = one_line(planned.title, text.MAX_TITLE_CHARS)
-        criteria = [one_line(c, text.MAX_CRITERION_CHARS) for c in planned.acceptance_criteria]
-        criteria = [c for c in criteria if c][: text.MAX_CRITERIA] or [text.DEFAULT_CRITERION]
+        title = one_line(planned.title, MAX_TITLE_CHARS)
+        criteria = [one_line(c, MAX_CRITERION_CHARS) for c in planned.acceptance_criteria]
+        criteria = [c for c in criteria if c][:MAX_CRITERIA] or [DEFAULT_CRITERION]
         if title and len(tasks) < MAX_TASKS:
             tasks.append(make_task(f"t{len(tasks) + 1}", title, criteria))
     if not tasks:
@@ -252,7 +253,7 @@ class TasklistSteps:
                 issues=_json(own) if own else text.NONE_TEXT,
             )
             try:
-                result = await self.ask(TaskResult, text.EXECUTE_SYSTEM_PROMPT, request)
+                result = await self.ask(TasklistTaskResult, text.EXECUTE_SYSTEM_PROMPT, request)
             except Exception:
                 return _failure("execute_tasks")
             task["status"] = result.status

@@ -1,22 +1,23 @@
 """Task-list reviews: the task items, the decisions a reviewer may send, their checks.
 
 Both reviews pause the run with `interrupt()`; `ChatAgent` checks a decision with the
-validators registered here before resuming, and `ask_reviewer` checks again (a
-resume from Studio or the SDK arrives unchecked) and pauses once more on a bad one.
+validators of `REVIEWS` before resuming, and `ask_reviewer` checks again (a resume
+from Studio or the SDK arrives unchecked) and pauses once more on a bad one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
 from langgraph.types import interrupt
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
-from graphs import tasklist_prompts as text
-from graphs.reviews import InvalidDecision, register_review, validate_decision
-from graphs.tasklist_prompts import EditedTask
+from graphs.reviews import InvalidDecision, Validator, validate_decision
+from graphs.tasklist import prompts as text
+from graphs.tasklist.schemas import EditedTask
 
 MAX_TASKS = 7
 MAX_REASON_CHARS, MAX_FEEDBACK_CHARS = 1000, 2000
@@ -147,8 +148,10 @@ def validate_revision_decision(
     return {"action": _action(decision, REVISION_FIELDS, "revision review")}
 
 
-register_review(STRATEGY_REVIEW, validate_strategy_decision)
-register_review(REVISION_REVIEW, validate_revision_decision)
+REVIEWS: Mapping[str, Validator] = MappingProxyType(
+    {STRATEGY_REVIEW: validate_strategy_decision, REVISION_REVIEW: validate_revision_decision}
+)
+"""The task list's reviews: the decision validator of each interrupt payload `kind`."""
 
 
 def ask_reviewer(payload: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +163,7 @@ def ask_reviewer(payload: dict[str, Any]) -> dict[str, Any]:
     answer = interrupt(payload)
     while True:
         try:
-            return validate_decision(payload, answer)
+            return validate_decision(payload, answer, REVIEWS)
         except InvalidDecision as exc:
             answer = interrupt({**payload, "error": str(exc)})
 

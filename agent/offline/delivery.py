@@ -1,9 +1,9 @@
 """The offline model's delivery handlers: deterministic plans, task results, verdicts, reports.
 
-Importing this module registers one structured-output handler per delivery schema
-with `agent.offline`, so the whole delivery chain runs without a key. Each handler
-reads the tagged stage input written by `graphs/delivery.py` (`<request>`, `<plan>`,
-`<results>`, …) and answers the same way for the same input.
+One structured-output handler per delivery schema (graphs/delivery/schemas.py), listed
+in `agent.offline.DEFAULT_HANDLERS`, so the whole delivery chain runs without a key.
+Each handler reads the tagged stage input written by graphs/delivery/graph.py
+(`<request>`, `<plan>`, `<results>`, …) and answers the same way for the same input.
 
 Rules:
 - plan: one task per clause of the request (split at `;`, `,`, new lines and "then"),
@@ -26,15 +26,14 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from agent.offline import register_structured_handler
-from agent.offline_rules import OFFLINE_PREFIX
-from graphs.delivery import request_words
-from graphs.delivery_prompts import (
+from agent.offline.chat import OFFLINE_PREFIX
+from graphs.delivery import (
     DeliveryPlan,
     DeliveryReport,
-    PlannedTask,
+    DeliveryTaskResult,
+    PlannedDeliveryTask,
     ReviewVerdict,
-    TaskResult,
+    request_words,
 )
 from memory.compaction import clamp
 
@@ -48,7 +47,7 @@ BLOCKING_MARKERS: dict[str, str] = {
 """Phrases the offline risk reviewer blocks on, with the blocking issue it reports."""
 
 OFFLINE_RISK = "Offline model: the plan and task results are placeholders, not real work."
-CHECK_TASK = PlannedTask(
+CHECK_TASK = PlannedDeliveryTask(
     title="Check the results against the request",
     description="Compare every result with the request and list what is still open.",
 )
@@ -115,7 +114,7 @@ def offline_plan(messages: Sequence[BaseMessage]) -> DeliveryPlan:
     request = tagged(_stage_input(messages), "request")
     parts = clauses(request)
     tasks = [
-        PlannedTask(
+        PlannedDeliveryTask(
             title=clamp(TASK_TITLE.format(clause=part), TITLE_CHARS),
             description=TASK_DESCRIPTION.format(clause=part),
         )
@@ -128,7 +127,7 @@ def offline_plan(messages: Sequence[BaseMessage]) -> DeliveryPlan:
     )
 
 
-def offline_task_result(messages: Sequence[BaseMessage]) -> TaskResult:
+def offline_task_result(messages: Sequence[BaseMessage]) -> DeliveryTaskResult:
     """A placeholder outcome for the task, with the results of its tool calls."""
     text = _stage_input(messages)
     number_match = _TASK_NUMBER.search(text)
@@ -138,7 +137,7 @@ def offline_task_result(messages: Sequence[BaseMessage]) -> TaskResult:
     results = [clamp(m.text, QUOTE_CHARS) for m in messages if isinstance(m, ToolMessage)]
     if results:
         outcome += TOOL_RESULTS.format(results="; ".join(results))
-    return TaskResult(outcome=outcome, done=True, open_issues=[OPEN_ISSUE])
+    return DeliveryTaskResult(outcome=outcome, done=True, open_issues=[OPEN_ISSUE])
 
 
 def offline_verdict(messages: Sequence[BaseMessage]) -> ReviewVerdict:
@@ -182,9 +181,3 @@ def offline_report(messages: Sequence[BaseMessage]) -> DeliveryReport:
         findings=[],
         open_risks=list(plan.get("risks", [])),
     )
-
-
-register_structured_handler(DeliveryPlan, offline_plan)
-register_structured_handler(TaskResult, offline_task_result)
-register_structured_handler(ReviewVerdict, offline_verdict)
-register_structured_handler(DeliveryReport, offline_report)

@@ -1,18 +1,18 @@
-"""The offline model: a deterministic chat model that serves when no API key is set.
+"""`OfflineChatModel`: a deterministic chat model that serves when no API key is set.
 
-`OfflineChatModel` is a real `BaseChatModel`: it streams, calls the built-in tools
-when a message clearly asks for them, answers from tool results, and produces
-structured output through a registry of deterministic handlers keyed by schema
-(compaction is registered here; other features register their own schemas).
+It is a real `BaseChatModel`: it streams, calls the built-in tools when a message
+clearly asks for them, answers from tool results (agent/offline/chat.py), and produces
+structured output with the deterministic handler its `structured_handlers` table
+holds for the schema (by default `DEFAULT_HANDLERS`: compaction, task list, delivery).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -23,58 +23,32 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, field_validator
 
-from agent.offline_compaction import compaction_output
-from agent.offline_rules import (
+from agent.offline.chat import (
     ends_with_tool_results,
     plain_answer,
     plan_tool_calls,
     tool_call_id,
     tool_results_answer,
 )
-from memory.compaction import CompactionOutput
+from agent.offline.handlers import DEFAULT_HANDLERS, StructuredHandler
 
 OFFLINE_MODEL_NAME = "offline-deterministic"
 STRUCTURED_OUTPUT_KWARG = "offline_structured_output"
-"""Bound-call keyword naming the schema a structured-output call must produce."""
+"""Bound-call keyword naming (by class name) the schema a structured-output call produces."""
 
 STRUCTURED_OUTPUT_METHODS = frozenset({"json_schema", "function_calling", "json_mode"})
 NO_STRUCTURED_HANDLER = (
-    "OfflineChatModel has no structured-output handler for {schema}; register one with "
-    "agent.offline.register_structured_handler(schema, handler)."
+    "OfflineChatModel has no structured-output handler for {schema}; give it one with "
+    "OfflineChatModel(structured_handlers={{**agent.offline.DEFAULT_HANDLERS, schema: handler}})."
+)
+DUPLICATE_SCHEMA_NAMES = (
+    "structured_handlers has several schemas named {names}; a schema is called by its "
+    "class name, so each name may appear once."
 )
 UNKNOWN_METHOD = "Unknown structured-output method {method!r}; use one of {methods}."
 HANDLER_RESULT_MISMATCH = "The offline handler for {schema} returned a {actual}."
-
-SchemaT = TypeVar("SchemaT", bound=BaseModel)
-StructuredHandler = Callable[[Sequence[BaseMessage]], BaseModel]
-
-STRUCTURED_HANDLERS: dict[type[BaseModel], StructuredHandler] = {}
-"""The dispatch table of `with_structured_output`: schema class → deterministic handler."""
-
-
-def register_structured_handler(
-    schema: type[SchemaT], handler: Callable[[Sequence[BaseMessage]], SchemaT]
-) -> None:
-    """Teach the offline model to produce `schema`; a later registration replaces an earlier.
-
-    Args:
-        schema: the pydantic class passed to `with_structured_output`.
-        handler: builds the instance from the input messages, deterministically.
-    """
-    STRUCTURED_HANDLERS[schema] = handler
-
-
-def _schema_key(schema: type[BaseModel]) -> str:
-    return f"{schema.__module__}.{schema.__qualname__}"
-
-
-def _registered_schema(key: str) -> type[BaseModel]:
-    for schema in STRUCTURED_HANDLERS:
-        if _schema_key(schema) == key:
-            return schema
-    raise NotImplementedError(NO_STRUCTURED_HANDLER.format(schema=key))
 
 
 def _bound_tool_names(tools: Sequence[dict[str, Any]] | None, tool_choice: Any) -> set[str]:
@@ -106,10 +80,27 @@ class OfflineChatModel(BaseChatModel):
     what the memory context holds (pinned decisions, summary, earlier messages). With
     tools bound, it calls `calculator` for arithmetic and `current_time` for the time
     or date when the latest user message clearly asks, then states the results.
-    `with_structured_output` dispatches to `STRUCTURED_HANDLERS`. Same input, same output.
+    `with_structured_output` answers with the handler `structured_handlers` holds for
+    the schema. Same input, same output.
     """
 
     model_name: str = OFFLINE_MODEL_NAME
+    structured_handlers: Mapping[type[BaseModel], StructuredHandler] = Field(
+        default_factory=lambda: dict(DEFAULT_HANDLERS), repr=False
+    )
+    """Schema class → deterministic handler; `DEFAULT_HANDLERS` unless given."""
+
+    @field_validator("structured_handlers")
+    @classmethod
+    def _distinct_schema_names(
+        cls, handlers: Mapping[type[BaseModel], StructuredHandler]
+    ) -> Mapping[type[BaseModel], StructuredHandler]:
+        # A bound call and the tool call it answers with name the schema by its class name.
+        names = [schema.__name__ for schema in handlers]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(DUPLICATE_SCHEMA_NAMES.format(names=", ".join(duplicates)))
+        return handlers
 
     @property
     def _llm_type(self) -> str:
@@ -150,24 +141,24 @@ class OfflineChatModel(BaseChatModel):
         """A runnable that answers with an instance of `schema`, built by its handler.
 
         Args:
-            schema: a pydantic class registered with `register_structured_handler`.
+            schema: a pydantic class with a handler in `structured_handlers`.
             method: accepted for interface parity ("json_schema", "function_calling",
                 "json_mode"); the offline model answers the same way for all.
             include_raw: return {"raw", "parsed", "parsing_error"} instead of the instance.
             **kwargs: ignored, as other chat models ignore unknown options here.
 
         Raises:
-            NotImplementedError: no handler is registered for `schema`.
+            NotImplementedError: `structured_handlers` has no handler for `schema`.
             ValueError: `method` is not a known structured-output method.
         """
         if method is not None and method not in STRUCTURED_OUTPUT_METHODS:
             raise ValueError(
                 UNKNOWN_METHOD.format(method=method, methods=sorted(STRUCTURED_OUTPUT_METHODS))
             )
-        if not (isinstance(schema, type) and schema in STRUCTURED_HANDLERS):
+        if not (isinstance(schema, type) and schema in self.structured_handlers):
             name = schema.__qualname__ if isinstance(schema, type) else repr(schema)
             raise NotImplementedError(NO_STRUCTURED_HANDLER.format(schema=name))
-        llm = self.bind(**{STRUCTURED_OUTPUT_KWARG: _schema_key(schema)})
+        llm = self.bind(**{STRUCTURED_OUTPUT_KWARG: schema.__name__})
         parser = PydanticToolsParser(tools=[schema], first_tool_only=True)
         if not include_raw:
             return llm | parser
@@ -178,14 +169,20 @@ class OfflineChatModel(BaseChatModel):
         with_fallback = parsed.with_fallbacks([unparsed], exception_key="parsing_error")
         return RunnableMap(raw=llm) | with_fallback
 
+    def _handled_schema(self, name: str) -> type[BaseModel]:
+        for schema in self.structured_handlers:
+            if schema.__name__ == name:
+                return schema
+        raise NotImplementedError(NO_STRUCTURED_HANDLER.format(schema=name))
+
     def _respond(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
     ) -> AIMessage:
         meta = {"model_name": self.model_name}
         structured = kwargs.get(STRUCTURED_OUTPUT_KWARG)
         if structured:
-            schema = _registered_schema(structured)
-            result = STRUCTURED_HANDLERS[schema](messages)
+            schema = self._handled_schema(structured)
+            result = self.structured_handlers[schema](messages)
             if not isinstance(result, schema):
                 raise TypeError(
                     HANDLER_RESULT_MISMATCH.format(schema=structured, actual=type(result).__name__)
@@ -283,6 +280,3 @@ class OfflineChatModel(BaseChatModel):
             if run_manager:
                 await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
-
-
-register_structured_handler(CompactionOutput, compaction_output)

@@ -1,9 +1,9 @@
 """The offline model's task lists: deterministic plans, results, self-checks and summaries.
 
-Registered with `register_structured_handler` at import, for the structured outputs
-of the task-list subgraph (graphs/tasklist_prompts.py). Each handler reads the tagged
-request the subgraph sends (`<goal>`, `<feedback>`, `<task>`, `<issues>`,
-`<results>`, `<run>`), so the whole flow runs without a key. The rules:
+The handlers of the task-list subgraph's structured outputs (graphs/tasklist/schemas.py),
+listed in `agent.offline.DEFAULT_HANDLERS`. Each reads the tagged request the subgraph
+sends (`<goal>`, `<feedback>`, `<task>`, `<issues>`, `<results>`, `<run>`), so the
+whole flow runs without a key. The rules:
 
 - plan: one task per sentence of the goal; with fewer than three sentences, one per
   clause (split at commas and "then"); padded to three with a check and a write-up
@@ -28,18 +28,17 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from agent.offline import register_structured_handler
-from graphs.tasklist import MIN_PLANNED_TASKS
-from graphs.tasklist_prompts import (
+from graphs.tasklist import (
+    MAX_TASKS,
+    MIN_PLANNED_TASKS,
     NONE_TEXT,
     CheckIssue,
-    PlannedTask,
+    PlannedTasklistTask,
     SelfCheck,
     TasklistSummary,
+    TasklistTaskResult,
     TaskPlan,
-    TaskResult,
 )
-from graphs.tasklist_reviews import MAX_TASKS
 
 FILLER_TASKS = ("Check the result against the goal", "Write down what was done and what remains")
 REST_TASK = "Finish the rest: {rest}"
@@ -112,7 +111,7 @@ def offline_plan(messages: Sequence[BaseMessage]) -> TaskPlan:
     titles = plan_titles(_block(messages, "goal"), _block(messages, "feedback"))
     return TaskPlan(
         tasks=[
-            PlannedTask(
+            PlannedTasklistTask(
                 id=f"t{n}", title=title, acceptance_criteria=[CRITERION.format(title=title)]
             )
             for n, title in enumerate(titles, 1)
@@ -120,7 +119,7 @@ def offline_plan(messages: Sequence[BaseMessage]) -> TaskPlan:
     )
 
 
-def offline_result(messages: Sequence[BaseMessage]) -> TaskResult:
+def offline_result(messages: Sequence[BaseMessage]) -> TasklistTaskResult:
     """Complete the `<task>` with a note that nothing was run (and what was revised)."""
     task = _json_block(messages, "task") or {}
     title = str(task.get("title", "the task"))
@@ -128,7 +127,7 @@ def offline_result(messages: Sequence[BaseMessage]) -> TaskResult:
     issues = _json_block(messages, "issues") or []
     if issues:
         outcome += REVISED_NOTE.format(issues="; ".join(str(i.get("description")) for i in issues))
-    return TaskResult(status="completed", outcome=outcome)
+    return TasklistTaskResult(status="completed", outcome=outcome)
 
 
 def offline_check(messages: Sequence[BaseMessage]) -> SelfCheck:
@@ -162,9 +161,3 @@ def offline_summary(messages: Sequence[BaseMessage]) -> TasklistSummary:
             OFFLINE_CHECK,
         ],
     )
-
-
-register_structured_handler(TaskPlan, offline_plan)
-register_structured_handler(TaskResult, offline_result)
-register_structured_handler(SelfCheck, offline_check)
-register_structured_handler(TasklistSummary, offline_summary)

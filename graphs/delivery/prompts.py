@@ -1,15 +1,11 @@
-"""The model contract and texts of the delivery subgraph (`graphs/delivery.py`).
+"""The delivery's prompts and texts: what each stage asks, what the user reads.
 
-What each stage asks (system prompts, input templates), what it must answer (the
-structured-output schemas, whose field descriptions are part of the prompt), and the
-texts the user reads (the report, failures). Stage inputs wrap each part in a tag
-(`<request>`, `<plan>`, …) so that a model, and the offline model's handlers
-(`agent/offline_delivery.py`), can tell the parts apart.
+The system prompts and input templates of graphs/delivery/graph.py, and the texts
+the user reads (the report, failures). What each stage must answer is in
+graphs/delivery/schemas.py. Stage inputs wrap each part in a tag (`<request>`,
+`<plan>`, …) so that a model, and the offline model's handlers
+(agent/offline/delivery.py), can tell the parts apart.
 """
-
-from typing import Literal
-
-from pydantic import BaseModel, Field
 
 # -- stage prompts ----------------------------------------------------------------------
 
@@ -51,55 +47,6 @@ You write the final report of a delivery for the user. From the request, the pla
 task results and the reviews, write a short summary of what was delivered, the list \
 of deliverables with their state, your findings, and the risks that remain open. The \
 status is decided already; do not contradict it."""
-
-# -- structured outputs ------------------------------------------------------------------
-
-
-class PlannedTask(BaseModel):
-    """One task of a delivery plan, for one sub-agent."""
-
-    title: str = Field(description="A short imperative title.")
-    description: str = Field(default="", description="What to do and what done looks like.")
-
-
-class DeliveryPlan(BaseModel):
-    """The plan of a delivery."""
-
-    deliverables: list[str] = Field(description="What the user will receive.")
-    tasks: list[PlannedTask] = Field(description="The tasks, in order.")
-    risks: list[str] = Field(default_factory=list, description="What could go wrong.")
-    missing_information: list[str] = Field(
-        default_factory=list,
-        description="Only when the request cannot be acted on: what the user must add.",
-    )
-
-
-class TaskResult(BaseModel):
-    """What a task's sub-agent reports."""
-
-    outcome: str = Field(description="The work product of the task.")
-    done: bool = Field(description="Whether the task is accomplished.")
-    open_issues: list[str] = Field(default_factory=list, description="What remains open.")
-
-
-class ReviewVerdict(BaseModel):
-    """One reviewer's verdict on the delivery."""
-
-    verdict: Literal["pass", "fail"] = Field(description="pass, or fail when anything blocks.")
-    blocking_issues: list[str] = Field(
-        default_factory=list, description="Issues that must be resolved before acceptance."
-    )
-    notes: list[str] = Field(default_factory=list, description="Remarks that do not block.")
-
-
-class DeliveryReport(BaseModel):
-    """The content of the final report; the graph renders it as markdown."""
-
-    summary: str = Field(description="What was delivered, in a few sentences.")
-    deliverables: list[str] = Field(description="Each deliverable with its state.")
-    findings: list[str] = Field(default_factory=list, description="Findings worth reading.")
-    open_risks: list[str] = Field(default_factory=list, description="Risks that remain open.")
-
 
 # -- stage inputs -------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Rules of the offline model: which built-in tool a request asks for, and how it answers."""
+"""The offline model's chat: which built-in tool a request asks for, and how it answers."""
 
 from __future__ import annotations
 

@@ -1,0 +1,39 @@
+"""`DEFAULT_HANDLERS`: every structured output the offline model produces, by schema.
+
+The one table of what `OfflineChatModel.with_structured_output` can answer: memory
+compaction, the task list's four stages and the delivery's four. A model built with
+`structured_handlers=` answers from its own table instead (for example
+`{**DEFAULT_HANDLERS, MySchema: my_handler}`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
+
+from agent.offline import delivery, tasklist
+from agent.offline.compaction import compaction_output
+from graphs.delivery import DeliveryPlan, DeliveryReport, DeliveryTaskResult, ReviewVerdict
+from graphs.tasklist import SelfCheck, TasklistSummary, TasklistTaskResult, TaskPlan
+from memory.compaction import CompactionOutput
+
+StructuredHandler = Callable[[Sequence[BaseMessage]], BaseModel]
+"""Builds an instance of its schema from the input messages, deterministically."""
+
+DEFAULT_HANDLERS: Mapping[type[BaseModel], StructuredHandler] = MappingProxyType(
+    {
+        CompactionOutput: compaction_output,
+        TaskPlan: tasklist.offline_plan,
+        TasklistTaskResult: tasklist.offline_result,
+        SelfCheck: tasklist.offline_check,
+        TasklistSummary: tasklist.offline_summary,
+        DeliveryPlan: delivery.offline_plan,
+        DeliveryTaskResult: delivery.offline_task_result,
+        ReviewVerdict: delivery.offline_verdict,
+        DeliveryReport: delivery.offline_report,
+    }
+)
+"""Schema class → handler; read-only, so no code can add to it behind a caller's back."""
