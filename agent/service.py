@@ -205,14 +205,13 @@ class ChatAgent:
                     self.memory.accept_draft(turn.session_id, turn.conversation_id)
                 crashed = False
                 try:
-                    for chunk in self.graph.stream(
+                    output = self.graph.invoke(
                         self._input(turn),
-                        turn.config,
+                        recorder.config(turn.config),
                         context=turn.context,
                         durability=RUN_DURABILITY,
-                        stream_mode="values",
-                    ):
-                        recorder.event((), "values", chunk)
+                    )
+                    recorder.output.update(output)
                 except (InvalidRequest, ConversationNotFound):
                     raise
                 except Exception:
@@ -385,7 +384,7 @@ class ChatAgent:
         try:
             async for part in self.graph.astream(
                 graph_input,
-                turn.config,
+                recorder.config(turn.config),
                 context=turn.context,
                 durability=RUN_DURABILITY,
                 stream_mode=list({*stream_mode, "custom"}),

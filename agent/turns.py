@@ -9,10 +9,9 @@ from langchain_core.runnables import RunnableConfig
 
 from agent.errors import TURN_FAILED
 from agent.streaming import custom_event, token_event
+from graphs.memory_nodes import OUTCOME_KEY
 from graphs.request import TurnRequest
 from graphs.state import Context
-
-FINISHED = frozenset({"completed", "blocked", "cancelled", "failed"})
 
 
 @dataclass(frozen=True)
@@ -94,9 +93,17 @@ class TurnRecorder:
 
     conversation_id: str
     output: dict[str, Any] = field(default_factory=dict)
+    answer: dict[str, Any] = field(default_factory=dict)
+    """The outcome `finalize` recorded (`graphs.memory_nodes.OUTCOME_KEY`)."""
+
+    def config(self, config: RunnableConfig) -> RunnableConfig:
+        """`config` with this recorder's outcome dict, for `finalize` to fill."""
+        self.answer = {}
+        return {**config, "configurable": {**config["configurable"], OUTCOME_KEY: self.answer}}
 
     def event(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> dict[str, Any] | None:
-        """The client event for one stream part, if any (records `values` on the way)."""
+        """The client event for one stream part, if any; records the turn on the way:
+        `values` and `updates` of the main graph, and `finalize`'s outcome."""
         if mode == "messages":
             return token_event(namespace, cast(tuple[Any, dict[str, Any]], chunk))
         if mode == "custom":
@@ -108,7 +115,7 @@ class TurnRecorder:
     @property
     def answered(self) -> bool:
         """Whether the run got as far as the answer (`finalize` ran)."""
-        return self.output.get("status") in FINISHED and bool(self.output.get("answer"))
+        return bool(self.answer)
 
     def result(self, *, crashed: bool = False) -> TurnResult:
         """The turn's result. When the run raised (`crashed`) after the answer existed,
@@ -117,7 +124,8 @@ class TurnRecorder:
         if not crashed:
             return TurnResult.from_output(self.conversation_id, self.output)
         if self.answered:
-            return TurnResult.from_output(self.conversation_id, {**self.output, "degraded": True})
+            outcome = {**self.output, **self.answer, "degraded": True}
+            return TurnResult.from_output(self.conversation_id, outcome)
         return TurnResult(self.conversation_id, "failed", "", TURN_FAILED)
 
 

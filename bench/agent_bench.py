@@ -1,7 +1,9 @@
 """Agent benchmark: our agent beside two `create_agent` peers, 200 turns, zero-latency model.
 
 Three agents answer the same user messages in one conversation, each on its own
-SQLite file, with the same scripted model (`bench.scripted`):
+SQLite file, with the same scripted model (`bench.scripted`). Ours and the
+summarization peer play turn by turn (one turn of each, the order rotating), so that
+noise weighs on both alike; the full-history peer plays after them:
 - `ours`: `ChatAgent.send`, the users' path: memory, registry and run threads in one
   SQLite file, each run thread pruned to one checkpoint after every turn;
 - `summarization`: `create_agent` + `SummarizationMiddleware(trigger=("messages", 10),
@@ -157,61 +159,85 @@ def summarise(agent: str, run: Run, log: CallLog, database: dict[str, int]) -> F
     )
 
 
-def run_ours(turns: int, directory: Path) -> Figures:
-    """Our agent through `ChatAgent.send`, the path users take: the conversation check,
-    the busy lock, the graph (run thread checkpointed once per turn), memory writes,
-    compaction, and the run thread pruned to one checkpoint after every turn."""
-    db = directory / "ours.sqlite"
-    model = ScriptedChatModel()
-    run = Run()
-    with ChatAgent(
-        database_url=f"sqlite:///{db}",
-        model=model,
-        compaction_model=model,
-        secret=SECRET,
-        settings=Settings(data_dir=directory),
-    ) as agent:
-        conversation: str | None = None
-        for turn in range(1, turns + 1):
-            started = time.perf_counter()
-            result = agent.send(
-                user_message(turn),
-                session_id=SESSION,
-                conversation_id=conversation,
-                create_conversation=conversation is None,
-            )
-            run.turn_seconds.append(time.perf_counter() - started)
-            run.context_chars.append(model.log.last_chat_input_chars)
-            conversation = result.conversation_id
-            if result.status != "completed" or result.degraded:
-                raise RuntimeError(f"turn {turn} did not complete: {result.status}")
-    return summarise("ours", run, model.log, database_figures(db))
+class Contender:
+    """One agent of the benchmark, played one turn at a time."""
+
+    name: str
+    model: ScriptedChatModel
+    db: Path
+    run: Run
+
+    def turn(self, number: int) -> None:
+        """Answer the user message of turn `number` (timed by the caller)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the agent's database."""
+
+    def figures(self) -> Figures:
+        """The figures of the turns played (call after `close`)."""
+        return summarise(self.name, self.run, self.model.log, database_figures(self.db))
 
 
-def run_peer(
-    agent: str,
-    turns: int,
-    directory: Path,
-    middleware: Callable[[ScriptedChatModel], Sequence[AgentMiddleware[Any, Any, Any]]],
-) -> Figures:
-    """A `create_agent` peer on its own `SqliteSaver` file, one thread, invoked per turn."""
-    db = directory / f"{agent}.sqlite"
-    model = ScriptedChatModel()
-    run = Run()
-    # check_same_thread=False: the saver writes from LangGraph's background thread.
-    with closing(sqlite3.connect(db, check_same_thread=False)) as conn:
-        conn.execute(SYNCHRONOUS)
-        graph = create_agent(
-            model=model, tools=[], middleware=middleware(model), checkpointer=SqliteSaver(conn)
+class Ours(Contender):
+    """Our agent through `ChatAgent.send`, the path users take: the turn request checked
+    once, the busy lock, the graph (memory read, model, memory write, compaction every
+    third turn or so), the run thread kept to one checkpoint."""
+
+    def __init__(self, directory: Path) -> None:
+        self.name, self.model, self.run = "ours", ScriptedChatModel(), Run()
+        self.db = directory / "ours.sqlite"
+        self.agent = ChatAgent(
+            database_url=f"sqlite:///{self.db}",
+            model=self.model,
+            compaction_model=self.model,
+            secret=SECRET,
+            settings=Settings(data_dir=directory),
         )
-        config: RunnableConfig = {"configurable": {"thread_id": PEER_THREAD}}
-        for turn in range(1, turns + 1):
-            message = HumanMessage(content=user_message(turn))
-            started = time.perf_counter()
-            graph.invoke({"messages": [message]}, config)
-            run.turn_seconds.append(time.perf_counter() - started)
-            run.context_chars.append(model.log.last_chat_input_chars)
-    return summarise(agent, run, model.log, database_figures(db))
+        self.conversation: str | None = None
+
+    def turn(self, number: int) -> None:
+        result = self.agent.send(
+            user_message(number),
+            session_id=SESSION,
+            conversation_id=self.conversation,
+            create_conversation=self.conversation is None,
+        )
+        self.conversation = result.conversation_id
+        if result.status != "completed" or result.degraded:
+            raise RuntimeError(f"turn {number} did not complete: {result.status}")
+
+    def close(self) -> None:
+        self.agent.close()
+
+
+class Peer(Contender):
+    """A `create_agent` peer on its own `SqliteSaver` file, one thread, invoked per turn."""
+
+    def __init__(
+        self,
+        name: str,
+        directory: Path,
+        middleware: Callable[[ScriptedChatModel], Sequence[AgentMiddleware[Any, Any, Any]]],
+    ) -> None:
+        self.name, self.model, self.run = name, ScriptedChatModel(), Run()
+        self.db = directory / f"{name}.sqlite"
+        # check_same_thread=False: the saver writes from LangGraph's background thread.
+        self.conn = sqlite3.connect(self.db, check_same_thread=False)
+        self.conn.execute(SYNCHRONOUS)
+        self.graph = create_agent(
+            model=self.model,
+            tools=[],
+            middleware=middleware(self.model),
+            checkpointer=SqliteSaver(self.conn),
+        )
+        self.config: RunnableConfig = {"configurable": {"thread_id": PEER_THREAD}}
+
+    def turn(self, number: int) -> None:
+        self.graph.invoke({"messages": [HumanMessage(content=user_message(number))]}, self.config)
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def summarization(model: ScriptedChatModel) -> Sequence[AgentMiddleware[Any, Any, Any]]:
@@ -224,13 +250,28 @@ def full_history(model: ScriptedChatModel) -> Sequence[AgentMiddleware[Any, Any,
     return []
 
 
+def play(contenders: Sequence[Contender], turns: int) -> list[Figures]:
+    """Play `turns` turns of `contenders`, interleaved turn by turn (the order rotating),
+    so that whatever else the machine does weighs on all of them alike."""
+    try:
+        for number in range(1, turns + 1):
+            shift = number % len(contenders)
+            for contender in [*contenders[shift:], *contenders[:shift]]:
+                started = time.perf_counter()
+                contender.turn(number)
+                contender.run.turn_seconds.append(time.perf_counter() - started)
+                contender.run.context_chars.append(contender.model.log.last_chat_input_chars)
+    finally:
+        for contender in contenders:
+            contender.close()
+    return [contender.figures() for contender in contenders]
+
+
 def run_all(turns: int, directory: Path) -> list[Figures]:
-    """All three agents, one after the other, in `directory`."""
-    return [
-        run_ours(turns, directory),
-        run_peer("summarization", turns, directory, summarization),
-        run_peer("full_history", turns, directory, full_history),
-    ]
+    """Ours and the summarization peer interleaved, then the full-history peer alone: its
+    heap grows to megabytes, and its garbage collections would land on the others' turns."""
+    compared = play([Ours(directory), Peer("summarization", directory, summarization)], turns)
+    return [*compared, *play([Peer("full_history", directory, full_history)], turns)]
 
 
 COLUMNS: tuple[tuple[str, str], ...] = (

@@ -2,7 +2,7 @@
 
 In auto mode the model may ask for a tool; the main graph then continues the turn
 in the tool subgraph with the tool request as the last message. The model call has
-a sync and an async body (`model_node`): `graph.invoke` calls the model in the
+a sync and an async body (`ModelNode`): `graph.invoke` calls the model in the
 caller's thread, `graph.astream` awaits it (streaming, cancellable).
 """
 
@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.channels import UntrackedValue
 from langgraph.graph import END, START, StateGraph
@@ -55,12 +55,11 @@ def model_input(state: ChatState) -> list[BaseMessage]:
     return [*context.messages, *state["turn_messages"]]
 
 
-def model_node(
-    call: Callable[[S], tuple[Runnable[Any, Any], list[BaseMessage]]],
-    done: Callable[[S, AIMessage], U],
-    name: str = "call_model",
-) -> Runnable[S, U]:
+class ModelNode(Runnable[S, U]):
     """A node that calls a model, with a sync and an async body.
+
+    A plain `Runnable` (LangGraph runs it inside the node's own run): no extra traced
+    run and no signature inspection per call, as `RunnableLambda` would add.
 
     Args:
         call: picks the runnable and its input from the state.
@@ -68,15 +67,21 @@ def model_node(
         name: the node's name.
     """
 
-    def sync_body(state: S) -> U:
-        runnable, messages = call(state)
-        return done(state, runnable.invoke(messages))
+    def __init__(
+        self,
+        call: Callable[[S], tuple[Runnable[Any, Any], list[BaseMessage]]],
+        done: Callable[[S, AIMessage], U],
+        name: str = "call_model",
+    ) -> None:
+        self.call, self.done, self.name = call, done, name
 
-    async def async_body(state: S) -> U:
-        runnable, messages = call(state)
-        return done(state, await runnable.ainvoke(messages))
+    def invoke(self, input: S, config: RunnableConfig | None = None, **kwargs: Any) -> U:
+        runnable, messages = self.call(input)
+        return self.done(input, runnable.invoke(messages, config))
 
-    return RunnableLambda(sync_body, afunc=async_body, name=name)
+    async def ainvoke(self, input: S, config: RunnableConfig | None = None, **kwargs: Any) -> U:
+        runnable, messages = self.call(input)
+        return self.done(input, await runnable.ainvoke(messages, config))
 
 
 def build_chat_graph(
@@ -101,7 +106,7 @@ def build_chat_graph(
         return {"turn_messages": [*state["turn_messages"], reply]}
 
     builder = StateGraph(ChatState, output_schema=ChatOutput)
-    builder.add_node("call_model", model_node(call, done))
+    builder.add_node("call_model", ModelNode(call, done))
     builder.add_edge(START, "call_model")
     builder.add_edge("call_model", END)
     return builder

@@ -234,7 +234,7 @@ def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
 def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
     """Build `finalize`: write the turn's final text to chat memory, once."""
 
-    def finalize(state: AgentState) -> Command[Any]:
+    def finalize(state: AgentState, config: RunnableConfig) -> Command[Any]:
         """Write the user's text and the final answer to the conversation's memory, then
         compact when the memory holds more than eight messages."""
         turn = final_turn(state)
@@ -253,8 +253,10 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
         except Exception:
             logger.exception("writing the turn to chat memory failed")
             emit_memory("write", "failed")
+            record_outcome(config, result, memory_written=False, degraded=True)
             return Command(update={**result, "degraded": True}, goto=END)
         gone = write.skipped is SkipReason.GONE
+        record_outcome(config, result, memory_written=write.written, conversation_deleted=gone)
         emit_memory(
             "write",
             "succeeded" if write.written else "skipped",
@@ -272,6 +274,23 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
         return Command(update=update, goto="compact" if compact else END)
 
     return finalize
+
+
+OUTCOME_KEY = "__agent_turn_outcome__"
+"""A run's `configurable` key for a dict that `finalize` fills with the turn's outcome.
+
+LangGraph streams the last step's state only after storing the run's last checkpoint;
+a caller that passes a dict here still gets the answer when that store fails. (Keys
+that start with `__` are never stored in checkpoint metadata.)"""
+
+
+def record_outcome(config: RunnableConfig, result: AgentUpdate, **fields: Any) -> None:
+    """Fill the caller's outcome dict (`OUTCOME_KEY`), when it passed one."""
+    outcome = config.get("configurable", {}).get(OUTCOME_KEY)
+    if isinstance(outcome, dict):
+        outcome.update(
+            answer=result["answer"], status=result["status"], route=result["route"], **fields
+        )
 
 
 def make_compact(

@@ -15,7 +15,7 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 from typing_extensions import TypedDict
 
-from graphs.chat import announce_tool_calls, model_node
+from graphs.chat import ModelNode, announce_tool_calls
 from graphs.prompts import FINAL_ANSWER_NUDGE
 from graphs.resources import Lazy
 from graphs.routing import STOP
@@ -90,7 +90,7 @@ def build_tool_graph(
         return {"turn_messages": [reply]}
 
     builder = StateGraph(ToolState, output_schema=ToolOutput)
-    builder.add_node("call_model", model_node(call, done))
+    builder.add_node("call_model", ModelNode(call, done))
     builder.add_node("tools", ToolNode(list(tools), messages_key="turn_messages"))
     builder.add_conditional_edges(START, route_tool_entry)
     builder.add_conditional_edges("call_model", route_after_model)

@@ -131,23 +131,20 @@ class CompactionInput(BaseModel):
     messages_to_fold: list[FoldedMessage]
     kept_messages: list[FoldedMessage]
 
-    @classmethod
-    def of(
-        cls,
-        state: ThreadState,
-        fold: Sequence[ChatThreadMessage],
-        kept: Sequence[ChatThreadMessage],
-    ) -> CompactionInput:
-        """The input for folding `fold` into `state`, with `kept` for reference."""
-        return cls(
-            old_summary=state.summary,
-            old_pinned_decisions=[
-                NumberedItem(number=n, text=pin)
-                for n, pin in enumerate(state.pinned_decisions, start=1)
-            ],
-            messages_to_fold=[FoldedMessage(role=m.role, text=m.text) for m in fold],
-            kept_messages=[FoldedMessage(role=m.role, text=m.text) for m in kept],
-        )
+
+def compaction_document(
+    state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
+) -> dict[str, Any]:
+    """The `CompactionInput` for folding `fold` into `state` (`kept` for reference), as
+    the plain data it is sent as (the model validates what parses it back)."""
+    return {
+        "old_summary": state.summary,
+        "old_pinned_decisions": [
+            {"number": n, "text": pin} for n, pin in enumerate(state.pinned_decisions, start=1)
+        ],
+        "messages_to_fold": [{"role": m.role, "text": m.text} for m in fold],
+        "kept_messages": [{"role": m.role, "text": m.text} for m in kept],
+    }
 
 
 def compaction_prompt(
@@ -157,8 +154,7 @@ def compaction_prompt(
     system = COMPACTION_SYSTEM.format(
         max_summary=MAX_SUMMARY_CHARS, max_pin=MAX_PINNED_DECISION_CHARS
     )
-    payload = CompactionInput.of(state, fold, kept).model_dump(mode="json")
-    body = json.dumps(payload, ensure_ascii=False, indent=1)
+    body = json.dumps(compaction_document(state, fold, kept), ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]
 
 

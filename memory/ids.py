@@ -6,6 +6,7 @@ conversation id in two sessions maps to two unrelated threads.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
@@ -23,6 +24,7 @@ from memory.schema import validate_id
 logger = logging.getLogger(__name__)
 
 SECRET_FILE_NAME = "session-secret"
+ID_CACHE_SIZE = 4096
 PRIVATE_DIR_MODE = 0o700
 
 MEMORY_THREAD_PREFIX = "chat-conversation"
@@ -91,9 +93,14 @@ class ThreadIds:
 
     def __post_init__(self) -> None:
         check_secret(self.secret)
+        # a turn derives the same few ids several times: remember the recent ones
+        object.__setattr__(self, "_h", functools.lru_cache(maxsize=ID_CACHE_SIZE)(self._hmac))
 
-    def _h(self, value: str) -> str:
+    def _hmac(self, value: str) -> str:
         return hmac.new(self.secret.encode(), value.encode(), hashlib.sha256).hexdigest()
+
+    def _h(self, value: str) -> str:  # replaced per instance by a cached `_hmac`
+        return self._hmac(value)
 
     def _pair(self, session_id: str, conversation_id: str) -> str:
         validate_id(session_id, "session id")

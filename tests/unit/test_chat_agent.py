@@ -262,3 +262,30 @@ def test_explicit_arguments_win_over_the_environment(
     ) as chat_agent:
         chat_agent.send("hi", session_id="s1", create_conversation=True)
     assert explicit.exists() and not (tmp_path / "env.sqlite").exists()
+
+
+def test_an_answer_survives_a_failed_final_checkpoint(
+    agent: ChatAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storing the run's last checkpoint fails after the answer exists: the answer is
+    delivered, marked degraded, by `send` (run in the caller's thread) and `astream`."""
+    cid = agent.send("first", session_id="s1", create_conversation=True).conversation_id
+    saver = type(agent.memory.threads.checkpointer)
+    put = saver.put
+
+    def failing_put(self: Any, config: Any, *args: Any, **kwargs: Any) -> Any:
+        if config["configurable"]["thread_id"].startswith("agent-run"):
+            raise RuntimeError("the database went away")
+        return put(self, config, *args, **kwargs)
+
+    monkeypatch.setattr(saver, "put", failing_put)
+    result = agent.send("second", session_id="s1", conversation_id=cid)
+    assert (result.status, result.text, result.degraded) == ("completed", "answer to: second", True)
+
+    async def scenario() -> list[dict[str, Any]]:
+        return [e async for e in agent.astream("third", session_id="s1", conversation_id=cid)]
+
+    done = asyncio.run(scenario())[-1]
+    assert done["event"] == "done"
+    assert (done["result"]["text"], done["result"]["degraded"]) == ("answer to: third", True)
+    assert stored_texts(agent, "s1", cid)[::2] == ["first", "second", "third"]
