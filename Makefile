@@ -41,6 +41,7 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers, HTTP workers (fig
 	$(BIN)/python -m bench.memory_bench
 	$(BIN)/python -m bench.agent_bench
 	$(BIN)/python -m bench.workers_bench
+	$(BIN)/python -m bench.roundtrips
 
 clean: ## Remove the virtual environment and tool caches.
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,26 +1,39 @@
-"""Wiring of the application: settings → models, memory store, tools → the agent graph."""
+"""The application's one wiring point: settings and explicit collaborators → the agent graph.
+
+`ChatAgent` and the module-level graph of `langgraph dev` (`agent/graph.py`) both
+build their graph here, and open their memory here; only where the graph is compiled
+differs (the server supplies its own checkpointer for run threads).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from agent.models import load_chat_model, load_compaction_model
+from agent.models import at_temperature_zero, load_chat_model, load_compaction_model
 from agent.settings import Settings
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import AgentGraph, Workflow, build_agent_graph
 from graphs.delivery import build_delivery_graph
 from graphs.resources import Lazy
+from graphs.reviews import Validator
+from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
 from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_secret
 
+REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
+"""The decision validators of every workflow's reviews, by interrupt kind."""
 
-def open_memory(settings: Settings) -> ConversationMemory:
-    """Open the memory store named by `AGENT_DATABASE_URL` with the session secret."""
-    secret = resolve_secret(settings.secret, settings.data_dir)
-    return ConversationMemory(open_thread_store(settings.database_url), ThreadIds(secret))
+
+def open_memory(
+    settings: Settings, *, database_url: str | None = None, secret: str | None = None
+) -> ConversationMemory:
+    """The memory store (`AGENT_DATABASE_URL`) under the session secret. The secret is
+    resolved first, so a bad one opens nothing. Explicit arguments win."""
+    ids = ThreadIds(resolve_secret(secret or settings.secret, settings.data_dir))
+    return ConversationMemory(open_thread_store(database_url or settings.database_url), ids)
 
 
 def workflow_graphs(
@@ -40,33 +53,44 @@ def workflow_graphs(
     }
 
 
-def assemble_graph(
+def build_graph(
+    settings: Settings,
     *,
-    model: BaseChatModel | Lazy[BaseChatModel],
-    compaction_model: BaseChatModel | Lazy[BaseChatModel],
     memory: ConversationMemory | Lazy[ConversationMemory],
-    tools: Sequence[BaseTool],
-    structured_output_method: str | None,
+    model: BaseChatModel | None = None,
+    compaction_model: BaseChatModel | None = None,
+    tools: Sequence[BaseTool] | None = None,
 ) -> AgentGraph:
-    """The agent graph with every route this application offers."""
-    return build_agent_graph(
-        model=model,
-        compaction_model=compaction_model,
-        memory=memory,
-        tools=tools,
-        structured_output_method=structured_output_method,
-        workflows=workflow_graphs(model, tools, structured_output_method),
+    """The agent graph with every route this application offers.
+
+    Args:
+        settings: where the models not given come from (built on first use).
+        memory: the chat memory (or a `Lazy` that opens it on first use).
+        model: the chat model (default: `ChatOpenAI` from the settings, or the offline
+            model without a key).
+        compaction_model: the compaction model (default: `model` at temperature 0, else
+            the settings' compaction model).
+        tools: the tool route's tools (default: the built-in tools).
+    """
+    chat_model: BaseChatModel | Lazy[BaseChatModel] = (
+        model if model is not None else Lazy(lambda: load_chat_model(settings))
     )
-
-
-def build_default_graph(
-    settings: Settings, *, tools: Sequence[BaseTool] = BUILTIN_TOOLS
-) -> AgentGraph:
-    """The agent graph with collaborators built from `settings` on first use."""
-    return assemble_graph(
-        model=Lazy(lambda: load_chat_model(settings)),
-        compaction_model=Lazy(lambda: load_compaction_model(settings)),
-        memory=Lazy(lambda: open_memory(settings)),
-        tools=tools,
-        structured_output_method=None if settings.offline else settings.structured_output_method,
+    compactor: BaseChatModel | Lazy[BaseChatModel] = (
+        compaction_model
+        if compaction_model is not None
+        else at_temperature_zero(model)
+        if model is not None
+        else Lazy(lambda: load_compaction_model(settings))
+    )
+    # a structured-output method names an OpenAI-compatible endpoint's dialect: it
+    # applies to models built from the settings, not to models passed in
+    method = settings.structured_output_method if model is None and not settings.offline else None
+    tool_list = BUILTIN_TOOLS if tools is None else list(tools)
+    return build_agent_graph(
+        model=chat_model,
+        compaction_model=compactor,
+        memory=memory,
+        tools=tool_list,
+        structured_output_method=method,
+        workflows=workflow_graphs(chat_model, tool_list, method),
     )

@@ -24,23 +24,16 @@ from agent.errors import (
     InvalidRequest,
 )
 from agent.loop import BackgroundLoop
-from agent.models import at_temperature_zero, load_chat_model, load_compaction_model
-from agent.runtime import assemble_graph
+from agent.runtime import REVIEWS, build_graph, open_memory
 from agent.settings import Settings
-from agent.tools import BUILTIN_TOOLS
 from agent.turns import Turn, TurnRecorder, TurnResult
 from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
 from graphs.reviews import validate_decision
 from graphs.state import AgentInput, Context, Mode
-from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from memory import (
-    ConversationMemory,
     ConversationNotFound,
     LockTimeout,
-    ThreadIds,
     new_conversation_id,
-    open_thread_store,
-    resolve_secret,
 )
 
 logger = logging.getLogger(__name__)
@@ -79,29 +72,14 @@ class ChatAgent:
         settings: Settings | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
-        self._threads = open_thread_store(database_url or self.settings.database_url)
-        try:
-            ids = ThreadIds(resolve_secret(secret or self.settings.secret, self.settings.data_dir))
-        except Exception:
-            self._threads.close()
-            raise
-        self.memory = ConversationMemory(self._threads, ids)
-        chat_model = model or load_chat_model(self.settings)
-        if compaction_model is None:
-            compaction_model = (
-                at_temperature_zero(model)
-                if model is not None
-                else load_compaction_model(self.settings)
-            )
-        from_settings = model is None and not self.settings.offline
-        self.graph = assemble_graph(
-            model=chat_model,
-            compaction_model=compaction_model,
+        self.memory = open_memory(self.settings, database_url=database_url, secret=secret)
+        self._threads = self.memory.threads
+        self.graph = build_graph(
+            self.settings,
             memory=self.memory,
-            tools=BUILTIN_TOOLS if tools is None else list(tools),
-            structured_output_method=self.settings.structured_output_method
-            if from_settings
-            else None,
+            model=model,
+            compaction_model=compaction_model,
+            tools=tools,
         ).compile(checkpointer=self._threads.checkpointer, name="agent")
         self._loop = BackgroundLoop()
 
@@ -283,7 +261,7 @@ class ChatAgent:
         state = self.graph.get_state(turn.config)
         if not state.interrupts:
             raise InvalidRequest(NOTHING_TO_RESUME)
-        return turn, validate_decision(state.interrupts[0].value, decision, TASKLIST_REVIEWS)
+        return turn, validate_decision(state.interrupts[0].value, decision, REVIEWS)
 
     async def aresume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -64,11 +64,11 @@ class ChatBackend(Protocol):
         session_id: str,
         conversation_id: str | None = None,
         create_conversation: bool = False,
-    ) -> AsyncIterator[dict[str, Any]]: ...
+    ) -> AsyncGenerator[dict[str, Any], None]: ...
 
     def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
-    ) -> AsyncIterator[dict[str, Any]]: ...
+    ) -> AsyncGenerator[dict[str, Any], None]: ...
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import sys
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, TextIO
 
 from agent.cli.commands import (
@@ -20,7 +20,7 @@ from agent.cli.commands import (
     review_actions,
 )
 from agent.cli.render import TurnOutcome, TurnPrinter, render_listing, render_memory, render_review
-from agent.errors import NOTHING_TO_RESUME, ConversationBusy, InvalidRequest
+from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
 
 logger = logging.getLogger("agent.cli")
@@ -30,9 +30,6 @@ DECISION_PROMPT = "decision> "
 UNEXPECTED = "something went wrong; details are in the log"
 REVIEW_PENDING = "the review is still pending: /review answers it"
 REVIEW_REPLACED = "(this turn replaced the review that was pending in this conversation)"
-CANCEL_GRACE = 5.0
-"""Seconds a turn may wait for a turn the person just cancelled in the same conversation:
-the cancelled run stops on the agent's loop a moment after the prompt is back."""
 ANSWER_LATER = "(Ctrl-D or a /command leaves the review for later)"
 
 Reader = Callable[[str], str]
@@ -63,9 +60,12 @@ def echo_reader(source: TextIO, out: TextIO) -> Reader:
     return read
 
 
-async def _consume(events: AsyncIterator[dict[str, Any]], printer: TurnPrinter) -> None:
-    async for event in events:
-        printer.handle(event)
+async def _consume(events: AsyncGenerator[dict[str, Any], None], printer: TurnPrinter) -> None:
+    # closed, not left to the garbage collector: when Ctrl-C cancels this, the turn has
+    # unwound (and freed its conversation) by the time the prompt is back
+    async with contextlib.aclosing(events):
+        async for event in events:
+            printer.handle(event)
 
 
 class ChatSession:
@@ -98,8 +98,6 @@ class ChatSession:
         """The review waiting for an answer: conversation, payload, route."""
         self._next_line: str | None = None
         """A command typed at a review prompt, run once the review is left."""
-        self._cancelled: tuple[str, float] | None = None
-        """The conversation of the last cancelled turn, and when it was cancelled."""
         self._runner = asyncio.Runner()
 
     def _say(self, text: str) -> None:
@@ -157,38 +155,25 @@ class ChatSession:
 
     def _stream(
         self,
-        start: Callable[[], AsyncIterator[dict[str, Any]]],
-        conversation_id: str | None,
+        start: Callable[[], AsyncGenerator[dict[str, Any], None]],
         route: str | None = None,
     ) -> TurnOutcome:
         """Run a turn, printing its events; Ctrl-C cancels it (a cancelled turn writes nothing).
 
         Args:
-            start: opens the turn's event stream (again, while the conversation is busy
-                with a turn the person cancelled a moment ago).
-            conversation_id: the turn's conversation; None for a new one.
+            start: opens the turn's event stream.
             route: the route already shown for this turn (when resuming it).
         """
-        recent = self._cancelled
-        deadline = recent[1] + CANCEL_GRACE if recent and recent[0] == conversation_id else 0
-        while True:
-            printer = TurnPrinter(self.out, self.err, route=route)
-            try:
-                self._runner.run(_consume(start(), printer))
-            except ConversationBusy:  # raised before any event, so it is safe to start again
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.05)
-                continue
-            except KeyboardInterrupt:
-                printer.cancelled()
-                cancelled = printer.outcome.conversation_id or conversation_id
-                self._cancelled = (cancelled, time.monotonic()) if cancelled else None
-            finally:
-                # a draft becomes a conversation as soon as its first message is accepted
-                if self.conversation_id is None and printer.outcome.conversation_id:
-                    self.conversation_id = printer.outcome.conversation_id
-            return printer.outcome
+        printer = TurnPrinter(self.out, self.err, route=route)
+        try:
+            self._runner.run(_consume(start(), printer))
+        except KeyboardInterrupt:
+            printer.cancelled()
+        finally:
+            # a draft becomes a conversation as soon as its first message is accepted
+            if self.conversation_id is None and printer.outcome.conversation_id:
+                self.conversation_id = printer.outcome.conversation_id
+        return printer.outcome
 
     def _send(self, command: Command) -> None:
         conversation_id = self.conversation_id
@@ -198,8 +183,7 @@ class ChatSession:
                 session_id=self.session_id,
                 conversation_id=conversation_id,
                 create_conversation=conversation_id is None,
-            ),
-            conversation_id,
+            )
         )
         pending = self._pending
         if pending and outcome.result is not None and pending[0] == outcome.conversation_id:
@@ -233,7 +217,7 @@ class ChatSession:
                     session_id=self.session_id,
                     conversation_id=conversation_id,
                 )
-                outcome = self._stream(resume, conversation_id, route=route)
+                outcome = self._stream(resume, route=route)
             except InvalidRequest as exc:  # the decision was refused; the review still waits
                 self._error(str(exc))
                 if str(exc) == NOTHING_TO_RESUME:

@@ -261,3 +261,33 @@ def test_human_message_objects_are_accepted(memory: ConversationMemory) -> None:
         compile_graph(memory, ScriptedModel(replies=["ok"])), {"messages": [HumanMessage("hey")]}
     )
     assert final["answer"] == "ok"
+
+
+def test_every_run_state_key_is_reset_or_set_when_a_turn_starts(
+    memory: ConversationMemory,
+) -> None:
+    """A key added to `AgentState` that nobody resets would leak from turn to turn."""
+    from typing import get_type_hints
+
+    from langgraph.channels import UntrackedValue
+
+    from graphs.state import FRESH_TURN, AgentState
+
+    graph = compile_graph(memory, ScriptedModel(replies=["hi"]), tools=())
+    config: RunnableConfig = {"configurable": {"thread_id": "run-c1"}}
+    context = Context(session_id="s1", conversation_id="c1")
+    updates = [
+        part["load_memory"]
+        for part in graph.stream(
+            {"message": "hello"}, config, context=context, stream_mode="updates"
+        )
+        if "load_memory" in part
+    ]
+    hints = get_type_hints(AgentState, include_extras=True)
+    untracked = {
+        key
+        for key, hint in hints.items()
+        if any(isinstance(meta, UntrackedValue) for meta in getattr(hint, "__metadata__", ()))
+    }
+    assert set(hints) - set(FRESH_TURN) - set(updates[0]) <= untracked
+    assert set(FRESH_TURN) <= set(updates[0])  # load_memory applies the whole reset

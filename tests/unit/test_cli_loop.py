@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ class FakeBackend:
 
     async def _play(
         self, name: str, arg: Any, kwargs: dict[str, Any]
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         self.calls.append((name, arg, kwargs))
         script = self.scripts.pop(0)
         if isinstance(script, Exception):
@@ -39,12 +39,12 @@ class FakeBackend:
         for event in script:
             yield event
 
-    def astream(self, message: str, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
+    def astream(self, message: str, **kwargs: Any) -> AsyncGenerator[dict[str, Any], None]:
         return self._play("astream", message, kwargs)
 
     def astream_resume(
         self, decision: dict[str, Any], **kwargs: Any
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         return self._play("resume", decision, kwargs)
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
@@ -243,4 +243,4 @@ def test_the_parser_names_the_chat_command(capsys: pytest.CaptureFixture[str]) -
 
 def test_no_command_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 0
-    assert "chat" in capsys.readouterr().out
+    assert capsys.readouterr().out == build_parser().format_help()

@@ -1,0 +1,119 @@
+"""PostgreSQL round trips of one turn: what a turn reads (memory, registry, run state)
+and writes, counted at the driver, through the async API the HTTP app uses.
+
+Every storage call is one query, or one pipelined batch: one round trip. They are
+grouped by what asked for them: the reads that start a turn (the run state, the
+memory and registry), the reads of writers (a write reads the registry again under
+the session's lock: another conversation may have changed it), and the writes.
+Target (DESIGN §9): at most 3 round trips to read a turn's memory, registry and run
+state.
+
+Run: `make bench` or `python -m bench.roundtrips [--turns N]`. Needs PostgreSQL
+(`AGENT_TEST_POSTGRES_URL`, default the local server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agent import ChatAgent
+from agent.settings import Settings
+from bench.scripted import ScriptedChatModel
+from bench.workers_bench import database
+from memory.conversations import ConversationMemory
+from memory.postgres import PostgresCheckpointer
+
+SECRET = "bench-roundtrips-" + "r" * 32
+READS = ("get_tuple", "get_documents")
+WRITES = ("put", "put_documents", "drop_older", "keep_latest_root")
+
+
+@contextmanager
+def counting(counts: collections.Counter[str]) -> Iterator[None]:
+    """Count calls of the checkpointer's storage methods while the block runs, and the
+    memory reads that start a turn (`ConversationMemory.open`, one `get_documents`)."""
+    patched: list[tuple[type, str, Callable[..., Any]]] = []
+    for owner, name in [
+        *((PostgresCheckpointer, name) for name in (*READS, *WRITES)),
+        (ConversationMemory, "open"),
+    ]:
+        original = getattr(owner, name)
+        patched.append((owner, name, original))
+
+        def counted(
+            self: Any, *args: Any, _name: str = name, _call: Any = original, **kwargs: Any
+        ) -> Any:
+            counts[_name] += 1
+            return _call(self, *args, **kwargs)
+
+        setattr(owner, name, counted)
+    try:
+        yield
+    finally:
+        for owner, name, original in patched:
+            setattr(owner, name, original)
+
+
+async def one_turn(agent: ChatAgent, conversation: str | None, turn: int) -> str:
+    """One turn through `astream` (the HTTP path); returns the conversation id."""
+    async for event in agent.astream(
+        f"Turn {turn}: refine the plan.",
+        session_id="bench",
+        conversation_id=conversation,
+        create_conversation=conversation is None,
+    ):
+        if event["event"] == "conversation":
+            conversation = event["conversationId"]
+    assert conversation is not None
+    return conversation
+
+
+def measure(turns: int) -> dict[str, Any]:
+    """Per-turn storage calls of `turns` turns in one conversation (after a first one)."""
+    model = ScriptedChatModel()
+    counts: collections.Counter[str] = collections.Counter()
+    with database() as url, tempfile.TemporaryDirectory() as tmp:
+        agent = ChatAgent(
+            database_url=url,
+            model=model,
+            compaction_model=model,
+            secret=SECRET,
+            settings=Settings(data_dir=Path(tmp)),
+        )
+        try:
+            conversation = asyncio.run(one_turn(agent, None, 0))
+            with counting(counts):
+                for turn in range(1, turns + 1):
+                    asyncio.run(one_turn(agent, conversation, turn))
+        finally:
+            agent.close()
+    per_turn = {name: round(counts[name] / turns, 2) for name in (*READS, *WRITES, "open")}
+    start_reads = counts["get_tuple"] + counts["open"]
+    return {
+        "turns": turns,
+        "turn_start_reads": round(start_reads / turns, 2),
+        "writer_reads": round((counts["get_documents"] - counts["open"]) / turns, 2),
+        "writes": round(sum(counts[name] for name in WRITES) / turns, 2),
+        "by_call": per_turn,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=30)
+    figures = measure(parser.parse_args().turns)
+    print(json.dumps(figures, indent=2))
+    verdict = "met " if figures["turn_start_reads"] <= 3 else "MISSED"
+    print(f"{verdict}  at most 3 round trips to read a turn's memory, registry and run state")
+
+
+if __name__ == "__main__":
+    main()
