@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -46,7 +46,7 @@ class BackgroundLoop:
             future.cancel()
             raise
 
-    async def astream(self, source: AsyncIterator[T]) -> AsyncIterator[T]:
+    async def astream(self, source: AsyncIterator[T]) -> AsyncGenerator[T, None]:
         """Iterate `source` on the loop and yield its items in the caller's loop.
 
         Closing or cancelling the consumer cancels the producer, and waits (briefly)
@@ -57,17 +57,21 @@ class BackgroundLoop:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         finished = asyncio.Event()
 
+        def hand_over(callback: Any, *args: Any) -> None:
+            with contextlib.suppress(RuntimeError):  # the consumer's loop has closed
+                caller.call_soon_threadsafe(callback, *args)
+
         async def produce() -> None:
             try:
                 async for item in source:
-                    caller.call_soon_threadsafe(queue.put_nowait, item)
+                    hand_over(queue.put_nowait, item)
             except BaseException as exc:  # handed to the consumer, re-raised there
-                caller.call_soon_threadsafe(queue.put_nowait, exc)
+                hand_over(queue.put_nowait, exc)
                 if isinstance(exc, asyncio.CancelledError):
                     return
             finally:
-                caller.call_soon_threadsafe(queue.put_nowait, _DONE)
-                caller.call_soon_threadsafe(finished.set)
+                hand_over(queue.put_nowait, _DONE)
+                hand_over(finished.set)
 
         future = self.submit(produce())
         try:

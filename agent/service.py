@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, aclosing
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -296,13 +296,18 @@ class ChatAgent:
         turn = await asyncio.to_thread(
             self._prepare, message, session_id, conversation_id, create_conversation, mode
         )
-        async for event in self.astream_turn(turn):
-            yield event
+        # each nested stream is closed explicitly: closing this one alone would leave the
+        # run holding its conversation until the garbage collector finalises them
+        async with aclosing(self.astream_turn(turn)) as events:
+            async for event in events:
+                yield event
 
     async def astream_turn(self, turn: Turn) -> AsyncGenerator[dict[str, Any], None]:
         """`astream` for a turn opened with `parse` and `open_turn` (the HTTP app's path)."""
-        async for event in self._loop.astream(self._stream(turn, self._input(turn))):
-            yield event
+        started = self._loop.astream(self._stream(turn, self._input(turn)))
+        async with aclosing(started) as events:
+            async for event in events:
+                yield event
 
     async def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
@@ -311,8 +316,11 @@ class ChatAgent:
         turn, checked = await asyncio.to_thread(
             self._resume_turn, decision, session_id, conversation_id
         )
-        async for event in self._loop.astream(self._stream(turn, Command(resume=checked))):
-            yield event
+        async with aclosing(
+            self._loop.astream(self._stream(turn, Command(resume=checked)))
+        ) as events:
+            async for event in events:
+                yield event
 
     async def _stream(self, turn: Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
         """The turn's events, `conversation` first. A turn in an existing conversation

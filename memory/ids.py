@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory.errors import SHORT_SECRET, InvalidSecret
+from memory.files import PRIVATE_FILE_MODE, make_private_dir
 from memory.limits import MIN_SECRET_CHARS
 from memory.schema import validate_id
 
@@ -25,7 +26,6 @@ logger = logging.getLogger(__name__)
 
 SECRET_FILE_NAME = "session-secret"
 ID_CACHE_SIZE = 4096
-PRIVATE_DIR_MODE = 0o700
 
 MEMORY_THREAD_PREFIX = "chat-conversation"
 RUN_THREAD_PREFIX = "agent-run"
@@ -50,10 +50,10 @@ def load_or_create_secret(data_dir: Path) -> str:
     Safe when several processes start at once: the file is created exclusively and
     the losers of the race read the winner's secret.
     """
-    data_dir.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    make_private_dir(data_dir)
     path = data_dir / SECRET_FILE_NAME
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
     except FileExistsError:
         return _read_secret_file(path)
     with os.fdopen(fd, "w", encoding="ascii") as handle:

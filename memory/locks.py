@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import LOCK_TIMEOUT, LockTimeout
+from memory.files import make_private_dir
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 _KEY_BYTES = 7  # 56-bit key numbers fit every off_t and a signed bigint
@@ -129,7 +130,7 @@ class FileLocks(KeyedLocks):
 
     def __init__(self, path: Path) -> None:
         super().__init__()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
         self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 
     def _try_lock(self, number: int) -> bool:

@@ -14,6 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from memory.checkpointers import ThreadedAsyncSaver
 from memory.documents import DOCUMENT_METADATA, checkpoint_document, document_checkpoint
+from memory.files import PRIVATE_FILE_MODE, make_private_dir
 from memory.locks import FileLocks, KeyedLocks
 
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -21,8 +22,8 @@ SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after 
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
 
 
-PRIVATE_DIR_MODE = 0o700
-PRIVATE_FILE_MODE = 0o600
+SETUP_LOCK_KEY = "sqlite-setup"
+"""Serialises `setup()` (tables, WAL mode) of processes opening a new file together."""
 SQLITE_SIDE_FILES = ("-wal", "-shm")
 
 INSERT_DOCUMENT_SQL = (
@@ -133,8 +134,7 @@ def create_private(path: Path) -> None:
     """Create `path` (and missing parents) readable by this user only: conversations are
     private data. Existing files keep their mode, except that a database file and its
     WAL and shared-memory files are narrowed to 0600."""
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=PRIVATE_DIR_MODE)
+    make_private_dir(path.parent)
     os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
     for candidate in (path, *(path.with_name(path.name + s) for s in SQLITE_SIDE_FILES)):
         if candidate.exists() and candidate.stat().st_mode & 0o077:
@@ -160,8 +160,9 @@ def open_sqlite(path: Path | None) -> tuple[SqliteCheckpointer, KeyedLocks, Call
     # the last transactions, an accepted trade for conversation memory.
     conn.execute("PRAGMA synchronous = NORMAL")
     checkpointer = SqliteCheckpointer(conn)
-    checkpointer.setup()
     locks = FileLocks(path.with_name(path.name + ".locks")) if path else KeyedLocks()
+    with locks.hold(SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S):
+        checkpointer.setup()
 
     def close() -> None:
         locks.close()

@@ -1,20 +1,26 @@
-"""Shared fixtures: storage backends (SQLite always, PostgreSQL when reachable) and memory.
+"""Shared fixtures: storage backends (SQLite always, PostgreSQL when reachable), memory
+and agents.
 
-Tests that take `db_url` run once per backend. PostgreSQL comes from
-`AGENT_TEST_POSTGRES_URL` (default: the local server with trust auth); each test run
-creates its own database and drops it afterwards. Without a server the PostgreSQL
-cases are skipped with a reason, except under `CI=true`, where that is a failure.
+Tests that take `db_url` (or `store`, `memory`, `open_agent`) run once per backend,
+unless their module is marked `sqlite_only`: graph logic, whose storage is covered by
+the storage tests. PostgreSQL comes from `AGENT_TEST_POSTGRES_URL` (default: the
+local server with trust auth); each test run creates its own database and drops it
+afterwards. Without a server the PostgreSQL cases are skipped with a reason, except
+under `CI=true`, where that is a failure.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agent import ChatAgent
+from agent.settings import Settings
 from memory import ConversationMemory, ThreadIds, ThreadStore, open_thread_store
 from tests.fakes import StepClock
 
@@ -70,7 +76,14 @@ def clean_postgres(url: str) -> None:
             conn.execute(f"TRUNCATE {', '.join(tables)}")
 
 
-@pytest.fixture(params=BACKENDS)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test that needs a database once per backend (SQLite only when marked)."""
+    if "db_url" in metafunc.fixturenames:
+        sqlite_only = metafunc.definition.get_closest_marker("sqlite_only") is not None
+        metafunc.parametrize("db_url", ("sqlite",) if sqlite_only else BACKENDS, indirect=True)
+
+
+@pytest.fixture
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'agent.sqlite'}"
@@ -96,3 +109,20 @@ def clock() -> StepClock:
 @pytest.fixture
 def memory(store: ThreadStore, clock: StepClock) -> ConversationMemory:
     return ConversationMemory(store, ThreadIds(SECRET), clock=clock)
+
+
+@pytest.fixture
+def open_agent(tmp_path: Path, db_url: str) -> Iterator[Callable[..., ChatAgent]]:
+    """Opens `ChatAgent`s on this test's database (`open_agent(model, **options)`) and
+    closes them all afterwards."""
+    opened: list[ChatAgent] = []
+
+    def open_one(model: Any, **options: Any) -> ChatAgent:
+        options.setdefault("settings", Settings(data_dir=tmp_path / "data"))
+        agent = ChatAgent(database_url=db_url, model=model, secret=SECRET, **options)
+        opened.append(agent)
+        return agent
+
+    yield open_one
+    for agent in opened:
+        agent.close()

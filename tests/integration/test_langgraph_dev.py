@@ -120,18 +120,28 @@ async def streamed_messages(
     return received
 
 
+@pytest.fixture(scope="module")
+def remembering_thread(langgraph_dev: Server) -> str:
+    """A thread whose memory has a pin, a summary and recent messages: worth leaking."""
+
+    async def go() -> str:
+        thread = await get_client(url=langgraph_dev.url).threads.create()
+        for text in ("We decided to always use PostgreSQL.", "Second turn.") * 3:
+            await wait_run(langgraph_dev, thread["thread_id"], {"message": text})
+        return str(thread["thread_id"])
+
+    return asyncio.run(go())
+
+
 @pytest.mark.parametrize("subgraphs", [False, True])
 def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
-    langgraph_dev: Server, subgraphs: bool
+    langgraph_dev: Server, remembering_thread: str, subgraphs: bool
 ) -> None:
     """Hardening 9: no prompt, no memory blocks, no memory messages; one answer."""
 
     async def go() -> tuple[list[Any], Any]:
         client = get_client(url=langgraph_dev.url)
-        thread = await client.threads.create()
-        tid = thread["thread_id"]
-        for text in ("We decided to always use PostgreSQL.", "Second turn.") * 3:
-            await wait_run(langgraph_dev, tid, {"message": text})  # memory worth leaking
+        tid = remembering_thread
         payload = studio_input("And now?")
         received = await streamed_messages(langgraph_dev, tid, payload, subgraphs=subgraphs)
         return received, await client.threads.get_state(tid)

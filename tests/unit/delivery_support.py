@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, PrivateAttr
 
-from agent import ChatAgent
-from agent.settings import Settings
 from graphs.agent import build_agent_graph
 from graphs.delivery import (
     DeliveryPlan,
@@ -29,9 +25,8 @@ from graphs.delivery import (
     ReviewVerdict,
     build_delivery_graph,
 )
-from graphs.state import Context
 from memory import ConversationMemory
-from tests.conftest import SECRET
+from tests.graph_support import run_graph
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     s.__name__: s for s in (DeliveryPlan, DeliveryTaskResult, ReviewVerdict, DeliveryReport)
@@ -159,25 +154,7 @@ def compile_agent(
 
 
 def run(graph: Graph, message: str, mode: str = "auto") -> tuple[dict[str, Any], list[Any]]:
-    async def go() -> tuple[dict[str, Any], list[Any]]:
-        config: RunnableConfig = {"configurable": {"thread_id": "run-c1"}}
-        context = Context(session_id="s1", conversation_id="c1", mode=cast(Any, mode))
-        final: dict[str, Any] = {}
-        events: list[Any] = []
-        async for namespace, kind, chunk in graph.astream(
-            {"message": message},
-            config,
-            context=context,
-            stream_mode=["custom", "values"],
-            subgraphs=True,
-        ):
-            if kind == "custom":
-                events.append(chunk)
-            elif not namespace:
-                final = cast(dict[str, Any], chunk)
-        return final, events
-
-    return asyncio.run(go())
+    return run_graph(graph, {"message": message}, mode=mode)
 
 
 def stored(memory: ConversationMemory) -> list[tuple[str, str]]:
@@ -186,24 +163,3 @@ def stored(memory: ConversationMemory) -> list[tuple[str, str]]:
 
 def progress(events: list[Any]) -> list[tuple[str, str]]:
     return [(e["stage"], e["status"]) for e in events if e.get("event") == "progress"]
-
-
-@contextmanager
-def agent_factory(tmp_path: Path) -> Iterator[Callable[[BaseChatModel], ChatAgent]]:
-    """What the modules' `make_agent` fixture yields: opens agents, closes them all after."""
-    agents: list[ChatAgent] = []
-
-    def make(model: BaseChatModel) -> ChatAgent:
-        agents.append(
-            ChatAgent(
-                database_url=f"sqlite:///{tmp_path / f'agent{len(agents)}.sqlite'}",
-                model=model,
-                secret=SECRET,
-                settings=Settings(data_dir=tmp_path),
-            )
-        )
-        return agents[-1]
-
-    yield make
-    for chat_agent in agents:
-        chat_agent.close()

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from agent import ChatAgent
-from agent.settings import Settings
 from graphs.tasklist import (
     PlannedTasklistTask,
     SelfCheck,
@@ -18,7 +14,6 @@ from graphs.tasklist import (
     TaskPlan,
 )
 from memory import assert_client_safe
-from tests.conftest import SECRET
 from tests.fakes import ScriptedModel
 
 GOAL = "Set up CI. Add linting. Write the docs."
@@ -55,23 +50,6 @@ def texts(agent: ChatAgent, cid: str, session: str = "s1") -> list[str]:
     hydration = agent.hydrate(session_id=session, conversation_id=cid)
     assert_client_safe(hydration)
     return [message["text"] for message in hydration["messages"]]
-
-
-@contextmanager
-def agent_factory(tmp_path: Path, db_url: str) -> Iterator[Callable[[Any], ChatAgent]]:
-    """What the modules' `open_agent` fixture yields: opens agents, closes them all after."""
-    opened: list[ChatAgent] = []
-
-    def factory(model: Any) -> ChatAgent:
-        agent = ChatAgent(
-            database_url=db_url, model=model, secret=SECRET, settings=Settings(data_dir=tmp_path)
-        )
-        opened.append(agent)
-        return agent
-
-    yield factory
-    for agent in opened:
-        agent.close()
 
 
 def start(agent: ChatAgent, goal: str = GOAL, session: str = "s1") -> tuple[str, dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -21,6 +21,9 @@ from memory import CompactionOutput, ConversationMemory
 from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel
+from tests.graph_support import run_graph as run
+
+pytestmark = pytest.mark.sqlite_only  # graph logic: storage is tested on every backend elsewhere
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "agent_graph.mmd"
 
@@ -32,32 +35,6 @@ def compile_graph(
     return build_agent_graph(model=model, memory=memory, **kwargs).compile(
         checkpointer=InMemorySaver()
     )
-
-
-def run(
-    graph: CompiledStateGraph[Any, Any, Any, Any],
-    payload: dict[str, Any],
-    *,
-    session: str = "s1",
-    conversation: str = "c1",
-    mode: str = "auto",
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    async def go() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        events: list[dict[str, Any]] = []
-        final: dict[str, Any] = {}
-        config: RunnableConfig = {"configurable": {"thread_id": f"run-{conversation}"}}
-        context = Context(session_id=session, conversation_id=conversation, mode=mode)  # type: ignore[arg-type]
-        stream = graph.astream(
-            payload, config, context=context, stream_mode=["custom", "values"], subgraphs=True
-        )
-        async for namespace, stream_mode, chunk in stream:
-            if stream_mode == "custom":
-                events.append(cast(dict[str, Any], chunk))
-            elif not namespace:
-                final = cast(dict[str, Any], chunk)
-        return final, events
-
-    return asyncio.run(go())
 
 
 def texts(messages: Sequence[BaseMessage]) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,14 +17,8 @@ from tests.fakes import PacedModel, ScriptedModel
 
 
 @pytest.fixture
-def agent(tmp_path: Path, db_url: str) -> Iterator[ChatAgent]:
-    with ChatAgent(
-        database_url=db_url,
-        model=PacedModel(),
-        secret=SECRET,
-        settings=Settings(data_dir=tmp_path),
-    ) as chat_agent:
-        yield chat_agent
+def agent(open_agent: Callable[..., ChatAgent]) -> ChatAgent:
+    return open_agent(PacedModel())
 
 
 def stored_texts(agent: ChatAgent, session: str, cid: str) -> list[str]:
@@ -96,15 +90,17 @@ def test_a_second_turn_in_a_running_conversation_is_busy(agent: ChatAgent) -> No
     other = agent.send("other", session_id="s1", create_conversation=True).conversation_id
 
     async def scenario() -> tuple[Any, Any]:
-        slow = asyncio.create_task(agent.asend("slow one", session_id="s1", conversation_id=cid))
-        await asyncio.sleep(0.5)
+        slow = agent.astream("slow one", session_id="s1", conversation_id=cid)
+        async for event in slow:
+            if event["event"] == "token":  # the slow turn holds its conversation now
+                break
         with pytest.raises(ConversationBusy):
             await agent.asend("overlap", session_id="s1", conversation_id=cid)
         parallel = await agent.asend("in parallel", session_id="s1", conversation_id=other)
-        return await slow, parallel
+        return [event async for event in slow][-1]["result"], parallel
 
     slow, parallel = asyncio.run(scenario())
-    assert slow.status == parallel.status == "completed"
+    assert slow["status"] == parallel.status == "completed"
     assert "overlap" not in stored_texts(agent, "s1", cid)
     assert stored_texts(agent, "s1", cid)[-2] == "slow one"
 
@@ -137,13 +133,17 @@ def test_closing_the_stream_mid_turn_cancels_it_and_writes_nothing(agent: ChatAg
         async for event in stream:
             if event["event"] == "token":
                 break
-        await stream.aclose()
-        await asyncio.sleep(3)  # longer than the slow answer would have taken
+        await stream.aclose()  # returns once the cancelled run has unwound
 
     asyncio.run(scenario())
-    assert stored_texts(agent, "s1", cid) == ["first", "answer to: first"]
-    # the conversation is free again
+    # the conversation is free at once (a run still going would hold it: busy)
     assert agent.send("next", session_id="s1", conversation_id=cid).status == "completed"
+    assert stored_texts(agent, "s1", cid) == [
+        "first",
+        "answer to: first",
+        "next",
+        "answer to: next",
+    ]
 
 
 def deleted_mid_turn(agent: ChatAgent, cid: str, delete: Any) -> dict[str, Any]:

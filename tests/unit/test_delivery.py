@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.language_models import BaseChatModel
 
-from agent import ChatAgent, InvalidRequest
+from agent import InvalidRequest
 from agent.offline.delivery import tagged
 from graphs.delivery import DeliveryPlan, DeliveryReport, ReviewVerdict, build_delivery_graph
 from memory import ConversationMemory, assert_client_safe
@@ -23,7 +20,6 @@ from tests.unit.delivery_support import (
     SCHEMAS,
     STAGES,
     StageModel,
-    agent_factory,
     compile_agent,
     default_answers,
     progress,
@@ -32,11 +28,7 @@ from tests.unit.delivery_support import (
     verdict,
 )
 
-
-@pytest.fixture
-def make_agent(tmp_path: Path) -> Iterator[Callable[[BaseChatModel], ChatAgent]]:
-    with agent_factory(tmp_path) as make:
-        yield make
+pytestmark = pytest.mark.sqlite_only  # graph logic: storage is tested on every backend elsewhere
 
 
 def test_topology() -> None:
@@ -154,8 +146,8 @@ def test_runtime_state_never_reaches_memory_and_the_next_turn_sees_the_report(
 # -- through ChatAgent ------------------------------------------------------------------
 
 
-def test_chat_agent_writes_a_completed_delivery_once(make_agent: Any) -> None:
-    agent = make_agent(StageModel())
+def test_chat_agent_writes_a_completed_delivery_once(open_agent: Any) -> None:
+    agent = open_agent(StageModel())
     result = agent.send(f"/delivery {REQUEST}", session_id="s1", create_conversation=True)
     assert (result.route, result.status, result.memory_written) == ("delivery", "completed", True)
     hydration = agent.hydrate(session_id="s1", conversation_id=result.conversation_id)
@@ -174,10 +166,10 @@ def test_chat_agent_writes_a_completed_delivery_once(make_agent: Any) -> None:
     ],
 )
 def test_bad_delivery_input_is_a_clear_error_and_writes_nothing(
-    make_agent: Any, memory: ConversationMemory, message: str, mode: str, error: str
+    open_agent: Any, memory: ConversationMemory, message: str, mode: str, error: str
 ) -> None:
     model = StageModel()
-    agent = make_agent(model)
+    agent = open_agent(model)
     with pytest.raises(InvalidRequest, match=error):
         agent.send(message, session_id="s1", create_conversation=True, mode=mode)
     threads = list(iter_thread_ids(agent.memory.threads))
@@ -189,8 +181,8 @@ def test_bad_delivery_input_is_a_clear_error_and_writes_nothing(
     assert list(iter_thread_ids(memory.threads)) == [] and model.calls == []
 
 
-def test_an_empty_prefix_request_leaves_no_thread_behind(make_agent: Any) -> None:
-    agent = make_agent(StageModel())
+def test_an_empty_prefix_request_leaves_no_thread_behind(open_agent: Any) -> None:
+    agent = open_agent(StageModel())
     with pytest.raises(InvalidRequest):
         agent.send("/delivery   ", session_id="s1", create_conversation=True)
     assert list(iter_thread_ids(agent.memory.threads)) == []

@@ -9,8 +9,6 @@ the registry behind the memory.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,12 +17,9 @@ from memory import (
     ConversationMemory,
     ConversationNotFound,
     SkipReason,
-    ThreadIds,
-    open_thread_store,
 )
 from memory.storage import iter_thread_ids
 from memory.turns import chat_turn
-from tests.conftest import SECRET
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -101,45 +96,3 @@ def test_last_activity_is_the_newest_message_of_every_conversation(
     for entry in memory.conversations("s1")["conversations"]:
         newest = memory.hydrate("s1", entry["id"])["messages"][-1]["createdAt"]
         assert entry["lastActiveAt"] == newest
-
-
-CRASH_SCRIPT = """
-import os, sys
-from memory import ConversationMemory, ThreadIds, open_thread_store
-from memory.turns import chat_turn
-store = open_thread_store(sys.argv[1])
-memory = ConversationMemory(store, ThreadIds(sys.argv[2]))
-inserts = 0
-
-def trace(statement):
-    global inserts
-    if statement.lstrip().upper().startswith("INSERT") and "INTO checkpoints" in statement:
-        inserts += 1
-        if inserts == 2:  # the memory row is in, the registry row is next: die here
-            os._exit(9)
-
-store.checkpointer.conn.set_trace_callback(trace)
-memory.write_turn("s1", "c1", chat_turn("crash turn", "never stored"))
-"""
-
-
-def test_a_crash_between_the_memory_and_registry_writes_leaves_neither(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'agent.sqlite'}"
-    store = open_thread_store(url)
-    memory = ConversationMemory(store, ThreadIds(SECRET))
-    memory.accept_draft("s1", "c1")
-    memory.write_turn("s1", "c1", chat_turn("first", "kept"))
-    before = memory.conversations("s1")
-    store.close()
-    crashed = subprocess.run(
-        [sys.executable, "-c", CRASH_SCRIPT, url, SECRET], cwd=REPO, capture_output=True
-    )
-    assert crashed.returncode == 9, crashed.stderr.decode()
-    store = open_thread_store(url)
-    memory = ConversationMemory(store, ThreadIds(SECRET))
-    try:
-        texts = [m["text"] for m in memory.hydrate("s1", "c1")["messages"]]
-        assert texts == ["first", "kept"]
-        assert memory.conversations("s1") == before
-    finally:
-        store.close()

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -18,7 +15,6 @@ from typing_extensions import TypedDict
 from memory import (
     ConversationMemory,
     ThreadIds,
-    ThreadStore,
     UnsupportedDatabaseUrl,
     open_thread_store,
 )
@@ -103,32 +99,6 @@ def test_in_memory_sqlite_works() -> None:
     store.close()
 
 
-REOPEN_SCRIPT = """
-import sys
-from memory import ConversationMemory, ThreadIds, open_thread_store
-store = open_thread_store(sys.argv[1])
-memory = ConversationMemory(store, ThreadIds(sys.argv[2]))
-print("|".join(m.text for m in memory.load("s1", "c1").messages))
-print(memory.conversations("s1")["conversations"][0]["title"])
-"""
-
-
-def test_persists_across_a_reopen_in_a_new_process(db_url: str) -> None:
-    store = open_thread_store(db_url)
-    memory = ConversationMemory(store, ThreadIds(SECRET))
-    memory.accept_draft("s1", "c1")
-    memory.write_turn("s1", "c1", chat_turn("remember me", "ok"))
-    store.close()
-    out = subprocess.run(
-        [sys.executable, "-c", REOPEN_SCRIPT, db_url, SECRET],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert out.stdout.splitlines() == ["remember me|ok", "remember me"]
-
-
 def test_eight_threads_appending_to_one_conversation_lose_nothing(
     memory: ConversationMemory,
 ) -> None:
@@ -148,59 +118,6 @@ def test_eight_threads_appending_to_one_conversation_lose_nothing(
     assert len(state.messages) <= 16
     expected = {f"{kind}{n}-{i}" for kind in "tr" for n in range(8) for i in range(6)}
     assert all_texts_survive(state, expected)
-
-
-def _append_turns(db_url: str, worker: int, turns: int) -> None:
-    store = open_thread_store(db_url)
-    memory = ConversationMemory(store, ThreadIds(SECRET))
-    memory.accept_draft("s1", "c1")
-    for i in range(turns):
-        memory.write_turn("s1", "c1", chat_turn(f"p{worker}-{i}", f"r{worker}-{i}"))
-    store.close()
-
-
-def test_two_processes_appending_to_one_conversation_lose_nothing(db_url: str) -> None:
-    context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=_append_turns, args=(db_url, n, 15)) for n in range(2)]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout=120)
-    assert [p.exitcode for p in processes] == [0, 0]
-    store = open_thread_store(db_url)
-    state = ConversationMemory(store, ThreadIds(SECRET)).load("s1", "c1")
-    assert state.version == 30
-    expected = {f"{kind}{n}-{i}" for kind in "pr" for n in range(2) for i in range(15)}
-    assert all_texts_survive(state, expected)
-    store.close()
-
-
-def test_locks_exclude_across_processes(store: ThreadStore, db_url: str) -> None:
-    with store.locks.hold("key-a"):
-        probe = subprocess.run(
-            [sys.executable, "-c", LOCK_PROBE, db_url],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parents[2],
-            check=True,
-        )
-    assert probe.stdout.split() == ["busy", "free"]
-
-
-LOCK_PROBE = """
-import sys
-from memory import open_thread_store
-from memory.errors import LockTimeout
-store = open_thread_store(sys.argv[1])
-try:
-    with store.locks.hold("key-a", timeout=0.2):
-        print("free")
-except LockTimeout:
-    print("busy")
-with store.locks.hold("key-b", timeout=0.2):
-    print("free")
-store.close()
-"""
 
 
 def test_lock_timeout_and_release_within_a_process(tmp_path: Path) -> None:
@@ -248,33 +165,3 @@ def test_direct_writes_are_the_memory_graphs_own_state(memory: ConversationMemor
     store.put("t1", {"v": 3})
     assert store.graph.get_state(config).values == {"document": {"v": 3}}
     assert store.checkpoint_count("t1") == 1
-
-
-def _open_and_write(url: str, n: int) -> None:
-    store = open_thread_store(url)
-    memory = ConversationMemory(store, ThreadIds(SECRET))
-    memory.accept_draft(f"s{n}", "c1")
-    memory.write_turn(f"s{n}", "c1", chat_turn("q", "a"))
-    store.close()
-
-
-def test_processes_opening_a_fresh_database_together(db_url: str) -> None:
-    """Workers start together: the tables are created once, and every worker opens."""
-    if db_url.startswith("postgresql"):
-        import psycopg
-
-        with psycopg.connect(db_url, autocommit=True) as conn:
-            for table in (
-                "checkpoint_writes",
-                "checkpoint_blobs",
-                "checkpoints",
-                "checkpoint_migrations",
-            ):
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
-    context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=_open_and_write, args=(db_url, n)) for n in range(4)]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout=120)
-    assert [p.exitcode for p in processes] == [0, 0, 0, 0]

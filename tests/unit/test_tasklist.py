@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +24,6 @@ from tests.fakes import ScriptedModel
 from tests.unit.tasklist_support import (
     GOAL,
     PASSED,
-    agent_factory,
     done,
     plan,
     requests,
@@ -36,17 +33,13 @@ from tests.unit.tasklist_support import (
     texts,
 )
 
+pytestmark = pytest.mark.sqlite_only  # graph logic: storage is tested on every backend elsewhere
+
 TASK_KEYS = {"id", "title", "acceptance_criteria", "status"}
 
 
 def calls(model: ScriptedModel) -> list[str]:
     return [call["schema"].__name__ for call in model.structured_calls]
-
-
-@pytest.fixture
-def open_agent(tmp_path: Path, db_url: str) -> Iterator[Any]:
-    with agent_factory(tmp_path, db_url) as factory:
-        yield factory
 
 
 # -- the approve, edit, respond and reject paths -------------------------------------------

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,13 +20,9 @@ from graphs.tasklist.reviews import (
     validate_revision_decision,
     validate_strategy_decision,
 )
-from tests.unit.tasklist_support import GOAL, agent_factory, invoke, start, texts
+from tests.unit.tasklist_support import GOAL, invoke, start, texts
 
-
-@pytest.fixture
-def open_agent(tmp_path: Path, db_url: str) -> Iterator[Any]:
-    with agent_factory(tmp_path, db_url) as factory:
-        yield factory
+pytestmark = pytest.mark.sqlite_only  # graph logic: storage is tested on every backend elsewhere
 
 
 # -- bad decisions -------------------------------------------------------------------------

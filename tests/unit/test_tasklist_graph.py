@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +14,6 @@ from graphs.tasklist import MAX_TASKS, MIN_PLANNED_TASKS, TaskPlan, build_taskli
 from tests.unit.tasklist_support import (
     GOAL,
     PASSED,
-    agent_factory,
     done,
     invoke,
     plan,
@@ -27,11 +24,7 @@ from tests.unit.tasklist_support import (
     texts,
 )
 
-
-@pytest.fixture
-def open_agent(tmp_path: Path, db_url: str) -> Iterator[Any]:
-    with agent_factory(tmp_path, db_url) as factory:
-        yield factory
+pytestmark = pytest.mark.sqlite_only  # graph logic: storage is tested on every backend elsewhere
 
 
 # -- the subgraph on its own (as Studio and the SDK drive it) ------------------------------
