@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from agent.api import chat, conversations, errors
+from agent.api import chat, conversations, errors, memories
 from agent.api.body import BodyLimit
 from agent.api.errors import OWN_PATHS
 from agent.api.sessions import SessionCookies
@@ -64,6 +64,7 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     )
     app.include_router(chat.router)
     app.include_router(conversations.router)
+    app.include_router(memories.router)
 
     @app.get("/api/health", tags=["meta"])
     async def health() -> dict[str, str]:
