@@ -10,6 +10,7 @@ goal needs something in common with the message, unless it is important (4-5).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,6 +20,7 @@ from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
 from memory.longterm.items import MemoryItem
 
 FRESHNESS_HALF_LIFE_DAYS = 180.0
+TOKEN_CACHE_SIZE = 8192
 ALWAYS_ELIGIBLE = frozenset({"boundary", "preference", "style"})
 IMPORTANT = 4
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -42,9 +44,10 @@ def _stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)
 def tokens(text: str) -> frozenset[str]:
     """Lexical tokens: stemmed English words without stop words, and CJK bigrams (a lone
-    CJK character counts as itself)."""
+    CJK character counts as itself). Cached: a session's items are ranked every turn."""
     lowered = text.casefold()
     found = {_stem(word) for word in _WORD.findall(lowered) if word not in STOP_WORDS}
     for run in _CJK_RUN.findall(lowered):

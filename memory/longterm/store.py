@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
-from langgraph.store.base import BaseStore, GetOp, PutOp
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.ids import ThreadIds
@@ -39,6 +39,7 @@ READ_LIMIT = MAX_MEMORY_ITEMS * 2
 TEXT_TOO_LONG = "a memory is at most {limit} characters (got {length})"
 TEXT_EMPTY = "a memory must not be empty"
 _MAX_REFRESH_MARKS = 10_000
+_MAX_PARSED = 20_000
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,9 @@ class LongTermMemory:
         self.clock = clock
         self.lock_timeout = lock_timeout
         self._refreshed: dict[tuple[str, ...], date] = {}
+        self._parsed: dict[tuple[str, str, datetime], MemoryItem | None] = {}
+        """Validated items by (namespace key, item key, stored `updated_at`): every turn
+        reads a session's items, and most of them have not changed since the last."""
 
     def namespace(self, session_id: str) -> tuple[str, str]:
         """`("user-memory", H(session))`."""
@@ -101,13 +105,25 @@ class LongTermMemory:
 
     # -- reads ------------------------------------------------------------------------
 
+    def _parse(self, hits: Sequence[Item]) -> list[MemoryItem]:
+        """The valid items among `hits` (a value that does not validate is skipped)."""
+        if len(self._parsed) > _MAX_PARSED:
+            self._parsed.clear()
+        items = []
+        for hit in hits:
+            mark = (hit.namespace[-1], hit.key, hit.updated_at)
+            if mark not in self._parsed:
+                self._parsed[mark] = MemoryItem.from_value(hit.key, hit.value)
+            item = self._parsed[mark]
+            if item is not None:
+                items.append(item)
+        return items
+
     @storage_errors
     def items(self, session_id: str) -> list[MemoryItem]:
         """The session's items, newest first."""
         found = self.store.search(self.namespace(session_id), limit=READ_LIMIT, refresh_ttl=False)
-        items = [MemoryItem.from_value(hit.key, hit.value) for hit in found]
-        valid = [item for item in items if item is not None]
-        return sorted(valid, key=lambda item: item.updated_at, reverse=True)
+        return sorted(self._parse(found), key=lambda item: item.updated_at, reverse=True)
 
     @storage_errors
     def recall(self, session_id: str, query: str) -> list[MemoryItem]:
@@ -118,8 +134,7 @@ class LongTermMemory:
         if self.semantic:
             hits = self.store.search(namespace, query=query, limit=READ_LIMIT, refresh_ttl=False)
             scores = {hit.key: float(hit.score or 0.0) for hit in hits}
-            candidates = [MemoryItem.from_value(hit.key, hit.value) for hit in hits]
-            items = [item for item in candidates if item is not None]
+            items = self._parse(hits)
         else:
             items = self.items(session_id)
         chosen = recall(items, query, self.clock(), scores=scores)
