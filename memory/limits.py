@@ -23,6 +23,15 @@ MAX_TITLE_CHARS: Final = 80
 MAX_MESSAGE_CHARS: Final = 16_000
 """Longest user message accepted as input to a turn."""
 
+DEFAULT_CONTEXT_BUDGET_TOKENS: Final = 16_000
+"""Tokens a turn's context may hold (`AGENT_CONTEXT_BUDGET_TOKENS`)."""
+
+MIN_CONTEXT_BUDGET_TOKENS: Final = 4_000
+"""The smallest budget accepted: below it the largest pins and summary leave no room."""
+
+CLIP_FLOOR_CHARS: Final = 1_000
+"""A recent message clipped to fit the budget keeps at least this many characters."""
+
 MAX_ID_CHARS: Final = 120
 MIN_SECRET_CHARS: Final = 32
 

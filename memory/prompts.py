@@ -5,6 +5,8 @@ PINNED_BLOCK = (
 )
 
 SUMMARY_BLOCK = "Summary of the earlier conversation:\n{summary}"
+OPEN_QUESTIONS_BLOCK = "\nQuestions of the user still open:\n{questions}"
+"""Appended to the summary block when the summary has open questions."""
 
 COMPACTION_SYSTEM = """\
 You maintain the short-term memory of one conversation between a user and an assistant.
