@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AbstractContextManager, aclosing
+from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -40,6 +41,8 @@ from memory import (
 )
 from memory.errors import InvalidInput
 from memory.limits import MAX_MEMORY_ITEMS
+from memory.retention import SweepResult, sweep_conversations
+from memory.schema import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -549,6 +552,28 @@ class ChatAgent:
         return self.memory.delete_conversation(
             check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
+
+    # -- retention ----------------------------------------------------------------------
+
+    def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
+        """Apply the retention policy: remove conversations idle for more than
+        `AGENT_RETENTION_DAYS` (registry entry, memory and run threads) and long-term
+        items whose TTL ran out. Returns what was (or, with `dry_run`, would be) removed:
+        `{conversations, sessions, threads, memories, retentionDays, dryRun}`."""
+        days = self.settings.retention_days
+        result = SweepResult(dry_run=dry_run)
+        if days > 0:
+            cutoff = (now or utcnow()) - timedelta(days=days)
+            result = sweep_conversations(self._threads, cutoff, dry_run=dry_run)
+        expired = 0 if dry_run else self.long_term.sweep_expired()
+        return {
+            "conversations": result.conversations,
+            "sessions": result.sessions,
+            "threads": result.threads,
+            "memories": expired,
+            "retentionDays": days,
+            "dryRun": dry_run,
+        }
 
     # -- long-term memory ---------------------------------------------------------------
 

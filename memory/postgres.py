@@ -131,11 +131,15 @@ class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
             return {}
         with self._cursor() as cur:
             rows = cur.execute(
-                SELECT_DOCUMENTS_SQL, {"channel": channel, "threads": list(thread_ids)}
+                SELECT_CHANNEL_SQL, {"channel": channel, "threads": list(thread_ids)}
             ).fetchall()
-        return {
-            row["thread_id"]: self.serde.loads_typed((row["type"], row["blob"])) for row in rows
-        }
+        values: dict[str, Any] = {}
+        for row in rows:
+            if row["inline"] is not None:  # PostgresSaver keeps primitives in the checkpoint
+                values[row["thread_id"]] = row["inline"]
+            elif row["type"] is not None:
+                values[row["thread_id"]] = self.serde.loads_typed((row["type"], row["blob"]))
+        return values
 
     def list_threads(self, prefix: str) -> list[str]:
         """Every thread id starting with `prefix`."""
