@@ -250,9 +250,7 @@ def merge_questions(
     )
 
 
-def summary_contract(
-    state: ThreadState, fold: Sequence[ChatThreadMessage]
-) -> dict[str, Any]:
+def summary_contract(state: ThreadState, fold: Sequence[ChatThreadMessage]) -> dict[str, Any]:
     """The version and coverage fields of a compaction that folded `fold`."""
     covered = fold[-1].id if fold else state.covered_until
     return {"summary_version": state.summary_version + 1, "covered_until": covered}
