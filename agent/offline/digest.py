@@ -106,6 +106,14 @@ def quoted_sides(line: str) -> list[tuple[str, str]] | None:
     return sides
 
 
+_REVOCATION = re.compile(
+    r"\bno\s+longer\b|\bnot\s+any\s?more\b|\bforget\s+(?:that|about|what|my)\b|"
+    r"\bdisregard\b|不再|别再|取消|忘掉|忘记",
+    re.IGNORECASE,
+)
+_REVOCATION_TERMS = terms("no longer want anymore forget disregard answers answer please 不再 别再")
+
+
 @dataclass
 class Digest:
     """The summary being built: facts in the order said, and two counters.
@@ -135,7 +143,12 @@ class Digest:
         self.seen |= about
         if not features(text) and not first_mention:
             return False  # nothing salient, and about nothing that was not said before
-        if any(about <= fact.terms for fact in self.facts):
+        if role == "user" and _REVOCATION.search(text):
+            # "I no longer want answers in Chinese": what it revokes is not in force any
+            # more, so the statement it revokes leaves the summary (the revocation stays)
+            revoked = about - _REVOCATION_TERMS
+            self.facts = [f for f in self.facts if not (revoked & f.terms)]
+        elif any(about <= fact.terms for fact in self.facts):
             return False  # a restatement of a kept fact
         # A fuller statement of the same speaker replaces the one it contains.
         self.facts = [f for f in self.facts if not (f.role == role and f.terms < about)]

@@ -276,3 +276,23 @@ def test_the_offline_model_carries_open_questions_through_memory() -> None:
     second = compact(first.model_copy(update={"messages": answered}), OfflineChatModel()).state
     assert second.open_questions == []
     assert second.summary_version == first.summary_version + 1
+
+
+@pytest.mark.parametrize(
+    ("said", "revoked", "other"),
+    [
+        (
+            "Always answer in Chinese.",
+            "I no longer want answers in Chinese.",
+            "Our budget is $9,000.",
+        ),
+        ("以后请用中文回答。", "我不再需要中文回答。", "预算是九千元。"),
+    ],
+)
+def test_a_revocation_takes_what_it_revokes_out_of_the_summary(
+    said: str, revoked: str, other: str
+) -> None:
+    first = merged_summary("", [("user", said), ("assistant", "OK."), ("user", other)])
+    assert said in first
+    after = merged_summary(first, [("user", revoked), ("assistant", "Understood.")])
+    assert said not in after and revoked in after and other in after
