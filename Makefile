@@ -44,5 +44,8 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers, HTTP workers, lon
 	$(BIN)/python -m bench.roundtrips
 	$(BIN)/python -m bench.longterm_bench
 
+eval: $(STAMP) ## Memory evaluation: every scenario against this agent and its peers (offline, < 5 min).
+	$(BIN)/python -m evals
+
 clean: ## Remove the virtual environment and tool caches.
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
