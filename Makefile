@@ -43,6 +43,8 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers, HTTP workers, lon
 	$(BIN)/python -m bench.workers_bench
 	$(BIN)/python -m bench.roundtrips
 	$(BIN)/python -m bench.longterm_bench
+	$(BIN)/python -m bench.recovery_bench
+	$(BIN)/python -m bench.fidelity_bench
 
 eval: $(STAMP) ## Memory evaluation: every scenario against this agent and its peers (offline, < 5 min).
 	$(BIN)/python -m evals
