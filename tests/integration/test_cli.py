@@ -14,7 +14,9 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "> "
-COMPACTION = re.compile(r"^\[memory: compaction succeeded — summary \d+ chars, (\d+) pins?\]$")
+COMPACTION = re.compile(
+    r"^\[memory: compaction succeeded — summary v(\d+) \d+ chars, (\d+) pins?\]$"
+)
 
 
 def clean_env(workdir: Path) -> dict[str, str]:
@@ -109,11 +111,12 @@ def test_compaction_and_pins_are_shown_and_the_chat_resumes_later(tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert_clean(result)
     compactions = [m for m in map(COMPACTION.match, result.stdout.splitlines()) if m]
-    assert len(compactions) == 1 and int(compactions[0].group(1)) >= 1
+    assert len(compactions) == 1 and compactions[0].group(1) == "1"
+    assert int(compactions[0].group(2)) >= 1
     memory = transcript(result.stdout)[-1][1]
     assert "pinned decisions:" in memory
     assert "  1. We decided to always deploy on Tuesdays." in memory
-    assert memory[1].startswith("summary: ") and memory[1] != "summary: none yet"
+    assert memory[1].startswith("summary (version 1): ")
 
     # a new process continues the session's selected conversation from the database
     again = run_agent(tmp_path, "chat", "--session", "team", lines=("/list",))

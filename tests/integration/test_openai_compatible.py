@@ -42,6 +42,8 @@ COMPACTION_MODEL = "stub-compact"
 SESSION = "s1"
 CONVERSATION = "c1"
 COMPACTION_FIELDS = {"summary", "pinned_decisions", "retired_pins"}
+QUESTION_FIELDS = {"open_questions", "resolved_questions"}
+"""Optional in the schema: a model that leaves them out keeps the open questions as they are."""
 PROVIDER_SECRET = "upstream-trace-7f3a provider exploded at /srv/internal"
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -275,7 +277,7 @@ def test_compaction_goes_through_chat_openai(
         }
         schema = tool["function"]["parameters"]
         assert "response_format" not in request
-    assert set(schema["properties"]) == COMPACTION_FIELDS
+    assert set(schema["properties"]) == COMPACTION_FIELDS | QUESTION_FIELDS
     assert set(schema["required"]) == COMPACTION_FIELDS
     # the compaction model sees the folded turns, not the chat tools or system prompt
     folded = json.loads(request["messages"][-1]["content"])["messages_to_fold"]
