@@ -467,6 +467,13 @@ $("toggle-sidebar").addEventListener("click", () =>
 );
 $("toggle-memory").addEventListener("click", () => setMemoryOpen(memoryPanelRoot.hidden));
 $("close-memory").addEventListener("click", () => setMemoryOpen(false));
+// on a narrow screen the sidebar covers the chat: a tap on the chat or Escape closes it
+$("messages").addEventListener("click", closeSidebarOnNarrow);
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape") return;
+  if (layout.classList.contains("sidebar-open")) setSidebarOpen(false);
+  else if (narrow.matches && !memoryPanelRoot.hidden) setMemoryOpen(false);
+});
 
 window.addEventListener("hashchange", () => {
   const target = fragmentTarget();

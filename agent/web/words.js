@@ -126,6 +126,9 @@ export function memoryNotes(events, result, hydration) {
   } else if (compaction === "failed") {
     notes.push({ text: "Compaction failed; it is tried again after the next turn", tone: "warn" });
   }
+  if (lastOf(events, "remember")?.status === "failed") {
+    notes.push({ text: "Long-term memory could not be updated", tone: "warn" });
+  }
   const texts = result && Array.isArray(result.remembered) ? result.remembered : [];
   for (const text of texts) notes.push({ text: `Remembered: ${text}`, tone: "ok" });
   const remembered = sumOf(events, "remembered");

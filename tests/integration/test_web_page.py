@@ -488,6 +488,9 @@ def test_the_page_fits_a_360_pixel_screen(browser: Browser, server: Server) -> N
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 360
 
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=ARTIFACTS / "test_the_page_fits_a_360_pixel_screen-chat.png")
+
         page.click("#toggle-sidebar")
         expect(page.locator("#sidebar")).to_be_visible()
         expect(page.locator("#toggle-sidebar")).to_have_attribute("aria-expanded", "true")
@@ -497,7 +500,6 @@ def test_the_page_fits_a_360_pixel_screen(browser: Browser, server: Server) -> N
         page.click("#toggle-memory")
         box = page.locator("#memory-panel").bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 360
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=ARTIFACTS / "test_the_page_fits_a_360_pixel_screen.png")
         assert log.errors == [] and log.dialogs == []
     finally:
