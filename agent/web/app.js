@@ -7,7 +7,8 @@
 import { ApiError, requestJson, streamEvents } from "./api.js";
 import { MemoryPanel } from "./memory.js";
 import { MessageList } from "./messages.js";
-import { renderReview } from "./review.js";
+import { closeSidebarOnNarrow, installPanels } from "./panels.js";
+import { decisionWords, renderReview } from "./review.js";
 import { Sidebar } from "./sidebar.js";
 import { memoryNotes, progressLine, statusNote } from "./words.js";
 
@@ -15,7 +16,6 @@ const BUSY_NOTICE =
   "This conversation is busy: a reply is still being written in it (perhaps in another " +
   "tab). Try again when it has finished.";
 const STREAM_FAILED = "The turn failed on the server; nothing from it was kept.";
-const NO_LONG_TERM = "Long-term memory is not available on this server.";
 const TITLE_CHARS = 80;
 
 const $ = (id) => document.getElementById(id);
@@ -27,7 +27,6 @@ const sendButton = $("send");
 const stopButton = $("stop");
 const reviewRoot = $("review");
 const title = $("chat-title");
-const memoryPanelRoot = $("memory-panel");
 
 const state = {
   registry: { conversations: [], limit: 10, selectedConversationId: null },
@@ -43,7 +42,7 @@ const sidebar = new Sidebar({
   onDelete: deleteConversation,
   onNew: newChat,
 });
-const memory = new MemoryPanel({ onForget: forget, onForgetAll: forgetAll, onRemember: remember });
+const memory = new MemoryPanel({ notice: (error) => noticeFor(error) });
 
 // -- notices ------------------------------------------------------------------------------
 
@@ -328,7 +327,7 @@ async function afterTurn(turn, view, memoryEvents, result) {
   if (result)
     for (const note of memoryNotes(memoryEvents, result, dto)) view.note(note.text, note.tone);
   showPendingReview();
-  await loadLongTerm();
+  await memory.loadLongTerm();
   if (!state.turn) textarea.focus();
 }
 
@@ -383,97 +382,7 @@ async function decide(conversationId, decision) {
   );
 }
 
-function decisionWords(decision) {
-  switch (decision.action) {
-    case "approve":
-      return "You approved the task list.";
-    case "edit":
-      return `You approved an edited task list (${decision.tasks.length} tasks).`;
-    case "reject":
-      return `You rejected the plan: ${decision.reason}`;
-    case "respond":
-      return `You asked for a new plan: ${decision.feedback}`;
-    case "accept":
-      return "You accepted the result.";
-    case "revise":
-      return "You asked for a revision.";
-    default:
-      return `You answered: ${decision.action}`;
-  }
-}
-
-// -- long-term memory ---------------------------------------------------------------------
-
-async function loadLongTerm() {
-  try {
-    memory.showLongTerm(await requestJson("GET", "/api/memories"));
-  } catch (error) {
-    const missing = error instanceof ApiError && error.status === 404;
-    memory.showLongTerm({ unavailable: missing ? NO_LONG_TERM : error.message || NO_LONG_TERM });
-  }
-}
-
-async function forget(id) {
-  try {
-    await requestJson("DELETE", `/api/memories/${encodeURIComponent(id)}`);
-  } catch (error) {
-    if (!(error instanceof ApiError && error.code === "memory_not_found")) noticeFor(error);
-  }
-  await loadLongTerm();
-}
-
-async function forgetAll() {
-  try {
-    await requestJson("DELETE", "/api/memories");
-  } catch (error) {
-    noticeFor(error);
-  }
-  await loadLongTerm();
-}
-
-async function remember(text, kind) {
-  try {
-    await requestJson("POST", "/api/memories", kind ? { text, kind } : { text });
-    memory.remembered();
-  } catch (error) {
-    if (error instanceof ApiError && error.status < 500) memory.setError(error.message);
-    else noticeFor(error);
-    return;
-  }
-  await loadLongTerm();
-}
-
-// -- panels -------------------------------------------------------------------------------
-
-const narrow = window.matchMedia("(max-width: 800px)");
-
-function setSidebarOpen(open) {
-  layout.classList.toggle("sidebar-open", open);
-  $("toggle-sidebar").setAttribute("aria-expanded", String(open));
-}
-
-function closeSidebarOnNarrow() {
-  if (narrow.matches) setSidebarOpen(false);
-}
-
-function setMemoryOpen(open) {
-  memoryPanelRoot.hidden = !open;
-  layout.classList.toggle("memory-open", open);
-  $("toggle-memory").setAttribute("aria-expanded", String(open));
-}
-
-$("toggle-sidebar").addEventListener("click", () =>
-  setSidebarOpen(!layout.classList.contains("sidebar-open")),
-);
-$("toggle-memory").addEventListener("click", () => setMemoryOpen(memoryPanelRoot.hidden));
-$("close-memory").addEventListener("click", () => setMemoryOpen(false));
-// on a narrow screen the sidebar covers the chat: a tap on the chat or Escape closes it
-$("messages").addEventListener("click", closeSidebarOnNarrow);
-document.addEventListener("keydown", (event) => {
-  if (event.key !== "Escape") return;
-  if (layout.classList.contains("sidebar-open")) setSidebarOpen(false);
-  else if (narrow.matches && !memoryPanelRoot.hidden) setMemoryOpen(false);
-});
+installPanels(layout);
 
 window.addEventListener("hashchange", () => {
   const target = fragmentTarget();
@@ -497,7 +406,7 @@ async function start() {
     noticeFor(error);
     newChat();
   }
-  await loadLongTerm();
+  await memory.loadLongTerm();
   layout.dataset.ready = "true";
 }
 

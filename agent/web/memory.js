@@ -2,18 +2,20 @@
 // questions, from the hydration DTO) and the long-term items of the session (GET
 // /api/memories), which can be added, deleted one by one, or deleted all at once.
 
+import { ApiError, requestJson } from "./api.js";
 import { clear, confirmButton, h, plural, shortDate } from "./dom.js";
 
+const NO_LONG_TERM = "Long-term memory is not available on this server.";
 const NO_SUMMARY =
   "None yet: once the conversation passes 8 messages, older turns are folded into a summary.";
 
 export class MemoryPanel {
   /**
-   * @param {{onForget: (id: string) => void, onForgetAll: () => void,
-   *          onRemember: (text: string, kind: string|null) => void}} actions
+   * @param {{notice: (error: Error) => void}} options how to show an error that is not
+   *   about the form (the page's notice)
    */
-  constructor(actions) {
-    this.actions = actions;
+  constructor({ notice }) {
+    this.notice = notice;
     this.conversation = document.getElementById("conversation-memory");
     this.list = document.getElementById("long-term-list");
     this.status = document.getElementById("long-term-status");
@@ -25,13 +27,57 @@ export class MemoryPanel {
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       const text = this.text.value.trim();
-      if (!text) {
-        this.setError("Write what the agent should remember first.");
-        return;
-      }
-      actions.onRemember(text, this.kind.value || null);
+      if (!text) this.setError("Write what the agent should remember first.");
+      else this.remember(text, this.kind.value || null);
     });
   }
+
+  // -- long-term items: the API ---------------------------------------------------------
+
+  /** Read the session's long-term items (after every turn: a turn may add or retire some). */
+  async loadLongTerm() {
+    try {
+      this.showLongTerm(await requestJson("GET", "/api/memories"));
+    } catch (error) {
+      const missing = error instanceof ApiError && error.status === 404;
+      this.showLongTerm({ unavailable: missing ? NO_LONG_TERM : error.message || NO_LONG_TERM });
+    }
+  }
+
+  async remember(text, kind) {
+    try {
+      await requestJson("POST", "/api/memories", kind ? { text, kind } : { text });
+    } catch (error) {
+      // a refused text (a secret, a one-off request) says why: shown by the form
+      if (error instanceof ApiError && error.status < 500) this.setError(error.message);
+      else this.notice(error);
+      return;
+    }
+    this.text.value = "";
+    this.setError("");
+    await this.loadLongTerm();
+  }
+
+  async forget(id) {
+    try {
+      await requestJson("DELETE", `/api/memories/${encodeURIComponent(id)}`);
+    } catch (error) {
+      // already gone (deleted in another tab): the reload below shows that
+      if (!(error instanceof ApiError && error.code === "memory_not_found")) this.notice(error);
+    }
+    await this.loadLongTerm();
+  }
+
+  async forgetEverything() {
+    try {
+      await requestJson("DELETE", "/api/memories");
+    } catch (error) {
+      this.notice(error);
+    }
+    await this.loadLongTerm();
+  }
+
+  // -- rendering --------------------------------------------------------------------------
 
   /** Show a conversation's memory (its hydration DTO), or a draft's (null). */
   showConversation(dto) {
@@ -89,7 +135,7 @@ export class MemoryPanel {
           question: `Delete all ${plural(items.length, "item")}?`,
           confirmLabel: "Delete all",
           className: "danger",
-          action: () => this.actions.onForgetAll(),
+          action: () => this.forgetEverything(),
         }),
       );
     }
@@ -108,15 +154,9 @@ export class MemoryPanel {
         class: "ghost small-button",
         text: "Delete",
         attrs: { "aria-label": `Delete: ${item.text}` },
-        on: { click: () => this.actions.onForget(item.id) },
+        on: { click: () => this.forget(item.id) },
       }),
     );
-  }
-
-  /** The item was added: clear the form. */
-  remembered() {
-    this.text.value = "";
-    this.setError("");
   }
 
   setError(message) {

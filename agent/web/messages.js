@@ -11,6 +11,12 @@ const EMPTY_TEXT =
 export class MessageList {
   constructor(root) {
     this.root = root;
+    // follow a growing answer only while the reader is at the end: someone who scrolled
+    // up to read stays where they are
+    this.following = true;
+    root.addEventListener("scroll", () => {
+      this.following = root.scrollHeight - root.scrollTop - root.clientHeight < 40;
+    });
   }
 
   /** Show a conversation's stored messages (the hydration DTO's), or the empty state. */
@@ -45,7 +51,7 @@ export class MessageList {
 
   /** Start the agent's answer to a turn (or to a review's decision). */
   startTurn(route) {
-    const view = new TurnView(route, () => this.scrollToEnd());
+    const view = new TurnView(route, () => this.following && this.scrollToEnd());
     this.root.append(view.item);
     this.scrollToEnd();
     return view;
@@ -53,6 +59,7 @@ export class MessageList {
 
   scrollToEnd() {
     this.root.scrollTop = this.root.scrollHeight;
+    this.following = true;
   }
 }
 
@@ -137,6 +144,7 @@ export class TurnView {
   /** Add memory notes read after the turn ended (the DTO's summary version). */
   note(text, tone = "info") {
     this.notes.append(h("li", { class: `note ${tone}`, text }));
+    this.onGrow();
   }
 
   fail(message) {

@@ -14,6 +14,26 @@ const TITLES = {
   revision_review: "Review the self-check",
 };
 
+/** What the person answered, in words (a line of the page; memory keeps the outcome). */
+export function decisionWords(decision) {
+  switch (decision.action) {
+    case "approve":
+      return "You approved the task list.";
+    case "edit":
+      return `You approved an edited task list (${decision.tasks.length} tasks).`;
+    case "reject":
+      return `You rejected the plan: ${decision.reason}`;
+    case "respond":
+      return `You asked for a new plan: ${decision.feedback}`;
+    case "accept":
+      return "You accepted the result.";
+    case "revise":
+      return "You asked for a revision.";
+    default:
+      return `You answered: ${decision.action}`;
+  }
+}
+
 /** The actions a review allows: its `actions` (names or `{action}`), else its kind's. */
 export function reviewActions(payload) {
   const names = (Array.isArray(payload.actions) ? payload.actions : [])
