@@ -1,7 +1,14 @@
 """The application surface: `ChatAgent`, its results and typed errors."""
 
-from agent.errors import ConversationBusy, ConversationNotFound, InvalidRequest
+from agent.errors import ConversationBusy, ConversationNotFound, InvalidRequest, MemoryNotFound
 from agent.service import ChatAgent
 from agent.turns import TurnResult
 
-__all__ = ["ChatAgent", "ConversationBusy", "ConversationNotFound", "InvalidRequest", "TurnResult"]
+__all__ = [
+    "ChatAgent",
+    "ConversationBusy",
+    "ConversationNotFound",
+    "InvalidRequest",
+    "MemoryNotFound",
+    "TurnResult",
+]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphs.request import InvalidRequest, MessageTooLong
-from memory.errors import ChatMemoryError, ConversationNotFound
+from memory.errors import ChatMemoryError, ConversationNotFound, MemoryNotFound
 
 CONVERSATION_BUSY = "a turn is already running in this conversation; wait for it to finish"
 NOTHING_TO_RESUME = "this conversation has no pending review to resume"
@@ -17,4 +17,10 @@ class ConversationBusy(ChatMemoryError):
         super().__init__(message)
 
 
-__all__ = ["ConversationBusy", "ConversationNotFound", "InvalidRequest", "MessageTooLong"]
+__all__ = [
+    "ConversationBusy",
+    "ConversationNotFound",
+    "InvalidRequest",
+    "MemoryNotFound",
+    "MessageTooLong",
+]

@@ -1,13 +1,16 @@
 """The compiled agent graph served by `langgraph dev` and LangGraph Server (`langgraph.json`).
 
 Importing this module reads the settings and builds nothing else: models and the
-memory store are created on the first run. The server supplies the checkpointer for
-run threads; chat memory lives in `AGENT_DATABASE_URL`.
+memory stores are created on the first run. The server supplies the checkpointer for
+run threads; chat memory and the users' long-term memory live in `AGENT_DATABASE_URL`,
+shared with the HTTP app, `ChatAgent` and the CLI.
 """
 
-from agent.runtime import build_graph, open_memory
+from agent.runtime import build_graph, open_long_term, open_memory
 from agent.settings import Settings
 from graphs.resources import Lazy
 
 settings = Settings.from_env()
-graph = build_graph(settings, memory=Lazy(lambda: open_memory(settings))).compile(name="agent")
+memory = Lazy(lambda: open_memory(settings))
+long_term = Lazy(lambda: open_long_term(settings, memory.get()))
+graph = build_graph(settings, memory=memory, long_term=long_term).compile(name="agent")

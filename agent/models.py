@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_openai import ChatOpenAI
+from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from pydantic import SecretStr
 
 from agent.offline import OfflineChatModel
@@ -45,3 +46,21 @@ def at_temperature_zero(model: BaseChatModel) -> BaseChatModel:
     if "temperature" in type(model).model_fields:
         return model.model_copy(update={"temperature": 0})
     return model
+
+
+def load_embeddings(settings: Settings) -> Embeddings:
+    """`OpenAIEmbeddings(AGENT_EMBEDDINGS_MODEL)` on the configured endpoint.
+
+    Texts are sent as they are: checking their length would tokenise them with
+    tiktoken, which downloads its encodings on first use, and memory items are short.
+    """
+    if not settings.embeddings_model:
+        raise ValueError("AGENT_EMBEDDINGS_MODEL is not set")
+    return OpenAIEmbeddings(
+        model=settings.embeddings_model,
+        openai_api_key=settings.openai_api_key or SecretStr(""),
+        openai_api_base=settings.openai_base_url,
+        request_timeout=settings.request_timeout,
+        max_retries=settings.max_retries,
+        check_embedding_ctx_length=False,
+    )

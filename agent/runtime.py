@@ -8,20 +8,30 @@ differs (the server supplies its own checkpointer for run threads).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from agent.models import at_temperature_zero, load_chat_model, load_compaction_model
-from agent.settings import Settings
+from agent.models import (
+    at_temperature_zero,
+    load_chat_model,
+    load_compaction_model,
+    load_embeddings,
+)
+from agent.offline import OfflineChatModel
+from agent.settings import LongTermMode, Settings
 from agent.tools import BUILTIN_TOOLS
-from graphs.agent import AgentGraph, Workflow, build_agent_graph
+from graphs.agent import AgentGraph, Extraction, Workflow, build_agent_graph
 from graphs.delivery import build_delivery_graph
 from graphs.resources import Lazy
 from graphs.reviews import Validator
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
 from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_secret
+from memory.longterm import LongTermMemory
+
+MINUTES_PER_DAY = 24 * 60
 
 REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 """The decision validators of every workflow's reviews, by interrupt kind."""
@@ -34,6 +44,49 @@ def open_memory(
     resolved first, so a bad one opens nothing. Explicit arguments win."""
     ids = ThreadIds(resolve_secret(secret or settings.secret, settings.data_dir))
     return ConversationMemory(open_thread_store(database_url or settings.database_url), ids)
+
+
+def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMemory:
+    """The users' long-term memory in the same database as `memory`, with the store's
+    vector index when `AGENT_EMBEDDINGS_MODEL` is set and the TTL of
+    `AGENT_MEMORY_TTL_DAYS`.
+
+    Raises:
+        UnsupportedDatabaseUrl: embeddings were asked for, and the database cannot index
+            them (SQLite without loadable extensions, PostgreSQL without pgvector).
+    """
+    index: Any = None
+    if settings.embeddings_model:
+        index = {
+            "dims": settings.embeddings_dims,
+            "embed": load_embeddings(settings),
+            "fields": ["text"],
+        }
+    ttl_minutes = settings.memory_ttl_days * MINUTES_PER_DAY or None
+    # the TTL is refreshed by recall itself (`LongTermMemory._refresh`), not on every read
+    ttl: Any = (
+        None if ttl_minutes is None else {"default_ttl": ttl_minutes, "refresh_on_read": False}
+    )
+    store = memory.threads.open_items(index=index, ttl=ttl)
+    return LongTermMemory(
+        store,
+        memory.threads.locks,
+        memory.ids,
+        semantic=index is not None,
+        ttl_minutes=ttl_minutes,
+        lock_timeout=memory.threads.lock_timeout,
+    )
+
+
+def extraction_for(
+    mode: LongTermMode, settings: Settings, model: BaseChatModel | None
+) -> Extraction:
+    """The extractor `mode` names; `auto` is `model` with a real model and `rules` with the
+    offline one (its extraction would only repeat the rules)."""
+    if mode != "auto":
+        return mode
+    offline = isinstance(model, OfflineChatModel) if model is not None else settings.offline
+    return "rules" if offline else "model"
 
 
 def workflow_graphs(
@@ -60,6 +113,8 @@ def build_graph(
     model: BaseChatModel | None = None,
     compaction_model: BaseChatModel | None = None,
     tools: Sequence[BaseTool] | None = None,
+    long_term: LongTermMemory | Lazy[LongTermMemory] | None = None,
+    long_term_memory: LongTermMode | None = None,
 ) -> AgentGraph:
     """The agent graph with every route this application offers.
 
@@ -71,6 +126,8 @@ def build_graph(
         compaction_model: the compaction model (default: `model` at temperature 0, else
             the settings' compaction model).
         tools: the tool route's tools (default: the built-in tools).
+        long_term: the users' long-term memory (None: the graph has none).
+        long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
     """
     chat_model: BaseChatModel | Lazy[BaseChatModel] = (
         model if model is not None else Lazy(lambda: load_chat_model(settings))
@@ -93,4 +150,8 @@ def build_graph(
         tools=tool_list,
         structured_output_method=method,
         workflows=workflow_graphs(chat_model, tool_list, method),
+        long_term=long_term,
+        extraction=extraction_for(
+            long_term_memory or settings.long_term_memory, settings, compaction_model or model
+        ),
     )

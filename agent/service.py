@@ -24,8 +24,8 @@ from agent.errors import (
     InvalidRequest,
 )
 from agent.loop import BackgroundLoop
-from agent.runtime import REVIEWS, build_graph, open_memory
-from agent.settings import Settings
+from agent.runtime import REVIEWS, build_graph, open_long_term, open_memory
+from agent.settings import LongTermMode, Settings
 from agent.turns import Turn, TurnRecorder, TurnResult
 from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
 from graphs.reviews import validate_decision
@@ -35,6 +35,8 @@ from memory import (
     LockTimeout,
     new_conversation_id,
 )
+from memory.errors import InvalidInput
+from memory.limits import MAX_MEMORY_ITEMS
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +59,8 @@ class ChatAgent:
         secret: HMAC secret for thread ids (default `AGENT_SESSION_SECRET`, else a
             generated development secret in the data directory).
         settings: settings to use instead of reading the environment.
+        long_term_memory: how completed turns feed the user's long-term memory: auto |
+            rules | model | off (default `AGENT_LONG_TERM_MEMORY`, else auto).
 
     Explicit arguments always win over the environment.
     """
@@ -70,16 +74,24 @@ class ChatAgent:
         tools: Sequence[BaseTool] | None = None,
         secret: str | None = None,
         settings: Settings | None = None,
+        long_term_memory: LongTermMode | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.memory = open_memory(self.settings, database_url=database_url, secret=secret)
         self._threads = self.memory.threads
+        try:
+            self.long_term = open_long_term(self.settings, self.memory)
+        except BaseException:
+            self._threads.close()
+            raise
         self.graph = build_graph(
             self.settings,
             memory=self.memory,
             model=model,
             compaction_model=compaction_model,
             tools=tools,
+            long_term=self.long_term,
+            long_term_memory=long_term_memory,
         ).compile(checkpointer=self._threads.checkpointer, name="agent")
         self._loop = BackgroundLoop()
 
@@ -444,3 +456,38 @@ class ChatAgent:
         return self.memory.delete_conversation(
             check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
+
+    # -- long-term memory ---------------------------------------------------------------
+
+    def memories(self, *, session_id: str) -> dict[str, Any]:
+        """`{"memories": [item…], "limit": 100}`: the session's long-term items, newest
+        first, each `{id, kind, text, importance, createdAt, updatedAt, conversationId}`."""
+        items = self.long_term.items(check_id(session_id, "session id"))
+        return {"memories": [item.to_dto() for item in items], "limit": MAX_MEMORY_ITEMS}
+
+    def remember(self, text: str, *, session_id: str, kind: str | None = None) -> dict[str, Any]:
+        """Add a long-term item directly, through the same gate as a turn's; returns it
+        (an item it repeats comes back with `updatedAt` refreshed).
+
+        Raises:
+            InvalidRequest: the text was refused (a secret, a one-off request, too long…;
+                the message says why) or `kind` is unknown. Nothing was written.
+        """
+        session_id = check_id(session_id, "session id")
+        try:
+            item = self.long_term.remember(session_id, text, kind=kind)
+        except InvalidInput as exc:  # refused by the gate, or not a text, or a bad kind
+            raise InvalidRequest(str(exc)) from None
+        return item.to_dto()
+
+    def forget(self, memory_id: str, *, session_id: str) -> None:
+        """Delete one long-term item: the very next turn no longer recalls it.
+
+        Raises:
+            MemoryNotFound: no such item in this session (another session's included).
+        """
+        self.long_term.forget(check_id(session_id, "session id"), memory_id)
+
+    def forget_all(self, *, session_id: str) -> int:
+        """Delete every long-term item of the session; returns how many were deleted."""
+        return self.long_term.forget_all(check_id(session_id, "session id"))

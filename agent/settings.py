@@ -17,6 +17,7 @@ from memory.limits import MIN_SECRET_CHARS
 from memory.storage import DEFAULT_DATABASE_URL
 
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
+LongTermMode = Literal["auto", "rules", "model", "off"]
 DEFAULT_MODEL = "gpt-4o-mini"
 SHORT_SECRET = (
     "AGENT_SESSION_SECRET must be at least {limit} characters long (got {length}); "
@@ -49,6 +50,16 @@ class Settings(BaseSettings):
         max_retries: `AGENT_MAX_RETRIES` per model request.
         secure_cookies: `AGENT_SECURE_COOKIES`: mark the session cookie `Secure` (it is
             marked anyway on requests that arrive over HTTPS).
+        long_term_memory: `AGENT_LONG_TERM_MEMORY`: how a completed turn's user text is
+            turned into long-term items: auto (model with a real model, rules with the
+            offline one) | rules | model | off (no extraction; items added directly
+            are still recalled).
+        embeddings_model: `AGENT_EMBEDDINGS_MODEL`: rank long-term items through the
+            store's vector index with these OpenAI-compatible embeddings (unset:
+            lexical ranking, no network).
+        embeddings_dims: `AGENT_EMBEDDINGS_DIMS`, the embeddings' dimensions.
+        memory_ttl_days: `AGENT_MEMORY_TTL_DAYS`: a long-term item not said or recalled
+            for this long expires (0 keeps items until forgotten).
     """
 
     model_config = SettingsConfigDict(
@@ -78,6 +89,12 @@ class Settings(BaseSettings):
     request_timeout: float = Field(60.0, gt=0, validation_alias=_env("AGENT_REQUEST_TIMEOUT"))
     max_retries: int = Field(2, ge=0, validation_alias=_env("AGENT_MAX_RETRIES"))
     secure_cookies: bool = Field(False, validation_alias=_env("AGENT_SECURE_COOKIES"))
+    long_term_memory: LongTermMode = Field("auto", validation_alias=_env("AGENT_LONG_TERM_MEMORY"))
+    embeddings_model: str | None = Field(None, validation_alias=_env("AGENT_EMBEDDINGS_MODEL"))
+    embeddings_dims: int = Field(
+        1536, gt=0, le=16_000, validation_alias=_env("AGENT_EMBEDDINGS_DIMS")
+    )
+    memory_ttl_days: float = Field(365.0, ge=0, validation_alias=_env("AGENT_MEMORY_TTL_DAYS"))
 
     @field_validator("session_secret")
     @classmethod

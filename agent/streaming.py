@@ -15,7 +15,16 @@ ANSWER_SUBGRAPHS = frozenset({"chat", "tool"})
 """Subgraphs (directly under the agent graph) whose `call_model` tokens are the answer:
 not compaction, not a workflow's planning or sub-agents."""
 
-MEMORY_FIELDS = ("stage", "status", "reason", "messages", "summaryChars", "pinnedDecisions")
+MEMORY_FIELDS = (
+    "stage",
+    "status",
+    "reason",
+    "messages",
+    "summaryChars",
+    "pinnedDecisions",
+    "remembered",
+    "retired",
+)
 
 
 def token_event(

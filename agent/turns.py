@@ -30,6 +30,7 @@ class TurnResult:
         degraded: memory storage failed; the answer was still delivered.
         conversation_deleted: the conversation was deleted (or pruned) while the turn
             ran: it stays deleted, and the turn wrote nothing.
+        remembered: texts of the long-term items the turn added or said again.
     """
 
     conversation_id: str
@@ -41,6 +42,7 @@ class TurnResult:
     compaction: str = "skipped"
     degraded: bool = False
     conversation_deleted: bool = False
+    remembered: tuple[str, ...] = ()
 
     @classmethod
     def from_output(cls, conversation_id: str, output: dict[str, Any]) -> TurnResult:
@@ -64,6 +66,7 @@ class TurnResult:
             compaction=str(output.get("compaction", "skipped")),
             degraded=bool(output.get("degraded")),
             conversation_deleted=bool(output.get("conversation_deleted")),
+            remembered=tuple(output.get("remembered") or ()),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,6 +82,7 @@ class TurnResult:
             "compaction": data["compaction"],
             "degraded": data["degraded"],
             "conversationDeleted": data["conversation_deleted"],
+            "remembered": list(data["remembered"]),
         }
 
 

@@ -7,7 +7,9 @@ One model serves every role an agent gives it, so the three agents of
 - a `SummarizationMiddleware` summary call (a plain call tagged
   `lc_source=summarization`) gets a ~2,000-character summary;
 - a `with_structured_output(CompactionOutput)` call gets a ~2,000-character summary and
-  one new pinned decision.
+  one new pinned decision;
+- a `with_structured_output(ExtractionOutput)` call (long-term extraction) gets an
+  empty extraction, and is counted apart.
 
 It records the number of calls of each kind and the size of the last chat input (the
 context the model saw), which is what the benchmark reports.
@@ -31,6 +33,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, PrivateAttr
 
 from memory import CompactionOutput
+from memory.longterm import ExtractionOutput
 
 REPLY_CHARS = 400
 SUMMARY_CHARS = 2000
@@ -59,7 +62,8 @@ class CallLog:
     Attributes:
         chat_calls: plain calls answered with a reply.
         summary_calls: plain calls from `SummarizationMiddleware` (answered with a summary).
-        structured_calls: `with_structured_output` calls (our compaction).
+        structured_calls: `with_structured_output` calls of our compaction.
+        extraction_calls: `with_structured_output` calls of long-term extraction.
         last_chat_input_chars: characters of text in the last chat call's messages.
         last_chat_input_messages: number of messages in the last chat call.
     """
@@ -67,6 +71,7 @@ class CallLog:
     chat_calls: int = 0
     summary_calls: int = 0
     structured_calls: int = 0
+    extraction_calls: int = 0
     last_chat_input_chars: int = 0
     last_chat_input_messages: int = 0
 
@@ -147,14 +152,22 @@ class ScriptedChatModel(BaseChatModel):
         include_raw: bool = False,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
-        """Answer `CompactionOutput` with a near-limit summary and one new pin.
+        """Answer `CompactionOutput` with a near-limit summary and one new pin, and
+        `ExtractionOutput` with nothing to keep.
 
         Raises:
-            TypeError: for any other schema (the benchmark asks for nothing else).
+            TypeError: for any other schema (the benchmarks ask for nothing else).
         """
-        if schema is not CompactionOutput:
-            raise TypeError(f"ScriptedChatModel only answers CompactionOutput, not {schema!r}")
         log = self._log
+        if schema is ExtractionOutput:
+
+            def extract(_prompt: LanguageModelInput) -> dict[str, Any] | BaseModel:
+                log.extraction_calls += 1
+                return ExtractionOutput(memories=[], retire=[])
+
+            return RunnableLambda(extract, name="scripted_extraction")
+        if schema is not CompactionOutput:
+            raise TypeError(f"ScriptedChatModel cannot answer {schema!r}")
 
         def answer(_prompt: LanguageModelInput) -> dict[str, Any] | BaseModel:
             log.structured_calls += 1

@@ -1,4 +1,4 @@
-"""The agent graph: `load_memory -(route)→ {chat, tool, …} → finalize → compact`.
+"""The agent graph: `load_memory -(route)→ {chat, tool, …} → finalize → remember → compact`.
 
 `build_agent_graph` takes its collaborators (models, tools, the memory) and returns
 an uncompiled `StateGraph`; callers compile it with their checkpointer. The module-
@@ -14,22 +14,47 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs.chat import build_chat_graph
 from graphs.events import emit
-from graphs.memory_nodes import make_compact, make_finalize, make_load_memory
+from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, make_remember
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import RouteName
 from graphs.resources import Lazy
 from graphs.state import AgentInput, AgentOutput, AgentState, Context
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
 from memory import ConversationMemory
+from memory.longterm import (
+    RULES_EXTRACTOR,
+    Extractor,
+    LongTermMemory,
+    model_extractor,
+    structured_extractor,
+)
 
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
 Workflow = CompiledStateGraph[Any, Any, Any, Any]
 WORKFLOW_ROUTES: tuple[RouteName, ...] = ("tasklist", "delivery")
+Extraction = Literal["rules", "model", "off"]
+
+
+def extractor_for(
+    extraction: Extraction, model: Lazy[BaseChatModel], method: str | None
+) -> Lazy[Extractor] | None:
+    """The long-term extractor of `extraction` (None for `off`); the model's is built on
+    first use, and its raw output never streams (memory internals)."""
+    if extraction == "off":
+        return None
+    if extraction == "rules":
+        return Lazy.of(RULES_EXTRACTOR)
+    return Lazy(
+        lambda: model_extractor(
+            structured_extractor(model.get(), method).with_config(tags=[TAG_NOSTREAM])
+        )
+    )
 
 
 def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
@@ -52,6 +77,8 @@ def build_agent_graph(
     system_prompt: str = AGENT_SYSTEM_PROMPT,
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     workflows: Mapping[str, Workflow] | None = None,
+    long_term: LongTermMemory | Lazy[LongTermMemory] | None = None,
+    extraction: Extraction = "rules",
 ) -> AgentGraph:
     """Assemble the agent graph.
 
@@ -65,6 +92,10 @@ def build_agent_graph(
         max_tool_rounds: tool rounds per turn before the model must answer.
         workflows: compiled workflow subgraphs by route (`tasklist`, `delivery`), each
             reading `WorkflowInput` and writing `WorkflowOutput` (graphs/state.py).
+        long_term: the users' long-term memory; None leaves it out (no recall, no
+            `remember` node).
+        extraction: how `remember` extracts: `rules`, `model` (the compaction model,
+            structured output) or `off` (recall only, no `remember` node).
     """
     chat_model = Lazy.of(model)
     store = Lazy.of(memory)
@@ -74,6 +105,10 @@ def build_agent_graph(
     if unknown:
         raise ValueError(f"unknown workflow routes: {sorted(unknown)}")
     routes = frozenset({"chat", *(["tool"] if tools else []), *workflows})
+    users = None if long_term is None else Lazy.of(long_term)
+    extractor = (
+        None if users is None else extractor_for(extraction, compactor, structured_output_method)
+    )
 
     builder: AgentGraph = StateGraph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput
@@ -82,7 +117,7 @@ def build_agent_graph(
     # to compact or the end, with Command: their destinations are declared for Studio
     builder.add_node(
         "load_memory",
-        make_load_memory(store, routes, system_prompt),
+        make_load_memory(store, routes, system_prompt, users),
         destinations=tuple(sorted(routes)),
     )
     builder.add_node(
@@ -94,7 +129,14 @@ def build_agent_graph(
         builder.add_node("tool", tool_graph.compile(name="tool"))
     for name, workflow in sorted(workflows.items()):
         builder.add_node(name, workflow)
-    builder.add_node("finalize", make_finalize(store), destinations=("compact", END))
+    remembers = users is not None and extractor is not None
+    builder.add_node(
+        "finalize",
+        make_finalize(store, remember=remembers),
+        destinations=("remember", "compact", END) if remembers else ("compact", END),
+    )
+    if users is not None and extractor is not None:
+        builder.add_node("remember", make_remember(users, extractor), destinations=("compact", END))
     builder.add_node("compact", make_compact(store, compactor, structured_output_method))
 
     builder.add_edge(START, "load_memory")

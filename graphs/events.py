@@ -17,5 +17,6 @@ def emit(event: str, **fields: Any) -> None:
 
 
 def emit_memory(stage: str, status: str, **fields: Any) -> None:
-    """A memory status event: stage `write` or `compact`, status started/succeeded/…"""
+    """A memory status event: stage `write`, `remember` or `compact`, status
+    started/succeeded/skipped/failed/…"""
     emit("memory", stage=stage, status=status, **fields)

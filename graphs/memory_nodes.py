@@ -1,9 +1,11 @@
-"""The memory nodes of the main graph: `load_memory`, `finalize` and `compact`.
+"""The memory nodes of the main graph: `load_memory`, `finalize`, `remember`, `compact`.
 
-`load_memory` sends the turn to its route and `finalize` to `compact` only when the
-memory holds more than eight messages (both with `Command`, no router). `finalize` is
-the only writer of turns. A memory failure never fails the turn: it is logged, the
-answer is still returned, and the result says `degraded`.
+`load_memory` sends the turn to its route; `finalize` to `remember` when a completed
+turn's user text has a cue worth extracting (long-term memory on), and on to `compact`
+only when the memory holds more than eight messages (all with `Command`, no router).
+`finalize` is the only writer of turns, `remember` of a turn's long-term items. A
+memory failure never fails the turn: it is logged, the answer is still returned, and
+the result says `degraded`.
 
 The nodes are plain functions: storage calls are direct, so a turn run with
 `graph.invoke` makes none of them through a thread, and under `graph.astream`
@@ -54,6 +56,7 @@ from memory import (
 )
 from memory.compaction import CompactionStatus, structured_compactor
 from memory.limits import MAX_RECENT_MESSAGES
+from memory.longterm import Extractor, LongTermMemory, MemoryItem, has_cue
 from memory.turns import (
     FinalTurn,
     Route,
@@ -127,12 +130,27 @@ def input_message_id(state: AgentState) -> str | None:
     return last.id if isinstance(last, HumanMessage) and last.id else None
 
 
+def recalled(
+    long_term: Lazy[LongTermMemory] | None, session_id: str, text: str
+) -> tuple[list[MemoryItem], bool]:
+    """(the long-term items this turn recalls, whether reading them failed)."""
+    if long_term is None:
+        return [], False
+    try:
+        return long_term.get().recall(session_id, text), False
+    except Exception:
+        logger.exception("recalling long-term memory failed; answering without it")
+        return [], True
+
+
 def make_load_memory(
     memory: Lazy[ConversationMemory],
     routes: frozenset[str],
     system_prompt: str = AGENT_SYSTEM_PROMPT,
+    long_term: Lazy[LongTermMemory] | None = None,
 ) -> Node:
-    """Build `load_memory`: validate the input, read the conversation, build the context."""
+    """Build `load_memory`: validate the input, read the conversation and the user's
+    long-term items, build the context."""
 
     def load_memory(
         state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
@@ -151,6 +169,7 @@ def make_load_memory(
         except Exception:
             logger.exception("reading chat memory failed; answering without it")
             stored, degraded = ThreadState(), True
+        items, recall_failed = recalled(long_term, session_id, request["text"])
         turn_id = uuid.uuid4().hex
         route = request["route"]
         emit("route", route=route)
@@ -168,9 +187,9 @@ def make_load_memory(
                 HumanMessage(content=request["text"], id=input_message_id(state) or turn_id)
             ],
             "context": MemoryContext(
-                tuple(build_context(stored, None, system_prompt=system_prompt))
+                tuple(build_context(stored, None, system_prompt=system_prompt, long_term=items))
             ),
-            "degraded": degraded,
+            "degraded": degraded or recall_failed,
             "memory_summary": stored.summary,
             "memory_pins": list(stored.pinned_decisions),
         }
@@ -231,12 +250,23 @@ def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
     return [user, AIMessage(content=answer, id=answer_id)]
 
 
-def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
-    """Build `finalize`: write the turn's final text to chat memory, once."""
+def after_memory(state: ThreadState) -> str:
+    """`compact` when the memory holds more than eight messages, else the end."""
+    return "compact" if len(state.messages) > MAX_RECENT_MESSAGES else END
+
+
+def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -> Node:
+    """Build `finalize`: write the turn's final text to chat memory, once.
+
+    Args:
+        memory: the chat memory.
+        remember: whether the graph has a `remember` node (long-term memory on).
+    """
 
     def finalize(state: AgentState, config: RunnableConfig) -> Command[Any]:
         """Write the user's text and the final answer to the conversation's memory, then
-        compact when the memory holds more than eight messages."""
+        remember what a completed turn's user said about themselves (only when it has
+        a cue), and compact when the memory holds more than eight messages."""
         turn = final_turn(state)
         # a workflow's user sees its whole text; memory may keep a truncated copy
         answer = state.get("workflow_text") or turn.assistant_text or NO_ANSWER
@@ -270,10 +300,45 @@ def make_finalize(memory: Lazy[ConversationMemory]) -> Node:
             "memory_state": write.state,
             "hydration": None if gone else hydration_dto(conversation_id, write.state),
         }
-        compact = not gone and len(write.state.messages) > MAX_RECENT_MESSAGES
-        return Command(update=update, goto="compact" if compact else END)
+        if gone:
+            return Command(update=update, goto=END)
+        completed = write.written and turn.status is TurnStatus.COMPLETED
+        if remember and completed and has_cue(state["user_text"]):
+            return Command(update=update, goto="remember")
+        return Command(update=update, goto=after_memory(write.state))
 
     return finalize
+
+
+def make_remember(long_term: Lazy[LongTermMemory], extractor: Lazy[Extractor]) -> Node:
+    """Build `remember`: extract what the user said about themselves and write it
+    through the long-term gate."""
+
+    def remember(state: AgentState, config: RunnableConfig) -> Command[Any]:
+        """Extract lasting preferences, boundaries, goals, style and facts from the
+        user's own text of this completed turn (never the answer, tools or artifacts)."""
+        emit_memory("remember", "started")
+        goto = after_memory(state.get("memory_state") or ThreadState())
+        try:
+            write = long_term.get().remember_turn(
+                state["session_id"], state["conversation_id"], state["user_text"], extractor.get()
+            )
+        except Exception:
+            logger.exception("long-term extraction failed; the turn stands")
+            emit_memory("remember", "failed")
+            record_extra(config, degraded=True)
+            return Command(update={"degraded": True}, goto=goto)
+        remembered = list(write.remembered)
+        emit_memory(
+            "remember",
+            "succeeded" if write.plan.changed else "skipped",
+            remembered=write.added,
+            retired=write.retired,
+        )
+        record_extra(config, remembered=remembered)
+        return Command(update={"remembered": remembered}, goto=goto)
+
+    return remember
 
 
 OUTCOME_KEY = "__agent_turn_outcome__"
@@ -286,11 +351,16 @@ that start with `__` are never stored in checkpoint metadata.)"""
 
 def record_outcome(config: RunnableConfig, result: AgentUpdate, **fields: Any) -> None:
     """Fill the caller's outcome dict (`OUTCOME_KEY`), when it passed one."""
+    record_extra(
+        config, answer=result["answer"], status=result["status"], route=result["route"], **fields
+    )
+
+
+def record_extra(config: RunnableConfig, **fields: Any) -> None:
+    """Add fields to the caller's outcome dict (`OUTCOME_KEY`), when it passed one."""
     outcome = config.get("configurable", {}).get(OUTCOME_KEY)
     if isinstance(outcome, dict):
-        outcome.update(
-            answer=result["answer"], status=result["status"], route=result["route"], **fields
-        )
+        outcome.update(fields)
 
 
 def make_compact(

@@ -114,6 +114,8 @@ class AgentOutput(TypedDict, total=False):
     the turn wrote nothing (replaced)."""
     compaction: str
     """skipped | succeeded | failed | fallback (replaced)."""
+    remembered: list[str]
+    """Texts of the long-term items this turn added or said again (replaced)."""
     degraded: bool
     """True when memory storage failed; the answer is still delivered (replaced)."""
     hydration: dict[str, Any] | None
@@ -179,6 +181,7 @@ FRESH_TURN: Final[AgentUpdate] = {
     "memory_written": False,
     "conversation_deleted": False,
     "compaction": "skipped",
+    "remembered": [],
     "degraded": False,
     "hydration": None,
     "turn_messages": [],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,13 +43,11 @@ from memory.registry import (
     remove,
     select,
 )
-from memory.schema import ThreadState, utcnow, validate_id
+from memory.schema import Clock, ThreadState, utcnow, validate_id
 from memory.storage import ThreadStore
 from memory.turns import FinalTurn, SkipReason, plan_turn_write
 
 logger = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime]
 
 
 @dataclass(frozen=True)

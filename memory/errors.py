@@ -12,6 +12,11 @@ UNSUPPORTED_DATABASE_URL = (
     "unsupported database URL {url!r}: use sqlite:///path/to/file.sqlite or postgresql://…"
 )
 STORAGE_FAILED = "conversation storage is unavailable; please try again shortly"
+MEMORY_NOT_FOUND = "memory not found"
+EMBEDDINGS_UNSUPPORTED = (
+    "AGENT_EMBEDDINGS_MODEL needs a vector index the database cannot provide: {why}; "
+    "unset it to rank long-term memory lexically"
+)
 FORBIDDEN_KEY = "forbidden key {key!r} at {path} in a client-facing payload"
 
 
@@ -32,6 +37,17 @@ class ConversationNotFound(ChatMemoryError, LookupError):
 
     def __init__(self, message: str = CONVERSATION_NOT_FOUND) -> None:
         super().__init__(message)
+
+
+class MemoryNotFound(ChatMemoryError, LookupError):
+    """Unknown long-term item, or one that belongs to another session."""
+
+    def __init__(self, message: str = MEMORY_NOT_FOUND) -> None:
+        super().__init__(message)
+
+
+class MemoryRefused(InvalidInput):
+    """The write gate turned a text down (the message says why; nothing was written)."""
 
 
 class VersionConflict(ChatMemoryError):

@@ -115,6 +115,10 @@ class ThreadIds:
         """`agent-run:{H(session)}:{H(session:conversation)}`."""
         return f"{RUN_THREAD_PREFIX}:{self._pair(session_id, conversation_id)}"
 
+    def session_key(self, session_id: str) -> str:
+        """`H(session)`: names a session's long-term namespace (no raw id in storage)."""
+        return self._h(validate_id(session_id, "session id"))
+
     def registry_thread(self, session_id: str) -> str:
         """`chat-registry:{H(session)}`."""
         return f"{REGISTRY_THREAD_PREFIX}:{self._h(validate_id(session_id, 'session id'))}"

@@ -39,3 +39,20 @@ def validate_keep(keep: int) -> int:
             f"got {keep}"
         )
     return keep
+
+
+# -- long-term memory (DESIGN §10) ---------------------------------------------------
+
+MAX_MEMORY_ITEMS: Final = 100
+"""Long-term items kept per session; past it the least important, then oldest, go."""
+
+MAX_NEW_MEMORIES_PER_TURN: Final = 2
+MAX_MEMORY_TEXT_CHARS: Final = 300
+RECALL_MAX_ITEMS: Final = 8
+"""Long-term items injected into one turn's context."""
+
+RECALL_MAX_CHARS: Final = 1200
+"""Characters of long-term item text injected into one turn's context."""
+
+MIN_IMPORTANCE: Final = 1
+MAX_IMPORTANCE: Final = 5

@@ -9,18 +9,27 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
-from psycopg import Connection
+from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from langgraph.store.postgres import PostgresStore
+from langgraph.store.postgres.base import _pg_internal
+from psycopg import Connection, Cursor
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from memory.checkpointers import ThreadedAsyncSaver
 from memory.documents import DOCUMENT, DOCUMENT_METADATA, document_checkpoint
-from memory.errors import STORAGE_FAILED, StorageError
+from memory.errors import (
+    EMBEDDINGS_UNSUPPORTED,
+    STORAGE_FAILED,
+    StorageError,
+    UnsupportedDatabaseUrl,
+)
 from memory.locks import KeyedLocks, wait_for
 
 logger = logging.getLogger(__name__)
@@ -191,6 +200,67 @@ class AdvisoryLocks(KeyedLocks):
         self._pool.close()
 
 
+class PooledPostgresStore(PostgresStore):
+    """`PostgresStore` over the thread store's pool, each batch in one transaction.
+
+    Upstream runs a batch in pipeline mode on an autocommit connection, under one
+    store-wide lock: each statement commits on its own. Here a batch is one transaction
+    on its own pooled connection, so a long-term write is all or nothing and writers of
+    different sessions do not wait for each other.
+    """
+
+    @contextmanager
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:
+        if not pipeline:  # setup: CREATE INDEX CONCURRENTLY cannot run in a transaction
+            with super()._cursor() as cur:
+                yield cur
+            return
+        with (
+            _pg_internal.get_connection(self.conn) as conn,
+            conn.transaction(),
+            conn.cursor(binary=True, row_factory=dict_row) as cur,
+        ):
+            yield cur
+
+
+def _run_setup(lock_pool: Any, setup: Callable[[], None]) -> None:
+    """Run `setup` while holding the setup advisory lock: workers starting together must
+    not run the migrations twice. Polls with short statements: a waiting
+    `pg_advisory_lock` would hold a snapshot that the migrations' CREATE INDEX
+    CONCURRENTLY waits for, a silent deadlock."""
+    with lock_pool.connection() as conn:
+        wait_for(
+            lambda: try_advisory_lock(conn, SETUP_LOCK_KEY),
+            time.monotonic() + SETUP_TIMEOUT_S,
+            SETUP_TIMEOUT_S,
+        )
+        try:
+            setup()
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+
+
+def open_postgres_items(
+    pool: Any, lock_pool: Any, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+) -> BaseStore:
+    """The long-term store (`PostgresStore`) on the thread store's database.
+
+    Raises:
+        UnsupportedDatabaseUrl: a vector index was asked for without pgvector.
+    """
+    if index is not None:
+        with pool.connection() as conn:
+            row = conn.execute(
+                "SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+        if row is None:
+            why = "the PostgreSQL server has no pgvector extension"
+            raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
+    store = PooledPostgresStore(pool, index=index, ttl=ttl)  # type: ignore[arg-type]
+    _run_setup(lock_pool, store.setup)
+    return store
+
+
 def _pool(url: str, max_size: int) -> ConnectionPool[Connection[DictRow]]:
     # `check` tests a pooled connection before handing it out: after the server
     # dropped connections (restart, failover), the next operation gets a fresh one.
@@ -205,8 +275,11 @@ def _pool(url: str, max_size: int) -> ConnectionPool[Connection[DictRow]]:
     )
 
 
-def open_postgres(url: str) -> tuple[Any, KeyedLocks, Callable[[], None]]:
-    """The checkpointer and locks of a PostgreSQL database (tables created on first use).
+def open_postgres(
+    url: str,
+) -> tuple[Any, KeyedLocks, Callable[[], None], Callable[..., BaseStore]]:
+    """The checkpointer, locks, closer and long-term store opener of a PostgreSQL database
+    (tables created on first use).
 
     Raises:
         StorageError: the database cannot be reached.
@@ -216,19 +289,7 @@ def open_postgres(url: str) -> tuple[Any, KeyedLocks, Callable[[], None]]:
         pool.open(wait=True, timeout=10)
         lock_pool.open(wait=True, timeout=10)
         checkpointer = PostgresCheckpointer(pool)
-        with lock_pool.connection() as conn:
-            # Workers starting together must not run the migrations twice. Poll with
-            # short statements: a waiting `pg_advisory_lock` would hold a snapshot that
-            # the migrations' CREATE INDEX CONCURRENTLY waits for, a silent deadlock.
-            wait_for(
-                lambda: try_advisory_lock(conn, SETUP_LOCK_KEY),
-                time.monotonic() + SETUP_TIMEOUT_S,
-                SETUP_TIMEOUT_S,
-            )
-            try:
-                checkpointer.setup()
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+        _run_setup(lock_pool, checkpointer.setup)
     except Exception as exc:
         pool.close()
         lock_pool.close()
@@ -240,4 +301,7 @@ def open_postgres(url: str) -> tuple[Any, KeyedLocks, Callable[[], None]]:
         locks.close()
         pool.close()
 
-    return checkpointer, locks, close
+    def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
+        return open_postgres_items(pool, lock_pool, index, ttl)
+
+    return checkpointer, locks, close, open_items

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -63,6 +64,10 @@ def new_message_id() -> str:
 def utcnow() -> datetime:
     """The current time, timezone-aware in UTC."""
     return datetime.now(UTC)
+
+
+Clock = Callable[[], datetime]
+"""A time source: returns the current time, timezone-aware in UTC."""
 
 
 def _aware_utc(value: datetime) -> datetime:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import closing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from langgraph.store.sqlite import SqliteStore
 
 from memory.checkpointers import ThreadedAsyncSaver
 from memory.documents import DOCUMENT_METADATA, checkpoint_document, document_checkpoint
+from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.files import PRIVATE_FILE_MODE, make_private_dir
 from memory.locks import FileLocks, KeyedLocks
 
@@ -130,6 +133,68 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
                 )
 
 
+class SharedSqliteStore(SqliteStore):
+    """`SqliteStore` on the checkpointer's connection, under the checkpointer's lock, so
+    both share one file (or one in-memory database) without interleaving transactions.
+
+    Upstream commits a batch even when it fails half-way; here a failed batch rolls
+    back, so a long-term write is all or nothing.
+    """
+
+    def __init__(
+        self,
+        checkpointer: SqliteCheckpointer,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        super().__init__(checkpointer.conn, index=index, ttl=ttl)
+        self.lock = checkpointer.lock
+
+    @contextmanager
+    def _cursor(self, *, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        if not self.is_setup:
+            self.setup()
+        with self.lock:
+            if transaction:
+                self.conn.execute("BEGIN")
+            cur = self.conn.cursor()
+            try:
+                yield cur
+            except BaseException:
+                if transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            else:
+                if transaction:
+                    self.conn.execute("COMMIT")
+            finally:
+                cur.close()
+
+
+def open_sqlite_items(
+    checkpointer: SqliteCheckpointer,
+    locks: KeyedLocks,
+    index: IndexConfig | None = None,
+    ttl: TTLConfig | None = None,
+) -> BaseStore:
+    """The long-term store (`SqliteStore`) on the checkpointer's database.
+
+    Raises:
+        UnsupportedDatabaseUrl: a vector index was asked for, and this Python's sqlite3
+            cannot load the sqlite-vec extension.
+    """
+    if index is not None and not hasattr(sqlite3.Connection, "enable_load_extension"):
+        why = "this Python's sqlite3 was built without loadable extensions (sqlite-vec)"
+        raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
+    store = SharedSqliteStore(checkpointer, index=index, ttl=ttl)
+    with locks.hold(SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S):
+        store.setup()
+        with checkpointer.lock:  # its migrations leave the implicit transaction of the
+            checkpointer.conn.commit()  # shared connection (not in autocommit) open
+    return store
+
+
 def create_private(path: Path) -> None:
     """Create `path` (and missing parents) readable by this user only: conversations are
     private data. Existing files keep their mode, except that a database file and its
@@ -141,8 +206,11 @@ def create_private(path: Path) -> None:
             candidate.chmod(PRIVATE_FILE_MODE)
 
 
-def open_sqlite(path: Path | None) -> tuple[SqliteCheckpointer, KeyedLocks, Callable[[], None]]:
-    """The checkpointer and locks of a SQLite file (None: in memory, this process only).
+def open_sqlite(
+    path: Path | None,
+) -> tuple[SqliteCheckpointer, KeyedLocks, Callable[[], None], Callable[..., BaseStore]]:
+    """The checkpointer, locks, closer and long-term store opener of a SQLite file (None:
+    in memory, this process only).
 
     SQLite creates the WAL and shared-memory files with the database file's mode, so
     creating that file 0600 first keeps all of them private.
@@ -168,4 +236,7 @@ def open_sqlite(path: Path | None) -> tuple[SqliteCheckpointer, KeyedLocks, Call
         locks.close()
         conn.close()
 
-    return checkpointer, locks, close
+    def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
+        return open_sqlite_items(checkpointer, locks, index, ttl)
+
+    return checkpointer, locks, close, open_items

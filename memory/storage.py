@@ -23,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 from typing_extensions import TypedDict
 
 from memory.documents import DocumentSaver
@@ -66,8 +67,9 @@ def build_memory_graph() -> StateGraph[MemoryDocument, None, MemoryDocument, Mem
     return builder
 
 
-def _storage_errors(method: Callable[P, R]) -> Callable[P, R]:
-    """Turn a backend failure into `StorageError` (the cause is logged, never shown)."""
+def storage_errors(method: Callable[P, R]) -> Callable[P, R]:
+    """Turn a backend failure into `StorageError` (the cause is logged, never shown);
+    the memory package's own errors pass through."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -91,6 +93,8 @@ class ThreadStore:
         locks: serialises writers of a thread across threads and processes.
         lock_timeout: seconds a writer waits for a thread's lock.
         on_close: releases the backend's resources.
+        open_items: opens the backend's long-term store (`BaseStore`) on the same
+            database, given its vector index and TTL settings.
     """
 
     def __init__(
@@ -100,6 +104,7 @@ class ThreadStore:
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         on_close: Callable[[], None] | None = None,
+        open_items: Callable[..., BaseStore] | None = None,
     ) -> None:
         if not isinstance(checkpointer, DocumentSaver):
             raise TypeError(f"{type(checkpointer).__name__} cannot store memory documents")
@@ -111,6 +116,20 @@ class ThreadStore:
             checkpointer=checkpointer, name="memory"
         )
         self._on_close = on_close
+        self._open_items = open_items
+
+    def open_items(
+        self, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+    ) -> BaseStore:
+        """The long-term store on this store's database (SQLite file or PostgreSQL).
+
+        Raises:
+            UnsupportedDatabaseUrl: the backend has no long-term store, or cannot give
+                the vector index asked for.
+        """
+        if self._open_items is None:
+            raise UnsupportedDatabaseUrl("this storage backend has no long-term store")
+        return self._open_items(index=index, ttl=ttl)
 
     @staticmethod
     def _config(thread_id: str) -> RunnableConfig:
@@ -120,7 +139,7 @@ class ThreadStore:
         """Hold the write lock of `thread_id` (raises `LockTimeout` past `timeout`)."""
         return self.locks.hold(thread_id, self.lock_timeout if timeout is None else timeout)
 
-    @_storage_errors
+    @storage_errors
     def get_many(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The stored documents of `thread_ids` (absent ones left out), in one read."""
         return self.documents.get_documents(list(dict.fromkeys(thread_ids)))
@@ -129,7 +148,7 @@ class ThreadStore:
         """The stored document of `thread_id`, or None when the thread has none."""
         return self.get_many([thread_id]).get(thread_id)
 
-    @_storage_errors
+    @storage_errors
     def put_many(
         self, documents: Mapping[str, Mapping[str, Any]], *, delete: Sequence[str] = ()
     ) -> None:
@@ -151,7 +170,7 @@ class ThreadStore:
         """Delete every checkpoint and write of `thread_id` (a no-op when absent)."""
         self.delete_many([thread_id])
 
-    @_storage_errors
+    @storage_errors
     def prune_finished_run(self, thread_id: str) -> None:
         """Shrink a run thread whose turn finished (no pending interrupt) to one checkpoint."""
         self.documents.keep_latest_root(thread_id)
@@ -183,8 +202,10 @@ class DatabaseUrl:
 def _open_sqlite(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
     from memory.sqlite import open_sqlite
 
-    checkpointer, locks, close = open_sqlite(url.sqlite_path)
-    return ThreadStore(checkpointer, locks, lock_timeout=lock_timeout, on_close=close)
+    checkpointer, locks, close, open_items = open_sqlite(url.sqlite_path)
+    return ThreadStore(
+        checkpointer, locks, lock_timeout=lock_timeout, on_close=close, open_items=open_items
+    )
 
 
 def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
@@ -193,8 +214,10 @@ def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
     except ImportError as exc:
         raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
 
-    checkpointer, locks, close = open_postgres(url.location)
-    return ThreadStore(checkpointer, locks, lock_timeout=lock_timeout, on_close=close)
+    checkpointer, locks, close, open_items = open_postgres(url.location)
+    return ThreadStore(
+        checkpointer, locks, lock_timeout=lock_timeout, on_close=close, open_items=open_items
+    )
 
 
 _OPENERS: dict[str, Callable[[DatabaseUrl, float], ThreadStore]] = {

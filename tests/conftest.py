@@ -29,7 +29,7 @@ POSTGRES_ADMIN_URL = os.environ.get(
     "AGENT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 BACKENDS = ("sqlite", "postgres")
-PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "store")
 
 
 def _with_database(url: str, name: str) -> str:
@@ -61,7 +61,8 @@ def postgres_server() -> Iterator[str | None]:
 
 
 def clean_postgres(url: str) -> None:
-    """Empty the checkpoint tables between tests (they exist after the first store opens)."""
+    """Empty the checkpoint and store tables between tests (they exist after the first
+    store opens)."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:

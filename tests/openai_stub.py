@@ -12,6 +12,7 @@ with `default` (unless set, a loud HTTP 500 naming the request).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -234,6 +235,12 @@ class OpenAIStub:
                 raise TimeoutError(f"got {len(self._requests)} requests, expected {count}")
             return list(self._requests)
 
+    def _record(self, request: dict[str, Any]) -> None:
+        """Record a request that needs no scripted reply (embeddings)."""
+        with self._cond:
+            self._requests.append(request)
+            self._cond.notify_all()
+
     def _take(self, request: dict[str, Any]) -> tuple[Reply, bool]:
         """Record `request` and pick its reply; the flag is False for the built-in 500."""
         with self._cond:
@@ -281,7 +288,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_unknown()
 
     def do_POST(self) -> None:
-        if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
+        path = self.path.split("?")[0].rstrip("/")
+        if path not in ("/v1/chat/completions", "/v1/embeddings"):
             self._send_unknown()
             return
         length = int(self.headers.get("Content-Length") or 0)
@@ -291,6 +299,10 @@ class _Handler(BaseHTTPRequestHandler):
             request = None
         if not isinstance(request, dict):
             self._send_json(400, _error_body(400, BAD_BODY_MESSAGE))
+            return
+        if path == "/v1/embeddings":
+            self.stub._record(request)
+            self._send_json(200, _embeddings(request))
             return
         reply, scripted = self.stub._take(request)
         if reply.delay and self.stub._closed.wait(reply.delay):
@@ -332,6 +344,57 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+
+EMBEDDING_DIMS = 256
+STOP_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "any",
+        "for",
+        "you",
+        "are",
+        "was",
+        "what",
+        "who",
+        "how",
+        "this",
+        "that",
+        "with",
+        "from",
+    ]
+)
+_TOKEN = re.compile(r"\w+")
+
+
+def embed_text(text: str) -> list[float]:
+    """A deterministic bag-of-words embedding: each word (lower-cased, at least three
+    letters, not a stop word, a trailing `s` dropped) adds to one of `EMBEDDING_DIMS`
+    buckets."""
+    vector = [0.0] * EMBEDDING_DIMS
+    for word in _TOKEN.findall(text.casefold()):
+        if len(word) >= 3 and word not in STOP_WORDS:
+            word = word.removesuffix("s")
+            digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+            vector[int.from_bytes(digest, "big") % EMBEDDING_DIMS] += 1
+    norm = sum(v * v for v in vector) ** 0.5 or 1.0
+    return [v / norm for v in vector]
+
+
+def _embeddings(request: Mapping[str, Any]) -> dict[str, Any]:
+    raw = request.get("input")
+    texts = [raw] if isinstance(raw, str) else list(raw or [])
+    data = [
+        {"object": "embedding", "index": n, "embedding": embed_text(str(text))}
+        for n, text in enumerate(texts)
+    ]
+    return {
+        "object": "list",
+        "data": data,
+        "model": request.get("model", "stub"),
+        "usage": {"prompt_tokens": 0, "total_tokens": 0},
+    }
 
 
 def _new_id(prefix: str) -> str:

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from agent import web
-from agent.api import chat, conversations, errors
+from agent.api import chat, conversations, errors, memories
 from agent.api.body import BodyLimit
 from agent.api.errors import OWN_PATHS
 from agent.api.sessions import SessionCookies
@@ -66,6 +66,7 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     )
     app.include_router(chat.router)
     app.include_router(conversations.router)
+    app.include_router(memories.router)
     app.include_router(web.router)  # the chat page at `/` (agent/web/)
 
     @app.get("/api/health", tags=["meta"])

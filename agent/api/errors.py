@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException
 
-from agent.errors import ConversationBusy, MessageTooLong
+from agent.errors import ConversationBusy, MemoryNotFound, MessageTooLong
 from memory import ConversationNotFound, InvalidInput, StorageError
 
 logger = logging.getLogger(__name__)
@@ -52,6 +52,8 @@ def domain_error(exc: Exception) -> tuple[int, str, str] | None:
     """(status, code, message) for an error the agent raises on purpose, else None."""
     if isinstance(exc, ConversationNotFound):
         return 404, "not_found", "conversation not found"
+    if isinstance(exc, MemoryNotFound):
+        return 404, "memory_not_found", str(exc)
     if isinstance(exc, ConversationBusy):
         return 409, "conversation_busy", str(exc)
     if isinstance(exc, MessageTooLong):
@@ -110,6 +112,12 @@ def install(app: FastAPI) -> None:
     """Register the handlers on `app`."""
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
-    for kind in (ConversationNotFound, ConversationBusy, InvalidInput, StorageError):
+    for kind in (
+        ConversationNotFound,
+        MemoryNotFound,
+        ConversationBusy,
+        InvalidInput,
+        StorageError,
+    ):
         app.add_exception_handler(kind, on_domain_error)
     app.add_exception_handler(Exception, on_unexpected)

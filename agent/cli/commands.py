@@ -16,6 +16,9 @@ Type a message and press Enter to chat. Commands:
   /list             list this session's conversations (* marks the selected one)
   /switch N         continue conversation N of the last /list
   /memory           show what the agent remembers of this conversation
+  /memories         list what it remembers about you across conversations
+  /remember TEXT    ask it to remember TEXT about you (no secrets: they are refused)
+  /forget N         forget item N of the last /memories
   /tasklist GOAL    plan GOAL as a task list (stops for your review)
   /delivery REQUEST run the delivery workflow on REQUEST
   /review           answer a review left pending
@@ -39,10 +42,12 @@ DEFAULT_ACTIONS = {
 TEXT_FIELDS = {"reject": "reason", "respond": "feedback"}
 """Actions that need text, and the decision field that carries it (others take none)."""
 
-NO_ARGUMENT_COMMANDS = frozenset({"new", "list", "memory", "review", "help", "quit"})
+NO_ARGUMENT_COMMANDS = frozenset({"new", "list", "memory", "memories", "review", "help", "quit"})
 ALIASES = {"exit": "quit"}
 UNKNOWN_COMMAND = "unknown command {head}; type /help for the commands"
 SWITCH_USAGE = "usage: /switch N, with N a number from /list"
+FORGET_USAGE = "usage: /forget N, with N a number from /memories"
+REMEMBER_USAGE = "usage: /remember TEXT"
 EDIT_FORMAT = (
     "edit takes the new task list: titles separated by ';' (edit Write the tests; "
     "Ship it), or JSON for acceptance criteria too "
@@ -76,6 +81,12 @@ class ChatBackend(Protocol):
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
 
+    def memories(self, *, session_id: str) -> dict[str, Any]: ...
+
+    def remember(self, text: str, *, session_id: str) -> dict[str, Any]: ...
+
+    def forget(self, memory_id: str, *, session_id: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class Command:
@@ -83,8 +94,8 @@ class Command:
 
     Attributes:
         name: `message` for text to send, else the slash command without its slash.
-        text: the message to send.
-        number: the conversation number of `/switch`.
+        text: the message to send, or the text of `/remember`.
+        number: the conversation number of `/switch`, the item number of `/forget`.
     """
 
     name: str
@@ -106,10 +117,14 @@ def parse_command(line: str) -> Command | None:
         return Command("message", text=text)
     name = ALIASES.get(head[1:].lower(), head[1:].lower())
     rest = rest.strip()
-    if name == "switch":
+    if name in ("switch", "forget"):
         if not (rest.isascii() and rest.isdigit()) or int(rest) < 1:
-            raise UsageError(SWITCH_USAGE)
-        return Command("switch", number=int(rest))
+            raise UsageError(SWITCH_USAGE if name == "switch" else FORGET_USAGE)
+        return Command(name, number=int(rest))
+    if name == "remember":
+        if not rest:
+            raise UsageError(REMEMBER_USAGE)
+        return Command(name, text=rest)
     if name in NO_ARGUMENT_COMMANDS:
         if rest:
             raise UsageError(f"/{name} takes no arguments")

@@ -112,6 +112,15 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
             reason = SKIP_REASONS.get(str(event.get("reason")))
             return f"[memory: not written: {reason}]" if reason else "[memory: not written]"
         return f"[memory: write {status}]"
+    if stage == "remember":
+        if status == "skipped":
+            return None  # nothing new about the user: not worth a line
+        if status == "succeeded":
+            added, retired = int(event.get("remembered") or 0), int(event.get("retired") or 0)
+            parts = [f"remembered {added}"] if added else []
+            parts += [f"forgot {retired} older"] if retired else []
+            return f"[long-term memory: {', '.join(parts) or 'refreshed'}]"
+        return f"[long-term memory: {status}]"
     if stage == "compact":
         detail = ""
         if event.get("summaryChars") is not None:
@@ -195,6 +204,19 @@ def render_memory(dto: Mapping[str, Any]) -> str:
     messages = dto.get("messages") or []
     lines.append(f"recent messages ({len(messages)}):" if messages else "recent messages: none")
     lines.extend(f"  {m.get('role')}: {_one_line(m.get('text', ''))}" for m in messages)
+    return "\n".join(lines)
+
+
+def render_memories(listing: Mapping[str, Any]) -> str:
+    """The long-term items, numbered for `/forget N`, newest first."""
+    items = listing.get("memories") or []
+    if not items:
+        return "long-term memory: nothing yet (say a preference, or /remember TEXT)"
+    lines = [f"long-term memory ({len(items)} of {listing.get('limit', '?')}):"]
+    lines.extend(
+        f"  {n}. [{item.get('kind')}] {_one_line(str(item.get('text', '')))}"
+        for n, item in enumerate(items, 1)
+    )
     return "\n".join(lines)
 
 

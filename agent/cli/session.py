@@ -19,7 +19,14 @@ from agent.cli.commands import (
     parse_decision,
     review_actions,
 )
-from agent.cli.render import TurnOutcome, TurnPrinter, render_listing, render_memory, render_review
+from agent.cli.render import (
+    TurnOutcome,
+    TurnPrinter,
+    render_listing,
+    render_memories,
+    render_memory,
+    render_review,
+)
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
 
@@ -94,6 +101,8 @@ class ChatSession:
         self.read_line = read_line
         self.out, self.err = out or sys.stdout, err or sys.stderr
         self._listing: list[str] = []
+        self._memories: list[str] = []
+        """Ids of the long-term items of the last `/memories`, for `/forget N`."""
         self._pending: tuple[str, dict[str, Any], str | None] | None = None
         """The review waiting for an answer: conversation, payload, route."""
         self._next_line: str | None = None
@@ -140,6 +149,9 @@ class ChatSession:
             "list": self._list,
             "switch": self._switch,
             "memory": self._memory,
+            "memories": self._list_memories,
+            "remember": self._remember,
+            "forget": self._forget,
             "review": self._review,
             "help": lambda _: self._say(HELP),
         }
@@ -270,6 +282,27 @@ class ChatSession:
         self.conversation_id = conversation_id
         titles = {entry["id"]: entry["title"] for entry in registry["conversations"]}
         self._say(f"switched to {number}. {titles.get(conversation_id, conversation_id)}")
+
+    def _list_memories(self, _: Command | None = None, *, show: bool = True) -> None:
+        listing = self.agent.memories(session_id=self.session_id)
+        self._memories = [item["id"] for item in listing["memories"]]
+        if show:
+            self._say(render_memories(listing))
+
+    def _remember(self, command: Command) -> None:
+        item = self.agent.remember(command.text, session_id=self.session_id)
+        self._say(f"remembered [{item['kind']}] {item['text']}")
+        self._memories = []  # numbers change: the next /forget lists again
+
+    def _forget(self, command: Command) -> None:
+        if not self._memories:
+            self._list_memories(show=False)
+        number = command.number or 0
+        if not 1 <= number <= len(self._memories):
+            raise UsageError(f"no item {number}: /memories shows {len(self._memories)}")
+        self.agent.forget(self._memories[number - 1], session_id=self.session_id)
+        self._memories = []
+        self._say(f"forgot item {number}")
 
     def _memory(self, _: Command) -> None:
         if self.conversation_id is None:

@@ -22,8 +22,8 @@ from langchain_core.messages.tool import tool_call
 
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
 from memory.compaction import clamp
-from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
-from memory.prompts import PINNED_BLOCK, SUMMARY_BLOCK
+from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
 
 CALCULATOR = "calculator"
 CURRENT_TIME = "current_time"
@@ -33,10 +33,12 @@ MAX_CALCULATIONS = 3
 OFFLINE_PREFIX = "[offline model]"
 OFFLINE_NOTICE = (
     f"{OFFLINE_PREFIX} No model API key is configured, so this deterministic offline model "
-    "answers: it echoes your message and shows what it remembers of this conversation."
+    "answers: it echoes your message and shows what it remembers of you and of this "
+    "conversation."
 )
 ECHO_LINE = 'You said: "{text}"'
 NO_INPUT_LINE = "There is no new user message to answer."
+LONG_TERM_LINE = "What I remember about you:\n{items}"
 PINS_LINE = "Pinned decisions I keep to:\n{pins}"
 SUMMARY_LINE = "Summary of our earlier conversation: {summary}"
 HISTORY_LINE = 'I can see {count} earlier message(s); your previous message was: "{previous}"'
@@ -81,12 +83,14 @@ class ContextView:
     """What the offline model reads from a `memory.context.build_context` message list.
 
     Attributes:
+        long_term: the user's recalled long-term items, as `[kind] text` lines.
         pins: pinned decisions, in their numbered order.
         summary: the summary block's text ("" when absent).
         history: earlier user/assistant messages, oldest first.
         latest: the latest user message, or None when the list does not end with one.
     """
 
+    long_term: list[str] = field(default_factory=list)
     pins: list[str] = field(default_factory=list)
     summary: str = ""
     history: list[BaseMessage] = field(default_factory=list)
@@ -107,13 +111,19 @@ def _template_body(content: str, template: str, placeholder: str) -> str:
 
 
 def read_context(messages: Sequence[BaseMessage]) -> ContextView:
-    """Split a context into pinned decisions, summary, earlier messages and latest input."""
+    """Split a context into long-term items, pinned decisions, summary, earlier messages
+    and latest input."""
+    long_term: list[str] = []
     pins: list[str] = []
     summary = ""
     history: list[BaseMessage] = []
     for message in messages:
         if isinstance(message, SystemMessage):
-            if message.id == PINNED_BLOCK_ID:
+            if message.id == LONG_TERM_BLOCK_ID:
+                body = _template_body(message.text, LONG_TERM_BLOCK, "items")
+                long_term = [line.removeprefix("- ").strip() for line in body.splitlines()]
+                long_term = [item for item in long_term if item]
+            elif message.id == PINNED_BLOCK_ID:
                 body = _template_body(message.text, PINNED_BLOCK, "pins")
                 pins = [re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines()]
                 pins = [pin for pin in pins if pin]
@@ -126,7 +136,9 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
         latest = messages[-1].text
         if history and history[-1] is messages[-1]:
             history.pop()
-    return ContextView(pins=pins, summary=summary, history=history, latest=latest)
+    return ContextView(
+        long_term=long_term, pins=pins, summary=summary, history=history, latest=latest
+    )
 
 
 def plain_answer(messages: Sequence[BaseMessage]) -> str:
@@ -137,6 +149,9 @@ def plain_answer(messages: Sequence[BaseMessage]) -> str:
         lines.append(ECHO_LINE.format(text=_one_line(view.latest, ECHO_CHARS)))
     else:
         lines.append(NO_INPUT_LINE)
+    if view.long_term:
+        items = "\n".join(f"- {item}" for item in view.long_term)
+        lines.append(LONG_TERM_LINE.format(items=items))
     if view.pins:
         numbered = "\n".join(f"{n}. {pin}" for n, pin in enumerate(view.pins, start=1))
         lines.append(PINS_LINE.format(pins=numbered))

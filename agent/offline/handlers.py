@@ -1,9 +1,9 @@
 """`DEFAULT_HANDLERS`: every structured output the offline model produces, by schema.
 
 The one table of what `OfflineChatModel.with_structured_output` can answer: memory
-compaction, the task list's four stages and the delivery's four. A model built with
-`structured_handlers=` answers from its own table instead (for example
-`{**DEFAULT_HANDLERS, MySchema: my_handler}`).
+compaction, long-term extraction, the task list's four stages and the delivery's four.
+A model built with `structured_handlers=` answers from its own table instead (for
+example `{**DEFAULT_HANDLERS, MySchema: my_handler}`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from pydantic import BaseModel
 
 from agent.offline import delivery, tasklist
 from agent.offline.compaction import compaction_output
+from agent.offline.longterm import extraction_output
 from graphs.delivery import DeliveryPlan, DeliveryReport, DeliveryTaskResult, ReviewVerdict
 from graphs.tasklist import SelfCheck, TasklistSummary, TasklistTaskResult, TaskPlan
 from memory.compaction import CompactionOutput
+from memory.longterm import ExtractionOutput
 
 StructuredHandler = Callable[[Sequence[BaseMessage]], BaseModel]
 """Builds an instance of its schema from the input messages, deterministically."""
@@ -26,6 +28,7 @@ StructuredHandler = Callable[[Sequence[BaseMessage]], BaseModel]
 DEFAULT_HANDLERS: Mapping[type[BaseModel], StructuredHandler] = MappingProxyType(
     {
         CompactionOutput: compaction_output,
+        ExtractionOutput: extraction_output,
         TaskPlan: tasklist.offline_plan,
         TasklistTaskResult: tasklist.offline_result,
         SelfCheck: tasklist.offline_check,

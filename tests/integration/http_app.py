@@ -28,14 +28,18 @@ OUTAGE_SECONDS = 10.0
 
 def create() -> FastAPI:
     """Paced answers; messages containing "slow" stream slowly."""
-    return create_app(lambda: ChatAgent(model=PacedModel(slow_pause=0.3)))
+    return create_app(lambda: ChatAgent(model=PacedModel(slow_pause=0.3), long_term_memory="rules"))
 
 
 def create_for_workers() -> FastAPI:
     """Paced answers; compaction always fails, so every turn stays in memory verbatim
     (the hard-cap fallback folds old turns into summary lines, never drops them)."""
     return create_app(
-        lambda: ChatAgent(model=PacedModel(slow_pause=0.3), compaction_model=ScriptedModel())
+        lambda: ChatAgent(
+            model=PacedModel(slow_pause=0.3),
+            compaction_model=ScriptedModel(),
+            long_term_memory="rules",
+        )
     )
 
 
@@ -70,7 +74,7 @@ class OutageModel(PacedModel):
 
 
 def create_with_outage() -> FastAPI:
-    return create_app(lambda: ChatAgent(model=OutageModel()))
+    return create_app(lambda: ChatAgent(model=OutageModel(), long_term_memory="rules"))
 
 
 SLOW_WORD = "slowly"
@@ -100,4 +104,4 @@ class PacedOfflineModel(OfflineChatModel):
 
 def create_paced_offline() -> FastAPI:
     """The offline model, paced for messages that ask for it (the chat page's tests)."""
-    return create_app(lambda: ChatAgent(model=PacedOfflineModel()))
+    return create_app(lambda: ChatAgent(model=PacedOfflineModel(), long_term_memory="rules"))

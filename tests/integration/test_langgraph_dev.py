@@ -11,6 +11,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
+from agent.api.sessions import COOKIE_NAME
 from memory import assert_client_safe
 from tests.integration.conftest import Server
 
@@ -216,3 +217,27 @@ def test_the_graph_status_agrees_while_a_review_is_pending(langgraph_dev: Server
     output, state = asyncio.run(go())
     assert output["__interrupt__"] and output["status"] == "interrupted"
     assert state["values"]["status"] == "interrupted" and state["interrupts"]
+
+
+def test_a_memory_said_over_http_is_recalled_in_a_studio_run(langgraph_dev: Server) -> None:
+    """One long-term store for the HTTP app and the graph: an item added through the API is
+    in a Studio run's context for the same session id (and in no other session's), and
+    one said in a Studio run is listed over HTTP."""
+
+    async def run(text: str, session: str) -> Any:
+        thread = await get_client(url=langgraph_dev.url).threads.create()
+        payload = {"message": text, "session_id": session}
+        return await wait_run(langgraph_dev, thread["thread_id"], payload)
+
+    with httpx.Client(base_url=langgraph_dev.url, timeout=30) as client:
+        created = client.post("/api/memories", json={"text": "I am vegetarian", "kind": "fact"})
+        assert created.status_code == 201, created.text
+        session_id = client.cookies[COOKIE_NAME].partition(".")[0]
+        mine = asyncio.run(run("what should I cook tonight?", session_id))
+        theirs = asyncio.run(run("what should I cook tonight?", "someone-else"))
+        assert "[fact] I am vegetarian" in mine["answer"]
+        assert "vegetarian" not in theirs["answer"]
+        said = asyncio.run(run("Please remember that I love jazz.", session_id))
+        assert said["remembered"] == ["I love jazz."]
+        listed = [m["text"] for m in client.get("/api/memories").json()["memories"]]
+    assert sorted(listed) == ["I am vegetarian", "I love jazz."]

@@ -236,9 +236,9 @@ def test_models_endpoint_lists_models(stub: OpenAIStub) -> None:
 
 def test_unknown_path_is_a_json_404(stub: OpenAIStub) -> None:
     with pytest.raises(urllib.error.HTTPError) as caught:
-        urllib.request.urlopen(f"{stub.base_url}/embeddings", data=b"{}", timeout=5)
+        urllib.request.urlopen(f"{stub.base_url}/completions", data=b"{}", timeout=5)
 
     assert caught.value.code == 404
     body = json.loads(caught.value.read())
-    assert "unknown endpoint POST /v1/embeddings" in body["error"]["message"]
+    assert "unknown endpoint POST /v1/completions" in body["error"]["message"]
     assert stub.requests == []

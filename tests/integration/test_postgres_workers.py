@@ -242,3 +242,36 @@ def test_a_database_outage_mid_turn_degrades_that_turn_only(pg_url: str, tmp_pat
             conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         session.close()
         stop(server.process)
+
+
+def test_two_workers_do_not_duplicate_an_item_said_concurrently(workers: list[Server]) -> None:
+    """The same statement reaches both workers at once, in turns of two conversations and
+    through the API: the session's advisory lock lets one write it, the other refresh it."""
+    session = Session(workers)
+    try:
+        assert session.request(0, "GET", "/api/memories").status_code == 200  # the cookie
+        conversations = [
+            session.chat(n, "hello", createConversation=True).headers["X-Conversation-Id"]
+            for n in range(2)
+        ]
+        statement = "I am allergic to peanuts"
+
+        def say(n: int, by_turn: bool, start: threading.Barrier) -> httpx.Response:
+            start.wait()
+            if by_turn:
+                return session.chat(n, statement, conversationId=conversations[n])
+            return session.request(n, "POST", "/api/memories", json={"text": statement})
+
+        for _ in range(3):
+            start = threading.Barrier(4)
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                futures = [
+                    pool.submit(say, n, by_turn, start)
+                    for n in range(2)
+                    for by_turn in (True, False)
+                ]
+            assert all(f.result().status_code in (200, 201) for f in futures)
+        items = session.request(1, "GET", "/api/memories").json()["memories"]
+        assert [item["text"] for item in items] == [statement]
+    finally:
+        session.close()

@@ -57,12 +57,7 @@ TASKLIST = "/tasklist Set up CI. Add linting."
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    # long-term extraction by rules whatever the model: the offline model's own mode
-    started = start_uvicorn(
-        "create_paced_offline",
-        tmp_path_factory.mktemp("web"),
-        AGENT_LONG_TERM_MEMORY="rules",
-    )
+    started = start_uvicorn("create_paced_offline", tmp_path_factory.mktemp("web"))
     try:
         yield started
     finally:

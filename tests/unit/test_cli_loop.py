@@ -15,6 +15,7 @@ from agent import ChatAgent, ConversationBusy, InvalidRequest
 from agent.cli.main import build_parser, main
 from agent.cli.session import ChatSession, echo_reader
 from agent.errors import NOTHING_TO_RESUME
+from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from tests.fakes import PacedModel
 from tests.unit.cli_support import REGISTRY, REVISION, STRATEGY, done
@@ -226,6 +227,44 @@ def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(paced_agent: ChatA
     assert err.getvalue() == ""
     registry = paced_agent.conversations(session_id="s1")
     assert [c["title"] for c in registry["conversations"]] == ["quick"]
+
+
+def test_long_term_memory_commands(tmp_path: Path) -> None:
+    with ChatAgent(
+        database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
+        model=OfflineChatModel(),
+        secret="s" * 40,
+        settings=Settings(data_dir=tmp_path / "data"),
+    ) as agent:
+        out, err, code = chat(
+            agent,
+            "I prefer short answers.",
+            "/remember my password is hunter2",
+            "/remember I am vegetarian",
+            "/memories",
+            "/forget 2",
+            "/forget 9",
+            "/new",
+            "what should I cook?",
+            "/memories",
+        )
+        assert code == 0
+        assert "[long-term memory: remembered 1]" in out
+        assert "remembered [fact] I am vegetarian" in out
+        listing = out.split("> /memories\n")[1]
+        assert "  1. [fact] I am vegetarian" in listing
+        assert "  2. [preference] I prefer short answers." in listing
+        assert "forgot item 2" in out
+        # the next conversation's answer shows what the offline model was given
+        assert "- [fact] I am vegetarian" in out.split("> what should I cook?")[1]
+        assert "short answers" not in out.split("> what should I cook?")[1]
+        assert err.splitlines() == [
+            "error: that looks like a password or pass phrase; secrets are never remembered",
+            "error: no item 9: /memories shows 1",
+        ]
+        assert [m["text"] for m in agent.memories(session_id="s1")["memories"]] == [
+            "I am vegetarian"
+        ]
 
 
 # -- the command line ----------------------------------------------------------------------

@@ -38,6 +38,9 @@ from tests.unit.cli_support import REGISTRY, REVISION, STRATEGY, done
         ("/exit", "quit", "", None),
         ("/switch 2", "switch", "", 2),
         ("/switch   12 ", "switch", "", 12),
+        ("/memories", "memories", "", None),
+        ("/remember I am vegetarian", "remember", "I am vegetarian", None),
+        ("/forget 3", "forget", "", 3),
     ],
 )
 def test_parse_command(line: str, name: str, text: str, number: int | None) -> None:
@@ -55,6 +58,10 @@ def test_blank_lines_are_no_command(line: str) -> None:
     ("line", "problem"),
     [
         ("/switch", "usage: /switch N"),
+        ("/forget", "usage: /forget N"),
+        ("/forget first", "usage: /forget N"),
+        ("/remember", "usage: /remember TEXT"),
+        ("/memories all", "/memories takes no arguments"),
         ("/switch two", "usage: /switch N"),
         ("/switch 0", "usage: /switch N"),
         ("/switch -1", "usage: /switch N"),

@@ -74,6 +74,7 @@ def test_a_handler_given_to_one_model_answers_its_schema(model: OfflineChatModel
 def test_default_handlers_answer_every_workflow_schema(model: OfflineChatModel) -> None:
     assert {schema.__name__ for schema in model.structured_handlers} == {
         "CompactionOutput",
+        "ExtractionOutput",
         "TaskPlan",
         "TasklistTaskResult",
         "SelfCheck",

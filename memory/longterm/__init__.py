@@ -1,0 +1,42 @@
+"""Long-term memory: what a user said about themselves that holds across conversations.
+
+Knows nothing of graphs or agents: the store (`LongTermMemory`), the write gate, the
+rules and model extractors, and recall within a budget (DESIGN §10).
+"""
+
+from memory.longterm.extraction import (
+    RULES_EXTRACTOR,
+    ExtractionMode,
+    ExtractionOutput,
+    Extractor,
+    model_extractor,
+    structured_extractor,
+)
+from memory.longterm.gate import Refusal, WritePlan, plan_write
+from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
+from memory.longterm.rules import Extraction, Proposal, extract, has_cue
+from memory.longterm.secrets import SecretKind, find_secret
+from memory.longterm.store import LongTermMemory, MemoryWrite
+
+__all__ = [
+    "MEMORY_KINDS",
+    "RULES_EXTRACTOR",
+    "Extraction",
+    "ExtractionMode",
+    "ExtractionOutput",
+    "Extractor",
+    "LongTermMemory",
+    "MemoryItem",
+    "MemoryKind",
+    "MemoryWrite",
+    "Proposal",
+    "Refusal",
+    "SecretKind",
+    "WritePlan",
+    "extract",
+    "find_secret",
+    "has_cue",
+    "model_extractor",
+    "plan_write",
+    "structured_extractor",
+]

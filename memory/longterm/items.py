@@ -1,0 +1,123 @@
+"""Long-term memory items: the stored value, its public DTO, and text normalisation."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
+from memory.errors import InvalidInput
+from memory.limits import MAX_IMPORTANCE, MAX_MEMORY_TEXT_CHARS, MIN_IMPORTANCE
+from memory.schema import UtcDatetime
+
+MemoryKind = Literal["boundary", "preference", "goal", "style", "fact"]
+MEMORY_KINDS: tuple[MemoryKind, ...] = get_args(MemoryKind)
+Source = Literal["rules", "model", "explicit"]
+
+INVALID_KIND = "kind must be one of: " + ", ".join(MEMORY_KINDS)
+_CONTRACTIONS = {
+    "i'm": "i am",
+    "i've": "i have",
+    "i'd": "i would",
+    "i'll": "i will",
+    "don't": "do not",
+    "doesn't": "does not",
+    "didn't": "did not",
+    "can't": "cannot",
+    "won't": "will not",
+    "isn't": "is not",
+    "aren't": "are not",
+    "it's": "it is",
+    "let's": "let us",
+}
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
+_WORDS = re.compile(r"[\w']+")
+
+
+def memory_id() -> str:
+    """A fresh item id (opaque, URL-safe)."""
+    return "m_" + uuid.uuid4().hex[:16]
+
+
+def check_kind(kind: object) -> MemoryKind:
+    """`kind` if it is one of `MEMORY_KINDS`.
+
+    Raises:
+        InvalidInput: otherwise.
+    """
+    if kind not in MEMORY_KINDS:
+        raise InvalidInput(INVALID_KIND)
+    return kind
+
+
+def normalise(text: str) -> str:
+    """`text` as compared for duplicates: NFKC, case-folded, contractions spelled out,
+    punctuation and extra spaces gone. "I'm vegetarian!" and "i am  vegetarian" match."""
+    text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).casefold()
+    words = [_CONTRACTIONS.get(word, word) for word in _WORDS.findall(text)]
+    return " ".join(word.strip("'") for word in words if word.strip("'"))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+StoredText = Annotated[
+    StrictStr, AfterValidator(_one_line), Field(min_length=1, max_length=MAX_MEMORY_TEXT_CHARS)
+]
+
+
+class MemoryItem(BaseModel):
+    """One long-term item as stored (the store item's value) and used internally.
+
+    Attributes:
+        id: the store key.
+        kind: boundary | preference | goal | style | fact.
+        text: what the user said, one line, at most 300 characters.
+        importance: 1-5; ranks recall and decides what goes past the session limit.
+        created_at, updated_at: UTC; a duplicate statement refreshes `updated_at`.
+        conversation_id: the conversation where it was said (None when added directly).
+        key: the normalised text (duplicates), never exposed.
+        subject: what a later statement on the same subject supersedes, never exposed.
+        source: which path wrote it: rules, model or explicit.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: StrictStr
+    kind: MemoryKind
+    text: StoredText
+    importance: int = Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+    conversation_id: StrictStr | None = None
+    key: StrictStr
+    subject: StrictStr | None = None
+    source: Source = "rules"
+
+    def to_value(self) -> dict[str, Any]:
+        """The store item's value (JSON; the id is the store key)."""
+        return self.model_dump(mode="json", exclude={"id"})
+
+    @classmethod
+    def from_value(cls, key: str, value: dict[str, Any]) -> MemoryItem | None:
+        """The item stored under `key`, or None for a value that does not validate."""
+        try:
+            return cls.model_validate({**value, "id": key})
+        except ValidationError:
+            return None
+
+    def to_dto(self) -> dict[str, Any]:
+        """The public shape (DESIGN §10), camelCase; internals stay out."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "text": self.text,
+            "importance": self.importance,
+            "createdAt": self.created_at.isoformat(),
+            "updatedAt": self.updated_at.isoformat(),
+            "conversationId": self.conversation_id,
+        }

@@ -1,0 +1,138 @@
+"""Recall: which long-term items a turn's context gets, within its budget.
+
+Boundaries come first, always. The rest is ranked by relevance to the new message
+× importance × freshness. Offline, relevance is lexical: English words (lightly
+stemmed, stop words out) and CJK character bigrams; with an embeddings model the
+store's vector index gives the relevance instead (`scores`). Preferences and style
+shape every answer, so they are eligible without any word in common; a fact or a
+goal needs something in common with the message, unless it is important (4-5).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+
+from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
+from memory.longterm.items import MemoryItem
+
+FRESHNESS_HALF_LIFE_DAYS = 180.0
+TOKEN_CACHE_SIZE = 8192
+ALWAYS_ELIGIBLE = frozenset({"boundary", "preference", "style"})
+IMPORTANT = 4
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
+_STOP_WORDS_TEXT = """
+a an the and or but if then so to of in on at by for with from as is are was were be been
+being am i me my mine myself you your yours we our us it its this that these those he she
+they them his her their do does did done have has had having not no nor can could would
+should will shall may might must just also very really too please what which who whom
+whose when where why how all any each some such than there here about into over under
+again further once only own same other more most both few up down out off s t don't i'm
+i've i'd i'll it's that's let's
+"""
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ies", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+@functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)
+def tokens(text: str) -> frozenset[str]:
+    """Lexical tokens: stemmed English words without stop words, and CJK bigrams (a lone
+    CJK character counts as itself). Cached: a session's items are ranked every turn."""
+    lowered = text.casefold()
+    found = {_stem(word) for word in _WORD.findall(lowered) if word not in STOP_WORDS}
+    for run in _CJK_RUN.findall(lowered):
+        if len(run) == 1:
+            found.add(run)
+        found.update(run[i : i + 2] for i in range(len(run) - 1))
+    return frozenset(found)
+
+
+def lexical_relevance(query: frozenset[str], item: MemoryItem) -> float:
+    """Shared tokens, normalised by the item's length (0 when nothing is shared)."""
+    own = tokens(item.text)
+    if not own or not query:
+        return 0.0
+    return len(own & query) / math.sqrt(len(own))
+
+
+def freshness(item: MemoryItem, now: datetime) -> float:
+    """1 for an item said today, halving every `FRESHNESS_HALF_LIFE_DAYS`."""
+    age_days = max((now - item.updated_at).total_seconds(), 0.0) / 86_400
+    return 0.5 ** (age_days / FRESHNESS_HALF_LIFE_DAYS)
+
+
+def rank(
+    items: Sequence[MemoryItem],
+    query: str,
+    now: datetime,
+    *,
+    scores: Mapping[str, float] | None = None,
+) -> list[MemoryItem]:
+    """Eligible items, best first: boundaries, then by relevance × importance × freshness.
+
+    Args:
+        items: the session's items.
+        query: the user's new message.
+        now: for freshness.
+        scores: relevance by item id from a vector index (0-1); lexical when None.
+    """
+    query_tokens = tokens(query)
+
+    def relevance(item: MemoryItem) -> float:
+        if scores is not None:
+            return max(scores.get(item.id, 0.0), 0.0)
+        return lexical_relevance(query_tokens, item)
+
+    scored = []
+    for item in items:
+        related = relevance(item)
+        if item.kind not in ALWAYS_ELIGIBLE and related <= 0 and item.importance < IMPORTANT:
+            continue
+        score = (1.0 + related) * item.importance * freshness(item, now)
+        scored.append((item.kind != "boundary", -score, -item.updated_at.timestamp(), item))
+    scored.sort(key=lambda entry: entry[:3])
+    return [entry[3] for entry in scored]
+
+
+def within_budget(
+    ranked: Iterable[MemoryItem],
+    *,
+    max_items: int = RECALL_MAX_ITEMS,
+    max_chars: int = RECALL_MAX_CHARS,
+) -> list[MemoryItem]:
+    """The first items of `ranked` that fit `max_items` and `max_chars` of text (an item
+    that does not fit is passed over for a shorter one after it)."""
+    chosen: list[MemoryItem] = []
+    used = 0
+    for item in ranked:
+        if len(chosen) == max_items:
+            break
+        if used + len(item.text) > max_chars:
+            continue
+        chosen.append(item)
+        used += len(item.text)
+    return chosen
+
+
+def recall(
+    items: Sequence[MemoryItem],
+    query: str,
+    now: datetime,
+    *,
+    scores: Mapping[str, float] | None = None,
+    max_items: int = RECALL_MAX_ITEMS,
+    max_chars: int = RECALL_MAX_CHARS,
+) -> list[MemoryItem]:
+    """What a turn about `query` recalls: ranked, then cut to the budget."""
+    ranked = rank(items, query, now, scores=scores)
+    return within_budget(ranked, max_items=max_items, max_chars=max_chars)

@@ -1,0 +1,357 @@
+"""Deterministic rules for long-term memory: the cue pre-filter and the `rules` extractor.
+
+Seed 002's keyword rules (喜欢, 不喜欢, 希望, 记住, 不要, 以后, 习惯 …), extended to
+English, decide three things about the user's own text:
+- whether extraction runs at all (`has_cue`: most turns make no extraction call);
+- which clauses state something reusable about the user (`extract`), of which kind
+  and importance, and which clauses revoke something said before;
+- the subject a statement is about (`subject_of`), so that a new statement on the
+  same subject supersedes the old one ("answer in English" replaces "answer in
+  Chinese").
+The write gate (`memory.longterm.gate`) applies the same one-off and transient checks
+to what a model proposes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory.limits import MAX_MEMORY_TEXT_CHARS
+from memory.longterm.items import MemoryKind
+
+_CUES = re.compile(
+    r"\b(?:prefer|preferred|like|likes|love|hate|dislike|enjoy|don'?t|do not|never|always|"
+    r"remember|call me|my name|i am|i'm|i work|i live|i use|i want|i'd like|i would like|"
+    r"i need|i have|i'm not|allergic|vegetarian|vegan|from now on|going forward|"
+    r"in (?:the )?future|no longer|anymore|any more|forget|stop|avoid|please (?:use|answer|"
+    r"reply|respond|write|keep|be|speak|talk)|keep (?:your |the |my )?(?:answers|replies|"
+    r"responses)|my goal|i'?m (?:learning|trying|working|planning|based|from)|i plan)\b"
+    r"|喜欢|不喜欢|希望|记住|记得|不要|以后|习惯|偏好|倾向|讨厌|我是|我叫|叫我|我在|我住|"
+    r"不再|别再|忘记|忘掉|总是|每次|一直|避免|目标|打算",
+    re.IGNORECASE,
+)
+
+_CLAUSES = re.compile(r"(?<=[.!?;。！？；\n])\s*|\s*,\s*(?:but|and then|so)\s+|，但|，")
+_ENGLISH_COMMA = re.compile(r"\s*,\s*")
+_CONJUNCTION = re.compile(r"^(?:and|but|also|so|then|plus)\s+(?:also\s+)?", re.IGNORECASE)
+_REMEMBER_PREFIX = re.compile(
+    r"^(?:(?:please|pls|also|and|ok(?:ay)?|so|btw|by the way|fyi|note)[,:]?\s+)*"
+    r"(?:(?:can|could|would) you\s+)?(?:please\s+)?"
+    r"(?:remember|note|keep in mind|don'?t forget|make a note)(?:\s+(?:that|this))?[,:]?\s+"
+    r"|^(?:请)?(?:记住|记得|记一下)[：:，,]?\s*",
+    re.IGNORECASE,
+)
+_EXPLICIT_REMEMBER = re.compile(
+    r"\b(?:remember|keep in mind|make a note|don'?t forget)\b|记住|记得|记一下", re.IGNORECASE
+)
+_DURABLE = re.compile(
+    r"\b(?:always|never|from now on|going forward|in (?:the )?future|every time|by default|"
+    r"whenever|all (?:the )?time|generally|usually|in general|each time|remember)\b"
+    r"|\b(?:your|the) (?:answers|replies|responses)\b|\b(?:answers|replies|responses)\b"
+    r"|以后|总是|每次|一直|默认|今后|记住|始终",
+    re.IGNORECASE,
+)
+_ONE_OFF = re.compile(
+    r"^(?:please\s+|pls\s+|now\s+|ok(?:ay)?,?\s+)?"
+    r"(?:(?:can|could|would|will) you\s+(?:please\s+)?)?"
+    r"(?:translate|summari[sz]e|rewrite|rephrase|write|draft|fix|explain|convert|format|"
+    r"list|give me|show me|tell me|calculate|compute|check|make|create|generate|find|"
+    r"help me|look up|search|compare|review|edit|proofread|shorten|expand|answer|reply|"
+    r"respond|read|open|send|book|schedule|plan)\b"
+    r"|\b(?:this time|just this once|for now|for this (?:one|answer|message|reply|question)|"
+    r"right now|today only)\b"
+    r"|\b(?:this|that|these|those) (?:answer|reply|response|message|one|idea|suggestion|"
+    r"version|code|text|solution|result|draft|joke|story|poem|example|explanation)s?\b"
+    r"|这次|这一次|这段|这个|这篇|这句|帮我|请把|把这|翻译一下|先",
+    re.IGNORECASE,
+)
+_DEICTIC = re.compile(
+    r"\b(?:this|these|that one|those|the following|below|above|it)\b|这段|这个|这些|下面|上面",
+    re.IGNORECASE,
+)
+_TRANSIENT = re.compile(
+    r"\b(?:i am|i'm|i feel|i'm feeling|i am feeling)\s+(?:so\s+|very\s+|a bit\s+|really\s+)?"
+    r"(?:tired|hungry|thirsty|sleepy|busy|sick|ill|sad|happy|bored|back|here|done|ready|"
+    r"confused|sorry|not sure|unsure|late|stuck|lost|curious|excited|annoyed|angry|upset|"
+    r"glad|fine|ok|okay|good|great|wondering|asking|looking|going|about to|trying this|"
+    r"testing|just)\b"
+    r"|\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening|week)|"
+    r"tomorrow|yesterday)\b|今天|现在|刚才|明天|昨天|今晚",
+    re.IGNORECASE,
+)
+_REVOCATION = re.compile(
+    r"\b(?:i )?(?:no longer|not anymore|don'?t\s+\w+\s+(?:\w+\s+)?any ?more|"
+    r"forget (?:that|about|what|my)|stop (?:\w+ing)|never mind (?:that|about)|"
+    r"(?:that|this) is no longer true|disregard (?:that|my))\b"
+    r"|不再|别再|忘记我|忘掉|忘了我|取消",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(
+    r"\?\s*$|？\s*$|^(?:do|does|did|can|could|would|will|is|are|what|"
+    r"why|how|when|where|who|which|should)\b",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b|我", re.IGNORECASE)
+_DIRECTIVE = re.compile(
+    r"^(?:please\s+)?(?:always\s+|never\s+|don'?t\s+|do not\s+)?"
+    r"(?:use|answer|reply|respond|write|keep|be|speak|talk|call me|address me|give|avoid|"
+    r"stop|include|explain|format|show)\b"
+    r"|^(?:以后|今后|总是|每次|请|都)*(?:用|回答|回复|说|别|不要|叫我|称呼我)",
+    re.IGNORECASE,
+)
+_REACTION = re.compile(
+    r"^(?:i|we)\s+(?:really\s+|just\s+|totally\s+)?(?:love|like|hate|prefer|enjoy|want|need)"
+    r"\s+(?:it|this|that|them|these|those|one)\b[\s.!]*$",
+    re.IGNORECASE,
+)
+
+_BOUNDARY = re.compile(
+    r"\b(?:don'?t|do not|never|no|avoid|stop|hate|dislike|can'?t stand|allergic|"
+    r"not comfortable|uncomfortable|boundary|boundaries|please don'?t)\b"
+    r"|不喜欢|不要|避免|边界|压力|操控|套路|别|讨厌|过敏",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:prefer|preferred|like|love|enjoy|favou?rite|rather|fan of|into)\b"
+    r"|喜欢|偏好|更希望|倾向|习惯|爱",
+    re.IGNORECASE,
+)
+_GOAL = re.compile(
+    r"\b(?:my goal|goal is|i want to|i'd like to|i would like to|i'm trying to|i am trying to|"
+    r"i'm learning|i am learning|i plan|i'm planning|i am planning|i hope to|i aim|"
+    r"working (?:on|towards?)|preparing for)\b|目标|想要|希望|正在|打算|计划",
+    re.IGNORECASE,
+)
+_STYLE = re.compile(
+    r"\b(?:answer|answers|reply|replies|respond|responses|write|tone|formal|informal|casual|"
+    r"concise|brief|short|shorter|long|longer|detailed|verbose|bullet|bullets|markdown|"
+    r"emoji|emojis|examples|language|english|chinese|call me|address me|speak|talk)\b"
+    r"|回复|回答|语气|简短|详细|中文|英文|风格",
+    re.IGNORECASE,
+)
+_FACT = re.compile(
+    r"\b(?:i am|i'm|i work|i live|i have|i've got|my name|call me|i use|i was born|"
+    r"i speak|i study|i'm based|i am based|i come from|i'm from|i am from)\b"
+    r"|我是|我叫|我在|我住|我有|我的",
+    re.IGNORECASE,
+)
+
+_LANGUAGES = (
+    r"english|chinese|mandarin|cantonese|french|spanish|german|japanese|korean|italian|"
+    r"portuguese|russian|arabic|hindi|dutch|swedish|polish|turkish|vietnamese|"
+    r"中文|英文|英语|汉语|日语|日文|法语|德语|韩语|西班牙语"
+)
+_SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("name", re.compile(r"\b(?:call me|my name|address me)\b|我叫|叫我|我的名字", re.I)),
+    ("language", re.compile(rf"\b(?:{_LANGUAGES})\b|{_LANGUAGES}", re.I)),
+    (
+        "length",
+        re.compile(
+            r"\b(?:short|shorter|brief|briefer|concise|long|longer|detailed|verbose|length|"
+            r"one[- ]line|terse)\b|简短|详细|简洁|长一点|短一点",
+            re.I,
+        ),
+    ),
+    ("tone", re.compile(r"\b(?:formal|informal|casual|friendly|professional|tone)\b|语气", re.I)),
+    (
+        "format",
+        re.compile(r"\b(?:bullet(?: points)?|markdown|tables?|emoji|emojis|headings)\b", re.I),
+    ),
+    (
+        "diet",
+        re.compile(
+            r"\b(?:vegetarian|vegan|pescatarian|eat meat|meat|halal|kosher|gluten)\b|素食|吃素",
+            re.I,
+        ),
+    ),
+    (
+        "home",
+        re.compile(r"\b(?:i live|i'm based|i am based|i moved to)\b|我住|我在.{0,6}生活", re.I),
+    ),
+    ("work", re.compile(r"\b(?:i work|my job|my employer|i'm employed)\b|我在.{0,8}工作", re.I)),
+    ("timezone", re.compile(r"\b(?:time ?zone|utc[+-]?\d*|gmt[+-]?\d*)\b|时区", re.I)),
+)
+_NEGATION = re.compile(r"\b(?:not|don'?t|do not|never|no|dislike|hate|avoid)\b|不|别|没", re.I)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One candidate item: what the user said, and what kind of thing it is."""
+
+    kind: MemoryKind
+    text: str
+    importance: int
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What an extractor found in one user text.
+
+    Attributes:
+        proposals: candidate items, in the order said.
+        revocations: clauses that revoke something said before ("I no longer …").
+        retire: ids of current items to retire (the model extractor names them).
+    """
+
+    proposals: tuple[Proposal, ...] = ()
+    revocations: tuple[str, ...] = ()
+    retire: tuple[str, ...] = ()
+
+
+def has_cue(text: str) -> bool:
+    """The cheap pre-filter: whether `text` has any cue that it says something to keep."""
+    return bool(_CUES.search(text))
+
+
+def clauses(text: str) -> list[str]:
+    """`text` split into sentences and clauses ("…, but …", Chinese commas)."""
+    parts: list[str] = []
+    for sentence in _CLAUSES.split(text):
+        sentence = sentence.strip()
+        if not sentence:
+            continue
+        # an English comma splits only where a new statement starts after it
+        pieces = _ENGLISH_COMMA.split(sentence)
+        current = pieces[0]
+        for piece in pieces[1:]:
+            bare = _CONJUNCTION.sub("", piece)
+            if _DIRECTIVE.match(bare) or _FIRST_PERSON.match(bare) or _REVOCATION.match(bare):
+                parts.append(current)
+                current = bare
+            else:
+                current = f"{current}, {piece}"
+        parts.append(current)
+    return [part.strip(" ,;") for part in parts if part.strip(" ,;")]
+
+
+def strip_remember(text: str) -> str:
+    """`text` without a leading "please remember that" / "记住"."""
+    return _REMEMBER_PREFIX.sub("", text.strip(), count=1).strip()
+
+
+def tidy(text: str) -> str:
+    """A clause as stored: one line, first letter capitalised, at most 300 characters."""
+    text = " ".join(text.split()).strip(" ,;").rstrip("?？ ")
+    if text and text[0].isalpha() and text[0].islower():
+        text = text[0].upper() + text[1:]
+    if len(text) > MAX_MEMORY_TEXT_CHARS:
+        cut = text[: MAX_MEMORY_TEXT_CHARS - 1]
+        text = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;") + "…"
+    return text
+
+
+def is_one_off(text: str) -> bool:
+    """A request for this moment ("translate this into English"), not a lasting wish."""
+    if _REACTION.match(text):
+        return True  # "I love it": a reaction to this moment's answer
+    if _DURABLE.search(text):
+        return False
+    return bool(_ONE_OFF.search(text)) or (
+        bool(_DEICTIC.search(text)) and not _FIRST_PERSON.search(text)
+    )
+
+
+def is_transient(text: str) -> bool:
+    """A passing state ("I'm tired today"), not something that holds across conversations."""
+    return bool(_TRANSIENT.search(text)) and not _DURABLE.search(text)
+
+
+def is_revocation(text: str) -> bool:
+    """Whether `text` revokes something said before ("I no longer …", "不再 …")."""
+    return bool(_REVOCATION.search(text))
+
+
+def classify(text: str) -> MemoryKind:
+    """The kind of a statement, seed 002's order extended to English: boundary,
+    preference, goal, then style; a plain statement about oneself is a fact."""
+    if _BOUNDARY.search(text):
+        return "boundary"
+    if _PREFERENCE.search(text):
+        return "preference"
+    if _GOAL.search(text):
+        return "goal"
+    if _STYLE.search(text) or _DIRECTIVE.match(text):
+        return "style"
+    return "fact"
+
+
+def importance(text: str, kind: MemoryKind, *, explicit: bool) -> int:
+    """1-5: boundaries and what the user asked to be remembered rank highest."""
+    if kind == "boundary" or explicit:
+        return 5
+    if subject_of(text) in {"name", "diet"} or re.search(
+        r"\b(?:always|never|from now on)\b|以后|总是", text, re.I
+    ):
+        return 4
+    return 3
+
+
+def subject_of(text: str) -> str | None:
+    """The subject a statement is about, when it is one a later statement replaces."""
+    for subject, pattern in _SUBJECTS:
+        if pattern.search(text):
+            return subject
+    return None
+
+
+def is_negated(text: str) -> bool:
+    """Whether a statement says what the user does not want."""
+    return bool(_NEGATION.search(text))
+
+
+def states_something(text: str, *, explicit: bool, after_revocation: bool) -> bool:
+    """Whether a clause says something about the user worth keeping: a first-person
+    statement or a directive about how to answer, not a question (unless the user asked
+    for it to be remembered)."""
+    if explicit:
+        return True
+    if _QUESTION.search(text):
+        return False
+    if not has_cue(text) and not (after_revocation and _DIRECTIVE.match(text)):
+        return False
+    return bool(_FIRST_PERSON.search(text) or _DIRECTIVE.match(text))
+
+
+def extract(text: str) -> Extraction:
+    """The `rules` extractor over the user's own text of one turn."""
+    proposals: list[Proposal] = []
+    revocations: list[str] = []
+    revoked = False
+    for clause in clauses(text):
+        explicit = bool(_EXPLICIT_REMEMBER.search(clause))
+        body = strip_remember(clause)
+        if not body:
+            continue
+        if is_revocation(body):
+            revocations.append(body)
+            revoked = True
+            continue
+        # a directive right after a revocation replaces what was revoked
+        durable = explicit or revoked or not is_one_off(body)
+        if not durable or is_transient(body):
+            continue
+        if not states_something(body, explicit=explicit, after_revocation=revoked):
+            continue
+        kind = classify(body)
+        stored = tidy(body)
+        proposals.append(Proposal(kind, stored, importance(body, kind, explicit=explicit)))
+    return Extraction(tuple(proposals), tuple(revocations))
+
+
+__all__ = [
+    "Extraction",
+    "Proposal",
+    "classify",
+    "clauses",
+    "extract",
+    "has_cue",
+    "importance",
+    "is_negated",
+    "is_one_off",
+    "is_revocation",
+    "is_transient",
+    "strip_remember",
+    "subject_of",
+    "tidy",
+]

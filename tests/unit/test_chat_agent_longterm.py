@@ -1,0 +1,233 @@
+"""Long-term memory through `ChatAgent`: across conversations, never across sessions, the
+gate on every path, forgetting on the very next turn, and faults that only degrade."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from agent import ChatAgent, InvalidRequest, MemoryNotFound
+from memory.context import LONG_TERM_BLOCK_ID
+from memory.longterm import ExtractionOutput
+from memory.longterm.extraction import ProposedMemory
+from tests.fakes import ScriptedModel
+
+pytestmark = pytest.mark.sqlite_only
+
+
+def chat_model() -> ScriptedModel:
+    return ScriptedModel(replies=["ok"] * 40)
+
+
+def long_term_block(context: list[BaseMessage]) -> str | None:
+    """The long-term block the model was sent, or None."""
+    blocks = [m for m in context if isinstance(m, SystemMessage) and m.id == LONG_TERM_BLOCK_ID]
+    return str(blocks[0].content) if blocks else None
+
+
+def new_chat(agent: ChatAgent, session: str, text: str) -> Any:
+    return agent.send(text, session_id=session, create_conversation=True)
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return chat_model()
+
+
+@pytest.fixture
+def agent(open_agent: Callable[..., ChatAgent], model: ScriptedModel) -> ChatAgent:
+    return open_agent(model, long_term_memory="rules")
+
+
+def test_a_preference_said_in_one_conversation_is_in_the_next(
+    agent: ChatAgent, model: ScriptedModel
+) -> None:
+    first = new_chat(agent, "alice", "I prefer short answers.")
+    assert first.remembered == ("I prefer short answers.",)
+    assert long_term_block(model.calls[-1]) is None  # said in this very turn: not yet known
+    new_chat(agent, "alice", "Explain recursion")
+    context = model.calls[-1]
+    block = long_term_block(context)
+    assert block is not None and "[preference] I prefer short answers." in block
+    # order: system prompt, long-term block, …, the new input last
+    assert context[0].id is None and context[1].id == LONG_TERM_BLOCK_ID
+    assert context[-1].content == "Explain recursion"
+    # another session never sees it: not in its context, not in its list
+    new_chat(agent, "mallory", "Explain recursion")
+    assert long_term_block(model.calls[-1]) is None
+    assert agent.memories(session_id="mallory") == {"memories": [], "limit": 100}
+    (item,) = agent.memories(session_id="alice")["memories"]
+    assert set(item) == {
+        "id",
+        "kind",
+        "text",
+        "importance",
+        "createdAt",
+        "updatedAt",
+        "conversationId",
+    }
+    assert item["conversationId"] == first.conversation_id
+
+
+def test_a_revoked_preference_leaves_no_trace_in_storage_or_context(
+    agent: ChatAgent, model: ScriptedModel
+) -> None:
+    cid = new_chat(agent, "s", "I prefer Chinese answers").conversation_id
+    result = agent.send(
+        "I no longer want Chinese, use English", session_id="s", conversation_id=cid
+    )
+    assert result.remembered == ("Use English",)
+    assert [m["text"] for m in agent.memories(session_id="s")["memories"]] == ["Use English"]
+    agent.send("hello", session_id="s", conversation_id=cid)
+    block = long_term_block(model.calls[-1])
+    assert block is not None and "Use English" in block and "Chinese" not in block
+
+
+def test_forgetting_takes_effect_on_the_very_next_turn(
+    agent: ChatAgent, model: ScriptedModel
+) -> None:
+    cid = new_chat(agent, "s", "Please remember that I am vegetarian.").conversation_id
+    (item,) = agent.memories(session_id="s")["memories"]
+    with pytest.raises(MemoryNotFound):
+        agent.forget(item["id"], session_id="other")
+    agent.forget(item["id"], session_id="s")
+    agent.send("what should I cook?", session_id="s", conversation_id=cid)
+    assert long_term_block(model.calls[-1]) is None
+    assert agent.memories(session_id="s")["memories"] == []
+    with pytest.raises(MemoryNotFound):
+        agent.forget(item["id"], session_id="s")
+    agent.remember("I like jazz", session_id="s")
+    agent.remember("Call me Sam", session_id="s")
+    assert agent.forget_all(session_id="s") == 2
+    assert agent.memories(session_id="s")["memories"] == []
+
+
+def test_one_off_requests_store_nothing_and_repeats_store_one(agent: ChatAgent) -> None:
+    cid = new_chat(agent, "s", "Translate this into English: bonjour").conversation_id
+    for _ in range(3):
+        agent.send("I am allergic to peanuts", session_id="s", conversation_id=cid)
+    assert [m["text"] for m in agent.memories(session_id="s")["memories"]] == [
+        "I am allergic to peanuts"
+    ]
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "Remember that my password is hunter2",
+        "remember the code word is bluebird",
+        "my API key is sk-proj-abcdefghijklmnopqrstu12345, remember it",
+        "remember my card 4111 1111 1111 1111",
+        "remember my passport number X12345678",
+    ],
+)
+def test_secrets_are_refused_on_every_path(agent: ChatAgent, secret: str) -> None:
+    result = new_chat(agent, "s", secret)
+    assert result.status == "completed" and result.remembered == ()
+    with pytest.raises(InvalidRequest, match="secrets are never remembered"):
+        agent.remember(secret, session_id="s")
+    assert agent.memories(session_id="s")["memories"] == []
+
+
+def test_remember_checks_kind_and_text(agent: ChatAgent) -> None:
+    with pytest.raises(InvalidRequest, match="kind must be one of"):
+        agent.remember("I like jazz", session_id="s", kind="secretive")
+    with pytest.raises(InvalidRequest, match="one-off"):
+        agent.remember("translate this into English", session_id="s")
+    item = agent.remember("I like jazz", session_id="s", kind="preference")
+    assert (item["kind"], item["text"], item["conversationId"]) == (
+        "preference",
+        "I like jazz",
+        None,
+    )
+
+
+def test_the_memory_event_counts_what_was_added_and_retired(agent: ChatAgent) -> None:
+    async def events(text: str, **where: Any) -> list[dict[str, Any]]:
+        return [e async for e in agent.astream(text, session_id="s", **where)]
+
+    first = asyncio.run(events("I prefer Chinese answers", create_conversation=True))
+    cid = first[0]["conversationId"]
+    second = asyncio.run(events("I no longer want Chinese, use English", conversation_id=cid))
+    remembered = [e for e in second if e["event"] == "memory" and e["stage"] == "remember"]
+    assert [(e["status"], e.get("remembered"), e.get("retired")) for e in remembered] == [
+        ("started", None, None),
+        ("succeeded", 1, 1),
+    ]
+    assert second[-1]["result"]["remembered"] == ["Use English"]
+
+
+def test_a_failing_store_leaves_the_turn_completed_and_degraded(
+    agent: ChatAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(agent.long_term.store, "batch", broken)
+    result = new_chat(agent, "s", "I prefer short answers")
+    assert (result.status, result.text, result.memory_written) == ("completed", "ok", True)
+    assert result.degraded and result.remembered == ()
+    monkeypatch.undo()
+    assert agent.memories(session_id="s")["memories"] == []
+
+
+def test_model_extraction_is_gated_and_only_runs_on_cues(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = chat_model()
+    agent = open_agent(model, long_term_memory="model")
+    cid = new_chat(agent, "s", "What is the capital of France?").conversation_id
+    assert model.structured_calls == []  # no cue: no extraction call
+    model.structured = [
+        ExtractionOutput(
+            memories=[
+                ProposedMemory(kind="preference", text="I prefer Chinese answers", importance=3),
+                ProposedMemory(kind="fact", text="User is probably a student", importance=2),
+            ],
+            retire=[],
+        )
+    ]
+    result = agent.send("I prefer Chinese answers", session_id="s", conversation_id=cid)
+    assert result.remembered == ("I prefer Chinese answers",)  # the inference was refused
+    (item,) = agent.memories(session_id="s")["memories"]
+    model.structured = [ExtractionOutput(memories=[], retire=[item["id"]])]
+    agent.send("I no longer want Chinese", session_id="s", conversation_id=cid)
+    # the model saw the user's items with their ids, as data
+    prompt = str(model.structured_calls[-1]["messages"][-1].content)
+    assert item["id"] in prompt and "I prefer Chinese answers" in prompt
+    assert agent.memories(session_id="s")["memories"] == []
+
+
+def test_a_failing_extractor_leaves_the_turn_completed_and_degraded(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = chat_model()
+    model.structured = [RuntimeError("model down")]
+    agent = open_agent(model, long_term_memory="model")
+    result = new_chat(agent, "s", "I prefer short answers")
+    assert (result.status, result.degraded, result.remembered) == ("completed", True, ())
+    assert agent.memories(session_id="s")["memories"] == []
+
+
+def test_a_failed_turn_remembers_nothing(open_agent: Callable[..., ChatAgent]) -> None:
+    model = ScriptedModel(replies=[RuntimeError("model down")])
+    agent = open_agent(model, long_term_memory="rules")
+    result = new_chat(agent, "s", "I prefer short answers")
+    assert result.status == "failed"
+    assert agent.memories(session_id="s")["memories"] == []
+
+
+def test_off_extracts_nothing_but_recalls_what_was_added(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = chat_model()
+    agent = open_agent(model, long_term_memory="off")
+    new_chat(agent, "s", "I prefer short answers")
+    assert agent.memories(session_id="s")["memories"] == []
+    agent.remember("I prefer short answers", session_id="s")
+    new_chat(agent, "s", "hello")
+    assert "I prefer short answers" in (long_term_block(model.calls[-1]) or "")

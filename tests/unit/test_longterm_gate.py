@@ -1,0 +1,143 @@
+"""The write gate: explicit, reusable, no secrets, duplicates, conflicts, and the caps."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memory.limits import MAX_MEMORY_ITEMS, MAX_NEW_MEMORIES_PER_TURN
+from memory.longterm import Extraction, MemoryItem, Proposal, WritePlan, extract, plan_write
+from memory.longterm.gate import REFUSED_INFERRED, grounded, revoked_by
+from memory.longterm.items import MemoryKind, Source, normalise
+from memory.longterm.rules import subject_of
+
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+
+
+def item(
+    text: str,
+    *,
+    kind: MemoryKind = "preference",
+    importance: int = 3,
+    age_days: int = 0,
+    item_id: str | None = None,
+) -> MemoryItem:
+    moment = NOW - timedelta(days=age_days)
+    return MemoryItem(
+        id=item_id or f"m_{abs(hash((text, age_days))) % 10**12:012d}",
+        kind=kind,
+        text=text,
+        importance=importance,
+        created_at=moment,
+        updated_at=moment,
+        key=normalise(text),
+        subject=subject_of(text),
+    )
+
+
+def plan(current: list[MemoryItem], text: str, *, source: Source = "rules") -> WritePlan:
+    return plan_write(
+        current,
+        extract(text),
+        user_text=text,
+        conversation_id="c1",
+        now=NOW,
+        source=source,
+    )
+
+
+def test_a_new_statement_is_added_with_its_conversation() -> None:
+    result = plan([], "I prefer Chinese answers")
+    assert [(i.kind, i.text, i.conversation_id) for i in result.added] == [
+        ("preference", "I prefer Chinese answers", "c1")
+    ]
+    assert result.remembered == ("I prefer Chinese answers",)
+
+
+def test_a_duplicate_refreshes_and_adds_nothing() -> None:
+    old = item("I'm vegetarian", kind="fact", age_days=10)
+    result = plan([old], "i am  vegetarian!")
+    assert result.added == ()
+    assert [(i.id, i.updated_at) for i in result.refreshed] == [(old.id, NOW)]
+    assert result.refreshed[0].created_at == old.created_at
+
+
+def test_a_statement_on_the_same_subject_supersedes() -> None:
+    chinese = item("I prefer Chinese answers")
+    result = plan([chinese], "Always answer in English from now on")
+    assert result.retired == (chinese.id,)
+    assert [i.text for i in result.added] == ["Always answer in English from now on"]
+
+
+def test_the_opposite_of_a_statement_supersedes_it() -> None:
+    likes = item("I like coffee")
+    result = plan([likes], "I don't like coffee")
+    assert result.retired == (likes.id,)
+    assert [i.kind for i in result.added] == ["boundary"]
+
+
+def test_a_revocation_retires_only_what_it_is_about() -> None:
+    chinese, cats = item("I prefer Chinese answers"), item("I like cats")
+    result = plan([chinese, cats], "I no longer want Chinese, use English")
+    assert result.retired == (chinese.id,)
+    assert [i.text for i in result.added] == ["Use English"]
+    assert revoked_by("forget that I like dogs", [chinese, cats]) == []
+
+
+def test_secrets_and_one_off_requests_are_refused_with_a_reason() -> None:
+    result = plan([], "Remember that my password is hunter2")
+    assert result.added == () and "password" in result.refused[0].reason
+    explicit = plan_write(
+        [],
+        Extraction((Proposal("preference", "translate this into English", 3),)),
+        user_text="translate this into English",
+        conversation_id=None,
+        now=NOW,
+        source="explicit",
+    )
+    assert explicit.added == () and "one-off" in explicit.refused[0].reason
+
+
+def test_a_model_proposal_must_be_grounded_in_the_users_words() -> None:
+    said = "Call me Sam. I work nights."
+    proposals = (
+        Proposal("fact", "User's name is Sam", 4),  # restates: kept
+        Proposal("fact", "User is probably a nurse", 3),  # inferred: refused
+    )
+    result = plan_write(
+        [], Extraction(proposals), user_text=said, conversation_id="c", now=NOW, source="model"
+    )
+    assert [i.text for i in result.added] == ["User's name is Sam"]
+    assert [r.reason for r in result.refused] == [REFUSED_INFERRED]
+    assert grounded("I work nights", said) and not grounded("User likes jazz", said)
+
+
+def test_model_retirements_name_existing_items_only() -> None:
+    old = item("I prefer Chinese answers", item_id="m_old")
+    result = plan_write(
+        [old],
+        Extraction(retire=("m_old", "m_unknown")),
+        user_text="forget the Chinese",
+        conversation_id="c",
+        now=NOW,
+        source="model",
+    )
+    assert result.retired == ("m_old",)
+
+
+def test_at_most_two_new_items_per_turn() -> None:
+    text = "I like cats. I like jazz. I like tea. I like chess."
+    result = plan([], text)
+    assert len(result.added) == MAX_NEW_MEMORIES_PER_TURN
+    assert len(result.refused) == 2
+
+
+def test_past_the_session_limit_the_least_important_then_oldest_go() -> None:
+    current = [
+        item(f"I like topic number {n}", importance=5 if n % 2 else 3, age_days=n, item_id=f"m_{n}")
+        for n in range(MAX_MEMORY_ITEMS)
+    ]
+    result = plan(current, "I prefer window seats")
+    assert len(result.added) == 1
+    # the oldest of the least important (importance 3, even numbers) goes
+    assert result.evicted == ("m_98",)
+    assert MAX_MEMORY_ITEMS - len(result.evicted) + len(result.added) == MAX_MEMORY_ITEMS

@@ -1,0 +1,132 @@
+"""The deterministic long-term rules: the cue pre-filter, extraction, kinds and subjects."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.longterm.rules import (
+    classify,
+    clauses,
+    extract,
+    has_cue,
+    is_one_off,
+    is_revocation,
+    is_transient,
+    subject_of,
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What is the capital of France?",
+        "Translate this into English",
+        "hello there",
+        "Tell me about Paris",
+        "帮我把这段翻译成英文",
+        "what is 12*(3+4)?",
+    ],
+)
+def test_ordinary_turns_have_no_cue(text: str) -> None:
+    assert not has_cue(text)
+    assert extract(text).proposals == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "stored"),
+    [
+        ("I prefer Chinese answers", "preference", "I prefer Chinese answers"),
+        ("Please remember that I am vegetarian.", "fact", "I am vegetarian."),
+        ("Please keep your answers short.", "style", "Please keep your answers short."),
+        ("Don't use emojis.", "boundary", "Don't use emojis."),
+        ("I hate being rushed", "boundary", "I hate being rushed"),
+        ("I am learning Rust", "goal", "I am learning Rust"),
+        ("Always answer in English from now on", "style", "Always answer in English from now on"),
+        ("Can you remember that I live in Berlin?", "fact", "I live in Berlin"),
+        ("我喜欢简短的回答", "preference", "我喜欢简短的回答"),
+        ("以后请用中文回答", "style", "以后请用中文回答"),
+        ("记住我是素食者", "fact", "我是素食者"),
+    ],
+)
+def test_statements_about_the_user_are_proposed(text: str, kind: str, stored: str) -> None:
+    found = extract(text)
+    assert [(p.kind, p.text) for p in found.proposals] == [(kind, stored)]
+    assert found.revocations == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm tired today",
+        "I'm going to the store",
+        "Do you like coffee?",
+        "I love it!",
+        "I like this answer",
+        "Could you translate this into English?",
+    ],
+)
+def test_passing_states_reactions_questions_and_requests_are_not(text: str) -> None:
+    assert extract(text).proposals == ()
+
+
+def test_a_revocation_then_a_directive_replaces_what_was_said() -> None:
+    found = extract("I no longer want Chinese, use English")
+    assert found.revocations == ("I no longer want Chinese",)
+    assert [(p.kind, p.text) for p in found.proposals] == [("style", "Use English")]
+    chinese = extract("我不再喜欢中文回答，用英文")
+    assert chinese.revocations == ("我不再喜欢中文回答",)
+    assert [p.text for p in chinese.proposals] == ["用英文"]
+
+
+def test_what_the_user_asks_to_be_remembered_ranks_highest() -> None:
+    plain, asked = extract("I like jazz"), extract("Remember that I like jazz")
+    assert plain.proposals[0].importance == 3
+    assert asked.proposals[0].importance == 5
+
+
+def test_clauses_split_sentences_and_new_statements_only() -> None:
+    assert clauses("I like tea, milk and honey. Call me Sam") == [
+        "I like tea, milk and honey.",
+        "Call me Sam",
+    ]
+    assert clauses("I love Paris, but I live in Berlin") == ["I love Paris", "I live in Berlin"]
+
+
+@pytest.mark.parametrize(
+    ("check", "text", "expected"),
+    [
+        (is_one_off, "translate this into English", True),
+        (is_one_off, "always translate my messages into English", False),
+        (is_one_off, "just this once, answer in French", True),
+        (is_transient, "I'm busy right now", True),
+        (is_transient, "I am a nurse", False),
+        (is_revocation, "forget that I live in Berlin", True),
+        (is_revocation, "I live in Berlin", False),
+        (is_revocation, "我不再吃素了", True),
+    ],
+)
+def test_gate_predicates(check: object, text: str, expected: bool) -> None:
+    assert callable(check)
+    assert check(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("I prefer Chinese answers", "language"),
+        ("Use English", "language"),
+        ("Keep answers short", "length"),
+        ("Call me Sam", "name"),
+        ("I'm vegetarian", "diet"),
+        ("I like cats", None),
+    ],
+)
+def test_subjects_that_a_later_statement_replaces(text: str, subject: str | None) -> None:
+    assert subject_of(text) == subject
+
+
+def test_classification_follows_the_seed_order() -> None:
+    assert classify("我不喜欢被催促") == "boundary"
+    assert classify("我喜欢猫") == "preference"
+    assert classify("我希望提高英语") == "goal"
+    assert classify("I work at Acme") == "fact"

@@ -1,0 +1,150 @@
+"""`LongTermMemory` on both backends: gated writes, isolation, deletion, atomicity, recall."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langgraph.store.base import IndexConfig
+from langgraph.store.memory import InMemoryStore
+
+from memory import StorageError, ThreadIds, ThreadStore
+from memory.errors import MemoryNotFound, MemoryRefused
+from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
+from memory.locks import KeyedLocks
+from memory.longterm import RULES_EXTRACTOR, LongTermMemory
+from memory.longterm.store import NAMESPACE
+from tests.conftest import SECRET
+from tests.fakes import StepClock
+
+
+@pytest.fixture
+def long_term(store: ThreadStore) -> LongTermMemory:
+    return LongTermMemory(
+        store.open_items(), store.locks, ThreadIds(SECRET), clock=StepClock(), lock_timeout=5
+    )
+
+
+def said(memory: LongTermMemory, session: str, *texts: str) -> None:
+    for text in texts:
+        memory.remember_turn(session, "conv", text, RULES_EXTRACTOR)
+
+
+def texts(memory: LongTermMemory, session: str) -> list[str]:
+    return sorted(item.text for item in memory.items(session))
+
+
+def test_said_three_times_is_kept_once_and_belongs_to_its_session(
+    long_term: LongTermMemory,
+) -> None:
+    said(long_term, "alice", *["I prefer short answers"] * 3)
+    assert texts(long_term, "alice") == ["I prefer short answers"]
+    assert long_term.items("bob") == []
+    assert long_term.recall("bob", "answers") == []
+    # storage names the session only by its HMAC
+    namespaces = long_term.store.list_namespaces(prefix=(NAMESPACE,))
+    assert namespaces == [long_term.namespace("alice")]
+    assert "alice" not in repr(namespaces)
+
+
+def test_a_revocation_leaves_only_the_new_preference(long_term: LongTermMemory) -> None:
+    said(long_term, "s", "I prefer Chinese answers", "I no longer want Chinese, use English")
+    assert texts(long_term, "s") == ["Use English"]
+    assert [item.text for item in long_term.recall("s", "hello")] == ["Use English"]
+
+
+def test_forget_takes_effect_at_once_and_foreign_ids_are_not_found(
+    long_term: LongTermMemory,
+) -> None:
+    said(long_term, "s", "I am vegetarian and I like jazz")
+    said(long_term, "other", "I like cats")
+    (item,) = long_term.items("s")
+    (foreign,) = long_term.items("other")
+    with pytest.raises(MemoryNotFound):
+        long_term.forget("s", foreign.id)
+    with pytest.raises(MemoryNotFound):
+        long_term.forget("s", "m_does_not_exist")
+    long_term.forget("s", item.id)
+    assert long_term.items("s") == [] and long_term.recall("s", "jazz") == []
+    assert texts(long_term, "other") == ["I like cats"]
+    assert long_term.forget_all("other") == 1 and long_term.items("other") == []
+
+
+def test_remember_directly_refuses_with_a_reason_and_writes_nothing(
+    long_term: LongTermMemory,
+) -> None:
+    with pytest.raises(MemoryRefused, match="PIN"):
+        long_term.remember("s", "my PIN is 4821")
+    with pytest.raises(MemoryRefused, match="at most 300"):
+        long_term.remember("s", "x" * 301)
+    item = long_term.remember("s", "Please remember that I take the train", kind="fact")
+    assert (item.text, item.kind, item.importance) == ("I take the train", "fact", 5)
+    assert long_term.remember("s", "I take the train").id == item.id
+    assert texts(long_term, "s") == ["I take the train"]
+
+
+def test_a_batch_that_fails_half_way_writes_nothing(
+    long_term: LongTermMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said(long_term, "s", "I prefer Chinese answers")
+    backend: Any = long_term.store
+    original = backend._batch_put_ops
+
+    def fail_after_writing(*args: Any) -> None:
+        original(*args)  # the deletes and inserts ran inside the transaction…
+        raise RuntimeError("disk full")  # …and the batch fails before it commits
+
+    monkeypatch.setattr(backend, "_batch_put_ops", fail_after_writing)
+    with pytest.raises(StorageError):
+        said(long_term, "s", "I no longer want Chinese, use English")
+    monkeypatch.undo()
+    assert texts(long_term, "s") == ["I prefer Chinese answers"]
+
+
+def test_concurrent_writers_of_one_session_keep_one_item(long_term: LongTermMemory) -> None:
+    start = threading.Barrier(4)
+
+    def say() -> None:
+        start.wait()
+        said(long_term, "s", "I am allergic to peanuts")
+
+    workers = [threading.Thread(target=say) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert texts(long_term, "s") == ["I am allergic to peanuts"]
+
+
+def test_recall_keeps_the_budget_and_puts_boundaries_first(long_term: LongTermMemory) -> None:
+    for n in range(12):
+        long_term.remember("s", f"I like hobby number {n} " + "very much " * 12, kind="preference")
+    long_term.remember("s", "Never call me by my surname", kind="boundary")
+    recalled = long_term.recall("s", "tell me about hobby 3")
+    assert 0 < len(recalled) <= RECALL_MAX_ITEMS
+    assert sum(len(item.text) for item in recalled) <= RECALL_MAX_CHARS
+    assert recalled[0].kind == "boundary"
+    assert "hobby number 3 " in recalled[1].text  # the most relevant next
+
+
+def test_semantic_recall_ranks_by_the_vector_index() -> None:
+    topics = {"food": ("vegetarian", "cook", "dinner", "recipe"), "code": ("rust", "python")}
+
+    def embed(batch: Sequence[str]) -> list[list[float]]:
+        return [
+            [float(sum(w in text.casefold() for w in words)) + 0.01 for words in topics.values()]
+            for text in batch
+        ]
+
+    store = InMemoryStore(index=IndexConfig(dims=2, embed=embed, fields=["text"]))
+    memory = LongTermMemory(store, KeyedLocks(), ThreadIds(SECRET), semantic=True)
+    memory.remember("s", "I am vegetarian", kind="fact")
+    memory.remember("s", "I program in Rust", kind="fact")
+    # no word in common with either item: the index, not the words, decides the order
+    assert [item.text for item in memory.recall("s", "what should I cook for dinner")] == [
+        "I am vegetarian",
+        "I program in Rust",
+    ]
+    assert memory.recall("s", "which python web framework?")[0].text == "I program in Rust"
