@@ -10,6 +10,7 @@ Without a browser the module is skipped, except under CI=true, where that fails.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -359,17 +360,38 @@ def test_edited_tasks_are_what_the_task_list_runs(page: Page, server: Server) ->
     expect(answer).not_to_contain_text("Check the result against the goal")
 
 
-def test_a_refused_review_answer_keeps_the_form(page: Page, server: Server) -> None:
+def test_feedback_replans_and_a_rejection_is_not_kept(page: Page, server: Server) -> None:
     open_page(page, server.url)
     send(page, TASKLIST)
     review = page.locator("#review")
-    review.locator("[data-action=reject]").click()  # no reason given
+    review.locator("[data-action=reject]").click()  # no reason given: the form says so
     expect(review.locator(".form-error").last).to_contain_text("write a few words")
+
+    review.locator("#review-respond").fill("Plan the linting first.")
+    review.locator("[data-action=respond]").click()
+    expect(page.locator("#messages .decision")).to_have_text(
+        "You asked for a new plan: Plan the linting first."
+    )
+    expect(last_answer(page)).to_have_attribute("data-state", "review")  # a new plan
+    expect(review).to_be_visible()
+
     review.locator("#review-reject").fill("not now")
     review.locator("[data-action=reject]").click()
     expect(last_answer(page).locator(".text")).to_contain_text("not now")
+    expect(last_answer(page).locator(".memory-notes")).to_contain_text("Cancelled")
     expect(review).to_be_hidden()
     expect(page.locator("#conversation-list li")).to_have_count(0)  # a rejection is not kept
+
+
+def test_delivery_stages_are_shown_in_words(page: Page, server: Server) -> None:
+    open_page(page, server.url)
+    send(page, "/delivery Build a login page with tests and docs.")
+    answer = last_answer(page)
+    expect(answer.locator(".route")).to_have_text("delivery")
+    progress = answer.locator(".progress")
+    for words in ("Planned 2 tasks", "2 of 2 tasks done", "Quality review passed", "Report ready"):
+        expect(progress).to_contain_text(words)
+    expect(answer.locator(".text")).to_contain_text("# Delivery report")
 
 
 # -- memory -----------------------------------------------------------------------------
@@ -454,6 +476,30 @@ def test_a_long_term_item_can_be_added_deleted_and_all_deleted(
 
 
 # -- safety and layout ------------------------------------------------------------------
+
+LEAKY = "Traceback (most recent call last): sqlite3.OperationalError in /srv/agent/x.py"
+
+
+def test_server_failures_are_told_in_the_pages_own_words(page: Page, server: Server) -> None:
+    open_page(page, server.url)
+    refused = {"error": {"code": "internal_error", "message": LEAKY}}
+    page.route("**/api/chat", lambda route: route.fulfill(status=500, json=refused))
+    page.fill("#message", "first try")
+    page.press("#message", "Enter")
+    expect(page.locator("#notice-text")).to_contain_text("could not complete")
+    expect(page.locator("#message")).to_have_value("first try")
+    page.unroute("**/api/chat")
+
+    broken = f"event: error\ndata: {json.dumps({'code': 'internal_error', 'message': LEAKY})}\n\n"
+    page.route(
+        "**/api/chat",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=broken),
+    )
+    page.press("#message", "Enter")
+    expect(last_answer(page)).to_have_attribute("data-state", "failed")
+    expect(last_answer(page)).to_contain_text("The turn failed on the server")
+    assert "Traceback" not in page.locator("#layout").inner_text()
+    assert "sqlite" not in page.locator("#layout").inner_text()
 
 
 def test_markup_in_messages_is_shown_as_text(page: Page, log: PageLog, server: Server) -> None:
