@@ -116,7 +116,6 @@ export function renderReview(root, payload, onDecision) {
       );
     }
   }
-  root.append(row);
   if (actions.includes("reject")) {
     root.append(
       textAnswer("reject", "Reason for rejecting the plan", "Reject", "danger", "reason"),
@@ -131,7 +130,8 @@ export function renderReview(root, payload, onDecision) {
   for (const name of actions.filter((action) => !known.has(action))) {
     row.append(button(name, "", () => onDecision({ action: name }), name));
   }
-  root.append(error);
+  // last, and kept in view at the foot of the review however long the task list is
+  root.append(error, row);
   root.hidden = false;
 
   function textAnswer(action, label, buttonLabel, className, field) {

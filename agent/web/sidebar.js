@@ -66,7 +66,6 @@ export class Sidebar {
       ? `${n} of ${registry.limit} conversations kept; past that, ` +
         "the least recently active one is removed."
       : "No conversations yet: your first message starts one.";
-    this.newChat.setAttribute("aria-pressed", String(currentId === null));
     this.applyLock();
   }
 
