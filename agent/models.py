@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, BaseLanguageModel
+from langchain_core.messages import BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from pydantic import SecretStr
 
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
+from memory.budget import TokenCounter
 
 logger = logging.getLogger(__name__)
 
@@ -64,3 +68,26 @@ def load_embeddings(settings: Settings) -> Embeddings:
         max_retries=settings.max_retries,
         check_embedding_ctx_length=False,
     )
+
+
+def token_counter(model: BaseChatModel | None) -> TokenCounter:
+    """The model's own token counter where it has one that runs locally, else LangChain's
+    `count_tokens_approximately`.
+
+    `ChatOpenAI` counts with tiktoken, which downloads its encodings on first use (and
+    knows nothing of the models behind other OpenAI-compatible endpoints); the base
+    class's counter downloads a GPT-2 tokenizer. Nothing may download at run time, so
+    those count approximately.
+    """
+    if model is None or isinstance(model, ChatOpenAI):
+        return count_tokens_approximately
+    own = type(model).get_num_tokens_from_messages
+    if own is BaseLanguageModel.get_num_tokens_from_messages or own is (
+        BaseChatModel.get_num_tokens_from_messages
+    ):
+        return count_tokens_approximately
+
+    def count(messages: Sequence[BaseMessage]) -> int:
+        return model.get_num_tokens_from_messages(list(messages))
+
+    return count

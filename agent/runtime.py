@@ -18,6 +18,7 @@ from agent.models import (
     load_chat_model,
     load_compaction_model,
     load_embeddings,
+    token_counter,
 )
 from agent.offline import OfflineChatModel
 from agent.settings import LongTermMode, Settings
@@ -29,6 +30,7 @@ from graphs.reviews import Validator
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
 from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_secret
+from memory.budget import ContextBudget
 from memory.longterm import LongTermMemory
 
 MINUTES_PER_DAY = 24 * 60
@@ -89,6 +91,11 @@ def extraction_for(
     return "rules" if offline else "model"
 
 
+def context_budget(settings: Settings, model: BaseChatModel | None = None) -> ContextBudget:
+    """`AGENT_CONTEXT_BUDGET_TOKENS`, counted by `model`'s own local counter if it has one."""
+    return ContextBudget(settings.context_budget_tokens, token_counter(model))
+
+
 def workflow_graphs(
     model: BaseChatModel | Lazy[BaseChatModel],
     tools: Sequence[BaseTool],
@@ -115,6 +122,7 @@ def build_graph(
     tools: Sequence[BaseTool] | None = None,
     long_term: LongTermMemory | Lazy[LongTermMemory] | None = None,
     long_term_memory: LongTermMode | None = None,
+    budget: ContextBudget | None = None,
 ) -> AgentGraph:
     """The agent graph with every route this application offers.
 
@@ -128,6 +136,7 @@ def build_graph(
         tools: the tool route's tools (default: the built-in tools).
         long_term: the users' long-term memory (None: the graph has none).
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
+        budget: the context budget (default: `context_budget(settings, model)`).
     """
     chat_model: BaseChatModel | Lazy[BaseChatModel] = (
         model if model is not None else Lazy(lambda: load_chat_model(settings))
@@ -154,4 +163,5 @@ def build_graph(
         extraction=extraction_for(
             long_term_memory or settings.long_term_memory, settings, compaction_model or model
         ),
+        budget=budget or context_budget(settings, model),
     )

@@ -24,9 +24,10 @@ from agent.errors import (
     InvalidRequest,
 )
 from agent.loop import BackgroundLoop
-from agent.runtime import REVIEWS, build_graph, open_long_term, open_memory
+from agent.runtime import REVIEWS, build_graph, context_budget, open_long_term, open_memory
 from agent.settings import LongTermMode, Settings
 from agent.turns import Turn, TurnRecorder, TurnResult
+from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
 from graphs.reviews import validate_decision
 from graphs.state import AgentInput, Context, Mode
@@ -84,6 +85,7 @@ class ChatAgent:
         except BaseException:
             self._threads.close()
             raise
+        self.budget = context_budget(self.settings, model)
         self.graph = build_graph(
             self.settings,
             memory=self.memory,
@@ -92,6 +94,7 @@ class ChatAgent:
             tools=tools,
             long_term=self.long_term,
             long_term_memory=long_term_memory,
+            budget=self.budget,
         ).compile(checkpointer=self._threads.checkpointer, name="agent")
         self._loop = BackgroundLoop()
 
@@ -128,6 +131,7 @@ class ChatAgent:
 
         Raises:
             InvalidRequest: bad message, mode or ids, or both/neither conversation options.
+            MessageTooLong: the message alone does not fit the model's context budget.
         """
         return parse_request(
             message,
@@ -136,6 +140,8 @@ class ChatAgent:
             create_conversation=create_conversation,
             routes=self.routes,
             surface=surface,
+            budget=self.budget,
+            system_prompt=AGENT_SYSTEM_PROMPT,
         )
 
     def open_turn(

@@ -13,7 +13,11 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memory.limits import MIN_SECRET_CHARS
+from memory.limits import (
+    DEFAULT_CONTEXT_BUDGET_TOKENS,
+    MIN_CONTEXT_BUDGET_TOKENS,
+    MIN_SECRET_CHARS,
+)
 from memory.storage import DEFAULT_DATABASE_URL
 
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
@@ -60,6 +64,8 @@ class Settings(BaseSettings):
         embeddings_dims: `AGENT_EMBEDDINGS_DIMS`, the embeddings' dimensions.
         memory_ttl_days: `AGENT_MEMORY_TTL_DAYS`: a long-term item not said or recalled
             for this long expires (0 keeps items until forgotten).
+        context_budget_tokens: `AGENT_CONTEXT_BUDGET_TOKENS`: the most tokens a turn's
+            context may hold (set it to the model's window minus its answer).
     """
 
     model_config = SettingsConfigDict(
@@ -95,6 +101,11 @@ class Settings(BaseSettings):
         1536, gt=0, le=16_000, validation_alias=_env("AGENT_EMBEDDINGS_DIMS")
     )
     memory_ttl_days: float = Field(365.0, ge=0, validation_alias=_env("AGENT_MEMORY_TTL_DAYS"))
+    context_budget_tokens: int = Field(
+        DEFAULT_CONTEXT_BUDGET_TOKENS,
+        ge=MIN_CONTEXT_BUDGET_TOKENS,
+        validation_alias=_env("AGENT_CONTEXT_BUDGET_TOKENS"),
+    )
 
     @field_validator("session_secret")
     @classmethod

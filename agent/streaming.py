@@ -22,6 +22,7 @@ MEMORY_FIELDS = (
     "messages",
     "summaryChars",
     "pinnedDecisions",
+    "summaryVersion",
     "remembered",
     "retired",
 )

@@ -27,6 +27,7 @@ from graphs.resources import Lazy
 from graphs.state import AgentInput, AgentOutput, AgentState, Context
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
 from memory import ConversationMemory
+from memory.budget import ContextBudget
 from memory.longterm import (
     RULES_EXTRACTOR,
     Extractor,
@@ -79,6 +80,7 @@ def build_agent_graph(
     workflows: Mapping[str, Workflow] | None = None,
     long_term: LongTermMemory | Lazy[LongTermMemory] | None = None,
     extraction: Extraction = "rules",
+    budget: ContextBudget | None = None,
 ) -> AgentGraph:
     """Assemble the agent graph.
 
@@ -96,6 +98,8 @@ def build_agent_graph(
             `remember` node).
         extraction: how `remember` extracts: `rules`, `model` (the compaction model,
             structured output) or `off` (recall only, no `remember` node).
+        budget: the context budget every turn's context is fitted into, and a new
+            message checked against (None: no budget).
     """
     chat_model = Lazy.of(model)
     store = Lazy.of(memory)
@@ -117,7 +121,7 @@ def build_agent_graph(
     # to compact or the end, with Command: their destinations are declared for Studio
     builder.add_node(
         "load_memory",
-        make_load_memory(store, routes, system_prompt, users),
+        make_load_memory(store, routes, system_prompt, users, budget),
         destinations=tuple(sorted(routes)),
     )
     builder.add_node(

@@ -52,7 +52,7 @@ def announce_tool_calls(reply: AIMessage) -> None:
 def model_input(state: ChatState) -> list[BaseMessage]:
     """The memory context followed by this turn's own messages."""
     context = state.get("context") or MemoryContext()
-    return [*context.messages, *state["turn_messages"]]
+    return context.with_turn(state["turn_messages"])
 
 
 class ModelNode(Runnable[S, U]):

@@ -51,10 +51,11 @@ from memory import (
     ConversationMemory,
     ConversationNotFound,
     ThreadState,
-    build_context,
     hydration_dto,
 )
+from memory.budget import ContextBudget
 from memory.compaction import CompactionStatus, structured_compactor
+from memory.context import context_parts
 from memory.limits import MAX_RECENT_MESSAGES
 from memory.longterm import Extractor, LongTermMemory, MemoryItem, has_cue
 from memory.turns import (
@@ -95,7 +96,12 @@ def checked_request(value: Mapping[str, Any], routes: frozenset[str]) -> TurnReq
 
 
 def resolve_turn(
-    state: AgentState, context: Context | None, thread_id: str | None, routes: frozenset[str]
+    state: AgentState,
+    context: Context | None,
+    thread_id: str | None,
+    routes: frozenset[str],
+    budget: ContextBudget | None = None,
+    system_prompt: str | None = None,
 ) -> tuple[str, str, TurnRequest, bool]:
     """(session id, conversation id, request, admitted) of a run's input.
 
@@ -117,7 +123,12 @@ def resolve_turn(
         return session_id, conversation_id, checked_request(given, routes), True
     mode = state.get("mode") or context.mode
     _, request = parse_request(
-        graph_message(state), mode=mode, create_conversation=True, routes=routes
+        graph_message(state),
+        mode=mode,
+        create_conversation=True,
+        routes=routes,
+        budget=budget,
+        system_prompt=system_prompt,
     )
     return session_id, conversation_id, request, False
 
@@ -143,14 +154,29 @@ def recalled(
         return [], True
 
 
+def memory_context(
+    stored: ThreadState,
+    text: str,
+    system_prompt: str,
+    items: list[MemoryItem],
+    budget: ContextBudget | None,
+) -> MemoryContext:
+    """The turn's memory context: built from memory, fitted for the new input, and kept
+    in pieces so that each model call of the turn is fitted with its own messages."""
+    parts = context_parts(stored, text, system_prompt=system_prompt, long_term=items)
+    fitted = parts if budget is None else budget.fit(parts)
+    return MemoryContext(tuple(fitted.messages(with_tail=False)), parts, budget)
+
+
 def make_load_memory(
     memory: Lazy[ConversationMemory],
     routes: frozenset[str],
     system_prompt: str = AGENT_SYSTEM_PROMPT,
     long_term: Lazy[LongTermMemory] | None = None,
+    budget: ContextBudget | None = None,
 ) -> Node:
     """Build `load_memory`: validate the input, read the conversation and the user's
-    long-term items, build the context."""
+    long-term items, build the context (fitted into `budget` when given)."""
 
     def load_memory(
         state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
@@ -159,7 +185,7 @@ def make_load_memory(
         the turn's route (decided once, when the request was validated)."""
         thread_id = config.get("configurable", {}).get("thread_id")
         session_id, conversation_id, request, admitted = resolve_turn(
-            state, runtime.context, thread_id, routes
+            state, runtime.context, thread_id, routes, budget, system_prompt
         )
         degraded = False
         try:
@@ -186,9 +212,7 @@ def make_load_memory(
             "turn_messages": [
                 HumanMessage(content=request["text"], id=input_message_id(state) or turn_id)
             ],
-            "context": MemoryContext(
-                tuple(build_context(stored, None, system_prompt=system_prompt, long_term=items))
-            ),
+            "context": memory_context(stored, request["text"], system_prompt, items, budget),
             "degraded": degraded or recall_failed,
             "memory_summary": stored.summary,
             "memory_pins": list(stored.pinned_decisions),
@@ -391,6 +415,7 @@ def make_compact(
             result.status.value,
             summaryChars=result.summary_chars,
             pinnedDecisions=result.pinned_count,
+            summaryVersion=result.state.summary_version,
         )
         return {
             "compaction": result.status.value,

@@ -14,6 +14,7 @@ from typing import Any, Literal, cast, get_args
 from langchain_core.messages import HumanMessage, convert_to_messages
 from typing_extensions import TypedDict
 
+from memory.budget import ContextBudget
 from memory.errors import InvalidInput
 from memory.limits import MAX_MESSAGE_CHARS
 from memory.schema import validate_id
@@ -42,6 +43,10 @@ UNKNOWN_MODE = "unknown mode {mode!r}; use one of: {modes}"
 EMPTY_WORKFLOW_REQUEST = "{prefix} needs a request after the prefix"
 ROUTE_UNAVAILABLE = "the {route} route is not available in this agent"
 BOTH_OR_NEITHER = "pass exactly one of {conversation_id} or {create_conversation}"
+OVER_BUDGET = (
+    "the message is too long for the model's context ({tokens:,} tokens; at most "
+    "{limit:,} fit beside the conversation's memory)"
+)
 
 
 class InvalidRequest(InvalidInput):
@@ -162,6 +167,17 @@ def choose_route(mode: Mode, text: str) -> tuple[RouteName, bool, str]:
     return "chat", True, text
 
 
+def check_budget(text: str, budget: ContextBudget | None, system_prompt: str | None) -> None:
+    """Refuse a message that cannot fit in the model's context beside the system prompt
+    and the most that memory can hold (`MessageTooLong`, HTTP 413)."""
+    if budget is None:
+        return
+    limit = budget.input_allowance(system_prompt)
+    tokens = budget.input_tokens(text)
+    if tokens > limit:
+        raise MessageTooLong(OVER_BUDGET.format(tokens=tokens, limit=max(limit, 0)))
+
+
 def parse_request(
     message: object,
     *,
@@ -170,6 +186,8 @@ def parse_request(
     create_conversation: object = False,
     routes: frozenset[str] | None = None,
     surface: Surface = PYTHON,
+    budget: ContextBudget | None = None,
+    system_prompt: str | None = None,
 ) -> tuple[str | None, TurnRequest]:
     """Validate a turn request: (the conversation id or None for a new one, the request).
 
@@ -180,9 +198,13 @@ def parse_request(
         create_conversation: start a new conversation instead (exactly one of the two).
         routes: the routes the agent offers (None: any).
         surface: how the caller spells `conversation_id` and `create_conversation`.
+        budget: the context budget the message must fit (None: no check).
+        system_prompt: the system prompt the message must fit beside.
 
     Raises:
         InvalidRequest: naming what is wrong; nothing has been read or written.
+        MessageTooLong: the message alone is too long (characters, or tokens of the
+            context budget).
     """
     create = create_conversation is True
     if (conversation_id is None) != create or not isinstance(create_conversation, bool):
@@ -191,6 +213,7 @@ def parse_request(
     route, tools_allowed, text = choose_route(check_mode(mode), check_text(message))
     if routes is not None and route not in routes:
         raise InvalidRequest(ROUTE_UNAVAILABLE.format(route=route))
+    check_budget(text, budget, system_prompt)
     return conversation, TurnRequest(
         text=text, route=route, tools_allowed=tools_allowed, create=create
     )

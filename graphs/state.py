@@ -9,7 +9,8 @@ run thread (and a client reading its state) never holds prompts or memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Final, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
@@ -18,6 +19,7 @@ from typing_extensions import TypedDict
 
 from graphs.request import MODES, Mode, RouteName, TurnRequest
 from memory import ThreadState
+from memory.budget import ContextBudget, ContextParts
 
 __all__ = [
     "DEFAULT_SESSION_ID",
@@ -60,9 +62,23 @@ class MemoryContext:
 
     A container rather than a bare list, so that LangGraph's `messages` stream, which
     looks for messages in node outputs, never shows the memory to a client.
+
+    Attributes:
+        messages: the context, as fitted for the new input alone.
+        parts: the context's pieces before fitting, when a budget applies.
+        budget: the context budget, refitted on every model call of the turn.
     """
 
     messages: tuple[BaseMessage, ...] = field(default_factory=tuple)
+    parts: ContextParts | None = None
+    budget: ContextBudget | None = None
+
+    def with_turn(self, turn: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """The memory context followed by the turn's own messages, fitted into the budget
+        again: a tool round adds its calls and results, and the whole must still fit."""
+        if self.parts is None or self.budget is None:
+            return [*self.messages, *turn]
+        return self.budget.fit(replace(self.parts, tail=tuple(turn))).messages()
 
 
 def as_messages(_: list[AnyMessage], update: list[Any]) -> list[AnyMessage]:

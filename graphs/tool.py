@@ -78,7 +78,7 @@ def build_tool_graph(
         """Ask the model, with tools bound, for a tool call or the final answer; past
         `max_rounds` tool rounds, without tools, for the final answer."""
         context = state.get("context") or MemoryContext()
-        messages = [*context.messages, *state["turn_messages"]]
+        messages = context.with_turn(state["turn_messages"])
         if tool_rounds(state) >= max_rounds:
             return provider.get(), [*messages, HumanMessage(content=FINAL_ANSWER_NUDGE)]
         return with_tools.get(), messages

@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memory.limits import (
     COMPACTION_KEEP_MESSAGES,
     HARD_MESSAGE_CAP,
+    MAX_OPEN_QUESTION_CHARS,
+    MAX_OPEN_QUESTIONS,
     MAX_PINNED_DECISION_CHARS,
     MAX_PINNED_DECISIONS,
     MAX_RECENT_MESSAGES,
@@ -44,13 +46,24 @@ class CompactionOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     summary: str = Field(
-        description="Updated summary of the conversation before the kept messages."
+        description=(
+            "Updated summary of the conversation before the kept messages: what it is "
+            "about, then the key facts as short items, one per line."
+        )
     )
     pinned_decisions: list[str] = Field(
         description="New explicit decisions or constraints, one short sentence each."
     )
     retired_pins: list[int] = Field(
         description="Numbers of old pinned decisions that the conversation revoked."
+    )
+    open_questions: list[str] = Field(
+        default_factory=list,
+        description="New questions the user asked that are still unanswered, one each.",
+    )
+    resolved_questions: list[int] = Field(
+        default_factory=list,
+        description="Numbers of old open questions that are now answered or dropped.",
     )
 
 
@@ -128,8 +141,14 @@ class CompactionInput(BaseModel):
 
     old_summary: str
     old_pinned_decisions: list[NumberedItem]
+    old_open_questions: list[NumberedItem] = Field(default_factory=list)
     messages_to_fold: list[FoldedMessage]
     kept_messages: list[FoldedMessage]
+
+
+def numbered_items(texts: Sequence[str]) -> list[dict[str, Any]]:
+    """`texts` as `NumberedItem` data, numbered from 1 (what the model retires them by)."""
+    return [{"number": n, "text": text} for n, text in enumerate(texts, start=1)]
 
 
 def compaction_document(
@@ -139,9 +158,8 @@ def compaction_document(
     the plain data it is sent as (the model validates what parses it back)."""
     return {
         "old_summary": state.summary,
-        "old_pinned_decisions": [
-            {"number": n, "text": pin} for n, pin in enumerate(state.pinned_decisions, start=1)
-        ],
+        "old_pinned_decisions": numbered_items(state.pinned_decisions),
+        "old_open_questions": numbered_items(state.open_questions),
         "messages_to_fold": [{"role": m.role, "text": m.text} for m in fold],
         "kept_messages": [{"role": m.role, "text": m.text} for m in kept],
     }
@@ -152,7 +170,9 @@ def compaction_prompt(
 ) -> list[BaseMessage]:
     """The compaction model's input: the instruction, then the `CompactionInput` as JSON."""
     system = COMPACTION_SYSTEM.format(
-        max_summary=MAX_SUMMARY_CHARS, max_pin=MAX_PINNED_DECISION_CHARS
+        max_summary=MAX_SUMMARY_CHARS,
+        max_pin=MAX_PINNED_DECISION_CHARS,
+        max_question=MAX_OPEN_QUESTION_CHARS,
     )
     body = json.dumps(compaction_document(state, fold, kept), ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]
@@ -172,37 +192,80 @@ def clamp(text: str, limit: int) -> str:
     return text[: limit - 1].rstrip() + "…"
 
 
-def _pin_key(pin: str) -> str:
-    return " ".join(pin.split()).casefold()
+def _item_key(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
-def merge_pins(old: Sequence[str], proposed: Sequence[str], retired: Sequence[int]) -> list[str]:
-    """Old pins minus retired ones, then new proposed pins; the oldest go past the limit.
+def merge_numbered(
+    old: Sequence[str],
+    proposed: Sequence[str],
+    retired: Sequence[int],
+    *,
+    limit: int,
+    max_chars: int,
+    what: str = "items",
+) -> list[str]:
+    """Old items minus retired ones, then new proposed items; the oldest go past `limit`.
 
-    An old pin that the model omits but does not retire is kept. Proposed pins that
-    restate a kept pin are not added twice. Numbers are 1-based; unknown ones are ignored.
+    An old item that the model omits but does not retire is kept. Proposed items that
+    restate a kept one are not added twice. Numbers are 1-based; unknown ones are ignored.
     """
     retired_set = {number for number in retired if 1 <= number <= len(old)}
     if len(retired_set) != len(set(retired)):
-        logger.info("compaction retired unknown pin numbers: %s", sorted(set(retired)))
-    pins = [pin for number, pin in enumerate(old, start=1) if number not in retired_set]
-    seen = {_pin_key(pin) for pin in pins}
-    for pin in proposed:
-        clamped = clamp(pin, MAX_PINNED_DECISION_CHARS)
-        key = _pin_key(clamped)
+        logger.info("compaction retired unknown %s numbers: %s", what, sorted(set(retired)))
+    items = [item for number, item in enumerate(old, start=1) if number not in retired_set]
+    seen = {_item_key(item) for item in items}
+    for item in proposed:
+        clamped = clamp(item, max_chars)
+        key = _item_key(clamped)
         if clamped and key not in seen:
-            pins.append(clamped)
+            items.append(clamped)
             seen.add(key)
-    return pins[-MAX_PINNED_DECISIONS:]
+    return items[-limit:]
+
+
+def merge_pins(old: Sequence[str], proposed: Sequence[str], retired: Sequence[int]) -> list[str]:
+    """Pinned decisions merged (`merge_numbered`): at most 20 of 300 characters."""
+    return merge_numbered(
+        old,
+        proposed,
+        retired,
+        limit=MAX_PINNED_DECISIONS,
+        max_chars=MAX_PINNED_DECISION_CHARS,
+        what="pin",
+    )
+
+
+def merge_questions(
+    old: Sequence[str], proposed: Sequence[str], resolved: Sequence[int]
+) -> list[str]:
+    """Open questions merged (`merge_numbered`): at most 10 of 300 characters."""
+    return merge_numbered(
+        old,
+        proposed,
+        resolved,
+        limit=MAX_OPEN_QUESTIONS,
+        max_chars=MAX_OPEN_QUESTION_CHARS,
+        what="question",
+    )
+
+
+def summary_contract(state: ThreadState, fold: Sequence[ChatThreadMessage]) -> dict[str, Any]:
+    """The version and coverage fields of a compaction that folded `fold`."""
+    covered = fold[-1].id if fold else state.covered_until
+    return {"summary_version": state.summary_version + 1, "covered_until": covered}
 
 
 def merge_compaction(
     state: ThreadState,
     output: CompactionOutput,
+    fold: Sequence[ChatThreadMessage],
     kept: Sequence[ChatThreadMessage],
     now: datetime,
 ) -> ThreadState:
-    """The new state: model summary and pins merged, kept messages, version unchanged.
+    """The new state: the model's summary, pins and open questions merged, the kept
+    messages, the summary version one up and its coverage moved to the newest folded
+    message (the storage `version` is the caller's compare-and-set).
 
     Raises:
         InvalidCompactionOutput: an empty summary would silently drop the folded turns.
@@ -217,7 +280,11 @@ def merge_compaction(
             "pinned_decisions": merge_pins(
                 state.pinned_decisions, output.pinned_decisions, output.retired_pins
             ),
+            "open_questions": merge_questions(
+                state.open_questions, output.open_questions, output.resolved_questions
+            ),
             "last_compacted_at": now,
+            **summary_contract(state, fold),
         }
     )
 
@@ -227,7 +294,8 @@ def local_fallback(
 ) -> ThreadState:
     """Deterministic compaction without a model: fold old messages as short summary lines.
 
-    The newest lines win when the summary would exceed its limit; pins are unchanged.
+    The newest lines win when the summary would exceed its limit; pins and open
+    questions are unchanged; the summary version goes up as for any compaction.
     """
     fold, kept = split_for_fold(state.messages, validate_keep(keep))
     lines = [
@@ -241,7 +309,12 @@ def local_fallback(
     if len(summary) > MAX_SUMMARY_CHARS:
         summary = "…" + summary[-(MAX_SUMMARY_CHARS - 1) :].lstrip()
     return state.model_copy(
-        update={"messages": kept, "summary": summary, "last_compacted_at": now or utcnow()}
+        update={
+            "messages": kept,
+            "summary": summary,
+            "last_compacted_at": now or utcnow(),
+            **summary_contract(state, fold),
+        }
     )
 
 
@@ -265,6 +338,7 @@ def _parse(raw: object) -> CompactionOutput:
 
 def _outcome(
     state: ThreadState,
+    fold: list[ChatThreadMessage],
     kept: list[ChatThreadMessage],
     raw: object,
     error: BaseException | None,
@@ -274,7 +348,7 @@ def _outcome(
     if error is None:
         try:
             return CompactionResult(
-                CompactionStatus.SUCCEEDED, merge_compaction(state, _parse(raw), kept, now)
+                CompactionStatus.SUCCEEDED, merge_compaction(state, _parse(raw), fold, kept, now)
             )
         except InvalidCompactionOutput as exc:
             error = exc
@@ -316,7 +390,7 @@ def compact(
         raw = runnable.invoke(compaction_prompt(state, fold, kept))
     except Exception as exc:  # any model failure leaves memory as it is
         error = exc
-    return _outcome(state, kept, raw, error, keep, now or utcnow())
+    return _outcome(state, fold, kept, raw, error, keep, now or utcnow())
 
 
 async def acompact(
@@ -338,4 +412,4 @@ async def acompact(
         raw = await runnable.ainvoke(compaction_prompt(state, fold, kept))
     except Exception as exc:  # any model failure leaves memory as it is
         error = exc
-    return _outcome(state, kept, raw, error, keep, now or utcnow())
+    return _outcome(state, fold, kept, raw, error, keep, now or utcnow())

@@ -1,8 +1,9 @@
 """The context builder: what a model sees for a turn, built from server-side memory only.
 
 Order (a stable prefix first): system prompt, long-term block, pinned decisions block,
-summary block, recent messages, the latest user input. Client-sent history is never an
-input here.
+summary block (with the open questions), recent messages, the latest user input.
+Client-sent history is never an input here. With a `ContextBudget` the context is
+fitted into it (`memory.budget`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from memory.budget import ContextBudget, ContextParts
 from memory.longterm.items import MemoryItem
-from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
+from memory.prompts import LONG_TERM_BLOCK, OPEN_QUESTIONS_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
 from memory.schema import ChatThreadMessage, ThreadState
 
 LONG_TERM_BLOCK_ID = "memory-long-term"
@@ -42,10 +44,14 @@ def pinned_block(state: ThreadState) -> SystemMessage | None:
 
 
 def summary_block(state: ThreadState) -> SystemMessage | None:
-    """The summary block, or None when the summary is empty."""
+    """The summary block with the open questions, or None when the summary is empty."""
     if not state.summary:
         return None
-    return SystemMessage(content=SUMMARY_BLOCK.format(summary=state.summary), id=SUMMARY_BLOCK_ID)
+    content = SUMMARY_BLOCK.format(summary=state.summary)
+    if state.open_questions:
+        questions = "\n".join(f"- {question}" for question in state.open_questions)
+        content += OPEN_QUESTIONS_BLOCK.format(questions=questions)
+    return SystemMessage(content=content, id=SUMMARY_BLOCK_ID)
 
 
 def to_langchain(message: ChatThreadMessage) -> BaseMessage:
@@ -55,32 +61,51 @@ def to_langchain(message: ChatThreadMessage) -> BaseMessage:
     return AIMessage(content=message.text, id=message.id)
 
 
+def context_parts(
+    state: ThreadState,
+    latest_input: str | None,
+    *,
+    system_prompt: str | None = None,
+    long_term: Sequence[MemoryItem] = (),
+) -> ContextParts:
+    """The pieces of a turn's context, before any fitting."""
+    items = tuple(long_term)
+    return ContextParts(
+        system=SystemMessage(content=system_prompt) if system_prompt else None,
+        long_term=tuple(long_term_block(items[:count]) for count in range(len(items) + 1)),
+        long_term_count=len(items),
+        pins=pinned_block(state),
+        summary=summary_block(state),
+        recent=tuple(to_langchain(message) for message in state.messages),
+        tail=() if latest_input is None else (HumanMessage(content=latest_input),),
+    )
+
+
 def build_context(
     state: ThreadState,
     latest_input: str | None,
     *,
     system_prompt: str | None = None,
     long_term: Sequence[MemoryItem] = (),
+    budget: ContextBudget | None = None,
+    append_input: bool = True,
 ) -> list[BaseMessage]:
     """The messages a model receives for a turn.
 
     Args:
         state: the conversation's memory.
-        latest_input: the user's new message; None when the caller appends its own.
+        latest_input: the user's new message (None: none to count or append).
         system_prompt: the route's instructions; omitted when None or empty.
-        long_term: the user's recalled long-term items (already within their budget).
+        long_term: the user's recalled long-term items, best first (within their budget).
+        budget: fit the context into this many tokens (`memory.budget`); None: as is.
+        append_input: False when the caller appends the new input itself (it is still
+            counted against the budget).
 
-    Every stored message is included: compaction keeps them few (at most
-    `MAX_RECENT_MESSAGES` between turns, `HARD_MESSAGE_CAP` after failed compactions),
-    and a message is never dropped before it is folded into the summary.
+    Without a budget every stored message is included: compaction keeps them few (at
+    most `MAX_RECENT_MESSAGES` between turns, `HARD_MESSAGE_CAP` after failed
+    compactions), and a message is never dropped before it is folded into the summary.
     """
-    context: list[BaseMessage] = []
-    if system_prompt:
-        context.append(SystemMessage(content=system_prompt))
-    for block in (long_term_block(long_term), pinned_block(state), summary_block(state)):
-        if block is not None:
-            context.append(block)
-    context.extend(to_langchain(message) for message in state.messages)
-    if latest_input is not None:
-        context.append(HumanMessage(content=latest_input))
-    return context
+    parts = context_parts(state, latest_input, system_prompt=system_prompt, long_term=long_term)
+    if budget is not None:
+        parts = budget.fit(parts)
+    return parts.messages(with_tail=append_input)

@@ -404,6 +404,7 @@ def _rebase(
     seen = len(snapshot.messages)
     unchanged = (
         current.summary == snapshot.summary
+        and current.summary_version == snapshot.summary_version
         and current.pinned_decisions == snapshot.pinned_decisions
         and current.messages[:seen] == snapshot.messages
     )

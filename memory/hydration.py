@@ -101,7 +101,9 @@ def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, 
     }
     if current.summary:
         dto["summaryPreview"] = summary_preview(current.summary)
+    dto["summaryVersion"] = current.summary_version
     dto["pinnedDecisions"] = list(current.pinned_decisions)
+    dto["openQuestions"] = list(current.open_questions)
     dto["restored"] = state is not None and bool(
         state.messages or state.summary or state.pinned_decisions
     )

@@ -11,6 +11,8 @@ COMPACTION_KEEP_MESSAGES: Final = 4
 MAX_SUMMARY_CHARS: Final = 2500
 MAX_PINNED_DECISIONS: Final = 20
 MAX_PINNED_DECISION_CHARS: Final = 300
+MAX_OPEN_QUESTIONS: Final = 10
+MAX_OPEN_QUESTION_CHARS: Final = 300
 DELIVERY_REPORT_MAX_CHARS: Final = 8000
 MAX_CONVERSATIONS: Final = 10
 SUMMARY_PREVIEW_CHARS: Final = 240
@@ -20,6 +22,15 @@ HARD_MESSAGE_CAP: Final = 16
 MAX_TITLE_CHARS: Final = 80
 MAX_MESSAGE_CHARS: Final = 16_000
 """Longest user message accepted as input to a turn."""
+
+DEFAULT_CONTEXT_BUDGET_TOKENS: Final = 16_000
+"""Tokens a turn's context may hold (`AGENT_CONTEXT_BUDGET_TOKENS`)."""
+
+MIN_CONTEXT_BUDGET_TOKENS: Final = 4_000
+"""The smallest budget accepted: below it the largest pins and summary leave no room."""
+
+CLIP_FLOOR_CHARS: Final = 1_000
+"""A recent message clipped to fit the budget keeps at least this many characters."""
 
 MAX_ID_CHARS: Final = 120
 MIN_SECRET_CHARS: Final = 32

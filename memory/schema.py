@@ -23,6 +23,8 @@ from memory.errors import INVALID_ID, INVALID_TEXT_TYPE, InvalidInput
 from memory.limits import (
     HARD_MESSAGE_CAP,
     MAX_ID_CHARS,
+    MAX_OPEN_QUESTION_CHARS,
+    MAX_OPEN_QUESTIONS,
     MAX_PINNED_DECISION_CHARS,
     MAX_PINNED_DECISIONS,
     MAX_SUMMARY_CHARS,
@@ -106,7 +108,13 @@ class ChatThreadMessage(BaseModel):
 
 
 class ThreadState(BaseModel):
-    """A conversation's short-term memory: recent messages, summary, pinned decisions."""
+    """A conversation's short-term memory: recent messages, summary, pinned decisions.
+
+    The summary's contract (seed 004 §5): `summary_version` counts the compactions that
+    wrote it (0 before the first), `covered_until` is the id of the newest message it
+    covers, and `open_questions` what the user asked that is still unresolved. Threads
+    stored before these fields existed load as version 0 with none.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -115,6 +123,11 @@ class ThreadState(BaseModel):
     pinned_decisions: list[
         Annotated[StrictStr, Field(min_length=1, max_length=MAX_PINNED_DECISION_CHARS)]
     ] = Field(default_factory=list, max_length=MAX_PINNED_DECISIONS)
+    open_questions: list[
+        Annotated[StrictStr, Field(min_length=1, max_length=MAX_OPEN_QUESTION_CHARS)]
+    ] = Field(default_factory=list, max_length=MAX_OPEN_QUESTIONS)
+    summary_version: StrictInt = Field(default=0, ge=0)
+    covered_until: MessageId | None = None
     last_compacted_at: UtcDatetime | None = None
     version: StrictInt = Field(default=0, ge=0)
 

@@ -125,7 +125,9 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
         detail = ""
         if event.get("summaryChars") is not None:
             pins = int(event.get("pinnedDecisions") or 0)
-            detail = f" — summary {event['summaryChars']} chars, {pins} pin{'s' * (pins != 1)}"
+            version = event.get("summaryVersion")
+            named = f"summary v{version}" if version is not None else "summary"
+            detail = f" — {named} {event['summaryChars']} chars, {pins} pin{'s' * (pins != 1)}"
         return f"[memory: compaction {status}{detail}]"
     return f"[memory: {stage} {status}]"
 
@@ -191,16 +193,22 @@ def render_listing(registry: Mapping[str, Any], *, in_draft: bool) -> str:
 
 
 def render_memory(dto: Mapping[str, Any]) -> str:
-    """The hydration view: summary preview, pinned decisions, recent messages."""
+    """The hydration view: summary preview and version, pinned decisions, open questions,
+    recent messages."""
     lines = [f"memory of conversation {str(dto.get('conversationId', ''))[:8]}:"]
+    version = dto.get("summaryVersion") or 0
     lines.append(
-        f"summary: {_one_line(dto['summaryPreview'], 400)}"
+        f"summary (version {version}): {_one_line(dto['summaryPreview'], 400)}"
         if dto.get("summaryPreview")
         else "summary: none yet"
     )
     pins = dto.get("pinnedDecisions") or []
     lines.append("pinned decisions:" if pins else "pinned decisions: none")
     lines.extend(f"  {number}. {pin}" for number, pin in enumerate(pins, 1))
+    questions = dto.get("openQuestions") or []
+    if questions:
+        lines.append("open questions:")
+        lines.extend(f"  - {_one_line(question)}" for question in questions)
     messages = dto.get("messages") or []
     lines.append(f"recent messages ({len(messages)}):" if messages else "recent messages: none")
     lines.extend(f"  {m.get('role')}: {_one_line(m.get('text', ''))}" for m in messages)

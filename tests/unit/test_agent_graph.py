@@ -154,6 +154,7 @@ def test_compaction_after_turn_five_keeps_four(memory: ConversationMemory) -> No
         "status": "succeeded",
         "summaryChars": 3,
         "pinnedDecisions": 1,
+        "summaryVersion": 1,
     } in events
     assert final["hydration"]["summaryPreview"] == "sum"
 

@@ -196,8 +196,14 @@ def test_render_review_shows_a_refused_answer_and_unknown_kinds() -> None:
         ),
         ({"stage": "compact", "status": "started"}, None),
         (
-            {"stage": "compact", "status": "succeeded", "summaryChars": 393, "pinnedDecisions": 2},
-            "[memory: compaction succeeded — summary 393 chars, 2 pins]",
+            {
+                "stage": "compact",
+                "status": "succeeded",
+                "summaryChars": 393,
+                "pinnedDecisions": 2,
+                "summaryVersion": 3,
+            },
+            "[memory: compaction succeeded — summary v3 393 chars, 2 pins]",
         ),
         (
             {"stage": "compact", "status": "fallback", "summaryChars": 80, "pinnedDecisions": 1},
@@ -255,22 +261,26 @@ def test_render_memory() -> None:
     dto = {
         "conversationId": "c" * 32,
         "summaryPreview": "User: hello / Assistant: hi",
+        "summaryVersion": 2,
         "pinnedDecisions": ["We decided to always deploy on Tuesdays."],
+        "openQuestions": ["Which region hosts the database?"],
         "messages": [
             {"role": "user", "text": "hello\nthere"},
             {"role": "assistant", "text": "x" * 500},
         ],
     }
     lines = render_memory(dto).splitlines()
-    assert lines[:4] == [
+    assert lines[:6] == [
         "memory of conversation cccccccc:",
-        "summary: User: hello / Assistant: hi",
+        "summary (version 2): User: hello / Assistant: hi",
         "pinned decisions:",
         "  1. We decided to always deploy on Tuesdays.",
+        "open questions:",
+        "  - Which region hosts the database?",
     ]
-    assert lines[4:6] == ["recent messages (2):", "  user: hello there"]
+    assert lines[6:8] == ["recent messages (2):", "  user: hello there"]
     assert (
-        lines[6].startswith("  assistant: xxx") and lines[6].endswith("…") and len(lines[6]) < 230
+        lines[8].startswith("  assistant: xxx") and lines[8].endswith("…") and len(lines[8]) < 230
     )
     empty = render_memory({"conversationId": "c", "messages": [], "pinnedDecisions": []})
     assert empty.splitlines()[1:] == [

@@ -24,7 +24,9 @@ def test_keys_exactly_as_designed() -> None:
         "conversationId",
         "messages",
         "summaryPreview",
+        "summaryVersion",
         "pinnedDecisions",
+        "openQuestions",
         "restored",
     ]
     assert dto["messages"] == [

@@ -38,6 +38,9 @@ def test_message_has_exactly_four_fields() -> None:
         "messages",
         "summary",
         "pinned_decisions",
+        "open_questions",
+        "summary_version",
+        "covered_until",
         "last_compacted_at",
         "version",
     }

@@ -1,0 +1,41 @@
+"""The context budget over HTTP: a message that cannot fit the model's context is a 413,
+and nothing is stored (no conversation, no draft)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration.conftest import Server, start_uvicorn, stop
+from tests.integration.http_support import assert_clean_error, chat, listed, new_conversation
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def small_budget(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app with a 4,000-token context budget: about 4,000 characters fit a message."""
+    workdir: Path = tmp_path_factory.mktemp("budget")
+    server = start_uvicorn("create", workdir, AGENT_CONTEXT_BUDGET_TOKENS="4000")
+    try:
+        yield server
+    finally:
+        stop(server.process)
+
+
+def test_an_over_budget_message_is_refused_before_anything_is_stored(
+    small_budget: Server,
+) -> None:
+    with httpx.Client(base_url=small_budget.url, timeout=30) as client:
+        too_long = "w" * 10_000  # under the 16,000-character limit, over the budget
+        refused = chat(client, too_long, createConversation=True)
+        assert_clean_error(refused, 413, "message_too_long")
+        assert "too long for the model's context" in refused.json()["error"]["message"]
+        assert listed(client) == []  # no draft left behind
+        cid = new_conversation(client, "hello")
+        assert_clean_error(chat(client, too_long, conversationId=cid), 413, "message_too_long")
+        thread = client.get("/api/chat/thread", params={"conversationId": cid}).json()
+        assert [m["text"] for m in thread["messages"]][0::2] == ["hello"]
