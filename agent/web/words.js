@@ -113,13 +113,16 @@ export function memoryNotes(events, result, hydration) {
   const compaction = (result && result.compaction) || (compact && compact.status);
   if (compaction === "succeeded" || compaction === "fallback") {
     const details = [];
-    if (hydration && Number.isInteger(hydration.summaryVersion)) {
-      details.push(`summary v${hydration.summaryVersion}`);
-    }
-    if (compact && compact.summaryChars !== undefined)
-      details.push(`${compact.summaryChars} chars`);
-    if (compact && compact.pinnedDecisions !== undefined) {
-      details.push(plural(compact.pinnedDecisions, "pinned decision"));
+    // the compaction event names the version it wrote; the DTO read after the turn
+    // names it too (for a turn whose event came without one)
+    const event = compact || {};
+    const version = [event.summaryVersion, hydration && hydration.summaryVersion].find(
+      Number.isInteger,
+    );
+    if (version !== undefined) details.push(`summary v${version}`);
+    if (event.summaryChars !== undefined) details.push(`${event.summaryChars} chars`);
+    if (event.pinnedDecisions !== undefined) {
+      details.push(plural(event.pinnedDecisions, "pinned decision"));
     }
     const how = compaction === "fallback" ? "Compacted (local fallback)" : "Compacted";
     notes.push({ text: details.length ? `${how}: ${details.join(", ")}` : how, tone: "ok" });
@@ -136,7 +139,9 @@ export function memoryNotes(events, result, hydration) {
     notes.push({ text: `Remembered ${plural(remembered, "item")}`, tone: "ok" });
   }
   const retired = sumOf(events, "retired");
-  if (retired) notes.push({ text: `Retired ${plural(retired, "long-term item")}`, tone: "info" });
+  if (retired) {
+    notes.push({ text: `Forgot ${plural(retired, "older long-term item")}`, tone: "info" });
+  }
   if (result && result.degraded) {
     notes.push({
       text: "Memory degraded: the answer stands, but memory could not be fully updated",

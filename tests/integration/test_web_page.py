@@ -428,9 +428,13 @@ def test_the_memory_panel_shows_compaction_pins_and_long_term_items(
     hydration = context.request.get(
         f"{server.url}/api/chat/thread", params={"conversationId": cid}
     ).json()
-    if "summaryVersion" in hydration:
-        expect(notes).to_contain_text(f"summary v{hydration['summaryVersion']}")
-        expect(panel.locator("h4").first).to_contain_text(f"version {hydration['summaryVersion']}")
+    version = hydration["summaryVersion"]
+    assert version >= 1
+    expect(notes).to_contain_text(f"Compacted: summary v{version}")
+    expect(panel.locator("h4").first).to_have_text(f"Summary (version {version})")
+    expect(panel.locator("h4", has_text="Open questions")).to_be_visible()
+    questions = panel.locator(".open-questions li")
+    expect(questions).to_have_count(len(hydration["openQuestions"]))
 
     path = ARTIFACTS / "chat-page-memory-panel.png"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
