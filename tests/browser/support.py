@@ -1,5 +1,9 @@
 """Helpers of the chat page tests: Chromium (Debian's, driven by Playwright), artifacts,
-and what a test does on the page (send, wait, read)."""
+and what a test does on the page (send, wait, read).
+
+Importing this module skips the importing test module when Playwright is not installed,
+except under `CI=true`, where that is an error.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +17,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import (
-    APIRequestContext,
-    Browser,
-    ConsoleMessage,
-    Page,
-    Playwright,
-    expect,
-)
+
+try:
+    from playwright.sync_api import (
+        APIRequestContext,
+        Browser,
+        BrowserContext,
+        ConsoleMessage,
+        Page,
+        Playwright,
+        expect,
+        sync_playwright,
+    )
+except ImportError as exc:  # the dev extra (playwright) is not installed
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip(f"playwright is not installed: {exc}", allow_module_level=True)
 
 from tests.integration.conftest import REPO
 
@@ -142,3 +154,30 @@ def held_requests(page: Page, pattern: str) -> Iterator[list[Any]]:
         yield held
     finally:
         page.unroute(pattern)
+
+
+def record_partial_answers(page: Page) -> None:
+    """Record the answer's text each time it changes while it streams."""
+    page.evaluate(
+        """() => {
+            window.partialAnswers = [];
+            const messages = document.getElementById("messages");
+            new MutationObserver(() => {
+                const text = messages.querySelector(
+                    ".message.assistant[data-state=streaming] .text");
+                if (text && text.textContent) window.partialAnswers.push(text.textContent);
+            }).observe(messages, {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+
+
+# Test modules take Playwright from here, so that its absence skips them (see above).
+__all__ = [
+    "ARTIFACTS",
+    "Browser",
+    "BrowserContext",
+    "Page",
+    "PageLog",
+    "expect",
+    "sync_playwright",
+]
