@@ -7,6 +7,8 @@ from memory.errors import ChatMemoryError, ConversationNotFound, MemoryNotFound
 
 CONVERSATION_BUSY = "a turn is already running in this conversation; wait for it to finish"
 NOTHING_TO_RESUME = "this conversation has no pending review to resume"
+NOTHING_TO_RECOVER = "this conversation has no unfinished run to recover"
+WAITING_FOR_REVIEW = "this conversation's run waits for a review: resume it with a decision"
 TURN_FAILED = "The assistant could not complete this turn. Please try again."
 
 

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AbstractContextManager, aclosing
+from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -18,8 +19,10 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command, StreamMode
 
 from agent.errors import (
+    NOTHING_TO_RECOVER,
     NOTHING_TO_RESUME,
     TURN_FAILED,
+    WAITING_FOR_REVIEW,
     ConversationBusy,
     InvalidRequest,
 )
@@ -38,13 +41,37 @@ from memory import (
 )
 from memory.errors import InvalidInput
 from memory.limits import MAX_MEMORY_ITEMS
+from memory.retention import SweepResult, sweep_conversations
+from memory.schema import utcnow
 
 logger = logging.getLogger(__name__)
 
 WORKFLOW_ROUTES = frozenset({"tasklist", "delivery"})
-RUN_DURABILITY: Literal["exit"] = "exit"
-"""A run thread is checkpointed when its turn ends or stops for a review: that is the
-only state anyone resumes from, and it costs one checkpoint write per turn."""
+Durability = Literal["exit", "sync"]
+CHAT_DURABILITY: Durability = "exit"
+"""A chat or tool turn's run thread is checkpointed when the turn ends: that is the only
+state anyone reads, and it costs one checkpoint write per turn."""
+WORKFLOW_DURABILITY: Durability = "sync"
+"""A task list or delivery is checkpointed after every step (each task, each reviewer),
+before the next starts: a run stopped by a crash resumes where it stopped
+(`ChatAgent.recover`), and finished work is never done again."""
+
+
+def unfinished_check(state: Any) -> None:
+    """Raise unless a run thread's state is a run a crash stopped (not one waiting for a
+    review, not a finished one)."""
+    if state.interrupts:
+        raise InvalidRequest(WAITING_FOR_REVIEW)
+    if not state.next:
+        raise InvalidRequest(NOTHING_TO_RECOVER)
+
+
+def durability(turn: Turn) -> Durability:
+    """How often the turn's run thread is checkpointed: after every step for a workflow
+    (a resume or a recovery continues one), once at the end for chat and tool turns."""
+    if turn.request is None or turn.request["route"] in WORKFLOW_ROUTES:
+        return WORKFLOW_DURABILITY
+    return CHAT_DURABILITY
 
 
 class ChatAgent:
@@ -205,7 +232,7 @@ class ChatAgent:
                         self._input(turn),
                         recorder.config(turn.config),
                         context=turn.context,
-                        durability=RUN_DURABILITY,
+                        durability=durability(turn),
                     )
                     recorder.output.update(output)
                 except (InvalidRequest, ConversationNotFound):
@@ -297,6 +324,38 @@ class ChatAgent:
         turn, checked = self._resume_turn(decision, session_id, conversation_id)
         return self._loop.run(self._run(turn, Command(resume=checked)))
 
+    def _recover_turn(self, session_id: str, conversation_id: str) -> Turn:
+        turn = self.open_turn(session_id, check_id(conversation_id, "conversation id"), None)
+        self.memory.require_conversation(turn.session_id, turn.conversation_id)
+        unfinished_check(self.graph.get_state(turn.config))
+        return turn
+
+    async def arecover(self, *, session_id: str, conversation_id: str) -> TurnResult:
+        """Continue a task list or delivery that a crash stopped, from its last finished
+        step: finished tasks and reviewers are not run again.
+
+        Raises:
+            InvalidRequest: the conversation has no unfinished run (or it waits for a
+                review: `resume` it).
+            ConversationNotFound, ConversationBusy: as for `send`.
+        """
+        turn = await asyncio.to_thread(self._recover_turn, session_id, conversation_id)
+        return await self._loop.arun(self._run(turn, None))
+
+    def recover(self, *, session_id: str, conversation_id: str) -> TurnResult:
+        """Synchronous `arecover`."""
+        turn = self._recover_turn(session_id, conversation_id)
+        return self._loop.run(self._run(turn, None))
+
+    async def astream_recover(
+        self, *, session_id: str, conversation_id: str
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """`arecover` as a stream of events, like `astream`."""
+        turn = await asyncio.to_thread(self._recover_turn, session_id, conversation_id)
+        async with aclosing(self._loop.astream(self._stream(turn, None))) as events:
+            async for event in events:
+                yield event
+
     async def astream(
         self,
         message: str,
@@ -360,13 +419,16 @@ class ChatAgent:
 
     async def _admit(self, turn: Turn, graph_input: Any) -> None:
         """Under the busy lock: own the draft, or re-check that a resume still has a
-        pending review (another resume may have finished it since it was checked)."""
+        pending review, or a recovery an unfinished run (another resume or recovery may
+        have finished it since it was checked)."""
         if turn.request is not None and turn.request["create"]:
             await asyncio.to_thread(self.memory.accept_draft, turn.session_id, turn.conversation_id)
         if isinstance(graph_input, Command):
             state = await self.graph.aget_state(turn.config)
             if not state.interrupts:
                 raise InvalidRequest(NOTHING_TO_RESUME)
+        elif graph_input is None:  # a recovery: another one may have finished the run
+            unfinished_check(await self.graph.aget_state(turn.config))
 
     async def _turn_events(
         self,
@@ -390,7 +452,7 @@ class ChatAgent:
                 graph_input,
                 recorder.config(turn.config),
                 context=turn.context,
-                durability=RUN_DURABILITY,
+                durability=durability(turn),
                 stream_mode=list({*stream_mode, "custom"}),
                 subgraphs=subgraphs,
             ):
@@ -447,8 +509,36 @@ class ChatAgent:
         )
 
     def conversations(self, *, session_id: str) -> dict[str, Any]:
-        """`{selectedConversationId, conversations, limit}`, newest activity first."""
-        return self.memory.conversations(check_id(session_id, "session id"))
+        """`{selectedConversationId, conversations, limit}`, newest activity first; each
+        conversation says whether its last run is `unfinished` (a crash stopped a task
+        list or delivery: `recover` continues it)."""
+        session_id = check_id(session_id, "session id")
+        listing = self.memory.conversations(session_id)
+        stopped = self._unfinished(session_id, [c["id"] for c in listing["conversations"]])
+        for entry in listing["conversations"]:
+            entry["unfinished"] = entry["id"] in stopped
+        return listing
+
+    def _unfinished(self, session_id: str, conversation_ids: Sequence[str]) -> set[str]:
+        """The conversations whose last run stopped before its end, read in one query: a
+        workflow's status reads `interrupted` until it finishes; of those, the ones not
+        waiting for a review and not running right now."""
+        threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
+        statuses = self._threads.documents.get_channel_values(list(threads), "status")
+        stopped: set[str] = set()
+        for thread_id, status in statuses.items():
+            if status != "interrupted":
+                continue
+            cid = threads[thread_id]
+            turn = self.open_turn(session_id, cid, None)
+            try:
+                with self._busy_lock(turn):  # held while a run goes on, here or elsewhere
+                    state = self.graph.get_state(turn.config)
+            except LockTimeout:
+                continue
+            if state.next and not state.interrupts:
+                stopped.add(cid)
+        return stopped
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Select a conversation without reordering the list."""
@@ -462,6 +552,28 @@ class ChatAgent:
         return self.memory.delete_conversation(
             check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
+
+    # -- retention ----------------------------------------------------------------------
+
+    def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
+        """Apply the retention policy: remove conversations idle for more than
+        `AGENT_RETENTION_DAYS` (registry entry, memory and run threads) and long-term
+        items whose TTL ran out. Returns what was (or, with `dry_run`, would be) removed:
+        `{conversations, sessions, threads, memories, retentionDays, dryRun}`."""
+        days = self.settings.retention_days
+        result = SweepResult(dry_run=dry_run)
+        if days > 0:
+            cutoff = (now or utcnow()) - timedelta(days=days)
+            result = sweep_conversations(self._threads, cutoff, dry_run=dry_run)
+        expired = 0 if dry_run else self.long_term.sweep_expired()
+        return {
+            "conversations": result.conversations,
+            "sessions": result.sessions,
+            "threads": result.threads,
+            "memories": expired,
+            "retentionDays": days,
+            "dryRun": dry_run,
+        }
 
     # -- long-term memory ---------------------------------------------------------------
 

@@ -66,6 +66,8 @@ class Settings(BaseSettings):
             for this long expires (0 keeps items until forgotten).
         context_budget_tokens: `AGENT_CONTEXT_BUDGET_TOKENS`: the most tokens a turn's
             context may hold (set it to the model's window minus its answer).
+        retention_days: `AGENT_RETENTION_DAYS`: conversations idle longer than this are
+            removed by the retention sweep (0 keeps them).
     """
 
     model_config = SettingsConfigDict(
@@ -101,6 +103,7 @@ class Settings(BaseSettings):
         1536, gt=0, le=16_000, validation_alias=_env("AGENT_EMBEDDINGS_DIMS")
     )
     memory_ttl_days: float = Field(365.0, ge=0, validation_alias=_env("AGENT_MEMORY_TTL_DAYS"))
+    retention_days: float = Field(30.0, ge=0, validation_alias=_env("AGENT_RETENTION_DAYS"))
     context_budget_tokens: int = Field(
         DEFAULT_CONTEXT_BUDGET_TOKENS,
         ge=MIN_CONTEXT_BUDGET_TOKENS,

@@ -24,7 +24,7 @@ from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, m
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import RouteName
 from graphs.resources import Lazy
-from graphs.state import AgentInput, AgentOutput, AgentState, Context
+from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
 from memory import ConversationMemory
 from memory.budget import ContextBudget
@@ -132,7 +132,9 @@ def build_agent_graph(
         tool_graph = build_tool_graph(model=chat_model, tools=tools, max_rounds=max_tool_rounds)
         builder.add_node("tool", tool_graph.compile(name="tool"))
     for name, workflow in sorted(workflows.items()):
-        builder.add_node(name, workflow)
+        # only the workflow input reaches the subgraph (its first checkpoint stores what it
+        # is given): never the memory context, which stays out of every checkpoint
+        builder.add_node(name, workflow, input_schema=WorkflowInput)
     remembers = users is not None and extractor is not None
     builder.add_node(
         "finalize",

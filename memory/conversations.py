@@ -221,7 +221,8 @@ class ConversationMemory:
             if len(grown.messages) > HARD_MESSAGE_CAP:
                 grown = local_fallback(grown, self.keep, now)
             state = ThreadState.model_validate(grown.to_document())
-            change = record_turn(snapshot.registry, conversation_id, turn.user_text, now)
+            key = self.ids.conversation_key(session_id, conversation_id)
+            change = record_turn(snapshot.registry, conversation_id, turn.user_text, now, key)
             self._commit(session_id, snapshot.registry, change, {thread_id: state})
         return TurnWrite(True, None, state, change.pruned)
 

@@ -59,3 +59,17 @@ class DocumentSaver(Protocol):
     def keep_latest_root(self, thread_id: str) -> None:
         """Keep only the newest root checkpoint of a finished thread."""
         ...
+
+    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
+        (where it has one), in one query: a run thread's `status`, for instance."""
+        ...
+
+    def list_threads(self, prefix: str) -> list[str]:
+        """The ids of every thread whose id starts with `prefix` (maintenance)."""
+        ...
+
+    def compact_storage(self) -> None:
+        """Give the space of deleted rows back (SQLite's VACUUM; a no-op where the
+        database does it by itself)."""
+        ...

@@ -103,9 +103,16 @@ class ThreadIds:
         return self._hmac(value)
 
     def _pair(self, session_id: str, conversation_id: str) -> str:
+        return (
+            f"{self.session_key(session_id)}:{self.conversation_key(session_id, conversation_id)}"
+        )
+
+    def conversation_key(self, session_id: str, conversation_id: str) -> str:
+        """`H(session:conversation)`: the part of a conversation's thread ids that the
+        registry keeps, so that retention can find the threads without the session id."""
         validate_id(session_id, "session id")
         validate_id(conversation_id, "conversation id")
-        return f"{self._h(session_id)}:{self._h(session_id + ':' + conversation_id)}"
+        return self._h(session_id + ":" + conversation_id)
 
     def memory_thread(self, session_id: str, conversation_id: str) -> str:
         """`chat-conversation:{H(session)}:{H(session:conversation)}`."""
@@ -122,3 +129,10 @@ class ThreadIds:
     def registry_thread(self, session_id: str) -> str:
         """`chat-registry:{H(session)}`."""
         return f"{REGISTRY_THREAD_PREFIX}:{self._h(validate_id(session_id, 'session id'))}"
+
+
+def session_threads(session_key: str, conversation_key: str | None = None) -> tuple[str, ...]:
+    """The memory and run thread ids of one conversation (by its key), or their common
+    prefixes for every conversation of the session (no key), from the keys alone."""
+    tail = f"{session_key}:{conversation_key}" if conversation_key else f"{session_key}:"
+    return (f"{MEMORY_THREAD_PREFIX}:{tail}", f"{RUN_THREAD_PREFIX}:{tail}")

@@ -70,6 +70,16 @@ JOIN checkpoint_blobs b
 WHERE c.thread_id = ANY(%(threads)s) AND c.checkpoint_ns = ''
 ORDER BY c.thread_id, c.checkpoint_id DESC
 """
+SELECT_CHANNEL_SQL = """
+SELECT DISTINCT ON (c.thread_id) c.thread_id,
+       c.checkpoint -> 'channel_values' -> %(channel)s AS inline, b.type, b.blob
+FROM checkpoints c
+LEFT JOIN checkpoint_blobs b
+  ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns
+ AND b.channel = %(channel)s AND b.version = c.checkpoint -> 'channel_versions' ->> %(channel)s
+WHERE c.thread_id = ANY(%(threads)s) AND c.checkpoint_ns = ''
+ORDER BY c.thread_id, c.checkpoint_id DESC
+"""
 DROP_OLDER_SQL = (
     "DELETE FROM checkpoint_writes WHERE thread_id = %(thread)s "
     "AND checkpoint_ns = %(ns)s AND checkpoint_id < %(keep)s",
@@ -114,6 +124,34 @@ class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
             if isinstance(document, dict):
                 documents[row["thread_id"]] = document
         return documents
+
+    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """`channel` in the newest root checkpoint of each thread, in one query."""
+        if not thread_ids:
+            return {}
+        with self._cursor() as cur:
+            rows = cur.execute(
+                SELECT_CHANNEL_SQL, {"channel": channel, "threads": list(thread_ids)}
+            ).fetchall()
+        values: dict[str, Any] = {}
+        for row in rows:
+            if row["inline"] is not None:  # PostgresSaver keeps primitives in the checkpoint
+                values[row["thread_id"]] = row["inline"]
+            elif row["type"] is not None:
+                values[row["thread_id"]] = self.serde.loads_typed((row["type"], row["blob"]))
+        return values
+
+    def list_threads(self, prefix: str) -> list[str]:
+        """Every thread id starting with `prefix`."""
+        with self._cursor() as cur:
+            rows = cur.execute(
+                "SELECT DISTINCT thread_id FROM checkpoints WHERE left(thread_id, %s) = %s",
+                (len(prefix), prefix),
+            ).fetchall()
+        return [row["thread_id"] for row in rows]
+
+    def compact_storage(self) -> None:
+        """Nothing to do: autovacuum gives deleted rows' space back."""
 
     def put_documents(
         self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()

@@ -23,7 +23,11 @@ from memory.schema import MessageId, UtcDatetime
 
 
 class ConversationEntry(BaseModel):
-    """One listed conversation."""
+    """One listed conversation.
+
+    `key` is `H(session:conversation)`, the part of its thread ids that retention needs
+    (entries written before it existed have none until their next turn).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -31,6 +35,7 @@ class ConversationEntry(BaseModel):
     title: StrictStr = Field(max_length=MAX_TITLE_CHARS)
     created_at: UtcDatetime
     last_active_at: UtcDatetime
+    key: StrictStr | None = None
 
 
 class RegistryState(BaseModel):
@@ -94,18 +99,28 @@ def accept_draft(state: RegistryState, conversation_id: str) -> RegistryChange:
 
 
 def record_turn(
-    state: RegistryState, conversation_id: str, user_text: str, now: datetime
+    state: RegistryState,
+    conversation_id: str,
+    user_text: str,
+    now: datetime,
+    key: str | None = None,
 ) -> RegistryChange:
     """A turn was written: list the conversation (titled by its first message) or touch it."""
     entries = list(state.conversations)
     for index, entry in enumerate(entries):
         if entry.id == conversation_id:
-            entries[index] = entry.model_copy(update={"last_active_at": now})
+            entries[index] = entry.model_copy(
+                update={"last_active_at": now, "key": key or entry.key}
+            )
             break
     else:
         entries.append(
             ConversationEntry(
-                id=conversation_id, title=make_title(user_text), created_at=now, last_active_at=now
+                id=conversation_id,
+                title=make_title(user_text),
+                created_at=now,
+                last_active_at=now,
+                key=key,
             )
         )
     entries = ordered(entries)
@@ -152,6 +167,26 @@ def remove(state: RegistryState, conversation_id: str) -> RegistryChange:
             }
         ),
         (conversation_id,),
+    )
+
+
+def expire(state: RegistryState, cutoff: datetime) -> tuple[RegistryState, list[ConversationEntry]]:
+    """The registry without the conversations idle since before `cutoff` whose threads
+    can be found (they have a key), and those conversations."""
+    idle = [e for e in state.conversations if e.last_active_at < cutoff and e.key]
+    if not idle:
+        return state, []
+    gone = {entry.id for entry in idle}
+    selected = state.selected_conversation_id
+    kept = [e for e in state.conversations if e.id not in gone]
+    return (
+        state.model_copy(
+            update={
+                "conversations": kept,
+                "selected_conversation_id": None if selected in gone else selected,
+            }
+        ),
+        idle,
     )
 
 

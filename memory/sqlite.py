@@ -71,6 +71,42 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
                 documents[thread_id] = document
         return documents
 
+    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """`channel` in the newest root checkpoint of each thread, in one query."""
+        if not thread_ids:
+            return {}
+        marks = ", ".join("?" * len(thread_ids))
+        with self.cursor(transaction=False) as cur:
+            rows = cur.execute(
+                "SELECT thread_id, type, checkpoint FROM checkpoints c "
+                f"WHERE checkpoint_ns = '' AND thread_id IN ({marks}) AND checkpoint_id = ("
+                "SELECT MAX(checkpoint_id) FROM checkpoints l "
+                "WHERE l.thread_id = c.thread_id AND l.checkpoint_ns = '')",
+                tuple(thread_ids),
+            ).fetchall()
+        values: dict[str, Any] = {}
+        for thread_id, type_, blob in rows:
+            channel_values = self.serde.loads_typed((type_, blob)).get("channel_values", {})
+            if channel in channel_values:
+                values[thread_id] = channel_values[channel]
+        return values
+
+    def list_threads(self, prefix: str) -> list[str]:
+        """Every thread id starting with `prefix`."""
+        with self.cursor(transaction=False) as cur:
+            rows = cur.execute(
+                "SELECT DISTINCT thread_id FROM checkpoints WHERE substr(thread_id, 1, ?) = ?",
+                (len(prefix), prefix),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def compact_storage(self) -> None:
+        """VACUUM the file (outside any transaction), then truncate the WAL."""
+        with self.lock:
+            self.conn.commit()
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def put_documents(
         self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()
     ) -> None:

@@ -175,6 +175,16 @@ class ThreadStore:
         """Shrink a run thread whose turn finished (no pending interrupt) to one checkpoint."""
         self.documents.keep_latest_root(thread_id)
 
+    @storage_errors
+    def list_threads(self, prefix: str) -> list[str]:
+        """The ids of every thread whose id starts with `prefix`."""
+        return self.documents.list_threads(prefix)
+
+    @storage_errors
+    def compact_storage(self) -> None:
+        """Give deleted rows' space back to the file system (SQLite's VACUUM)."""
+        self.documents.compact_storage()
+
     def checkpoint_count(self, thread_id: str) -> int:
         """How many checkpoints `thread_id` has (1 after any write)."""
         return sum(1 for _ in self.checkpointer.list(self._config(thread_id)))

@@ -8,6 +8,8 @@ chat page (`agent.web`) is served at `/`.
 
 # No `from __future__ import annotations` in the route modules' users: `langgraph dev`
 # loads agent/server.py under another module name; FastAPI resolves hints eagerly.
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -25,9 +27,25 @@ from agent.settings import Settings, SettingsError
 
 logger = logging.getLogger(__name__)
 
+SWEEP_SECONDS = 3600.0
+"""How often a running server applies the retention policy (and once at start-up)."""
+
 AgentSource = ChatAgent | Callable[[], ChatAgent] | None
 """An open agent (its owner closes it), a factory, or None for one from the environment
 (both opened and closed by the app's lifespan)."""
+
+
+async def sweep_periodically(agent: ChatAgent, seconds: float) -> None:
+    """Apply the retention policy now and every `seconds`; a failure is logged and the
+    next round tries again."""
+    while True:
+        try:
+            removed = await run_in_threadpool(agent.sweep)
+            if removed["threads"] or removed["memories"]:
+                logger.info("retention sweep: %s", removed)
+        except Exception:
+            logger.exception("the retention sweep failed")
+        await asyncio.sleep(seconds)
 
 
 def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -> FastAPI:
@@ -52,9 +70,13 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
             except SettingsError as exc:
                 logger.error("cannot start the agent: %s", exc)
                 raise
+        sweeper = asyncio.create_task(sweep_periodically(app.state.agent, SWEEP_SECONDS))
         try:
             yield
         finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
             if owned:
                 await run_in_threadpool(app.state.agent.close)
 

@@ -1,4 +1,5 @@
-"""Chat routes: a turn, a review's resume (both streamed) and the hydration DTO."""
+"""Chat routes: a turn, a review's resume, a stopped run's recovery (all streamed) and the
+hydration DTO."""
 
 from __future__ import annotations
 
@@ -56,6 +57,23 @@ async def resume(body: ResumeBody, agent: AgentDep, session_id: SessionDep) -> E
     events = agent.astream_resume(
         body.decision, session_id=session_id, conversation_id=body.conversationId
     )
+    return await event_stream(events)
+
+
+class RecoverBody(BaseModel):
+    """`POST /api/chat/recover`: continue a run a crash stopped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conversationId: StrictStr
+
+
+@router.post("/recover", response_class=EventSourceResponse)
+async def recover(
+    body: RecoverBody, agent: AgentDep, session_id: SessionDep
+) -> EventSourceResponse:
+    """Continue the conversation's unfinished task list or delivery from its last step."""
+    events = agent.astream_recover(session_id=session_id, conversation_id=body.conversationId)
     return await event_stream(events)
 
 

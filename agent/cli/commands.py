@@ -21,6 +21,7 @@ Type a message and press Enter to chat. Commands:
   /forget N         forget item N of the last /memories
   /tasklist GOAL    plan GOAL as a task list (stops for your review)
   /delivery REQUEST run the delivery workflow on REQUEST
+  /recover          continue a task list or delivery that a crash stopped
   /review           answer a review left pending
                     (approve | edit <task>; <task>; … | reject <reason> |
                      respond <feedback>; after the self-check: accept | revise)
@@ -42,7 +43,9 @@ DEFAULT_ACTIONS = {
 TEXT_FIELDS = {"reject": "reason", "respond": "feedback"}
 """Actions that need text, and the decision field that carries it (others take none)."""
 
-NO_ARGUMENT_COMMANDS = frozenset({"new", "list", "memory", "memories", "review", "help", "quit"})
+NO_ARGUMENT_COMMANDS = frozenset(
+    {"new", "list", "memory", "memories", "recover", "review", "help", "quit"}
+)
 ALIASES = {"exit": "quit"}
 UNKNOWN_COMMAND = "unknown command {head}; type /help for the commands"
 SWITCH_USAGE = "usage: /switch N, with N a number from /list"
@@ -73,6 +76,10 @@ class ChatBackend(Protocol):
 
     def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
+    ) -> AsyncGenerator[dict[str, Any], None]: ...
+
+    def astream_recover(
+        self, *, session_id: str, conversation_id: str
     ) -> AsyncGenerator[dict[str, Any], None]: ...
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...

@@ -1,4 +1,4 @@
-"""`python -m agent`: the command line (`chat`, `dev`) and its argument parser."""
+"""`python -m agent`: the command line (`chat`, `dev`, `gc`) and its argument parser."""
 
 from __future__ import annotations
 
@@ -110,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dev.add_argument("--host", default=DEFAULT_HOST, help="interface (default: %(default)s)")
     dev.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s)")
+    gc = commands.add_parser(
+        "gc",
+        help="apply the retention policy now (AGENT_RETENTION_DAYS, AGENT_MEMORY_TTL_DAYS)",
+        description="Remove conversations idle for more than AGENT_RETENTION_DAYS (registry "
+        "entry, memory and run threads) and expired long-term items; print what went.",
+    )
+    gc.add_argument("--dry-run", action="store_true", help="print what would go; remove nothing")
     return parser
 
 
@@ -179,6 +186,31 @@ def run_chat(session_id: str, conversation_id: str | None, *, verbose: bool = Fa
         return session.run()
 
 
+GC_REPORT = (
+    "{verb} {conversations} conversation(s) idle for more than {days:g} day(s) "
+    "({sessions} whole session(s), {threads} thread(s)); {memories} expired long-term item(s)"
+)
+
+
+def run_gc(*, dry_run: bool) -> int:
+    """`python -m agent gc`: sweep once and say what went."""
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        return _fail(str(exc))
+    configure_logging(settings.data_dir, verbose=False)
+    try:
+        with ChatAgent(settings=settings) as agent:
+            removed = agent.sweep(dry_run=dry_run)
+    except ChatMemoryError as exc:
+        return _fail(str(exc))
+    if settings.retention_days == 0:
+        print("AGENT_RETENTION_DAYS is 0: conversations are kept")
+    verb = "would remove" if dry_run else "removed"
+    print(GC_REPORT.format(verb=verb, days=settings.retention_days, **removed))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `python -m agent`; returns the exit code."""
     for stream in (sys.stdout, sys.stderr):
@@ -188,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "dev":
         return run_dev(args.host, args.port)
+    if args.command == "gc":
+        return run_gc(dry_run=args.dry_run)
     if args.command != "chat":
         parser.print_help()
         return 0

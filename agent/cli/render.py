@@ -186,7 +186,12 @@ def render_listing(registry: Mapping[str, Any], *, in_draft: bool) -> str:
         lines = [f"conversations ({len(entries)} of {registry.get('limit', '?')}):"]
         for number, entry in enumerate(entries, 1):
             mark = "*" if entry["id"] == registry.get("selectedConversationId") else " "
-            lines.append(f"{mark} {number}. {_one_line(entry['title'], 70)}  ({entry['id']})")
+            stopped = (
+                "  [unfinished: /switch to it, then /recover]" if entry.get("unfinished") else ""
+            )
+            lines.append(
+                f"{mark} {number}. {_one_line(entry['title'], 70)}  ({entry['id']}){stopped}"
+            )
     if in_draft:
         lines.append("(you are in a new conversation: your next message creates it)")
     return "\n".join(lines)

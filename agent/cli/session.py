@@ -150,6 +150,7 @@ class ChatSession:
             "switch": self._switch,
             "memory": self._memory,
             "memories": self._list_memories,
+            "recover": self._recover,
             "remember": self._remember,
             "forget": self._forget,
             "review": self._review,
@@ -204,6 +205,20 @@ class ChatSession:
         if outcome.interrupt is not None and outcome.conversation_id:
             route = (outcome.result or {}).get("route")
             self._pending = (outcome.conversation_id, outcome.interrupt, route)
+            self._answer_review()
+
+    def _recover(self, _: Command) -> None:
+        conversation_id = self.conversation_id
+        if conversation_id is None:
+            raise UsageError("there is nothing to recover in a new conversation")
+        outcome = self._stream(
+            lambda: self.agent.astream_recover(
+                session_id=self.session_id, conversation_id=conversation_id
+            )
+        )
+        if outcome.interrupt is not None:
+            route = (outcome.result or {}).get("route")
+            self._pending = (conversation_id, outcome.interrupt, route)
             self._answer_review()
 
     def _review(self, _: Command) -> None:

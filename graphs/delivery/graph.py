@@ -1,8 +1,11 @@
 """The delivery subgraph: load the request, plan, run a sub-agent per task, review, report.
 
-`START → load_request → plan_delivery → execute_tasks → review_delivery ×3 (Send, in
-parallel) → synthesize_report → END`. A thin request, a planner that cannot act, or a
-failed stage ends the run early. Everything the stages produce (the plan, task
+`START → load_request → plan_delivery → execute_tasks (once per task) → review_delivery
+×3 (Send, in parallel) → synthesize_report → END`. A thin request, a planner that cannot
+act, or a failed stage ends the run early. Each task is a step of its own, keyed by
+its number: with a checkpoint after every step, a run stopped by a crash resumes at
+the first unfinished task, and finished tasks (and finished reviewers, whose writes
+LangGraph keeps) are never run again. Everything the stages produce (the plan, task
 artifacts, reviewer verdicts, failures) lives in this subgraph's state in the run
 thread; `output_schema=WorkflowOutput` lets only the report text and the status out,
 so nothing else can reach chat memory (finalize writes `completed` and `blocked` runs).
@@ -15,6 +18,7 @@ import functools
 import json
 import logging
 import re
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -49,6 +53,9 @@ from graphs.tool import build_tool_graph
 from memory.compaction import clamp
 
 logger = logging.getLogger(__name__)
+warnings.filterwarnings(
+    "ignore", message="`durability` has no effect when no checkpointer", category=UserWarning
+)
 
 DEFAULT_MAX_TASKS = 5
 DEFAULT_STAGE_TIMEOUT = 120.0
@@ -150,9 +157,16 @@ class StageNode(Protocol[S_contra]):
 
 
 def stage(
-    name: str, timeout: float, *, parallel: bool = False
+    name: str,
+    timeout: float,
+    *,
+    parallel: bool = False,
+    starts: Callable[[Any], bool] = lambda state: True,
 ) -> Callable[[StageNode[S]], StageNode[S]]:
     """Make a stage body a node: `started`/`failed` progress and failure handling.
+
+    A stage that takes several steps (one per task) says `started` on the step that
+    `starts` picks out.
 
     Any exception (a stage timeout included) is logged and becomes a clear user text;
     a sequential stage then ends the run `failed`, while a parallel reviewer records
@@ -165,7 +179,8 @@ def stage(
         @functools.wraps(body)
         async def node(state: S) -> dict[str, Any]:
             extra = {"reviewer": state.get("reviewer")} if parallel else {}
-            progress(name, "started", **extra)
+            if starts(state):
+                progress(name, "started", **extra)
             try:
                 return await body(state)
             except TimeoutError:
@@ -197,10 +212,15 @@ async def route_after_plan(state: DeliveryState) -> Literal["execute_tasks", "__
     return STOP if state.get("workflow_status") else "execute_tasks"
 
 
-async def route_to_reviewers(state: DeliveryState) -> list[Send] | Literal["__end__"]:
-    """Fan out to the three reviewers, in parallel, unless the tasks failed."""
+async def route_after_task(
+    state: DeliveryState,
+) -> list[Send] | Literal["execute_tasks", "__end__"]:
+    """The next task while tasks remain; then the three reviewers, in parallel; a failed
+    task ends the run."""
     if state.get("workflow_status"):
         return STOP
+    if len(state.get("artifacts", [])) < len(state["plan"]["tasks"]):
+        return "execute_tasks"
     return [Send("review_delivery", ReviewAssignment(**state, reviewer=name)) for name in REVIEWERS]
 
 
@@ -305,7 +325,13 @@ def build_delivery_graph(
             result = await ask(DeliveryTaskResult, texts.TASK_AGENT_PROMPT, work)
         else:
             system, human = SystemMessage(texts.TASK_AGENT_PROMPT), HumanMessage(work)
-            worked = await sub_agent.ainvoke({"turn_messages": [system, human]}, NOSTREAM)
+            # the sub-agent keeps no checkpoints of its own (its task is the unit of
+            # recovery); LangGraph 1.2 fails a checkpointer-less graph run with the
+            # inherited `sync` durability, so it is told it has none to keep (the
+            # warning that this has no effect is silenced at import)
+            worked = await sub_agent.ainvoke(
+                {"turn_messages": [system, human]}, NOSTREAM, durability="exit"
+            )
             transcript = worked["turn_messages"][1:]  # the system prompt is passed again
             result = await ask(
                 DeliveryTaskResult, texts.TASK_AGENT_PROMPT, report_prompt, *transcript
@@ -318,17 +344,18 @@ def build_delivery_graph(
             open_issues=result.open_issues,
         )
 
-    @stage("execute_tasks", stage_timeout)
+    @stage("execute_tasks", stage_timeout, starts=lambda state: not state.get("artifacts"))
     async def execute_tasks(state: DeliveryState) -> dict[str, Any]:
-        """Run a sub-agent per task, in order; each result is kept as a runtime artifact."""
+        """Run the sub-agent of the first task without a result (tasks are keyed by their
+        number); each result is kept as a runtime artifact."""
         total = len(state["plan"]["tasks"])
-        artifacts: list[TaskArtifact] = []
-        for number in range(1, total + 1):
-            progress("execute_tasks", "task_started", task=number, tasks=total)
-            task_run = run_task(state, number, artifacts)
-            artifacts.append(await asyncio.wait_for(task_run, stage_timeout))
-        done = sum(1 for artifact in artifacts if artifact["done"])
-        progress("execute_tasks", "succeeded", tasks=total, done=done)
+        artifacts = list(state.get("artifacts", []))
+        number = len(artifacts) + 1
+        progress("execute_tasks", "task_started", task=number, tasks=total)
+        artifacts.append(await asyncio.wait_for(run_task(state, number, artifacts), stage_timeout))
+        if number == total:
+            done = sum(1 for artifact in artifacts if artifact["done"])
+            progress("execute_tasks", "succeeded", tasks=total, done=done)
         return {"artifacts": artifacts}
 
     @stage("review_delivery", stage_timeout, parallel=True)
@@ -388,7 +415,9 @@ def build_delivery_graph(
     builder.add_edge(START, "load_request")
     builder.add_conditional_edges("load_request", route_after_load)
     builder.add_conditional_edges("plan_delivery", route_after_plan)
-    builder.add_conditional_edges("execute_tasks", route_to_reviewers, ["review_delivery", END])
+    builder.add_conditional_edges(
+        "execute_tasks", route_after_task, ["execute_tasks", "review_delivery", END]
+    )
     builder.add_edge("review_delivery", "synthesize_report")
     builder.add_edge("synthesize_report", END)
     return builder

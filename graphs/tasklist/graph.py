@@ -1,8 +1,13 @@
 """The task-list subgraph: plan a goal, review the strategy, execute, self-check, summarise.
 
 `plan_tasks → review_strategy` (approve / edit → execute, respond → plan again,
-reject → end) `→ execute_tasks → check_results` (blocking issues, first time →
-`review_revision`: accept → summarize, revise → execute once more) `→ summarize`.
+reject → end) `→ execute_tasks` (once per queued task) `→ check_results` (blocking
+issues, first time → `review_revision`: accept → summarize, revise → execute the
+named tasks once more) `→ summarize`.
+
+Each task is a step of its own, keyed by its id: with a checkpoint after every step,
+a run stopped by a crash resumes at the first task still queued, and a finished task
+is never run again.
 
 Both reviews pause with `interrupt()` and do nothing before it, so they are safe to
 re-execute on resume. Only `workflow_text` and `workflow_status` leave the subgraph
@@ -70,6 +75,8 @@ class TasklistState(WorkflowInput, WorkflowOutput, total=False):
     """The latest self-check's findings (replaced)."""
     revision_round: int
     """Revision rounds run so far, at most `MAX_REVISION_ROUNDS` (replaced)."""
+    queue: list[str]
+    """Ids of the tasks still to run in this round, in order (replaced)."""
 
 
 TasklistGraph = StateGraph[TasklistState, None, WorkflowInput, WorkflowOutput]
@@ -143,6 +150,16 @@ def _progress(step: str, **fields: Any) -> None:
 # -- nodes ---------------------------------------------------------------------------------
 
 
+def revision_queue(state: TasklistState) -> list[str]:
+    """The tasks a revision round runs again: those named by a blocking issue or blocked
+    (all of them when no issue names a task)."""
+    tasks = state["tasks"]
+    issues = [issue for issue in state.get("issues", []) if issue["blocking"]]
+    named = {issue["task_id"] for issue in issues}
+    redo = [t["id"] for t in tasks if not issues or t["id"] in named or t["status"] == "blocked"]
+    return redo or [t["id"] for t in tasks]
+
+
 async def review_strategy(
     state: TasklistState,
 ) -> Command[Literal["plan_tasks", "execute_tasks", "__end__"]]:
@@ -165,8 +182,10 @@ async def review_strategy(
         tasks = [
             make_task(t["id"], t["title"], t["acceptance_criteria"]) for t in decision["tasks"]
         ]
-        return Command(goto="execute_tasks", update={"tasks": tasks})
-    return Command(goto="execute_tasks")
+        return Command(
+            goto="execute_tasks", update={"tasks": tasks, "queue": [t["id"] for t in tasks]}
+        )
+    return Command(goto="execute_tasks", update={"queue": [t["id"] for t in state["tasks"]]})
 
 
 async def review_revision(state: TasklistState) -> Command[Literal["execute_tasks", "summarize"]]:
@@ -179,7 +198,8 @@ async def review_revision(state: TasklistState) -> Command[Literal["execute_task
     payload = {"kind": REVISION_REVIEW, "issues": issues, "actions": list(REVISION_FIELDS)}
     if ask_reviewer(payload)["action"] == "revise":
         rounds = state.get("revision_round", 0) + 1
-        return Command(goto="execute_tasks", update={"revision_round": rounds})
+        update = {"revision_round": rounds, "queue": revision_queue(state)}
+        return Command(goto="execute_tasks", update=update)
     return Command(goto="summarize")
 
 
@@ -225,41 +245,39 @@ class TasklistSteps:
         return {"tasks": tasks, "issues": [], "revision_round": 0}
 
     async def execute_tasks(self, state: TasklistState) -> dict[str, Any]:
-        """Run each task with one model call: pending → in_progress → completed | blocked.
-
-        A revision round runs again only the tasks named by a blocking issue or
-        blocked (all of them when no issue names a task), with their issues.
-        """
+        """Run the first queued task with one model call: pending → in_progress →
+        completed | blocked. In a revision round the task sees its blocking issues."""
         tasks = [TaskItem(**task) for task in state["tasks"]]
+        queue = list(state.get("queue", []))
+        by_id = {task["id"]: task for task in tasks}
         issues = [issue for issue in state.get("issues", []) if issue["blocking"]]
-        named = {issue["task_id"] for issue in issues}
-        redo = [
-            t for t in tasks if not issues or t["id"] in named or t["status"] == "blocked"
-        ] or tasks
-        for index, task in enumerate(redo, 1):
-            task["status"] = "in_progress"
-            where = {"taskId": task["id"], "title": task["title"], "index": index}
-            _progress("execute", status=task["status"], total=len(redo), **where)
-            earlier = [
-                {"id": t["id"], "title": t["title"], "result": t["result"]}
-                for t in tasks
-                if t["status"] == "completed"
-            ]
-            own = [issue for issue in issues if issue["task_id"] in (task["id"], None)]
-            request = text.EXECUTE_REQUEST.format(
-                goal=state["user_text"],
-                task=_json(public_task(task)),
-                earlier=_json(earlier) if earlier else text.NONE_TEXT,
-                issues=_json(own) if own else text.NONE_TEXT,
-            )
-            try:
-                result = await self.ask(TasklistTaskResult, text.EXECUTE_SYSTEM_PROMPT, request)
-            except Exception:
-                return _failure("execute_tasks")
-            task["status"] = result.status
-            task["result"] = one_line(result.outcome, text.MAX_RESULT_CHARS)
-            _progress("execute", status=task["status"], total=len(redo), **where)
-        return {"tasks": tasks}
+        if not queue or queue[0] not in by_id:  # nothing (or an unknown task) to run
+            return {"queue": queue[1:]}
+        task = by_id[queue[0]]
+        task["status"] = "in_progress"
+        done = sum(1 for t in tasks if t["status"] in ("completed", "blocked"))
+        where = {"taskId": task["id"], "title": task["title"], "index": done + 1}
+        _progress("execute", status=task["status"], total=len(tasks), **where)
+        earlier = [
+            {"id": t["id"], "title": t["title"], "result": t["result"]}
+            for t in tasks
+            if t["status"] == "completed"
+        ]
+        own = [issue for issue in issues if issue["task_id"] in (task["id"], None)]
+        request = text.EXECUTE_REQUEST.format(
+            goal=state["user_text"],
+            task=_json(public_task(task)),
+            earlier=_json(earlier) if earlier else text.NONE_TEXT,
+            issues=_json(own) if own else text.NONE_TEXT,
+        )
+        try:
+            result = await self.ask(TasklistTaskResult, text.EXECUTE_SYSTEM_PROMPT, request)
+        except Exception:
+            return _failure("execute_tasks")
+        task["status"] = result.status
+        task["result"] = one_line(result.outcome, text.MAX_RESULT_CHARS)
+        _progress("execute", status=task["status"], total=len(tasks), **where)
+        return {"tasks": tasks, "queue": queue[1:]}
 
     async def check_results(self, state: TasklistState) -> dict[str, Any]:
         """Self-check the results against the goal and the acceptance criteria."""
@@ -310,9 +328,13 @@ async def route_after_plan(state: TasklistState) -> Literal["review_strategy", "
     return STOP if state.get("workflow_status") == "failed" else "review_strategy"
 
 
-async def route_after_execute(state: TasklistState) -> Literal["check_results", "__end__"]:
-    """A failed execution ends the run; otherwise the results are checked."""
-    return STOP if state.get("workflow_status") == "failed" else "check_results"
+async def route_after_execute(
+    state: TasklistState,
+) -> Literal["execute_tasks", "check_results", "__end__"]:
+    """A failed task ends the run; the next queued task runs; then the results are checked."""
+    if state.get("workflow_status") == "failed":
+        return STOP
+    return "execute_tasks" if state.get("queue") else "check_results"
 
 
 async def route_after_check(

@@ -246,6 +246,12 @@ class LongTermMemory:
             self.store.delete(namespace, memory_id)
 
     @storage_errors
+    def sweep_expired(self) -> int:
+        """Delete the items whose TTL ran out (every session); returns how many."""
+        sweep = getattr(self.store, "sweep_ttl", None)
+        return int(sweep()) if self.ttl_minutes is not None and callable(sweep) else 0
+
+    @storage_errors
     def forget_all(self, session_id: str) -> int:
         """Delete every item of the session; returns how many there were."""
         namespace = self.namespace(session_id)

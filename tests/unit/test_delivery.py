@@ -40,6 +40,7 @@ def test_topology() -> None:
         ("load_request", "__end__", True),
         ("plan_delivery", "execute_tasks", True),
         ("plan_delivery", "__end__", True),
+        ("execute_tasks", "execute_tasks", True),
         ("execute_tasks", "review_delivery", True),
         ("execute_tasks", "__end__", True),
         ("review_delivery", "synthesize_report", False),

@@ -54,6 +54,7 @@ def test_topology() -> None:
         ("review_strategy", "plan_tasks"),
         ("review_strategy", "execute_tasks"),
         ("review_strategy", "__end__"),
+        ("execute_tasks", "execute_tasks"),
         ("execute_tasks", "check_results"),
         ("execute_tasks", "__end__"),
         ("check_results", "review_revision"),

@@ -1,0 +1,102 @@
+"""Retention: conversations idle past the policy go, registry entry and threads together.
+
+`AGENT_RETENTION_DAYS` (DESIGN §12). The sweep reads every session's registry; a
+conversation idle since before the cutoff loses its registry entry, its memory thread
+and its run thread in one transaction, under the session's lock (the same lock every
+writer of the session holds, found from the registry thread id: the sweep never needs
+a raw session id). A session whose every conversation is idle goes as a whole.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.ids import REGISTRY_THREAD_PREFIX, session_threads
+from memory.registry import RegistryState, expire
+from memory.storage import ThreadStore
+
+logger = logging.getLogger(__name__)
+
+REGISTRY_PREFIX = f"{REGISTRY_THREAD_PREFIX}:"
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What a sweep removed (or, in a dry run, would remove).
+
+    Attributes:
+        conversations: conversations removed, registry entry and threads.
+        sessions: sessions removed whole (every conversation idle).
+        threads: threads deleted (memory, run and registry threads).
+        dry_run: nothing was deleted.
+    """
+
+    conversations: int = 0
+    sessions: int = 0
+    threads: int = 0
+    dry_run: bool = False
+
+    def __add__(self, other: SweepResult) -> SweepResult:
+        return SweepResult(
+            self.conversations + other.conversations,
+            self.sessions + other.sessions,
+            self.threads + other.threads,
+            self.dry_run or other.dry_run,
+        )
+
+
+def _registry(document: dict[str, object] | None) -> RegistryState:
+    return RegistryState() if document is None else RegistryState.model_validate(document)
+
+
+def sweep_session(
+    threads: ThreadStore, registry_thread: str, cutoff: datetime, *, dry_run: bool = False
+) -> SweepResult:
+    """Remove one session's conversations idle since before `cutoff`."""
+    session_key = registry_thread.removeprefix(REGISTRY_PREFIX)
+    with threads.lock(registry_thread):
+        registry = _registry(threads.get(registry_thread))
+        idle = [e for e in registry.conversations if e.last_active_at < cutoff]
+        if not idle:
+            return SweepResult(dry_run=dry_run)
+        if len(idle) == len(registry.conversations) and not registry.pending:
+            # the whole session: every thread under its key, keyed entries or not
+            doomed = [
+                t for prefix in session_threads(session_key) for t in threads.list_threads(prefix)
+            ]
+            doomed.append(registry_thread)
+            if not dry_run:
+                threads.delete_many(doomed)
+            return SweepResult(len(idle), 1, len(doomed), dry_run)
+        kept, expired = expire(registry, cutoff)
+        if len(expired) < len(idle):
+            logger.info(
+                "retention: %d idle conversation(s) predate thread keys; they go with their "
+                "session",
+                len(idle) - len(expired),
+            )
+        doomed = [t for entry in expired for t in session_threads(session_key, entry.key)]
+        if expired and not dry_run:
+            stored = kept.model_copy(update={"version": registry.version + 1})
+            threads.put_many({registry_thread: stored.model_dump(mode="json")}, delete=doomed)
+        return SweepResult(len(expired), 0, len(doomed), dry_run)
+
+
+def sweep_conversations(
+    threads: ThreadStore, cutoff: datetime, *, dry_run: bool = False
+) -> SweepResult:
+    """Remove every session's conversations idle since before `cutoff`.
+
+    Args:
+        threads: the thread store.
+        cutoff: conversations last active before this go.
+        dry_run: count what would go, delete nothing.
+    """
+    total = SweepResult(dry_run=dry_run)
+    for registry_thread in threads.list_threads(REGISTRY_PREFIX):
+        total += sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)
+    if total.threads and not dry_run:
+        threads.compact_storage()
+    return total

@@ -1,0 +1,87 @@
+"""A worker process for the recovery tests: runs a delivery and stalls at a chosen step,
+so that the test can kill it there (SIGKILL) and recover the run in another process.
+
+`python -m tests.integration.recovery_worker DATABASE_URL DATA_DIR WORKDIR STALL_AT`
+
+It creates a conversation with a chat turn (so that it is listed), writes its id to
+`WORKDIR/conversation`, then sends `REQUEST` as a delivery. The offline model answers
+every stage; at `STALL_AT` (`task:N` for task N, `report` for the report) it writes
+`WORKDIR/stalled` and waits to be killed.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
+
+from agent import ChatAgent
+from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
+from agent.settings import Settings
+from graphs.delivery import DeliveryReport, DeliveryTaskResult
+
+SECRET = "r" * 40
+SESSION = "recovery"
+REQUEST = (
+    "/delivery Draft the launch notes, write the support FAQ, prepare the demo script, "
+    "and collect the pricing table."
+)
+"""Four clauses: the offline planner makes five tasks (one per clause, then a check)."""
+_TASK = re.compile(r'<task number="(\d+)"')
+
+
+def task_number(messages: Sequence[BaseMessage]) -> int:
+    """The task a `DeliveryTaskResult` request is about."""
+    found = _TASK.search(" ".join(m.text for m in messages))
+    return int(found.group(1)) if found else 0
+
+
+def stall(marker: Path) -> NoReturn:
+    marker.write_text("stalled")
+    while True:  # until SIGKILL
+        time.sleep(1)
+
+
+def stalling_model(stall_at: str, marker: Path) -> OfflineChatModel:
+    handlers: dict[type[BaseModel], Callable[[Sequence[BaseMessage]], BaseModel]] = dict(
+        DEFAULT_HANDLERS
+    )
+    if stall_at.startswith("task:"):
+        number, answer = int(stall_at.removeprefix("task:")), handlers[DeliveryTaskResult]
+
+        def task(messages: Sequence[BaseMessage]) -> BaseModel:
+            if task_number(messages) == number:
+                stall(marker)
+            return answer(messages)
+
+        handlers[DeliveryTaskResult] = task
+    else:
+
+        def report(messages: Sequence[BaseMessage]) -> BaseModel:
+            stall(marker)
+
+        handlers[DeliveryReport] = report
+    return OfflineChatModel(structured_handlers=handlers)
+
+
+def main(database_url: str, data_dir: str, workdir: str, stall_at: str) -> None:
+    folder = Path(workdir)
+    model = stalling_model(stall_at, folder / "stalled")
+    settings = Settings(data_dir=Path(data_dir), long_term_memory="off")
+    with ChatAgent(
+        database_url=database_url, model=model, secret=SECRET, settings=settings
+    ) as agent:
+        first = agent.send("hello", session_id=SESSION, create_conversation=True)
+        (folder / "conversation").write_text(first.conversation_id)
+        agent.send(REQUEST, session_id=SESSION, conversation_id=first.conversation_id)
+    raise SystemExit("the delivery finished: it was meant to stall")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:5])

@@ -1,0 +1,94 @@
+"""Seed 003's checks that need no second process: compaction during a pending review never
+re-runs a finished task, and a revoked preference leaves no trace in the next context.
+(The crash checks are in tests/integration/test_recovery.py, retention in
+tests/unit/test_retention.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage, SystemMessage
+from pydantic import PrivateAttr
+
+from agent import ChatAgent
+from agent.offline import OfflineChatModel
+from graphs.prompts import AGENT_SYSTEM_PROMPT
+from graphs.tasklist import CheckIssue, SelfCheck, TasklistTaskResult
+from memory import ThreadState
+from memory.compaction import structured_compactor
+from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.schema import ChatThreadMessage
+from tests.unit.tasklist_support import done, plan, requests, scripted, start, summary, texts
+
+pytestmark = pytest.mark.sqlite_only
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def test_compaction_during_a_pending_review_never_reruns_a_finished_task(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    issue = CheckIssue(task_id="t2", description="Lint rules missing", blocking=True)
+    model = scripted(plan("Set up CI", "Add linting"), done(), done())
+    model.structured += [SelfCheck(passed=False, issues=[issue]), summary("Linting is not done.")]
+    agent = open_agent(model, compaction_model=OfflineChatModel())
+    cid, _ = start(agent)
+    review = agent.resume({"action": "approve"}, session_id="s1", conversation_id=cid)
+    assert review.status == "interrupted" and len(requests(model, TasklistTaskResult)) == 2
+    # the conversation's memory fills and is compacted while the review waits
+    stored = agent.memory.load("s1", cid)
+    filler = [
+        ChatThreadMessage(
+            id=f"m{n}", role="user" if n % 2 == 0 else "assistant", text=f"note {n}", created_at=NOW
+        )
+        for n in range(10)
+    ]
+    agent.memory.replace("s1", cid, ThreadState(messages=filler), expected_version=stored.version)
+    compaction = agent.memory.compact("s1", cid, structured_compactor(OfflineChatModel()))
+    assert compaction.status.value == "succeeded"
+    result = agent.resume({"action": "accept"}, session_id="s1", conversation_id=cid)
+    assert result.status == "blocked"
+    assert len(requests(model, TasklistTaskResult)) == 2  # no finished task ran again
+    assert texts(agent, cid)[-2:] == ["Set up CI. Add linting. Write the docs.", result.text]
+
+
+class RecordingOfflineModel(OfflineChatModel):
+    """The offline model, recording every chat request."""
+
+    _seen: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+
+    def _respond(self, messages: list[BaseMessage], *args: Any) -> Any:
+        self._seen.append(list(messages))
+        return super()._respond(messages, *args)
+
+
+def memory_blocks(model: RecordingOfflineModel) -> dict[str, str]:
+    """The memory blocks of the last chat request (not a compaction or extraction call)."""
+    chats = [c for c in model._seen if c and c[0].text == AGENT_SYSTEM_PROMPT]
+    wanted = (LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID)
+    return {m.id: m.text for m in chats[-1] if isinstance(m, SystemMessage) and m.id in wanted}
+
+
+def test_a_revoked_preference_leaves_no_trace_in_the_next_context(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = RecordingOfflineModel()
+    agent = open_agent(model, long_term_memory="rules")
+    cid = agent.send(
+        "From now on, always answer in Chinese.", session_id="s", create_conversation=True
+    ).conversation_id
+    for n in range(4):  # enough turns for compaction to pin the decision
+        agent.send(f"Question {n} about the rollout plan.", session_id="s", conversation_id=cid)
+    agent.send("I no longer want answers in Chinese.", session_id="s", conversation_id=cid)
+    blocks = memory_blocks(model)  # what the revoking turn itself was sent
+    assert "Chinese" in blocks.get(PINNED_BLOCK_ID, "") and "Chinese" in blocks[LONG_TERM_BLOCK_ID]
+    for n in range(4):  # the revocation is folded by the next compaction
+        agent.send(f"Another question {n}.", session_id="s", conversation_id=cid)
+    blocks = memory_blocks(model)
+    assert "Chinese" not in blocks.get(PINNED_BLOCK_ID, "")
+    assert LONG_TERM_BLOCK_ID not in blocks
+    assert "always answer in Chinese" not in blocks.get(SUMMARY_BLOCK_ID, "")
+    assert agent.memories(session_id="s")["memories"] == []
