@@ -27,6 +27,7 @@ const sendButton = $("send");
 const stopButton = $("stop");
 const reviewRoot = $("review");
 const title = $("chat-title");
+const recoverBar = $("recover");
 
 const state = {
   registry: { conversations: [], limit: 10, selectedConversationId: null },
@@ -202,6 +203,7 @@ function setStreaming(conversationId) {
       : null,
   );
   if (streaming) reviewHandle?.setBusy(true);
+  showRecovery();
 }
 
 async function send() {
@@ -350,7 +352,23 @@ stopButton.addEventListener("click", () => state.turn?.controller.abort());
 
 let reviewHandle = null;
 
+/** Offer to continue the open conversation's workflow when a crash stopped it (the list
+ * marks such a conversation `unfinished`). */
+function showRecovery() {
+  const entry = state.currentId && entryOf(state.currentId);
+  recoverBar.hidden = !(entry && entry.unfinished) || Boolean(state.turn);
+}
+
+async function recover() {
+  const conversationId = state.currentId;
+  if (state.turn || !conversationId) return;
+  await runTurn("/api/chat/recover", { conversationId }, { refused: noticeFor });
+}
+
+$("recover-button").addEventListener("click", recover);
+
 function showPendingReview() {
+  showRecovery();
   const payload = state.currentId ? state.reviews.get(state.currentId) : undefined;
   if (!payload) {
     reviewRoot.hidden = true;

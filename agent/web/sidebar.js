@@ -39,7 +39,14 @@ export class Sidebar {
           attrs: current ? { "aria-current": "true" } : {},
         },
         h("span", { class: "conversation-title", text: entry.title }),
-        timeElement(entry.lastActiveAt),
+        h(
+          "span",
+          { class: "conversation-meta" },
+          timeElement(entry.lastActiveAt),
+          entry.unfinished
+            ? h("span", { class: "badge", text: "unfinished", title: "A run stopped midway" })
+            : null,
+        ),
       );
       const remove = confirmButton({
         label: "×",

@@ -26,6 +26,7 @@ try:
         ConsoleMessage,
         Page,
         Playwright,
+        Route,
         expect,
         sync_playwright,
     )
@@ -141,12 +142,12 @@ def stored_texts(request: APIRequestContext, url: str, conversation_id: str) -> 
 
 
 @contextmanager
-def held_requests(page: Page, pattern: str) -> Iterator[list[Any]]:
+def held_requests(page: Page, pattern: str) -> Iterator[list[Route]]:
     """Hold requests matching `pattern` in the browser (they reach the server only when a
     test continues them): a reply stays 'streaming' on the page for as long as needed."""
-    held: list[Any] = []
+    held: list[Route] = []
 
-    def hold(route: Any) -> None:
+    def hold(route: Route) -> None:
         held.append(route)
 
     page.route(pattern, hold)
@@ -178,6 +179,7 @@ __all__ = [
     "BrowserContext",
     "Page",
     "PageLog",
+    "Route",
     "expect",
     "sync_playwright",
 ]

@@ -1,11 +1,21 @@
 """Workflows on the page: the task-list review as a form (approve, edit, respond,
-reject) and delivery stages in words."""
+reject), delivery stages in words, and continuing a run a crash stopped."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.browser.support import Page, expect, last_answer, open_page, send, titles
+from tests.browser.support import (
+    BrowserContext,
+    Page,
+    Route,
+    api_chat,
+    expect,
+    last_answer,
+    open_page,
+    send,
+    titles,
+)
 from tests.integration.conftest import Server
 
 pytestmark = pytest.mark.integration
@@ -88,3 +98,29 @@ def test_delivery_stages_are_shown_in_words(page: Page, server: Server) -> None:
     for words in ("Planned 2 tasks", "2 of 2 tasks done", "Quality review passed", "Report ready"):
         expect(progress).to_contain_text(words)
     expect(answer.locator(".text")).to_contain_text("# Delivery report")
+
+
+def test_an_unfinished_run_is_offered_to_continue(
+    page: Page, context: BrowserContext, server: Server
+) -> None:
+    """A conversation the list marks `unfinished` (a crash stopped its workflow: tested
+    for real in tests/integration/test_recovery.py) offers to continue it; here the mark
+    is added on the way to the page, so the real server refuses, and the page says why."""
+    cid = api_chat(context.request, server.url, "nothing stopped here", createConversation=True)
+
+    def mark_unfinished(route: Route) -> None:
+        response = route.fetch()
+        listing = response.json()
+        for entry in listing["conversations"]:
+            entry["unfinished"] = True
+        route.fulfill(response=response, json=listing)
+
+    page.route("**/api/conversations", mark_unfinished)
+    open_page(page, server.url, f"#c={cid}")
+    expect(page.locator("#conversation-list .badge")).to_have_text("unfinished")
+    expect(page.locator("#recover")).to_be_visible()
+
+    page.click("#recover-button")
+
+    expect(page.locator("#notice-text")).to_contain_text("no unfinished run to recover")
+    expect(page.locator("#send")).to_be_visible()
