@@ -1,33 +1,28 @@
-"""The offline model's compaction: an extractive summary, rule-based pins and retirements.
+"""The offline model's compaction: a merged summary of facts, rule-based pins,
+retirements and open questions.
 
 It reads the compaction input written by `memory.compaction.compaction_prompt` (a
 `CompactionInput` JSON document) and answers with a `CompactionOutput`, as a real
-compaction model would, so memory stays bounded on a machine without a model.
+compaction model would, so memory stays bounded on a machine without a model. The
+summary is built in `agent.offline.digest` (salience in `agent.offline.salience`),
+the open questions in `agent.offline.questions`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import ValidationError
 
-from memory.compaction import CompactionInput, CompactionOutput, clamp, quoted
-from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_PINNED_DECISIONS, MAX_SUMMARY_CHARS
+from agent.offline.digest import merged_summary
+from agent.offline.questions import open_questions, resolved_questions
+from agent.offline.salience import CJK, sentences
+from memory.compaction import CompactionInput, CompactionOutput, clamp
+from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_PINNED_DECISIONS
 
-TURN_SIDE_CHARS = 160
-"""Each side of a folded turn is condensed to at most this many characters."""
-
-TURN_LINE = "User: {user} / Assistant: {assistant}"
-USER_ONLY_LINE = "User: {user}"
-ASSISTANT_ONLY_LINE = "Assistant: {assistant}"
-"""Summary lines; each text is quoted (`memory.compaction.quoted`), so a message can
-never pass for another speaker's words."""
-CODE_PLACEHOLDER = "[code]"
-DROPPED_MARKER = "…"
-EMPTY_SUMMARY = "Nothing from the earlier conversation needs to be remembered."
 NOT_A_COMPACTION_INPUT = (
     "the offline compaction handler needs a CompactionInput JSON document "
     "(from memory.compaction.compaction_prompt) as the last user message"
@@ -41,10 +36,7 @@ _RETIREMENT = re.compile(
     r"\bno\s+longer\b|(?<!don't )(?<!don’t )(?<!do not )(?<!never )\bforget\b|不再",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
-_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_RUN = re.compile(f"[{CJK}]+")
 _STOPWORD_LIST = """
 the and for with that this these those our your you are was were have has had not
 but from into about all any always never must decided decide decision longer forget
@@ -70,12 +62,14 @@ class ParsedInput:
         pins: old pinned decisions as (number, text), in the order given.
         fold: messages to fold as (role, text), oldest first.
         kept: kept messages as (role, text), for reference only.
+        questions: old open questions as (number, text), in the order given.
     """
 
     summary: str
     pins: list[tuple[int, str]]
     fold: list[tuple[str, str]]
     kept: list[tuple[str, str]]
+    questions: list[tuple[int, str]] = field(default_factory=list)
 
 
 def parse_compaction_input(messages: Sequence[BaseMessage]) -> ParsedInput:
@@ -94,51 +88,8 @@ def parse_compaction_input(messages: Sequence[BaseMessage]) -> ParsedInput:
         pins=[(pin.number, pin.text.strip()) for pin in document.old_pinned_decisions],
         fold=[(m.role, m.text) for m in document.messages_to_fold],
         kept=[(m.role, m.text) for m in document.kept_messages],
+        questions=[(q.number, q.text.strip()) for q in document.old_open_questions],
     )
-
-
-def condense(text: str, limit: int = TURN_SIDE_CHARS) -> str:
-    """`text` on one line, code blocks replaced by a placeholder, cut to `limit`."""
-    text = _CODE_BLOCK.sub(CODE_PLACEHOLDER, text)
-    return clamp(" ".join(text.split()), limit)
-
-
-def _turn_lines(fold: Sequence[tuple[str, str]]) -> list[str]:
-    turns: list[tuple[list[str], list[str]]] = []
-    for role, text in fold:
-        if role == "user" or not turns:
-            turns.append(([], []))
-        turns[-1][0 if role == "user" else 1].append(text)
-    lines: list[str] = []
-    for user_texts, assistant_texts in turns:
-        user = quoted(condense(" ".join(user_texts))) if user_texts else ""
-        assistant = quoted(condense(" ".join(assistant_texts))) if assistant_texts else ""
-        if user and assistant:
-            lines.append(TURN_LINE.format(user=user, assistant=assistant))
-        elif user:
-            lines.append(USER_ONLY_LINE.format(user=user))
-        elif assistant:
-            lines.append(ASSISTANT_ONLY_LINE.format(assistant=assistant))
-    return lines
-
-
-def extractive_summary(old_summary: str, fold: Sequence[tuple[str, str]]) -> str:
-    """Old summary plus one condensed line per folded turn; the newest lines win the limit."""
-    lines = [line for line in old_summary.splitlines() if line.strip()]
-    lines += _turn_lines(fold)
-    if not lines:
-        return EMPTY_SUMMARY
-    dropped = False
-    while len(lines) > 1 and len("\n".join(lines)) + len(DROPPED_MARKER) + 1 > MAX_SUMMARY_CHARS:
-        lines.pop(0)
-        dropped = True
-    summary = "\n".join([DROPPED_MARKER, *lines] if dropped else lines)
-    return clamp(summary, MAX_SUMMARY_CHARS)
-
-
-def sentences(text: str) -> list[str]:
-    """`text` split into trimmed sentences (Latin and CJK end marks, line breaks)."""
-    return [part.strip() for part in _SENTENCE_END.split(text) if part and part.strip()]
 
 
 def keywords(text: str) -> set[str]:
@@ -208,7 +159,9 @@ def compaction_output(messages: Sequence[BaseMessage]) -> CompactionOutput:
     parsed = parse_compaction_input(messages)
     pins, retired = pins_and_retirements(parsed.pins, parsed.fold)
     return CompactionOutput(
-        summary=extractive_summary(parsed.summary, parsed.fold),
+        summary=merged_summary(parsed.summary, parsed.fold),
         pinned_decisions=pins,
         retired_pins=retired,
+        open_questions=open_questions(parsed.fold, parsed.kept),
+        resolved_questions=resolved_questions(parsed.questions, parsed.fold),
     )

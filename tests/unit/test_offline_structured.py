@@ -10,7 +10,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, create_model
 
 from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
-from agent.offline.compaction import EMPTY_SUMMARY, compaction_output, is_decision, is_retirement
+from agent.offline.compaction import compaction_output, is_decision, is_retirement
+from agent.offline.digest import EMPTY_SUMMARY, QUIET_LINE, Digest
 from memory.compaction import (
     CompactionInput,
     CompactionOutput,
@@ -176,10 +177,8 @@ def test_transcript_with_a_leading_reply_and_multi_line_messages() -> None:
     )
     text = document.model_dump_json()
     output = compaction_output([SystemMessage("compact"), HumanMessage(text)])
-    assert output.summary.splitlines() == [
-        'Assistant: "Welcome!"',
-        'User: "Hi. We must use UTC." / Assistant: "Sure."',
-    ]
+    # the greeting turns carry nothing: only counted; the decision is kept, quoted
+    assert output.summary.splitlines() == ['User: "We must use UTC."', QUIET_LINE.format(count=1)]
     assert output.pinned_decisions == ["We must use UTC."]
     assert output.retired_pins == []
 
@@ -191,14 +190,20 @@ def test_pins_are_clipped() -> None:
     assert len(pins[0]) <= MAX_PINNED_DECISION_CHARS
 
 
-def test_summary_is_extractive_bounded_and_keeps_the_newest() -> None:
-    turns = [(f"question {i} " + "words " * 40, f"answer {i} " + "more " * 40) for i in range(7)]
-    state = thread_state(turns, summary="old fact\n" * 270)
+def test_summary_is_bounded_and_merges_the_old_one_instead_of_appending() -> None:
+    padding = ", and more" * 25
+    turns = [
+        (f"Server node-{i} runs {i + 8} jobs{padding}.", f"Node-{i} has {i} GB{padding}.")
+        for i in range(7)
+    ]
+    state = thread_state(turns, summary="The user runs a build farm.\n" * 80)
     summary = compaction_output(_compaction_input(state)).summary
     assert 0 < len(summary) <= MAX_SUMMARY_CHARS
-    assert summary.startswith("…")
-    assert "question 4" in summary
-    assert "answer 4" in summary
+    assert summary.count("The user runs a build farm.") <= 1
+    digest = Digest()
+    digest.read(summary)
+    assert digest.dropped >= 1  # the summary says that it lost something
+    assert f"Server node-4 runs 12 jobs{padding}." in {fact.text for fact in digest.facts}
 
 
 def test_summary_is_never_empty() -> None:

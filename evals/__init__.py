@@ -1,0 +1,1 @@
+"""Memory evaluation: scripted scenarios played against this agent and its alternatives."""
