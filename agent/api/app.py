@@ -2,7 +2,8 @@
 
 Runs alone (`uvicorn agent.server:app`) or inside `langgraph dev` / LangGraph Server
 (`"http": {"app": "./agent/server.py:app"}`), where its routes, middleware and
-handlers are merged into LangGraph's app: both touch only the app's own paths.
+handlers are merged into LangGraph's app: both touch only the app's own paths. The
+chat page (`agent.web`) is served at `/`.
 """
 
 # No `from __future__ import annotations` in the route modules' users: `langgraph dev`
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from agent import web
 from agent.api import chat, conversations, errors, memories
 from agent.api.body import BodyLimit
 from agent.api.errors import OWN_PATHS
@@ -87,6 +89,7 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     app.include_router(chat.router)
     app.include_router(conversations.router)
     app.include_router(memories.router)
+    app.include_router(web.router)  # the chat page at `/` (agent/web/)
 
     @app.get("/api/health", tags=["meta"])
     async def health() -> dict[str, str]:

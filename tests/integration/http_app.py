@@ -5,16 +5,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
 from fastapi import FastAPI
-from langchain_core.messages import BaseMessage
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from agent.api import create_app
+from agent.offline import OfflineChatModel
 from agent.service import ChatAgent
 from agent.settings import Settings
 from tests.fakes import PacedModel, ScriptedModel
@@ -72,3 +75,33 @@ class OutageModel(PacedModel):
 
 def create_with_outage() -> FastAPI:
     return create_app(lambda: ChatAgent(model=OutageModel(), long_term_memory="rules"))
+
+
+SLOW_WORD = "slowly"
+SLOW_PAUSE = 0.05
+
+
+class PacedOfflineModel(OfflineChatModel):
+    """The offline model (answers, tools, task lists, compaction, all unchanged), whose
+    streamed answer pauses `SLOW_PAUSE` seconds before each piece when the person's
+    latest message contains `SLOW_WORD`: a page test can watch tokens arrive one by one
+    and find the conversation busy while they do."""
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        latest = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+        pause = SLOW_PAUSE if SLOW_WORD in latest else 0.0
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            if pause:
+                await asyncio.sleep(pause)
+            yield chunk
+
+
+def create_paced_offline() -> FastAPI:
+    """The offline model, paced for messages that ask for it (the chat page's tests)."""
+    return create_app(lambda: ChatAgent(model=PacedOfflineModel(), long_term_memory="rules"))

@@ -98,6 +98,22 @@ def test_the_http_api_is_served_in_the_same_process(langgraph_dev: Server) -> No
     assert "Blocking call" not in langgraph_dev.log.read_text()
 
 
+def test_the_chat_page_is_served_at_the_root(langgraph_dev: Server) -> None:
+    """The app's `/` (the chat page) shadows LangGraph's root health route; `/ok` and
+    LangGraph's own routes stay LangGraph's."""
+    with httpx.Client(base_url=langgraph_dev.url, timeout=30) as client:
+        page = client.get("/")
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/html")
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        assert '<script type="module" src="/web/app.js">' in page.text
+        module = client.get("/web/app.js")
+        assert module.status_code == 200
+        assert module.headers["content-type"].startswith("text/javascript")
+        assert client.get("/ok").json()["ok"] is True
+        assert client.post("/threads", json={}).status_code == 200
+
+
 def studio_input(text: str) -> dict[str, Any]:
     """What Studio's chat view (and `useStream`) sends: a message with an id."""
     return {"messages": [{"type": "human", "content": text, "id": str(uuid.uuid4())}]}

@@ -1,0 +1,1 @@
+"""The chat page in a real headless Chromium (Debian's, driven by Playwright)."""

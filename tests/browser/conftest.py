@@ -1,0 +1,77 @@
+"""Fixtures of the chat page tests: one server and one browser for the whole package,
+and per test a fresh browser context (no cookie: a session of its own) and page.
+
+The server is the real HTTP app under uvicorn with the offline model, paced for
+messages that contain "slowly" (tests.integration.http_app:create_paced_offline).
+Without a browser the tests are skipped, except under CI=true, where that fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.integration.conftest import Server, start_uvicorn, stop
+
+if TYPE_CHECKING:
+    from tests.browser.support import Browser, BrowserContext, Page, PageLog
+
+# Playwright is imported inside the fixtures, through `tests.browser.support`: without
+# it the test modules are skipped at import, and these fixtures never run.
+
+
+@pytest.fixture(scope="package")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    started = start_uvicorn("create_paced_offline", tmp_path_factory.mktemp("web"))
+    try:
+        yield started
+    finally:
+        stop(started.process)
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    from tests.browser.support import browser_unavailable, launch, sync_playwright
+
+    manager = sync_playwright().start()
+    try:
+        try:
+            chromium = launch(manager)
+        except Exception as exc:
+            browser_unavailable(str(exc).splitlines()[0])
+        yield chromium
+        chromium.close()
+    finally:
+        manager.stop()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh context: no cookie, so a new session on the server."""
+    fresh = browser.new_context(viewport={"width": 1280, "height": 800})
+    yield fresh
+    fresh.close()
+
+
+@pytest.fixture
+def log() -> PageLog:
+    from tests.browser.support import PageLog
+
+    return PageLog()
+
+
+@pytest.fixture
+def page(context: BrowserContext, log: PageLog, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A page of the test's context; its screenshot is kept, and it must have logged no
+    error (a CSP violation, an uncaught exception) and opened no dialog."""
+    from tests.browser.support import ARTIFACTS, screenshot_name
+
+    opened = context.new_page()
+    log.watch(opened)
+    yield opened
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    opened.screenshot(path=ARTIFACTS / screenshot_name(request.node.name))
+    assert log.errors == []
+    assert log.dialogs == []
