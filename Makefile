@@ -43,6 +43,11 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers, HTTP workers, lon
 	$(BIN)/python -m bench.workers_bench
 	$(BIN)/python -m bench.roundtrips
 	$(BIN)/python -m bench.longterm_bench
+	$(BIN)/python -m bench.recovery_bench
+	$(BIN)/python -m bench.fidelity_bench
+
+eval: $(STAMP) ## Memory evaluation: every scenario against this agent and its peers (offline, < 5 min).
+	$(BIN)/python -m evals
 
 clean: ## Remove the virtual environment and tool caches.
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

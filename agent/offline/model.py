@@ -33,6 +33,7 @@ from agent.offline.chat import (
     tool_results_answer,
 )
 from agent.offline.handlers import DEFAULT_HANDLERS, StructuredHandler
+from agent.offline.summaries import summary_answer, summary_request
 
 OFFLINE_MODEL_NAME = "offline-deterministic"
 STRUCTURED_OUTPUT_KWARG = "offline_structured_output"
@@ -191,7 +192,10 @@ class OfflineChatModel(BaseChatModel):
             call_id = tool_call_id(schema.__name__, args, structured, 0)
             call = tool_call(name=schema.__name__, args=args, id=call_id)
             return AIMessage(content="", tool_calls=[call], response_metadata=meta)
-        if ends_with_tool_results(messages):
+        history = summary_request(messages)
+        if history is not None:
+            text = summary_answer(history)
+        elif ends_with_tool_results(messages):
             text = tool_results_answer(messages)
         else:
             names = _bound_tool_names(kwargs.get("tools"), kwargs.get("tool_choice"))
