@@ -164,13 +164,15 @@ class Said(Protocol):
 
 def revoked_by(clause: str, items: Iterable[Said]) -> list[str]:
     """Ids of the items a revocation clause ("I no longer want Chinese") is about: those
-    sharing the most of its words, when they share at least half of them (or two)."""
+    sharing the most of its words, when they share two, or a third of them."""
     words = tokens(clause) - _REVOCATION_TOKENS
     if not words:
         return []
     overlaps = [(len(words & tokens(item.text)), item.id) for item in items]
     best = max((count for count, _ in overlaps), default=0)
-    if best == 0 or (best < 2 and best * 2 < len(words)):
+    # one shared word is enough when it is a third of what the clause is about (a short
+    # Chinese clause, "我不再吃辣了", is about a few character pairs)
+    if best == 0 or (best < 2 and best * 3 < len(words)):
         return []
     return [item_id for count, item_id in overlaps if count == best]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
@@ -20,6 +21,9 @@ from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
 from memory.longterm.items import MemoryItem
 
 FRESHNESS_HALF_LIFE_DAYS = 180.0
+DISTINCT = 0.25
+"""A fact or goal is recalled for a shared word only if the word is this distinctive
+(weight of a word all of several items share: 0.18; of one only one item has: ≥ 0.29)."""
 TOKEN_CACHE_SIZE = 8192
 ALWAYS_ELIGIBLE = frozenset({"boundary", "preference", "style"})
 IMPORTANT = 4
@@ -57,12 +61,25 @@ def tokens(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def lexical_relevance(query: frozenset[str], item: MemoryItem) -> float:
-    """Shared tokens, normalised by the item's length (0 when nothing is shared)."""
+def idf(items: Sequence[MemoryItem]) -> dict[str, float]:
+    """How distinctive each token is among the session's items (BM25's inverse document
+    frequency): a word every item has ("project") says little about which one is meant."""
+    counts: Counter[str] = Counter(token for item in items for token in tokens(item.text))
+    total = len(items)
+    return {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in counts.items()}
+
+
+def lexical_relevance(
+    query: frozenset[str], item: MemoryItem, weights: dict[str, float]
+) -> tuple[float, float]:
+    """(relevance: the weights of the shared tokens over the root of the item's length,
+    the weight of its most distinctive shared token); (0, 0) when nothing is shared."""
     own = tokens(item.text)
-    if not own or not query:
-        return 0.0
-    return len(own & query) / math.sqrt(len(own))
+    shared = own & query
+    if not shared:
+        return 0.0, 0.0
+    found = [weights.get(token, 0.0) for token in shared]
+    return sum(found) / math.sqrt(len(own)), max(found)
 
 
 def freshness(item: MemoryItem, now: datetime) -> float:
@@ -87,16 +104,19 @@ def rank(
         scores: relevance by item id from a vector index (0-1); lexical when None.
     """
     query_tokens = tokens(query)
+    weights = idf(items) if scores is None else {}
 
-    def relevance(item: MemoryItem) -> float:
+    def relevance(item: MemoryItem) -> tuple[float, bool]:
         if scores is not None:
-            return max(scores.get(item.id, 0.0), 0.0)
-        return lexical_relevance(query_tokens, item)
+            score = max(scores.get(item.id, 0.0), 0.0)
+            return score, score > 0
+        related, distinct = lexical_relevance(query_tokens, item, weights)
+        return related, distinct >= DISTINCT
 
     scored = []
     for item in items:
-        related = relevance(item)
-        if item.kind not in ALWAYS_ELIGIBLE and related <= 0 and item.importance < IMPORTANT:
+        related, about = relevance(item)
+        if item.kind not in ALWAYS_ELIGIBLE and not about and item.importance < IMPORTANT:
             continue
         score = (1.0 + related) * item.importance * freshness(item, now)
         scored.append((item.kind != "boundary", -score, -item.updated_at.timestamp(), item))

@@ -23,16 +23,16 @@ from memory.longterm.items import MemoryKind
 _CUES = re.compile(
     r"\b(?:prefer|preferred|like|likes|love|hate|dislike|enjoy|don'?t|do not|never|always|"
     r"remember|call me|my name|i am|i'm|i work|i live|i use|i want|i'd like|i would like|"
-    r"i need|i have|i'm not|allergic|vegetarian|vegan|from now on|going forward|"
+    r"i need|i have|i'm not|allergic|vegetarian|vegan|from now on|going forward|i moved|"
     r"in (?:the )?future|no longer|anymore|any more|forget|stop|avoid|please (?:use|answer|"
     r"reply|respond|write|keep|be|speak|talk)|keep (?:your |the |my )?(?:answers|replies|"
     r"responses)|my goal|i'?m (?:learning|trying|working|planning|based|from)|i plan)\b"
     r"|喜欢|不喜欢|希望|记住|记得|不要|以后|习惯|偏好|倾向|讨厌|我是|我叫|叫我|我在|我住|"
-    r"不再|别再|忘记|忘掉|总是|每次|一直|避免|目标|打算",
+    r"不再|别再|忘记|忘掉|总是|每次|一直|避免|目标|打算|过敏|我搬",
     re.IGNORECASE,
 )
 
-_CLAUSES = re.compile(r"(?<=[.!?;。！？；\n])\s*|\s*,\s*(?:but|and then|so)\s+|，但|，")
+_CLAUSES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；\n])\s*|\s*,\s*(?:but|and then|so)\s+|，但|，")
 _ENGLISH_COMMA = re.compile(r"\s*,\s*")
 _CONJUNCTION = re.compile(r"^(?:and|but|also|so|then|plus)\s+(?:also\s+)?", re.IGNORECASE)
 _REMEMBER_PREFIX = re.compile(
@@ -88,10 +88,12 @@ _REVOCATION = re.compile(
     re.IGNORECASE,
 )
 _QUESTION = re.compile(
-    r"\?\s*$|？\s*$|^(?:do|does|did|can|could|would|will|is|are|what|"
-    r"why|how|when|where|who|which|should)\b",
+    r"\?\s*$|？\s*$|^(?:do|does|did|can|could|would|will|is|are|should|shall)\s+"
+    r"(?:you|i|we|it|they|he|she|this|that|there)\b",
     re.IGNORECASE,
 )
+"""A question: a question mark, or an auxiliary before its subject ("Do you …");
+"When I travel I prefer trains" is a statement."""
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b|我", re.IGNORECASE)
 _DIRECTIVE = re.compile(
     r"^(?:please\s+)?(?:always\s+|never\s+|don'?t\s+|do not\s+)?"
@@ -280,7 +282,7 @@ def importance(text: str, kind: MemoryKind, *, explicit: bool) -> int:
     """1-5: boundaries and what the user asked to be remembered rank highest."""
     if kind == "boundary" or explicit:
         return 5
-    if subject_of(text) in {"name", "diet"} or re.search(
+    if subject_of(text) in {"name", "diet", "home", "work"} or re.search(
         r"\b(?:always|never|from now on)\b|以后|总是", text, re.I
     ):
         return 4

@@ -37,7 +37,7 @@ _TOKEN_LIKE = r"\s+[\"'“‘(]?(?=\S*[\d!@#$%^&*])\S{4,}"
 _VALUE = f"(?:{_INTRODUCED}|{_TOKEN_LIKE})"
 _PASSWORD = re.compile(
     r"(?:\b(?:pass ?(?:word|phrase|code)|pwd|passwd)s?\b|密码|口令)"
-    r"(?:\s+(?:for|to|of|on)\s+[\w.@-]+)?" + _VALUE,
+    r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE,
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(
@@ -63,7 +63,8 @@ _TOKEN_WORDS = re.compile(
     r"\b(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|auth(?:entication)?[ _-]?token|"
     r"access[ _-]?token|refresh[ _-]?token|bearer[ _-]?token|token|client[ _-]?secret|"
     r"private[ _-]?token|webhook[ _-]?secret|密钥|令牌)\b"
-    r"(?:\s+(?:for|to|of|on)\s+[\w.@-]+)?\s*(?:is|was|:|=|是|为)?\s*[\"'“]?[A-Za-z0-9._~+/=-]{8,}",
+    r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?\s*(?:is|was|:|=|是|为)?\s*[\"'“]?"
+    r"[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
 _PRIVATE_KEY = re.compile(
