@@ -11,7 +11,6 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import AbstractContextManager, aclosing
-from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -28,8 +27,9 @@ from agent.errors import (
 )
 from agent.loop import BackgroundLoop
 from agent.runtime import REVIEWS, build_graph, context_budget, open_long_term, open_memory
+from agent.session_data import SessionData
 from agent.settings import LongTermMode, Settings
-from agent.turns import Turn, TurnRecorder, TurnResult
+from agent.turns import Turn, TurnRecorder, TurnResult, busy_lock
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
 from graphs.reviews import validate_decision
@@ -39,10 +39,6 @@ from memory import (
     LockTimeout,
     new_conversation_id,
 )
-from memory.errors import InvalidInput
-from memory.limits import MAX_MEMORY_ITEMS
-from memory.retention import SweepResult, sweep_conversations
-from memory.schema import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +70,7 @@ def durability(turn: Turn) -> Durability:
     return CHAT_DURABILITY
 
 
-class ChatAgent:
+class ChatAgent(SessionData):
     """A chat agent with bounded, per-conversation memory.
 
     Args:
@@ -214,8 +210,7 @@ class ChatAgent:
         return {"request": turn.request}
 
     def _busy_lock(self, turn: Turn) -> AbstractContextManager[None]:
-        key = "turn:" + self.memory.memory_thread(turn.session_id, turn.conversation_id)
-        return self._threads.locks.hold(key, timeout=0)
+        return busy_lock(self.memory, turn.session_id, turn.conversation_id)
 
     def _run_here(self, turn: Turn) -> TurnResult:
         """Run a chat or tool turn in the caller's thread (`graph.stream`, sync nodes and
@@ -499,113 +494,3 @@ class ChatAgent:
             await asyncio.to_thread(self._threads.prune_finished_run, thread_id)
         except Exception:  # the next finished turn prunes again
             logger.warning("pruning the run thread failed", exc_info=True)
-
-    # -- conversations ------------------------------------------------------------------
-
-    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The conversation's hydration DTO (raises `ConversationNotFound`)."""
-        return self.memory.hydrate(
-            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
-        )
-
-    def conversations(self, *, session_id: str) -> dict[str, Any]:
-        """`{selectedConversationId, conversations, limit}`, newest activity first; each
-        conversation says whether its last run is `unfinished` (a crash stopped a task
-        list or delivery: `recover` continues it)."""
-        session_id = check_id(session_id, "session id")
-        listing = self.memory.conversations(session_id)
-        stopped = self._unfinished(session_id, [c["id"] for c in listing["conversations"]])
-        for entry in listing["conversations"]:
-            entry["unfinished"] = entry["id"] in stopped
-        return listing
-
-    def _unfinished(self, session_id: str, conversation_ids: Sequence[str]) -> set[str]:
-        """The conversations whose last run stopped before its end, read in one query: a
-        workflow's status reads `interrupted` until it finishes; of those, the ones not
-        waiting for a review and not running right now."""
-        threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
-        statuses = self._threads.documents.get_channel_values(list(threads), "status")
-        stopped: set[str] = set()
-        for thread_id, status in statuses.items():
-            if status != "interrupted":
-                continue
-            cid = threads[thread_id]
-            turn = self.open_turn(session_id, cid, None)
-            try:
-                with self._busy_lock(turn):  # held while a run goes on, here or elsewhere
-                    state = self.graph.get_state(turn.config)
-            except LockTimeout:
-                continue
-            if state.next and not state.interrupts:
-                stopped.add(cid)
-        return stopped
-
-    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Select a conversation without reordering the list."""
-        return self.memory.select(
-            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
-        )
-
-    def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Delete a conversation with its memory and run threads. A turn still running in
-        it writes nothing when it ends (its result says `conversation_deleted`)."""
-        return self.memory.delete_conversation(
-            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
-        )
-
-    # -- retention ----------------------------------------------------------------------
-
-    def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
-        """Apply the retention policy: remove conversations idle for more than
-        `AGENT_RETENTION_DAYS` (registry entry, memory and run threads) and long-term
-        items whose TTL ran out. Returns what was (or, with `dry_run`, would be) removed:
-        `{conversations, sessions, threads, memories, retentionDays, dryRun}`."""
-        days = self.settings.retention_days
-        result = SweepResult(dry_run=dry_run)
-        if days > 0:
-            cutoff = (now or utcnow()) - timedelta(days=days)
-            result = sweep_conversations(self._threads, cutoff, dry_run=dry_run)
-        expired = 0 if dry_run else self.long_term.sweep_expired()
-        return {
-            "conversations": result.conversations,
-            "sessions": result.sessions,
-            "threads": result.threads,
-            "memories": expired,
-            "retentionDays": days,
-            "dryRun": dry_run,
-        }
-
-    # -- long-term memory ---------------------------------------------------------------
-
-    def memories(self, *, session_id: str) -> dict[str, Any]:
-        """`{"memories": [item…], "limit": 100}`: the session's long-term items, newest
-        first, each `{id, kind, text, importance, createdAt, updatedAt, conversationId}`."""
-        items = self.long_term.items(check_id(session_id, "session id"))
-        return {"memories": [item.to_dto() for item in items], "limit": MAX_MEMORY_ITEMS}
-
-    def remember(self, text: str, *, session_id: str, kind: str | None = None) -> dict[str, Any]:
-        """Add a long-term item directly, through the same gate as a turn's; returns it
-        (an item it repeats comes back with `updatedAt` refreshed).
-
-        Raises:
-            InvalidRequest: the text was refused (a secret, a one-off request, too long…;
-                the message says why) or `kind` is unknown. Nothing was written.
-        """
-        session_id = check_id(session_id, "session id")
-        try:
-            item = self.long_term.remember(session_id, text, kind=kind)
-        except InvalidInput as exc:  # refused by the gate, or not a text, or a bad kind
-            raise InvalidRequest(str(exc)) from None
-        return item.to_dto()
-
-    def forget(self, memory_id: str, *, session_id: str) -> None:
-        """Delete one long-term item: the very next turn no longer recalls it.
-
-        Raises:
-            MemoryNotFound: no such item in this session (another session's included).
-        """
-        self.long_term.forget(check_id(session_id, "session id"), memory_id)
-
-    def forget_all(self, *, session_id: str) -> int:
-        """Delete every long-term item of the session; returns how many were deleted."""
-        return self.long_term.forget_all(check_id(session_id, "session id"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
@@ -12,6 +13,7 @@ from agent.streaming import custom_event, token_event
 from graphs.memory_nodes import OUTCOME_KEY
 from graphs.request import TurnRequest
 from graphs.state import Context
+from memory import ConversationMemory
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,15 @@ class TurnRecorder:
             outcome = {**self.output, **self.answer, "degraded": True}
             return TurnResult.from_output(self.conversation_id, outcome)
         return TurnResult(self.conversation_id, "failed", "", TURN_FAILED)
+
+
+def busy_lock(
+    memory: ConversationMemory, session_id: str, conversation_id: str
+) -> AbstractContextManager[None]:
+    """Taken (never waited for) while a turn runs in the conversation, in any process:
+    a second turn is refused (`ConversationBusy`), and a run holding it is not stopped."""
+    key = "turn:" + memory.memory_thread(session_id, conversation_id)
+    return memory.threads.locks.hold(key, timeout=0)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,141 @@
+"""What a session owns besides its turns: its conversations, its long-term items, and the
+retention policy that removes what nobody uses any more (`ChatAgent`'s data methods)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from agent.errors import InvalidRequest
+from agent.settings import Settings
+from agent.turns import busy_lock
+from graphs.request import check_id
+from memory import ConversationMemory, LockTimeout
+from memory.errors import InvalidInput
+from memory.limits import MAX_MEMORY_ITEMS
+from memory.longterm import LongTermMemory
+from memory.retention import SweepResult, sweep_conversations
+from memory.schema import utcnow
+from memory.storage import ThreadStore
+
+
+class SessionData:
+    """Conversations, long-term memory and retention, over `ChatAgent`'s stores."""
+
+    settings: Settings
+    memory: ConversationMemory
+    long_term: LongTermMemory
+    graph: CompiledStateGraph[Any, Any, Any, Any]
+    _threads: ThreadStore
+
+    # -- conversations ------------------------------------------------------------------
+
+    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """The conversation's hydration DTO (raises `ConversationNotFound`)."""
+        return self.memory.hydrate(
+            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
+        )
+
+    def conversations(self, *, session_id: str) -> dict[str, Any]:
+        """`{selectedConversationId, conversations, limit}`, newest activity first; each
+        conversation says whether its last run is `unfinished` (a crash stopped a task
+        list or delivery: `recover` continues it)."""
+        session_id = check_id(session_id, "session id")
+        listing = self.memory.conversations(session_id)
+        stopped = self._unfinished(session_id, [c["id"] for c in listing["conversations"]])
+        for entry in listing["conversations"]:
+            entry["unfinished"] = entry["id"] in stopped
+        return listing
+
+    def _unfinished(self, session_id: str, conversation_ids: Sequence[str]) -> set[str]:
+        """The conversations whose last run stopped before its end, read in one query: a
+        workflow's status reads `interrupted` until it finishes; of those, the ones not
+        waiting for a review and not running right now."""
+        threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
+        statuses = self._threads.documents.get_channel_values(list(threads), "status")
+        stopped: set[str] = set()
+        for thread_id, status in statuses.items():
+            if status != "interrupted":
+                continue
+            cid = threads[thread_id]
+            try:
+                with busy_lock(self.memory, session_id, cid):  # held while a run goes on
+                    state = self.graph.get_state({"configurable": {"thread_id": thread_id}})
+            except LockTimeout:
+                continue
+            if state.next and not state.interrupts:
+                stopped.add(cid)
+        return stopped
+
+    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """Select a conversation without reordering the list."""
+        return self.memory.select(
+            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
+        )
+
+    def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """Delete a conversation with its memory and run threads. A turn still running in
+        it writes nothing when it ends (its result says `conversation_deleted`)."""
+        return self.memory.delete_conversation(
+            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
+        )
+
+    # -- retention ----------------------------------------------------------------------
+
+    def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
+        """Apply the retention policy: remove conversations idle for more than
+        `AGENT_RETENTION_DAYS` (registry entry, memory and run threads) and long-term
+        items whose TTL ran out. Returns what was (or, with `dry_run`, would be) removed:
+        `{conversations, sessions, threads, memories, retentionDays, dryRun}`."""
+        days = self.settings.retention_days
+        result = SweepResult(dry_run=dry_run)
+        if days > 0:
+            cutoff = (now or utcnow()) - timedelta(days=days)
+            result = sweep_conversations(self._threads, cutoff, dry_run=dry_run)
+        expired = 0 if dry_run else self.long_term.sweep_expired()
+        return {
+            "conversations": result.conversations,
+            "sessions": result.sessions,
+            "threads": result.threads,
+            "memories": expired,
+            "retentionDays": days,
+            "dryRun": dry_run,
+        }
+
+    # -- long-term memory ---------------------------------------------------------------
+
+    def memories(self, *, session_id: str) -> dict[str, Any]:
+        """`{"memories": [item…], "limit": 100}`: the session's long-term items, newest
+        first, each `{id, kind, text, importance, createdAt, updatedAt, conversationId}`."""
+        items = self.long_term.items(check_id(session_id, "session id"))
+        return {"memories": [item.to_dto() for item in items], "limit": MAX_MEMORY_ITEMS}
+
+    def remember(self, text: str, *, session_id: str, kind: str | None = None) -> dict[str, Any]:
+        """Add a long-term item directly, through the same gate as a turn's; returns it
+        (an item it repeats comes back with `updatedAt` refreshed).
+
+        Raises:
+            InvalidRequest: the text was refused (a secret, a one-off request, too long…;
+                the message says why) or `kind` is unknown. Nothing was written.
+        """
+        session_id = check_id(session_id, "session id")
+        try:
+            item = self.long_term.remember(session_id, text, kind=kind)
+        except InvalidInput as exc:  # refused by the gate, or not a text, or a bad kind
+            raise InvalidRequest(str(exc)) from None
+        return item.to_dto()
+
+    def forget(self, memory_id: str, *, session_id: str) -> None:
+        """Delete one long-term item: the very next turn no longer recalls it.
+
+        Raises:
+            MemoryNotFound: no such item in this session (another session's included).
+        """
+        self.long_term.forget(check_id(session_id, "session id"), memory_id)
+
+    def forget_all(self, *, session_id: str) -> int:
+        """Delete every long-term item of the session; returns how many were deleted."""
+        return self.long_term.forget_all(check_id(session_id, "session id"))
