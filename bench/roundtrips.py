@@ -29,7 +29,7 @@ from agent.settings import Settings
 from bench.scripted import ScriptedChatModel
 from bench.workers_bench import database
 from memory.conversations import ConversationMemory
-from memory.postgres import PostgresCheckpointer
+from memory.postgres import PooledPostgresStore, PostgresCheckpointer
 
 SECRET = "bench-roundtrips-" + "r" * 32
 READS = ("get_tuple", "get_documents")
@@ -44,6 +44,7 @@ def counting(counts: collections.Counter[str]) -> Iterator[None]:
     for owner, name in [
         *((PostgresCheckpointer, name) for name in (*READS, *WRITES)),
         (ConversationMemory, "open"),
+        (PooledPostgresStore, "batch"),
     ]:
         original = getattr(owner, name)
         patched.append((owner, name, original))
@@ -95,13 +96,17 @@ def measure(turns: int) -> dict[str, Any]:
                     asyncio.run(one_turn(agent, conversation, turn))
         finally:
             agent.close()
-    per_turn = {name: round(counts[name] / turns, 2) for name in (*READS, *WRITES, "open")}
+    per_turn = {
+        name: round(counts[name] / turns, 2) for name in (*READS, *WRITES, "open", "batch")
+    }
     start_reads = counts["get_tuple"] + counts["open"]
     return {
         "turns": turns,
         "turn_start_reads": round(start_reads / turns, 2),
         "writer_reads": round((counts["get_documents"] - counts["open"]) / turns, 2),
         "writes": round(sum(counts[name] for name in WRITES) / turns, 2),
+        # recall of the user's long-term items: one store query a turn, beside the three
+        "long_term_reads": round(counts["batch"] / turns, 2),
         "by_call": per_turn,
     }
 
