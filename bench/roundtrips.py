@@ -96,9 +96,7 @@ def measure(turns: int) -> dict[str, Any]:
                     asyncio.run(one_turn(agent, conversation, turn))
         finally:
             agent.close()
-    per_turn = {
-        name: round(counts[name] / turns, 2) for name in (*READS, *WRITES, "open", "batch")
-    }
+    per_turn = {name: round(counts[name] / turns, 2) for name in (*READS, *WRITES, "open", "batch")}
     start_reads = counts["get_tuple"] + counts["open"]
     return {
         "turns": turns,
