@@ -154,20 +154,6 @@ def recalled(
         return [], True
 
 
-def memory_context(
-    stored: ThreadState,
-    text: str,
-    system_prompt: str,
-    items: list[MemoryItem],
-    budget: ContextBudget | None,
-) -> MemoryContext:
-    """The turn's memory context: built from memory, fitted for the new input, and kept
-    in pieces so that each model call of the turn is fitted with its own messages."""
-    parts = context_parts(stored, text, system_prompt=system_prompt, long_term=items)
-    fitted = parts if budget is None else budget.fit(parts)
-    return MemoryContext(tuple(fitted.messages(with_tail=False)), parts, budget)
-
-
 def make_load_memory(
     memory: Lazy[ConversationMemory],
     routes: frozenset[str],
@@ -212,7 +198,10 @@ def make_load_memory(
             "turn_messages": [
                 HumanMessage(content=request["text"], id=input_message_id(state) or turn_id)
             ],
-            "context": memory_context(stored, request["text"], system_prompt, items, budget),
+            # kept in pieces: each model call of the turn fits them with its own messages
+            "context": MemoryContext(
+                context_parts(stored, None, system_prompt=system_prompt, long_term=items), budget
+            ),
             "degraded": degraded or recall_failed,
             "memory_summary": stored.summary,
             "memory_pins": list(stored.pinned_decisions),

@@ -10,7 +10,7 @@ run thread (and a client reading its state) never holds prompts or memory.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
@@ -19,7 +19,8 @@ from typing_extensions import TypedDict
 
 from graphs.request import MODES, Mode, RouteName, TurnRequest
 from memory import ThreadState
-from memory.budget import ContextBudget, ContextParts
+from memory.budget import ContextBudget
+from memory.context import ContextParts
 
 __all__ = [
     "DEFAULT_SESSION_ID",
@@ -58,27 +59,27 @@ class Context:
 @dataclass(frozen=True)
 class MemoryContext:
     """What the model reads before this turn's own messages: the system prompt, the
-    memory blocks and the recent messages (`memory.build_context`).
+    memory blocks and the recent messages (`memory.context.context_parts`).
 
     A container rather than a bare list, so that LangGraph's `messages` stream, which
     looks for messages in node outputs, never shows the memory to a client.
 
     Attributes:
-        messages: the context, as fitted for the new input alone.
-        parts: the context's pieces before fitting, when a budget applies.
-        budget: the context budget, refitted on every model call of the turn.
+        parts: the context's pieces (None: no memory context at all).
+        budget: the context budget each model call of the turn is fitted into (None:
+            the context as it is).
     """
 
-    messages: tuple[BaseMessage, ...] = field(default_factory=tuple)
     parts: ContextParts | None = None
     budget: ContextBudget | None = None
 
     def with_turn(self, turn: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The memory context followed by the turn's own messages, fitted into the budget
-        again: a tool round adds its calls and results, and the whole must still fit."""
-        if self.parts is None or self.budget is None:
-            return [*self.messages, *turn]
-        return self.budget.fit(replace(self.parts, tail=tuple(turn))).messages()
+        on every call: a tool round adds its calls and results, and the whole must fit."""
+        if self.parts is None:
+            return list(turn)
+        parts = replace(self.parts, tail=tuple(turn))
+        return (parts if self.budget is None else self.budget.fit(parts)).messages()
 
 
 def as_messages(_: list[AnyMessage], update: list[Any]) -> list[AnyMessage]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, trim_messages
 from langchain_core.messages.utils import count_tokens_approximately
@@ -33,6 +34,9 @@ from memory.limits import (
     MAX_SUMMARY_CHARS,
 )
 
+if TYPE_CHECKING:  # the parts are built in memory.context, which fits them with a budget
+    from memory.context import ContextParts
+
 TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Counts the tokens of a list of messages (LangChain's `token_counter` shape)."""
 
@@ -44,40 +48,6 @@ RESERVED_MEMORY_CHARS = (
 )
 """The most that pins, summary and open questions can hold: an input is accepted only if
 it fits beside all of them, so fitting never has to drop what must stay."""
-
-
-@dataclass(frozen=True)
-class ContextParts:
-    """A turn's context in the pieces the budget may shorten.
-
-    Attributes:
-        system: the system prompt (always kept), or None.
-        long_term: the long-term block of the first k items, for every k (index 0: none):
-            plain data, so that the parts can travel in graph state.
-        long_term_count: how many items the context keeps.
-        pins: the pinned decisions block (always kept), or None.
-        summary: the summary block, or None.
-        recent: the recent messages, oldest first.
-        tail: the turn's own messages (the new input; in a tool turn also its calls and
-            results), always kept.
-    """
-
-    system: SystemMessage | None
-    long_term: tuple[SystemMessage | None, ...]
-    long_term_count: int
-    pins: SystemMessage | None
-    summary: SystemMessage | None
-    recent: tuple[BaseMessage, ...]
-    tail: tuple[BaseMessage, ...] = ()
-
-    def messages(self, *, with_tail: bool = True) -> list[BaseMessage]:
-        """The context in its order: system, long-term, pins, summary, recent, the turn."""
-        head = (self.system, self.long_term[self.long_term_count], self.pins, self.summary)
-        context: list[BaseMessage] = [block for block in head if block is not None]
-        context.extend(self.recent)
-        if with_tail:
-            context.extend(self.tail)
-        return context
 
 
 def clip(message: BaseMessage, keep_chars: int) -> BaseMessage:

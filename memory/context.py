@@ -9,13 +9,17 @@ fitted into it (`memory.budget`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from memory.budget import ContextBudget, ContextParts
 from memory.longterm.items import MemoryItem
 from memory.prompts import LONG_TERM_BLOCK, OPEN_QUESTIONS_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
 from memory.schema import ChatThreadMessage, ThreadState
+
+if TYPE_CHECKING:
+    from memory.budget import ContextBudget
 
 LONG_TERM_BLOCK_ID = "memory-long-term"
 PINNED_BLOCK_ID = "memory-pinned-decisions"
@@ -61,6 +65,40 @@ def to_langchain(message: ChatThreadMessage) -> BaseMessage:
     return AIMessage(content=message.text, id=message.id)
 
 
+@dataclass(frozen=True)
+class ContextParts:
+    """A turn's context in the pieces a `ContextBudget` may shorten.
+
+    Attributes:
+        system: the system prompt (always kept), or None.
+        long_term: the recalled long-term items, best first.
+        long_term_count: how many of them the context keeps.
+        pins: the pinned decisions block (always kept), or None.
+        summary: the summary block, or None.
+        recent: the recent messages, oldest first.
+        tail: the turn's own messages (the new input; in a tool turn also its calls and
+            results), always kept.
+    """
+
+    system: SystemMessage | None
+    long_term: tuple[MemoryItem, ...]
+    long_term_count: int
+    pins: SystemMessage | None
+    summary: SystemMessage | None
+    recent: tuple[BaseMessage, ...]
+    tail: tuple[BaseMessage, ...] = ()
+
+    def messages(self, *, with_tail: bool = True) -> list[BaseMessage]:
+        """The context in its order: system, long-term, pins, summary, recent, the turn."""
+        kept = long_term_block(self.long_term[: self.long_term_count])
+        head = (self.system, kept, self.pins, self.summary)
+        context: list[BaseMessage] = [block for block in head if block is not None]
+        context.extend(self.recent)
+        if with_tail:
+            context.extend(self.tail)
+        return context
+
+
 def context_parts(
     state: ThreadState,
     latest_input: str | None,
@@ -72,7 +110,7 @@ def context_parts(
     items = tuple(long_term)
     return ContextParts(
         system=SystemMessage(content=system_prompt) if system_prompt else None,
-        long_term=tuple(long_term_block(items[:count]) for count in range(len(items) + 1)),
+        long_term=items,
         long_term_count=len(items),
         pins=pinned_block(state),
         summary=summary_block(state),
