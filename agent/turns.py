@@ -10,7 +10,7 @@ from langchain_core.runnables import RunnableConfig
 
 from agent.errors import TURN_FAILED
 from agent.streaming import custom_event, token_event
-from graphs.memory_nodes import OUTCOME_KEY
+from graphs.outcome import OUTCOME_KEY
 from graphs.request import TurnRequest
 from graphs.state import Context
 from memory import ConversationMemory
@@ -100,7 +100,7 @@ class TurnRecorder:
     conversation_id: str
     output: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] = field(default_factory=dict)
-    """The outcome `finalize` recorded (`graphs.memory_nodes.OUTCOME_KEY`)."""
+    """The outcome `finalize` recorded (`graphs.outcome.OUTCOME_KEY`)."""
 
     def config(self, config: RunnableConfig) -> RunnableConfig:
         """`config` with this recorder's outcome dict, for `finalize` to fill."""

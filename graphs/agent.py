@@ -20,12 +20,13 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graphs.chat import build_chat_graph
 from graphs.events import emit
-from graphs.memory_nodes import make_compact, make_finalize, make_load_memory, make_remember
+from graphs.memory_nodes import make_finalize, make_load_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import RouteName
 from graphs.resources import Lazy
 from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
+from graphs.upkeep import make_compact, make_remember
 from memory import ConversationMemory
 from memory.budget import ContextBudget
 from memory.longterm import (

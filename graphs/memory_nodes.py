@@ -1,9 +1,9 @@
-"""The memory nodes of the main graph: `load_memory`, `finalize`, `remember`, `compact`.
+"""The nodes that open and close a turn: `load_memory` and `finalize`.
 
 `load_memory` sends the turn to its route; `finalize` to `remember` when a completed
 turn's user text has a cue worth extracting (long-term memory on), and on to `compact`
-only when the memory holds more than eight messages (all with `Command`, no router).
-`finalize` is the only writer of turns, `remember` of a turn's long-term items. A
+only when the memory holds more than eight messages (all with `Command`, no router;
+those two nodes are in `graphs.upkeep`). `finalize` is the only writer of turns. A
 memory failure never fails the turn: it is logged, the answer is still returned, and
 the result says `degraded`.
 
@@ -20,15 +20,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from graphs.events import emit, emit_memory
+from graphs.outcome import record_outcome
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
 from graphs.request import (
     ROUTE_UNAVAILABLE,
@@ -47,6 +46,7 @@ from graphs.state import (
     Context,
     MemoryContext,
 )
+from graphs.upkeep import Node, after_memory
 from memory import (
     ConversationMemory,
     ConversationNotFound,
@@ -54,10 +54,8 @@ from memory import (
     hydration_dto,
 )
 from memory.budget import ContextBudget
-from memory.compaction import CompactionStatus, structured_compactor
 from memory.context import context_parts
-from memory.limits import MAX_RECENT_MESSAGES
-from memory.longterm import Extractor, LongTermMemory, MemoryItem, has_cue
+from memory.longterm import LongTermMemory, MemoryItem, has_cue
 from memory.turns import (
     FinalTurn,
     Route,
@@ -73,7 +71,6 @@ from memory.turns import (
 
 logger = logging.getLogger(__name__)
 
-Node = Callable[..., AgentUpdate | Command[Any]]
 WORKFLOW_ROUTES = frozenset({"tasklist", "delivery"})
 
 
@@ -263,11 +260,6 @@ def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
     return [user, AIMessage(content=answer, id=answer_id)]
 
 
-def after_memory(state: ThreadState) -> str:
-    """`compact` when the memory holds more than eight messages, else the end."""
-    return "compact" if len(state.messages) > MAX_RECENT_MESSAGES else END
-
-
 def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -> Node:
     """Build `finalize`: write the turn's final text to chat memory, once.
 
@@ -321,94 +313,3 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
         return Command(update=update, goto=after_memory(write.state))
 
     return finalize
-
-
-def make_remember(long_term: Lazy[LongTermMemory], extractor: Lazy[Extractor]) -> Node:
-    """Build `remember`: extract what the user said about themselves and write it
-    through the long-term gate."""
-
-    def remember(state: AgentState, config: RunnableConfig) -> Command[Any]:
-        """Extract lasting preferences, boundaries, goals, style and facts from the
-        user's own text of this completed turn (never the answer, tools or artifacts)."""
-        emit_memory("remember", "started")
-        goto = after_memory(state.get("memory_state") or ThreadState())
-        try:
-            write = long_term.get().remember_turn(
-                state["session_id"], state["conversation_id"], state["user_text"], extractor.get()
-            )
-        except Exception:
-            logger.exception("long-term extraction failed; the turn stands")
-            emit_memory("remember", "failed")
-            record_extra(config, degraded=True)
-            return Command(update={"degraded": True}, goto=goto)
-        remembered = list(write.remembered)
-        emit_memory(
-            "remember",
-            "succeeded" if write.plan.changed else "skipped",
-            remembered=write.added,
-            retired=write.retired,
-        )
-        record_extra(config, remembered=remembered)
-        return Command(update={"remembered": remembered}, goto=goto)
-
-    return remember
-
-
-OUTCOME_KEY = "__agent_turn_outcome__"
-"""A run's `configurable` key for a dict that `finalize` fills with the turn's outcome.
-
-LangGraph streams the last step's state only after storing the run's last checkpoint;
-a caller that passes a dict here still gets the answer when that store fails. (Keys
-that start with `__` are never stored in checkpoint metadata.)"""
-
-
-def record_outcome(config: RunnableConfig, result: AgentUpdate, **fields: Any) -> None:
-    """Fill the caller's outcome dict (`OUTCOME_KEY`), when it passed one."""
-    record_extra(
-        config, answer=result["answer"], status=result["status"], route=result["route"], **fields
-    )
-
-
-def record_extra(config: RunnableConfig, **fields: Any) -> None:
-    """Add fields to the caller's outcome dict (`OUTCOME_KEY`), when it passed one."""
-    outcome = config.get("configurable", {}).get(OUTCOME_KEY)
-    if isinstance(outcome, dict):
-        outcome.update(fields)
-
-
-def make_compact(
-    memory: Lazy[ConversationMemory],
-    model: Lazy[BaseChatModel],
-    method: str | None = None,
-) -> Node:
-    """Build `compact`: fold older turns into the summary and pinned decisions."""
-    # built once: nostream, the compaction model's raw output is memory internals
-    compactor = Lazy(
-        lambda: structured_compactor(model.get(), method).with_config(tags=[TAG_NOSTREAM])
-    )
-
-    def compact(state: AgentState) -> AgentUpdate:
-        """Run the compaction model (structured output) over the conversation's memory."""
-        session_id, conversation_id = state["session_id"], state["conversation_id"]
-        emit_memory("compact", "started")
-        try:
-            result = memory.get().compact(
-                session_id, conversation_id, compactor.get(), snapshot=state.get("memory_state")
-            )
-        except Exception:
-            logger.exception("compaction failed before reaching the model")
-            emit_memory("compact", "failed")
-            return {"compaction": CompactionStatus.FAILED.value, "degraded": True}
-        emit_memory(
-            "compact",
-            result.status.value,
-            summaryChars=result.summary_chars,
-            pinnedDecisions=result.pinned_count,
-            summaryVersion=result.state.summary_version,
-        )
-        return {
-            "compaction": result.status.value,
-            "hydration": hydration_dto(conversation_id, result.state),
-        }
-
-    return compact
