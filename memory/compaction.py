@@ -8,7 +8,6 @@ deterministic local fallback that keeps the hard bound when the model keeps fail
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,10 +16,11 @@ from enum import StrEnum
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memory.compaction_input import compaction_prompt
 from memory.limits import (
     COMPACTION_KEEP_MESSAGES,
     HARD_MESSAGE_CAP,
@@ -32,8 +32,9 @@ from memory.limits import (
     MAX_SUMMARY_CHARS,
     validate_keep,
 )
-from memory.prompts import COMPACTION_SYSTEM, FALLBACK_SUMMARY_LINE
-from memory.schema import ChatThreadMessage, Role, ThreadState, utcnow
+from memory.prompts import FALLBACK_SUMMARY_LINE
+from memory.schema import ChatThreadMessage, ThreadState, utcnow
+from memory.text import clamp, quoted
 
 logger = logging.getLogger(__name__)
 
@@ -113,83 +114,6 @@ def split_for_fold(
     while boundary < len(messages) and messages[boundary].role != "user":
         boundary += 1
     return list(messages[:boundary]), list(messages[boundary:])
-
-
-class FoldedMessage(BaseModel):
-    """One message of the compaction input: its role outside its text, so that no text
-    can pass for another speaker."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    role: Role
-    text: str
-
-
-class NumberedItem(BaseModel):
-    """An old pinned decision, by the number the model may retire it with."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    number: int
-    text: str
-
-
-class CompactionInput(BaseModel):
-    """What the compaction model reads: one JSON document, every text an escaped value."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    old_summary: str
-    old_pinned_decisions: list[NumberedItem]
-    old_open_questions: list[NumberedItem] = Field(default_factory=list)
-    messages_to_fold: list[FoldedMessage]
-    kept_messages: list[FoldedMessage]
-
-
-def numbered_items(texts: Sequence[str]) -> list[dict[str, Any]]:
-    """`texts` as `NumberedItem` data, numbered from 1 (what the model retires them by)."""
-    return [{"number": n, "text": text} for n, text in enumerate(texts, start=1)]
-
-
-def compaction_document(
-    state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
-) -> dict[str, Any]:
-    """The `CompactionInput` for folding `fold` into `state` (`kept` for reference), as
-    the plain data it is sent as (the model validates what parses it back)."""
-    return {
-        "old_summary": state.summary,
-        "old_pinned_decisions": numbered_items(state.pinned_decisions),
-        "old_open_questions": numbered_items(state.open_questions),
-        "messages_to_fold": [{"role": m.role, "text": m.text} for m in fold],
-        "kept_messages": [{"role": m.role, "text": m.text} for m in kept],
-    }
-
-
-def compaction_prompt(
-    state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
-) -> list[BaseMessage]:
-    """The compaction model's input: the instruction, then the `CompactionInput` as JSON."""
-    system = COMPACTION_SYSTEM.format(
-        max_summary=MAX_SUMMARY_CHARS,
-        max_pin=MAX_PINNED_DECISION_CHARS,
-        max_question=MAX_OPEN_QUESTION_CHARS,
-    )
-    body = json.dumps(compaction_document(state, fold, kept), ensure_ascii=False, indent=1)
-    return [SystemMessage(content=system), HumanMessage(content=body)]
-
-
-def quoted(text: str) -> str:
-    """`text` as a JSON string literal: it cannot close its quotes or start a new line, so
-    what a user or the assistant said can never read as another speaker's line."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def clamp(text: str, limit: int) -> str:
-    """`text` stripped and cut to at most `limit` characters (an ellipsis marks a cut)."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1].rstrip() + "…"
 
 
 def _item_key(text: str) -> str:
@@ -359,6 +283,38 @@ def _outcome(
     return CompactionResult(CompactionStatus.FAILED, state, reason)
 
 
+@dataclass(frozen=True)
+class _Job:
+    """One compaction: what is folded and kept, the runnable and its prompt."""
+
+    state: ThreadState
+    fold: list[ChatThreadMessage]
+    kept: list[ChatThreadMessage]
+    runnable: Runnable[Any, Any]
+    prompt: list[BaseMessage]
+    keep: int
+
+    @classmethod
+    def of(
+        cls,
+        state: ThreadState,
+        model: BaseChatModel | Runnable[Any, Any],
+        keep: int,
+        method: str | None,
+    ) -> _Job | None:
+        """The job for `state`, or None when it needs no compaction."""
+        if not needs_compaction(state):
+            return None
+        fold, kept = split_for_fold(state.messages, validate_keep(keep))
+        bound = structured_compactor(model, method) if isinstance(model, BaseChatModel) else model
+        return cls(state, fold, kept, bound, compaction_prompt(state, fold, kept), keep)
+
+    def outcome(
+        self, raw: object, error: BaseException | None, now: datetime | None
+    ) -> CompactionResult:
+        return _outcome(self.state, self.fold, self.kept, raw, error, self.keep, now or utcnow())
+
+
 def compact(
     state: ThreadState,
     model: BaseChatModel | Runnable[Any, Any],
@@ -380,17 +336,14 @@ def compact(
         The outcome; on failure the input state, or the local fallback at the hard cap.
         Model errors are caught and reported, never raised.
     """
-    if not needs_compaction(state):
+    job = _Job.of(state, model, keep, method)
+    if job is None:
         return CompactionResult(CompactionStatus.SKIPPED, state)
-    fold, kept = split_for_fold(state.messages, validate_keep(keep))
-    runnable = structured_compactor(model, method) if isinstance(model, BaseChatModel) else model
-    raw: object = None
-    error: BaseException | None = None
     try:
-        raw = runnable.invoke(compaction_prompt(state, fold, kept))
+        raw = job.runnable.invoke(job.prompt)
     except Exception as exc:  # any model failure leaves memory as it is
-        error = exc
-    return _outcome(state, fold, kept, raw, error, keep, now or utcnow())
+        return job.outcome(None, exc, now)
+    return job.outcome(raw, None, now)
 
 
 async def acompact(
@@ -402,14 +355,11 @@ async def acompact(
     now: datetime | None = None,
 ) -> CompactionResult:
     """Async `compact`."""
-    if not needs_compaction(state):
+    job = _Job.of(state, model, keep, method)
+    if job is None:
         return CompactionResult(CompactionStatus.SKIPPED, state)
-    fold, kept = split_for_fold(state.messages, validate_keep(keep))
-    runnable = structured_compactor(model, method) if isinstance(model, BaseChatModel) else model
-    raw: object = None
-    error: BaseException | None = None
     try:
-        raw = await runnable.ainvoke(compaction_prompt(state, fold, kept))
+        raw = await job.runnable.ainvoke(job.prompt)
     except Exception as exc:  # any model failure leaves memory as it is
-        error = exc
-    return _outcome(state, fold, kept, raw, error, keep, now or utcnow())
+        return job.outcome(None, exc, now)
+    return job.outcome(raw, None, now)

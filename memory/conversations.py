@@ -12,7 +12,6 @@ model without any lock held.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,13 +21,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
-from memory.compaction import (
-    CompactionResult,
-    CompactionStatus,
-    acompact,
-    compact,
-    local_fallback,
-)
+from memory.compaction import CompactionResult, CompactionStatus, compact, local_fallback
 from memory.errors import ConversationNotFound, VersionConflict
 from memory.hydration import hydration_dto
 from memory.ids import ThreadIds
@@ -273,28 +266,6 @@ class ConversationMemory:
         result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
         return self._store_compaction(session_id, conversation_id, snapshot, result)
 
-    async def acompact(
-        self,
-        session_id: str,
-        conversation_id: str,
-        model: BaseChatModel | Runnable[Any, Any],
-        *,
-        method: str | None = None,
-        snapshot: ThreadState | None = None,
-    ) -> CompactionResult:
-        """Async `compact`: the model call is awaited, storage runs in a worker thread.
-
-        Args:
-            snapshot: the memory to start from when the caller has it (as the turn's
-                write stored it); read from storage otherwise.
-        """
-        if snapshot is None:
-            snapshot = await asyncio.to_thread(self.load, session_id, conversation_id)
-        result = await acompact(snapshot, model, keep=self.keep, method=method, now=self.clock())
-        return await asyncio.to_thread(
-            self._store_compaction, session_id, conversation_id, snapshot, result
-        )
-
     def _store_compaction(
         self,
         session_id: str,
@@ -378,16 +349,6 @@ class ConversationMemory:
             session_id, lambda registry: remove(registry, conversation_id)
         )
         return registry_dto(change.state)
-
-    # -- async wrappers (storage calls block; keep them off the event loop) ------------
-
-    async def aload(self, session_id: str, conversation_id: str) -> ThreadState:
-        return await asyncio.to_thread(self.load, session_id, conversation_id)
-
-    async def awrite_turn(
-        self, session_id: str, conversation_id: str, turn: FinalTurn
-    ) -> TurnWrite:
-        return await asyncio.to_thread(self.write_turn, session_id, conversation_id, turn)
 
 
 def _memory(document: dict[str, Any] | None) -> ThreadState | None:

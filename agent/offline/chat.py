@@ -21,9 +21,9 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import tool_call
 
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
-from memory.compaction import clamp
 from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
+from memory.text import clamp
 
 CALCULATOR = "calculator"
 CURRENT_TIME = "current_time"

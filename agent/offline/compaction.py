@@ -20,8 +20,10 @@ from pydantic import ValidationError
 from agent.offline.digest import merged_summary
 from agent.offline.questions import open_questions, resolved_questions
 from agent.offline.salience import CJK, sentences
-from memory.compaction import CompactionInput, CompactionOutput, clamp
+from memory.compaction import CompactionOutput
+from memory.compaction_input import CompactionInput
 from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_PINNED_DECISIONS
+from memory.text import clamp
 
 NOT_A_COMPACTION_INPUT = (
     "the offline compaction handler needs a CompactionInput JSON document "

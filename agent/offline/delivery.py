@@ -35,7 +35,7 @@ from graphs.delivery import (
     ReviewVerdict,
     request_words,
 )
-from memory.compaction import clamp
+from memory.text import clamp
 
 BLOCKING_MARKERS: dict[str, str] = {
     "production database": (

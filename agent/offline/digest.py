@@ -30,8 +30,8 @@ from agent.offline.salience import (
     terms,
     without_offline_prefix,
 )
-from memory.compaction import clamp, quoted
 from memory.limits import MAX_SUMMARY_CHARS
+from memory.text import clamp, quoted
 
 FACT_LINE = "{speaker}: {text}"
 """One summary line per fact; `text` is quoted, so a message can never pass for

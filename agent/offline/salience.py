@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 from agent.offline.chat import OFFLINE_NOTICE, OFFLINE_PREFIX
-from memory.compaction import clamp
+from memory.text import clamp
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{CJK}]+")

@@ -50,7 +50,7 @@ from graphs.resources import Lazy
 from graphs.routing import STOP
 from graphs.state import WorkflowInput, WorkflowOutput
 from graphs.tool import build_tool_graph
-from memory.compaction import clamp
+from memory.text import clamp
 
 logger = logging.getLogger(__name__)
 warnings.filterwarnings(

@@ -19,7 +19,8 @@ from agent.offline.digest import (
 )
 from agent.offline.questions import answers, open_questions, resolved_questions
 from agent.offline.salience import Feature, features, is_content_free, salience, sentences
-from memory.compaction import compact, compaction_prompt, split_for_fold
+from memory.compaction import compact, split_for_fold
+from memory.compaction_input import compaction_prompt
 from memory.limits import MAX_OPEN_QUESTION_CHARS, MAX_SUMMARY_CHARS
 from memory.schema import ThreadState
 from tests.unit.offline_support import thread_state

@@ -12,17 +12,8 @@ from pydantic import BaseModel, create_model
 from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
 from agent.offline.compaction import compaction_output, is_decision, is_retirement
 from agent.offline.digest import EMPTY_SUMMARY, QUIET_LINE, Digest
-from memory.compaction import (
-    CompactionInput,
-    CompactionOutput,
-    CompactionStatus,
-    FoldedMessage,
-    NumberedItem,
-    acompact,
-    compact,
-    compaction_prompt,
-    split_for_fold,
-)
+from memory.compaction import CompactionOutput, CompactionStatus, acompact, compact, split_for_fold
+from memory.compaction_input import CompactionInput, FoldedMessage, NumberedItem, compaction_prompt
 from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_SUMMARY_CHARS
 from memory.schema import ThreadState
 from tests.unit.offline_support import thread_state

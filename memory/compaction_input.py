@@ -1,0 +1,78 @@
+"""What the compaction model reads: the folded and kept messages, the old summary, pins
+and open questions, as one JSON document in which every text is an escaped value."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.limits import MAX_OPEN_QUESTION_CHARS, MAX_PINNED_DECISION_CHARS, MAX_SUMMARY_CHARS
+from memory.prompts import COMPACTION_SYSTEM
+from memory.schema import ChatThreadMessage, Role, ThreadState
+
+
+class FoldedMessage(BaseModel):
+    """One message of the compaction input: its role outside its text, so that no text
+    can pass for another speaker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    text: str
+
+
+class NumberedItem(BaseModel):
+    """An old pinned decision, by the number the model may retire it with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int
+    text: str
+
+
+class CompactionInput(BaseModel):
+    """What the compaction model reads: one JSON document, every text an escaped value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    old_summary: str
+    old_pinned_decisions: list[NumberedItem]
+    old_open_questions: list[NumberedItem] = Field(default_factory=list)
+    messages_to_fold: list[FoldedMessage]
+    kept_messages: list[FoldedMessage]
+
+
+def numbered_items(texts: Sequence[str]) -> list[dict[str, Any]]:
+    """`texts` as `NumberedItem` data, numbered from 1 (what the model retires them by)."""
+    return [{"number": n, "text": text} for n, text in enumerate(texts, start=1)]
+
+
+def compaction_document(
+    state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
+) -> dict[str, Any]:
+    """The `CompactionInput` for folding `fold` into `state` (`kept` for reference), as
+    the plain data it is sent as (the model validates what parses it back)."""
+    return {
+        "old_summary": state.summary,
+        "old_pinned_decisions": numbered_items(state.pinned_decisions),
+        "old_open_questions": numbered_items(state.open_questions),
+        "messages_to_fold": [{"role": m.role, "text": m.text} for m in fold],
+        "kept_messages": [{"role": m.role, "text": m.text} for m in kept],
+    }
+
+
+def compaction_prompt(
+    state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
+) -> list[BaseMessage]:
+    """The compaction model's input: the instruction, then the `CompactionInput` as JSON."""
+    system = COMPACTION_SYSTEM.format(
+        max_summary=MAX_SUMMARY_CHARS,
+        max_pin=MAX_PINNED_DECISION_CHARS,
+        max_question=MAX_OPEN_QUESTION_CHARS,
+    )
+    body = json.dumps(compaction_document(state, fold, kept), ensure_ascii=False, indent=1)
+    return [SystemMessage(content=system), HumanMessage(content=body)]
