@@ -1,10 +1,10 @@
 """The delivery workflow: its builder and what other packages use of it.
 
-`graph` builds the subgraph, `state` holds its run state, `prompts` its prompts and
-texts, `schemas` the structured outputs its stages answer with.
+`graph` builds the subgraph, `stages` holds its stage plumbing, `state` its run state,
+`prompts` its prompts and texts, `schemas` the structured outputs its stages answer with.
 """
 
-from graphs.delivery.graph import build_delivery_graph, request_words
+from graphs.delivery.graph import build_delivery_graph
 from graphs.delivery.schemas import (
     DeliveryPlan,
     DeliveryReport,
@@ -12,6 +12,7 @@ from graphs.delivery.schemas import (
     PlannedDeliveryTask,
     ReviewVerdict,
 )
+from graphs.delivery.stages import request_words
 
 __all__ = [
     "DeliveryPlan",
