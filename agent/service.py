@@ -8,69 +8,36 @@ turn at a time; memory is written to the conversation in which the turn started.
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import AbstractContextManager, aclosing
-from typing import Any, Literal, cast
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
-from langgraph.types import Command, StreamMode
+from langgraph.types import Command
 
-from agent.errors import (
-    NOTHING_TO_RECOVER,
-    NOTHING_TO_RESUME,
-    TURN_FAILED,
-    WAITING_FOR_REVIEW,
-    ConversationBusy,
-    InvalidRequest,
-)
+from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from agent.loop import BackgroundLoop
+from agent.runs import TurnRunner
 from agent.runtime import REVIEWS, build_graph, context_budget, open_long_term, open_memory
 from agent.session_data import SessionData
 from agent.settings import LongTermMode, Settings
-from agent.turns import Turn, TurnRecorder, TurnResult, busy_lock
+from agent.turns import Turn, TurnResult, unfinished_check
 from graphs.prompts import AGENT_SYSTEM_PROMPT
-from graphs.request import PYTHON, Surface, TurnRequest, check_id, parse_request
-from graphs.reviews import validate_decision
-from graphs.state import AgentInput, Context, Mode
-from memory import (
-    ConversationNotFound,
-    LockTimeout,
-    new_conversation_id,
+from graphs.request import (
+    PYTHON,
+    WORKFLOW_ROUTES,
+    Surface,
+    TurnRequest,
+    check_id,
+    parse_request,
 )
-
-logger = logging.getLogger(__name__)
-
-WORKFLOW_ROUTES = frozenset({"tasklist", "delivery"})
-Durability = Literal["exit", "sync"]
-CHAT_DURABILITY: Durability = "exit"
-"""A chat or tool turn's run thread is checkpointed when the turn ends: that is the only
-state anyone reads, and it costs one checkpoint write per turn."""
-WORKFLOW_DURABILITY: Durability = "sync"
-"""A task list or delivery is checkpointed after every step (each task, each reviewer),
-before the next starts: a run stopped by a crash resumes where it stopped
-(`ChatAgent.recover`), and finished work is never done again."""
+from graphs.reviews import validate_decision
+from graphs.state import Context, Mode
+from memory import new_conversation_id
 
 
-def unfinished_check(state: Any) -> None:
-    """Raise unless a run thread's state is a run a crash stopped (not one waiting for a
-    review, not a finished one)."""
-    if state.interrupts:
-        raise InvalidRequest(WAITING_FOR_REVIEW)
-    if not state.next:
-        raise InvalidRequest(NOTHING_TO_RECOVER)
-
-
-def durability(turn: Turn) -> Durability:
-    """How often the turn's run thread is checkpointed: after every step for a workflow
-    (a resume or a recovery continues one), once at the end for chat and tool turns."""
-    if turn.request is None or turn.request["route"] in WORKFLOW_ROUTES:
-        return WORKFLOW_DURABILITY
-    return CHAT_DURABILITY
-
-
-class ChatAgent(SessionData):
+class ChatAgent(TurnRunner, SessionData):
     """A chat agent with bounded, per-conversation memory.
 
     Args:
@@ -205,57 +172,6 @@ class ChatAgent(SessionData):
         )
         return self.open_turn(session_id, conversation, request)
 
-    @staticmethod
-    def _input(turn: Turn) -> AgentInput:
-        return {"request": turn.request}
-
-    def _busy_lock(self, turn: Turn) -> AbstractContextManager[None]:
-        return busy_lock(self.memory, turn.session_id, turn.conversation_id)
-
-    def _run_here(self, turn: Turn) -> TurnResult:
-        """Run a chat or tool turn in the caller's thread (`graph.stream`, sync nodes and
-        model calls): no event loop to cross into, no storage call through a thread."""
-        assert turn.request is not None
-        recorder = TurnRecorder(turn.conversation_id)
-        try:
-            with self._busy_lock(turn):
-                if turn.request["create"]:
-                    self.memory.accept_draft(turn.session_id, turn.conversation_id)
-                crashed = False
-                try:
-                    output = self.graph.invoke(
-                        self._input(turn),
-                        recorder.config(turn.config),
-                        context=turn.context,
-                        durability=durability(turn),
-                    )
-                    recorder.output.update(output)
-                except (InvalidRequest, ConversationNotFound):
-                    raise
-                except Exception:
-                    logger.exception("turn failed in conversation %s", turn.conversation_id)
-                    crashed = True
-                result = recorder.result(crashed=crashed)
-                if result.conversation_deleted:
-                    self._drop_run_thread(turn)
-                return result
-        except LockTimeout:
-            raise ConversationBusy() from None
-
-    async def _run(self, turn: Turn, graph_input: Any) -> TurnResult:
-        results: list[TurnResult] = []
-        try:
-            with self._busy_lock(turn):
-                await self._admit(turn, graph_input)
-                async for event in self._turn_events(
-                    turn, graph_input, ("values",), subgraphs=False, results=results
-                ):
-                    if event["event"] == "error" and event["code"] == "invalid_request":
-                        raise InvalidRequest(event["message"])
-        except LockTimeout:
-            raise ConversationBusy() from None
-        return results[-1]
-
     async def asend(
         self,
         message: str,
@@ -293,11 +209,16 @@ class ChatAgent(SessionData):
             return self._run_here(turn)
         return self._loop.run(self._run(turn, self._input(turn)))
 
+    def _paused_turn(self, session_id: str, conversation_id: str) -> Turn:
+        """A turn continuing the conversation's run (a resume or a recovery)."""
+        turn = self.open_turn(session_id, check_id(conversation_id, "conversation id"), None)
+        self.memory.require_conversation(turn.session_id, turn.conversation_id)
+        return turn
+
     def _resume_turn(
         self, decision: object, session_id: str, conversation_id: str
     ) -> tuple[Turn, dict[str, Any]]:
-        turn = self.open_turn(session_id, check_id(conversation_id, "conversation id"), None)
-        self.memory.require_conversation(turn.session_id, turn.conversation_id)
+        turn = self._paused_turn(session_id, conversation_id)
         state = self.graph.get_state(turn.config)
         if not state.interrupts:
             raise InvalidRequest(NOTHING_TO_RESUME)
@@ -320,8 +241,7 @@ class ChatAgent(SessionData):
         return self._loop.run(self._run(turn, Command(resume=checked)))
 
     def _recover_turn(self, session_id: str, conversation_id: str) -> Turn:
-        turn = self.open_turn(session_id, check_id(conversation_id, "conversation id"), None)
-        self.memory.require_conversation(turn.session_id, turn.conversation_id)
+        turn = self._paused_turn(session_id, conversation_id)
         unfinished_check(self.graph.get_state(turn.config))
         return turn
 
@@ -347,7 +267,7 @@ class ChatAgent(SessionData):
     ) -> AsyncGenerator[dict[str, Any], None]:
         """`arecover` as a stream of events, like `astream`."""
         turn = await asyncio.to_thread(self._recover_turn, session_id, conversation_id)
-        async with aclosing(self._loop.astream(self._stream(turn, None))) as events:
+        async with aclosing(self._relay(turn, None)) as events:
             async for event in events:
                 yield event
 
@@ -374,12 +294,9 @@ class ChatAgent(SessionData):
             async for event in events:
                 yield event
 
-    async def astream_turn(self, turn: Turn) -> AsyncGenerator[dict[str, Any], None]:
+    def astream_turn(self, turn: Turn) -> AsyncGenerator[dict[str, Any], None]:
         """`astream` for a turn opened with `parse` and `open_turn` (the HTTP app's path)."""
-        started = self._loop.astream(self._stream(turn, self._input(turn)))
-        async with aclosing(started) as events:
-            async for event in events:
-                yield event
+        return self._relay(turn, self._input(turn))
 
     async def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
@@ -388,109 +305,6 @@ class ChatAgent(SessionData):
         turn, checked = await asyncio.to_thread(
             self._resume_turn, decision, session_id, conversation_id
         )
-        async with aclosing(
-            self._loop.astream(self._stream(turn, Command(resume=checked)))
-        ) as events:
+        async with aclosing(self._relay(turn, Command(resume=checked))) as events:
             async for event in events:
                 yield event
-
-    async def _stream(self, turn: Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
-        """The turn's events, `conversation` first. A turn in an existing conversation
-        announces it after its first event, the route, which comes once its memory read
-        found the conversation (else `ConversationNotFound` is raised before any event)."""
-        try:
-            with self._busy_lock(turn):
-                await self._admit(turn, graph_input)
-                events = self._turn_events(turn, graph_input)
-                checked = turn.request is not None and not turn.request["create"]
-                first = await anext(events, None) if checked else None
-                yield {"event": "conversation", "conversationId": turn.conversation_id}
-                if first is not None:
-                    yield first
-                async for event in events:
-                    yield event
-        except LockTimeout:
-            raise ConversationBusy() from None
-
-    async def _admit(self, turn: Turn, graph_input: Any) -> None:
-        """Under the busy lock: own the draft, or re-check that a resume still has a
-        pending review, or a recovery an unfinished run (another resume or recovery may
-        have finished it since it was checked)."""
-        if turn.request is not None and turn.request["create"]:
-            await asyncio.to_thread(self.memory.accept_draft, turn.session_id, turn.conversation_id)
-        if isinstance(graph_input, Command):
-            state = await self.graph.aget_state(turn.config)
-            if not state.interrupts:
-                raise InvalidRequest(NOTHING_TO_RESUME)
-        elif graph_input is None:  # a recovery: another one may have finished the run
-            unfinished_check(await self.graph.aget_state(turn.config))
-
-    async def _turn_events(
-        self,
-        turn: Turn,
-        graph_input: Any,
-        stream_mode: Sequence[StreamMode] = ("messages", "custom", "values"),
-        *,
-        subgraphs: bool = True,
-        results: list[TurnResult] | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Run the graph, yielding client events; the last is `done` (or `error`).
-
-        The turn's result is appended to `results` as well. If storage fails after the
-        answer exists (the memory write or the run thread's final checkpoint), the
-        answer is still delivered, marked degraded.
-        """
-        recorder = TurnRecorder(turn.conversation_id)
-        crashed = False
-        try:
-            async for part in self.graph.astream(
-                graph_input,
-                recorder.config(turn.config),
-                context=turn.context,
-                durability=durability(turn),
-                stream_mode=list({*stream_mode, "custom"}),
-                subgraphs=subgraphs,
-            ):
-                # with subgraphs: (namespace, mode, chunk); without: (mode, chunk) at the root
-                namespace, mode, chunk = part if subgraphs else ((), *part)
-                event = recorder.event(cast(tuple[str, ...], namespace), mode, chunk)
-                if event is not None:
-                    yield event
-        except InvalidRequest as exc:
-            yield {"event": "error", "code": "invalid_request", "message": str(exc)}
-            return
-        except ConversationNotFound:
-            raise
-        except Exception:
-            logger.exception("turn failed in conversation %s", turn.conversation_id)
-            crashed = True
-        result = recorder.result(crashed=crashed)
-        if results is not None:
-            results.append(result)
-        if crashed and not recorder.answered:
-            yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
-            return
-        if result.interrupt is not None:
-            yield {"event": "interrupt", "interrupt": result.interrupt}
-        elif result.conversation_deleted:
-            await asyncio.to_thread(self._drop_run_thread, turn)
-        elif result.route in WORKFLOW_ROUTES:
-            await self._prune(turn)
-        yield {"event": "done", "result": result.to_dict()}
-
-    def _drop_run_thread(self, turn: Turn) -> None:
-        """Delete the run thread of a conversation deleted while its turn ran (the run's
-        last checkpoint came after the deletion)."""
-        try:
-            self._threads.delete(turn.config["configurable"]["thread_id"])
-        except Exception:  # a leftover thread of a deleted conversation holds no memory
-            logger.warning("deleting the run thread of a deleted conversation failed")
-
-    async def _prune(self, turn: Turn) -> None:
-        """Drop a finished workflow's subgraph checkpoints (each `put` already keeps one
-        checkpoint per namespace; a chat turn has no other)."""
-        thread_id = turn.config["configurable"]["thread_id"]
-        try:
-            await asyncio.to_thread(self._threads.prune_finished_run, thread_id)
-        except Exception:  # the next finished turn prunes again
-            logger.warning("pruning the run thread failed", exc_info=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 
-from agent.errors import TURN_FAILED
+from agent.errors import NOTHING_TO_RECOVER, TURN_FAILED, WAITING_FOR_REVIEW, InvalidRequest
 from agent.streaming import custom_event, token_event
 from graphs.outcome import OUTCOME_KEY
-from graphs.request import TurnRequest
+from graphs.request import WORKFLOW_ROUTES, TurnRequest
 from graphs.state import Context
 from memory import ConversationMemory
 
@@ -133,6 +133,33 @@ class TurnRecorder:
             outcome = {**self.output, **self.answer, "degraded": True}
             return TurnResult.from_output(self.conversation_id, outcome)
         return TurnResult(self.conversation_id, "failed", "", TURN_FAILED)
+
+
+Durability = Literal["exit", "sync"]
+CHAT_DURABILITY: Durability = "exit"
+"""A chat or tool turn's run thread is checkpointed when the turn ends: that is the only
+state anyone reads, and it costs one checkpoint write per turn."""
+WORKFLOW_DURABILITY: Durability = "sync"
+"""A task list or delivery is checkpointed after every step (each task, each reviewer),
+before the next starts: a run stopped by a crash resumes where it stopped
+(`ChatAgent.recover`), and finished work is never done again."""
+
+
+def durability(turn: Turn) -> Durability:
+    """How often the turn's run thread is checkpointed: after every step for a workflow
+    (a resume or a recovery continues one), once at the end for chat and tool turns."""
+    if turn.request is None or turn.request["route"] in WORKFLOW_ROUTES:
+        return WORKFLOW_DURABILITY
+    return CHAT_DURABILITY
+
+
+def unfinished_check(state: Any) -> None:
+    """Raise unless a run thread's state is a run a crash stopped (not one waiting for a
+    review, not a finished one)."""
+    if state.interrupts:
+        raise InvalidRequest(WAITING_FOR_REVIEW)
+    if not state.next:
+        raise InvalidRequest(NOTHING_TO_RECOVER)
 
 
 def busy_lock(

@@ -22,7 +22,7 @@ from graphs.chat import build_chat_graph
 from graphs.events import emit
 from graphs.memory_nodes import make_finalize, make_load_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT
-from graphs.request import RouteName
+from graphs.request import WORKFLOW_ROUTES
 from graphs.resources import Lazy
 from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
@@ -39,7 +39,6 @@ from memory.longterm import (
 
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
 Workflow = CompiledStateGraph[Any, Any, Any, Any]
-WORKFLOW_ROUTES: tuple[RouteName, ...] = ("tasklist", "delivery")
 Extraction = Literal["rules", "model", "off"]
 
 

@@ -31,6 +31,7 @@ from graphs.outcome import record_outcome
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
 from graphs.request import (
     ROUTE_UNAVAILABLE,
+    WORKFLOW_ROUTES,
     InvalidRequest,
     TurnRequest,
     check_id,
@@ -70,8 +71,6 @@ from memory.turns import (
 )
 
 logger = logging.getLogger(__name__)
-
-WORKFLOW_ROUTES = frozenset({"tasklist", "delivery"})
 
 
 def checked_request(value: Mapping[str, Any], routes: frozenset[str]) -> TurnRequest:

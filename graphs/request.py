@@ -23,6 +23,8 @@ Mode = Literal["auto", "chat", "tool", "tasklist", "delivery"]
 RouteName = Literal["chat", "tool", "tasklist", "delivery"]
 MODES: tuple[str, ...] = get_args(Mode)
 PREFIXES: dict[str, RouteName] = {"/tasklist": "tasklist", "/delivery": "delivery"}
+WORKFLOW_ROUTES: frozenset[RouteName] = frozenset({"tasklist", "delivery"})
+"""The routes that run a workflow subgraph (reviews, steps, recovery)."""
 MAX_DEPTH = 16
 """Deepest nesting accepted in a structured request value (a review decision)."""
 
