@@ -6,67 +6,43 @@
         assert model.invoke("hi").content == "Hello there"
         assert stub.last_request["messages"][-1]["content"] == "hi"
 
-Each request consumes one reply from a FIFO queue; when it is empty the stub answers
-with `default` (unless set, a loud HTTP 500 naming the request).
+Each chat request consumes one reply from a FIFO queue; when it is empty the stub
+answers with `default` (unless set, a loud HTTP 500 naming the request). Embeddings
+requests need no script: they are answered deterministically (`tests.openai_wire`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import sys
 import threading
-import time
-import uuid
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, cast
+
+from tests.openai_wire import (
+    MODELS,
+    ToolCall,
+    completion,
+    embeddings_body,
+    error_body,
+    forced_function,
+    new_id,
+    stream_chunks,
+)
 
 __all__ = ["OpenAIStub", "Reply", "ToolCall"]
 
 ReplyKind = Literal["text", "tool_calls", "json", "error"]
 
-MODELS = ("gpt-4o-mini", "gpt-4o", "stub-model")
 NO_REPLY_MESSAGE = (
     "OpenAIStub: no scripted reply left for request #{index} (model={model!r}). "
     "Script one with stub.reply_text()/reply_tool_calls()/reply_json() or pass default=."
 )
 UNKNOWN_PATH_MESSAGE = "OpenAIStub: unknown endpoint {method} {path}"
 BAD_BODY_MESSAGE = "OpenAIStub: request body must be a JSON object"
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-}
-_WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One scripted function call; `arguments` is the JSON string sent on the wire."""
-
-    name: str
-    arguments: str
-    id: str
-
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> ToolCall:
-        """Build from `{"name": ..., "arguments": dict | str, "id"?: ...}`."""
-        if not isinstance(spec.get("name"), str) or not spec["name"]:
-            raise ValueError(f"tool call spec needs a non-empty 'name': {spec!r}")
-        arguments = spec.get("arguments", {})
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments)
-        return cls(name=spec["name"], arguments=arguments, id=spec.get("id") or _new_id("call_"))
-
-    def to_wire(self) -> dict[str, Any]:
-        function = {"name": self.name, "arguments": self.arguments}
-        return {"id": self.id, "type": "function", "function": function}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,9 +99,9 @@ class Reply:
         response_format = request.get("response_format") or {}
         if response_format.get("type") in ("json_schema", "json_object"):
             return encoded, ()
-        forced = _forced_function(request)
+        forced = forced_function(request)
         if forced is not None:
-            return None, (ToolCall(name=forced, arguments=encoded, id=_new_id("call_")),)
+            return None, (ToolCall(name=forced, arguments=encoded, id=new_id("call_")),)
         return encoded, ()
 
 
@@ -298,11 +274,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             request = None
         if not isinstance(request, dict):
-            self._send_json(400, _error_body(400, BAD_BODY_MESSAGE))
+            self._send_json(400, error_body(400, BAD_BODY_MESSAGE))
             return
         if path == "/v1/embeddings":
             self.stub._record(request)
-            self._send_json(200, _embeddings(request))
+            self._send_json(200, embeddings_body(request))
             return
         reply, scripted = self.stub._take(request)
         if reply.delay and self.stub._closed.wait(reply.delay):
@@ -310,17 +286,17 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.kind == "error":
             # Retrying an unscripted request cannot help, so tell the client not to.
             headers = {} if scripted else {"x-should-retry": "false"}
-            self._send_json(reply.status, _error_body(reply.status, reply.content or ""), headers)
+            self._send_json(reply.status, error_body(reply.status, reply.content or ""), headers)
             return
         content, calls = reply.resolve(request)
         if request.get("stream"):
             self._send_stream(request, content, calls)
         else:
-            self._send_json(200, _completion(request, content, calls))
+            self._send_json(200, completion(request, content, calls))
 
     def _send_unknown(self) -> None:
         message = UNKNOWN_PATH_MESSAGE.format(method=self.command, path=self.path)
-        self._send_json(404, _error_body(404, message))
+        self._send_json(404, error_body(404, message))
 
     def _send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
@@ -339,147 +315,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()  # HTTP/1.0: the body ends when the connection closes
-        for chunk in _stream_chunks(request, content, calls):
+        for chunk in stream_chunks(request, content, calls):
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
-
-
-EMBEDDING_DIMS = 256
-STOP_WORDS = frozenset(
-    [
-        "the",
-        "and",
-        "any",
-        "for",
-        "you",
-        "are",
-        "was",
-        "what",
-        "who",
-        "how",
-        "this",
-        "that",
-        "with",
-        "from",
-    ]
-)
-_TOKEN = re.compile(r"\w+")
-
-
-def embed_text(text: str) -> list[float]:
-    """A deterministic bag-of-words embedding: each word (lower-cased, at least three
-    letters, not a stop word, a trailing `s` dropped) adds to one of `EMBEDDING_DIMS`
-    buckets."""
-    vector = [0.0] * EMBEDDING_DIMS
-    for word in _TOKEN.findall(text.casefold()):
-        if len(word) >= 3 and word not in STOP_WORDS:
-            word = word.removesuffix("s")
-            digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
-            vector[int.from_bytes(digest, "big") % EMBEDDING_DIMS] += 1
-    norm = sum(v * v for v in vector) ** 0.5 or 1.0
-    return [v / norm for v in vector]
-
-
-def _embeddings(request: Mapping[str, Any]) -> dict[str, Any]:
-    raw = request.get("input")
-    texts = [raw] if isinstance(raw, str) else list(raw or [])
-    data = [
-        {"object": "embedding", "index": n, "embedding": embed_text(str(text))}
-        for n, text in enumerate(texts)
-    ]
-    return {
-        "object": "list",
-        "data": data,
-        "model": request.get("model", "stub"),
-        "usage": {"prompt_tokens": 0, "total_tokens": 0},
-    }
-
-
-def _new_id(prefix: str) -> str:
-    return prefix + uuid.uuid4().hex[:24]
-
-
-def _forced_function(request: Mapping[str, Any]) -> str | None:
-    choice = request.get("tool_choice")
-    if isinstance(choice, Mapping):
-        name = (choice.get("function") or {}).get("name")
-        return name if isinstance(name, str) else None
-    tools = request.get("tools") or []
-    if choice == "required" and len(tools) == 1:
-        name = (tools[0].get("function") or {}).get("name")
-        return name if isinstance(name, str) else None
-    return None
-
-
-def _error_body(status: int, message: str) -> dict[str, Any]:
-    kind = ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-def _usage(
-    request: Mapping[str, Any], content: str | None, calls: Sequence[ToolCall]
-) -> dict[str, int]:
-    # Rough, deterministic counts (~4 characters per token) so usage is never zero.
-    prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
-    completion = max(1, (len(content or "") + sum(len(c.arguments) for c in calls)) // 4)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
-def _envelope(request: Mapping[str, Any], object_: str, completion_id: str) -> dict[str, Any]:
-    return {
-        "id": completion_id,
-        "object": object_,
-        "created": int(time.time()),
-        "model": request.get("model") or MODELS[0],
-        "system_fingerprint": "fp_openai_stub",
-    }
-
-
-def _completion(
-    request: Mapping[str, Any], content: str | None, calls: tuple[ToolCall, ...]
-) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
-    if calls:
-        message["tool_calls"] = [call.to_wire() for call in calls]
-    finish_reason = "tool_calls" if calls else "stop"
-    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
-    body = _envelope(request, "chat.completion", _new_id("chatcmpl-"))
-    return {**body, "choices": [choice], "usage": _usage(request, content, calls)}
-
-
-def _stream_chunks(
-    request: Mapping[str, Any], content: str | None, calls: tuple[ToolCall, ...]
-) -> Iterator[dict[str, Any]]:
-    """Chunks as OpenAI sends them: role, content deltas, tool-call deltas, finish, usage."""
-    with_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-    completion_id = _new_id("chatcmpl-")
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        body = _envelope(request, "chat.completion.chunk", completion_id)
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-        return {**body, "choices": [choice], **({"usage": None} if with_usage else {})}
-
-    yield chunk({"role": "assistant", "content": "", "refusal": None})
-    for piece in _split(content or ""):
-        yield chunk({"content": piece})
-    for index, call in enumerate(calls):
-        head = {**call.to_wire(), "index": index}
-        head["function"] = {"name": call.name, "arguments": ""}
-        yield chunk({"tool_calls": [head]})
-        for piece in _split(call.arguments):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, "tool_calls" if calls else "stop")
-    if with_usage:
-        body = _envelope(request, "chat.completion.chunk", completion_id)
-        yield {**body, "choices": [], "usage": _usage(request, content, calls)}
-
-
-def _split(text: str) -> list[str]:
-    """Word-sized pieces whose concatenation is exactly `text`."""
-    return [piece for piece in _WORD_BOUNDARY.split(text) if piece]

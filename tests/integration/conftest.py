@@ -16,6 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memory import ConversationMemory, ThreadIds, open_thread_store
+from tests.openai_stub import OpenAIStub
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -183,3 +186,19 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield server
     finally:
         stop(server.process)
+
+
+@pytest.fixture
+def stub() -> Iterator[OpenAIStub]:
+    """The local OpenAI-compatible endpoint (scripted replies, recorded requests)."""
+    with OpenAIStub() as running:
+        yield running
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[ConversationMemory]:
+    """Chat memory on a SQLite file of this test (integration tests drive real clients,
+    not storage backends: this replaces tests/conftest.py's per-backend `memory`)."""
+    threads = open_thread_store(f"sqlite:///{tmp_path}/a.sqlite")
+    yield ConversationMemory(threads, ThreadIds("x" * 32))
+    threads.close()

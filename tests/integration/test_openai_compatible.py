@@ -8,126 +8,38 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.store.base import IndexConfig
-from langgraph.store.memory import InMemoryStore
 
-from agent.models import load_chat_model, load_compaction_model, load_embeddings
-from agent.runtime import open_long_term
-from agent.settings import Settings, StructuredOutputMethod
-from agent.tools import BUILTIN_TOOLS
-from graphs.agent import build_agent_graph
+from agent.settings import StructuredOutputMethod
 from graphs.prompts import AGENT_SYSTEM_PROMPT
-from graphs.state import Context
-from memory import ConversationMemory, ThreadIds, UnsupportedDatabaseUrl, open_thread_store
-from memory.locks import KeyedLocks
-from memory.longterm import LongTermMemory
-from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
-from tests.openai_stub import EMBEDDING_DIMS, OpenAIStub
+from memory import ConversationMemory
+from memory.prompts import PINNED_BLOCK, SUMMARY_BLOCK
+from tests.integration.openai_support import (
+    CHAT_MODEL,
+    COMPACTION_MODEL,
+    CONVERSATION,
+    SESSION,
+    Graph,
+    compile_graph,
+    run,
+    run_config,
+    run_context,
+    settings_for,
+    stored,
+    tool_names,
+    wire,
+)
+from tests.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.integration
 
-CHAT_MODEL = "stub-chat"
-COMPACTION_MODEL = "stub-compact"
-SESSION = "s1"
-CONVERSATION = "c1"
 COMPACTION_FIELDS = {"summary", "pinned_decisions", "retired_pins"}
 QUESTION_FIELDS = {"open_questions", "resolved_questions"}
 """Optional in the model: one that leaves them out keeps the open questions as they are."""
 PROVIDER_SECRET = "upstream-trace-7f3a provider exploded at /srv/internal"
-
-Graph = CompiledStateGraph[Any, Any, Any, Any]
-
-
-@pytest.fixture
-def stub() -> Iterator[OpenAIStub]:
-    with OpenAIStub() as running:
-        yield running
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[ConversationMemory]:
-    threads = open_thread_store(f"sqlite:///{tmp_path}/a.sqlite")
-    yield ConversationMemory(threads, ThreadIds("x" * 32))
-    threads.close()
-
-
-def settings_for(stub: OpenAIStub, method: StructuredOutputMethod = "json_schema") -> Settings:
-    return Settings(
-        openai_api_key="test-key",
-        openai_base_url=stub.base_url,
-        model=CHAT_MODEL,
-        compaction_model=COMPACTION_MODEL,
-        max_retries=0,
-        request_timeout=10,
-        structured_output_method=method,
-    )
-
-
-def compile_graph(settings: Settings, memory: ConversationMemory) -> Graph:
-    model: BaseChatModel = load_chat_model(settings)
-    compaction_model: BaseChatModel = load_compaction_model(settings)
-    return build_agent_graph(
-        model=model,
-        compaction_model=compaction_model,
-        memory=memory,
-        tools=BUILTIN_TOOLS,
-        structured_output_method=settings.structured_output_method,
-    ).compile(checkpointer=InMemorySaver())
-
-
-def run_config() -> RunnableConfig:
-    return {"configurable": {"thread_id": f"run-{CONVERSATION}"}}
-
-
-def run_context() -> Context:
-    return Context(session_id=SESSION, conversation_id=CONVERSATION, mode="auto")
-
-
-def run(graph: Graph, message: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One turn: the final output and the custom events."""
-
-    async def go() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        events: list[dict[str, Any]] = []
-        final: dict[str, Any] = {}
-        stream = graph.astream(
-            {"message": message},
-            run_config(),
-            context=run_context(),
-            stream_mode=["custom", "values"],
-            subgraphs=True,
-        )
-        async for namespace, mode, chunk in stream:
-            if mode == "custom":
-                events.append(cast(dict[str, Any], chunk))
-            elif not namespace:
-                final = cast(dict[str, Any], chunk)
-        return final, events
-
-    return asyncio.run(go())
-
-
-def wire(request: dict[str, Any]) -> list[tuple[str, str]]:
-    """The (role, content) pairs of a recorded request's messages."""
-    return [(m["role"], m["content"]) for m in request["messages"]]
-
-
-def tool_names(request: dict[str, Any]) -> set[str]:
-    return {tool["function"]["name"] for tool in request.get("tools", [])}
-
-
-def stored(memory: ConversationMemory) -> list[tuple[str, str]]:
-    return [(m.role, m.text) for m in memory.load(SESSION, CONVERSATION).messages]
 
 
 def test_chat_turns_send_memory_context_and_tools(
@@ -358,91 +270,3 @@ def test_compaction_output_never_streams_as_tokens(
     assert memory.load(SESSION, CONVERSATION).summary == "SECRET-SUMMARY"
     assert {node for node, _ in streamed} == {"call_model"}
     assert "SECRET-SUMMARY" not in "".join(text for _, text in streamed)
-
-
-# -- long-term memory -----------------------------------------------------------------------
-
-
-def long_term_of(memory: ConversationMemory, **options: Any) -> LongTermMemory:
-    threads = memory.threads
-    return LongTermMemory(threads.open_items(), threads.locks, memory.ids, **options)
-
-
-def test_model_extraction_goes_through_chat_openai(
-    stub: OpenAIStub, memory: ConversationMemory
-) -> None:
-    settings = settings_for(stub)
-    users = long_term_of(memory)
-    graph = build_agent_graph(
-        model=load_chat_model(settings),
-        compaction_model=load_compaction_model(settings),
-        memory=memory,
-        structured_output_method=settings.structured_output_method,
-        long_term=users,
-        extraction="model",
-    ).compile(checkpointer=InMemorySaver())
-    stub.reply_text("Noted.")
-    stub.reply_json(
-        {
-            "memories": [{"kind": "style", "text": "Answer in English", "importance": 4}],
-            "retire": [],
-        }
-    )
-    final, events = run(graph, "From now on, answer in English please.")
-    assert final["remembered"] == ["Answer in English"]
-    assert events[-1] == {
-        "event": "memory", "stage": "remember", "status": "succeeded", "remembered": 1, "retired": 0
-    }  # fmt: skip
-    request = stub.last_request
-    assert (request["model"], request["temperature"]) == (COMPACTION_MODEL, 0)
-    schema = request["response_format"]["json_schema"]["schema"]
-    assert set(schema["properties"]) == {"memories", "retire"}
-    document = json.loads(request["messages"][-1]["content"])
-    assert document == {
-        "user_text": "From now on, answer in English please.",
-        "current_memories": [],
-    }
-    # an ordinary turn makes no extraction request, and its context carries the item
-    stub.reply_text("Paris.")
-    run(graph, "What is the capital of France?")
-    assert len(stub.requests) == 3
-    assert wire(stub.last_request)[:2] == [
-        ("system", AGENT_SYSTEM_PROMPT),
-        ("system", LONG_TERM_BLOCK.format(items="- [style] Answer in English")),
-    ]
-
-
-def test_embeddings_rank_through_openai_embeddings(stub: OpenAIStub) -> None:
-    settings = Settings(
-        openai_api_key="test-key",
-        openai_base_url=stub.base_url,
-        embeddings_model="stub-embed",
-        max_retries=0,
-    )
-    embeddings = load_embeddings(settings)
-    store = InMemoryStore(index=IndexConfig(dims=EMBEDDING_DIMS, embed=embeddings, fields=["text"]))
-    users = LongTermMemory(store, KeyedLocks(), ThreadIds("x" * 32), semantic=True)
-    users.remember("s", "I play chess on weekends", kind="fact")
-    users.remember("s", "My cat is called Miso", kind="fact")
-    recalled = users.recall("s", "any chess openings for me?")
-    assert recalled[0].text == "I play chess on weekends"
-    sent = [r for r in stub.requests if r.get("model") == "stub-embed"]
-    assert sent and all(isinstance(r["input"], list) for r in sent)  # texts, not token ids
-
-
-def test_embeddings_need_a_vector_index_the_database_can_give(
-    stub: OpenAIStub, memory: ConversationMemory
-) -> None:
-    settings = Settings(
-        openai_api_key="test-key",
-        openai_base_url=stub.base_url,
-        embeddings_model="stub-embed",
-        embeddings_dims=EMBEDDING_DIMS,
-    )
-    if hasattr(sqlite3.Connection, "enable_load_extension"):
-        users = open_long_term(settings, memory)
-        users.remember("s", "I play chess on weekends", kind="fact")
-        assert users.recall("s", "chess")[0].text == "I play chess on weekends"
-    else:  # this Python's sqlite3 cannot load sqlite-vec: say so, do not half-work
-        with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL .* sqlite3"):
-            open_long_term(settings, memory)

@@ -6,7 +6,6 @@ import asyncio
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -34,12 +33,6 @@ class Weather(BaseModel):
 def get_weather(city: str) -> str:
     """Look up the current weather in a city."""
     return f"sunny in {city}"
-
-
-@pytest.fixture
-def stub() -> Iterator[OpenAIStub]:
-    with OpenAIStub() as running:
-        yield running
 
 
 def chat(stub: OpenAIStub, **kwargs: Any) -> ChatOpenAI:
