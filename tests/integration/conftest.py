@@ -189,6 +189,13 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 @pytest.fixture
+def client(http_server: Server) -> Iterator[httpx.Client]:
+    """An HTTP client of `http_server` (one cookie jar: one session)."""
+    with httpx.Client(base_url=http_server.url, timeout=30) as session:
+        yield session
+
+
+@pytest.fixture
 def stub() -> Iterator[OpenAIStub]:
     """The local OpenAI-compatible endpoint (scripted replies, recorded requests)."""
     with OpenAIStub() as running:

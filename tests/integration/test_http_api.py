@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,12 +21,6 @@ from tests.integration.http_support import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def client(http_server: Server) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=http_server.url, timeout=30) as session:
-        yield session
 
 
 def test_draft_promotion_cookie_and_header(client: httpx.Client) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import stat
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +34,6 @@ from tests.integration.http_support import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def client(http_server: Server) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=http_server.url, timeout=30) as session:
-        yield session
 
 
 def stream_until_first_token(
