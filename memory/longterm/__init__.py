@@ -6,7 +6,6 @@ rules and model extractors, and recall within a budget (DESIGN §10).
 
 from memory.longterm.extraction import (
     RULES_EXTRACTOR,
-    ExtractionMode,
     ExtractionOutput,
     Extractor,
     model_extractor,
@@ -22,7 +21,6 @@ __all__ = [
     "MEMORY_KINDS",
     "RULES_EXTRACTOR",
     "Extraction",
-    "ExtractionMode",
     "ExtractionOutput",
     "Extractor",
     "LongTermMemory",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -47,16 +46,6 @@ class Extractor:
 
     def __call__(self, user_text: str, items: Sequence[MemoryItem]) -> Extraction:
         return self.run(user_text, items)
-
-
-class ExtractionMode(StrEnum):
-    """`AGENT_LONG_TERM_MEMORY`: which extractor runs after a completed turn."""
-
-    AUTO = "auto"
-    """`model` with a real model, `rules` with the offline one."""
-    RULES = "rules"
-    MODEL = "model"
-    OFF = "off"
 
 
 class ProposedMemory(BaseModel):
