@@ -1,5 +1,6 @@
-"""A worker process for the recovery tests: runs a delivery and stalls at a chosen step,
-so that the test can kill it there (SIGKILL) and recover the run in another process.
+"""A worker process for the recovery tests and benchmark: runs a delivery and stalls at a
+chosen step, so that it can be killed there (SIGKILL, `kill_while_stalled`) and the run
+recovered in another process (with `counting_model`, which counts the calls made).
 
 `python -m tests.integration.recovery_worker DATABASE_URL DATA_DIR WORKDIR STALL_AT`
 
@@ -11,9 +12,13 @@ every stage; at `STALL_AT` (`task:N` for task N, `report` for the report) it wri
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -26,6 +31,8 @@ from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
 from agent.settings import Settings
 from graphs.delivery import DeliveryReport, DeliveryTaskResult
 
+REPO = Path(__file__).resolve().parents[2]
+STALL_TIMEOUT = 60.0
 SECRET = "r" * 40
 SESSION = "recovery"
 REQUEST = (
@@ -68,6 +75,60 @@ def stalling_model(stall_at: str, marker: Path) -> OfflineChatModel:
 
         handlers[DeliveryReport] = report
     return OfflineChatModel(structured_handlers=handlers)
+
+
+def counting_model(counts: Counter[str], pause: float = 0.0) -> OfflineChatModel:
+    """The offline model, counting the structured calls it answers by schema name (each
+    after `pause` seconds, a stand-in for a real model's latency)."""
+
+    def counted(
+        schema: type[BaseModel], answer: Callable[[Sequence[BaseMessage]], BaseModel]
+    ) -> Callable[[Sequence[BaseMessage]], BaseModel]:
+        def handler(messages: Sequence[BaseMessage]) -> BaseModel:
+            counts[schema.__name__] += 1
+            time.sleep(pause)
+            return answer(messages)
+
+        return handler
+
+    handlers = {schema: counted(schema, answer) for schema, answer in DEFAULT_HANDLERS.items()}
+    return OfflineChatModel(structured_handlers=handlers)
+
+
+def kill_while_stalled(
+    database_url: str, root: Path, stall_at: str, timeout: float = STALL_TIMEOUT
+) -> str:
+    """Run a delivery in a worker process (data under `root`), SIGKILL it where it
+    stalls; returns its conversation id.
+
+    Raises:
+        RuntimeError: the worker ended, or did not stall within `timeout` seconds.
+    """
+    workdir = root / "worker"
+    workdir.mkdir()
+    command = [sys.executable, "-m", __name__, database_url, str(root / "data"), str(workdir)]
+    process = subprocess.Popen(
+        [*command, stall_at],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not (workdir / "stalled").exists():
+            if process.poll() is not None:
+                error = process.stderr.read() if process.stderr else b""
+                raise RuntimeError(f"the worker ended before it stalled: {error!r}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("the worker never reached its stall point")
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return (workdir / "conversation").read_text()
 
 
 def main(database_url: str, data_dir: str, workdir: str, stall_at: str) -> None:

@@ -6,87 +6,29 @@ policy (the last one in tests/unit/test_retention.py)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
-from pydantic import BaseModel
 
 from agent import ChatAgent, InvalidRequest
-from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
 from agent.settings import Settings
-from tests.integration.conftest import REPO
-from tests.integration.recovery_worker import REQUEST, SECRET, SESSION
+from tests.integration.recovery_worker import (
+    REQUEST,
+    SECRET,
+    SESSION,
+    counting_model,
+    kill_while_stalled,
+)
 
 pytestmark = pytest.mark.integration
-
-STALL_TIMEOUT = 60.0
-
-
-class CountingModel(OfflineChatModel):
-    """The offline model, counting the structured calls it answers, by schema name."""
-
-    @classmethod
-    def counting(cls, counts: Counter[str]) -> CountingModel:
-        def count(
-            schema: type[BaseModel], answer: Callable[[Sequence[BaseMessage]], BaseModel]
-        ) -> Callable[[Sequence[BaseMessage]], BaseModel]:
-            def handler(messages: Sequence[BaseMessage]) -> BaseModel:
-                counts[schema.__name__] += 1
-                return answer(messages)
-
-            return handler
-
-        handlers = {schema: count(schema, answer) for schema, answer in DEFAULT_HANDLERS.items()}
-        return cls(structured_handlers=handlers)
-
-
-def kill_while_stalled(db_url: str, tmp_path: Path, stall_at: str) -> str:
-    """Run a delivery in a worker process, SIGKILL it where it stalls; its conversation."""
-    workdir = tmp_path / "worker"
-    workdir.mkdir()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.recovery_worker",
-            db_url,
-            str(tmp_path / "data"),
-            str(workdir),
-            stall_at,
-        ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + STALL_TIMEOUT
-        while not (workdir / "stalled").exists():
-            if process.poll() is not None:
-                raise AssertionError(f"worker ended early: {process.stderr.read()!r}")  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the worker never reached its stall point"
-            time.sleep(0.05)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    return (workdir / "conversation").read_text()
 
 
 def recovering_agent(db_url: str, tmp_path: Path, counts: Counter[str]) -> ChatAgent:
     return ChatAgent(
         database_url=db_url,
-        model=CountingModel.counting(counts),
+        model=counting_model(counts),
         secret=SECRET,
         settings=Settings(data_dir=tmp_path / "data", long_term_memory="off"),
     )
