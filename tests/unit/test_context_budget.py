@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from pydantic import PrivateAttr
 
 from agent import ChatAgent, InvalidRequest
 from agent.errors import MessageTooLong
@@ -24,6 +23,7 @@ from memory.longterm import MemoryItem, MemoryKind
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage
 from tests.fakes import ScriptedModel
+from tests.unit.offline_support import RecordingOfflineModel
 
 pytestmark = pytest.mark.sqlite_only
 
@@ -122,16 +122,6 @@ def test_clip_keeps_head_and_tail() -> None:
     clipped = clip(message, 1000)
     assert clipped.id == "u1" and clipped.text.startswith("HEAD") and clipped.text.endswith("TAIL")
     assert CLIP_MARKER.format(count=5008 - 1000) in clipped.text
-
-
-class RecordingOfflineModel(OfflineChatModel):
-    """The offline model, recording every request it answers (chat and structured)."""
-
-    _seen: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
-
-    def _respond(self, messages: list[BaseMessage], *args: Any) -> Any:
-        self._seen.append(list(messages))
-        return super()._respond(messages, *args)
 
 
 @pytest.fixture

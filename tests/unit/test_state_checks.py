@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage, SystemMessage
-from pydantic import PrivateAttr
+from langchain_core.messages import SystemMessage
 
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
@@ -21,6 +19,7 @@ from memory import ThreadState
 from memory.compaction import structured_compactor
 from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.schema import ChatThreadMessage
+from tests.unit.offline_support import RecordingOfflineModel
 from tests.unit.tasklist_support import done, plan, requests, scripted, start, summary, texts
 
 pytestmark = pytest.mark.sqlite_only
@@ -53,16 +52,6 @@ def test_compaction_during_a_pending_review_never_reruns_a_finished_task(
     assert result.status == "blocked"
     assert len(requests(model, TasklistTaskResult)) == 2  # no finished task ran again
     assert texts(agent, cid)[-2:] == ["Set up CI. Add linting. Write the docs.", result.text]
-
-
-class RecordingOfflineModel(OfflineChatModel):
-    """The offline model, recording every chat request."""
-
-    _seen: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
-
-    def _respond(self, messages: list[BaseMessage], *args: Any) -> Any:
-        self._seen.append(list(messages))
-        return super()._respond(messages, *args)
 
 
 def memory_blocks(model: RecordingOfflineModel) -> dict[str, str]:
