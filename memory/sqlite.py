@@ -53,26 +53,8 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
                     (thread_id, checkpoint_ns, checkpoint_id),
                 )
 
-    def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The memory documents of `thread_ids`, read in one query."""
-        if not thread_ids:
-            return {}
-        marks = ", ".join("?" * len(thread_ids))
-        with self.cursor(transaction=False) as cur:
-            rows = cur.execute(
-                "SELECT thread_id, type, checkpoint FROM checkpoints "
-                f"WHERE checkpoint_ns = '' AND thread_id IN ({marks}) ORDER BY checkpoint_id",
-                tuple(thread_ids),
-            ).fetchall()
-        documents: dict[str, dict[str, Any]] = {}
-        for thread_id, type_, blob in rows:  # newest last: it wins
-            document = checkpoint_document(self.serde.loads_typed((type_, blob)))
-            if document is not None:
-                documents[thread_id] = document
-        return documents
-
-    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """`channel` in the newest root checkpoint of each thread, in one query."""
+    def _newest_roots(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The newest root checkpoint of each of `thread_ids` that has one, in one query."""
         if not thread_ids:
             return {}
         marks = ", ".join("?" * len(thread_ids))
@@ -84,12 +66,23 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
                 "WHERE l.thread_id = c.thread_id AND l.checkpoint_ns = '')",
                 tuple(thread_ids),
             ).fetchall()
-        values: dict[str, Any] = {}
-        for thread_id, type_, blob in rows:
-            channel_values = self.serde.loads_typed((type_, blob)).get("channel_values", {})
-            if channel in channel_values:
-                values[thread_id] = channel_values[channel]
-        return values
+        return {thread: self.serde.loads_typed((type_, blob)) for thread, type_, blob in rows}
+
+    def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The memory documents of `thread_ids`, read in one query."""
+        documents = {
+            thread: checkpoint_document(checkpoint)
+            for thread, checkpoint in self._newest_roots(thread_ids).items()
+        }
+        return {thread: doc for thread, doc in documents.items() if doc is not None}
+
+    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """`channel` in the newest root checkpoint of each thread, in one query."""
+        values = {
+            thread: checkpoint.get("channel_values", {})
+            for thread, checkpoint in self._newest_roots(thread_ids).items()
+        }
+        return {thread: found[channel] for thread, found in values.items() if channel in found}
 
     def list_threads(self, prefix: str) -> list[str]:
         """Every thread id starting with `prefix`."""
