@@ -1,0 +1,39 @@
+"""The evaluation's answer judge through `ChatOpenAI` against the local endpoint: what it
+sends, and the table it makes of the verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_openai import ChatOpenAI
+
+from evals.judge import JUDGE_PROMPT, judge_outcomes
+from evals.runner import Answer, Outcome
+from evals.scenario import Fact
+from tests.openai_stub import OpenAIStub
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_judge_reads_each_probe_answer(stub: OpenAIStub) -> None:
+    answer = Answer(
+        probe="What should I cook tonight?",
+        answer="A mushroom risotto, since you are vegetarian.",
+        expect=(Fact.model_validate("vegetarian"),),
+        forbid=(Fact.model_validate({"any": ["hunter2"], "why": "secret"}),),
+    )
+    outcomes = [Outcome("ours", "s", answers=[answer]), Outcome("last_8", "s", answers=[answer])]
+    stub.reply_json({"uses_needed": True, "uses_forbidden": False, "reason": "uses the diet"})
+    stub.reply_json({"uses_needed": False, "uses_forbidden": True, "reason": "leaks"})
+    model = ChatOpenAI(model="stub-judge", api_key="test", base_url=stub.base_url, max_retries=0)
+    table = judge_outcomes(outcomes, model).splitlines()
+    assert table[2:] == ["| ours | 100% | 0% |", "| last_8 | 0% | 100% |"]
+    first = stub.requests[0]
+    assert first["messages"][0]["content"] == JUDGE_PROMPT
+    assert json.loads(first["messages"][1]["content"]) == {
+        "question": "What should I cook tonight?",
+        "answer": "A mushroom risotto, since you are vegetarian.",
+        "needed": ["vegetarian"],
+        "forbidden": ["hunter2"],
+    }
