@@ -16,7 +16,7 @@ read in one query (a turn reads its memory and registry in one round trip).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, empty_checkpoint
@@ -50,10 +50,14 @@ class DocumentSaver(Protocol):
         ...
 
     def put_documents(
-        self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()
+        self,
+        documents: Mapping[str, Mapping[str, Any]],
+        delete: Sequence[str] = (),
+        also: Callable[[Any], None] | None = None,
     ) -> None:
-        """In one transaction: replace each thread's checkpoints with its document's, and
-        delete every checkpoint and write of the threads in `delete`."""
+        """In one transaction: replace each thread's checkpoints with its document's,
+        delete every checkpoint and write of the threads in `delete`, and run `also`
+        with the transaction's cursor (the archive writes its lines so)."""
         ...
 
     def keep_latest_root(self, thread_id: str) -> None:

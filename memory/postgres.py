@@ -154,9 +154,13 @@ class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
         """Nothing to do: autovacuum gives deleted rows' space back."""
 
     def put_documents(
-        self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()
+        self,
+        documents: Mapping[str, Mapping[str, Any]],
+        delete: Sequence[str] = (),
+        also: Callable[[Any], None] | None = None,
     ) -> None:
-        """Replace the documents and delete the threads in `delete`, in one transaction."""
+        """Replace the documents and delete the threads in `delete`, then run `also` with
+        the cursor (the archive's lines), in one transaction."""
         blobs, checkpoints = [], []
         for thread_id, document in documents.items():
             version = self.get_next_version(None, None)
@@ -174,6 +178,8 @@ class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
             if blobs:
                 cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs)
                 cur.executemany(self.UPSERT_CHECKPOINTS_SQL, checkpoints)
+            if also is not None:
+                also(cur)
 
     def keep_latest_root(self, thread_id: str) -> None:
         """Keep only the newest root checkpoint of a finished thread and its blobs.

@@ -101,9 +101,13 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def put_documents(
-        self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()
+        self,
+        documents: Mapping[str, Mapping[str, Any]],
+        delete: Sequence[str] = (),
+        also: Callable[[Any], None] | None = None,
     ) -> None:
-        """Replace the documents and delete the threads in `delete`, in one transaction."""
+        """Replace the documents and delete the threads in `delete`, then run `also` with
+        the cursor (the archive's lines), in one transaction."""
         metadata = json.dumps(DOCUMENT_METADATA).encode()
         rows = []
         for thread_id, document in documents.items():
@@ -116,6 +120,8 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
                     cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
                     cur.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
                 cur.executemany(INSERT_DOCUMENT_SQL, rows)
+                if also is not None:
+                    also(cur)
                 self.conn.commit()
             except BaseException:
                 self.conn.rollback()

@@ -150,12 +150,16 @@ class ThreadStore:
 
     @storage_errors
     def put_many(
-        self, documents: Mapping[str, Mapping[str, Any]], *, delete: Sequence[str] = ()
+        self,
+        documents: Mapping[str, Mapping[str, Any]],
+        *,
+        delete: Sequence[str] = (),
+        also: Callable[[Any], None] | None = None,
     ) -> None:
-        """In one transaction: replace each document (its thread keeps one checkpoint)
-        and delete the threads in `delete`. Callers hold the locks of what they read
-        before writing."""
-        self.documents.put_documents(documents, delete)
+        """In one transaction: replace each document (its thread keeps one checkpoint),
+        delete the threads in `delete`, and run `also` with the transaction's cursor
+        (the archive's lines). Callers hold the locks of what they read before writing."""
+        self.documents.put_documents(documents, delete, also)
 
     def put(self, thread_id: str, document: Mapping[str, Any]) -> None:
         """Replace the document of `thread_id`, keeping only the new checkpoint."""
