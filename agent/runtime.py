@@ -29,7 +29,14 @@ from graphs.resources import Lazy
 from graphs.reviews import Validator
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
-from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_secret
+from memory import (
+    ConversationMemory,
+    ThreadIds,
+    UnsupportedDatabaseUrl,
+    open_thread_store,
+    resolve_secret,
+)
+from memory.archive import open_archive
 from memory.budget import ContextBudget
 from memory.longterm import LongTermMemory
 
@@ -39,13 +46,34 @@ REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 """The decision validators of every workflow's reviews, by interrupt kind."""
 
 
+ARCHIVE_EMBEDDINGS_UNSUPPORTED = (
+    "AGENT_EMBEDDINGS_MODEL is set, but the conversation archive (recall of earlier "
+    "conversations) has no embedding index yet; unset it: long-term memory and the "
+    "archive are then ranked lexically"
+)
+
+
 def open_memory(
     settings: Settings, *, database_url: str | None = None, secret: str | None = None
 ) -> ConversationMemory:
-    """The memory store (`AGENT_DATABASE_URL`) under the session secret. The secret is
-    resolved first, so a bad one opens nothing. Explicit arguments win."""
+    """The memory store (`AGENT_DATABASE_URL`) under the session secret, with the archive
+    of past turns. The secret is resolved first, so a bad one opens nothing. Explicit
+    arguments win.
+
+    Raises:
+        UnsupportedDatabaseUrl: `AGENT_EMBEDDINGS_MODEL` is set: the archive would rank
+            lexically while the settings ask for embeddings, so nothing starts.
+    """
+    if settings.embeddings_model:
+        raise UnsupportedDatabaseUrl(ARCHIVE_EMBEDDINGS_UNSUPPORTED)
     ids = ThreadIds(resolve_secret(secret or settings.secret, settings.data_dir))
-    return ConversationMemory(open_thread_store(database_url or settings.database_url), ids)
+    threads = open_thread_store(database_url or settings.database_url)
+    try:
+        archive = open_archive(threads, ids, recall_tokens=settings.recall_tokens)
+    except BaseException:
+        threads.close()
+        raise
+    return ConversationMemory(threads, ids, archive=archive)
 
 
 def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMemory:

@@ -121,6 +121,9 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
             parts += [f"forgot {retired} older"] if retired else []
             return f"[long-term memory: {', '.join(parts) or 'refreshed'}]"
         return f"[long-term memory: {status}]"
+    if stage == "recall":
+        count = len(event.get("lines") or ())
+        return f"[memory: recalled {count} line{'s' * (count != 1)} from earlier conversations]"
     if stage == "compact":
         detail = ""
         if event.get("summaryChars") is not None:

@@ -21,8 +21,13 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import tool_call
 
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
-from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
-from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
+from memory.context import (
+    LONG_TERM_BLOCK_ID,
+    PINNED_BLOCK_ID,
+    RECALL_BLOCK_ID,
+    SUMMARY_BLOCK_ID,
+)
+from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, RECALL_BLOCK, SUMMARY_BLOCK
 from memory.text import clamp
 
 CALCULATOR = "calculator"
@@ -39,6 +44,7 @@ OFFLINE_NOTICE = (
 ECHO_LINE = 'You said: "{text}"'
 NO_INPUT_LINE = "There is no new user message to answer."
 LONG_TERM_LINE = "What I remember about you:\n{items}"
+EARLIER_LINE = "From earlier conversations:\n{lines}"
 PINS_LINE = "Pinned decisions I keep to:\n{pins}"
 SUMMARY_LINE = "Summary of our earlier conversation: {summary}"
 HISTORY_LINE = 'I can see {count} earlier message(s); your previous message was: "{previous}"'
@@ -84,6 +90,7 @@ class ContextView:
 
     Attributes:
         long_term: the user's recalled long-term items, as `[kind] text` lines.
+        earlier: lines recalled from earlier conversations, as the context shows them.
         pins: pinned decisions, in their numbered order.
         summary: the summary block's text ("" when absent).
         history: earlier user/assistant messages, oldest first.
@@ -91,6 +98,7 @@ class ContextView:
     """
 
     long_term: list[str] = field(default_factory=list)
+    earlier: list[str] = field(default_factory=list)
     pins: list[str] = field(default_factory=list)
     summary: str = ""
     history: list[BaseMessage] = field(default_factory=list)
@@ -114,6 +122,7 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
     """Split a context into long-term items, pinned decisions, summary, earlier messages
     and latest input."""
     long_term: list[str] = []
+    earlier: list[str] = []
     pins: list[str] = []
     summary = ""
     history: list[BaseMessage] = []
@@ -123,6 +132,10 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
                 body = _template_body(message.text, LONG_TERM_BLOCK, "items")
                 long_term = [line.removeprefix("- ").strip() for line in body.splitlines()]
                 long_term = [item for item in long_term if item]
+            elif message.id == RECALL_BLOCK_ID:
+                body = _template_body(message.text, RECALL_BLOCK, "lines")
+                earlier = [line.removeprefix("- ").strip() for line in body.splitlines()]
+                earlier = [line for line in earlier if line]
             elif message.id == PINNED_BLOCK_ID:
                 body = _template_body(message.text, PINNED_BLOCK, "pins")
                 pins = [re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines()]
@@ -137,7 +150,12 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
         if history and history[-1] is messages[-1]:
             history.pop()
     return ContextView(
-        long_term=long_term, pins=pins, summary=summary, history=history, latest=latest
+        long_term=long_term,
+        earlier=earlier,
+        pins=pins,
+        summary=summary,
+        history=history,
+        latest=latest,
     )
 
 
@@ -152,6 +170,9 @@ def plain_answer(messages: Sequence[BaseMessage]) -> str:
     if view.long_term:
         items = "\n".join(f"- {item}" for item in view.long_term)
         lines.append(LONG_TERM_LINE.format(items=items))
+    if view.earlier:
+        earlier = "\n".join(f"- {line}" for line in view.earlier)
+        lines.append(EARLIER_LINE.format(lines=earlier))
     if view.pins:
         numbered = "\n".join(f"{n}. {pin}" for n, pin in enumerate(view.pins, start=1))
         lines.append(PINS_LINE.format(pins=numbered))

@@ -41,8 +41,15 @@ item's terms (the share the write gate asks of a model's proposal)."""
 
 
 def archived_text(text: str) -> str:
-    """`text` as the archive keeps it: `[redacted]` when it discloses a secret."""
-    return REDACTED if find_secret(text) is not None else text
+    """`text` as the archive keeps it: each line that discloses a secret replaced by
+    `[redacted]`, or the whole text when the secret spans lines."""
+    if find_secret(text) is None:
+        return text
+    lines = [REDACTED if find_secret(line) is not None else line for line in text.split("\n")]
+    if REDACTED not in lines:
+        return REDACTED
+    kept = "\n".join(lines)
+    return kept if find_secret(kept) is None else REDACTED
 
 
 class Archive:

@@ -126,7 +126,7 @@ def choose(
 
     def wanted(line: ArchivedLine) -> bool:
         if line.text in (REDACTED, FORGOTTEN):
-            return False
+            return False  # nothing left to say
         if line.conversation_id == conversation_id and (
             line.message_id in in_context or line.role == "summary"
         ):

@@ -18,6 +18,9 @@ from memory.longterm.recall import STOP_WORDS
 MAX_TERMS = 2_000
 """Terms indexed per line (positions past it are not indexed)."""
 MAX_QUERY_TERMS = 64
+MAX_TERM_CHARS = 64
+"""A longer run of letters (a pasted blob) is no word anyone searches for, and
+PostgreSQL refuses lexemes past 2 KiB: it is not indexed."""
 _RUN = re.compile(
     r"(?P<cjk>[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+)|(?P<word>[^\W_]+)"
 )
@@ -52,7 +55,9 @@ def _terms(text: str) -> list[tuple[str, bool]]:
     for match in _RUN.finditer(folded):
         run = match.group("cjk")
         if run is None:
-            found.append((_stem(match.group("word")), False))
+            word = match.group("word")
+            if len(word) <= MAX_TERM_CHARS:
+                found.append((_stem(word), False))
         elif len(run) == 1:
             found.append((run, True))
         else:
