@@ -21,6 +21,7 @@ from agent.models import (
     token_counter,
 )
 from agent.offline import OfflineChatModel
+from agent.search_tool import search_conversations_tool
 from agent.settings import LongTermMode, Settings
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import AgentGraph, Extraction, Workflow, build_agent_graph
@@ -161,7 +162,8 @@ def build_graph(
             model without a key).
         compaction_model: the compaction model (default: `model` at temperature 0, else
             the settings' compaction model).
-        tools: the tool route's tools (default: the built-in tools).
+        tools: the tool route's tools (default: the built-in tools and
+            `search_conversations`).
         long_term: the users' long-term memory (None: the graph has none).
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
         budget: the context budget (default: `context_budget(settings, model)`).
@@ -179,12 +181,15 @@ def build_graph(
     # a structured-output method names an OpenAI-compatible endpoint's dialect: it
     # applies to models built from the settings, not to models passed in
     method = settings.structured_output_method if model is None and not settings.offline else None
+    # the default tools add the search of the user's earlier conversations; a workflow
+    # runs without it (its steps work on the request, not on the user's history)
     tool_list = BUILTIN_TOOLS if tools is None else list(tools)
+    chat_tools = [*tool_list, search_conversations_tool(memory)] if tools is None else tool_list
     return build_agent_graph(
         model=chat_model,
         compaction_model=compactor,
         memory=memory,
-        tools=tool_list,
+        tools=chat_tools,
         structured_output_method=method,
         workflows=workflow_graphs(chat_model, tool_list, method),
         long_term=long_term,

@@ -32,6 +32,7 @@ from memory.text import clamp
 
 CALCULATOR = "calculator"
 CURRENT_TIME = "current_time"
+SEARCH_CONVERSATIONS = "search_conversations"
 MAX_CALCULATIONS = 3
 """At most this many calculator calls are proposed for one message."""
 
@@ -44,7 +45,7 @@ OFFLINE_NOTICE = (
 ECHO_LINE = 'You said: "{text}"'
 NO_INPUT_LINE = "There is no new user message to answer."
 LONG_TERM_LINE = "What I remember about you:\n{items}"
-EARLIER_LINE = "From earlier conversations:\n{lines}"
+EARLIER_LINE = "I was reminded of {count} line(s) from our earlier conversations ({dates})."
 PINS_LINE = "Pinned decisions I keep to:\n{pins}"
 SUMMARY_LINE = "Summary of our earlier conversation: {summary}"
 HISTORY_LINE = 'I can see {count} earlier message(s); your previous message was: "{previous}"'
@@ -55,6 +56,7 @@ CALCULATION_ANSWER = "{expression} = {result}."
 TIME_ANSWER = "The current time in {timezone} is {result}."
 TOOL_ERROR_ANSWER = "The {name} tool reported an error: {error}"
 TOOL_RESULT_ANSWER = "The {name} tool returned: {result}"
+SEARCH_ANSWER = "In our earlier conversations I found:\n{result}"
 
 ECHO_CHARS = 300
 SUMMARY_CHARS = 300
@@ -80,6 +82,13 @@ _TIME_REQUEST = re.compile(
     r"|\bwhat\s+day\s+is\s+(?:it|today)\b"
     r"|几点|现在时间|当前时间|现在的时间|今天几号|今天是几号|几月几号|星期几|今天日期|今天的日期",
     re.IGNORECASE | re.MULTILINE,
+)
+_ASKS_ABOUT_THE_PAST = re.compile(
+    r"\bwhat\s+did\s+(?:i|we)\s+(?:say|tell\s+you|talk|mention|discuss|decide)"
+    r"|\bdid\s+(?:i|we)\s+(?:ever\s+)?(?:say|tell\s+you|talk|mention|discuss)"
+    r"|\bremind\s+me\s+what\s+(?:i|we)|\bsearch\s+(?:our|my)\s+(?:earlier\s+)?conversations"
+    r"|当时我们聊|我们聊过|我们之前聊|我说过|我之前说|我提到过|之前聊过|上次聊|上次说",
+    re.IGNORECASE,
 )
 _IANA_ZONE = re.compile(r"\b[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z0-9_+-]+)+\b")
 
@@ -171,8 +180,10 @@ def plain_answer(messages: Sequence[BaseMessage]) -> str:
         items = "\n".join(f"- {item}" for item in view.long_term)
         lines.append(LONG_TERM_LINE.format(items=items))
     if view.earlier:
-        earlier = "\n".join(f"- {line}" for line in view.earlier)
-        lines.append(EARLIER_LINE.format(lines=earlier))
+        # counted, not quoted: the answer is archived too, and quoting would carry lines
+        # of one conversation into another's archive
+        dates = sorted({line.split(" ", 1)[0] for line in view.earlier})
+        lines.append(EARLIER_LINE.format(count=len(view.earlier), dates=", ".join(dates)))
     if view.pins:
         numbered = "\n".join(f"{n}. {pin}" for n, pin in enumerate(view.pins, start=1))
         lines.append(PINS_LINE.format(pins=numbered))
@@ -240,6 +251,11 @@ def tool_call_id(name: str, args: dict[str, Any], request: str, position: int) -
     return "call_" + hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
+def asks_about_the_past(text: str) -> bool:
+    """Whether the message asks what was said in earlier conversations."""
+    return bool(_ASKS_ABOUT_THE_PAST.search(text))
+
+
 def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]) -> list[ToolCall]:
     """The tool calls the latest user message asks for, among the bound `tool_names`.
 
@@ -255,6 +271,8 @@ def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]
     if CURRENT_TIME in tool_names and asks_for_time(text):
         zone = requested_timezone(text)
         planned.append((CURRENT_TIME, {"timezone": zone} if zone else {}))
+    if SEARCH_CONVERSATIONS in tool_names and asks_about_the_past(text):
+        planned.append((SEARCH_CONVERSATIONS, {"query": clamp(text, 500)}))
     request = f"{len(messages)}:{text}"
     return [
         tool_call(name=name, args=args, id=tool_call_id(name, args, request, position))
@@ -295,6 +313,8 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
             )
         elif name == CALCULATOR and "expression" in args:
             lines.append(CALCULATION_ANSWER.format(expression=args["expression"], result=text))
+        elif name == SEARCH_CONVERSATIONS:
+            lines.append(SEARCH_ANSWER.format(result=text))
         elif name == CURRENT_TIME:
             zone = args.get("timezone") or "UTC"
             lines.append(TIME_ANSWER.format(timezone=zone, result=text))

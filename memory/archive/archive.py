@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from memory.archive.forgetting import plan_forgetting
 from memory.archive.lines import (
     FORGOTTEN,
     REDACTED,
@@ -25,7 +26,7 @@ from memory.archive.lines import (
     ArchiveWrite,
 )
 from memory.archive.recall import CANDIDATES, Recall, choose, recall_query
-from memory.archive.terms import line_terms, query_terms
+from memory.archive.terms import query_terms
 from memory.ids import ThreadIds
 from memory.limits import DEFAULT_RECALL_TOKENS
 from memory.longterm.secrets import find_secret
@@ -34,10 +35,8 @@ from memory.storage import storage_errors
 
 logger = logging.getLogger(__name__)
 
-SEARCH_CANDIDATES = 100
-FORGET_SHARE = 0.6
-"""A user line is where a forgotten item was learnt when it holds this share of the
-item's terms (the share the write gate asks of a model's proposal)."""
+SEARCH_CANDIDATES = 200
+"""Lines read when forgetting an item (every line sharing a term, up to this many)."""
 
 
 def archived_text(text: str) -> str:
@@ -199,26 +198,19 @@ class Archive:
 
     @storage_errors
     def forget_text(self, session_id: str, text: str) -> int:
-        """Replace by `[forgotten]` the archived lines a forgotten profile item was learnt
-        from: user lines holding most of its terms, the lines that answered them, and
-        any line quoting it. Returns how many lines changed."""
+        """Forget a profile item's `text` in the session's archive
+        (`memory.archive.forgetting`): the lines it was learnt from and their answers
+        read `[forgotten]`, and so do the sentences elsewhere that repeat it. Returns
+        how many lines changed."""
         terms = query_terms(text)
         if not terms:
             return 0
         session_key = self.ids.session_key(session_id)
         hits = self.backend.search(session_key, terms, SEARCH_CANDIDATES)
-        wanted = set(terms)
-        folded = " ".join(text.split()).casefold()
-        doomed: set[int] = set()
-        replies: set[str] = set()
-        for hit in hits:
-            share = len(line_terms(hit.text) & wanted) / len(wanted)
-            quotes = folded in " ".join(hit.text.split()).casefold()
-            if quotes or (hit.role == "user" and share >= FORGET_SHARE):
-                doomed.add(hit.id)
-                if hit.role == "user" and hit.message_id.endswith("-u"):
-                    replies.add(hit.message_id.removesuffix("-u") + "-a")
-        return self.backend.redact(session_key, sorted(doomed), FORGOTTEN, sorted(replies))
+        plan = plan_forgetting(hits, text)
+        return self.backend.rewrite(
+            session_key, plan.changes, plan.answers, FORGOTTEN, titles=plan.titles
+        )
 
     def count(self, session_id: str) -> int:
         """How many lines the session has archived."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -49,6 +49,7 @@ class ArchivedLine:
         id: the row's id (what the `memory` event reports).
         score: lexical relevance, higher is better (0 when not ranked).
         previous: the line said just before it in its conversation, when asked for.
+        following: the line said just after it in its conversation, when asked for.
     """
 
     id: int
@@ -60,6 +61,7 @@ class ArchivedLine:
     text: str
     score: float = 0.0
     previous: ArchivedLine | None = field(default=None, compare=False)
+    following: ArchivedLine | None = field(default=None, compare=False)
 
     def to_dto(self) -> dict[str, Any]:
         """The public shape: camelCase, no keys or scores."""
@@ -99,13 +101,21 @@ class ArchiveBackend(Protocol):
     def search(
         self, session_key: str, terms: Sequence[str], limit: int, *, neighbours: bool = False
     ) -> list[ArchivedLine]:
-        """The session's lines sharing any of `terms`, best first, in one query."""
+        """The session's lines sharing any of `terms`, best first, in one query (with
+        `neighbours`, each with the lines said just before and after it)."""
 
-    def redact(
-        self, session_key: str, ids: Sequence[int], text: str, message_ids: Sequence[str] = ()
+    def rewrite(
+        self,
+        session_key: str,
+        changes: Mapping[int, str],
+        message_ids: Sequence[str] = (),
+        text: str = FORGOTTEN,
+        *,
+        titles: Mapping[str, str] | None = None,
     ) -> int:
-        """Replace by `text` the text of the session's lines `ids` and of its lines of
-        `message_ids` (index too), in one transaction."""
+        """In one transaction: give the session's lines `changes` their new texts, its
+        lines of `message_ids` the text `text`, and its lines titled by a key of
+        `titles` that title's value (the index follows)."""
 
     def forget_session(self, session_key: str) -> int:
         """Delete every line of the session; returns how many."""

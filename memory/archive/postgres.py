@@ -11,11 +11,11 @@ included.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memory.archive.lines import ArchivedLine, ArchiveWrite
+from memory.archive.lines import FORGOTTEN, ArchivedLine, ArchiveWrite
 from memory.archive.terms import index_terms
 
 SETUP_LOCK_KEY = -(1 << 62) - 23
@@ -48,13 +48,21 @@ WITH hits AS (
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
        h.score, p.id AS p_id, p.message_id AS p_message_id, p.role AS p_role,
-       p.created_at AS p_created_at, p.text AS p_text
+       p.created_at AS p_created_at, p.text AS p_text,
+       n.id AS n_id, n.message_id AS n_message_id, n.role AS n_role,
+       n.created_at AS n_created_at, n.text AS n_text
 FROM hits h LEFT JOIN LATERAL (
   SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
   WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
     AND q.role <> 'summary'
   ORDER BY q.id DESC LIMIT 1
 ) p ON true
+LEFT JOIN LATERAL (
+  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
+  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
+    AND q.role <> 'summary'
+  ORDER BY q.id LIMIT 1
+) n ON true
 ORDER BY h.score DESC, h.id DESC
 """
 
@@ -72,18 +80,21 @@ def tsquery_literal(terms: Sequence[str]) -> str:
     return " | ".join(f"'{term}'" for term in terms)
 
 
+def _neighbour(row: dict[str, Any], prefix: str) -> ArchivedLine | None:
+    if row[f"{prefix}_id"] is None:
+        return None
+    return ArchivedLine(
+        id=row[f"{prefix}_id"],
+        conversation_id=row["conversation_id"],
+        title=row["title"],
+        message_id=row[f"{prefix}_message_id"],
+        role=row[f"{prefix}_role"],
+        created_at=row[f"{prefix}_created_at"],
+        text=row[f"{prefix}_text"],
+    )
+
+
 def _line(row: dict[str, Any]) -> ArchivedLine:
-    previous = None
-    if row["p_id"] is not None:
-        previous = ArchivedLine(
-            id=row["p_id"],
-            conversation_id=row["conversation_id"],
-            title=row["title"],
-            message_id=row["p_message_id"],
-            role=row["p_role"],
-            created_at=row["p_created_at"],
-            text=row["p_text"],
-        )
     return ArchivedLine(
         id=row["id"],
         conversation_id=row["conversation_id"],
@@ -93,7 +104,8 @@ def _line(row: dict[str, Any]) -> ArchivedLine:
         created_at=row["created_at"],
         text=row["text"],
         score=float(row["score"]),
-        previous=previous,
+        previous=_neighbour(row, "p"),
+        following=_neighbour(row, "n"),
     )
 
 
@@ -146,7 +158,7 @@ class PostgresArchive:
         self, session_key: str, terms: Sequence[str], limit: int, *, neighbours: bool = False
     ) -> list[ArchivedLine]:
         """The session's lines sharing any of `terms`, best `ts_rank_cd` first, each with
-        the line said before it when `neighbours`, in one query."""
+        the lines said just before and after it when `neighbours`, in one query."""
         if not terms or limit <= 0:
             return []
         params = {
@@ -159,20 +171,45 @@ class PostgresArchive:
             rows = conn.execute(SEARCH_SQL, params).fetchall()
         return [_line(row) for row in rows]
 
-    def redact(
-        self, session_key: str, ids: Sequence[int], text: str, message_ids: Sequence[str] = ()
+    def rewrite(
+        self,
+        session_key: str,
+        changes: Mapping[int, str],
+        message_ids: Sequence[str] = (),
+        text: str = FORGOTTEN,
+        *,
+        titles: Mapping[str, str] | None = None,
     ) -> int:
-        """Replace by `text` the text of the session's lines `ids` and of its lines of
-        `message_ids`, index included, in one statement."""
-        if not ids and not message_ids:
+        """In one transaction: give the session's lines `changes` their new texts, its
+        lines of `message_ids` the text `text`, and its lines titled by a key of
+        `titles` that title's value, index included."""
+        if not changes and not message_ids and not titles:
             return 0
-        with self.pool.connection() as conn:
-            done = conn.execute(
-                "UPDATE archive_lines SET text = %s, terms = %s::tsvector "
-                "WHERE session_key = %s AND (id = ANY(%s) OR message_id = ANY(%s))",
-                (text, tsvector_literal(text), session_key, list(ids), list(message_ids)),
-            )
-            return int(done.rowcount)
+        rows = [
+            (new, tsvector_literal(new), session_key, line_id) for line_id, new in changes.items()
+        ]
+        with self.pool.connection() as conn, conn.transaction():
+            done = 0
+            for old, new in (titles or {}).items():
+                conn.execute(
+                    "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
+                    (new, session_key, old),
+                )
+            if message_ids:
+                done += conn.execute(
+                    "UPDATE archive_lines SET text = %s, terms = %s::tsvector "
+                    "WHERE session_key = %s AND message_id = ANY(%s)",
+                    (text, tsvector_literal(text), session_key, list(message_ids)),
+                ).rowcount
+            with conn.cursor() as cur:
+                for row in rows:
+                    cur.execute(
+                        "UPDATE archive_lines SET text = %s, terms = %s::tsvector "
+                        "WHERE session_key = %s AND id = %s",
+                        row,
+                    )
+                    done += cur.rowcount
+        return done
 
     def forget_session(self, session_key: str) -> int:
         """Delete every line of the session."""

@@ -4,11 +4,17 @@ Pure functions over the hits of one search. The query is the new message, plus t
 previous user message when the new one is short or refers back ("and what about
 that?"). A hit must clear a relevance floor: it shares a subject term with the query
 (a word of four letters or more, or a CJK bigram) and enough of the query's weight,
-so a message that shares nothing with the archive injects nothing. Hits are ranked
+so a message that shares nothing with the archive injects nothing; and it must score
+at least half as well as the best hit. Hits are ranked
 by reciprocal-rank fusion of their lexical rank and their recency rank; lines the
 context already holds (this conversation's recent messages, text its summary
-quotes) are left out; a reply is shown after the line it answers, and a short
-answer ("yes, that one") after the question it answers.
+quotes) are left out.
+
+Hits are what the user said: the archive is the record of the user's own words, and
+an assistant's answer often repeats what its context held (a summary, remembered
+items, earlier lines), so ranking answers would bring a conversation's context back
+into another's. Answers come with the user lines they belong to: the answer to a
+question, the assistant's question before a short reply ("yes, that one").
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from memory.schema import ThreadState
 RRF_K = 60
 RECENCY_WEIGHT = 0.5
 """Weight of the recency rank beside the lexical rank (1) in the fusion."""
+RELATIVE_FLOOR = 0.5
+"""A hit scoring less than this share of the best hit's lexical score is left out: when
+one line matches the message well, a line sharing only a word or two with it is
+noise (the best hit counts even when the context already holds it)."""
 FLOOR_SHARE = 0.25
 FLOOR_CAP = 3.0
 """A hit must share at least min(25% of the query's weight, 3) and one subject term."""
@@ -78,10 +88,27 @@ def fuse(hits: Sequence[ArchivedLine]) -> list[ArchivedLine]:
     return [line for _, line in sorted(scored, key=lambda pair: pair[0], reverse=True)]
 
 
-def _needs_previous(line: ArchivedLine) -> bool:
-    if line.previous is None or line.previous.role == line.role:
-        return False
-    return line.role == "assistant" or len(line_terms(line.text)) < SHORT_ANSWER_TERMS
+_QUESTION = re.compile(
+    r"[?？]\s*$|^\s*(?:who|what|when|where|which|why|how|should|can|could|do|does|is|are)\b"
+    r"|吗|什么|哪|怎么|为什么|几",
+    re.IGNORECASE,
+)
+
+
+def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
+    """`line` with the assistant's question it replies to (a short reply) or the
+    assistant's answer it got (a question)."""
+    group = [line]
+    previous, following = line.previous, line.following
+    if (
+        previous is not None
+        and previous.role == "assistant"
+        and len(line_terms(line.text)) < SHORT_ANSWER_TERMS
+    ):
+        group.insert(0, previous)
+    if following is not None and following.role == "assistant" and _QUESTION.search(line.text):
+        group.append(following)
+    return group
 
 
 @dataclass(frozen=True)
@@ -136,21 +163,21 @@ def choose(
     chosen: list[tuple[ArchivedLine, ...]] = []
     seen: set[int] = set()
     used = 0
-    for hit in fuse([hit for hit in hits if hit.role != "summary" and clears_floor(hit, terms)]):
+    best = max((hit.score for hit in hits if hit.role == "user"), default=0.0)
+    eligible = [
+        hit
+        for hit in hits
+        if hit.role == "user" and hit.score >= RELATIVE_FLOOR * best and clears_floor(hit, terms)
+    ]
+    for hit in fuse(eligible):
         if hit.id in seen or not wanted(hit):
             continue
-        group = [hit]
-        previous = hit.previous
-        if (
-            previous is not None
-            and _needs_previous(hit)
-            and previous.id not in seen
-            and wanted(previous)
-        ):
-            group.insert(0, previous)
+        group = [line for line in _with_neighbours(hit) if line.id not in seen and wanted(line)]
         cost = sum(line_tokens(line) for line in group)
         if used + cost > max_tokens:
-            continue
+            group, cost = [hit], line_tokens(hit)
+            if used + cost > max_tokens:
+                continue
         used += cost
         chosen.append(tuple(group))
         seen.update(line.id for line in group)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.archive.lines import ArchivedLine, ArchiveWrite
+from memory.archive.lines import FORGOTTEN, ArchivedLine, ArchiveWrite
 from memory.archive.terms import index_terms
 
 SETUP_SQL = (
@@ -39,10 +39,15 @@ WITH hits AS (
   WHERE archive_index MATCH ? ORDER BY bm25(archive_index, 1.0, 0.0), l.id DESC LIMIT ?
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text, h.score,
-       p.id, p.message_id, p.role, p.created_at, p.text
-FROM hits h LEFT JOIN archive_lines p ON ? AND p.id = (
+       p.id, p.message_id, p.role, p.created_at, p.text,
+       n.id, n.message_id, n.role, n.created_at, n.text
+FROM hits h
+LEFT JOIN archive_lines p ON ? AND p.id = (
   SELECT MAX(q.id) FROM archive_lines q
   WHERE q.conversation_key = h.conversation_key AND q.id < h.id AND q.role <> 'summary')
+LEFT JOIN archive_lines n ON ? AND n.id = (
+  SELECT MIN(q.id) FROM archive_lines q
+  WHERE q.conversation_key = h.conversation_key AND q.id > h.id AND q.role <> 'summary')
 ORDER BY h.score DESC, h.id DESC
 """
 
@@ -63,18 +68,21 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
+def _neighbour(row: Sequence[Any], at: int) -> ArchivedLine | None:
+    if row[at] is None:
+        return None
+    return ArchivedLine(
+        id=row[at],
+        conversation_id=row[1],
+        title=row[2],
+        message_id=row[at + 1],
+        role=row[at + 2],
+        created_at=datetime.fromisoformat(row[at + 3]),
+        text=row[at + 4],
+    )
+
+
 def _line(row: Sequence[Any]) -> ArchivedLine:
-    previous = None
-    if row[8] is not None:
-        previous = ArchivedLine(
-            id=row[8],
-            conversation_id=row[1],
-            title=row[2],
-            message_id=row[9],
-            role=row[10],
-            created_at=datetime.fromisoformat(row[11]),
-            text=row[12],
-        )
     return ArchivedLine(
         id=row[0],
         conversation_id=row[1],
@@ -84,7 +92,8 @@ def _line(row: Sequence[Any]) -> ArchivedLine:
         created_at=datetime.fromisoformat(row[5]),
         text=row[6],
         score=float(row[7]),
-        previous=previous,
+        previous=_neighbour(row, 8),
+        following=_neighbour(row, 13),
     )
 
 
@@ -146,40 +155,60 @@ class SqliteArchive:
         self, session_key: str, terms: Sequence[str], limit: int, *, neighbours: bool = False
     ) -> list[ArchivedLine]:
         """The session's lines sharing any of `terms`, best `bm25()` first, each with the
-        line said before it when `neighbours`, in one query."""
+        lines said just before and after it when `neighbours`, in one query."""
         if not terms or limit <= 0:
             return []
         expression = match_expression(session_key, terms)
         with self.lock:
-            rows = self.conn.execute(SEARCH_SQL, (expression, limit, neighbours)).fetchall()
+            rows = self.conn.execute(
+                SEARCH_SQL, (expression, limit, neighbours, neighbours)
+            ).fetchall()
         return [_line(row) for row in rows]
 
-    def redact(
-        self, session_key: str, ids: Sequence[int], text: str, message_ids: Sequence[str] = ()
+    def rewrite(
+        self,
+        session_key: str,
+        changes: Mapping[int, str],
+        message_ids: Sequence[str] = (),
+        text: str = FORGOTTEN,
+        *,
+        titles: Mapping[str, str] | None = None,
     ) -> int:
-        """Replace by `text` the text of the session's lines `ids` and of its lines of
-        `message_ids`, index included, in one transaction."""
-        if not ids and not message_ids:
+        """In one transaction: give the session's lines `changes` their new texts, its
+        lines of `message_ids` the text `text`, and its lines titled by a key of
+        `titles` that title's value, index included."""
+        if not changes and not message_ids and not titles:
             return 0
-        terms = " ".join(index_terms(text))
-        id_marks = ", ".join("?" * len(ids)) or "NULL"
-        message_marks = ", ".join("?" * len(message_ids)) or "NULL"
+        marks = ", ".join("?" * len(message_ids)) or "NULL"
         with self.lock:
             try:
-                owned = [
+                for old, new in (titles or {}).items():
+                    self.conn.execute(
+                        "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
+                        (new, session_key, old),
+                    )
+                found = self.conn.execute(
+                    "SELECT id FROM archive_lines "
+                    f"WHERE session_key = ? AND message_id IN ({marks})",
+                    (session_key, *message_ids),
+                ).fetchall()
+                wanted = {**dict(changes), **{row[0]: text for row in found}}
+                owned = {
                     row[0]
                     for row in self.conn.execute(
-                        "SELECT id FROM archive_lines WHERE session_key = ? AND "
-                        f"(id IN ({id_marks}) OR message_id IN ({message_marks}))",
-                        (session_key, *ids, *message_ids),
+                        "SELECT id FROM archive_lines WHERE session_key = ? AND id IN "
+                        f"({', '.join('?' * len(wanted))})",
+                        (session_key, *wanted),
                     )
-                ]
+                }
                 for line_id in owned:
+                    new = wanted[line_id]
                     self.conn.execute(
-                        "UPDATE archive_lines SET text = ? WHERE id = ?", (text, line_id)
+                        "UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id)
                     )
                     self.conn.execute(
-                        "UPDATE archive_index SET terms = ? WHERE rowid = ?", (terms, line_id)
+                        "UPDATE archive_index SET terms = ? WHERE rowid = ?",
+                        (" ".join(index_terms(new)), line_id),
                     )
                 self.conn.commit()
             except BaseException:

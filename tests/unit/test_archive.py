@@ -81,13 +81,27 @@ def test_the_current_conversations_recent_messages_are_not_recalled(
     )
 
 
-def test_a_reply_comes_with_the_line_it_answers(memory: ConversationMemory) -> None:
+def test_a_question_comes_with_its_answer_and_a_short_reply_with_its_question(
+    memory: ConversationMemory,
+) -> None:
     say(memory, "s1", "c1", "Which city should I visit in spring?", "Kyoto, for the blossoms.")
-    lines = memory.recall("s1", "c2", "tell me about Kyoto blossoms", ThreadState()).lines
+    lines = memory.recall("s1", "c2", "a city to visit in spring", ThreadState()).lines
     assert [(line.role, line.text) for line in lines] == [
         ("user", "Which city should I visit in spring?"),
         ("assistant", "Kyoto, for the blossoms."),
     ]
+    say(memory, "s1", "c3", "Plan my week", "Shall I book the dentist on Tuesday?")
+    say(memory, "s1", "c3", "yes, the dentist on Tuesday", "Booked.")
+    lines = memory.recall("s1", "c4", "when is the dentist", ThreadState()).lines
+    assert ("assistant", "Shall I book the dentist on Tuesday?") in [
+        (line.role, line.text) for line in lines
+    ]
+
+
+def test_an_answer_alone_is_never_a_hit(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "Any ideas?", "Kyoto, for the blossoms.")
+    assert recalled_texts(memory, "s1", "c2", "Kyoto blossoms") == []
+    assert [h.text for h in memory.search("s1", "Kyoto", limit=5)] == ["Kyoto, for the blossoms."]
 
 
 def test_deleting_a_conversation_deletes_its_lines_at_once(memory: ConversationMemory) -> None:
