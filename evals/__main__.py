@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from agent.models import load_chat_model
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
@@ -38,6 +40,9 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = Settings.from_env()
+    if settings.offline and settings.openai_base_url:
+        # A local OpenAI-compatible endpoint (vLLM, Ollama...) takes any key.
+        settings = settings.model_copy(update={"openai_api_key": SecretStr("unused")})
     splits = args.split or list(SPLITS)
     systems = args.system or list(SYSTEM_NAMES)
     offline = settings.offline
@@ -49,15 +54,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         for split in splits:
             directory = SCENARIO_DIR if split == "dev" else HELD_OUT_DIR
-            scenarios = [s for s in load_all(directory)
-                         if not (args.scenario or args.dialogue) or s.name in (args.scenario or [])]  # fmt: skip
-            chats = [d for d in load_split(split)
-                     if not (args.scenario or args.dialogue) or d.name in (args.dialogue or [])]  # fmt: skip
+            scenarios = [
+                s
+                for s in load_all(directory)
+                if not (args.scenario or args.dialogue) or s.name in (args.scenario or [])
+            ]
+            chats = [
+                d
+                for d in load_split(split)
+                if not (args.scenario or args.dialogue) or d.name in (args.dialogue or [])
+            ]
             turns += sum(s.turns for s in scenarios) + sum(d.turns for d in chats)
-            outcomes += evaluate(scenarios, systems, model, Path(workdir), split=split,
-                                 progress=not args.quiet)  # fmt: skip
-            dialogues += evaluate_dialogues(chats, systems, model, Path(workdir), split=split,
-                                            progress=not args.quiet)  # fmt: skip
+            outcomes += evaluate(
+                scenarios, systems, model, Path(workdir), split=split, progress=not args.quiet
+            )
+            dialogues += evaluate_dialogues(
+                chats, systems, model, Path(workdir), split=split, progress=not args.quiet
+            )
     meta = {
         "model": "offline" if offline else settings.model,
         "splits": splits,

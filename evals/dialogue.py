@@ -26,6 +26,7 @@ messages found.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable
@@ -124,17 +125,157 @@ _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[a-z0-9]+(?:['’][a-z]+)?")
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just let me more most my myself no nor not now of off
-    on once only or other our ours ourselves out over own same she should so some such
-    than that the their theirs them themselves then there these they this those through
-    to too under until up very was we were what when where which while who whom why will
-    with would you your yours yourself yourselves yeah yes oh ok okay really also got get
-    i'm it's that's don't i've i'll you're we're i'd s t""".split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "yeah",
+        "yes",
+        "oh",
+        "ok",
+        "okay",
+        "really",
+        "also",
+        "got",
+        "get",
+        "i'm",
+        "it's",
+        "that's",
+        "don't",
+        "i've",
+        "i'll",
+        "you're",
+        "we're",
+        "i'd",
+        "s",
+        "t",
+    ]
 )
-CJK_STOP = frozenset("的了是我你他她它们在也就都和吗呢吧啊呀这那个有不很要会说")
+CJK_STOP = frozenset("的了是我你他她它们在也就和吗呢吧啊呀这那个")
 
 
 def content_words(text: str) -> list[str]:
@@ -145,8 +286,7 @@ def content_words(text: str) -> list[str]:
 
 
 def pairs(words: Iterable[str]) -> set[tuple[str, str]]:
-    listed = list(words)
-    return set(zip(listed, listed[1:], strict=False))
+    return set(itertools.pairwise(words))
 
 
 @lru_cache(maxsize=4096)

@@ -66,18 +66,21 @@ def totals(outcomes: Sequence[Outcome]) -> list[Totals]:
                 split=split,
                 scenarios=len(mine),
                 turns=sum(o.turns for o in mine),
-                recall_same=_ratio(sum(o.hits_same for o in mine),
-                                   sum(o.expected_same for o in mine)),  # fmt: skip
-                recall_cross=_ratio(sum(o.hits_cross for o in mine),
-                                    sum(o.expected_cross for o in mine)),  # fmt: skip
+                recall_same=_ratio(
+                    sum(o.hits_same for o in mine), sum(o.expected_same for o in mine)
+                ),
+                recall_cross=_ratio(
+                    sum(o.hits_cross for o in mine), sum(o.expected_cross for o in mine)
+                ),
                 wrong_rate=_ratio(sum(o.wrong for o in mine), sum(o.forbidden for o in mine)),
                 fidelity=None if "fidelity" in cannot else mean(fidelities),
                 leaks=None if "leakage" in cannot else sum(o.leaks for o in mine),
                 deletion_turns=None if "deletion" in cannot or not finite else max(finite),
                 deletions_never=(
-                    None if "deletion" in cannot or not deletions
+                    None
+                    if "deletion" in cannot or not deletions
                     else sum(d is None for d in deletions)
-                ),  # fmt: skip
+                ),
                 store_left=None if "store" in cannot else sum(o.store_left for o in mine),
                 store_checks=sum(o.store_checks for o in mine),
                 context_tokens=statistics.fmean([t for o in mine for t in o.tokens.context] or [0]),
@@ -161,8 +164,11 @@ def markdown(outcomes: Sequence[Outcome]) -> str:
             cells = []
             for name in systems:
                 outcome = by_key.get((scenario, name))
-                cells.append("–" if outcome is None
-                             else f"{_pct(outcome.recall)} / {_pct(outcome.wrong_rate)}")  # fmt: skip
+                cells.append(
+                    "–"
+                    if outcome is None
+                    else f"{_pct(outcome.recall)} / {_pct(outcome.wrong_rate)}"
+                )
             lines.append(f"| {split} | {scenario} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -184,8 +190,7 @@ def dialogue_recall(
         asked = [a for o in outcomes if (o.system, o.split) == outcome_key for a in o.asked]
         for mode in MODES:
             for kind in (*QUESTION_TYPES, "all"):
-                values = [a.recall for a in asked
-                          if a.mode == mode and kind in (a.type, "all")]  # fmt: skip
+                values = [a.recall for a in asked if a.mode == mode and kind in (a.type, "all")]
                 table[(*outcome_key, mode, kind)] = mean(values)
     return table
 
@@ -218,8 +223,14 @@ def dialogue_markdown(outcomes: Sequence[DialogueOutcome]) -> str:
         tokens = {
             split: f"{statistics.fmean(t or [0]):,.0f}"
             for split in SPLITS
-            if (t := [x for o in outcomes if (o.system, o.split) == (name, split)
-                      for x in o.tokens.context])  # fmt: skip
+            if (
+                t := [
+                    x
+                    for o in outcomes
+                    if (o.system, o.split) == (name, split)
+                    for x in o.tokens.context
+                ]
+            )
         }
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {_side(tokens)} |")
     return "\n".join(lines)
@@ -311,7 +322,7 @@ def write_chart(
         ("dialogue evidence\n(last conv.)", lambda s, sp: recall.get((s, sp, "last", "all"))),
     ]
     figure, (bars_axis, tokens_axis, line_axis) = plt.subplots(
-        1, 3, figsize=(19, 5.2), gridspec_kw={"width_ratios": [2.4, 1.2, 1.4]}
+        1, 3, figsize=(19, 6), gridspec_kw={"width_ratios": [2.4, 1.2, 1.4]}
     )
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     slots = len(systems) * len(SPLITS)
@@ -334,7 +345,7 @@ def write_chart(
     bars_axis.set_xticks([m + width * (slots - 1) / 2 for m in range(len(metrics))])
     bars_axis.set_xticklabels([label for label, _ in metrics], fontsize=8)
     bars_axis.set(title="Rates (solid: dev, hatched: held-out; n/a drawn as 0)", ylim=(0, 1.05))
-    bars_axis.legend(fontsize=6, ncol=2)
+    bars_axis.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     for s_index, name in enumerate(systems):
         for p_index, split in enumerate(SPLITS):
             row = rows.get((name, split))
@@ -342,21 +353,43 @@ def write_chart(
                 continue
             x = s_index + (p_index - 0.5) * 0.4
             other = max(row.total_tokens - row.memory_tokens - row.context_tokens, 0)
-            tokens_axis.bar(x, row.context_tokens, 0.38, color="#4c72b0",
-                            hatch="//" if split == "heldout" else None)  # fmt: skip
-            tokens_axis.bar(x, row.memory_tokens, 0.38, bottom=row.context_tokens,
-                            color="#dd8452", hatch="//" if split == "heldout" else None)  # fmt: skip
-            tokens_axis.bar(x, other, 0.38, bottom=row.context_tokens + row.memory_tokens,
-                            color="#bbbbbb", hatch="//" if split == "heldout" else None)  # fmt: skip
+            tokens_axis.bar(
+                x,
+                row.context_tokens,
+                0.38,
+                color="#4c72b0",
+                hatch="//" if split == "heldout" else None,
+            )
+            tokens_axis.bar(
+                x,
+                row.memory_tokens,
+                0.38,
+                bottom=row.context_tokens,
+                color="#dd8452",
+                hatch="//" if split == "heldout" else None,
+            )
+            tokens_axis.bar(
+                x,
+                other,
+                0.38,
+                bottom=row.context_tokens + row.memory_tokens,
+                color="#bbbbbb",
+                hatch="//" if split == "heldout" else None,
+            )
     tokens_axis.set_xticks(range(len(systems)))
     tokens_axis.set_xticklabels(systems, rotation=30, fontsize=8)
-    tokens_axis.set(title="Tokens per turn: context, memory calls, answers\n(left dev, right held-out)")
+    tokens_axis.set(
+        title="Tokens per turn: context, memory calls, answers\n(left dev, right held-out)"
+    )
     tokens_axis.legend(["context", "memory calls", "answers"], fontsize=7)
     longest = max(outcomes, key=lambda o: o.turns).scenario
     for outcome in outcomes:
         if outcome.scenario == longest:
-            line_axis.plot(range(1, len(outcome.tokens.context) + 1), outcome.tokens.context,
-                           label=outcome.system)  # fmt: skip
+            line_axis.plot(
+                range(1, len(outcome.tokens.context) + 1),
+                outcome.tokens.context,
+                label=outcome.system,
+            )
     line_axis.set(title=f"Context tokens per turn ({longest})", xlabel="turn", ylabel="tokens")
     line_axis.legend(fontsize=7)
     figure.tight_layout()

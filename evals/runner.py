@@ -166,8 +166,9 @@ def context_text(context: Sequence[BaseMessage]) -> str:
 
 def _overlaps(a: Fact, b: Fact) -> bool:
     """Whether two facts name the same thing (one's wording contains the other's)."""
-    return any(x.casefold() in y.casefold() or y.casefold() in x.casefold()
-               for x in a.any for y in b.any)  # fmt: skip
+    return any(
+        x.casefold() in y.casefold() or y.casefold() in x.casefold() for x in a.any for y in b.any
+    )
 
 
 class Turns:
@@ -251,8 +252,9 @@ def play(scenario: Scenario, system: System, split: str = "dev") -> Outcome:
     return outcome
 
 
-def _retire(said: dict[tuple[str, str], list[tuple[Fact, int]]], session: str,
-            gone: Sequence[Fact]) -> None:  # fmt: skip
+def _retire(
+    said: dict[tuple[str, str], list[tuple[Fact, int]]], session: str, gone: Sequence[Fact]
+) -> None:
     """Key facts of `session` that `gone` revokes stop counting for fidelity."""
     if not gone:
         return
@@ -316,8 +318,14 @@ def play_dialogue(dialogue: Dialogue, system: System, split: str = "dev") -> Dia
             context = Context(seen)
             found = [context.has(messages[e].text) for e in question.evidence]
             outcome.asked.append(
-                Asked(question.question, question.type, mode, sum(found) / len(found), answer,
-                      question.answer)  # fmt: skip
+                Asked(
+                    question.question,
+                    question.type,
+                    mode,
+                    sum(found) / len(found),
+                    answer,
+                    question.answer,
+                )
             )
             if mode == "new":
                 system.drop(user, conversation)

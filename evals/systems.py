@@ -17,6 +17,7 @@ model was sent and counts every call, not only the chat request.
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import threading
 from collections.abc import Callable
@@ -37,8 +38,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
-from rank_bm25 import BM25Okapi
 from langgraph.checkpoint.memory import InMemorySaver
+from rank_bm25 import BM25Okapi
 
 from agent import ChatAgent
 from agent.offline.model import STRUCTURED_OUTPUT_KWARG
@@ -273,7 +274,7 @@ def bm25_words(text: str) -> list[str]:
     says little; a pair is close to a word)."""
     words = content_words(text)
     terms = [w for w in words if len(w) > 1 or w.isascii()]
-    terms += [a + b for a, b in zip(words, words[1:], strict=False) if not (a + b).isascii()]
+    terms += [a + b for a, b in itertools.pairwise(words) if not (a + b).isascii()]
     return terms
 
 
@@ -380,8 +381,9 @@ def build(name: str, model: BaseChatModel, workdir: Path) -> System:
     if name == "bm25_history":
         return Bm25History(model)
     if name == "full_history":  # keeps every message: nothing to lose
-        return Peer(name, model, lambda model: [], frozenset({"fidelity", "leakage", "deletion",
-                                                              "store"}))  # fmt: skip
+        return Peer(
+            name, model, lambda model: [], frozenset({"fidelity", "leakage", "deletion", "store"})
+        )
     middleware: dict[str, Callable[[BaseChatModel], list[AgentMiddleware[Any, Any, Any]]]] = {
         "last_8": lambda model: [last_messages],
         "summarization": summarization,
