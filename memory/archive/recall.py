@@ -4,8 +4,9 @@ Pure functions over the hits of one search. The query is the new message, plus t
 previous user message when the new one is short or refers back ("and what about
 that?"). A hit must clear a relevance floor: it shares a subject term with the query
 (a word of four letters or more, or a CJK bigram) and enough of the query's weight,
-so a message that shares nothing with the archive injects nothing; and it must score
-at least half as well as the best hit. Hits are ranked
+so a message that shares nothing with the archive injects nothing; it must score at
+least 30% of the best hit, and better than any line the context already holds (the
+current conversation answers first). Hits are ranked
 by reciprocal-rank fusion of their lexical rank and their recency rank; lines the
 context already holds (this conversation's recent messages, text its summary
 quotes) are left out.
@@ -30,11 +31,11 @@ from memory.schema import ThreadState
 RRF_K = 60
 RECENCY_WEIGHT = 0.5
 """Weight of the recency rank beside the lexical rank (1) in the fusion."""
-RELATIVE_FLOOR = 0.5
+RELATIVE_FLOOR = 0.3
 """A hit scoring less than this share of the best hit's lexical score is left out: when
 one line matches the message well, a line sharing only a word or two with it is
 noise (the best hit counts even when the context already holds it)."""
-FLOOR_SHARE = 0.25
+FLOOR_SHARE = 0.0
 FLOOR_CAP = 3.0
 """A hit must share at least min(25% of the query's weight, 3) and one subject term."""
 SHORT_QUERY_TERMS = 4
@@ -163,11 +164,17 @@ def choose(
     chosen: list[tuple[ArchivedLine, ...]] = []
     seen: set[int] = set()
     used = 0
-    best = max((hit.score for hit in hits if hit.role == "user"), default=0.0)
+    said = [hit for hit in hits if hit.role == "user"]
+    best = max((hit.score for hit in said), default=0.0)
+    # what the context already holds answers the message as well as any line that does
+    # not beat it: such a line would only compete with it (another project's budget)
+    held = max((hit.score for hit in said if not wanted(hit)), default=0.0)
     eligible = [
         hit
-        for hit in hits
-        if hit.role == "user" and hit.score >= RELATIVE_FLOOR * best and clears_floor(hit, terms)
+        for hit in said
+        if hit.score >= RELATIVE_FLOOR * best
+        and (held == 0.0 or hit.score > held)
+        and clears_floor(hit, terms)
     ]
     for hit in fuse(eligible):
         if hit.id in seen or not wanted(hit):

@@ -9,7 +9,7 @@ import pytest
 
 from memory import ConversationMemory, ThreadState
 from memory.archive import FORGOTTEN, REDACTED
-from memory.turns import chat_turn
+from memory.turns import TurnStatus, chat_turn
 
 
 def say(memory: ConversationMemory, session: str, conversation: str, user: str, answer: str) -> str:
@@ -18,7 +18,9 @@ def say(memory: ConversationMemory, session: str, conversation: str, user: str, 
         memory.accept_draft(session, conversation)
     turn = uuid.uuid4().hex
     ids = {"user_message_id": f"{turn}-u", "assistant_message_id": f"{turn}-a"}
-    write = memory.write_turn(session, conversation, chat_turn(user, answer, **ids))
+    write = memory.write_turn(
+        session, conversation, chat_turn(user, answer, TurnStatus.COMPLETED, **ids)
+    )
     assert write.written
     return turn
 
