@@ -84,7 +84,7 @@ _TIME_REQUEST = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _ASKS_ABOUT_THE_PAST = re.compile(
-    r"\bwhat\s+did\s+(?:i|we)\s+(?:say|tell\s+you|talk|mention|discuss|decide)"
+    r"\bwhat\s+did\s+(?:i|we)\s+(?:say|tell\s+you|talk|mention|discuss)"
     r"|\bdid\s+(?:i|we)\s+(?:ever\s+)?(?:say|tell\s+you|talk|mention|discuss)"
     r"|\bremind\s+me\s+what\s+(?:i|we)|\bsearch\s+(?:our|my)\s+(?:earlier\s+)?conversations"
     r"|当时我们聊|我们聊过|我们之前聊|我说过|我之前说|我提到过|之前聊过|上次聊|上次说",

@@ -27,10 +27,11 @@ _RUN = re.compile(
 
 
 def _stem(word: str) -> str:
+    """A light English stem: "decided", "decides" and "decide" all read "decid"."""
     for suffix in ("ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
+    return word[:-1] if word.endswith("e") and len(word) >= 5 else word
 
 
 _CJK_STOP_TEXT = """
