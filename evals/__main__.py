@@ -17,6 +17,7 @@ from agent.models import load_chat_model
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from evals.judge import JUDGE_PROMPT, judge_outcomes
+from evals.profile_gate import section as profile_section
 from evals.report import markdown, write_chart, write_json
 from evals.runner import evaluate
 from evals.scenario import load_all
@@ -48,6 +49,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(markdown(outcomes))
+    print("\n" + profile_section())
     if not offline:
         print("\nJudge prompt:\n" + JUDGE_PROMPT)
         print(judge_outcomes(outcomes, load_chat_model(settings)))
