@@ -22,16 +22,18 @@ from typing import Protocol
 
 from memory.limits import MAX_MEMORY_ITEMS, MAX_NEW_MEMORIES_PER_TURN
 from memory.longterm.items import MemoryItem, MemoryKind, Source, memory_id, normalise
+from memory.longterm.analysis import is_question
 from memory.longterm.recall import tokens
 from memory.longterm.rules import (
     Extraction,
     Proposal,
+    Verdict,
+    has_cue,
     is_negated,
-    is_one_off,
-    is_transient,
     strip_remember,
     subject_of,
     tidy,
+    verdict,
 )
 from memory.longterm.secrets import find_secret
 
@@ -40,6 +42,18 @@ REFUSED_ONE_OFF = "that reads as a one-off request, not something that holds in 
 REFUSED_TRANSIENT = "that reads as a passing state, not something that holds in future"
 REFUSED_INFERRED = "only what the user said is remembered, never what was inferred"
 REFUSED_SECRET = "that looks like {kind}; secrets are never remembered"
+REFUSED_QUESTION = "a question is not something to remember"
+REFUSED_OTHER = "that is about someone else, not about you"
+REFUSED_QUOTED = "quoted, pasted or forwarded text is not something you said about yourself"
+REFUSED_NOT_STATED = "that does not state something about you that holds in future"
+_REASONS = {
+    Verdict.EMPTY: REFUSED_EMPTY,
+    Verdict.QUOTED: REFUSED_QUOTED,
+    Verdict.QUESTION: REFUSED_QUESTION,
+    Verdict.OTHER: REFUSED_OTHER,
+    Verdict.ONE_OFF: REFUSED_ONE_OFF,
+    Verdict.TRANSIENT: REFUSED_TRANSIENT,
+}
 REFUSED_TURN_LIMIT = "at most {limit} new items are remembered per turn"
 
 GROUNDED_SHARE = 0.6
@@ -111,23 +125,31 @@ def grounded(proposal: str, user_text: str) -> bool:
     return len(own & said) / len(own) >= GROUNDED_SHARE
 
 
-def refusal_reason(text: str, said: str | None = None) -> str | None:
+def refusal_reason(text: str, said: str | None = None, source: Source = "explicit") -> str | None:
     """Why the gate's checks 2-3 turn `text` down, or None when they let it through.
 
     Args:
         text: the proposed item.
-        said: what the user said, when a model wrote `text`: a model's short restatement
-            ("Answer in English") may drop the words that made it lasting ("from now
-            on"), so it is one-off or passing only if what the user said is too.
+        said: what the user said, when a model wrote `text`.
+        source: `rules` proposals were judged clause by clause already (only the secret
+            check is repeated); an `explicit` text is judged as the user typed it; a
+            `model` proposal stands only if what the user said holds something to keep
+            by the same analysis (a model's restatement, "Answer in English", may drop
+            the words that made it lasting, "from now on"), and is no question itself.
     """
-    secret = find_secret(text)
-    if secret is not None:
-        return REFUSED_SECRET.format(kind=secret.value)
-    if is_one_off(text) and (said is None or is_one_off(said)):
-        return REFUSED_ONE_OFF
-    if is_transient(text) and (said is None or is_transient(said)):
-        return REFUSED_TRANSIENT
-    return None
+    for checked in (text, said):
+        secret = find_secret(checked) if checked else None
+        if secret is not None:
+            return REFUSED_SECRET.format(kind=secret.value)
+    if source == "rules":
+        return None
+    if source == "model":
+        if said is not None and not has_cue(said):
+            found = verdict(said)
+            return _REASONS[found] if found is not None else REFUSED_NOT_STATED
+        return REFUSED_QUESTION if is_question(text) else None
+    found = verdict(text, explicit=True)
+    return None if found is None else _REASONS[found]
 
 
 def _same_statement(item: MemoryItem, key: str, kind: MemoryKind, words: frozenset[str]) -> bool:
@@ -279,7 +301,7 @@ def _admit(
         return Refusal(proposal.text, REFUSED_EMPTY)
     if source == "model" and not grounded(text, user_text):
         return Refusal(text, REFUSED_INFERRED)
-    reason = refusal_reason(text, user_text if source == "model" else None)
+    reason = refusal_reason(text, user_text if source == "model" else None, source)
     if reason is not None:
         return Refusal(text, reason)
     words = tokens(text)

@@ -16,21 +16,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 from memory.limits import MAX_MEMORY_TEXT_CHARS
-from memory.longterm.items import MemoryKind
-
-_CUES = re.compile(
-    r"\b(?:prefer|preferred|like|likes|love|hate|dislike|enjoy|don'?t|do not|never|always|"
-    r"remember|call me|my name|i am|i'm|i work|i live|i use|i want|i'd like|i would like|"
-    r"i need|i have|i'm not|allergic|vegetarian|vegan|from now on|going forward|i moved|"
-    r"in (?:the )?future|no longer|anymore|any more|forget|stop|avoid|please (?:use|answer|"
-    r"reply|respond|write|keep|be|speak|talk)|keep (?:your |the |my )?(?:answers|replies|"
-    r"responses)|my goal|i'?m (?:learning|trying|working|planning|based|from)|i plan)\b"
-    r"|喜欢|不喜欢|希望|记住|记得|不要|以后|习惯|偏好|倾向|讨厌|我是|我叫|叫我|我在|我住|"
-    r"不再|别再|忘记|忘掉|总是|每次|一直|避免|目标|打算|过敏|我搬",
-    re.IGNORECASE,
+from memory.longterm.analysis import (
+    Clause,
+    ClauseType,
+    Subject,
+    analyse_clause,
+    is_one_off_want,
+    is_filler,
+    own_words,
+    sentences,
+    split_clauses,
+    strip_lead,
 )
+from memory.longterm.analysis import is_revocation as analysis_is_revocation
+from memory.longterm.analysis import strip_remember as analysis_strip_remember
+from memory.longterm.items import MemoryKind
+from memory.longterm.secrets import find_secret
 
 _CLAUSES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；\n])\s*|\s*,\s*(?:but|and then|so)\s+|，但|，")
 _ENGLISH_COMMA = re.compile(r"\s*,\s*")
@@ -202,8 +206,11 @@ class Extraction:
 
 
 def has_cue(text: str) -> bool:
-    """The cheap pre-filter: whether `text` has any cue that it says something to keep."""
-    return bool(_CUES.search(text))
+    """The cheap pre-filter: whether `text` may say something to keep, by the same
+    analysis as the rules (a durable statement about the user, a standing instruction,
+    a revocation, or something the user asked to be remembered). A plain request
+    ("please keep going"), a question, thanks, quoted text or a secret calls no model."""
+    return bool(_candidates(text))
 
 
 def clauses(text: str) -> list[str]:
@@ -243,25 +250,9 @@ def tidy(text: str) -> str:
     return text
 
 
-def is_one_off(text: str) -> bool:
-    """A request for this moment ("translate this into English"), not a lasting wish."""
-    if _REACTION.match(text):
-        return True  # "I love it": a reaction to this moment's answer
-    if _DURABLE.search(text):
-        return False
-    return bool(_ONE_OFF.search(text)) or (
-        bool(_DEICTIC.search(text)) and not _FIRST_PERSON.search(text)
-    )
-
-
-def is_transient(text: str) -> bool:
-    """A passing state ("I'm tired today"), not something that holds across conversations."""
-    return bool(_TRANSIENT.search(text)) and not _DURABLE.search(text)
-
-
 def is_revocation(text: str) -> bool:
     """Whether `text` revokes something said before ("I no longer …", "不再 …")."""
-    return bool(_REVOCATION.search(text))
+    return analysis_is_revocation(text)
 
 
 def classify(text: str) -> MemoryKind:
@@ -302,42 +293,105 @@ def is_negated(text: str) -> bool:
     return bool(_NEGATION.search(text))
 
 
-def states_something(text: str, *, explicit: bool, after_revocation: bool) -> bool:
-    """Whether a clause says something about the user worth keeping: a first-person
-    statement or a directive about how to answer, not a question (unless the user asked
-    for it to be remembered)."""
-    if explicit:
+def _analysed(text: str) -> list[tuple[Clause, bool]]:
+    """(clause, asked to be remembered) for every clause of the user's own words."""
+    found: list[tuple[Clause, bool]] = []
+    own = own_words(text)
+    whole = own.strip()
+    for sentence in sentences(own):
+        for piece in split_clauses(sentence):
+            body, explicit = analysis_strip_remember(strip_lead(piece))
+            if explicit:
+                body = re.sub(r"^to\s+", "", body, flags=re.I)
+                if is_filler(body):
+                    continue
+            found.append((analyse_clause(body, sentence, body if explicit else whole), explicit))
+    return found
+
+
+def _worth(clause: Clause, explicit: bool) -> bool:
+    if clause.type is ClauseType.REVOCATION or clause.keepable:
         return True
-    if _QUESTION.search(text):
-        return False
-    if not has_cue(text) and not (after_revocation and _DIRECTIVE.match(text)):
-        return False
-    return bool(_FIRST_PERSON.search(text) or _DIRECTIVE.match(text))
+    # what the user asked to be remembered need not say how long it holds
+    return (
+        explicit
+        and clause.type is ClauseType.STATEMENT
+        and clause.subject is not Subject.OTHER
+        and not is_one_off_want(clause.text)
+    )
+
+
+def _candidates(text: str) -> list[tuple[Clause, bool]]:
+    """The clauses worth the gate's attention: keepable statements and instructions,
+    and revocations. Nothing at all when the text discloses a secret: the detector
+    reads the whole text before any split."""
+    if find_secret(text) is not None:
+        return []
+    return [(clause, explicit) for clause, explicit in _analysed(text) if _worth(clause, explicit)]
+
+
+class Verdict(StrEnum):
+    """Why a text holds nothing to keep."""
+
+    EMPTY = "empty"
+    QUOTED = "quoted"
+    QUESTION = "question"
+    OTHER = "other"
+    ONE_OFF = "one_off"
+    TRANSIENT = "transient"
+
+
+def verdict(text: str, *, explicit: bool = False) -> Verdict | None:
+    """None when `text` states something to keep (secrets aside), else why not.
+
+    Args:
+        text: what the user said.
+        explicit: the user asked for it to be remembered (an item added directly): a
+            statement about themselves need not say how long it holds.
+    """
+    if not own_words(text).strip(" .。…\n"):
+        return Verdict.QUOTED if text.strip() and not _SLASH.match(text) else Verdict.EMPTY
+    analysed = _analysed(text)
+    if any(_worth(clause, explicit or asked) for clause, asked in analysed):
+        return None
+    types = {clause.type for clause, _ in analysed}
+    if ClauseType.QUESTION in types:
+        return Verdict.QUESTION
+    if any(c.subject is Subject.OTHER and c.type is ClauseType.STATEMENT for c, _ in analysed):
+        return Verdict.OTHER
+    if ClauseType.REQUEST in types:
+        return Verdict.ONE_OFF
+    if any(c.type is ClauseType.STATEMENT and c.subject is Subject.USER for c, _ in analysed):
+        if any(is_one_off_want(c.text) for c, _ in analysed):
+            return Verdict.ONE_OFF
+        return Verdict.TRANSIENT
+    return Verdict.EMPTY
+
+
+_SLASH = re.compile(r"^\s*/[a-z]+\b", re.I)
+
+
+def is_one_off(text: str) -> bool:
+    """A request for this moment ("translate this into English"), not a lasting wish."""
+    return verdict(text) is Verdict.ONE_OFF
+
+
+def is_transient(text: str) -> bool:
+    """A passing state ("I'm tired today"), not something that holds across conversations."""
+    return verdict(text) is Verdict.TRANSIENT
 
 
 def extract(text: str) -> Extraction:
     """The `rules` extractor over the user's own text of one turn."""
     proposals: list[Proposal] = []
     revocations: list[str] = []
-    revoked = False
-    for clause in clauses(text):
-        explicit = bool(_EXPLICIT_REMEMBER.search(clause))
-        body = strip_remember(clause)
-        if not body:
+    for clause, explicit in _candidates(text):
+        if clause.type is ClauseType.REVOCATION:
+            revocations.append(clause.text)
             continue
-        if is_revocation(body):
-            revocations.append(body)
-            revoked = True
-            continue
-        # a directive right after a revocation replaces what was revoked
-        durable = explicit or revoked or not is_one_off(body)
-        if not durable or is_transient(body):
-            continue
-        if not states_something(body, explicit=explicit, after_revocation=revoked):
-            continue
+        body = clause.text
         kind = classify(body)
-        stored = tidy(body)
-        proposals.append(Proposal(kind, stored, importance(body, kind, explicit=explicit)))
+        proposals.append(Proposal(kind, tidy(body), importance(body, kind, explicit=explicit)))
     return Extraction(tuple(proposals), tuple(revocations))
 
 
