@@ -173,9 +173,24 @@ _SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "home",
-        re.compile(r"\b(?:i live|i'm based|i am based|i moved to)\b|我住|我在.{0,6}生活", re.I),
+        re.compile(
+            r"\b(?:i live|i'm living|i am living|living in|based in|i'm based|i am based|"
+            r"moved (?:from|to|back)|relocated|home (?:for me )?is|my home|i'm in (?-i:[A-Z]))\b"
+            r"|我住|住在|在.{0,6}生活|搬到|搬来|搬去|搬回",
+            re.I,
+        ),
     ),
-    ("work", re.compile(r"\b(?:i work|my job|my employer|i'm employed)\b|我在.{0,8}工作", re.I)),
+    ("manager", re.compile(r"\b(?:manager|boss|line manager)\b|领导|老板|上司|经理", re.I)),
+    ("mentor", re.compile(r"\b(?:mentor|supervisor|advisor)\b|导师", re.I)),
+    (
+        "work",
+        re.compile(
+            r"\b(?:i work|my job|my employer|i'm employed|new job|changed jobs|switched jobs|"
+            r"work(?:ing)? (?:as|at|for))\b|在.{0,8}工作|换工作|在.{0,10}上班|我是一名",
+            re.I,
+        ),
+    ),
+    ("commute", re.compile(r"\b(?:commute|commuting|to work by|bike to|drive to work)\b|通勤", re.I)),
     ("timezone", re.compile(r"\b(?:time ?zone|utc[+-]?\d*|gmt[+-]?\d*)\b|时区", re.I)),
 )
 _NEGATION = re.compile(r"\b(?:not|don'?t|do not|never|no|dislike|hate|avoid)\b|不|别|没", re.I)
@@ -236,7 +251,8 @@ def clauses(text: str) -> list[str]:
 
 def strip_remember(text: str) -> str:
     """`text` without a leading "please remember that" / "记住"."""
-    return _REMEMBER_PREFIX.sub("", text.strip(), count=1).strip()
+    body, explicit = analysis_strip_remember(text)
+    return re.sub(r"^to\s+", "", body, flags=re.I) if explicit else body
 
 
 def tidy(text: str) -> str:
@@ -302,7 +318,10 @@ def _analysed(text: str) -> list[tuple[Clause, bool]]:
         for piece in split_clauses(sentence):
             body, explicit = analysis_strip_remember(strip_lead(piece))
             if explicit:
+                # "can you remember that I live in Berlin?" asks to keep a statement
                 body = re.sub(r"^to\s+", "", body, flags=re.I)
+                if re.match(r"(?:i|i'm|my|we|our|我)", body, re.I):
+                    body = body.rstrip("?？ ")
                 if is_filler(body):
                     continue
             found.append((analyse_clause(body, sentence, body if explicit else whole), explicit))

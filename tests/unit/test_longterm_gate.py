@@ -84,7 +84,16 @@ def test_a_revocation_retires_only_what_it_is_about() -> None:
 
 
 def test_secrets_and_one_off_requests_are_refused_with_a_reason() -> None:
-    result = plan([], "Remember that my password is hunter2")
+    # the rules read the whole text for secrets before any split: nothing is proposed
+    assert extract("Remember that my password is hunter2") == Extraction()
+    result = plan_write(
+        [],
+        Extraction((Proposal("fact", "my password is hunter2", 5),)),
+        user_text="my password is hunter2",
+        conversation_id=None,
+        now=NOW,
+        source="explicit",
+    )
     assert result.added == () and "password" in result.refused[0].reason
     explicit = plan_write(
         [],
