@@ -119,7 +119,7 @@ def split_clauses(sentence: str) -> list[str]:
         if parts and not _starts_clause(bare):
             parts[-1] = f"{parts[-1]}, {piece}"
         else:
-            parts.append(piece)
+            parts.append(bare if parts else piece)
     return parts
 
 
@@ -151,7 +151,9 @@ _EN_QUESTION_START = re.compile(
     r"any idea|is it|am i)\b",
     re.I,
 )
-_ZH_QUESTION = re.compile(r"[吗么嘛呢][\s。.!！~]*$|什么|怎么|为什么|为何|哪|谁|几[个点岁]|多少|是否|有没有|能不能|可不可以")
+_ZH_QUESTION = re.compile(
+    r"[吗么嘛呢][\s。.!！~]*$|什么|怎么|为什么|为何|哪|谁|几[个点岁]|多少|是否|有没有|能不能|可不可以"
+)
 
 _SOCIAL = re.compile(
     r"^(?:hi|hello|hey|hiya|yo|good (?:morning|afternoon|evening|night)|morning|evening|"
@@ -218,7 +220,9 @@ _ZH_RELATION = (
     r"外公|外婆|团队|客户|狗|猫|宠物|兔子)"
 )
 _ZH_RELATION_DOES = re.compile(rf"^我(?:的|家|们)?(?:的)?{_ZH_RELATION}")
-_ZH_RELATION_IS = re.compile(rf"^我(?:的|家的?|养的|们的?)?(?:[^，。,]{{0,4}}){_ZH_RELATION}(?:是|叫|名字)")
+_ZH_RELATION_IS = re.compile(
+    rf"^我(?:的|家的?|养的|们的?)?(?:[^，。,]{{0,4}}){_ZH_RELATION}(?:是|叫|名字)"
+)
 _ZH_OTHER = re.compile(r"^(?:他|她|它|他们|她们|你|您|大家|别人|有人|这|那)")
 
 _EN_IMPERATIVE = re.compile(
@@ -263,8 +267,12 @@ _ZH_IMPERATIVE = re.compile(
     r"翻译|继续|讲讲|讲|说说|说|介绍|推荐|列|算|改|总结|解释|检查|看看|看一下|查|找|做|安排|"
     r"提醒|发|生成|再|重新|接着)"
 )
-_ZH_BOUNDARY_START = re.compile(r"^(?:请|麻烦|你)?(?:以后|今后|之后)?(?:都|也)?(?:不要|别|千万别|千万不要|不准|禁止|不用)")
-_ZH_STANDING = re.compile(r"以后|今后|之后都|从现在开始|从今以后|每次|总是|一直|始终|永远|默认|都用|的时候|叫我|称呼我|跟我说话|对我")
+_ZH_BOUNDARY_START = re.compile(
+    r"^(?:请|麻烦|你)?(?:以后|今后|之后)?(?:都|也)?(?:不要|别|千万别|千万不要|不准|禁止|不用)"
+)
+_ZH_STANDING = re.compile(
+    r"以后|今后|之后都|从现在开始|从今以后|每次|总是|一直|始终|永远|默认|都用|的时候|叫我|称呼我|跟我说话|对我"
+)
 _ZH_DEICTIC = re.compile(r"这|那|上面|下面|刚才|一下|第[一二三四五六七八九十\d]+|再|继续|先|这次")
 
 _EN_TRANSIENT = re.compile(
@@ -302,8 +310,12 @@ _ZH_TRANSIENT = re.compile(
     r"今天|今晚|明天|昨天|刚才|刚刚|刚到|这会儿|此刻|一会儿|待会|等会|"
     r"(?:饿|累|困|烦|头疼|头痛|不舒服|生病|感冒)(?:了|死|啊)|好累|在开会|在路上|在忙"
 )
-_ZH_DURABLE_VERB = re.compile(r"住|生活|工作|上班|当|做|是|叫|养|用|读|学|在.{1,8}(?:公司|大学|学校|医院|银行)")
-_ZH_PAST_EVENT = re.compile(r"^(?:昨天|上周|上个月|前几天|那天)|^我(?:昨天|上周|刚才)?(?:去了|看了|买了|吃了|见了)")
+_ZH_DURABLE_VERB = re.compile(
+    r"住|生活|工作|上班|当|做|是|叫|养|用|读|学|在.{1,8}(?:公司|大学|学校|医院|银行)"
+)
+_ZH_PAST_EVENT = re.compile(
+    r"^(?:昨天|上周|上个月|前几天|那天)|^我(?:昨天|上周|刚才)?(?:去了|看了|买了|吃了|见了)"
+)
 _ZH_ONE_OFF_WANT = re.compile(r"^我(?:想要|需要|要)(?:一|个|份|杯|些|你|这|那)")
 _ZH_REACTION = re.compile(r"^我(?:很|也|真|超|挺)?(?:喜欢|爱|讨厌)(?:这|那|它|你)")
 
@@ -378,18 +390,23 @@ def _instruction_or_request(text: str, sentence: str) -> ClauseType | None:
         deictic = bool(_EN_DEICTIC.search(text))
         if re.match(r"^(?:please\s+)?(?:call|address) me\b", text, re.I):
             return ClauseType.INSTRUCTION
-        if re.match(r"^(?:please\s+)?(?:keep going|go on|continue|proceed|try again)\b", text, re.I):
+        if re.match(
+            r"^(?:please\s+)?(?:keep going|go on|continue|proceed|try again)\b", text, re.I
+        ):
             return ClauseType.REQUEST
         if _EN_ONE_OFF_SENTENCE.search(sentence):
             return ClauseType.REQUEST
         if (standing or boundary) and not (deictic and not _EN_STANDING.search(text)):
             return ClauseType.INSTRUCTION
-        if re.match(
-            r"^(?:please\s+)?(?:use|answer|reply|respond|speak|talk to me|write (?:to me|in|"
-            r"code)|be\b|explain things|keep (?:your|it|answers|replies|responses)|format)",
-            text,
-            re.I,
-        ) and not deictic:
+        if (
+            re.match(
+                r"^(?:please\s+)?(?:use|answer|reply|respond|speak|talk to me|write (?:to me|in|"
+                r"code)|be\b|explain things|keep (?:your|it|answers|replies|responses)|format)",
+                text,
+                re.I,
+            )
+            and not deictic
+        ):
             return ClauseType.INSTRUCTION
         return ClauseType.REQUEST
     zh = _CJK.search(text) and not _LATIN_START.match(text)
@@ -472,7 +489,11 @@ def analyse_clause(text: str, sentence: str, whole: str) -> Clause:
         return Clause(bare, ClauseType.REVOCATION, _subject(bare), True)
     if is_question(bare):
         return Clause(bare, ClauseType.QUESTION, _subject(bare), False)
-    if _SOCIAL.match(bare) or _ZH_CARE.match(bare) or (_CJK.search(bare) and _ZH_EXCLAIM.search(bare) and not _ZH_FIRST.match(bare)):
+    if (
+        _SOCIAL.match(bare)
+        or _ZH_CARE.match(bare)
+        or (_CJK.search(bare) and _ZH_EXCLAIM.search(bare) and not _ZH_FIRST.match(bare))
+    ):
         return Clause(bare, ClauseType.SOCIAL, Subject.NONE, False)
     kind = _instruction_or_request(bare, sentence)
     if kind is not None:
@@ -496,7 +517,7 @@ def analyse(text: str) -> list[Clause]:
 
 
 def is_one_off_want(text: str) -> bool:
-    """"I need a summary of this", "I'd like a coffee", "I love it": for this moment."""
+    """ "I need a summary of this", "I'd like a coffee", "I love it": for this moment."""
     return bool(
         _EN_ONE_OFF_WANT.match(text)
         or _EN_REACTION.match(text)

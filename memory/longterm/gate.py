@@ -15,14 +15,15 @@ least important, then the oldest, items go (never the ones this turn added).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from memory.limits import MAX_MEMORY_ITEMS, MAX_NEW_MEMORIES_PER_TURN
-from memory.longterm.items import MemoryItem, MemoryKind, Source, memory_id, normalise
 from memory.longterm.analysis import is_question
+from memory.longterm.items import MemoryItem, MemoryKind, Source, memory_id, normalise
 from memory.longterm.recall import tokens
 from memory.longterm.rules import (
     Extraction,
@@ -67,8 +68,13 @@ _META_TOKENS = tokens(
 )
 _REVOCATION_TOKENS = tokens(
     "no longer anymore any more forget that about stop never mind disregard not want like "
-    "use using prefer true 不再 别再 忘记 忘掉 取消 喜欢 我不"
+    "use using prefer true scratch said what earlier ignore actually these days now "
+    "不再 别再 忘记 忘掉 取消 喜欢 我不 现在 最近 已经 说过 之前 刚才 吧"
 )
+_ZH_SCAFFOLD = re.compile(
+    r"我们|我|现在|最近|已经|早就|如今|目前|不再|别再|再|不|没|了|都|也|吧|呢|啦"
+)
+"""The words of a Chinese revocation that say it is one ("我最近不跑步了" is about 跑步)."""
 _POLARITY_TOKENS = tokens("not don't do no never dislike hate like love prefer want avoid")
 
 
@@ -187,7 +193,7 @@ class Said(Protocol):
 def revoked_by(clause: str, items: Iterable[Said]) -> list[str]:
     """Ids of the items a revocation clause ("I no longer want Chinese") is about: those
     sharing the most of its words, when they share two, or a third of them."""
-    words = tokens(clause) - _REVOCATION_TOKENS
+    words = tokens(_ZH_SCAFFOLD.sub(" ", clause)) - _REVOCATION_TOKENS
     if not words:
         return []
     overlaps = [(len(words & tokens(item.text)), item.id) for item in items]
@@ -197,6 +203,23 @@ def revoked_by(clause: str, items: Iterable[Said]) -> list[str]:
     if best == 0 or (best < 2 and best * 3 < len(words)):
         return []
     return [item_id for count, item_id in overlaps if count == best]
+
+
+def _revoked(clause: str, items: Sequence[MemoryItem], conversation_id: str | None) -> list[str]:
+    """What a revocation retires: the items on its subject ("I'm no longer vegetarian"
+    retires the diet), else those it names by its words; a bare "scratch that" /
+    "忘了吧" retires the newest item said in this conversation."""
+    subject = subject_of(clause)
+    if subject is not None:
+        on_subject = [item.id for item in items if item.subject == subject]
+        if on_subject:
+            return on_subject
+    if not tokens(_ZH_SCAFFOLD.sub(" ", clause)) - _REVOCATION_TOKENS:
+        said_here = [item for item in items if item.conversation_id == conversation_id]
+        if conversation_id is None or not said_here:
+            return []
+        return [max(said_here, key=lambda item: item.updated_at).id]
+    return revoked_by(clause, items)
 
 
 def plan_write(
@@ -222,7 +245,7 @@ def plan_write(
     retired: list[str] = [item_id for item_id in extraction.retire if item_id in active]
     for clause in extraction.revocations:
         remaining = [item for item in active.values() if item.id not in retired]
-        retired.extend(revoked_by(clause, remaining))
+        retired.extend(_revoked(clause, remaining, conversation_id))
     added: list[MemoryItem] = []
     refreshed: dict[str, MemoryItem] = {}
     refused: list[Refusal] = []

@@ -4,9 +4,10 @@ Fair to every kind: boundaries and standing instructions that always apply (kind
 boundary or style, importance 4-5) come first but take at most `ALWAYS_ON_MAX` of the
 slots, so they never crowd out relevant facts; everything else, the always-on items
 past that share included, is ranked by relevance to the new message × importance ×
-freshness. A text that discloses a secret is never recalled (whatever wrote it). Offline, relevance is lexical: English words (lightly
-stemmed, stop words out) and CJK character bigrams; with an embeddings model the
-store's vector index gives the relevance instead (`scores`). Preferences and style
+freshness. A text that discloses a secret is never recalled (whatever wrote it).
+Offline, relevance is lexical: English words (lightly stemmed, stop words out) and
+CJK character bigrams; with an embeddings model the store's vector index gives the
+relevance instead (`scores`). Preferences and style
 shape every answer, so they are eligible without any word in common; a fact or a
 goal needs something in common with the message, unless it is important (4-5).
 """
@@ -129,18 +130,25 @@ def rank(
         if find_secret(item.text) is not None:
             continue
         score = (1.0 + related) * item.importance * freshness(item, now)
-        scored.append((-score, -item.updated_at.timestamp(), item))
+        scored.append((-score, -item.updated_at.timestamp(), item, about))
     scored.sort(key=lambda entry: entry[:2])
-    ranked = [entry[2] for entry in scored]
     always_on = [
-        item
-        for item in ranked
-        if item.kind in ALWAYS_ON_KINDS and item.importance >= IMPORTANT
+        entry
+        for entry in scored
+        if entry[2].kind in ALWAYS_ON_KINDS and entry[2].importance >= IMPORTANT
     ]
-    always_on.sort(key=lambda item: (-item.importance, -item.updated_at.timestamp()))
-    first = always_on[:ALWAYS_ON_MAX]
+    # the most important first, the most relevant among equals
+    always_on.sort(key=lambda entry: (-entry[2].importance, entry[0]))
+    first = [entry[2] for entry in always_on[:ALWAYS_ON_MAX]]
     chosen = {item.id for item in first}
-    return first + [item for item in ranked if item.id not in chosen]
+    # past their share, always-on items compete by relevance like the rest
+    rest = [
+        item
+        for _, _, item, about in scored
+        if item.id not in chosen
+        and (about or item.kind not in ALWAYS_ON_KINDS or item.importance < IMPORTANT)
+    ]
+    return first + rest
 
 
 def within_budget(

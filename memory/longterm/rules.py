@@ -1,15 +1,17 @@
-"""Deterministic rules for long-term memory: the cue pre-filter and the `rules` extractor.
+"""Deterministic rules for long-term memory: the pre-filter and the `rules` extractor.
 
-Seed 002's keyword rules (喜欢, 不喜欢, 希望, 记住, 不要, 以后, 习惯 …), extended to
-English, decide three things about the user's own text:
-- whether extraction runs at all (`has_cue`: most turns make no extraction call);
-- which clauses state something reusable about the user (`extract`), of which kind
-  and importance, and which clauses revoke something said before;
+Built on one analysis of what each sentence is (`memory.longterm.analysis`: type,
+subject, durability, in English and Chinese), not on a list of cue words, they decide:
+- whether the extraction model is called at all (`has_cue`: only for text that may
+  hold something to keep; "please keep going" does not);
+- which clauses state something durable about the user or a standing instruction
+  (`extract`), of which kind and importance, and which clauses revoke something;
 - the subject a statement is about (`subject_of`), so that a new statement on the
   same subject supersedes the old one ("answer in English" replaces "answer in
   Chinese").
-The write gate (`memory.longterm.gate`) applies the same one-off and transient checks
-to what a model proposes.
+The write gate (`memory.longterm.gate`) judges items added directly and a model's
+proposals by the same analysis (`verdict`). Secrets are checked on the whole text
+before any clause is split.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from memory.longterm.analysis import (
     ClauseType,
     Subject,
     analyse_clause,
-    is_one_off_want,
     is_filler,
+    is_one_off_want,
     own_words,
     sentences,
     split_clauses,
@@ -36,79 +38,11 @@ from memory.longterm.analysis import strip_remember as analysis_strip_remember
 from memory.longterm.items import MemoryKind
 from memory.longterm.secrets import find_secret
 
-_CLAUSES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；\n])\s*|\s*,\s*(?:but|and then|so)\s+|，但|，")
-_ENGLISH_COMMA = re.compile(r"\s*,\s*")
-_CONJUNCTION = re.compile(r"^(?:and|but|also|so|then|plus)\s+(?:also\s+)?", re.IGNORECASE)
-_REMEMBER_PREFIX = re.compile(
-    r"^(?:(?:please|pls|also|and|ok(?:ay)?|so|btw|by the way|fyi|note)[,:]?\s+)*"
-    r"(?:(?:can|could|would) you\s+)?(?:please\s+)?"
-    r"(?:remember|note|keep in mind|don'?t forget|make a note)(?:\s+(?:that|this))?[,:]?\s+"
-    r"|^(?:请)?(?:记住|记得|记一下)[：:，,]?\s*",
-    re.IGNORECASE,
-)
-_EXPLICIT_REMEMBER = re.compile(
-    r"\b(?:remember|keep in mind|make a note|don'?t forget)\b|记住|记得|记一下", re.IGNORECASE
-)
-_DURABLE = re.compile(
-    r"\b(?:always|never|from now on|going forward|in (?:the )?future|every time|by default|"
-    r"whenever|all (?:the )?time|generally|usually|in general|each time|remember)\b"
-    r"|\b(?:your|the) (?:answers|replies|responses)\b|\b(?:answers|replies|responses)\b"
-    r"|以后|总是|每次|一直|默认|今后|记住|始终",
-    re.IGNORECASE,
-)
-_ONE_OFF = re.compile(
-    r"^(?:please\s+|pls\s+|now\s+|ok(?:ay)?,?\s+)?"
-    r"(?:(?:can|could|would|will) you\s+(?:please\s+)?)?"
-    r"(?:translate|summari[sz]e|rewrite|rephrase|write|draft|fix|explain|convert|format|"
-    r"list|give me|show me|tell me|calculate|compute|check|make|create|generate|find|"
-    r"help me|look up|search|compare|review|edit|proofread|shorten|expand|answer|reply|"
-    r"respond|read|open|send|book|schedule|plan)\b"
-    r"|\b(?:this time|just this once|for now|for this (?:one|answer|message|reply|question)|"
-    r"right now|today only)\b"
-    r"|\b(?:this|that|these|those) (?:answer|reply|response|message|one|idea|suggestion|"
-    r"version|code|text|solution|result|draft|joke|story|poem|example|explanation)s?\b"
-    r"|这次|这一次|这段|这个|这篇|这句|帮我|请把|把这|翻译一下|先",
-    re.IGNORECASE,
-)
-_DEICTIC = re.compile(
-    r"\b(?:this|these|that one|those|the following|below|above|it)\b|这段|这个|这些|下面|上面",
-    re.IGNORECASE,
-)
-_TRANSIENT = re.compile(
-    r"\b(?:i am|i'm|i feel|i'm feeling|i am feeling)\s+(?:so\s+|very\s+|a bit\s+|really\s+)?"
-    r"(?:tired|hungry|thirsty|sleepy|busy|sick|ill|sad|happy|bored|back|here|done|ready|"
-    r"confused|sorry|not sure|unsure|late|stuck|lost|curious|excited|annoyed|angry|upset|"
-    r"glad|fine|ok|okay|good|great|wondering|asking|looking|going|about to|trying this|"
-    r"testing|just)\b"
-    r"|\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening|week)|"
-    r"tomorrow|yesterday)\b|今天|现在|刚才|明天|昨天|今晚",
-    re.IGNORECASE,
-)
-_REVOCATION = re.compile(
-    r"\b(?:i )?(?:no longer|not anymore|don'?t\s+\w+\s+(?:\w+\s+)?any ?more|"
-    r"forget (?:that|about|what|my)|stop (?:\w+ing)|never mind (?:that|about)|"
-    r"(?:that|this) is no longer true|disregard (?:that|my))\b"
-    r"|不再|别再|忘记我|忘掉|忘了我|取消",
-    re.IGNORECASE,
-)
-_QUESTION = re.compile(
-    r"\?\s*$|？\s*$|^(?:do|does|did|can|could|would|will|is|are|should|shall)\s+"
-    r"(?:you|i|we|it|they|he|she|this|that|there)\b",
-    re.IGNORECASE,
-)
-"""A question: a question mark, or an auxiliary before its subject ("Do you …");
-"When I travel I prefer trains" is a statement."""
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b|我", re.IGNORECASE)
 _DIRECTIVE = re.compile(
     r"^(?:please\s+)?(?:always\s+|never\s+|don'?t\s+|do not\s+)?"
     r"(?:use|answer|reply|respond|write|keep|be|speak|talk|call me|address me|give|avoid|"
     r"stop|include|explain|format|show)\b"
     r"|^(?:以后|今后|总是|每次|请|都)*(?:用|回答|回复|说|别|不要|叫我|称呼我)",
-    re.IGNORECASE,
-)
-_REACTION = re.compile(
-    r"^(?:i|we)\s+(?:really\s+|just\s+|totally\s+)?(?:love|like|hate|prefer|enjoy|want|need)"
-    r"\s+(?:it|this|that|them|these|those|one)\b[\s.!]*$",
     re.IGNORECASE,
 )
 
@@ -134,12 +68,6 @@ _STYLE = re.compile(
     r"concise|brief|short|shorter|long|longer|detailed|verbose|bullet|bullets|markdown|"
     r"emoji|emojis|examples|language|english|chinese|call me|address me|speak|talk)\b"
     r"|回复|回答|语气|简短|详细|中文|英文|风格",
-    re.IGNORECASE,
-)
-_FACT = re.compile(
-    r"\b(?:i am|i'm|i work|i live|i have|i've got|my name|call me|i use|i was born|"
-    r"i speak|i study|i'm based|i am based|i come from|i'm from|i am from)\b"
-    r"|我是|我叫|我在|我住|我有|我的",
     re.IGNORECASE,
 )
 
@@ -190,7 +118,10 @@ _SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    ("commute", re.compile(r"\b(?:commute|commuting|to work by|bike to|drive to work)\b|通勤", re.I)),
+    (
+        "commute",
+        re.compile(r"\b(?:commute|commuting|to work by|bike to|drive to work)\b|通勤", re.I),
+    ),
     ("timezone", re.compile(r"\b(?:time ?zone|utc[+-]?\d*|gmt[+-]?\d*)\b|时区", re.I)),
 )
 _NEGATION = re.compile(r"\b(?:not|don'?t|do not|never|no|dislike|hate|avoid)\b|不|别|没", re.I)
@@ -229,24 +160,9 @@ def has_cue(text: str) -> bool:
 
 
 def clauses(text: str) -> list[str]:
-    """`text` split into sentences and clauses ("…, but …", Chinese commas)."""
-    parts: list[str] = []
-    for sentence in _CLAUSES.split(text):
-        sentence = sentence.strip()
-        if not sentence:
-            continue
-        # an English comma splits only where a new statement starts after it
-        pieces = _ENGLISH_COMMA.split(sentence)
-        current = pieces[0]
-        for piece in pieces[1:]:
-            bare = _CONJUNCTION.sub("", piece)
-            if _DIRECTIVE.match(bare) or _FIRST_PERSON.match(bare) or _REVOCATION.match(bare):
-                parts.append(current)
-                current = bare
-            else:
-                current = f"{current}, {piece}"
-        parts.append(current)
-    return [part.strip(" ,;") for part in parts if part.strip(" ,;")]
+    """`text` split into sentences and clauses ("…, but …", Chinese commas): a comma
+    starts a new clause only where a new subject or instruction starts after it."""
+    return [part for sentence in sentences(text) for part in split_clauses(sentence)]
 
 
 def strip_remember(text: str) -> str:

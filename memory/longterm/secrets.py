@@ -25,8 +25,9 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
+from typing import cast
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import RegexBasedDetector
@@ -91,10 +92,12 @@ _PRIVATE_KEY = re.compile(
 _CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ .-]?){12,18}\d(?![\d-])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
 _IDENTITY_WORDS = re.compile(
-    r"(?:\b(?:passport|national (?:id|identity|insurance)(?: number| no\.?)?|ni (?:number|no\.?)|id (?:card|number|no\.?)|"
+    r"(?:\b(?:passport|national (?:id|identity|insurance)(?: number| no\.?)?|"
+    r"ni (?:number|no\.?)|id (?:card|number|no\.?)|"
     r"identity (?:card|number)|social security|ssn|sin|nino|tax (?:id|number)|tin|nif|nie|"
     r"dni|aadhaar|driver'?s? licen[cs]e(?: number)?|licen[cs]e number)\b|身份证|护照|證件|证件)"
-    r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:is|was|:|=|是|为|号码?)?\s*(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}",
+    r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:is|was|:|=|是|为|号码?)?\s*"
+    r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}",
     re.IGNORECASE,
 )
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.-]{20,}")
@@ -155,9 +158,11 @@ def _named_secret(text: str) -> bool:
 def _maintained_patterns() -> tuple[re.Pattern[str], ...]:
     """The key formats of detect-secrets' regex plugins (its public-IP plugin aside)."""
     found: list[re.Pattern[str]] = []
-    for plugin in get_mapping_from_secret_type_to_class().values():
+    plugins: list[type] = list(get_mapping_from_secret_type_to_class().values())
+    for plugin in plugins:
         if issubclass(plugin, RegexBasedDetector) and plugin is not IPPublicDetector:
-            found.extend(plugin.denylist)  # type: ignore[attr-defined]
+            # each regex plugin keeps its patterns in a class attribute
+            found.extend(cast("Iterable[re.Pattern[str]]", vars(plugin).get("denylist", ())))
     return tuple(found)
 
 
@@ -170,9 +175,7 @@ def _key_format(text: str) -> bool:
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", re.I)
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
 _SSN_BARE = re.compile(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", re.I)
-_UK_NINO = re.compile(
-    r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", re.I
-)
+_UK_NINO = re.compile(r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", re.I)
 
 
 def _bank_account(text: str) -> bool:
@@ -237,8 +240,10 @@ _CHECKS: tuple[tuple[SecretKind, Callable[[str], bool]], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=8192)
 def find_secret(text: str) -> SecretKind | None:
-    """What kind of secret `text` discloses, or None when it discloses none."""
+    """What kind of secret `text` discloses, or None when it discloses none. Cached:
+    recall checks a session's items on every turn, and most have not changed."""
     text = unicodedata.normalize("NFKC", text)
     for kind, check in _CHECKS:
         if check(text):

@@ -22,9 +22,9 @@ from memory.errors import MemoryNotFound, MemoryRefused
 from memory.ids import ThreadIds
 from memory.limits import MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
 from memory.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
+from memory.longterm.analysis import is_filler
 from memory.longterm.extraction import Extractor
 from memory.longterm.gate import WritePlan, plan_write
-from memory.longterm.analysis import is_filler
 from memory.longterm.items import MemoryItem, MemoryKind, check_kind
 from memory.longterm.recall import recall
 from memory.longterm.rules import Extraction, Proposal, classify, importance, strip_remember
