@@ -130,7 +130,9 @@ _LATIN_START = re.compile(r"^\s*[A-Za-z]")
 _LEAD = re.compile(
     r"^(?:(?:oh|ah|well|so|and|but|also|plus|then|actually|honestly|btw|by the way|fyi|"
     r"just so you know|ok(?:ay)?|anyway|oh and|also,|p\.?s\.?|lol|haha|hey|hi|these days|"
-    r"nowadays|currently|lately|at the moment|basically|in general|generally)\b[,:!.]?\s*)+"
+    r"nowadays|currently|lately|at the moment|basically|in general|generally|from now on|"
+    r"going forward|in (?:the )?future|from here on)\b[,:!.]?\s*)+"
+    r"|^(?:(?:big|some|quick|good|bad|small)\s+)?(?:news|update|heads up|fyi|note|ps)\s*[:!-]\s*"
     r"|^(?:对了|另外|其实|哦|噢|嗯|顺便说一下|说一下|还有|而且|然后|补充一下|话说)[，,、：:]?\s*",
     re.I,
 )
@@ -164,13 +166,15 @@ _SOCIAL = re.compile(
     r"sure,? go ahead|that did the trick|that'?s (?:it|all|great|perfect|helpful|right))\b"
     r"[\s,.!:;)(]*(?:that'?s[^.!?]*|you'?re[^.!?]*|[^a-z]*)$"
     r"|^(?:what an?|how|such an?)\b[^?]*!\s*$"
+    r"|^(?:my bad|sorry|oops|no,?\s+(?:the|that|not|i|it)|not that one|i mean|i meant|"
+    r"never ?mind)\b"
     r"|^(?:great|nice|good|amazing|awesome|excellent|perfect|wonderful|brilliant)\s+"
     r"(?:job|answer|work|one|stuff|point)\b"
     r"|^you(?:'re| are)\s+(?:so\s+|really\s+|the\s+)?(?:amazing|great|awesome|the best|"
     r"brilliant|a star|a lifesaver|right|welcome|funny|smart|helpful)\b"
     r"|^(?:你好|您好|嗨|哈喽|早上好|早安|晚上好|晚安|下午好|谢谢|多谢|感谢|太感谢|谢啦|好的|好吧|"
     r"嗯|恩|行|可以|没问题|收到|明白|了解|知道了|哈哈|嘿嘿|哇|天哪|厉害|棒|不错|太棒|"
-    r"你真|辛苦|再见|拜拜|ok|好滴|对|是的|没错)"
+    r"你真|辛苦|再见|拜拜|ok|好滴|对|是的|没错|下次|回头|改天|再聊)"
     r"|^[\W\d_]*$",
     re.I,
 )
@@ -183,6 +187,7 @@ _EN_FIRST = re.compile(
     r"|^[\w'-]+(?:\s+[\w'-]+){0,2}\s+(?:is|are)\s+my\b"
     r"|^(?:the|a|an)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:i|i'm|we|we're)\b"
     r"|^(?:(?:a\s+)?(?:big|huge|massive|great)\s+)?fan of\b"
+    r"|^(?:when|whenever|while)\s+(?:i|i'm|we)\b"
     r"|^(?:just\s+)?(?:moved|relocated|started|joined|switched|hoping to|trying to|planning "
     r"to|learning|working (?:on|as|at|in)|saving (?:up )?for|living in|based in)\b",
     re.I,
@@ -205,8 +210,10 @@ _RELATION = (
 )
 _EN_RELATION_DOES = re.compile(rf"^(?:my|our)\s+(?:\w+\s+)?{_RELATION}s?\b(?!'s name)", re.I)
 _EN_RELATION_IS = re.compile(
-    rf"^(?:my|our)\s+(?:\w+\s+)?{_RELATION}s?(?:'s name| name)?\s*"
-    r"(?:'s|is|are|was|=|:|,|叫|是)\s*(?:called|named|is|are)?\s*(?:called|named)?\s*"
+    rf"^(?:my|our)\s+(?:\w+\s+)?{_RELATION}s?(?:\s+(?:at|from|in|on)\s+\w+)?"
+    r"(?:(?:'s|s)?\s+name(?:'s|\s+is)|\s+(?:is\s+)?(?:called|named)|\s*叫)\s*\S"
+    r"|^(?:my|our)\s+(?:\w+\s+)?" + _RELATION + r"s?(?:\s+(?:at|from|in|on)\s+\w+)?"
+    r"\s*(?:'s|is|are|was|=|:|,|是)\s*"
     r"(?:an? (?:man|woman|guy|lady|person|bloke|girl|boy)\s+(?:called|named)\s+)?"
     r"(?:(?-i:[A-Z])|dr\b|prof\b|professor\b|mr\b|ms\b|mrs\b)",
     re.I,
@@ -250,8 +257,9 @@ _EN_STANDING = re.compile(
     re.I,
 )
 _EN_ONE_OFF_SENTENCE = re.compile(
-    r"\b(?:for now|this time|just this once|for this (?:one|answer|question|reply|message|"
-    r"time)|just for this|right now|only this time)\b",
+    r"^just the\b|\b(?:for now|this time|just this once|"
+    r"for this (?:one|answer|question|reply|message|time)|just for this|right now|"
+    r"only this time)\b",
     re.I,
 )
 _EN_DEICTIC = re.compile(
@@ -293,7 +301,7 @@ _EN_PAST_EVENT = re.compile(
     r"tried|did|made|found|heard|forgot|lost|called|told|asked)\b",
     re.I,
 )
-_EN_HYPOTHETICAL = re.compile(r"^(?:if|when|unless|suppose|imagine|what if)\s+i\b|\bi wish\b", re.I)
+_EN_HYPOTHETICAL = re.compile(r"^(?:if|unless|suppose|imagine|what if)\s+i\b|\bi wish\b", re.I)
 _EN_ONE_OFF_WANT = re.compile(
     r"^(?:i|i'd|id)\s+(?:(?:would|'d)\s+)?(?:want|need|like|would like|'d like|love)\s+"
     r"(?:you to|a|an|the|some|your|help|this|that|it|more|another|something|to (?:know|"
@@ -311,7 +319,8 @@ _ZH_TRANSIENT = re.compile(
     r"(?:饿|累|困|烦|头疼|头痛|不舒服|生病|感冒)(?:了|死|啊)|好累|在开会|在路上|在忙"
 )
 _ZH_DURABLE_VERB = re.compile(
-    r"住|生活|工作|上班|当|做|是|叫|养|用|读|学|在.{1,8}(?:公司|大学|学校|医院|银行)"
+    r"住|生活|工作|上班|养|叫|^我(?:现在|目前|已经)?(?:是|当|做|读|学|用)"
+    r"|在.{1,8}(?:公司|大学|学校|医院|银行)"
 )
 _ZH_PAST_EVENT = re.compile(
     r"^(?:昨天|上周|上个月|前几天|那天)|^我(?:昨天|上周|刚才)?(?:去了|看了|买了|吃了|见了)"
@@ -344,8 +353,16 @@ def _starts_clause(bare: str) -> bool:
     )
 
 
+_TAIL = re.compile(
+    r"[\s,;:-]*\b(?:just so you know|fyi|btw|lol|haha|just saying|for the record)\b[\s.!]*$"
+    r"|[，,\s]*(?:哈|哈哈|啊|哦|呀|嘛)[。!！~]*$",
+    re.I,
+)
+
+
 def strip_lead(text: str) -> str:
-    return _LEAD.sub("", text.strip()).strip()
+    """`text` without discourse words around it ("oh and fyi …", "…, just so you know")."""
+    return _TAIL.sub("", _LEAD.sub("", text.strip())).strip()
 
 
 def strip_remember(text: str) -> tuple[str, bool]:
@@ -365,12 +382,15 @@ def is_question(text: str) -> bool:
         return True
     if _CJK.search(text) and _ZH_QUESTION.search(text):
         return True
+    # "When I travel I prefer trains", "What I like is tea": a clause, not a question
     return bool(_EN_QUESTION_START.match(text)) and not re.match(
-        r"^(?:when|how|whenever)\b[^,]*,", text, re.I
+        r"^(?:when|whenever|where|what|how|while)\s+(?:i|i'm|we|my)\b", text, re.I
     )
 
 
 def _subject(text: str) -> Subject:
+    if re.match(r"^(?:my|our)\s+(?:\w+\s+)?\w+\s+and\s+i\b|^我和我", text, re.I):
+        return Subject.USER  # "my partner and I live in Leeds"
     if _EN_RELATION_IS.match(text) or _ZH_RELATION_IS.match(text):
         return Subject.USER  # "my manager is Priya", "我的导师是李华": the user's own world
     if _EN_RELATION_DOES.match(text) or _ZH_RELATION_DOES.match(text):
@@ -385,6 +405,8 @@ def _subject(text: str) -> Subject:
 def _instruction_or_request(text: str, sentence: str) -> ClauseType | None:
     """An instruction (standing) or a request (for now), when the clause is imperative."""
     if _EN_IMPERATIVE.match(text) and not re.match(r"^(?:i|my|me)\b", text, re.I):
+        if len(text.split()) < 2:
+            return ClauseType.REQUEST  # "Stop.", "Continue": about this moment
         boundary = bool(_EN_BOUNDARY_START.match(text))
         standing = bool(_EN_STANDING.search(text) or _EN_STANDING.search(sentence))
         deictic = bool(_EN_DEICTIC.search(text))
@@ -432,10 +454,64 @@ def _instruction_or_request(text: str, sentence: str) -> ClauseType | None:
     return None
 
 
+_EN_OPINION = re.compile(
+    r"^(?:i|we)\s+(?:(?:really|just|kind of|kinda|still|also)\s+)?(?:think|believe|guess|"
+    r"suppose|reckon|feel like|agree|disagree|understand|see|know|mean|meant|wonder|"
+    r"was wondering|doubt|hope (?:so|not|that)|(?:do not|don'?t|didn'?t)\s+(?:understand|"
+    r"know|get|think|see|mean|agree|remember))\b"
+    r"|^(?:i'?m|i am)\s+(?:not\s+)?(?:sure|certain|convinced|confused|wondering)\b",
+    re.I,
+)
+_EN_DIALOGUE = re.compile(
+    r"^(?:let me|let's|lets|i'll|i will|i'm going to|i am going to|i'm gonna|i tried|"
+    r"i've tried|i have tried|i just tried|we should|we could|we need to|we'll|i should|"
+    r"i could|i might|i may|i can(?!'t|not)|i'd say|i have a (?:question|doubt|request|favou?r)|"
+    r"my (?:question|point|idea|request|problem|issue) (?:is|was)|i want to ask|"
+    r"i'd like to ask|i was going to)\b"
+    r"|^i(?:'ve| have)(?: got)?\s+(?:a|an|one|two|three|some|another|a few|\d+)\s+"
+    r"(?:\w+\s+)?(?:questions?|options?|ideas?|problems?|issues?|doubts?|suggestions?|"
+    r"requests?|concerns?|thoughts?|updates?|choices?|versions?|drafts?)\b"
+    r"|^(?:i|we)\s+(?:\w+\s+)?need\b(?![^.]*\b(?:always|never|every|usually|in general)\b)",
+    re.I,
+)
+_EVENT = (
+    r"(?:meeting|appointment|flight|call|interview|deadline|exam|test|class|train|bus|date|"
+    r"party|dinner|lunch|session|presentation|demo|shift|game|match|trip)"
+)
+_EN_SCHEDULED = re.compile(
+    rf"\b{_EVENT}\b[^.]*?\b(?:at \d|\d+\s*(?:am|pm)|on (?:mon|tue|wed|thu|fri|sat|sun)\w*|"
+    r"tomorrow|tonight|next (?:week|month|monday|friday)|this (?:week|afternoon|evening)|"
+    r"later|soon|in \d+|by (?:mon|tue|wed|thu|fri|sat|sun|tomorrow|tonight))"
+    rf"|\b(?:at \d|\d+\s*(?:am|pm)|on (?:mon|tue|wed|thu|fri|sat|sun)\w*|tomorrow)\b[^.]*?"
+    rf"\b{_EVENT}\b",
+    re.I,
+)
+_EN_PROBLEM = re.compile(
+    r"\b(?:throws?|threw|crash(?:es|ed|ing)?|broke|broken|fails?|failing|failed|errors?|"
+    r"bug|keeps? \w+ing|(?:is|are|was) (?:running|acting|being|getting) \w+|not working|"
+    r"(?:does|did|do|will|wo)n'?t (?:work|start|load|open|run|compile)|getting an? \w+|"
+    r"stuck|jamm(?:ed|ing)|almost done|nearly done|still (?:working|waiting|trying))\b",
+    re.I,
+)
+_ZH_TASK_TALK = re.compile(
+    r"^我(?:觉得|认为|感觉|猜|估计|同意|明白|懂|知道了|不太明白|不明白|不懂|不知道|不太懂|"
+    r"不确定|试试|试一下|试了|刚试|想问|有个问题|有一个问题|有个想法|有几个问题|需要)"
+    r"|报错|出错|坏了|卡了|有点卡|很卡|崩了|崩溃|不行|打不开|出问题|失败|没反应"
+    r"|(?:下午|上午|晚上|中午|明早|\d+点|周[一二三四五六日天]|星期)[^。，,]{0,8}"
+    r"(?:会|开会|面试|考试|航班|飞机|约|课|火车)"
+)
+
+
 def _durable_statement(text: str) -> bool:
-    """A statement about the user that still holds in a later conversation."""
+    """A statement about the user that still holds in a later conversation: not an
+    opinion on the matter at hand ("I think option B is better"), a move in the
+    dialogue ("let me think", "I have a question"), a scheduled event ("I have a
+    meeting at 3"), a current problem ("my laptop is running slow"), a passing state,
+    a past event or a hypothetical."""
     if _CJK.search(text) and not _LATIN_START.match(text):
         if _ZH_PAST_EVENT.search(text) or _ZH_ONE_OFF_WANT.match(text) or _ZH_REACTION.match(text):
+            return False
+        if _ZH_TASK_TALK.search(text) and not re.search(r"每|总是|一直|一般|通常", text):
             return False
         if _ZH_TRANSIENT.search(text) and not _ZH_DURABLE_VERB.search(text):
             return False
@@ -443,6 +519,11 @@ def _durable_statement(text: str) -> bool:
             re.search(r"现在|正在", text) and re.search(r"在(?:开会|吃|看|忙|路上|家|外面)", text)
         )
     if _EN_HYPOTHETICAL.match(text) or _EN_ONE_OFF_WANT.match(text) or _EN_REACTION.match(text):
+        return False
+    if _EN_OPINION.match(text) or _EN_DIALOGUE.match(text):
+        return False
+    habitual = re.search(r"\b(?:every|each|usually|always|weekly|daily|never)\b", text, re.I)
+    if (_EN_SCHEDULED.search(text) or _EN_PROBLEM.search(text)) and not habitual:
         return False
     if re.search(r"\b(?:you|you're|your|yours)\b", text, re.I) and not _EN_STANDING.search(text):
         return False  # "I'm proud of you": said to the assistant, about this moment
@@ -472,6 +553,8 @@ def _terse_self_description(text: str, whole: str) -> bool:
     if _TERSE_ZH.match(text):
         return not (_ZH_IMPERATIVE.match(text) or _SOCIAL.match(text) or _ZH_QUESTION.search(text))
     words = text.split()
+    if re.match(r"(?:the|a|an|my|your|his|her|their|our)\b", text, re.I):
+        return False
     return (
         bool(_TERSE_EN.match(text))
         and len(words) <= 3

@@ -244,14 +244,19 @@ def _analysed(text: str) -> list[tuple[Clause, bool]]:
     return found
 
 
-def _worth(clause: Clause, explicit: bool) -> bool:
+def _worth(clause: Clause, explicit: bool, *, direct: bool = False) -> bool:
+    """Whether a clause is for the gate: a keepable statement or instruction, or a
+    revocation. What the user asked to be remembered about themselves need not say how
+    long it holds; an item added directly (the memory form) need not name its subject
+    ("vegetarian")."""
     if clause.type is ClauseType.REVOCATION or clause.keepable:
         return True
-    # what the user asked to be remembered need not say how long it holds
+    wanted = Subject.USER if not direct else None
     return (
         explicit
         and clause.type is ClauseType.STATEMENT
         and clause.subject is not Subject.OTHER
+        and (wanted is None or clause.subject is wanted)
         and not is_one_off_want(clause.text)
     )
 
@@ -287,7 +292,7 @@ def verdict(text: str, *, explicit: bool = False) -> Verdict | None:
     if not own_words(text).strip(" .。…\n"):
         return Verdict.QUOTED if text.strip() and not _SLASH.match(text) else Verdict.EMPTY
     analysed = _analysed(text)
-    if any(_worth(clause, explicit or asked) for clause, asked in analysed):
+    if any(_worth(clause, explicit or asked, direct=explicit) for clause, asked in analysed):
         return None
     types = {clause.type for clause, _ in analysed}
     if ClauseType.QUESTION in types:
