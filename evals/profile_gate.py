@@ -114,6 +114,22 @@ def bench_cue_share() -> float:
     return sum(has_cue(user_message(turn)) for turn in range(1, BENCH_TURNS + 1)) / BENCH_TURNS
 
 
+def scenario_cue_share() -> tuple[int, float] | None:
+    """(user turns, share on which the extraction model would be called) over the
+    evaluation scenarios: everyday conversation. None if the scenarios cannot be read."""
+    try:
+        from evals.scenario import Probe, Say, load_all
+    except ImportError:
+        return None
+    texts = [
+        step.say if isinstance(step, Say) else step.probe
+        for scenario in load_all()
+        for step in scenario.expanded()
+        if isinstance(step, Say | Probe)
+    ]
+    return len(texts), sum(map(has_cue, texts)) / len(texts) if texts else 0.0
+
+
 def section(*, failures: bool = False) -> str:
     """The markdown section `make eval` prints."""
     scores = [score(name) for name in CORPUS_NAMES]
@@ -131,6 +147,12 @@ def section(*, failures: bool = False) -> str:
             f"{s.model_call_share:.1%} / {s.idle_call_share:.1%} |"
         )
     lines.append(f"\nModel called on {bench_cue_share():.0%} of the {BENCH_TURNS} benchmark turns.")
+    everyday = scenario_cue_share()
+    if everyday is not None:
+        lines.append(
+            f"Model called on {everyday[1]:.1%} of the evaluation scenarios' {everyday[0]} "
+            "user turns."
+        )
     if failures:
         for s in scores:
             lines.append(f"\n{s.name} failures ({len(s.failures)}):")

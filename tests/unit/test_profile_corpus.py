@@ -42,3 +42,22 @@ def test_corpus_is_labelled(name: str, minimum: int) -> None:
 def test_heldout_shares_no_utterance_with_dev() -> None:
     dev = {row["text"] for row in _rows("dev.jsonl")}
     assert not dev & {row["text"] for row in _rows("heldout.jsonl")}
+
+
+def test_the_profile_section_scores_both_corpora() -> None:
+    from evals.profile_gate import score, section
+
+    text = section()
+    assert "| dev |" in text and "| heldout |" in text
+    heldout = score("heldout")
+    assert heldout.total == len(_rows("heldout.jsonl"))
+    assert heldout.true_pos + heldout.false_neg == sum(
+        bool(r["keep"]) for r in _rows("heldout.jsonl")
+    )
+
+
+def test_no_benchmark_turn_calls_the_extraction_model() -> None:
+    from bench.agent_bench import user_message
+    from memory.longterm import has_cue
+
+    assert not any(has_cue(user_message(turn)) for turn in range(1, 201))
