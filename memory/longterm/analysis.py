@@ -18,7 +18,6 @@ and slash commands are removed before the analysis.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -83,7 +82,7 @@ def own_words(text: str) -> str:
     """`text` without what the user did not state themselves: quoted lines, code
     blocks, quoted strings, everything after a hand-off ("X wrote:", "From: …", "Here
     is the email:", "下面是…发来的："). A slash command states nothing."""
-    text = unicodedata.normalize("NFKC", text).replace("\r", "")
+    text = text.replace("\r", "")
     if _SLASH_COMMAND.match(text):
         return ""
     text = _CODE_BLOCK.sub(" ", text)
@@ -117,7 +116,7 @@ def split_clauses(sentence: str) -> list[str]:
             continue
         bare = _LEAD.sub("", piece)
         if parts and not _starts_clause(bare):
-            parts[-1] = f"{parts[-1]}, {piece}"
+            parts[-1] = f"{parts[-1]}{'，' if splitter else ', '}{piece}"
         else:
             parts.append(bare if parts else piece)
     return parts
