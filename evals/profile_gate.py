@@ -130,6 +130,16 @@ def scenario_cue_share() -> tuple[int, float] | None:
     return len(texts), sum(map(has_cue, texts)) / len(texts) if texts else 0.0
 
 
+def dialogue_cue_share() -> tuple[int, float] | None:
+    """The same over the messages of the dev dialogues (two people chatting)."""
+    try:
+        from evals.dialogue import load_split
+    except ImportError:
+        return None
+    texts = [m.text for d in load_split("dev") for session in d.sessions for m in session.messages]
+    return len(texts), sum(map(has_cue, texts)) / len(texts) if texts else 0.0
+
+
 def section(*, failures: bool = False) -> str:
     """The markdown section `make eval` prints."""
     scores = [score(name) for name in CORPUS_NAMES]
@@ -153,6 +163,9 @@ def section(*, failures: bool = False) -> str:
             f"Model called on {everyday[1]:.1%} of the evaluation scenarios' {everyday[0]} "
             "user turns."
         )
+    chatty = dialogue_cue_share()
+    if chatty is not None:
+        lines.append(f"Model called on {chatty[1]:.1%} of the {chatty[0]} dev dialogue messages.")
     if failures:
         for s in scores:
             lines.append(f"\n{s.name} failures ({len(s.failures)}):")

@@ -100,6 +100,13 @@ _EN_SPLIT = re.compile(r"\s*,\s*|\s+(?=(?:but|so|and then|because)\s+(?:i|i'm|my
 _ZH_SPLIT = re.compile(r"[，,、]\s*")
 
 
+_HAS_VERB = re.compile(
+    r"\b(?:is|are|was|were|am|'s|has|have|had|got|gets|called|named|does|did|do|will|can|"
+    r"\w+(?:ed|es))\b|叫|是|有",
+    re.I,
+)
+
+
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCES.split(text) if s and s.strip(" ,.;")]
 
@@ -115,7 +122,8 @@ def split_clauses(sentence: str) -> list[str]:
         if not piece:
             continue
         bare = _LEAD.sub("", piece)
-        if parts and not _starts_clause(bare):
+        appositive = re.match(r"(?:my|our)\b", bare, re.I) and not _HAS_VERB.search(bare)
+        if parts and (appositive or not _starts_clause(bare)):
             parts[-1] = f"{parts[-1]}{'，' if splitter else ', '}{piece}"
         else:
             parts.append(bare if parts else piece)
@@ -127,7 +135,7 @@ def split_clauses(sentence: str) -> list[str]:
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _LATIN_START = re.compile(r"^\s*[A-Za-z]")
 _LEAD = re.compile(
-    r"^(?:(?:oh|ah|well|so|and|but|also|plus|then|actually|honestly|btw|by the way|fyi|"
+    r"^(?:(?:oh(?! no\b)|ah|well|so|and|but|also|plus|then|actually|honestly|btw|by the way|fyi|"
     r"just so you know|ok(?:ay)?|anyway|oh and|also,|p\.?s\.?|lol|haha|hey|hi|these days|"
     r"nowadays|currently|lately|at the moment|basically|in general|generally|from now on|"
     r"going forward|in (?:the )?future|from here on)\b[,:!.]?\s*)+"
@@ -177,12 +185,15 @@ _SOCIAL = re.compile(
     r"|^[\W\d_]*$",
     re.I,
 )
-_ZH_CARE = re.compile(r"^(?:别太|不要太|早点|多)[^，。,]{0,8}(?:了|哦|啊|吧)?[。!！]*$")
+_ZH_CARE = re.compile(
+    r"^(?:别太|不要太|早点|多)[^，。,]{0,8}(?:了|哦|啊|吧)?[。!！]*$|^别[^，。,]{1,6}了[。!！]*$"
+    r"|^我就(?:说|知道)"
+)
 _ZH_EXCLAIM = re.compile(r"(?:太|真|好)[^，。,]{0,8}[了啊呀吧][!！]*$|[!！]{1,}$")
 
 _EN_FIRST = re.compile(
     r"^(?:i|i'm|im|i've|ive|i'd|id|i'll|my|we|we're|we've|our|me|myself|mine)\b"
-    r"|^(?:[\w'-]+\s+){0,4}(?:for me|me)\b"
+    r"|^(?:[\w'-]+\s+){0,3}for me\b"
     r"|^[\w'-]+(?:\s+[\w'-]+){0,2}\s+(?:is|are)\s+my\b"
     r"|^(?:the|a|an)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:i|i'm|we|we're)\b"
     r"|^(?:(?:a\s+)?(?:big|huge|massive|great)\s+)?fan of\b"
@@ -284,7 +295,8 @@ _ZH_DEICTIC = re.compile(r"这|那|上面|下面|刚才|一下|第[一二三四�
 
 _EN_TRANSIENT = re.compile(
     r"\b(?:today|tonight|right now|at the moment|currently at|this (?:morning|afternoon|"
-    r"evening|week|weekend)|tomorrow|yesterday|just now|later today|for now)\b"
+    r"evening|week|weekend)|tomorrow|yesterday|just now|later today|for now|until (?:mon|tue|"
+    r"wed|thu|fri|sat|sun)\w*|until (?:tomorrow|tonight|next week)|swamped|slammed)\b"
     r"|^(?:i'?m|i am|im)\s+(?:so\s+|very\s+|a bit\s+|a little\s+|kind of\s+|kinda\s+|"
     r"really\s+|feeling\s+|just\s+)*(?:tired|exhausted|hungry|thirsty|sleepy|busy|sick|ill|"
     r"sad|happy|bored|back|here|done|ready|confused|sorry|not sure|unsure|late|stuck|lost|"
@@ -296,12 +308,17 @@ _EN_TRANSIENT = re.compile(
 )
 _EN_PAST_EVENT = re.compile(
     r"^(?:yesterday|last (?:week|night|year|month|weekend)|the other day|earlier|once)\b"
-    r"|^i\s+(?:just\s+)?(?:went|visited|saw|met|bought|watched|read|ate|had|got back|came|"
-    r"tried|did|made|found|heard|forgot|lost|called|told|asked)\b",
+    r"|^i\s+(?:just\s+|finally\s+|already\s+)?(?:went|visited|saw|met|bought|watched|read|"
+    r"ate|had|got back|came|tried|did|made|found|heard|forgot|lost|called|told|asked|shared|"
+    r"sent|posted|uploaded|hired|entered|harvested|fixed|finished|submitted|booked|ordered|"
+    r"emailed|texted|won|passed|failed|launched|released|signed|received|paid)\b"
+    r"|^(?:i|we)\s+\w+ed\b[^.]*\b(?:on (?:mon|tue|wed|thu|fri|sat|sun)\w*|yesterday|last "
+    r"(?:week|night|month|year)|this morning|ago)\b",
     re.I,
 )
 _EN_HYPOTHETICAL = re.compile(r"^(?:if|unless|suppose|imagine|what if)\s+i\b|\bi wish\b", re.I)
 _EN_ONE_OFF_WANT = re.compile(
+    r"^(?:i'd|id|i would) love to\b(?:[,.!]|$)|"
     r"^(?:i|i'd|id)\s+(?:(?:would|'d)\s+)?(?:want|need|like|would like|'d like|love)\s+"
     r"(?:you to|a|an|the|some|your|help|this|that|it|more|another|something|to (?:know|"
     r"see|ask|have|check|try|read|hear))\b",
@@ -323,8 +340,12 @@ _ZH_DURABLE_VERB = re.compile(
 )
 _ZH_PAST_EVENT = re.compile(
     r"^(?:昨天|上周|上个月|前几天|那天)|^我(?:昨天|上周|刚才)?(?:去了|看了|买了|吃了|见了)"
+    r"|^我(?:去年|前年|以前|之前|上次)|(?:下周|下个月|这个周末|端午|中秋|春节|国庆|假期|五一)"
+    r"(?![^。]*(?:每|一般|通常|总是|都))"
 )
-_ZH_ONE_OFF_WANT = re.compile(r"^我(?:想要|需要|要)(?:一|个|份|杯|些|你|这|那)")
+_ZH_ONE_OFF_WANT = re.compile(
+    r"^我(?:想要|需要|要)(?:一|个|份|杯|些|你|这|那)|^我(?:想|要|想要)(?:订|买|点|问|看看|试|找|借)"
+)
 _ZH_REACTION = re.compile(r"^我(?:很|也|真|超|挺)?(?:喜欢|爱|讨厌)(?:这|那|它|你)")
 
 _REVOCATION = re.compile(
@@ -574,6 +595,7 @@ def analyse_clause(text: str, sentence: str, whole: str) -> Clause:
     if (
         _SOCIAL.match(bare)
         or _ZH_CARE.match(bare)
+        or re.match(r"oh no\b", text.strip(), re.I)
         or (_CJK.search(bare) and _ZH_EXCLAIM.search(bare) and not _ZH_FIRST.match(bare))
     ):
         return Clause(bare, ClauseType.SOCIAL, Subject.NONE, False)
