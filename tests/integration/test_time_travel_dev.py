@@ -19,6 +19,10 @@ def checkpoint_id(state: Any) -> str:
     return str(state["checkpoint"]["checkpoint_id"])
 
 
+def user_text(state: Any) -> Any:
+    return dict(state["values"]).get("user_text")
+
+
 def test_history_and_a_run_from_an_earlier_checkpoint(langgraph_dev: Server) -> None:
     async def go() -> tuple[list[Any], Any, list[Any]]:
         client = get_client(url=langgraph_dev.url)
@@ -28,9 +32,7 @@ def test_history_and_a_run_from_an_earlier_checkpoint(langgraph_dev: Server) -> 
             await client.runs.wait(tid, "agent", input={"message": text}, raise_error=False)
         history = await client.threads.get_history(tid, limit=100)
         first_end = next(
-            state
-            for state in history
-            if not state["next"] and state["values"].get("user_text") == "first message"
+            state for state in history if not state["next"] and user_text(state) == "first message"
         )
         forked = await client.runs.wait(
             tid,
@@ -42,19 +44,19 @@ def test_history_and_a_run_from_an_earlier_checkpoint(langgraph_dev: Server) -> 
         return history, (first_end, forked), await client.threads.get_history(tid, limit=100)
 
     history, (first_end, forked), after = asyncio.run(go())
-    ends = [state["values"]["user_text"] for state in history if not state["next"]]
+    ends = [user_text(state) for state in history if not state["next"]]
     assert ends == ["second message", "first message"]
     assert forked["status"] == "completed"
     # the new run continues from the first turn's checkpoint: a branch beside the second
     head = after[0]
-    assert head["values"]["user_text"] == "another second message"
+    assert user_text(head) == "another second message"
     parents = {checkpoint_id(state): state["parent_checkpoint"] for state in after}
     ancestry, current = [], head["parent_checkpoint"]
     while current is not None:
         ancestry.append(current["checkpoint_id"])
         current = parents.get(current["checkpoint_id"])
     assert checkpoint_id(first_end) in ancestry
-    second_end = next(s for s in history if s["values"].get("user_text") == "second message")
+    second_end = next(s for s in history if user_text(s) == "second message")
     assert checkpoint_id(second_end) not in ancestry
     assert checkpoint_id(second_end) in parents  # the other branch is still there
 

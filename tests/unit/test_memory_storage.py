@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
@@ -187,3 +189,35 @@ def test_extra_statements_share_the_documents_transaction(
     assert store.get("t1") == {"v": 1} and side_rows() == [("t1", "noted")]
     with store.documents.transaction() as cur:
         cur.execute("DROP TABLE side_rows")
+
+
+def test_documents_stored_as_checkpoints_move_to_their_own_table(db_url: str) -> None:
+    """A database from before the documents table: each memory document was the only
+    checkpoint of its thread, with a `document` channel."""
+    store = open_thread_store(db_url)
+    document = {"messages": [], "summary": "kept across the upgrade"}
+    legacy = empty_checkpoint()
+    legacy["channel_values"] = {"document": document}
+    legacy["channel_versions"] = {"document": store.checkpointer.get_next_version(None, None)}
+    metadata: Any = {"source": "update", "step": 0, "parents": {}}
+    config: RunnableConfig = {"configurable": {"thread_id": "old-doc", "checkpoint_ns": ""}}
+    store.checkpointer.put(config, legacy, metadata, dict(legacy["channel_versions"]))
+    run = empty_checkpoint()
+    run_config: RunnableConfig = {"configurable": {"thread_id": "old-run", "checkpoint_ns": ""}}
+    store.checkpointer.put(run_config, run, {"source": "loop", "step": 1, "parents": {}}, {})
+    with store.documents.transaction() as cur:
+        if store.documents.dialect == "sqlite":  # written as the old code wrote it
+            cur.execute(
+                "UPDATE checkpoints SET metadata = ? WHERE thread_id = 'old-doc'",
+                (json.dumps(metadata).encode(),),
+            )
+        cur.execute("DROP TABLE memory_documents")
+    store.close()
+
+    store = open_thread_store(db_url)
+    try:
+        assert store.get("old-doc") == document
+        assert store.checkpoint_count("old-doc") == 0
+        assert store.checkpoint_count("old-run") == 1  # run threads stay where they are
+    finally:
+        store.close()
