@@ -96,16 +96,21 @@ def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
         for ns, head, metadata in cur.execute(SELECT_HEADS_SQL, (thread_id,)).fetchall()
     }
     kept_root = heads.get("", (None, None))[0]
-    for ns, (head, root) in heads.items():
-        call = ":" in ns and root is not None and root != kept_root
-        if (
-            call
-            and cur.execute(
-                "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
-                "AND checkpoint_id = ?",
-                (thread_id, root),
-            ).fetchone()
-        ):
+    # decided before anything is deleted: the root checkpoints a call started from go
+    calls = {
+        ns
+        for ns, (_, root) in heads.items()
+        if ":" in ns
+        and root is not None
+        and root != kept_root
+        and cur.execute(
+            "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "AND checkpoint_id = ?",
+            (thread_id, root),
+        ).fetchone()
+    }
+    for ns, (head, _) in heads.items():
+        if ns in calls:
             for table in CHECKPOINT_TABLES:
                 cur.execute(
                     f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ?",
