@@ -14,7 +14,9 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.routing import APIRoute
+from starlette.routing import Match
 from starlette.concurrency import run_in_threadpool
 
 from agent import web
@@ -46,6 +48,21 @@ async def sweep_periodically(agent: ChatAgent, seconds: float) -> None:
         except Exception:
             logger.exception("the retention sweep failed")
         await asyncio.sleep(seconds)
+
+
+ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(app: FastAPI, request: Request) -> set[str]:
+    """The methods the app's routes take at the request's path (none: an unknown path)."""
+    allowed: set[str] = set()
+    for route in app.router.routes:
+        if not isinstance(route, APIRoute) or route.path == "/api/{rest:path}":
+            continue
+        match, _ = route.matches(request.scope)
+        if match is Match.PARTIAL:
+            allowed |= route.methods
+    return allowed
 
 
 def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -> FastAPI:
@@ -94,6 +111,16 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     @app.get("/api/health", tags=["meta"])
     async def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    # last of the app's routes: a path of the app's own that no route takes is answered
+    # here, so that it is 404 or 405 alike under uvicorn and under `langgraph dev` (whose
+    # catch-all mount would otherwise take a wrong method as an unknown path)
+    @app.api_route("/api/{rest:path}", methods=list(ANY_METHOD), include_in_schema=False)
+    async def unmatched(request: Request) -> None:
+        allowed = allowed_methods(app, request)
+        if allowed:
+            raise HTTPException(405, headers={"Allow": ", ".join(sorted(allowed))})
+        raise HTTPException(404)
 
     app.add_middleware(
         SessionCookies,
