@@ -190,7 +190,9 @@ class TurnRunner:
         except ConversationNotFound:  # deleted while the run went on: nothing to list
             return None
         except Exception:
-            logger.exception("listing the conversation %s for its review failed", turn.conversation_id)
+            logger.exception(
+                "listing the conversation %s for its review failed", turn.conversation_id
+            )
             return None
         event: dict[str, Any] = {"event": "memory", "stage": "review", "status": "pending"}
         if pruned:

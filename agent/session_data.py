@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from agent.errors import InvalidRequest
@@ -57,7 +58,8 @@ class SessionData:
         return self._waiting_review(session_id, conversation_id)
 
     def _waiting_review(self, session_id: str, conversation_id: str) -> dict[str, Any] | None:
-        config = {"configurable": {"thread_id": self.memory.run_thread(session_id, conversation_id)}}
+        thread_id = self.memory.run_thread(session_id, conversation_id)
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         interrupts = self.graph.get_state(config).interrupts
         if not interrupts:
             return None

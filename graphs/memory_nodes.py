@@ -31,7 +31,6 @@ from graphs.outcome import record_outcome
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
 from graphs.request import (
     ROUTE_UNAVAILABLE,
-    WORKFLOW_ROUTES,
     InvalidRequest,
     TurnRequest,
     check_id,

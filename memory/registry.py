@@ -185,7 +185,9 @@ def settle_review(state: RegistryState, conversation_id: str, *, unlist: bool) -
     if entry is None or not entry.review:
         return RegistryChange(state)
     if not unlist:
-        entries = [e.model_copy(update={"review": False}) if e is entry else e for e in state.conversations]
+        entries = [
+            e.model_copy(update={"review": False}) if e is entry else e for e in state.conversations
+        ]
         return RegistryChange(state.model_copy(update={"conversations": entries}))
     pending = [*state.pending, conversation_id][-MAX_CONVERSATIONS:]
     return RegistryChange(

@@ -16,8 +16,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.routing import APIRoute
-from starlette.routing import Match
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import Match
 
 from agent import web
 from agent.api import chat, conversations, errors, memories
@@ -61,7 +61,7 @@ def allowed_methods(app: FastAPI, request: Request) -> set[str]:
             continue
         match, _ = route.matches(request.scope)
         if match is Match.PARTIAL:
-            allowed |= route.methods
+            allowed |= route.methods or set()
     return allowed
 
 

@@ -29,7 +29,12 @@ PORT_BUSY = (
 
 
 def open_session(
-    agent: ChatAgent, *, session_id: str, conversation_id: str | None, read_line: Reader
+    agent: ChatAgent,
+    *,
+    session_id: str,
+    conversation_id: str | None,
+    read_line: Reader,
+    markdown: bool = False,
 ) -> ChatSession:
     """A chat on `conversation_id`, else the session's selected conversation, else a new one.
 
@@ -50,7 +55,11 @@ def open_session(
     else:
         print(f"continuing: {titles.get(conversation_id, conversation_id)}")
     return ChatSession(
-        agent, session_id=session_id, conversation_id=conversation_id, read_line=read_line
+        agent,
+        session_id=session_id,
+        conversation_id=conversation_id,
+        read_line=read_line,
+        markdown=markdown,
     )
 
 
@@ -179,7 +188,11 @@ def run_chat(session_id: str, conversation_id: str | None, *, verbose: bool = Fa
             read_line = echo_reader(sys.stdin, sys.stdout)
         try:
             session = open_session(
-                agent, session_id=session_id, conversation_id=conversation_id, read_line=read_line
+                agent,
+                session_id=session_id,
+                conversation_id=conversation_id,
+                read_line=read_line,
+                markdown=sys.stdout.isatty(),  # piped output stays plain text
             )
         except ChatMemoryError as exc:
             return _fail(str(exc))

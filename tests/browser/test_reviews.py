@@ -138,7 +138,8 @@ MALICIOUS = "\n\n".join(
         "[click me](javascript:window.pwned=1) and [data](data:text/html,<b>x</b>)",
         '<img src=x onerror="window.pwned=1">',
         "![pic](x onerror=window.pwned=1)",
-        '<script>window.pwned=1</script><a href="https://example.com" onclick="window.pwned=1">a</a>',
+        "<script>window.pwned=1</script>"
+        '<a href="https://example.com" onclick="window.pwned=1">a</a>',
         "[safe](https://example.com/docs)",
         "| a | b |\n|---|---|\n| 1 | <b onmouseover=window.pwned=1>2</b> |",
         "```js\nwindow.pwned = 1;\n```",
@@ -153,7 +154,12 @@ def test_markdown_is_sanitised_links_open_safely(page: Page, server: Server) -> 
         "conversationId": "c" * 32,
         "messages": [
             {"id": "u1", "role": "user", "text": "show me", "createdAt": "2026-01-01T00:00:00Z"},
-            {"id": "a1", "role": "assistant", "text": MALICIOUS, "createdAt": "2026-01-01T00:00:00Z"},
+            {
+                "id": "a1",
+                "role": "assistant",
+                "text": MALICIOUS,
+                "createdAt": "2026-01-01T00:00:00Z",
+            },
         ],
         "summaryVersion": 0,
         "pinnedDecisions": [],
