@@ -66,6 +66,39 @@ def test_a_pending_review_is_listed_and_restored_after_a_reload(
     other.close()
 
 
+def test_the_api_lists_a_pending_review_and_reads_it_back(
+    context: BrowserContext, server: Server
+) -> None:
+    """`GET /api/conversations/{id}` (and the hydration DTO) carry the pending review."""
+    api = context.request
+    response = api.post(
+        f"{server.url}/api/chat", data={"message": TASKLIST, "createConversation": True}
+    )
+    cid = response.headers["x-conversation-id"]
+    events = [
+        json.loads(line.removeprefix("data: "))
+        for line in response.text().splitlines()
+        if line.startswith("data: ")
+    ]
+    assert {"stage": "review", "status": "pending"} in events
+    interrupt = next(e["interrupt"] for e in events if set(e) == {"interrupt"})
+    (entry,) = api.get(f"{server.url}/api/conversations").json()["conversations"]
+    assert (entry["id"], entry["title"], entry["reviewPending"]) == (cid, GOAL, True)
+    read = api.get(f"{server.url}/api/conversations/{cid}").json()
+    assert read["review"] == interrupt and read["messages"] == []
+    assert read["review"]["goal"] == GOAL and len(read["review"]["tasks"]) == 3
+    thread = api.get(f"{server.url}/api/chat/thread", params={"conversationId": cid}).json()
+    assert thread == read
+
+    api.post(
+        f"{server.url}/api/chat/resume",
+        data={"conversationId": cid, "decision": {"action": "approve"}},
+    )
+    assert api.get(f"{server.url}/api/conversations/{cid}").json()["review"] is None
+    (entry,) = api.get(f"{server.url}/api/conversations").json()["conversations"]
+    assert entry["reviewPending"] is False
+
+
 def test_a_review_started_by_another_client_is_found_and_answered(
     page: Page, context: BrowserContext, server: Server
 ) -> None:

@@ -98,6 +98,49 @@ def test_the_http_api_is_served_in_the_same_process(langgraph_dev: Server) -> No
     assert "Blocking call" not in langgraph_dev.log.read_text()
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("PUT", "/api/conversations", 405, "method_not_allowed"),
+        ("GET", "/api/chat", 405, "method_not_allowed"),
+        ("DELETE", "/api/memories/x/y", 404, "not_found"),
+    ],
+)
+def test_a_wrong_method_is_405_under_langgraph_dev_too(
+    langgraph_dev: Server, method: str, path: str, status: int, code: str
+) -> None:
+    with httpx.Client(base_url=langgraph_dev.url, timeout=30) as client:
+        response = client.request(method, path)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code
+    if status == 405:
+        assert method not in response.headers["allow"]
+
+
+def test_a_delivery_that_never_pauses_never_reads_interrupted(langgraph_dev: Server) -> None:
+    """The `updates` stream of a delivery: `load_memory` says `running`, not `interrupted`."""
+
+    async def go() -> list[Any]:
+        client = get_client(url=langgraph_dev.url)
+        thread = await client.threads.create()
+        return [
+            part.data
+            async for part in client.runs.stream(
+                thread["thread_id"],
+                "agent",
+                input={"message": "/delivery write a short test checklist for the login page"},
+                stream_mode="updates",
+            )
+            if part.event == "updates"
+        ]
+
+    updates = asyncio.run(go())
+    statuses = [u[node]["status"] for u in updates for node in u if "status" in (u[node] or {})]
+    load = next(u["load_memory"] for u in updates if "load_memory" in u)
+    assert load["status"] == "running"
+    assert "interrupted" not in statuses and statuses[-1] == "completed"
+
+
 def test_the_chat_page_is_served_at_the_root(langgraph_dev: Server) -> None:
     """The app's `/` (the chat page) shadows LangGraph's root health route; `/ok` and
     LangGraph's own routes stay LangGraph's."""
