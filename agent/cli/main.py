@@ -22,6 +22,9 @@ logger = logging.getLogger("agent.cli")
 DEFAULT_SESSION = "cli"
 LOG_FILE = "cli.log"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 2024
+CHAT_PAGE_BANNER = (
+    "chat page: http://{host}:{port}/  (HTTP API under /api/; LangGraph's own banner follows)"
+)
 PORT_BUSY = (
     "port {port} on {host} is already in use (is another `make dev` running?): stop it, "
     "or choose another port: make dev PORT={next}"
@@ -151,6 +154,8 @@ def run_dev(host: str, port: int) -> int:
     from langgraph_cli.cli import cli  # the dev tools are a development dependency
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    # LangGraph's banner names its API, Studio and docs; the chat page is this app's
+    print(CHAT_PAGE_BANNER.format(host=host, port=port), flush=True)
     arguments = ["dev", "--no-browser", "--host", host, "--port", str(port)]
     try:
         cli.main(arguments, prog_name="langgraph", standalone_mode=False)

@@ -87,7 +87,7 @@ DELIVERY_STEPS = {
     ("load_request", "started"): "reading the request",
     ("load_request", "blocked"): "the request is too thin to act on",
     ("plan_delivery", "started"): "planning",
-    ("plan_delivery", "succeeded"): "planned {tasks} {tasks_noun}",
+    ("plan_delivery", "succeeded"): "planned {tasks} {tasks_noun}{for_deliverables}",
     ("plan_delivery", "blocked"): "the plan needs more information",
     ("execute_tasks", "task_started"): "task {task} of {tasks}",
     ("execute_tasks", "succeeded"): "{done} of {tasks} {tasks_noun} done",
@@ -133,6 +133,12 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
     return f"[memory: {stage} {status}]"
 
 
+def _for_deliverables(count: object) -> str:
+    if not isinstance(count, int):
+        return ""
+    return f" for {count} deliverable{'s' * (count != 1)}"
+
+
 def delivery_line(event: Mapping[str, Any]) -> str | None:
     """A delivery progress event in words, None when not worth a line."""
     stage, status = str(event.get("stage")), str(event.get("status"))
@@ -145,6 +151,7 @@ def delivery_line(event: Mapping[str, Any]) -> str | None:
     fields = {
         "tasks": count,
         "tasks_noun": "task" if count == 1 else "tasks",
+        "for_deliverables": _for_deliverables(event.get("deliverables")),
         "task": event.get("task"),
         "done": event.get("done"),
         "reviewer": str(event.get("reviewer", "")).capitalize(),

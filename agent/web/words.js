@@ -27,7 +27,10 @@ const DELIVERY_STEPS = {
   "load_request/started": () => "Reading the request",
   "load_request/blocked": () => "The request is too thin to act on",
   "plan_delivery/started": () => "Planning",
-  "plan_delivery/succeeded": (e) => `Planned ${plural(e.tasks, "task")}`,
+  "plan_delivery/succeeded": (e) =>
+    Number.isInteger(e.deliverables)
+      ? `Planned ${plural(e.tasks, "task")} for ${plural(e.deliverables, "deliverable")}`
+      : `Planned ${plural(e.tasks, "task")}`,
   "plan_delivery/blocked": () => "The plan needs more information",
   "execute_tasks/task_started": (e) => `Task ${e.task} of ${e.tasks}`,
   "execute_tasks/succeeded": (e) => `${e.done} of ${plural(e.tasks, "task")} done`,

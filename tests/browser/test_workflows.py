@@ -58,6 +58,9 @@ def test_edited_tasks_are_what_the_task_list_runs(page: Page, server: Server) ->
     rows.nth(2).get_by_role("button", name="Remove this task").click()
     rows.nth(1).locator("[data-field=title]").fill("Add linting and formatting")
     rows.nth(1).locator("[data-field=criteria]").fill("ruff passes")
+    # a rewritten title drops the criterion generated for the old one
+    rows.nth(0).locator("[data-field=title]").fill("Set up CI on every push")
+    expect(rows.nth(0).locator("[data-field=criteria]")).to_have_value("")
     approve = review.locator("[data-action=approve]")
     expect(approve).to_have_text("Approve edited tasks")
 
@@ -100,7 +103,12 @@ def test_delivery_stages_are_shown_in_words(page: Page, server: Server) -> None:
     answer = last_answer(page)
     expect(answer.locator(".route")).to_have_text("delivery")
     progress = answer.locator(".progress")
-    for words in ("Planned 2 tasks", "2 of 2 tasks done", "Quality review passed", "Report ready"):
+    for words in (
+        "Planned 2 tasks for 1 deliverable",  # tasks are the work, deliverables the result
+        "2 of 2 tasks done",
+        "Quality review passed",
+        "Report ready",
+    ):
         expect(progress).to_contain_text(words)
     expect(answer.locator(".text h1")).to_have_text("Delivery report")
 

@@ -237,6 +237,8 @@ def test_memory_line(event: dict[str, Any], line: str | None) -> None:
          None),
         ({"workflow": "delivery", "stage": "plan_delivery", "status": "succeeded", "tasks": 1},
          "[delivery: planned 1 task]"),
+        ({"workflow": "delivery", "stage": "plan_delivery", "status": "succeeded", "tasks": 4,
+          "deliverables": 3}, "[delivery: planned 4 tasks for 3 deliverables]"),
         ({"workflow": "delivery", "stage": "execute_tasks", "status": "task_started", "task": 2,
           "tasks": 3}, "[delivery: task 2 of 3]"),
         ({"workflow": "delivery", "stage": "review_delivery", "status": "succeeded",
