@@ -222,6 +222,28 @@ def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
     assert [m["type"] for m in values["turn_messages"]] == ["human", "ai"]
 
 
+def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer(
+    langgraph_dev: Server,
+) -> None:
+    """What the README says of Studio's message stream on a tool turn: the model's tool
+    call, the tool's result, then the answer; no prompt, no memory."""
+
+    async def go() -> tuple[list[Any], Any]:
+        client = get_client(url=langgraph_dev.url)
+        thread = await client.threads.create()
+        tid = thread["thread_id"]
+        received = await streamed_messages(
+            langgraph_dev, tid, studio_input("what is 6*7?"), subgraphs=False
+        )
+        return received, await client.threads.get_state(tid)
+
+    received, state = asyncio.run(go())
+    assert [m["type"] for m in received] == ["ai", "tool", "ai"]
+    assert received[0]["tool_calls"] and received[0]["tool_calls"][0]["name"] == "calculator"
+    assert received[1]["content"] == "42"
+    assert received[2]["content"] == state["values"]["answer"]
+
+
 def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:
     """Hardening 10: a tool turn announces `tool`; the last route announced is the route."""
 
