@@ -83,10 +83,9 @@ class SessionData:
         until it finishes; of those, the ones not waiting for a review and not running
         right now."""
         threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
-        documents = self._threads.documents
-        statuses = documents.get_channel_values(list(threads), "status")
+        statuses = self._threads.run_channel_values(list(threads), "status")
         open_runs = [t for t, status in statuses.items() if status in ("interrupted", "running")]
-        routes = documents.get_channel_values(open_runs, "route") if open_runs else {}
+        routes = self._threads.run_channel_values(open_runs, "route") if open_runs else {}
         stopped: set[str] = set()
         for thread_id in open_runs:
             if routes.get(thread_id) not in WORKFLOW_ROUTES:
