@@ -31,7 +31,6 @@ from graphs.outcome import record_outcome
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
 from graphs.request import (
     ROUTE_UNAVAILABLE,
-    WORKFLOW_ROUTES,
     InvalidRequest,
     TurnRequest,
     check_id,
@@ -189,8 +188,9 @@ def make_load_memory(
             "user_text": request["text"],
             "route": route,
             "tools_allowed": request["tools_allowed"],
-            # a workflow's state is seen from outside only when it paused or stopped
-            "status": "interrupted" if route in WORKFLOW_ROUTES else "running",
+            # a task list stops for its review before it runs anything: seen from
+            # outside, its state is paused (or stopped by a crash) until it finishes
+            "status": "interrupted" if route == "tasklist" else "running",
             "turn_messages": [
                 HumanMessage(content=request["text"], id=input_message_id(state) or turn_id)
             ],
@@ -296,6 +296,8 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
             "succeeded" if write.written else "skipped",
             reason=write.skipped.value if write.skipped else None,
             messages=len(write.state.messages),
+            # the conversations this turn's listing pushed out, named for the notice
+            **({"pruned": list(write.pruned_titles)} if write.pruned_titles else {}),
         )
         update: AgentUpdate = {
             **result,
