@@ -16,8 +16,8 @@ from langgraph.types import Command, StreamMode
 
 from agent.errors import NOTHING_TO_RESUME, TURN_FAILED, ConversationBusy, InvalidRequest
 from agent.loop import BackgroundLoop
+from agent.settings import Settings
 from agent.turns import Turn, TurnRecorder, TurnResult, busy_lock, durability, unfinished_check
-from graphs.request import WORKFLOW_ROUTES
 from graphs.state import AgentInput
 from memory import ConversationMemory, ConversationNotFound, LockTimeout
 from memory.storage import ThreadStore
@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 class TurnRunner:
     """Runs admitted turns over `ChatAgent`'s graph, stores and loop."""
 
+    settings: Settings
     memory: ConversationMemory
     graph: CompiledStateGraph[Any, Any, Any, Any]
     _threads: ThreadStore
@@ -66,6 +67,8 @@ class TurnRunner:
                 result = recorder.result(crashed=crashed)
                 if result.conversation_deleted:
                     self._drop_run_thread(turn)
+                elif not crashed and result.interrupt is None:
+                    self._prune_run_thread(turn)
                 return result
         except LockTimeout:
             raise ConversationBusy() from None
@@ -168,12 +171,36 @@ class TurnRunner:
             yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
             return
         if result.interrupt is not None:
+            listed = await asyncio.to_thread(self._await_review, turn, result.interrupt)
+            if listed is not None:
+                yield listed
             yield {"event": "interrupt", "interrupt": result.interrupt}
         elif result.conversation_deleted:
             await asyncio.to_thread(self._drop_run_thread, turn)
-        elif result.route in WORKFLOW_ROUTES:
-            await self._prune(turn)
+        elif not crashed:
+            await asyncio.to_thread(self._prune_run_thread, turn)
         yield {"event": "done", "result": result.to_dict()}
+
+    def _await_review(self, turn: Turn, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """List the conversation as waiting for its review (a reload, another tab or a
+        restarted CLI finds it); a `memory` event naming what the listing pruned. A
+        registry failure leaves the review answerable, only unlisted."""
+        goal = payload.get("goal")
+        try:
+            pruned = self.memory.await_review(
+                turn.session_id, turn.conversation_id, goal if isinstance(goal, str) else ""
+            )
+        except ConversationNotFound:  # deleted while the run went on: nothing to list
+            return None
+        except Exception:
+            logger.exception(
+                "listing the conversation %s for its review failed", turn.conversation_id
+            )
+            return None
+        event: dict[str, Any] = {"event": "memory", "stage": "review", "status": "pending"}
+        if pruned:
+            event["pruned"] = list(pruned)
+        return event
 
     def _drop_run_thread(self, turn: Turn) -> None:
         """Delete the run thread of a conversation deleted while its turn ran (the run's
@@ -183,11 +210,13 @@ class TurnRunner:
         except Exception:  # a leftover thread of a deleted conversation holds no memory
             logger.warning("deleting the run thread of a deleted conversation failed")
 
-    async def _prune(self, turn: Turn) -> None:
-        """Drop a finished workflow's subgraph checkpoints (each `put` already keeps one
-        checkpoint per namespace; a chat turn has no other)."""
-        thread_id = turn.config["configurable"]["thread_id"]
+    def _prune_run_thread(self, turn: Turn) -> None:
+        """Keep only the latest checkpoint of a run thread whose turn finished (no review
+        pending): nothing resumes from older ones. `AGENT_RUN_HISTORY=all` keeps them,
+        for time travel (history, replay, forks)."""
+        if self.settings.run_history != "latest":
+            return
         try:
-            await asyncio.to_thread(self._threads.prune_finished_run, thread_id)
+            self._threads.prune_finished_runs([turn.config["configurable"]["thread_id"]])
         except Exception:  # the next finished turn prunes again
             logger.warning("pruning the run thread failed", exc_info=True)

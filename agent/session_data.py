@@ -7,14 +7,16 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from agent.errors import InvalidRequest
 from agent.settings import Settings
 from agent.turns import busy_lock
-from graphs.request import check_id
+from graphs.request import WORKFLOW_ROUTES, check_id
 from memory import ConversationMemory, LockTimeout
 from memory.errors import InvalidInput
+from memory.hydration import assert_client_safe
 from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
 from memory.longterm import LongTermMemory
 from memory.retention import SweepResult, sweep_conversations
@@ -52,10 +54,35 @@ class SessionData:
     # -- conversations ------------------------------------------------------------------
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The conversation's hydration DTO (raises `ConversationNotFound`)."""
-        return self.memory.hydrate(
-            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
-        )
+        """The conversation's hydration DTO (raises `ConversationNotFound`), with `review`:
+        the review a task list in it waits for (its goal, plan and the answers it
+        takes, as the `interrupt` event carried it), or None."""
+        session_id = check_id(session_id, "session id")
+        conversation_id = check_id(conversation_id, "conversation id")
+        dto = self.memory.hydrate(session_id, conversation_id)
+        dto["review"] = self._waiting_review(session_id, conversation_id)
+        assert_client_safe(dto)
+        return dto
+
+    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
+        """The review the conversation waits for (the payload `resume` answers), or None.
+
+        Raises:
+            ConversationNotFound: unknown, pruned, or another session's conversation.
+        """
+        session_id = check_id(session_id, "session id")
+        conversation_id = check_id(conversation_id, "conversation id")
+        self.memory.require_conversation(session_id, conversation_id)
+        return self._waiting_review(session_id, conversation_id)
+
+    def _waiting_review(self, session_id: str, conversation_id: str) -> dict[str, Any] | None:
+        thread_id = self.memory.run_thread(session_id, conversation_id)
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        interrupts = self.graph.get_state(config).interrupts
+        if not interrupts:
+            return None
+        payload = interrupts[0].value
+        return dict(payload) if isinstance(payload, dict) else {"value": payload}
 
     def conversations(self, *, session_id: str) -> dict[str, Any]:
         """`{selectedConversationId, conversations, limit}`, newest activity first; each
@@ -69,14 +96,17 @@ class SessionData:
         return listing
 
     def _unfinished(self, session_id: str, conversation_ids: Sequence[str]) -> set[str]:
-        """The conversations whose last run stopped before its end, read in one query: a
-        workflow's status reads `interrupted` until it finishes; of those, the ones not
-        waiting for a review and not running right now."""
+        """The conversations whose last run stopped before its end, read in two queries: a
+        workflow's status reads `interrupted` (a task list) or `running` (a delivery)
+        until it finishes; of those, the ones not waiting for a review and not running
+        right now."""
         threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
-        statuses = self._threads.documents.get_channel_values(list(threads), "status")
+        statuses = self._threads.run_channel_values(list(threads), "status")
+        open_runs = [t for t, status in statuses.items() if status in ("interrupted", "running")]
+        routes = self._threads.run_channel_values(open_runs, "route") if open_runs else {}
         stopped: set[str] = set()
-        for thread_id, status in statuses.items():
-            if status != "interrupted":
+        for thread_id in open_runs:
+            if routes.get(thread_id) not in WORKFLOW_ROUTES:
                 continue
             cid = threads[thread_id]
             try:

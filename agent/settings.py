@@ -23,6 +23,7 @@ from memory.storage import DEFAULT_DATABASE_URL
 
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
 LongTermMode = Literal["auto", "rules", "model", "off"]
+RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
 SHORT_SECRET = (
     "AGENT_SESSION_SECRET must be at least {limit} characters long (got {length}); "
@@ -72,6 +73,9 @@ class Settings(BaseSettings):
             lines of conversations pruned from the list.
         recall_tokens: `AGENT_RECALL_TOKENS`: the most tokens of lines from earlier
             conversations a turn's context may hold (0: no recall; search still works).
+        run_history: `AGENT_RUN_HISTORY`: what a run thread keeps once its turn finished:
+            latest (its latest checkpoint, enough to continue; storage stays flat) | all
+            (every checkpoint, for Studio's time travel: history, replay, forks).
     """
 
     model_config = SettingsConfigDict(
@@ -111,6 +115,7 @@ class Settings(BaseSettings):
     recall_tokens: int = Field(
         DEFAULT_RECALL_TOKENS, ge=0, le=100_000, validation_alias=_env("AGENT_RECALL_TOKENS")
     )
+    run_history: RunHistory = Field("latest", validation_alias=_env("AGENT_RUN_HISTORY"))
     context_budget_tokens: int = Field(
         DEFAULT_CONTEXT_BUDGET_TOKENS,
         ge=MIN_CONTEXT_BUDGET_TOKENS,

@@ -26,6 +26,7 @@ MEMORY_FIELDS = (
     "remembered",
     "retired",
     "lines",
+    "pruned",
 )
 
 

@@ -21,6 +21,7 @@ from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from evals.dialogue import load_split
 from evals.judge import JUDGE_PROMPT, dialogue_answers, judge_outcomes
+from evals.profile_gate import section as profile_section
 from evals.report import SPLITS, dialogue_markdown, markdown, write_chart, write_json
 from evals.runner import DialogueOutcome, Outcome, evaluate, evaluate_dialogues
 from evals.scenario import HELD_OUT_DIR, SCENARIO_DIR, load_all
@@ -83,6 +84,7 @@ def main() -> None:
         print(markdown(outcomes))
     if dialogues:
         print("\n" + dialogue_markdown(dialogues))
+    print("\n" + profile_section())
     if not offline:
         judge = load_chat_model(settings)
         print("\nJudge prompt:\n" + JUDGE_PROMPT)

@@ -210,8 +210,9 @@ def make_load_memory(
             "user_text": request["text"],
             "route": route,
             "tools_allowed": request["tools_allowed"],
-            # a workflow's state is seen from outside only when it paused or stopped
-            "status": "interrupted" if route in WORKFLOW_ROUTES else "running",
+            # a task list stops for its review before it runs anything: seen from
+            # outside, its state is paused (or stopped by a crash) until it finishes
+            "status": "interrupted" if route == "tasklist" else "running",
             "turn_messages": [
                 HumanMessage(content=request["text"], id=input_message_id(state) or turn_id)
             ],
@@ -320,6 +321,8 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
             "succeeded" if write.written else "skipped",
             reason=write.skipped.value if write.skipped else None,
             messages=len(write.state.messages),
+            # the conversations this turn's listing pushed out, named for the notice
+            **({"pruned": list(write.pruned_titles)} if write.pruned_titles else {}),
         )
         update: AgentUpdate = {
             **result,

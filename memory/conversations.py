@@ -32,10 +32,12 @@ from memory.registry import (
     RegistryState,
     RegistryUpdate,
     accept_draft,
+    await_review,
     record_turn,
     registry_dto,
     remove,
     select,
+    settle_review,
 )
 from memory.schema import Clock, ThreadState, utcnow, validate_id
 from memory.storage import ThreadStore
@@ -53,12 +55,14 @@ class TurnWrite:
         skipped: why nothing was written, when nothing was.
         state: the memory after the write (as stored).
         pruned: conversations pruned from the registry (their threads are deleted).
+        pruned_titles: their titles, for a notice that names them.
     """
 
     written: bool
     skipped: SkipReason | None
     state: ThreadState
     pruned: tuple[str, ...] = ()
+    pruned_titles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,12 @@ class ConversationMemory:
                 return TurnWrite(False, SkipReason.GONE, current)
             plan = plan_turn_write(current, turn, now)
             if plan.skipped is not None:
+                # a review this turn ended is over; with nothing stored, nothing is listed
+                settled = settle_review(
+                    snapshot.registry, conversation_id, unlist=not current.messages
+                )
+                if settled.state is not snapshot.registry:
+                    self._commit(session_id, snapshot.registry, settled)
                 return TurnWrite(False, plan.skipped, current)
             grown = current.model_copy(
                 update={
@@ -223,7 +233,14 @@ class ConversationMemory:
                 grown = local_fallback(grown, self.keep, now)
             state = ThreadState.model_validate(grown.to_document())
             key = self.ids.conversation_key(session_id, conversation_id)
-            change = record_turn(snapshot.registry, conversation_id, turn.user_text, now, key)
+            change = record_turn(
+                snapshot.registry,
+                conversation_id,
+                turn.user_text,
+                now,
+                key,
+                retitle=not current.messages,
+            )
             folded = current if state.summary_version != current.summary_version else None
             lines = self.archive.turn(
                 session_id,
@@ -233,7 +250,27 @@ class ConversationMemory:
                 folded,
             )
             self._commit(session_id, snapshot.registry, change, {thread_id: state}, lines)
-        return TurnWrite(True, None, state, change.pruned)
+        titles = {e.id: e.title for e in snapshot.registry.conversations}
+        pruned_titles = tuple(titles[cid] for cid in change.pruned if cid in titles)
+        return TurnWrite(True, None, state, change.pruned, pruned_titles)
+
+    def await_review(self, session_id: str, conversation_id: str, goal: str) -> tuple[str, ...]:
+        """A task list in the conversation stopped for its review: list it as waiting
+        (titled by `goal` when it is new). Returns the titles of the conversations this
+        pruned from the list (their threads are deleted).
+
+        Raises:
+            ConversationNotFound: the conversation is not the session's any more.
+        """
+        validate_id(conversation_id, "conversation id")
+        now = self.clock()
+        key = self.ids.conversation_key(session_id, conversation_id)
+        with self.session_lock(session_id):
+            current = self.registry(session_id)
+            change = await_review(current, conversation_id, goal or "Task list", now, key)
+            self._commit(session_id, current, change)
+        titles = {e.id: e.title for e in current.conversations}
+        return tuple(titles[cid] for cid in change.pruned if cid in titles)
 
     def replace(
         self, session_id: str, conversation_id: str, state: ThreadState, *, expected_version: int

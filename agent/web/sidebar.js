@@ -46,6 +46,13 @@ export class Sidebar {
           entry.unfinished
             ? h("span", { class: "badge", text: "unfinished", title: "A run stopped midway" })
             : null,
+          entry.reviewPending
+            ? h("span", {
+                class: "badge review-badge",
+                text: "review pending",
+                title: "A task list waits for your review",
+              })
+            : null,
         ),
       );
       const remove = confirmButton({

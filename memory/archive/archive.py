@@ -31,7 +31,7 @@ from memory.ids import ThreadIds
 from memory.limits import DEFAULT_RECALL_TOKENS
 from memory.longterm.secrets import find_secret
 from memory.schema import ChatThreadMessage, ThreadState
-from memory.storage import storage_errors
+from memory.storage import ThreadStore, storage_errors
 
 logger = logging.getLogger(__name__)
 
@@ -218,26 +218,28 @@ class Archive:
 
 
 def open_archive(
-    threads: Any, ids: ThreadIds, *, recall_tokens: int = DEFAULT_RECALL_TOKENS
+    threads: ThreadStore, ids: ThreadIds, *, recall_tokens: int = DEFAULT_RECALL_TOKENS
 ) -> Archive:
-    """The archive on a thread store's database (tables created on first use).
+    """The archive on a thread store's database, beside its memory documents (tables
+    created on first use).
 
     Raises:
-        TypeError: the thread store's backend has no archive.
+        TypeError: the document store speaks a dialect the archive has no backend for.
     """
-    documents = threads.documents
-    from memory.sqlite import SETUP_LOCK_KEY, SqliteCheckpointer
-
+    documents: Any = threads.documents
     backend: Any
-    if isinstance(documents, SqliteCheckpointer):
+    if documents.dialect == "sqlite":
         from memory.archive.sqlite import SqliteArchive
+        from memory.sqlite import SETUP_LOCK_KEY
 
         backend = SqliteArchive(documents.conn, documents.lock)
         with threads.lock(SETUP_LOCK_KEY):
             backend.setup()
-    else:
+    elif documents.dialect == "postgresql":
         from memory.archive.postgres import PostgresArchive
 
-        backend = PostgresArchive(documents.conn)
+        backend = PostgresArchive(documents.pool)
         backend.setup()
+    else:
+        raise TypeError(f"no archive for the {documents.dialect!r} dialect")
     return Archive(backend, ids, recall_tokens=recall_tokens)

@@ -11,6 +11,7 @@ from typing import Any
 
 from memory.archive.lines import FORGOTTEN, ArchivedLine, ArchiveWrite
 from memory.archive.terms import index_terms
+from memory.sqlite import sqlite_transaction
 
 SETUP_SQL = (
     "CREATE TABLE IF NOT EXISTS archive_lines ("
@@ -105,20 +106,15 @@ class SqliteArchive:
         lock: the checkpointer's lock (the connection is shared between threads).
     """
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock | Any) -> None:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
         self.conn = conn
         self.lock = lock
 
     def setup(self) -> None:
         """Create the tables (idempotent); callers serialise processes around it."""
-        with self.lock:
-            try:
-                for sql in SETUP_SQL:
-                    self.conn.execute(sql)
-                self.conn.commit()
-            except BaseException:
-                self.conn.rollback()
-                raise
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            for sql in SETUP_SQL:
+                cur.execute(sql)
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
         """Delete the dropped conversations' lines and append the new ones with `cursor`,
@@ -180,56 +176,42 @@ class SqliteArchive:
         if not changes and not message_ids and not titles:
             return 0
         marks = ", ".join("?" * len(message_ids)) or "NULL"
-        with self.lock:
-            try:
-                for old, new in (titles or {}).items():
-                    self.conn.execute(
-                        "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
-                        (new, session_key, old),
-                    )
-                found = self.conn.execute(
-                    "SELECT id FROM archive_lines "
-                    f"WHERE session_key = ? AND message_id IN ({marks})",
-                    (session_key, *message_ids),
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            for old, new in (titles or {}).items():
+                cur.execute(
+                    "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
+                    (new, session_key, old),
+                )
+            found = cur.execute(
+                f"SELECT id FROM archive_lines WHERE session_key = ? AND message_id IN ({marks})",
+                (session_key, *message_ids),
+            ).fetchall()
+            wanted = {**dict(changes), **{row[0]: text for row in found}}
+            ids = ", ".join("?" * len(wanted)) or "NULL"
+            owned = [
+                row[0]
+                for row in cur.execute(
+                    f"SELECT id FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
+                    (session_key, *wanted),
                 ).fetchall()
-                wanted = {**dict(changes), **{row[0]: text for row in found}}
-                owned = {
-                    row[0]
-                    for row in self.conn.execute(
-                        "SELECT id FROM archive_lines WHERE session_key = ? AND id IN "
-                        f"({', '.join('?' * len(wanted))})",
-                        (session_key, *wanted),
-                    )
-                }
-                for line_id in owned:
-                    new = wanted[line_id]
-                    self.conn.execute(
-                        "UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id)
-                    )
-                    self.conn.execute(
-                        "UPDATE archive_index SET terms = ? WHERE rowid = ?",
-                        (" ".join(index_terms(new)), line_id),
-                    )
-                self.conn.commit()
-            except BaseException:
-                self.conn.rollback()
-                raise
+            ]
+            for line_id in owned:
+                new = wanted[line_id]
+                cur.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
+                cur.execute(
+                    "UPDATE archive_index SET terms = ? WHERE rowid = ?",
+                    (" ".join(index_terms(new)), line_id),
+                )
         return len(owned)
 
     def _delete(self, where: str, params: tuple[Any, ...]) -> int:
-        with self.lock:
-            try:
-                self.conn.execute(
-                    f"DELETE FROM archive_index WHERE rowid IN (SELECT id FROM archive_lines "
-                    f"WHERE {where})",
-                    params,
-                )
-                count = self.conn.execute(f"DELETE FROM archive_lines WHERE {where}", params)
-                self.conn.commit()
-            except BaseException:
-                self.conn.rollback()
-                raise
-        return int(count.rowcount)
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            cur.execute(
+                "DELETE FROM archive_index WHERE rowid IN "
+                f"(SELECT id FROM archive_lines WHERE {where})",
+                params,
+            )
+            return int(cur.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)
 
     def forget_session(self, session_key: str) -> int:
         """Delete every line of the session, in one transaction."""

@@ -38,7 +38,7 @@ except ImportError as exc:  # the dev extra (playwright) is not installed
 from tests.integration.conftest import REPO
 
 ARTIFACTS = REPO / "tests" / "artifacts" / "web"
-"""Screenshots of each test (ignored by git)."""
+"""Screenshots of each test (ignored by git, except the two the README links)."""
 DOCS_SCREENSHOT = REPO / "docs" / "chat-page.png"
 UPDATE_DOCS = "UPDATE_DOCS_SCREENSHOT"
 """Set to 1 to rewrite the README's screenshot from the test run."""

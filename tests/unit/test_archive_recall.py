@@ -88,7 +88,7 @@ def test_a_fact_from_one_conversation_is_recalled_in_another_until_deleted(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
     model = RecordingOfflineModel()
-    agent = open_agent(model)
+    agent = open_agent(model, long_term_memory="off")  # the archive alone carries it
     first = agent.send(FACT, session_id="s1", create_conversation=True)
     agent.send("Something else entirely: knitting", session_id="s2", create_conversation=True)
     second = agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
