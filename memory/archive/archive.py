@@ -163,8 +163,9 @@ class Archive:
         terms = recall_query(text, state)
         if not terms or self.recall_tokens <= 0:
             return Recall()
+        # the user's own lines are the hits (`memory.archive.recall`): only they are scored
         hits = self.backend.search(
-            self.ids.session_key(session_id), terms, CANDIDATES, neighbours=True
+            self.ids.session_key(session_id), terms, CANDIDATES, neighbours=True, roles=("user",)
         )
         return choose(
             hits,

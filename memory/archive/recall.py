@@ -41,7 +41,7 @@ FLOOR_CAP = 3.0
 SHORT_QUERY_TERMS = 4
 SHORT_ANSWER_TERMS = 6
 """A user line with fewer terms than this is an answer that needs its question."""
-CANDIDATES = 50
+CANDIDATES = 30
 """Hits read per recall (the best by lexical rank), before fusion and the floor."""
 LINE_CHARS = 600
 """An archived line is cut to this many characters in the context."""
@@ -65,13 +65,19 @@ def recall_query(text: str, state: ThreadState) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*terms, *query_terms(previous))))
 
 
-def clears_floor(line: ArchivedLine, terms: Sequence[str]) -> bool:
-    """Whether `line` shares enough with the query to be worth the model's attention."""
+def floor_of(terms: Sequence[str]) -> float:
+    """The weight a line must share with a query of `terms` (see `FLOOR_SHARE`)."""
+    return min(FLOOR_SHARE * sum(term_weight(term) for term in terms), FLOOR_CAP)
+
+
+def clears_floor(line: ArchivedLine, terms: Sequence[str], floor: float | None = None) -> bool:
+    """Whether `line` shares enough with the query to be worth the model's attention:
+    a subject term, and at least `floor` of the query's weight."""
     shared = line_terms(line.text).intersection(terms)
-    if not any(term_weight(term) >= 1.0 for term in shared):
+    weights = [term_weight(term) for term in shared]
+    if not any(weight >= 1.0 for weight in weights):
         return False
-    total = sum(term_weight(term) for term in terms)
-    return sum(term_weight(term) for term in shared) >= min(FLOOR_SHARE * total, FLOOR_CAP)
+    return sum(weights) >= (floor_of(terms) if floor is None else floor)
 
 
 def _folded(text: str) -> str:
@@ -169,12 +175,13 @@ def choose(
     # what the context already holds answers the message as well as any line that does
     # not beat it: such a line would only compete with it (another project's budget)
     held = max((hit.score for hit in said if not wanted(hit)), default=0.0)
+    floor = floor_of(terms)
     eligible = [
         hit
         for hit in said
         if hit.score >= RELATIVE_FLOOR * best
         and (held == 0.0 or hit.score > held)
-        and clears_floor(hit, terms)
+        and clears_floor(hit, terms, floor)
     ]
     for hit in fuse(eligible):
         if hit.id in seen or not wanted(hit):
