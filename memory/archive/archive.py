@@ -187,7 +187,7 @@ class Archive:
         return [
             hit
             for hit in hits
-            if hit.text not in (REDACTED, FORGOTTEN) and clears_floor(hit, terms, 0.0)
+            if hit.text not in (REDACTED, FORGOTTEN) and clears_floor(hit, terms)
         ][:limit]
 
     # -- forgetting ---------------------------------------------------------------------
