@@ -25,6 +25,7 @@ MEMORY_FIELDS = (
     "summaryVersion",
     "remembered",
     "retired",
+    "lines",
     "pruned",
 )
 

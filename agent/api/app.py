@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Match, Mount
 
 from agent import web
-from agent.api import chat, conversations, errors, memories
+from agent.api import chat, conversations, errors, memories, search
 from agent.api.body import BodyLimit
 from agent.api.errors import OWN_PATHS
 from agent.api.sessions import SessionCookies
@@ -42,7 +42,7 @@ async def sweep_periodically(agent: ChatAgent, seconds: float) -> None:
     while True:
         try:
             removed = await run_in_threadpool(agent.sweep)
-            if removed["threads"] or removed["memories"]:
+            if removed["threads"] or removed["memories"] or removed["archivedLines"]:
                 logger.info("retention sweep: %s", removed)
         except Exception:
             logger.exception("the retention sweep failed")
@@ -112,6 +112,7 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     app.include_router(chat.router)
     app.include_router(conversations.router)
     app.include_router(memories.router)
+    app.include_router(search.router)
     app.include_router(web.router)  # the chat page at `/` (agent/web/)
 
     @app.get("/api/health", tags=["meta"])

@@ -7,7 +7,7 @@ memory status as bracketed lines in words, errors as one `error: ...` line.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -122,6 +122,9 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
             parts += [f"forgot {retired} older"] if retired else []
             return f"[long-term memory: {', '.join(parts) or 'refreshed'}]"
         return f"[long-term memory: {status}]"
+    if stage == "recall":
+        count = len(event.get("lines") or ())
+        return f"[memory: recalled {count} line{'s' * (count != 1)} from earlier conversations]"
     if stage == "compact":
         detail = ""
         if event.get("summaryChars") is not None:
@@ -276,6 +279,19 @@ def render_memories(listing: Mapping[str, Any]) -> str:
     lines.extend(
         f"  {n}. [{item.get('kind')}] {_one_line(str(item.get('text', '')))}"
         for n, item in enumerate(items, 1)
+    )
+    return "\n".join(lines)
+
+
+def render_search(query: str, results: Sequence[Mapping[str, Any]]) -> str:
+    """Archived lines found by `/search`, one per line: date, conversation title, role."""
+    if not results:
+        return f"search: nothing in your earlier conversations matches {query!r}"
+    lines = [f"search: {len(results)} line(s) for {query!r}:"]
+    lines.extend(
+        f"  {str(hit.get('createdAt', ''))[:10]} · {_one_line(str(hit.get('title', '')))} · "
+        f"{hit.get('role')}: {_one_line(str(hit.get('text', '')))}"
+        for hit in results
     )
     return "\n".join(lines)
 

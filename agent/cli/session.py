@@ -27,6 +27,7 @@ from agent.cli.render import (
     render_memories,
     render_memory,
     render_review,
+    render_search,
 )
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
@@ -164,6 +165,7 @@ class ChatSession:
             "recover": self._recover,
             "remember": self._remember,
             "forget": self._forget,
+            "search": self._search,
             "review": self._review,
             "sync": lambda _: self._sync_review(announce=True),
             "help": lambda _: self._say(HELP),
@@ -352,6 +354,10 @@ class ChatSession:
         item = self.agent.remember(command.text, session_id=self.session_id)
         self._say(f"remembered [{item['kind']}] {item['text']}")
         self._memories = []  # numbers change: the next /forget lists again
+
+    def _search(self, command: Command) -> None:
+        results = self.agent.search_conversations(command.text, session_id=self.session_id)
+        self._say(render_search(command.text, results))
 
     def _forget(self, command: Command) -> None:
         if not self._memories:
