@@ -9,6 +9,7 @@ import { MemoryPanel } from "./memory.js";
 import { MessageList } from "./messages.js";
 import { closeSidebarOnNarrow, installPanels } from "./panels.js";
 import { decisionWords, renderReview } from "./review.js";
+import { Search } from "./search.js";
 import { Sidebar } from "./sidebar.js";
 import { memoryNotes, progressLine, prunedNotice, prunedTitles, statusNote } from "./words.js";
 
@@ -44,6 +45,20 @@ const sidebar = new Sidebar({
   onNew: newChat,
 });
 const memory = new MemoryPanel({ notice: (error) => noticeFor(error) });
+const search = new Search({
+  isListed: (id) => Boolean(entryOf(id)),
+  onOpen: openAtLine,
+});
+const FOLDED_LINE =
+  "That line is no longer among the conversation's recent messages: compaction folded " +
+  "it into the summary (Memory shows it).";
+
+/** Open a conversation at a search hit's line. */
+async function openAtLine(conversationId, messageId) {
+  if (state.turn) return;
+  if (state.currentId !== conversationId) await openConversation(conversationId);
+  if (state.currentId === conversationId && !messages.reveal(messageId)) showNotice(FOLDED_LINE);
+}
 
 // -- notices ------------------------------------------------------------------------------
 
