@@ -333,6 +333,10 @@ class TurnPrinter:
         if result.get("status") not in ("completed", "interrupted", None):
             self.line(f"[status: {result['status']}]")
 
+    def flush(self) -> None:
+        """Print the memory lines still held (the turn's stream has ended)."""
+        self._release()
+
     def error(self, message: str) -> None:
         """Print `error: message` on its own line of the error stream."""
         self._release()
