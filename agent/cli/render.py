@@ -121,6 +121,9 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
             parts += [f"forgot {retired} older"] if retired else []
             return f"[long-term memory: {', '.join(parts) or 'refreshed'}]"
         return f"[long-term memory: {status}]"
+    if stage == "upkeep":
+        # the end of the upkeep after a turn: its steps said what they did
+        return "[memory: upkeep failed]" if status == "failed" else None
     if stage == "compact":
         detail = ""
         if event.get("summaryChars") is not None:
