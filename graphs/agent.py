@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import TypedDict
 
 from graphs.chat import build_chat_graph
 from graphs.events import emit
@@ -60,7 +61,13 @@ def extractor_for(
     )
 
 
-def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
+class ChatOutcome(TypedDict):
+    """What `route_after_chat` reads: the turn's messages, not the whole state."""
+
+    turn_messages: list[AnyMessage]
+
+
+def route_after_chat(state: ChatOutcome) -> Literal["tool", "finalize"]:
     """A tool request from the chat model continues the turn in the tool subgraph, and
     the new route is announced (in the main graph, so every stream client sees it)."""
     last = state["turn_messages"][-1]

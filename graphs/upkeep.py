@@ -24,6 +24,7 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
+from typing_extensions import TypedDict
 
 from graphs.events import emit_memory
 from graphs.outcome import record_extra
@@ -39,7 +40,13 @@ logger = logging.getLogger(__name__)
 Node = Callable[..., AgentUpdate | Command[Any]]
 
 
-def route_entry(state: AgentState) -> Literal["load_memory", "upkeep"]:
+class Entry(TypedDict, total=False):
+    """What `route_entry` reads of a run's input: one key, not the whole state."""
+
+    catch_up: bool | None
+
+
+def route_entry(state: Entry) -> Literal["load_memory", "upkeep"]:
     """A run starts a turn, or (`catch_up`) pays the upkeep its conversation owes."""
     return "upkeep" if state.get("catch_up") else "load_memory"
 
