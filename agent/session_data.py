@@ -55,7 +55,7 @@ class SessionData:
         workflow's status reads `interrupted` until it finishes; of those, the ones not
         waiting for a review and not running right now."""
         threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
-        statuses = self._threads.documents.get_channel_values(list(threads), "status")
+        statuses = self._threads.run_channel_values(list(threads), "status")
         stopped: set[str] = set()
         for thread_id, status in statuses.items():
             if status != "interrupted":

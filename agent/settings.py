@@ -22,6 +22,7 @@ from memory.storage import DEFAULT_DATABASE_URL
 
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
 LongTermMode = Literal["auto", "rules", "model", "off"]
+RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
 SHORT_SECRET = (
     "AGENT_SESSION_SECRET must be at least {limit} characters long (got {length}); "
@@ -68,6 +69,9 @@ class Settings(BaseSettings):
             context may hold (set it to the model's window minus its answer).
         retention_days: `AGENT_RETENTION_DAYS`: conversations idle longer than this are
             removed by the retention sweep (0 keeps them).
+        run_history: `AGENT_RUN_HISTORY`: what a run thread keeps once its turn finished:
+            latest (its latest checkpoint, enough to continue; storage stays flat) | all
+            (every checkpoint, for Studio's time travel: history, replay, forks).
     """
 
     model_config = SettingsConfigDict(
@@ -104,6 +108,7 @@ class Settings(BaseSettings):
     )
     memory_ttl_days: float = Field(365.0, ge=0, validation_alias=_env("AGENT_MEMORY_TTL_DAYS"))
     retention_days: float = Field(30.0, ge=0, validation_alias=_env("AGENT_RETENTION_DAYS"))
+    run_history: RunHistory = Field("latest", validation_alias=_env("AGENT_RUN_HISTORY"))
     context_budget_tokens: int = Field(
         DEFAULT_CONTEXT_BUDGET_TOKENS,
         ge=MIN_CONTEXT_BUDGET_TOKENS,
