@@ -272,6 +272,7 @@ def test_model_extraction_is_not_called_on_requests_questions_or_pastes(
         "My password's Tr0ub4dor&3",
     ]:
         agent.send(text, session_id="s", create_conversation=True)
+    assert agent.wait_for_upkeep(30)
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
     assert extraction_calls == []
     model.structured = [
@@ -280,6 +281,7 @@ def test_model_extraction_is_not_called_on_requests_questions_or_pastes(
             retire=[],
         )
     ]
-    result = agent.send("我养的狗叫豆豆。", session_id="s", conversation_id=cid)
+    result = settled(agent, "我养的狗叫豆豆。", "s", cid)
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
-    assert len(extraction_calls) == 1 and result.remembered == ("我养的狗叫豆豆",)
+    assert len(extraction_calls) == 1 and result.upkeep == "pending"
+    assert memory_texts(agent, "s") == ["我养的狗叫豆豆"]
