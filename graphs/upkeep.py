@@ -93,6 +93,8 @@ def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
         stored = snapshot.state
         if stored is None or not snapshot.registry.owns(conversation_id):
             return Command(update={**ids, "upkeep": "done"}, goto=END)
+        if not stored.owes_upkeep and stored.upkeep != "pending":  # paid already
+            return Command(update={**ids, "upkeep": stored.upkeep}, goto=END)
         update: AgentUpdate = {
             **ids,
             "owed": list(stored.upkeep_owed),
