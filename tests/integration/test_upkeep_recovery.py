@@ -4,16 +4,25 @@ loses nothing: the turn is stored, the upkeep it owed is on record, and the next
 
 from __future__ import annotations
 
+import subprocess
+import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
 
 from agent import ChatAgent
 from agent.settings import Settings
+from memory.longterm import ExtractionOutput
 from tests.integration.upkeep_worker import (
     CUE_TURN,
+    KEPT,
     SECRET,
     SESSION,
+    extracting,
     keeping_model,
     kill_in_upkeep,
 )
@@ -70,3 +79,48 @@ def test_a_compaction_killed_after_done_is_paid_when_the_conversation_is_read(
         assert (caught_up["upkeep"], caught_up["summaryVersion"]) == ("done", 1)
         assert len(caught_up["messages"]) == 4
         assert caught_up["messages"] == first["messages"][-4:]  # no turn lost or repeated
+
+
+def test_an_upkeep_waits_for_another_process_upkeep_of_the_conversation(
+    db_url: str, tmp_path: Path
+) -> None:
+    """This process asks for the conversation's upkeep while the worker's upkeep of it
+    holds the conversation's upkeep lock (stalled in its extraction call): it waits, and
+    extracts only once the worker is gone."""
+    seen: list[bool] = []  # per extraction here: whether the worker had ended by then
+    tried = threading.Event()
+    worker: list[subprocess.Popen[bytes]] = []
+
+    def extract(messages: Sequence[BaseMessage]) -> BaseModel:
+        seen.append(worker[0].poll() is not None)
+        return ExtractionOutput(memories=[KEPT], retire=[])
+
+    agent = ChatAgent(
+        database_url=db_url,
+        model=extracting(extract),
+        secret=SECRET,
+        settings=Settings(data_dir=tmp_path / "data", long_term_memory="model"),
+    )
+    locks: Any = agent.memory.threads.locks
+    hold = locks.hold
+
+    def watched(key: str, *args: Any) -> Any:
+        if key.startswith("upkeep:"):
+            tried.set()
+        return hold(key, *args)
+
+    locks.hold = watched
+
+    def ask_while_stalled(process: subprocess.Popen[bytes], cid: str) -> None:
+        worker.append(process)
+        assert agent.hydrate(session_id=SESSION, conversation_id=cid)["upkeep"] == "pending"
+        assert tried.wait(30)  # this process's upkeep is at the lock the worker holds
+
+    with agent:
+        done = kill_in_upkeep(db_url, tmp_path, "extraction", before_kill=ask_while_stalled)
+        assert agent.wait_for_upkeep(60)
+        assert seen == [True]  # one extraction, after the worker's upkeep had ended
+        texts = [m["text"] for m in agent.memories(session_id=SESSION)["memories"]]
+        assert texts == [CUE_TURN]
+        hydration = agent.hydrate(session_id=SESSION, conversation_id=done["conversation"])
+        assert hydration["upkeep"] == "done"

@@ -77,10 +77,15 @@ def stalling_model(stall_at: str, marker: Path) -> OfflineChatModel:
 
 
 def kill_in_upkeep(
-    database_url: str, root: Path, stall_at: str, timeout: float = STALL_TIMEOUT
+    database_url: str,
+    root: Path,
+    stall_at: str,
+    timeout: float = STALL_TIMEOUT,
+    before_kill: Callable[[subprocess.Popen[bytes], str], None] | None = None,
 ) -> dict[str, str]:
     """Run the worker (data under `root`), SIGKILL it where its upkeep stalls; returns
-    what it wrote when its turn was done (`conversation`, `upkeep`).
+    what it wrote when its turn was done (`conversation`, `upkeep`). `before_kill` is
+    called with the stalled worker and its conversation id just before the kill.
 
     Raises:
         RuntimeError: the worker ended, or did not stall within `timeout` seconds.
@@ -104,6 +109,8 @@ def kill_in_upkeep(
             if time.monotonic() > deadline:
                 raise RuntimeError("the worker never reached its stall point")
             time.sleep(0.05)
+        if before_kill is not None:
+            before_kill(process, json.loads((workdir / "done").read_text())["conversation"])
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
     finally:
