@@ -57,9 +57,11 @@ USER_MESSAGE = (
     "the schedule and the risks consistent with what we agreed in the earlier turns."
 )
 CUE_MESSAGE = (
-    "Turn {turn:04d}: I prefer that you refine section {section} of the plan, keeping the "
-    "budget, the schedule and the risks consistent with what we agreed earlier."
+    "Turn {turn:04d}: I live in Porto, and I prefer short answers that put the budget, "
+    "the schedule and the risks of section {section} first."
 )
+"""Says something durable about the user (`has_cue` holds): our every turn owes an
+extraction."""
 
 # The memory store runs SQLite with synchronous=NORMAL; every connection opened here
 # does the same, so that the agents differ in what they store, not in fsyncs.

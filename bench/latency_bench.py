@@ -49,9 +49,10 @@ from bench.scripted import SUMMARIZATION_SOURCE, ScriptedChatModel
 CHAT_SECONDS = 0.3
 STRUCTURED_SECONDS = 1.0
 CUE_MESSAGE = (
-    "Turn {turn:04d}: I prefer answers that refine section {section} of the plan, with "
-    "the budget, the schedule and the risks kept consistent."
+    "Turn {turn:04d}: I live in Porto, and I prefer short answers that refine section "
+    "{section} of the plan, with the budget and the risks kept consistent."
 )
+"""Says something durable about the user (`has_cue` holds): our extraction model runs."""
 
 
 def latency_message(turn: int) -> str:
