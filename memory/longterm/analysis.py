@@ -442,8 +442,8 @@ def _instruction_or_request(text: str, sentence: str) -> ClauseType | None:
         r"^please\s+[a-z]+\b(?!\s+(?:me|it|that|this)\b)", text, re.I
     ):
         # "Please always cite page numbers": an imperative, whatever its verb
-        standing = _EN_STANDING.search(text) or _EN_STANDING.search(sentence)
-        if standing and not _EN_ONE_OFF_SENTENCE.search(sentence):
+        lasting = _EN_STANDING.search(text) or _EN_STANDING.search(sentence)
+        if lasting and not _EN_ONE_OFF_SENTENCE.search(sentence):
             return ClauseType.INSTRUCTION
     if _EN_IMPERATIVE.match(text) and not re.match(r"^(?:i|my|me)\b", text, re.I):
         if len(text.split()) < 2:
