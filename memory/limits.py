@@ -19,6 +19,10 @@ SUMMARY_PREVIEW_CHARS: Final = 240
 HARD_MESSAGE_CAP: Final = 16
 """A memory thread never holds more messages than this, even if every compaction fails."""
 
+MAX_OWED_TEXTS: Final = 16
+"""User messages whose long-term extraction a conversation may owe at once; past it
+the oldest are given up (upkeep that falls this far behind is failing)."""
+
 MAX_TITLE_CHARS: Final = 80
 MAX_MESSAGE_CHARS: Final = 16_000
 """Longest user message accepted as input to a turn."""
@@ -67,3 +71,12 @@ RECALL_MAX_CHARS: Final = 1200
 
 MIN_IMPORTANCE: Final = 1
 MAX_IMPORTANCE: Final = 5
+
+
+# -- episodic memory: the archive of past turns -----------------------------------------
+
+DEFAULT_RECALL_TOKENS: Final = 2_000
+"""Tokens of earlier conversations' lines a turn's context may hold (`AGENT_RECALL_TOKENS`)."""
+
+MAX_SEARCH_QUERY_CHARS: Final = 500
+MAX_SEARCH_RESULTS: Final = 50
