@@ -9,6 +9,7 @@ import { MemoryPanel } from "./memory.js";
 import { MessageList } from "./messages.js";
 import { closeSidebarOnNarrow, installPanels } from "./panels.js";
 import { decisionWords, renderReview } from "./review.js";
+import { Search } from "./search.js";
 import { Sidebar } from "./sidebar.js";
 import { memoryNotes, progressLine, prunedNotice, prunedTitles, statusNote } from "./words.js";
 
@@ -44,6 +45,20 @@ const sidebar = new Sidebar({
   onNew: newChat,
 });
 const memory = new MemoryPanel({ notice: (error) => noticeFor(error) });
+const search = new Search({
+  isListed: (id) => Boolean(entryOf(id)),
+  onOpen: openAtLine,
+});
+const FOLDED_LINE =
+  "That line is no longer among the conversation's recent messages: compaction folded " +
+  "it into the summary (Memory shows it).";
+
+/** Open a conversation at a search hit's line. */
+async function openAtLine(conversationId, messageId) {
+  if (state.turn) return;
+  if (state.currentId !== conversationId) await openConversation(conversationId);
+  if (state.currentId === conversationId && !messages.reveal(messageId)) showNotice(FOLDED_LINE);
+}
 
 // -- notices ------------------------------------------------------------------------------
 
@@ -309,6 +324,13 @@ async function runTurn(path, body, { route, refused }) {
   const view = messages.startTurn(route);
   const memoryEvents = [];
   let result = null;
+  let updating = null;
+  const release = () => {
+    // a later turn may own the page's turn state by now: leave it alone then
+    if (state.turn !== turn) return;
+    state.turn = null;
+    setStreaming(undefined);
+  };
   const onEvent = ({ event, data }) => {
     if (event === "conversation") {
       turn.started = true;
@@ -333,6 +355,12 @@ async function runTurn(path, body, { route, refused }) {
       result = data.result || {};
       if (result.status !== "interrupted") state.reviews.delete(turn.conversationId);
       view.finish(result, [], statusNote(result.status));
+      if (result.upkeep === "pending") {
+        // the turn is done and its conversation free: the stream stays open only for the
+        // memory upkeep after it, which never blocks the composer
+        release();
+        updating = view.note("Updating memory…", "info");
+      }
     } else if (event === "error") {
       // the app's own words for its stream errors; a refused input says what to fix
       view.fail(
@@ -355,8 +383,8 @@ async function runTurn(path, body, { route, refused }) {
       if (!(error instanceof ApiError)) console.error(error);
     }
   } finally {
-    state.turn = null;
-    setStreaming(undefined);
+    release();
+    updating?.remove();
   }
   if (refusal) {
     // refused before it started (busy, gone, bad input): nothing changed on the server

@@ -30,9 +30,25 @@ export class MessageList {
       return;
     }
     for (const message of messages) {
-      this.root.append(bubble(message.role, message.text, message.createdAt));
+      const item = bubble(message.role, message.text, message.createdAt);
+      if (message.id) item.dataset.messageId = message.id;
+      this.root.append(item);
     }
     this.scrollToEnd();
+  }
+
+  /** Bring a stored message into view and mark it (a search hit); false when the
+   * conversation no longer holds it (folded into its summary). */
+  reveal(messageId) {
+    const item = [...this.root.querySelectorAll("[data-message-id]")].find(
+      (node) => node.dataset.messageId === messageId,
+    );
+    if (!item) return false;
+    for (const old of this.root.querySelectorAll(".found")) old.classList.remove("found");
+    item.classList.add("found");
+    item.scrollIntoView({ block: "center" });
+    this.following = false;
+    return true;
   }
 
   /** Show the person's message; returns its element (removed again if the turn is refused). */
@@ -170,8 +186,10 @@ export class TurnView {
 
   /** Add memory notes read after the turn ended (the DTO's summary version). */
   note(text, tone = "info") {
-    this.notes.append(h("li", { class: `note ${tone}`, text }));
+    const item = h("li", { class: `note ${tone}`, text });
+    this.notes.append(item);
     this.onGrow();
+    return item;
   }
 
   fail(message) {

@@ -78,7 +78,8 @@ export class Sidebar {
     const n = registry.conversations.length;
     this.count.textContent = n
       ? `${n} of ${registry.limit} conversations kept; past that, ` +
-        "the least recently active one is removed."
+        "the least recently active one is removed from the list (search still finds " +
+        "its lines until the retention period ends)."
       : "No conversations yet: your first message starts one.";
     this.applyLock();
   }

@@ -198,6 +198,7 @@ _EN_FIRST = re.compile(
     r"|^(?:the|a|an)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:i|i'm|we|we're)\b"
     r"|^(?:(?:a\s+)?(?:big|huge|massive|great)\s+)?fan of\b"
     r"|^(?:when|whenever|while)\s+(?:i|i'm|we)\b"
+    r"|^(?:just\s+)?got (?:engaged|married|divorced|promoted|hired)\b"
     r"|^(?:just\s+)?(?:moved|relocated|started|joined|switched|hoping to|trying to|planning "
     r"to|learning|working (?:on|as|at|in)|saving (?:up )?for|living in|based in)\b",
     re.I,
@@ -396,7 +397,17 @@ def is_filler(text: str) -> bool:
     return bool(_FILLER_ONLY.match(text))
 
 
+_POLITE_STANDING = re.compile(
+    r"^(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:always|never|from now on|"
+    r"(?:\w+\s+){1,6}(?:from now on|by default|going forward|in (?:the )?future|always|"
+    r"every time|with me)\b)",
+    re.I,
+)
+
+
 def is_question(text: str) -> bool:
+    if _POLITE_STANDING.match(text):
+        return False  # "Could you always reply in Spanish?": a standing instruction
     stripped = text.rstrip()
     if stripped.endswith(("?", "？")):
         return True
@@ -424,6 +435,16 @@ def _subject(text: str) -> Subject:
 
 def _instruction_or_request(text: str, sentence: str) -> ClauseType | None:
     """An instruction (standing) or a request (for now), when the clause is imperative."""
+    polite = _POLITE_STANDING.match(text)
+    if polite:
+        return ClauseType.INSTRUCTION
+    if re.match(r"^(?:please\s+)?(?:always|never)\s+[a-z]+", text, re.I) or re.match(
+        r"^please\s+[a-z]+\b(?!\s+(?:me|it|that|this)\b)", text, re.I
+    ):
+        # "Please always cite page numbers": an imperative, whatever its verb
+        lasting = _EN_STANDING.search(text) or _EN_STANDING.search(sentence)
+        if lasting and not _EN_ONE_OFF_SENTENCE.search(sentence):
+            return ClauseType.INSTRUCTION
     if _EN_IMPERATIVE.match(text) and not re.match(r"^(?:i|my|me)\b", text, re.I):
         if len(text.split()) < 2:
             return ClauseType.REQUEST  # "Stop.", "Continue": about this moment
@@ -559,10 +580,18 @@ _TERSE_BLOCK = re.compile(
     r"\b(?:please|again|more|less|next|shorter|longer|better|worse|done|go|try|continue|"
     r"keep|stop|start|yes|no|maybe|ok|sure|later|now|here|there|one|this|that|it|what|"
     r"why|how|remember|note|wait|hold|same|fine|thanks|thank|wow|cool|nice|right|wrong|"
-    r"true|false|agree|please|correct|exactly|indeed|noted|understood|welcome|sorry)\b",
+    r"true|false|agree|please|correct|exactly|indeed|noted|understood|welcome|sorry|not|"
+    r"really|very|too|much|any|some|other|another|else|also|just|only|still|yet|anyway|"
+    r"whatever|nothing|something|everything|all|both|either|neither|first|second|last)\b",
     re.I,
 )
-_TERSE_ZH = re.compile(r"^[\u3400-\u9fff]{2,4}[。.]?$")
+_TERSE_ZH = re.compile(r"^[\u3400-\u9fff]{2,4}[。.]$")
+_TERSE_ZH_BLOCK = re.compile(
+    r"算了|随便|另|再|还有|然后|没事|可以|不用|一样|对的|是的|一下|这|那|啥"
+)
+_TERSE_ONE_WORD = re.compile(
+    r"(?:arian|ian|ist|ese|ish|ic|ive|less|free|handed|holic|phobic|sexual|binary)$", re.I
+)
 
 
 def _terse_self_description(text: str, whole: str) -> bool:
@@ -571,8 +600,17 @@ def _terse_self_description(text: str, whole: str) -> bool:
     if text.strip(" .。") != whole.strip(" .。"):
         return False
     if _TERSE_ZH.match(text):
-        return not (_ZH_IMPERATIVE.match(text) or _SOCIAL.match(text) or _ZH_QUESTION.search(text))
+        return not (
+            _ZH_IMPERATIVE.match(text)
+            or _SOCIAL.match(text)
+            or _ZH_QUESTION.search(text)
+            or _TERSE_ZH_BLOCK.search(text)
+        )
     words = text.split()
+    if len(words) == 1 and not (
+        text.endswith(".") or "-" in text or _TERSE_ONE_WORD.search(text.rstrip("."))
+    ):
+        return False  # "another", "again": a word of the dialogue, unless it reads as a trait
     if re.match(r"(?:the|a|an|my|your|his|her|their|our)\b", text, re.I):
         return False
     return (
@@ -588,6 +626,9 @@ def analyse_clause(text: str, sentence: str, whole: str) -> Clause:
     bare = strip_lead(text)
     if not bare:
         return Clause(text, ClauseType.SOCIAL, Subject.NONE, False)
+    if re.match(r"^(?:请|你)?(?:别再|不要再)", bare):
+        # "别再给我推荐理财产品了": a boundary for the assistant, not a revocation
+        return Clause(bare, ClauseType.INSTRUCTION, Subject.USER, True)
     if _REVOCATION.search(bare) and not is_question(bare):
         return Clause(bare, ClauseType.REVOCATION, _subject(bare), True)
     if is_question(bare):

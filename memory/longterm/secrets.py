@@ -111,7 +111,8 @@ _SECRET_NAME = (
     r"mfa|otp|one[- ]time (?:code|password)|verification code|auth(?:entication)? code|"
     r"backup codes?|recovery (?:codes?|phrase|key)|seed phrase|mnemonic|security (?:question|"
     r"answer|code)s?|maiden name|secret(?: (?:word|phrase|answer|code))?|code ?word|"
-    r"safe ?word|unlock code|(?:door|gate|alarm|garage|safe|lock|locker|entry|access|"
+    r"safe ?word|unlock code|combo|combination|disarm (?:code|number)|key ?code|"
+    r"(?:door|gate|alarm|garage|safe|lock|locker|entry|access|"
     r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
     r"|密码|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
 )
@@ -129,7 +130,8 @@ _VALUE_BEFORE_NAME = re.compile(
 _CODE_NEAR_LOCK = re.compile(
     r"\bcodes?\b[^.\n]{0,30}\b(?:door|gate|alarm|garage|safe|lock|locker|building|house|"
     r"keypad|phone|wifi|bank|account|vault)\b|\b(?:door|gate|alarm|garage|safe|lock|locker|"
-    r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜",
+    r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜|门锁|密码锁"
+    r"|\b(?:alarm|locker|keypad|safe|vault|padlock|garage door|front door)\b",
     re.I,
 )
 _VALUE_TOKEN = re.compile(

@@ -95,6 +95,22 @@ class PageLog:
         page.on("dialog", on_dialog)
 
 
+KEPT_SCREENSHOTS = ("review-pending-after-reload.png", "delivery-report-markdown.png")
+"""Screenshots kept in git (the README links them); rewritten only with UPDATE_DOCS=1."""
+
+
+def keep_screenshot(page: Page, name: str) -> None:
+    """Screenshot the page as `<name>-run.png` in the artefacts (ignored by git); with
+    `UPDATE_DOCS_SCREENSHOT=1`, also over the kept `name`, so that a plain test run
+    leaves the working tree clean."""
+    assert name in KEPT_SCREENSHOTS
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    run = ARTIFACTS / name.replace(".png", "-run.png")
+    page.screenshot(path=run)
+    if os.environ.get(UPDATE_DOCS) == "1":
+        (ARTIFACTS / name).write_bytes(run.read_bytes())
+
+
 def screenshot_name(node_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", node_name) + ".png"
 

@@ -9,11 +9,11 @@ import json
 import pytest
 
 from tests.browser.support import (
-    ARTIFACTS,
     BrowserContext,
     Page,
     api_chat,
     expect,
+    keep_screenshot,
     last_answer,
     open_page,
     send,
@@ -26,8 +26,6 @@ pytestmark = pytest.mark.integration
 
 GOAL = "Set up CI. Add linting."
 TASKLIST = f"/tasklist {GOAL}"
-REVIEW_SCREENSHOT = ARTIFACTS / "review-pending-after-reload.png"
-REPORT_SCREENSHOT = ARTIFACTS / "delivery-report-markdown.png"
 
 
 def test_a_pending_review_is_listed_and_restored_after_a_reload(
@@ -53,8 +51,7 @@ def test_a_pending_review_is_listed_and_restored_after_a_reload(
     expect(page.locator(".message.user")).to_have_text([f"You{GOAL}"], use_inner_text=False)
     expect(last_answer(page)).to_have_attribute("data-state", "review")
     expect(page.locator("#chat-title")).to_have_text(GOAL)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=REVIEW_SCREENSHOT)
+    keep_screenshot(page, "review-pending-after-reload.png")
 
     # another tab of the session shows the same review, and can answer it
     other = context.new_page()
@@ -161,8 +158,7 @@ def test_a_delivery_report_renders_as_markdown(page: Page, server: Server) -> No
     expect(text.locator("strong").first).to_be_visible()
     expect(text).not_to_contain_text("**")
     expect(page.locator("#mode")).to_have_value("auto")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=REPORT_SCREENSHOT)
+    keep_screenshot(page, "delivery-report-markdown.png")
 
 
 MALICIOUS = "\n\n".join(
