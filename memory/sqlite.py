@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
 from langgraph.store.sqlite import SqliteStore
 
 from memory.checkpointers import ThreadedAsyncSaver
@@ -167,7 +167,9 @@ class SharedSqliteStore(SqliteStore):
     both share one file (or one in-memory database) without interleaving transactions.
 
     Upstream commits a batch even when it fails half-way; here a failed batch rolls
-    back, so a long-term write is all or nothing.
+    back, so a long-term write is all or nothing. Upstream also serves expired items
+    until the sweep deletes them; here, with `omit_expired` in the TTL config (as
+    `PostgresStore` reads it), reads leave them out.
     """
 
     def __init__(
@@ -179,6 +181,22 @@ class SharedSqliteStore(SqliteStore):
     ) -> None:
         super().__init__(checkpointer.conn, index=index, ttl=ttl)
         self.lock = checkpointer.lock
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the batch; with `omit_expired`, leave out of what it read the items whose
+        TTL ran out (the sweep's own test, through its index on `expires_at`)."""
+        results = super().batch(ops)
+        if not (self.ttl_config and self.ttl_config.get("omit_expired")):
+            return results
+        with self._cursor(transaction=False) as cur:
+            expired = {
+                (prefix, key)
+                for prefix, key in cur.execute(
+                    "SELECT prefix, key FROM store "
+                    "WHERE expires_at IS NOT NULL AND expires_at < CURRENT_TIMESTAMP"
+                )
+            }
+        return [_without(result, expired) for result in results] if expired else results
 
     @contextmanager
     def _cursor(self, *, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
@@ -199,6 +217,19 @@ class SharedSqliteStore(SqliteStore):
                     self.conn.execute("COMMIT")
             finally:
                 cur.close()
+
+
+def _without(result: Result, expired: set[tuple[str, str]]) -> Result:
+    """A store result without the items in `expired` (by joined namespace and key)."""
+
+    def gone(item: Item) -> bool:
+        return (".".join(item.namespace), item.key) in expired
+
+    if isinstance(result, Item):
+        return None if gone(result) else result
+    if isinstance(result, list) and result and isinstance(result[0], Item):
+        return [item for item in result if not gone(item)]
+    return result
 
 
 def open_sqlite_items(

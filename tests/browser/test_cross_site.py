@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -56,7 +55,7 @@ class Attacker:
 
 
 @pytest.fixture
-def victim(context: BrowserContext, server: Server) -> Iterator[str]:
+def victim(context: BrowserContext, server: Server) -> str:
     """The victim's session: the page loaded once and one item added by the page itself
     (a same-origin fetch); yields the session cookie's value."""
     page = context.new_page()
@@ -68,7 +67,7 @@ def victim(context: BrowserContext, server: Server) -> Iterator[str]:
     )
     assert status == 201
     page.close()
-    yield cookie_of(context)
+    return cookie_of(context)
 
 
 def cookie_of(context: BrowserContext) -> str:

@@ -12,6 +12,7 @@ import pytest
 from agent import ChatAgent
 from agent.cli.main import main as cli_main
 from agent.settings import Settings
+from memory.errors import MemoryNotFound
 from memory.ids import REGISTRY_THREAD_PREFIX
 from memory.storage import iter_thread_ids
 from tests.fakes import PacedModel, StepClock
@@ -91,3 +92,19 @@ def test_gc_command_says_what_it_removes(
     with ChatAgent(model=PacedModel(), settings=Settings.from_env()) as agent:
         left = list(iter_thread_ids(agent.memory.threads))
     assert not [t for t in left if t.startswith(REGISTRY_THREAD_PREFIX)]
+
+
+def test_an_expired_item_is_never_served_before_the_sweep(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
+) -> None:
+    agent = open_agent(PacedModel(), settings=Settings(data_dir=tmp_path / "data"))
+    agent.remember("I like jazz", session_id="s")
+    (live,) = agent.long_term.items("s")
+    stale = {**live.to_value(), "text": "I live in Lyon", "key": "i live in lyon"}
+    # a valid item whose TTL ran out before the hourly sweep came round
+    agent.long_term.store.put(agent.long_term.namespace("s"), "m_expired", stale, ttl=-1)
+    assert [m["text"] for m in agent.memories(session_id="s")["memories"]] == ["I like jazz"]
+    assert "m_expired" not in {item.id for item in agent.long_term.recall("s", "Lyon live")}
+    with pytest.raises(MemoryNotFound):
+        agent.forget("m_expired", session_id="s")
+    assert agent.sweep()["memories"] == 1
