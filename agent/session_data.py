@@ -17,7 +17,7 @@ from memory import ConversationMemory, LockTimeout
 from memory.errors import InvalidInput
 from memory.limits import MAX_MEMORY_ITEMS
 from memory.longterm import LongTermMemory
-from memory.retention import SweepResult, sweep_conversations
+from memory.retention import REGISTRY_PREFIX, SweepResult, sweep_conversations
 from memory.schema import utcnow
 from memory.storage import ThreadStore
 
@@ -87,20 +87,27 @@ class SessionData:
 
     def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
         """Apply the retention policy: remove conversations idle for more than
-        `AGENT_RETENTION_DAYS` (registry entry, memory and run threads) and long-term
+        `AGENT_RETENTION_DAYS` (registry entry, memory and run threads), the long-term
+        items of sessions that never chatted and added none for as long, and long-term
         items whose TTL ran out. Returns what was (or, with `dry_run`, would be) removed:
         `{conversations, sessions, threads, memories, retentionDays, dryRun}`."""
         days = self.settings.retention_days
         result = SweepResult(dry_run=dry_run)
+        unused = (0, 0)
         if days > 0:
             cutoff = (now or utcnow()) - timedelta(days=days)
             result = sweep_conversations(self._threads, cutoff, dry_run=dry_run)
+            chatted = {
+                thread.removeprefix(REGISTRY_PREFIX)
+                for thread in self._threads.list_threads(REGISTRY_PREFIX)
+            }
+            unused = self.long_term.sweep_unused_sessions(cutoff, chatted=chatted, dry_run=dry_run)
         expired = 0 if dry_run else self.long_term.sweep_expired()
         return {
             "conversations": result.conversations,
-            "sessions": result.sessions,
+            "sessions": result.sessions + unused[0],
             "threads": result.threads,
-            "memories": expired,
+            "memories": expired + unused[1],
             "retentionDays": days,
             "dryRun": dry_run,
         }

@@ -14,6 +14,7 @@ from graphs.outcome import OUTCOME_KEY
 from graphs.request import WORKFLOW_ROUTES, TurnRequest
 from graphs.state import Context
 from memory import ConversationMemory
+from memory.ids import turn_lock_key
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def busy_lock(
 ) -> AbstractContextManager[None]:
     """Taken (never waited for) while a turn runs in the conversation, in any process:
     a second turn is refused (`ConversationBusy`), and a run holding it is not stopped."""
-    key = "turn:" + memory.memory_thread(session_id, conversation_id)
+    key = turn_lock_key(memory.memory_thread(session_id, conversation_id))
     return memory.threads.locks.hold(key, timeout=0)
 
 

@@ -11,9 +11,9 @@ before the lock is taken, never while holding it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
@@ -40,6 +40,7 @@ TEXT_TOO_LONG = "a memory is at most {limit} characters (got {length})"
 TEXT_EMPTY = "a memory must not be empty"
 _MAX_REFRESH_MARKS = 10_000
 _MAX_PARSED = 20_000
+_NAMESPACE_PAGE = 1_000
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,11 @@ class MemoryWrite:
     @property
     def remembered(self) -> tuple[str, ...]:
         return self.plan.remembered
+
+
+def _utc(moment: datetime) -> datetime:
+    """`moment` as timezone-aware UTC (SQLite's store reads its timestamps naive, in UTC)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class LongTermMemory:
@@ -250,6 +256,42 @@ class LongTermMemory:
         """Delete the items whose TTL ran out (every session); returns how many."""
         sweep = getattr(self.store, "sweep_ttl", None)
         return int(sweep()) if self.ttl_minutes is not None and callable(sweep) else 0
+
+    @storage_errors
+    def sweep_unused_sessions(
+        self, cutoff: datetime, *, chatted: Collection[str], dry_run: bool = False
+    ) -> tuple[int, int]:
+        """Delete the items of every session that never chatted and has added nothing
+        since `cutoff`: its key is not in `chatted` (sessions with a registry) and none of
+        its items came from a conversation. Such a session cannot outlive the retention
+        of the conversations it never had. Returns (sessions, items) removed (or, with
+        `dry_run`, that would be)."""
+        sessions = items = 0
+        for namespace in self._session_namespaces():
+            if namespace[-1] in chatted:
+                continue
+            with self.locks.hold(f"{LOCK_PREFIX}:{namespace[-1]}", self.lock_timeout):
+                found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
+                parsed = self._parse(found)
+                if not found or any(item.conversation_id for item in parsed):
+                    continue
+                if max(_utc(hit.updated_at) for hit in found) >= cutoff:
+                    continue
+                if not dry_run:
+                    self.store.batch([PutOp(namespace, hit.key, None) for hit in found])
+            sessions, items = sessions + 1, items + len(found)
+        return sessions, items
+
+    def _session_namespaces(self) -> list[tuple[str, ...]]:
+        """Every session's namespace, read in pages."""
+        namespaces: list[tuple[str, ...]] = []
+        while True:
+            page = self.store.list_namespaces(
+                prefix=(NAMESPACE,), max_depth=2, limit=_NAMESPACE_PAGE, offset=len(namespaces)
+            )
+            namespaces.extend(page)
+            if len(page) < _NAMESPACE_PAGE:
+                return namespaces
 
     @storage_errors
     def forget_all(self, session_id: str) -> int:
