@@ -11,6 +11,7 @@ before the lock is taken, never while holding it.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -27,7 +28,7 @@ from memory.longterm.gate import WritePlan, plan_write
 from memory.longterm.items import MemoryItem, MemoryKind, check_kind
 from memory.longterm.recall import recall
 from memory.longterm.rules import Extraction, Proposal, classify, importance, strip_remember
-from memory.schema import Clock, require_text, utcnow
+from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ TEXT_EMPTY = "a memory must not be empty"
 _MAX_REFRESH_MARKS = 10_000
 _MAX_PARSED = 20_000
 _NAMESPACE_PAGE = 1_000
+_MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,7 @@ class LongTermMemory:
             InvalidInput: a text that is not a string, empty or too long, or an unknown kind.
             MemoryRefused: the gate turned the text down; the message says why.
         """
-        body = strip_remember(require_text(text, "memory text"))
+        body = strip_remember(require_storable(require_text(text, "memory text"), "memory text"))
         if not body:
             raise MemoryRefused(TEXT_EMPTY)
         if len(body) > MAX_MEMORY_TEXT_CHARS:
@@ -243,8 +245,8 @@ class LongTermMemory:
         Raises:
             MemoryNotFound: no such item in this session (another session's id included).
         """
-        if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 64:
-            raise MemoryNotFound()
+        if not isinstance(memory_id, str) or not _MEMORY_ID.fullmatch(memory_id):
+            raise MemoryNotFound()  # no stored id has another form: nothing to look up
         namespace = self.namespace(session_id)
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             if self.store.get(namespace, memory_id, refresh_ttl=False) is None:
