@@ -11,7 +11,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from agent.errors import InvalidRequest
 from agent.settings import Settings
-from agent.turns import busy_lock
+from agent.turns import busy_lock, is_unfinished, review_answered
 from graphs.request import check_id
 from memory import ConversationMemory, LockTimeout
 from memory.errors import InvalidInput
@@ -53,7 +53,8 @@ class SessionData:
     def _unfinished(self, session_id: str, conversation_ids: Sequence[str]) -> set[str]:
         """The conversations whose last run stopped before its end, read in one query: a
         workflow's status reads `interrupted` until it finishes; of those, the ones not
-        waiting for a review and not running right now."""
+        waiting for a review (or whose review was answered before a crash) and not
+        running right now."""
         threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
         statuses = self._threads.documents.get_channel_values(list(threads), "status")
         stopped: set[str] = set()
@@ -66,7 +67,8 @@ class SessionData:
                     state = self.graph.get_state({"configurable": {"thread_id": thread_id}})
             except LockTimeout:
                 continue
-            if state.next and not state.interrupts:
+            answered = review_answered(self._threads.checkpointer, state)
+            if is_unfinished(state, answered=answered):
                 stopped.add(cid)
         return stopped
 
