@@ -3,7 +3,7 @@ retention policy that removes what nobody uses any more (`ChatAgent`'s data meth
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,6 +17,7 @@ from memory import ConversationMemory, LockTimeout
 from memory.errors import InvalidInput
 from memory.limits import MAX_MEMORY_ITEMS
 from memory.longterm import LongTermMemory
+from memory.redaction import redact_session
 from memory.retention import REGISTRY_PREFIX, SweepResult, sweep_conversations
 from memory.schema import utcnow
 from memory.storage import ThreadStore
@@ -138,13 +139,24 @@ class SessionData:
         return item.to_dto()
 
     def forget(self, memory_id: str, *, session_id: str) -> None:
-        """Delete one long-term item: the very next turn no longer recalls it.
+        """Delete one long-term item: the very next turn no longer recalls it, and its
+        text reads `[forgotten]` wherever the session's memory kept it (messages,
+        summaries, pins, titles, run checkpoints), so no later context carries it.
 
         Raises:
             MemoryNotFound: no such item in this session (another session's included).
         """
-        self.long_term.forget(check_id(session_id, "session id"), memory_id)
+        session_id = check_id(session_id, "session id")
+        self.long_term.forget(session_id, memory_id, redact=self._redactor(session_id))
 
     def forget_all(self, *, session_id: str) -> int:
-        """Delete every long-term item of the session; returns how many were deleted."""
-        return self.long_term.forget_all(check_id(session_id, "session id"))
+        """Delete every long-term item of the session (their texts redacted as by
+        `forget`); returns how many were deleted."""
+        session_id = check_id(session_id, "session id")
+        return self.long_term.forget_all(session_id, redact=self._redactor(session_id))
+
+    def _redactor(self, session_id: str) -> Callable[[Sequence[str]], int]:
+        def redact(texts: Sequence[str]) -> int:
+            return redact_session(self._threads, self.memory.ids, session_id, texts)
+
+        return redact

@@ -16,7 +16,7 @@ read in one query (a turn reads its memory and registry in one round trip).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, empty_checkpoint
@@ -54,6 +54,12 @@ class DocumentSaver(Protocol):
     ) -> None:
         """In one transaction: replace each thread's checkpoints with its document's, and
         delete every checkpoint and write of the threads in `delete`."""
+        ...
+
+    def redact_threads(self, thread_ids: Sequence[str], redact: Callable[[str, Any], Any]) -> int:
+        """In one transaction: every channel value and pending write of `thread_ids`
+        (every checkpoint, every namespace) replaced by `redact(thread_id, value)` where
+        that returns a different object; returns how many values changed."""
         ...
 
     def keep_latest_root(self, thread_id: str) -> None:

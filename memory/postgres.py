@@ -91,6 +91,25 @@ DROP_OLDER_SQL = (
     "AND c.checkpoint_ns = b.checkpoint_ns "
     "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
 )
+REDACT_SELECT_SQL = {
+    "checkpoints": "SELECT thread_id, checkpoint_ns, checkpoint_id, checkpoint FROM checkpoints "
+    "WHERE thread_id = ANY(%(threads)s)",
+    "checkpoint_blobs": "SELECT thread_id, checkpoint_ns, channel, version, type, blob "
+    "FROM checkpoint_blobs WHERE thread_id = ANY(%(threads)s)",
+    "checkpoint_writes": "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, type, "
+    "blob FROM checkpoint_writes WHERE thread_id = ANY(%(threads)s)",
+}
+REDACT_UPDATE_SQL = {
+    "checkpoints": "UPDATE checkpoints SET checkpoint = %(checkpoint)s "
+    "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s "
+    "AND checkpoint_id = %(checkpoint_id)s",
+    "checkpoint_blobs": "UPDATE checkpoint_blobs SET type = %(type)s, blob = %(blob)s "
+    "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s "
+    "AND channel = %(channel)s AND version = %(version)s",
+    "checkpoint_writes": "UPDATE checkpoint_writes SET type = %(type)s, blob = %(blob)s "
+    "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s "
+    "AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s AND idx = %(idx)s",
+}
 DELETE_THREADS_SQL = tuple(
     f"DELETE FROM {table} WHERE thread_id = ANY(%(threads)s)"
     for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints")
@@ -174,6 +193,35 @@ class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
             if blobs:
                 cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs)
                 cur.executemany(self.UPSERT_CHECKPOINTS_SQL, checkpoints)
+
+    def redact_threads(self, thread_ids: Sequence[str], redact: Callable[[str, Any], Any]) -> int:
+        """Rewrite the values of `thread_ids` that `redact` changes, in one transaction:
+        the primitives kept inline in each checkpoint, the channel blobs, the writes."""
+        if not thread_ids:
+            return 0
+        threads = {"threads": list(thread_ids)}
+        changed = 0
+        with self._cursor() as cur, cur.connection.transaction():
+            for row in cur.execute(REDACT_SELECT_SQL["checkpoints"], threads).fetchall():
+                checkpoint = row["checkpoint"]
+                values = checkpoint.get("channel_values") or {}
+                redacted = {key: redact(row["thread_id"], value) for key, value in values.items()}
+                touched = sum(redacted[key] is not value for key, value in values.items())
+                if touched:
+                    updated = Jsonb({**checkpoint, "channel_values": redacted})
+                    cur.execute(REDACT_UPDATE_SQL["checkpoints"], {**row, "checkpoint": updated})
+                    changed += touched
+            for table in ("checkpoint_blobs", "checkpoint_writes"):
+                for row in cur.execute(REDACT_SELECT_SQL[table], threads).fetchall():
+                    if row["blob"] is None or row["type"] == "empty":
+                        continue
+                    value = self.serde.loads_typed((row["type"], row["blob"]))
+                    redacted_value = redact(row["thread_id"], value)
+                    if redacted_value is not value:
+                        type_, blob = self.serde.dumps_typed(redacted_value)
+                        cur.execute(REDACT_UPDATE_SQL[table], {**row, "type": type_, "blob": blob})
+                        changed += 1
+        return changed
 
     def keep_latest_root(self, thread_id: str) -> None:
         """Keep only the newest root checkpoint of a finished thread and its blobs.

@@ -121,6 +121,52 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
                 self.conn.rollback()
                 raise
 
+    def redact_threads(self, thread_ids: Sequence[str], redact: Callable[[str, Any], Any]) -> int:
+        """Rewrite the checkpoints and pending writes of `thread_ids` whose values
+        `redact` changes, in one transaction."""
+        if not thread_ids:
+            return 0
+        marks = ", ".join("?" * len(thread_ids))
+        changed = 0
+        with self.lock, closing(self.conn.cursor()) as cur:
+            try:
+                rows = cur.execute(
+                    "SELECT rowid, thread_id, type, checkpoint FROM checkpoints "
+                    f"WHERE thread_id IN ({marks})",
+                    tuple(thread_ids),
+                ).fetchall()
+                for rowid, thread_id, type_, blob in rows:
+                    checkpoint = self.serde.loads_typed((type_, blob))
+                    values = checkpoint.get("channel_values") or {}
+                    redacted = {key: redact(thread_id, value) for key, value in values.items()}
+                    touched = sum(redacted[key] is not value for key, value in values.items())
+                    if touched:
+                        dumped = self.serde.dumps_typed({**checkpoint, "channel_values": redacted})
+                        cur.execute(
+                            "UPDATE checkpoints SET type = ?, checkpoint = ? WHERE rowid = ?",
+                            (*dumped, rowid),
+                        )
+                        changed += touched
+                writes = cur.execute(
+                    "SELECT rowid, thread_id, type, value FROM writes "
+                    f"WHERE thread_id IN ({marks})",
+                    tuple(thread_ids),
+                ).fetchall()
+                for rowid, thread_id, type_, blob in writes:
+                    value = self.serde.loads_typed((type_, blob))
+                    redacted_value = redact(thread_id, value)
+                    if redacted_value is not value:
+                        cur.execute(
+                            "UPDATE writes SET type = ?, value = ? WHERE rowid = ?",
+                            (*self.serde.dumps_typed(redacted_value), rowid),
+                        )
+                        changed += 1
+                self.conn.commit()
+            except BaseException:
+                self.conn.rollback()
+                raise
+        return changed
+
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune checkpoints of `thread_ids` (`keep_latest` or `delete`), as in the base API."""
         if strategy == "delete":

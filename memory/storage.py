@@ -187,6 +187,14 @@ class ThreadStore:
         self.delete_many([thread_id])
 
     @storage_errors
+    def redact_threads(self, thread_ids: Sequence[str], redact: Callable[[str, Any], Any]) -> int:
+        """In one transaction: replace every stored value of `thread_ids` (checkpoint
+        channel values and pending writes, every namespace) with `redact(thread_id,
+        value)` where that returns another object; returns how many changed. Callers
+        hold the locks of the threads' writers."""
+        return self.documents.redact_threads(list(dict.fromkeys(thread_ids)), redact)
+
+    @storage_errors
     def prune_finished_run(self, thread_id: str) -> None:
         """Shrink a run thread whose turn finished (no pending interrupt) to one checkpoint."""
         self.documents.keep_latest_root(thread_id)

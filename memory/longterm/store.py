@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -42,6 +42,8 @@ TEXT_EMPTY = "a memory must not be empty"
 _MAX_REFRESH_MARKS = 10_000
 _MAX_PARSED = 20_000
 _NAMESPACE_PAGE = 1_000
+Redact = Callable[[Sequence[str]], object]
+"""Takes forgotten texts out of the session's other memory (`memory.redaction`)."""
 _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -239,8 +241,12 @@ class LongTermMemory:
         return (plan.added or plan.refreshed)[0]
 
     @storage_errors
-    def forget(self, session_id: str, memory_id: object) -> None:
+    def forget(self, session_id: str, memory_id: object, *, redact: Redact | None = None) -> None:
         """Delete one item; the very next turn no longer recalls it.
+
+        Args:
+            redact: called with the item's text under the session's long-term lock,
+                before the item goes (`memory.redaction.redact_session`).
 
         Raises:
             MemoryNotFound: no such item in this session (another session's id included).
@@ -249,8 +255,12 @@ class LongTermMemory:
             raise MemoryNotFound()  # no stored id has another form: nothing to look up
         namespace = self.namespace(session_id)
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
-            if self.store.get(namespace, memory_id, refresh_ttl=False) is None:
+            found = self.store.get(namespace, memory_id, refresh_ttl=False)
+            if found is None:
                 raise MemoryNotFound()
+            item = MemoryItem.from_value(found.key, found.value)
+            if redact is not None and item is not None:
+                redact([item.text])
             self.store.delete(namespace, memory_id)
 
     @storage_errors
@@ -296,11 +306,18 @@ class LongTermMemory:
                 return namespaces
 
     @storage_errors
-    def forget_all(self, session_id: str) -> int:
-        """Delete every item of the session; returns how many there were."""
+    def forget_all(self, session_id: str, *, redact: Redact | None = None) -> int:
+        """Delete every item of the session; returns how many there were.
+
+        Args:
+            redact: called with the items' texts under the session's long-term lock,
+                before they go.
+        """
         namespace = self.namespace(session_id)
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
+            if found and redact is not None:
+                redact([item.text for item in self._parse(found)])
             if found:
                 self.store.batch([PutOp(namespace, hit.key, None) for hit in found])
         return len(found)
