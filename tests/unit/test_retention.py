@@ -177,3 +177,21 @@ def test_a_session_that_never_chatted_does_not_outlive_retention(
         "I like green tea"
     ]
     assert agent.sweep(now=later)["memories"] == 0
+
+
+def test_the_longest_allowed_periods_still_sweep(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
+) -> None:
+    settings = Settings.from_env(
+        {
+            "AGENT_DATA_DIR": str(tmp_path / "data"),
+            "AGENT_RETENTION_DAYS": "36500",
+            "AGENT_MEMORY_TTL_DAYS": "36500",
+        }
+    )
+    agent = open_agent(PacedModel(), settings=settings)
+    agent.remember("I like jazz", session_id="s")  # the store computes its expiry
+    agent.send("hello", session_id="s", create_conversation=True)
+    removed = agent.sweep()
+    assert (removed["conversations"], removed["memories"]) == (0, 0)
+    assert [m["text"] for m in agent.memories(session_id="s")["memories"]] == ["I like jazz"]

@@ -37,10 +37,3 @@ def test_unusable_numbers_are_refused_naming_the_variable(
     with pytest.raises(SettingsError) as read:
         Settings.from_env()
     assert variable in read.value.args[0]
-
-
-def test_the_largest_allowed_periods_still_compute() -> None:
-    settings = Settings.from_env(
-        {"AGENT_RETENTION_DAYS": "36500", "AGENT_MEMORY_TTL_DAYS": "36500"}
-    )
-    assert settings.retention_days == settings.memory_ttl_days == 36_500
