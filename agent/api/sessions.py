@@ -25,6 +25,7 @@ import hmac
 import logging
 import secrets
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from limits import RateLimitItemPerMinute
 from limits.storage import MemoryStorage
@@ -78,12 +79,13 @@ def cookie_header(secret: str, session_id: str, *, secure: bool) -> str:
     return f"{COOKIE_NAME}={value}; Max-Age={COOKIE_MAX_AGE}; Path=/; HttpOnly; SameSite=Lax{flags}"
 
 
-def from_another_origin(scope: Scope, headers: Headers) -> bool:
+def from_another_origin(headers: Headers) -> bool:
     """Whether a browser says the request comes from a page of another origin.
 
     `Sec-Fetch-Site` decides when present (browsers send it to HTTPS and local origins);
-    else an `Origin` that is not this host's (`null` included); a request with neither
-    is not a browser's cross-origin request.
+    else an `Origin` whose host is not this request's `Host` (`null` included: the
+    scheme is left out, as a TLS proxy may hide it); a request with neither is not a
+    browser's cross-origin request.
     """
     site = headers.get("sec-fetch-site")
     if site is not None:
@@ -91,8 +93,8 @@ def from_another_origin(scope: Scope, headers: Headers) -> bool:
     origin = headers.get("origin")
     if origin is None:
         return False
-    scheme = scope.get("scheme", "http")
-    return origin != f"{scheme}://{headers.get('host', '')}"
+    netloc = urlsplit(origin).netloc.lower()
+    return not netloc or netloc != headers.get("host", "").lower()
 
 
 class SessionCookies:
@@ -132,7 +134,7 @@ class SessionCookies:
             return
         headers = Headers(scope=scope)
         safe = scope["method"] in SAFE_METHODS
-        foreign = from_another_origin(scope, headers)
+        foreign = from_another_origin(headers)
         if foreign and not safe:
             await self._refuse(403, "cross_site_request", CROSS_SITE, scope, receive, send)
             return
