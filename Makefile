@@ -46,7 +46,7 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers, HTTP workers, lon
 	$(BIN)/python -m bench.recovery_bench
 	$(BIN)/python -m bench.fidelity_bench
 
-eval: $(STAMP) ## Memory evaluation: every scenario against this agent and its peers (offline, < 5 min).
+eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers (offline, < 5 min).
 	$(BIN)/python -m evals
 
 clean: ## Remove the virtual environment and tool caches.

@@ -16,6 +16,7 @@ from langgraph.types import Command, StreamMode
 
 from agent.errors import NOTHING_TO_RESUME, TURN_FAILED, ConversationBusy, InvalidRequest
 from agent.loop import BackgroundLoop
+from agent.settings import Settings
 from agent.turns import (
     Turn,
     TurnRecorder,
@@ -25,7 +26,6 @@ from agent.turns import (
     review_answered,
     unfinished_check,
 )
-from graphs.request import WORKFLOW_ROUTES
 from graphs.state import AgentInput
 from memory import ConversationMemory, ConversationNotFound, LockTimeout
 from memory.storage import ThreadStore
@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 class TurnRunner:
     """Runs admitted turns over `ChatAgent`'s graph, stores and loop."""
 
+    settings: Settings
     memory: ConversationMemory
     graph: CompiledStateGraph[Any, Any, Any, Any]
     _threads: ThreadStore
@@ -74,6 +75,8 @@ class TurnRunner:
                 result = recorder.result(crashed=crashed)
                 if result.conversation_deleted:
                     self._drop_run_thread(turn)
+                elif not crashed and result.interrupt is None:
+                    self._prune_run_thread(turn)
                 return result
         except LockTimeout:
             raise ConversationBusy() from None
@@ -181,8 +184,8 @@ class TurnRunner:
             yield {"event": "interrupt", "interrupt": result.interrupt}
         elif result.conversation_deleted:
             await asyncio.to_thread(self._drop_run_thread, turn)
-        elif result.route in WORKFLOW_ROUTES:
-            await self._prune(turn)
+        elif not crashed:
+            await asyncio.to_thread(self._prune_run_thread, turn)
         yield {"event": "done", "result": result.to_dict()}
 
     def _drop_run_thread(self, turn: Turn) -> None:
@@ -193,11 +196,13 @@ class TurnRunner:
         except Exception:  # a leftover thread of a deleted conversation holds no memory
             logger.warning("deleting the run thread of a deleted conversation failed")
 
-    async def _prune(self, turn: Turn) -> None:
-        """Drop a finished workflow's subgraph checkpoints (each `put` already keeps one
-        checkpoint per namespace; a chat turn has no other)."""
-        thread_id = turn.config["configurable"]["thread_id"]
+    def _prune_run_thread(self, turn: Turn) -> None:
+        """Keep only the latest checkpoint of a run thread whose turn finished (no review
+        pending): nothing resumes from older ones. `AGENT_RUN_HISTORY=all` keeps them,
+        for time travel (history, replay, forks)."""
+        if self.settings.run_history != "latest":
+            return
         try:
-            await asyncio.to_thread(self._threads.prune_finished_run, thread_id)
+            self._threads.prune_finished_runs([turn.config["configurable"]["thread_id"]])
         except Exception:  # the next finished turn prunes again
             logger.warning("pruning the run thread failed", exc_info=True)

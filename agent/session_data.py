@@ -57,7 +57,7 @@ class SessionData:
         waiting for a review (or whose review was answered before a crash) and not
         running right now."""
         threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
-        statuses = self._threads.documents.get_channel_values(list(threads), "status")
+        statuses = self._threads.run_channel_values(list(threads), "status")
         stopped: set[str] = set()
         for thread_id, status in statuses.items():
             if status != "interrupted":

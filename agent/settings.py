@@ -22,6 +22,7 @@ from memory.storage import DEFAULT_DATABASE_URL
 
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
 LongTermMode = Literal["auto", "rules", "model", "off"]
+RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
 MAX_DAYS = 36_500.0
 """The longest retention or TTL (a century): further would overflow the date arithmetic."""
@@ -74,6 +75,9 @@ class Settings(BaseSettings):
         retention_days: `AGENT_RETENTION_DAYS`: conversations idle longer than this are
             removed by the retention sweep (0 keeps them; at most 36,500), and so are
             the long-term items of a session that never chatted.
+        run_history: `AGENT_RUN_HISTORY`: what a run thread keeps once its turn finished:
+            latest (its latest checkpoint, enough to continue; storage stays flat) | all
+            (every checkpoint, for Studio's time travel: history, replay, forks).
     """
 
     model_config = SettingsConfigDict(
@@ -127,6 +131,7 @@ class Settings(BaseSettings):
     retention_days: float = Field(
         30.0, ge=0, le=MAX_DAYS, allow_inf_nan=False, validation_alias=_env("AGENT_RETENTION_DAYS")
     )
+    run_history: RunHistory = Field("latest", validation_alias=_env("AGENT_RUN_HISTORY"))
     context_budget_tokens: int = Field(
         DEFAULT_CONTEXT_BUDGET_TOKENS,
         ge=MIN_CONTEXT_BUDGET_TOKENS,

@@ -29,20 +29,28 @@ from agent.settings import Settings
 from bench.scripted import ScriptedChatModel
 from bench.workers_bench import database
 from memory.conversations import ConversationMemory
-from memory.postgres import PooledPostgresStore, PostgresCheckpointer
+from memory.postgres import PooledPostgresStore, PostgresCheckpointer, PostgresDocuments
 
 SECRET = "bench-roundtrips-" + "r" * 32
 READS = ("get_tuple", "get_documents")
-WRITES = ("put", "put_documents", "drop_older", "keep_latest_root")
+WRITES = ("put", "put_documents", "prune")
+OWNERS: dict[str, type] = {
+    "get_tuple": PostgresCheckpointer,
+    "put": PostgresCheckpointer,
+    "prune": PostgresCheckpointer,
+    "get_documents": PostgresDocuments,
+    "put_documents": PostgresDocuments,
+}
 
 
 @contextmanager
 def counting(counts: collections.Counter[str]) -> Iterator[None]:
-    """Count calls of the checkpointer's storage methods while the block runs, and the
-    memory reads that start a turn (`ConversationMemory.open`, one `get_documents`)."""
+    """Count calls of the checkpointer's and the document store's methods while the
+    block runs, and the memory reads that start a turn (`ConversationMemory.open`, one
+    `get_documents`)."""
     patched: list[tuple[type, str, Callable[..., Any]]] = []
     for owner, name in [
-        *((PostgresCheckpointer, name) for name in (*READS, *WRITES)),
+        *((OWNERS[name], name) for name in (*READS, *WRITES)),
         (ConversationMemory, "open"),
         (PooledPostgresStore, "batch"),
     ]:

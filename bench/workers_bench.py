@@ -186,7 +186,12 @@ def conversation_size(turns: int = 200) -> dict[str, Any]:
                     "WHERE thread_id = ANY(%s)",
                     (threads,),
                 ).fetchone()
-                for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+                for table in (
+                    "checkpoints",
+                    "checkpoint_blobs",
+                    "checkpoint_writes",
+                    "memory_documents",
+                )
             }
     return {
         "turns": turns,

@@ -1,9 +1,10 @@
-"""`python -m evals` (`make eval`): every scenario against every system, with a table,
-JSON and a chart under bench/results/.
+"""`python -m evals` (`make eval`): every scenario and dialogue of the dev and held-out
+splits against every system, with tables, JSON and a chart under bench/results/.
 
 Offline by default: every system is driven by the deterministic offline model. With
-`OPENAI_API_KEY` set, the same scenarios run against the configured endpoint
-(`AGENT_MODEL`), and a judge model (`evals/judge.py`) also reads each probe's answer.
+`OPENAI_API_KEY` set (or an OpenAI-compatible `OPENAI_BASE_URL`), the same sets run
+against the configured endpoint (`AGENT_MODEL`), and a judge model (`evals/judge.py`)
+also reads each probe's and each dialogue question's answer.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from agent.models import load_chat_model
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
-from evals.judge import JUDGE_PROMPT, judge_outcomes
-from evals.report import markdown, write_chart, write_json
-from evals.runner import evaluate
-from evals.scenario import load_all
+from evals.dialogue import load_split
+from evals.judge import JUDGE_PROMPT, dialogue_answers, judge_outcomes
+from evals.profile_gate import section as profile_section
+from evals.report import SPLITS, dialogue_markdown, markdown, write_chart, write_json
+from evals.runner import DialogueOutcome, Outcome, evaluate, evaluate_dialogues
+from evals.scenario import HELD_OUT_DIR, SCENARIO_DIR, load_all
 from evals.systems import SYSTEM_NAMES
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
@@ -29,32 +34,69 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m evals", description=__doc__)
     parser.add_argument("--system", action="append", choices=SYSTEM_NAMES, help="(repeatable)")
     parser.add_argument("--scenario", action="append", help="scenario name (repeatable)")
+    parser.add_argument("--dialogue", action="append", help="dialogue name (repeatable)")
+    parser.add_argument("--split", action="append", choices=SPLITS, help="(repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where eval.json/png go")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args()
 
     settings = Settings.from_env()
-    scenarios = [s for s in load_all() if not args.scenario or s.name in args.scenario]
+    if settings.offline and settings.openai_base_url:
+        # A local OpenAI-compatible endpoint (vLLM, Ollama...) takes any key.
+        settings = settings.model_copy(update={"openai_api_key": SecretStr("unused")})
+    splits = args.split or list(SPLITS)
     systems = args.system or list(SYSTEM_NAMES)
     offline = settings.offline
     model = OfflineChatModel if offline else (lambda: load_chat_model(settings))
     started = time.perf_counter()
+    outcomes: list[Outcome] = []
+    dialogues: list[DialogueOutcome] = []
+    turns = 0
     with tempfile.TemporaryDirectory() as workdir:
-        outcomes = evaluate(scenarios, systems, model, Path(workdir), progress=not args.quiet)
+        for split in splits:
+            directory = SCENARIO_DIR if split == "dev" else HELD_OUT_DIR
+            scenarios = [
+                s
+                for s in load_all(directory)
+                if not (args.scenario or args.dialogue) or s.name in (args.scenario or [])
+            ]
+            chats = [
+                d
+                for d in load_split(split)
+                if not (args.scenario or args.dialogue) or d.name in (args.dialogue or [])
+            ]
+            turns += sum(s.turns for s in scenarios) + sum(d.turns for d in chats)
+            outcomes += evaluate(
+                scenarios, systems, model, Path(workdir), split=split, progress=not args.quiet
+            )
+            dialogues += evaluate_dialogues(
+                chats, systems, model, Path(workdir), split=split, progress=not args.quiet
+            )
     meta = {
         "model": "offline" if offline else settings.model,
-        "scenarios": len(scenarios),
-        "turns": sum(s.turns for s in scenarios),
+        "splits": splits,
+        "scenarios": len({(o.split, o.scenario) for o in outcomes}),
+        "dialogues": len({(o.split, o.dialogue) for o in dialogues}),
+        "turns": turns,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    print(markdown(outcomes))
+    if outcomes:
+        print(markdown(outcomes))
+    if dialogues:
+        print("\n" + dialogue_markdown(dialogues))
+    print("\n" + profile_section())
     if not offline:
+        judge = load_chat_model(settings)
         print("\nJudge prompt:\n" + JUDGE_PROMPT)
-        print(judge_outcomes(outcomes, load_chat_model(settings)))
-    write_json(args.out / "eval.json", outcomes, meta)
-    write_chart(args.out / "eval.png", outcomes)
+        for split in splits:
+            answered = [o for o in outcomes if o.split == split]
+            answered += dialogue_answers([d for d in dialogues if d.split == split])
+            print(f"\nJudged answers ({split}):\n" + judge_outcomes(answered, judge))
+    write_json(args.out / "eval.json", outcomes, dialogues, meta)
+    if outcomes:
+        write_chart(args.out / "eval.png", outcomes, dialogues)
     print(
-        f"\n{meta['turns']} turns × {len(systems)} systems in {meta['seconds']} s; "
+        f"\n{meta['turns']:,} turns × {len(systems)} systems in {meta['seconds']} s; "
         f"results in {args.out / 'eval.json'} and {args.out / 'eval.png'}"
     )
 

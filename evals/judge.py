@@ -14,7 +14,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from evals.runner import Answer, Outcome
+from evals.runner import Answer, DialogueOutcome, Outcome
+from evals.scenario import Fact
 
 JUDGE_PROMPT = """\
 You grade one answer of a chat assistant that should remember what its user said.
@@ -61,3 +62,22 @@ def judge_outcomes(outcomes: Sequence[Outcome], model: BaseChatModel) -> str:
         forbidden = sum(v.uses_forbidden for v in verdicts) / total
         lines.append(f"| {name} | {used:.0%} | {forbidden:.0%} |")
     return "\n".join(lines)
+
+
+def dialogue_answers(dialogues: Sequence[DialogueOutcome]) -> list[Outcome]:
+    """Dialogue questions as probes for the judge: the reference answer is what the
+    answer should rely on."""
+    return [
+        Outcome(
+            o.system,
+            f"{o.dialogue} ({mode})",
+            o.split,
+            answers=[
+                Answer(a.question, a.answer, (Fact.model_validate(a.reference),), ())
+                for a in o.asked
+                if a.mode == mode
+            ],
+        )
+        for o in dialogues
+        for mode in ("new", "last")
+    ]

@@ -1,35 +1,47 @@
-"""The evaluation's report: a markdown table, JSON, and a PNG chart (matplotlib)."""
+"""The evaluation's report: markdown tables (dev and held-out side by side), JSON, and a
+PNG chart (matplotlib)."""
 
 from __future__ import annotations
 
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.runner import Outcome
+from evals.dialogue import QuestionType
+from evals.runner import DialogueOutcome, Outcome, mean
 
-BASELINE = "full_history"
+SPLITS = ("dev", "heldout")
+QUESTION_TYPES: tuple[QuestionType, ...] = ("single", "multi_hop", "temporal")
+MODES = ("new", "last")
 
 
 @dataclass(frozen=True)
 class Totals:
-    """One system's figures over every scenario (micro-averaged: every probe and turn
-    weighs the same)."""
+    """One system's figures over the scenarios of one split. Recall and wrong injection
+    weigh every probed fact the same; fidelity is averaged per scenario, so that one
+    long scenario does not decide it. None: nothing to measure, or (for leakage,
+    deletion, fidelity and the store) a metric the system cannot fail by construction."""
 
     system: str
+    split: str
+    scenarios: int
     turns: int
-    hit_rate: float | None
+    recall_same: float | None
+    recall_cross: float | None
     wrong_rate: float | None
     fidelity: float | None
-    tokens_per_turn: float
-    savings: float | None
-    calls_per_turn: float
+    leaks: int | None
     deletion_turns: int | None
-    deletions_never: int
-    leaks: int
+    deletions_never: int | None
+    store_left: int | None
+    store_checks: int
+    context_tokens: float
+    memory_tokens: float
+    total_tokens: float
+    calls_per_turn: float
     seconds: float
 
 
@@ -38,34 +50,43 @@ def _ratio(numerator: int, denominator: int) -> float | None:
 
 
 def totals(outcomes: Sequence[Outcome]) -> list[Totals]:
-    """Per system, in the order first seen."""
-    systems = list(dict.fromkeys(o.system for o in outcomes))
-    tokens = {
-        name: statistics.fmean([t for o in outcomes if o.system == name for t in o.tokens] or [0])
-        for name in systems
-    }
+    """Per system and split, in the order first seen."""
     rows = []
-    for name in systems:
-        mine = [o for o in outcomes if o.system == name]
+    keys = dict.fromkeys((o.system, o.split) for o in outcomes)
+    for name, split in keys:
+        mine = [o for o in outcomes if o.system == name and o.split == split]
+        cannot = mine[0].by_construction
         deletions = [d for o in mine for d in o.deletions]
         finite = [d for d in deletions if d is not None]
-        base = tokens.get(BASELINE)
+        turns = sum(o.tokens.turns for o in mine)
+        fidelities = [o.fidelity for o in mine if o.fidelity is not None]
         rows.append(
             Totals(
                 system=name,
+                split=split,
+                scenarios=len(mine),
                 turns=sum(o.turns for o in mine),
-                hit_rate=_ratio(sum(o.hits for o in mine), sum(o.expected for o in mine)),
-                wrong_rate=_ratio(sum(o.wrong for o in mine), sum(o.forbidden for o in mine)),
-                fidelity=_ratio(
-                    sum(o.fidelity_kept for o in mine), sum(o.fidelity_checks for o in mine)
+                recall_same=_ratio(
+                    sum(o.hits_same for o in mine), sum(o.expected_same for o in mine)
                 ),
-                tokens_per_turn=tokens[name],
-                savings=1 - tokens[name] / base if base else None,
-                calls_per_turn=_ratio(sum(o.calls for o in mine), sum(o.turns for o in mine))
-                or 0.0,
-                deletion_turns=max(finite) if finite else None,
-                deletions_never=sum(d is None for d in deletions),
-                leaks=sum(o.leaks for o in mine),
+                recall_cross=_ratio(
+                    sum(o.hits_cross for o in mine), sum(o.expected_cross for o in mine)
+                ),
+                wrong_rate=_ratio(sum(o.wrong for o in mine), sum(o.forbidden for o in mine)),
+                fidelity=None if "fidelity" in cannot else mean(fidelities),
+                leaks=None if "leakage" in cannot else sum(o.leaks for o in mine),
+                deletion_turns=None if "deletion" in cannot or not finite else max(finite),
+                deletions_never=(
+                    None
+                    if "deletion" in cannot or not deletions
+                    else sum(d is None for d in deletions)
+                ),
+                store_left=None if "store" in cannot else sum(o.store_left for o in mine),
+                store_checks=sum(o.store_checks for o in mine),
+                context_tokens=statistics.fmean([t for o in mine for t in o.tokens.context] or [0]),
+                memory_tokens=sum(o.tokens.memory for o in mine) / max(turns, 1),
+                total_tokens=sum(o.tokens.total for o in mine) / max(turns, 1),
+                calls_per_turn=sum(o.tokens.calls for o in mine) / max(turns, 1),
                 seconds=sum(o.seconds for o in mine),
             )
         )
@@ -76,111 +97,302 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
 
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else str(value)
+
+
 def _deletion(row: Totals) -> str:
+    if row.deletions_never is None:
+        return "n/a"
     if row.deletions_never:
         return f"never ({row.deletions_never})"
-    return "n/a" if row.deletion_turns is None else str(row.deletion_turns)
+    return _count(row.deletion_turns)
+
+
+def _store(row: Totals) -> str:
+    if row.store_left is None:
+        return "n/a"
+    return f"{row.store_left}/{row.store_checks}" if row.store_checks else "n/a"
+
+
+def _side(cells: dict[str, str]) -> str:
+    """dev · held-out in one cell."""
+    return " · ".join(cells.get(split, "–") for split in SPLITS)
+
+
+COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("recall, same conv.", lambda r: _pct(r.recall_same)),
+    ("recall, cross conv.", lambda r: _pct(r.recall_cross)),
+    ("wrong injection", lambda r: _pct(r.wrong_rate)),
+    ("fidelity", lambda r: _pct(r.fidelity)),
+    ("leakage", lambda r: _count(r.leaks)),
+    ("deletion (turns)", _deletion),
+    ("store: banned items left", _store),
+    ("context tok/turn", lambda r: f"{r.context_tokens:,.0f}"),
+    ("memory-call tok/turn", lambda r: f"{r.memory_tokens:,.0f}"),
+    ("total tok/turn", lambda r: f"{r.total_tokens:,.0f}"),
+    ("calls/turn", lambda r: f"{r.calls_per_turn:.2f}"),
+)
 
 
 def markdown(outcomes: Sequence[Outcome]) -> str:
-    """The summary table, then hit / wrong-injection rates per scenario."""
-    lines = [
-        "| system | hit rate | wrong injection | fidelity | tokens/turn | savings vs full "
-        "| model calls/turn | deletion (turns) | leakage |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in totals(outcomes):
-        lines.append(
-            f"| {row.system} | {_pct(row.hit_rate)} | {_pct(row.wrong_rate)} "
-            f"| {_pct(row.fidelity)} | {row.tokens_per_turn:,.0f} | {_pct(row.savings)} "
-            f"| {row.calls_per_turn:.2f} | {_deletion(row)} | {row.leaks} |"
-        )
+    """The summary table (each cell: dev · held-out), then recall / wrong injection per
+    scenario."""
+    rows = totals(outcomes)
     systems = list(dict.fromkeys(o.system for o in outcomes))
-    scenarios = list(dict.fromkeys(o.scenario for o in outcomes))
+    lines = [
+        "Scenarios, each cell dev · held-out "
+        f"({_split_sizes(outcomes)}; n/a: cannot fail by construction, or nothing to measure):",
+        "",
+        "| system | " + " | ".join(title for title, _ in COLUMNS) + " |",
+        "|---|" + "---|" * len(COLUMNS),
+    ]
+    for name in systems:
+        mine = {row.split: row for row in rows if row.system == name}
+        cells = [_side({s: cell(row) for s, row in mine.items()}) for _, cell in COLUMNS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Per scenario, hit rate / wrong injection:",
+        "Per scenario, context recall / wrong injection:",
         "",
-        "| scenario | " + " | ".join(systems) + " |",
-        "|---|" + "---|" * len(systems),
+        "| split | scenario | " + " | ".join(systems) + " |",
+        "|---|---|" + "---|" * len(systems),
     ]
     by_key = {(o.scenario, o.system): o for o in outcomes}
-    for scenario in scenarios:
-        cells = []
-        for name in systems:
-            outcome = by_key.get((scenario, name))
-            cells.append(
-                "–" if outcome is None else f"{_pct(outcome.hit_rate)} / {_pct(outcome.wrong_rate)}"
-            )
-        lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    for split in SPLITS:
+        for scenario in dict.fromkeys(o.scenario for o in outcomes if o.split == split):
+            cells = []
+            for name in systems:
+                outcome = by_key.get((scenario, name))
+                cells.append(
+                    "–"
+                    if outcome is None
+                    else f"{_pct(outcome.recall)} / {_pct(outcome.wrong_rate)}"
+                )
+            lines.append(f"| {split} | {scenario} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def as_json(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> dict[str, Any]:
+def _split_sizes(outcomes: Sequence[Outcome]) -> str:
+    sizes = []
+    for split in SPLITS:
+        mine = {o.scenario: o.turns for o in outcomes if o.split == split}
+        sizes.append(f"{split}: {len(mine)} scenarios, {sum(mine.values()):,} turns")
+    return "; ".join(sizes)
+
+
+def dialogue_recall(
+    outcomes: Sequence[DialogueOutcome],
+) -> dict[tuple[str, str, str, str], float | None]:
+    """Mean evidence recall by (system, split, mode, question type or `all`)."""
+    table: dict[tuple[str, str, str, str], float | None] = {}
+    for outcome_key in dict.fromkeys((o.system, o.split) for o in outcomes):
+        asked = [a for o in outcomes if (o.system, o.split) == outcome_key for a in o.asked]
+        for mode in MODES:
+            for kind in (*QUESTION_TYPES, "all"):
+                values = [a.recall for a in asked if a.mode == mode and kind in (a.type, "all")]
+                table[(*outcome_key, mode, kind)] = mean(values)
+    return table
+
+
+def dialogue_markdown(outcomes: Sequence[DialogueOutcome]) -> str:
+    """Evidence recall per question type, asked in a new conversation and in the last
+    one; each cell dev · held-out."""
+    table = dialogue_recall(outcomes)
+    systems = list(dict.fromkeys(o.system for o in outcomes))
+    sizes = "; ".join(
+        f"{split}: {len({o.dialogue for o in outcomes if o.split == split})} dialogues, "
+        f"{len({(o.dialogue, a.question) for o in outcomes if o.split == split for a in o.asked})}"
+        " questions"
+        for split in SPLITS
+    )
+    columns = [(mode, kind) for mode in MODES for kind in (*QUESTION_TYPES, "all")]
+    lines = [
+        f"Dialogues: evidence recall, each cell dev · held-out ({sizes}):",
+        "",
+        "| system | "
+        + " | ".join(f"{kind.replace('_', '-')} ({mode} conv.)" for mode, kind in columns)
+        + " | context tok/turn |",
+        "|---|" + "---|" * (len(columns) + 1),
+    ]
+    for name in systems:
+        cells = [
+            _side({split: _pct(table.get((name, split, mode, kind))) for split in SPLITS})
+            for mode, kind in columns
+        ]
+        tokens = {
+            split: f"{statistics.fmean(t or [0]):,.0f}"
+            for split in SPLITS
+            if (
+                t := [
+                    x
+                    for o in outcomes
+                    if (o.system, o.split) == (name, split)
+                    for x in o.tokens.context
+                ]
+            )
+        }
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {_side(tokens)} |")
+    return "\n".join(lines)
+
+
+def as_json(
+    outcomes: Sequence[Outcome], dialogues: Sequence[DialogueOutcome], meta: dict[str, Any]
+) -> dict[str, Any]:
     """Totals and every outcome (misses included), with the run's settings."""
     return {
         "meta": meta,
-        "totals": [row.__dict__ for row in totals(outcomes)],
+        "totals": [asdict(row) for row in totals(outcomes)],
         "outcomes": [
             {
                 "system": o.system,
                 "scenario": o.scenario,
+                "split": o.split,
                 "turns": o.turns,
-                "hit_rate": o.hit_rate,
+                "recall": o.recall,
+                "recall_same": _ratio(o.hits_same, o.expected_same),
+                "recall_cross": _ratio(o.hits_cross, o.expected_cross),
                 "wrong_rate": o.wrong_rate,
                 "fidelity": o.fidelity,
-                "tokens_per_turn": o.tokens_per_turn,
-                "calls_per_turn": o.calls_per_turn,
+                "by_construction": sorted(o.by_construction),
                 "deletions": o.deletions,
                 "leaks": o.leaks,
+                "store_left": o.store_left,
+                "store_checks": o.store_checks,
                 "misses": o.misses,
-                "tokens": o.tokens,
+                "context_tokens": o.tokens.context,
+                "memory_tokens": o.tokens.memory,
+                "total_tokens": o.tokens.total,
+                "calls": o.tokens.calls,
                 "seconds": round(o.seconds, 3),
             }
             for o in outcomes
         ],
+        "dialogue_recall": [
+            {"system": k[0], "split": k[1], "mode": k[2], "type": k[3], "recall": v}
+            for k, v in dialogue_recall(dialogues).items()
+        ],
+        "dialogues": [
+            {
+                "system": o.system,
+                "dialogue": o.dialogue,
+                "split": o.split,
+                "asked": [asdict(a) for a in o.asked],
+                "context_tokens": o.tokens.context,
+                "memory_tokens": o.tokens.memory,
+                "total_tokens": o.tokens.total,
+                "seconds": round(o.seconds, 3),
+            }
+            for o in dialogues
+        ],
     }
 
 
-def write_json(path: Path, outcomes: Sequence[Outcome], meta: dict[str, Any]) -> None:
+def write_json(
+    path: Path,
+    outcomes: Sequence[Outcome],
+    dialogues: Sequence[DialogueOutcome],
+    meta: dict[str, Any],
+) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(as_json(outcomes, meta), indent=1, ensure_ascii=False) + "\n")
+    document = as_json(outcomes, dialogues, meta)
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
 
 
-def write_chart(path: Path, outcomes: Sequence[Outcome]) -> None:
-    """Two panels: context tokens per turn on the longest scenario, and the rate bars."""
+def write_chart(
+    path: Path, outcomes: Sequence[Outcome], dialogues: Sequence[DialogueOutcome]
+) -> None:
+    """Three panels: the rates per system (dev bars solid, held-out hatched), the tokens
+    per turn split into context and memory calls, and the context of the longest
+    scenario turn by turn."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display: files only
     import matplotlib.pyplot as plt
 
+    rows = {(row.system, row.split): row for row in totals(outcomes)}
+    recall = dialogue_recall(dialogues)
+    systems = list(dict.fromkeys(o.system for o in outcomes))
+    metrics: list[tuple[str, Any]] = [
+        ("recall\nsame conv.", lambda s, sp: rows[(s, sp)].recall_same),
+        ("recall\ncross conv.", lambda s, sp: rows[(s, sp)].recall_cross),
+        ("wrong\ninjection", lambda s, sp: rows[(s, sp)].wrong_rate),
+        ("fidelity", lambda s, sp: rows[(s, sp)].fidelity),
+        ("dialogue evidence\n(new conv.)", lambda s, sp: recall.get((s, sp, "new", "all"))),
+        ("dialogue evidence\n(last conv.)", lambda s, sp: recall.get((s, sp, "last", "all"))),
+    ]
+    figure, (bars_axis, tokens_axis, line_axis) = plt.subplots(
+        1, 3, figsize=(19, 6), gridspec_kw={"width_ratios": [2.4, 1.2, 1.4]}
+    )
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    slots = len(systems) * len(SPLITS)
+    width = 0.84 / slots
+    for s_index, name in enumerate(systems):
+        for p_index, split in enumerate(SPLITS):
+            if (name, split) not in rows:
+                continue
+            values = [value(name, split) or 0.0 for _, value in metrics]
+            offset = (s_index * len(SPLITS) + p_index) * width
+            bars_axis.bar(
+                [m + offset for m in range(len(metrics))],
+                values,
+                width,
+                color=colours[s_index % len(colours)],
+                hatch="//" if split == "heldout" else None,
+                edgecolor="white" if split == "heldout" else None,
+                label=f"{name} ({split})",
+            )
+    bars_axis.set_xticks([m + width * (slots - 1) / 2 for m in range(len(metrics))])
+    bars_axis.set_xticklabels([label for label, _ in metrics], fontsize=8)
+    bars_axis.set(title="Rates (solid: dev, hatched: held-out; n/a drawn as 0)", ylim=(0, 1.05))
+    bars_axis.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    for s_index, name in enumerate(systems):
+        for p_index, split in enumerate(SPLITS):
+            row = rows.get((name, split))
+            if row is None:
+                continue
+            x = s_index + (p_index - 0.5) * 0.4
+            other = max(row.total_tokens - row.memory_tokens - row.context_tokens, 0)
+            tokens_axis.bar(
+                x,
+                row.context_tokens,
+                0.38,
+                color="#4c72b0",
+                hatch="//" if split == "heldout" else None,
+            )
+            tokens_axis.bar(
+                x,
+                row.memory_tokens,
+                0.38,
+                bottom=row.context_tokens,
+                color="#dd8452",
+                hatch="//" if split == "heldout" else None,
+            )
+            tokens_axis.bar(
+                x,
+                other,
+                0.38,
+                bottom=row.context_tokens + row.memory_tokens,
+                color="#bbbbbb",
+                hatch="//" if split == "heldout" else None,
+            )
+    tokens_axis.set_xticks(range(len(systems)))
+    tokens_axis.set_xticklabels(systems, rotation=30, fontsize=8)
+    tokens_axis.set(
+        title="Tokens per turn: context, memory calls, answers\n(left dev, right held-out)"
+    )
+    tokens_axis.legend(["context", "memory calls", "answers"], fontsize=7)
     longest = max(outcomes, key=lambda o: o.turns).scenario
-    rows = totals(outcomes)
-    figure, (tokens_axis, bars_axis) = plt.subplots(1, 2, figsize=(13, 4.8))
     for outcome in outcomes:
         if outcome.scenario == longest:
-            tokens_axis.plot(
-                range(1, len(outcome.tokens) + 1), outcome.tokens, label=outcome.system
+            line_axis.plot(
+                range(1, len(outcome.tokens.context) + 1),
+                outcome.tokens.context,
+                label=outcome.system,
             )
-    tokens_axis.set(
-        title=f"Context tokens per turn ({longest})", xlabel="turn", ylabel="tokens (approx.)"
-    )
-    tokens_axis.legend()
-    metrics = [
-        ("hit rate", "hit_rate"),
-        ("wrong injection", "wrong_rate"),
-        ("fidelity", "fidelity"),
-    ]
-    width = 0.8 / max(len(rows), 1)
-    for index, row in enumerate(rows):
-        values = [getattr(row, key) or 0.0 for _, key in metrics]
-        positions = [m + index * width for m in range(len(metrics))]
-        bars_axis.bar(positions, values, width, label=row.system)
-    bars_axis.set_xticks([m + width * (len(rows) - 1) / 2 for m in range(len(metrics))])
-    bars_axis.set_xticklabels([label for label, _ in metrics])
-    bars_axis.set(title="Over every scenario", ylim=(0, 1.05))
-    bars_axis.legend()
+    line_axis.set(title=f"Context tokens per turn ({longest})", xlabel="turn", ylabel="tokens")
+    line_axis.legend(fontsize=7)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=100)
     plt.close(figure)

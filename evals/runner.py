@@ -1,16 +1,28 @@
-"""Play scenarios against systems and measure what each model was sent (seed 004 §6).
+"""Play scenarios and dialogues against systems and measure what each model was sent.
 
 Per system and scenario:
-- hit rate: `expect` facts in the context of their probe turn;
-- wrong injection rate: `forbid` facts in it (revoked, superseded, deleted, secret,
+- context recall (the offline name of a hit rate: the fact is in what the model was
+  sent, a substring match, not whether an answer used it): `expect` facts in the
+  context of their probe turn, split into facts said earlier in the same conversation
+  and facts said in another conversation of the session;
+- wrong injection: `forbid` facts in it (revoked, superseded, deleted, secret,
   irrelevant, another session's); `foreign` ones found are also counted as leakage;
 - compression fidelity: key facts of a conversation still in its context at each later
-  turn, once they are older than the recent window (the last 8 messages);
-- context tokens per turn (`count_tokens_approximately`), and model calls per turn;
+  turn, once they are older than the recent window (the last 8 messages), until a turn
+  revokes them (`revokes`), a forget deletes them or a probe forbids them;
+- tokens: the context of each turn's chat request, and every call spent on memory
+  (compaction, extraction, summaries: input and output) and in total, counted with
+  `evals.tokens` (a CJK character is about one token);
 - deletion propagation: turns after a `forget` until the fact is gone from that
-  session's contexts (0: the very next turn), or never.
+  session's contexts (0: the very next turn), or never;
+- the store: at the end, no long-term item of a session may still hold one of its
+  revoked, superseded, deleted or secret facts.
 The context checked is everything the model was sent for the turn's first chat
 request, except the turn's own new message.
+
+Per dialogue, each question is asked in a new conversation (deleted after it) and then
+as a new turn of the last conversation; evidence recall is measured on each context
+with the strict rule of `evals.dialogue`.
 """
 
 from __future__ import annotations
@@ -24,13 +36,16 @@ from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
 
+from evals.dialogue import Context, Dialogue, turn_text
 from evals.scenario import Fact, Forget, Probe, Say, Scenario
-from evals.systems import System, build
+from evals.systems import Metric, System, build
+from evals.tokens import count_messages
 
 RECENT_TURNS = 4
 """A key fact counts for fidelity once it is older than this many turns (8 messages)."""
+STORE_WHYS = frozenset({"revoked", "superseded", "deleted", "secret"})
+"""Forbidden facts that no long-term item may hold once the scenario is over."""
 
 
 @dataclass
@@ -53,30 +68,60 @@ class Answer:
 
 
 @dataclass
+class Tokens:
+    """Token counts of one run: the context of every turn, and what every call cost."""
+
+    context: list[int] = field(default_factory=list)
+    memory: int = 0
+    """Input and output of every call spent on memory."""
+    total: int = 0
+    """Input and output of every call (chat requests, their answers and memory)."""
+    calls: int = 0
+
+    @property
+    def turns(self) -> int:
+        return len(self.context)
+
+
+@dataclass
 class Outcome:
     """What one system did on one scenario."""
 
     system: str
     scenario: str
+    split: str = "dev"
     turns: int = 0
-    expected: int = 0
-    hits: int = 0
+    expected_same: int = 0
+    hits_same: int = 0
+    expected_cross: int = 0
+    hits_cross: int = 0
     forbidden: int = 0
     wrong: int = 0
     leaks: int = 0
     fidelity_checks: int = 0
     fidelity_kept: int = 0
-    tokens: list[int] = field(default_factory=list)
-    calls: int = 0
+    tokens: Tokens = field(default_factory=Tokens)
     deletions: list[int | None] = field(default_factory=list)
     """Turns until each forgotten fact was gone (None: never, within the scenario)."""
+    store_checks: int = 0
+    store_left: int = 0
+    """Revoked, superseded, deleted or secret facts still held by a long-term item."""
+    by_construction: frozenset[Metric] = frozenset()
     misses: list[str] = field(default_factory=list)
     """Probe failures, for the report: what was missing or wrongly present, and where."""
     seconds: float = 0.0
     answers: list[Answer] = field(default_factory=list)
 
     @property
-    def hit_rate(self) -> float | None:
+    def expected(self) -> int:
+        return self.expected_same + self.expected_cross
+
+    @property
+    def hits(self) -> int:
+        return self.hits_same + self.hits_cross
+
+    @property
+    def recall(self) -> float | None:
         return self.hits / self.expected if self.expected else None
 
     @property
@@ -87,13 +132,31 @@ class Outcome:
     def fidelity(self) -> float | None:
         return self.fidelity_kept / self.fidelity_checks if self.fidelity_checks else None
 
-    @property
-    def tokens_per_turn(self) -> float:
-        return statistics.fmean(self.tokens) if self.tokens else 0.0
 
-    @property
-    def calls_per_turn(self) -> float:
-        return self.calls / self.turns if self.turns else 0.0
+@dataclass(frozen=True)
+class Asked:
+    """One dialogue question, asked in a new conversation or in the last one."""
+
+    question: str
+    type: str
+    mode: str
+    """`new` (a new conversation) or `last` (a new turn of the last conversation)."""
+    recall: float
+    """Share of the question's evidence messages found in the context."""
+    answer: str
+    reference: str
+
+
+@dataclass
+class DialogueOutcome:
+    """What one system did on one dialogue."""
+
+    system: str
+    dialogue: str
+    split: str = "dev"
+    asked: list[Asked] = field(default_factory=list)
+    tokens: Tokens = field(default_factory=Tokens)
+    seconds: float = 0.0
 
 
 def context_text(context: Sequence[BaseMessage]) -> str:
@@ -101,28 +164,65 @@ def context_text(context: Sequence[BaseMessage]) -> str:
     return "\n".join(message.text for message in context[:-1])
 
 
-def play(scenario: Scenario, system: System) -> Outcome:
+def _overlaps(a: Fact, b: Fact) -> bool:
+    """Whether two facts name the same thing (one's wording contains the other's)."""
+    return any(
+        x.casefold() in y.casefold() or y.casefold() in x.casefold() for x in a.any for y in b.any
+    )
+
+
+class Turns:
+    """Plays turns on a system and keeps the token counts."""
+
+    def __init__(self, system: System, tokens: Tokens) -> None:
+        self.system = system
+        self.tokens = tokens
+        self.first = len(system.log.records)
+
+    def play(self, session: str, conversation: str, text: str) -> tuple[str, str]:
+        """One turn: the answer, and the context the model was sent (without the turn's
+        own message)."""
+        before = len(self.system.log.chats)
+        answer = self.system.turn(session, conversation, text)
+        chats = self.system.log.chats[before:]
+        context = chats[0] if chats else []
+        self.tokens.context.append(count_messages(context))
+        return answer, context_text(context)
+
+    def settle(self) -> None:
+        """Count every call made since the first turn (late memory calls included)."""
+        records = self.system.log.records[self.first :]
+        self.tokens.calls = len(records)
+        self.tokens.memory = sum(c.tokens_in + c.tokens_out for c in records if c.memory)
+        self.tokens.total = sum(c.tokens_in + c.tokens_out for c in records)
+
+
+def play(scenario: Scenario, system: System, split: str = "dev") -> Outcome:
     """Play `scenario` against `system`, measuring every turn."""
-    outcome = Outcome(system.name, scenario.name)
+    outcome = Outcome(system.name, scenario.name, split, by_construction=system.by_construction)
+    turns = Turns(system, outcome.tokens)
     started = time.perf_counter()
     said: dict[tuple[str, str], list[tuple[Fact, int]]] = {}
+    typed: dict[tuple[str, str], list[str]] = {}
     turn_of: dict[tuple[str, str], int] = {}
     pending: list[Pending] = []
+    banned: dict[str, list[Fact]] = {}
     for step in scenario.expanded():
         if isinstance(step, Forget):
             system.forget(step.session, step.forget)
             pending.append(Pending(step.session, step.fact))
+            banned.setdefault(step.session, []).append(step.fact)
+            _retire(said, step.session, [step.fact])
             continue
         where = (step.session, step.conversation)
         text = step.say if isinstance(step, Say) else step.probe
-        before = len(system.log.chats), system.log.calls
-        answer = system.turn(step.session, step.conversation, text)
-        chats = system.log.chats[before[0] :]
+        if isinstance(step, Say):
+            _retire(said, step.session, step.revokes)
+        else:
+            revoked = [f for f in step.forbid if f.why in {"revoked", "superseded", "deleted"}]
+            _retire(said, step.session, revoked)
+        answer, seen = turns.play(step.session, step.conversation, text)
         outcome.turns += 1
-        outcome.calls += system.log.calls - before[1]
-        context = chats[0] if chats else []
-        outcome.tokens.append(count_tokens_approximately(context))
-        seen = context_text(context)
         turn_of[where] = turn_of.get(where, 0) + 1
         for fact, at in said.get(where, []):
             if turn_of[where] - at > RECENT_TURNS:
@@ -137,23 +237,46 @@ def play(scenario: Scenario, system: System) -> Outcome:
         if isinstance(step, Say):
             said.setdefault(where, []).extend((fact, turn_of[where]) for fact in step.key_facts)
         else:
-            check_probe(step, seen, outcome)
+            check_probe(step, seen, typed.get(where, []), outcome)
             outcome.answers.append(
                 Answer(step.probe, answer, tuple(step.expect), tuple(step.forbid))
             )
+            banned.setdefault(step.session, []).extend(
+                f for f in step.forbid if f.why in STORE_WHYS
+            )
+        typed.setdefault(where, []).append(text)
     outcome.deletions.extend(None for _ in pending)
+    check_store(system, banned, outcome)
+    turns.settle()
     outcome.seconds = time.perf_counter() - started
     return outcome
 
 
-def check_probe(step: Probe, seen: str, outcome: Outcome) -> None:
+def _retire(
+    said: dict[tuple[str, str], list[tuple[Fact, int]]], session: str, gone: Sequence[Fact]
+) -> None:
+    """Key facts of `session` that `gone` revokes stop counting for fidelity."""
+    if not gone:
+        return
+    for where, facts in said.items():
+        if where[0] == session:
+            facts[:] = [(f, at) for f, at in facts if not any(_overlaps(f, g) for g in gone)]
+
+
+def check_probe(step: Probe, seen: str, typed_here: Sequence[str], outcome: Outcome) -> None:
     """Count a probe's expected and forbidden facts in what the model was sent."""
     for fact in step.expect:
-        outcome.expected += 1
-        if fact.found_in(seen):
-            outcome.hits += 1
+        same = any(fact.found_in(text) for text in typed_here)
+        found = fact.found_in(seen)
+        if same:
+            outcome.expected_same += 1
+            outcome.hits_same += found
         else:
-            outcome.misses.append(f"missing {fact.any[0]!r} at {step.probe!r}")
+            outcome.expected_cross += 1
+            outcome.hits_cross += found
+        if not found:
+            where = "same" if same else "cross"
+            outcome.misses.append(f"missing ({where}) {fact.any[0]!r} at {step.probe!r}")
     for fact in step.forbid:
         outcome.forbidden += 1
         if fact.found_in(seen):
@@ -162,29 +285,104 @@ def check_probe(step: Probe, seen: str, outcome: Outcome) -> None:
             outcome.misses.append(f"{fact.why or 'forbidden'} {fact.any[0]!r} at {step.probe!r}")
 
 
+def check_store(system: System, banned: dict[str, list[Fact]], outcome: Outcome) -> None:
+    """No long-term item may still hold a revoked, superseded, deleted or secret fact."""
+    for session, facts in banned.items():
+        items = system.memories(session)
+        if items is None:
+            return
+        unique = {tuple(fact.any): fact for fact in facts}
+        for fact in unique.values():
+            outcome.store_checks += 1
+            if any(fact.found_in(item) for item in items):
+                outcome.store_left += 1
+                outcome.misses.append(f"store still holds {fact.why} {fact.any[0]!r}")
+
+
+def play_dialogue(dialogue: Dialogue, system: System, split: str = "dev") -> DialogueOutcome:
+    """Replay a dialogue (one conversation per session), then ask every question in a
+    new conversation and as a new turn of the last one."""
+    outcome = DialogueOutcome(system.name, dialogue.name, split)
+    turns = Turns(system, outcome.tokens)
+    started = time.perf_counter()
+    user = dialogue.name
+    for session in dialogue.sessions:
+        for index, message in enumerate(session.messages):
+            turns.play(user, session.id, turn_text(session, index, message))
+    messages = dialogue.messages
+    last = dialogue.sessions[-1].id
+    for mode in ("new", "last"):
+        for question in dialogue.questions:
+            conversation = f"ask-{question.id}" if mode == "new" else last
+            answer, seen = turns.play(user, conversation, question.question)
+            context = Context(seen)
+            found = [context.has(messages[e].text) for e in question.evidence]
+            outcome.asked.append(
+                Asked(
+                    question.question,
+                    question.type,
+                    mode,
+                    sum(found) / len(found),
+                    answer,
+                    question.answer,
+                )
+            )
+            if mode == "new":
+                system.drop(user, conversation)
+    turns.settle()
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _progress(n: int, total: int, name: str, item: str, turns: int) -> None:
+    print(f"[{n}/{total}] {name:<14} {item} ({turns} turns)", file=sys.stderr, flush=True)
+
+
 def evaluate(
     scenarios: Sequence[Scenario],
     systems: Sequence[str],
     model: Callable[[], BaseChatModel],
     workdir: Path,
     *,
+    split: str = "dev",
     progress: bool = True,
 ) -> list[Outcome]:
     """Every scenario against every system, each on fresh storage and a fresh model."""
     outcomes = []
-    total = len(scenarios) * len(systems)
-    for n, (scenario, name) in enumerate(
-        ((scenario, name) for scenario in scenarios for name in systems), start=1
-    ):
+    pairs = [(scenario, name) for scenario in scenarios for name in systems]
+    for n, (scenario, name) in enumerate(pairs, start=1):
         if progress:
-            print(
-                f"[{n}/{total}] {name:<14} {scenario.name} ({scenario.turns} turns)",
-                file=sys.stderr,
-                flush=True,
-            )
+            _progress(n, len(pairs), name, f"{split}/{scenario.name}", scenario.turns)
         system = build(name, model(), workdir)
         try:
-            outcomes.append(play(scenario, system))
+            outcomes.append(play(scenario, system, split))
         finally:
             system.close()
     return outcomes
+
+
+def evaluate_dialogues(
+    dialogues: Sequence[Dialogue],
+    systems: Sequence[str],
+    model: Callable[[], BaseChatModel],
+    workdir: Path,
+    *,
+    split: str = "dev",
+    progress: bool = True,
+) -> list[DialogueOutcome]:
+    """Every dialogue against every system, each on fresh storage and a fresh model."""
+    outcomes = []
+    pairs = [(dialogue, name) for dialogue in dialogues for name in systems]
+    for n, (dialogue, name) in enumerate(pairs, start=1):
+        if progress:
+            _progress(n, len(pairs), name, f"{split}/{dialogue.name}", dialogue.turns)
+        system = build(name, model(), workdir)
+        try:
+            outcomes.append(play_dialogue(dialogue, system, split))
+        finally:
+            system.close()
+    return outcomes
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None

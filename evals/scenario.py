@@ -23,6 +23,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
+HELD_OUT_DIR = SCENARIO_DIR / "heldout"
+"""Scenarios written before any tuning and frozen by checksum: never change code to fix
+one of them."""
 Why = Literal["revoked", "superseded", "foreign", "deleted", "secret", "irrelevant"]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,60}$")]
 
@@ -58,6 +61,9 @@ class Where(BaseModel):
 class Say(Where):
     say: str = Field(min_length=1)
     key_facts: list[Fact] = Field(default_factory=list)
+    revokes: list[Fact] = Field(default_factory=list)
+    """Earlier key facts this turn revokes or supersedes: they stop counting for
+    compression fidelity from this turn on."""
 
 
 class Filler(Where):

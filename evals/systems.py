@@ -1,22 +1,30 @@
 """The systems an evaluation compares, all driven by the same model.
 
 - `ours`: this agent through `ChatAgent` (chat memory, compaction, long-term memory);
+- `bm25_history`: `create_agent` whose model sees the last 8 messages and, within a
+  2,000-token recall budget, the past user and assistant turns of the whole session
+  that BM25 ranks best for the new message (a baseline that carries things across
+  conversations with no memory logic at all);
 - `full_history`: `create_agent` over a checkpointer, every message kept;
 - `last_8`: `create_agent` whose model sees the system prompt, the last 8 messages and
   the new input (truncation);
 - `summarization`: `create_agent` + `SummarizationMiddleware(("messages", 10),
   ("messages", 4))`.
 Each system keeps one thread per (session, conversation) of a scenario. Every model
-request is recorded, so that the evaluation checks what the model was sent.
+request is recorded with its tokens in and out, so that the evaluation checks what the
+model was sent and counts every call, not only the chat request.
 """
 
 from __future__ import annotations
 
+import itertools
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+from uuid import UUID
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
@@ -29,42 +37,84 @@ from langchain.agents.middleware import (
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langgraph.checkpoint.memory import InMemorySaver
+from rank_bm25 import BM25Okapi
 
 from agent import ChatAgent
 from agent.offline.model import STRUCTURED_OUTPUT_KWARG
 from agent.offline.summaries import summary_request
 from agent.settings import Settings
+from evals.dialogue import content_words
+from evals.tokens import count_messages, count_text
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 
 SECRET = "evaluation-secret-" + "x" * 32
 LAST_MESSAGES = 8
 SUMMARY_TRIGGER, SUMMARY_KEEP = 10, 4
+RECALL_BUDGET_TOKENS = 2_000
+"""What `bm25_history` may add from past turns: the recall budget of a long-term memory."""
+
+Metric = Literal["fidelity", "leakage", "deletion", "store"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call: a chat request (its messages are the context under evaluation)
+    or a call spent on memory (compaction, extraction, summaries)."""
+
+    memory: bool
+    tokens_in: int
+    tokens_out: int = 0
 
 
 @dataclass
 class CallLog:
-    """The requests a model answered: chat requests (what the context was) and the
-    calls spent on memory (compaction, extraction, summaries)."""
+    """The requests a model answered, in order, with their token counts."""
 
     chats: list[list[BaseMessage]] = field(default_factory=list)
-    memory_calls: int = 0
+    records: list[Call] = field(default_factory=list)
+    _pending: dict[UUID, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def calls(self) -> int:
-        return len(self.chats) + self.memory_calls
+        return len(self.records)
+
+    @property
+    def memory_calls(self) -> int:
+        return sum(call.memory for call in self.records)
+
+    def start(self, run_id: UUID, memory: bool, messages: list[BaseMessage]) -> None:
+        with self._lock:
+            self._pending[run_id] = len(self.records)
+            self.records.append(Call(memory, count_messages(messages)))
+            if not memory:
+                self.chats.append(list(messages))
+
+    def end(self, run_id: UUID, tokens_out: int) -> None:
+        with self._lock:
+            index = self._pending.pop(run_id, None)
+            if index is not None:
+                call = self.records[index]
+                self.records[index] = Call(call.memory, call.tokens_in, tokens_out)
 
 
 class Recorder(BaseCallbackHandler):
-    """Records every chat-model request into a `CallLog`: a chat request (its messages
-    are the context under evaluation), or a call spent on memory: structured output
-    (compaction, extraction) or a summary of `SummarizationMiddleware`."""
+    """Records every chat-model request into a `CallLog`: a chat request, or a call
+    spent on memory: structured output (compaction, extraction) or a summary of
+    `SummarizationMiddleware`. Every call's input and output are counted."""
 
     def __init__(self, log: CallLog) -> None:
         self.log = log
 
     def on_chat_model_start(
-        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
     ) -> None:
         params = kwargs.get("invocation_params") or {}
         metadata = kwargs.get("metadata") or {}
@@ -75,10 +125,16 @@ class Recorder(BaseCallbackHandler):
             or metadata.get("lc_source") == "summarization"
             or summary_request(messages[0]) is not None
         )
-        if memory:
-            self.log.memory_calls += 1
-        else:
-            self.log.chats.append(list(messages[0]))
+        self.log.start(run_id, memory, messages[0])
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        out = [
+            generation.message
+            for generations in response.generations
+            for generation in generations
+            if isinstance(generation, ChatGeneration)
+        ]
+        self.log.end(run_id, count_messages(out))
 
 
 def recorded(model: BaseChatModel, log: CallLog) -> BaseChatModel:
@@ -91,6 +147,8 @@ class System(Protocol):
 
     name: str
     log: CallLog
+    by_construction: frozenset[Metric]
+    """Metrics this system cannot fail by construction (reported as n/a)."""
 
     def turn(self, session: str, conversation: str, text: str) -> str:
         """Play one user turn; returns the answer."""
@@ -100,6 +158,14 @@ class System(Protocol):
         """Delete the session's long-term items containing `match`; how many."""
         ...
 
+    def drop(self, session: str, conversation: str) -> None:
+        """Delete a conversation (a question asked on its own, in a new conversation)."""
+        ...
+
+    def memories(self, session: str) -> list[str] | None:
+        """The texts the session's long-term store holds (None: the system has none)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -107,6 +173,7 @@ class Ours:
     """This agent, as its users drive it (`ChatAgent.send`)."""
 
     name = "ours"
+    by_construction: frozenset[Metric] = frozenset()
 
     def __init__(self, model: BaseChatModel, workdir: Path) -> None:
         self.log = CallLog()
@@ -136,6 +203,14 @@ class Ours:
             self.agent.forget(memory_id, session_id=session)
         return len(doomed)
 
+    def drop(self, session: str, conversation: str) -> None:
+        known = self.conversations.pop((session, conversation), None)
+        if known is not None:
+            self.agent.delete_conversation(session_id=session, conversation_id=known)
+
+    def memories(self, session: str) -> list[str] | None:
+        return [item["text"] for item in self.agent.memories(session_id=session)["memories"]]
+
     def close(self) -> None:
         self.agent.close()
 
@@ -154,8 +229,10 @@ class Peer:
         name: str,
         model: BaseChatModel,
         middleware: Callable[[BaseChatModel], list[AgentMiddleware[Any, Any, Any]]],
+        by_construction: frozenset[Metric] = frozenset({"leakage", "deletion", "store"}),
     ) -> None:
         self.name = name
+        self.by_construction = by_construction
         self.log = CallLog()
         model = recorded(model, self.log)
         self.agent = create_agent(
@@ -174,6 +251,12 @@ class Peer:
     def forget(self, session: str, match: str) -> int:
         return 0  # no long-term memory: nothing to delete
 
+    def drop(self, session: str, conversation: str) -> None:
+        pass  # a thread never reused: nothing else sees it
+
+    def memories(self, session: str) -> list[str] | None:
+        return None
+
     def close(self) -> None:
         pass
 
@@ -186,15 +269,122 @@ def summarization(model: BaseChatModel) -> list[AgentMiddleware[Any, Any, Any]]:
     ]
 
 
-SYSTEM_NAMES = ("ours", "full_history", "last_8", "summarization")
+def bm25_words(text: str) -> list[str]:
+    """BM25 terms: content words, and Chinese as character pairs (a single character
+    says little; a pair is close to a word)."""
+    words = content_words(text)
+    terms = [w for w in words if len(w) > 1 or w.isascii()]
+    terms += [a + b for a, b in itertools.pairwise(words) if not (a + b).isascii()]
+    return terms
+
+
+@dataclass(frozen=True)
+class Line:
+    conversation: str
+    role: str
+    text: str
+
+
+class Bm25History:
+    """A baseline that can carry things across conversations without any memory logic:
+    every past user and assistant turn of the session is searched with BM25 (the new
+    message is the query), and the best lines within `RECALL_BUDGET_TOKENS` are shown
+    beside the current conversation's last `LAST_MESSAGES` messages. A forget removes
+    the lines that contain the match (its memory is the transcript)."""
+
+    name = "bm25_history"
+    by_construction: frozenset[Metric] = frozenset({"leakage", "store"})
+
+    def __init__(self, model: BaseChatModel) -> None:
+        self.log = CallLog()
+        self.lines: dict[str, list[Line]] = {}
+        self.recall = ""
+        model = recorded(model, self.log)
+
+        @wrap_model_call
+        def with_recall(
+            request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+        ) -> Any:
+            system = AGENT_SYSTEM_PROMPT
+            if self.recall:
+                system += "\n\nFrom earlier turns with this user:\n" + self.recall
+            return handler(
+                request.override(
+                    messages=request.messages[-(LAST_MESSAGES + 1) :],
+                    system_message=SystemMessage(content=system),
+                )
+            )
+
+        self.agent = create_agent(
+            model=model, tools=[], middleware=[with_recall], checkpointer=InMemorySaver()
+        )
+        self.turns: dict[tuple[str, str], int] = {}
+
+    def search(self, session: str, conversation: str, query: str) -> str:
+        """The best past lines for `query`, in the order they were said, within budget;
+        the current conversation's last messages are left out (they are shown anyway)."""
+        lines = self.lines.get(session, [])
+        mine = [i for i, line in enumerate(lines) if line.conversation == conversation]
+        visible = set(mine[-LAST_MESSAGES:])
+        candidates = [i for i in range(len(lines)) if i not in visible]
+        terms = bm25_words(query)
+        if not candidates or not terms:
+            return ""
+        corpus = [bm25_words(lines[i].text) or ["\x00"] for i in candidates]
+        scores = BM25Okapi(corpus).get_scores(terms)
+        ranked = sorted(
+            ((score, i) for i, score in zip(candidates, scores, strict=True) if score > 0),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        chosen, used = [], 0
+        for _, i in ranked:
+            cost = count_text(lines[i].text) + 3
+            if used + cost <= RECALL_BUDGET_TOKENS:
+                chosen.append(i)
+                used += cost
+        return "\n".join(f"{lines[i].role}: {lines[i].text}" for i in sorted(chosen))
+
+    def turn(self, session: str, conversation: str, text: str) -> str:
+        self.recall = self.search(session, conversation, text)
+        config: Any = {"configurable": {"thread_id": f"{session}:{conversation}"}}
+        output = self.agent.invoke({"messages": [HumanMessage(content=text)]}, config)
+        answer = str(output["messages"][-1].text)
+        self.lines.setdefault(session, []).extend(
+            [Line(conversation, "user", text), Line(conversation, "assistant", answer)]
+        )
+        return answer
+
+    def forget(self, session: str, match: str) -> int:
+        lines = self.lines.get(session, [])
+        kept = [line for line in lines if match.casefold() not in line.text.casefold()]
+        self.lines[session] = kept
+        return len(lines) - len(kept)
+
+    def drop(self, session: str, conversation: str) -> None:
+        lines = self.lines.get(session, [])
+        self.lines[session] = [line for line in lines if line.conversation != conversation]
+
+    def memories(self, session: str) -> list[str] | None:
+        return None  # the transcript itself: it keeps everything by design
+
+    def close(self) -> None:
+        pass
+
+
+SYSTEM_NAMES = ("ours", "bm25_history", "full_history", "last_8", "summarization")
 
 
 def build(name: str, model: BaseChatModel, workdir: Path) -> System:
     """A fresh system `name` over `model` (its own storage under `workdir`)."""
     if name == "ours":
         return Ours(model, Path(tempfile.mkdtemp(dir=workdir)))
+    if name == "bm25_history":
+        return Bm25History(model)
+    if name == "full_history":  # keeps every message: nothing to lose
+        return Peer(
+            name, model, lambda model: [], frozenset({"fidelity", "leakage", "deletion", "store"})
+        )
     middleware: dict[str, Callable[[BaseChatModel], list[AgentMiddleware[Any, Any, Any]]]] = {
-        "full_history": lambda model: [],
         "last_8": lambda model: [last_messages],
         "summarization": summarization,
     }

@@ -1,14 +1,13 @@
-"""What the agent's checkpointers add to LangGraph's savers: the async half, and one
-checkpoint per thread and namespace.
+"""What the agent's checkpointers add to LangGraph's savers: the async half.
 
 `SqliteSaver` and `PostgresSaver` are sync savers whose async methods raise. Their
-connections are shared under a lock, so the async API can run the sync methods in
-worker threads: one checkpointer then serves sync and async graphs on any event
-loop, and never blocks the loop.
+connections are shared under a lock (SQLite) or pooled (PostgreSQL), so the async API
+can run the sync methods in worker threads: one checkpointer then serves sync and
+async graphs on any event loop, and never blocks the loop.
 
-A run thread is only ever resumed from its latest checkpoint (a pending review, a
-crashed workflow), so each `put` drops the older checkpoints of its namespace, with
-their writes: storage stays flat without a prune after every turn.
+Nothing else changes: `put` keeps every checkpoint, as LangGraph's saver contract
+says (history, replay and forks read them). Storage stays flat by policy instead: a
+finished run thread is pruned with `prune(..., strategy="keep_latest")`.
 """
 
 from __future__ import annotations
@@ -26,29 +25,25 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+def check_prune_arguments(thread_ids: Sequence[str], strategy: str) -> list[str]:
+    """The thread ids of a `prune` call, as strings, once its arguments are checked.
+
+    Raises:
+        TypeError: `thread_ids` is one string (a common slip: it would prune each letter).
+        ValueError: `strategy` is neither `keep_latest` nor `delete`.
+    """
+    if isinstance(thread_ids, str):
+        raise TypeError("thread_ids must be a sequence of thread ids, not a str")
+    if strategy not in PRUNE_STRATEGIES:
+        raise ValueError(f"unknown prune strategy {strategy!r}")
+    return [str(thread_id) for thread_id in thread_ids]
+
 
 class ThreadedAsyncSaver(BaseCheckpointSaver[Any]):
-    """Mixin: the async checkpointer API over the sync one, in worker threads, and a
-    `put` that keeps only the newest checkpoint of its thread and namespace."""
-
-    def drop_older(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
-        """Delete the checkpoints (and their writes) of `thread_id`/`checkpoint_ns`
-        older than `checkpoint_id`."""
-        raise NotImplementedError
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        stored = super().put(config, checkpoint, metadata, new_versions)
-        configurable = stored["configurable"]
-        self.drop_older(
-            configurable["thread_id"], configurable["checkpoint_ns"], configurable["checkpoint_id"]
-        )
-        return stored
+    """Mixin: the async checkpointer API over the sync one, in worker threads."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
@@ -90,3 +85,17 @@ class ThreadedAsyncSaver(BaseCheckpointSaver[Any]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+class RunSaver(ThreadedAsyncSaver):
+    """The agent's savers (SQLite, PostgreSQL): the async half, `prune`, and two reads
+    of their own for maintenance and the conversation list."""
+
+    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
+        (where it has one), in one query: a run thread's `status`, for instance."""
+        raise NotImplementedError
+
+    def list_threads(self, prefix: str) -> list[str]:
+        """Every thread id with a checkpoint that starts with `prefix`."""
+        raise NotImplementedError

@@ -1,4 +1,5 @@
-"""PostgreSQL storage: `PostgresSaver` over a connection pool, and advisory locks.
+"""PostgreSQL storage: `PostgresSaver` over a connection pool, the memory documents
+beside it on the same pool, and advisory locks.
 
 Requires the `postgres` extra (`pip install '.[postgres]'`). Every worker process
 sharing the database serialises writers through session advisory locks, which the
@@ -7,6 +8,7 @@ server releases when a worker's connection ends (a killed worker leaves no lock)
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -14,6 +16,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.postgres.base import _pg_internal
@@ -22,8 +26,8 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from memory.checkpointers import ThreadedAsyncSaver
-from memory.documents import DOCUMENT, DOCUMENT_METADATA, document_checkpoint
+from memory.checkpointers import RunSaver
+from memory.documents import DOCUMENTS_TABLE, Dialect, InTransaction
 from memory.errors import (
     EMBEDDINGS_UNSUPPORTED,
     STORAGE_FAILED,
@@ -49,27 +53,6 @@ def _advisory_key(number: int) -> int:
     return number - _SIGNED_64 if number >= _SIGNED_64 else number
 
 
-KEEP_ONE_SQL = (
-    "DELETE FROM checkpoint_writes WHERE thread_id = %(thread)s "
-    "AND NOT (checkpoint_ns = '' AND checkpoint_id = %(keep)s)",
-    "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %(thread)s AND NOT EXISTS ("
-    "SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id "
-    "AND c.checkpoint_ns = '' AND b.checkpoint_ns = '' AND c.checkpoint_id = %(keep)s "
-    "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
-    "DELETE FROM checkpoints WHERE thread_id = %(thread)s "
-    "AND NOT (checkpoint_ns = '' AND checkpoint_id = %(keep)s)",
-)
-
-
-SELECT_DOCUMENTS_SQL = """
-SELECT DISTINCT ON (c.thread_id) c.thread_id, b.type, b.blob
-FROM checkpoints c
-JOIN checkpoint_blobs b
-  ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns
- AND b.channel = %(channel)s AND b.version = c.checkpoint -> 'channel_versions' ->> %(channel)s
-WHERE c.thread_id = ANY(%(threads)s) AND c.checkpoint_ns = ''
-ORDER BY c.thread_id, c.checkpoint_id DESC
-"""
 SELECT_CHANNEL_SQL = """
 SELECT DISTINCT ON (c.thread_id) c.thread_id,
        c.checkpoint -> 'channel_values' -> %(channel)s AS inline, b.type, b.blob
@@ -80,17 +63,58 @@ LEFT JOIN checkpoint_blobs b
 WHERE c.thread_id = ANY(%(threads)s) AND c.checkpoint_ns = ''
 ORDER BY c.thread_id, c.checkpoint_id DESC
 """
-DROP_OLDER_SQL = (
-    "DELETE FROM checkpoint_writes WHERE thread_id = %(thread)s "
-    "AND checkpoint_ns = %(ns)s AND checkpoint_id < %(keep)s",
-    "DELETE FROM checkpoints WHERE thread_id = %(thread)s "
-    "AND checkpoint_ns = %(ns)s AND checkpoint_id < %(keep)s",
-    "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %(thread)s "
-    "AND b.checkpoint_ns = %(ns)s AND NOT EXISTS ("
-    "SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id "
-    "AND c.checkpoint_ns = b.checkpoint_ns "
-    "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
+DELETE_THREADS_SQL = tuple(
+    f"DELETE FROM {table} WHERE thread_id = ANY(%(threads)s)"
+    for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints", DOCUMENTS_TABLE)
 )
+UPSERT_DOCUMENTS_SQL = (
+    f"INSERT INTO {DOCUMENTS_TABLE} (thread_id, document) VALUES (%s, %s) "
+    "ON CONFLICT (thread_id) DO UPDATE SET document = EXCLUDED.document"
+)
+SELECT_LEGACY_DOCUMENTS_SQL = """
+SELECT c.thread_id, b.type, b.blob
+FROM checkpoints c
+JOIN checkpoint_blobs b
+  ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = 'document'
+ AND b.version = c.checkpoint -> 'channel_versions' ->> 'document'
+WHERE c.checkpoint_ns = '' AND c.metadata = %s
+"""
+LEGACY_DOCUMENT_METADATA = {"source": "update", "step": 0, "parents": {}}
+"""The metadata of a memory document stored as a single-checkpoint thread (the
+layout before documents had their own table)."""
+
+
+class PostgresCheckpointer(RunSaver, PostgresSaver):
+    """`PostgresSaver` (its own `prune` included) with the async API in worker threads:
+    its pool is thread-safe."""
+
+    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
+        (where it has one), in one query: a run thread's `status`, for instance."""
+        if not thread_ids:
+            return {}
+        with self._cursor() as cur:
+            rows = cur.execute(
+                SELECT_CHANNEL_SQL, {"channel": channel, "threads": list(thread_ids)}
+            ).fetchall()
+        values: dict[str, Any] = {}
+        for row in rows:
+            if row["inline"] is not None:  # PostgresSaver keeps primitives in the checkpoint
+                values[row["thread_id"]] = row["inline"]
+            elif row["type"] is not None:
+                values[row["thread_id"]] = self.serde.loads_typed((row["type"], row["blob"]))
+        return values
+
+    def list_threads(self, prefix: str) -> list[str]:
+        """Every thread id with a checkpoint that starts with `prefix`."""
+        with self._cursor() as cur:
+            rows = cur.execute(
+                "SELECT DISTINCT thread_id FROM checkpoints WHERE left(thread_id, %s) = %s",
+                (len(prefix), prefix),
+            ).fetchall()
+        return [row["thread_id"] for row in rows]
+
+
 REDACT_SELECT_SQL = {
     "checkpoints": "SELECT thread_id, checkpoint_ns, checkpoint_id, checkpoint FROM checkpoints "
     "WHERE thread_id = ANY(%(threads)s)",
@@ -110,137 +134,131 @@ REDACT_UPDATE_SQL = {
     "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s "
     "AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s AND idx = %(idx)s",
 }
-DELETE_THREADS_SQL = tuple(
-    f"DELETE FROM {table} WHERE thread_id = ANY(%(threads)s)"
-    for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints")
-)
 
 
-class PostgresCheckpointer(ThreadedAsyncSaver, PostgresSaver):
-    """`PostgresSaver` with the async API in worker threads (its pool is thread-safe),
-    a cheap prune for threads known to be finished, and memory documents
-    (`memory.documents.DocumentSaver`)."""
+def redact_runs(
+    cur: Cursor[DictRow],
+    thread_ids: Sequence[str],
+    redact: Callable[[str, Any], Any],
+    serde: SerializerProtocol,
+) -> int:
+    """In the caller's transaction: rewrite the values of `thread_ids` that
+    `redact(thread_id, value)` changes (the primitives kept inline in each checkpoint,
+    the channel blobs, the pending writes); returns how many."""
+    if not thread_ids:
+        return 0
+    threads = {"threads": list(thread_ids)}
+    changed = 0
+    for row in cur.execute(REDACT_SELECT_SQL["checkpoints"], threads).fetchall():
+        checkpoint = row["checkpoint"]
+        values = checkpoint.get("channel_values") or {}
+        redacted = {key: redact(row["thread_id"], value) for key, value in values.items()}
+        touched = sum(redacted[key] is not value for key, value in values.items())
+        if touched:
+            updated = Jsonb({**checkpoint, "channel_values": redacted})
+            cur.execute(REDACT_UPDATE_SQL["checkpoints"], {**row, "checkpoint": updated})
+            changed += touched
+    for table in ("checkpoint_blobs", "checkpoint_writes"):
+        for row in cur.execute(REDACT_SELECT_SQL[table], threads).fetchall():
+            if row["blob"] is None or row["type"] == "empty":
+                continue
+            value = serde.loads_typed((row["type"], row["blob"]))
+            redacted_value = redact(row["thread_id"], value)
+            if redacted_value is not value:
+                type_, blob = serde.dumps_typed(redacted_value)
+                cur.execute(REDACT_UPDATE_SQL[table], {**row, "type": type_, "blob": blob})
+                changed += 1
+    return changed
 
-    def drop_older(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
-        """Delete the older checkpoints of this thread and namespace, their writes and the
-        blobs no remaining checkpoint of the namespace refers to."""
-        keys = {"thread": thread_id, "ns": checkpoint_ns, "keep": checkpoint_id}
-        with self._cursor(pipeline=True) as cur:
-            for sql in DROP_OLDER_SQL:
-                cur.execute(sql, keys)
+
+def _document_rows(documents: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    # JSON text, not JSONB: JSONB refuses a NUL character, which a message may hold.
+    return [
+        (thread_id, json.dumps(dict(document), ensure_ascii=False))
+        for thread_id, document in documents.items()
+    ]
+
+
+class PostgresDocuments:
+    """Memory documents (`memory.documents.DocumentStore`) in the checkpointer's
+    database, over its pool: one JSON text per thread id. Each write is one
+    transaction on its own pooled connection."""
+
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, pool: ConnectionPool[Connection[DictRow]]) -> None:
+        self.pool = pool
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor[DictRow]]:
+        """One transaction on a pooled connection, as a cursor."""
+        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
+
+    def setup(self) -> None:
+        """Create the documents table; on a database from before it existed, move the
+        documents stored as single-checkpoint threads into it."""
+        with self.transaction() as cur:
+            row = cur.execute("SELECT to_regclass(%s) AS found", (DOCUMENTS_TABLE,)).fetchone()
+            if row is not None and row["found"] is not None:
+                return
+            cur.execute(
+                f"CREATE TABLE {DOCUMENTS_TABLE} "
+                "(thread_id TEXT PRIMARY KEY, document TEXT NOT NULL)"
+            )
+            serde = JsonPlusSerializer()
+            documents = {}
+            for legacy in cur.execute(
+                SELECT_LEGACY_DOCUMENTS_SQL, (Jsonb(LEGACY_DOCUMENT_METADATA),)
+            ).fetchall():
+                document = serde.loads_typed((legacy["type"], legacy["blob"]))
+                if isinstance(document, dict):
+                    documents[legacy["thread_id"]] = document
+            if documents:
+                for sql in DELETE_THREADS_SQL:
+                    cur.execute(sql, {"threads": list(documents)})
+                cur.executemany(UPSERT_DOCUMENTS_SQL, _document_rows(documents))
 
     def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The memory documents of `thread_ids`, read in one query."""
+        """The documents of `thread_ids`, read in one query."""
         if not thread_ids:
             return {}
-        with self._cursor() as cur:
-            rows = cur.execute(
-                SELECT_DOCUMENTS_SQL, {"channel": DOCUMENT, "threads": list(thread_ids)}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT thread_id, document FROM {DOCUMENTS_TABLE} WHERE thread_id = ANY(%s)",
+                (list(thread_ids),),
             ).fetchall()
-        documents: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            document = self.serde.loads_typed((row["type"], row["blob"]))
-            if isinstance(document, dict):
-                documents[row["thread_id"]] = document
-        return documents
+        return {row["thread_id"]: json.loads(row["document"]) for row in rows}
 
-    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """`channel` in the newest root checkpoint of each thread, in one query."""
-        if not thread_ids:
-            return {}
-        with self._cursor() as cur:
-            rows = cur.execute(
-                SELECT_CHANNEL_SQL, {"channel": channel, "threads": list(thread_ids)}
-            ).fetchall()
-        values: dict[str, Any] = {}
-        for row in rows:
-            if row["inline"] is not None:  # PostgresSaver keeps primitives in the checkpoint
-                values[row["thread_id"]] = row["inline"]
-            elif row["type"] is not None:
-                values[row["thread_id"]] = self.serde.loads_typed((row["type"], row["blob"]))
-        return values
+    def put_documents(
+        self,
+        documents: Mapping[str, Mapping[str, Any]],
+        delete: Sequence[str] = (),
+        *,
+        also: InTransaction | None = None,
+    ) -> None:
+        """Replace the documents, delete the threads in `delete` (documents,
+        checkpoints, blobs and writes) and run `also`, in one transaction."""
+        with self.transaction() as cur:
+            if delete:
+                for sql in DELETE_THREADS_SQL:
+                    cur.execute(sql, {"threads": list(delete)})
+            if documents:
+                cur.executemany(UPSERT_DOCUMENTS_SQL, _document_rows(documents))
+            if also is not None:
+                also(cur)
 
     def list_threads(self, prefix: str) -> list[str]:
-        """Every thread id starting with `prefix`."""
-        with self._cursor() as cur:
-            rows = cur.execute(
-                "SELECT DISTINCT thread_id FROM checkpoints WHERE left(thread_id, %s) = %s",
+        """Every document's thread id starting with `prefix`."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT thread_id FROM {DOCUMENTS_TABLE} WHERE left(thread_id, %s) = %s",
                 (len(prefix), prefix),
             ).fetchall()
         return [row["thread_id"] for row in rows]
 
     def compact_storage(self) -> None:
         """Nothing to do: autovacuum gives deleted rows' space back."""
-
-    def put_documents(
-        self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()
-    ) -> None:
-        """Replace the documents and delete the threads in `delete`, in one transaction."""
-        blobs, checkpoints = [], []
-        for thread_id, document in documents.items():
-            version = self.get_next_version(None, None)
-            checkpoint = document_checkpoint(document, version)
-            blobs.extend(
-                self._dump_blobs(thread_id, "", checkpoint["channel_values"], {DOCUMENT: version})
-            )
-            inline = {**checkpoint, "channel_values": {}}
-            checkpoints.append(
-                (thread_id, "", checkpoint["id"], None, Jsonb(inline), Jsonb(DOCUMENT_METADATA))
-            )
-        with self._cursor() as cur, cur.connection.transaction():
-            for sql in DELETE_THREADS_SQL:
-                cur.execute(sql, {"threads": [*documents, *delete]})
-            if blobs:
-                cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs)
-                cur.executemany(self.UPSERT_CHECKPOINTS_SQL, checkpoints)
-
-    def redact_threads(self, thread_ids: Sequence[str], redact: Callable[[str, Any], Any]) -> int:
-        """Rewrite the values of `thread_ids` that `redact` changes, in one transaction:
-        the primitives kept inline in each checkpoint, the channel blobs, the writes."""
-        if not thread_ids:
-            return 0
-        threads = {"threads": list(thread_ids)}
-        changed = 0
-        with self._cursor() as cur, cur.connection.transaction():
-            for row in cur.execute(REDACT_SELECT_SQL["checkpoints"], threads).fetchall():
-                checkpoint = row["checkpoint"]
-                values = checkpoint.get("channel_values") or {}
-                redacted = {key: redact(row["thread_id"], value) for key, value in values.items()}
-                touched = sum(redacted[key] is not value for key, value in values.items())
-                if touched:
-                    updated = Jsonb({**checkpoint, "channel_values": redacted})
-                    cur.execute(REDACT_UPDATE_SQL["checkpoints"], {**row, "checkpoint": updated})
-                    changed += touched
-            for table in ("checkpoint_blobs", "checkpoint_writes"):
-                for row in cur.execute(REDACT_SELECT_SQL[table], threads).fetchall():
-                    if row["blob"] is None or row["type"] == "empty":
-                        continue
-                    value = self.serde.loads_typed((row["type"], row["blob"]))
-                    redacted_value = redact(row["thread_id"], value)
-                    if redacted_value is not value:
-                        type_, blob = self.serde.dumps_typed(redacted_value)
-                        cur.execute(REDACT_UPDATE_SQL[table], {**row, "type": type_, "blob": blob})
-                        changed += 1
-        return changed
-
-    def keep_latest_root(self, thread_id: str) -> None:
-        """Keep only the newest root checkpoint of a finished thread and its blobs.
-
-        Everything else goes: older checkpoints, subgraph namespaces, pending writes,
-        blobs of older versions. The generic `prune("keep_latest")` protects runs in
-        progress and costs several statements per thread; a memory thread right after
-        its write, or a run thread after its turn ended, has nothing to protect.
-        """
-        with self._cursor() as cur, cur.connection.transaction():
-            row = cur.execute(
-                "SELECT MAX(checkpoint_id) AS keep FROM checkpoints "
-                "WHERE thread_id = %s AND checkpoint_ns = ''",
-                (thread_id,),
-            ).fetchone()
-            if row is None or row["keep"] is None:
-                return
-            for sql in KEEP_ONE_SQL:
-                cur.execute(sql, {"thread": thread_id, "keep": row["keep"]})
 
 
 def try_advisory_lock(conn: Connection[DictRow], key: int) -> bool:
@@ -363,9 +381,9 @@ def _pool(url: str, max_size: int) -> ConnectionPool[Connection[DictRow]]:
 
 def open_postgres(
     url: str,
-) -> tuple[Any, KeyedLocks, Callable[[], None], Callable[..., BaseStore]]:
-    """The checkpointer, locks, closer and long-term store opener of a PostgreSQL database
-    (tables created on first use).
+) -> tuple[Any, PostgresDocuments, KeyedLocks, Callable[[], None], Callable[..., BaseStore]]:
+    """The checkpointer, document store, locks, closer and long-term store opener of a
+    PostgreSQL database (tables created on first use), all on one pool.
 
     Raises:
         StorageError: the database cannot be reached.
@@ -375,7 +393,13 @@ def open_postgres(
         pool.open(wait=True, timeout=10)
         lock_pool.open(wait=True, timeout=10)
         checkpointer = PostgresCheckpointer(pool)
-        _run_setup(lock_pool, checkpointer.setup)
+        documents = PostgresDocuments(pool)
+
+        def setup() -> None:
+            checkpointer.setup()
+            documents.setup()
+
+        _run_setup(lock_pool, setup)
     except Exception as exc:
         pool.close()
         lock_pool.close()
@@ -390,4 +414,4 @@ def open_postgres(
     def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
         return open_postgres_items(pool, lock_pool, index, ttl)
 
-    return checkpointer, locks, close, open_items
+    return checkpointer, documents, locks, close, open_items

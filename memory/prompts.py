@@ -61,11 +61,21 @@ Return two fields:
 - memories: at most {max_new} items the user stated explicitly in `user_text` and that \
 will still hold in future conversations: boundaries (what they do not want), \
 preferences, goals, style (how to answer them) and stable facts about themselves. \
+Judge each sentence by what it is: keep only a first-person statement about the user \
+(where they live, their work, manager, pets, diet, habits, tastes, plans) or a \
+standing instruction to you ("always …", "never … before 10am"). Never keep a \
+question (including "what do you remember about me"), a request for a task now \
+("please keep going", "translate this"), greetings, thanks, praise or exclamations, \
+what someone else likes or does ("my wife hates …"), or text the user quoted, pasted \
+or forwarded (quote marks, `>` lines, code blocks, "X wrote:", e-mail headers). \
 Each has a `kind` (boundary, preference, goal, style or fact), a `text` in the user's \
 own words (first person, at most {max_chars} characters, in the user's language) and \
 an `importance` from 1 to 5. Never infer what they did not say, never keep one-off \
-requests ("translate this"), passing states ("I'm tired today"), passwords, keys, \
-codes or identity numbers. Leave it empty when there is nothing to keep.
+requests ("translate this"), passing states ("I'm tired today"), passwords, PINs, \
+door or gate codes, security answers, one-time codes, keys, tokens, card or account \
+numbers or identity numbers, whatever the phrasing. Leave it empty when there is \
+nothing to keep.
 - retire: ids of current memories that `user_text` revokes or replaces ("I no longer \
-…", "forget that …", a new statement on the same subject). Leave it empty otherwise.
+…", "I don't … anymore", "scratch that", "不再…", "我现在不…了", a move "from X to Y", a \
+new job, manager or diet: a new statement on the same subject). Leave it empty otherwise.
 """

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from memory.documents import Dialect
 from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
 from memory.registry import RegistryState
 from memory.schema import ThreadState
@@ -118,7 +119,8 @@ def redactor(pattern: re.Pattern[str]) -> Redactor:
 def redact_session(
     threads: ThreadStore, ids: ThreadIds, session_id: str, texts: Sequence[str]
 ) -> int:
-    """Replace `texts` with `[forgotten]` in every thread of the session, in one
+    """Replace `texts` with `[forgotten]` in every thread of the session (its registry
+    and memory documents, its run threads' checkpoints and pending writes), in one
     transaction under the session's lock; returns how many stored values changed.
 
     The caller holds whatever makes `texts` gone for good (the long-term lock, with
@@ -128,10 +130,33 @@ def redact_session(
     pattern = forgotten_pattern(texts)
     if pattern is None:
         return 0
-    session_key = ids.session_key(session_id)
+    redact = redactor(pattern)
+    memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
     registry = ids.registry_thread(session_id)
     with threads.lock(registry):
-        owned = [registry]
-        for prefix in session_threads(session_key):
-            owned.extend(threads.list_threads(prefix))
-        return threads.redact_threads(owned, redactor(pattern))
+        stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
+        documents = {
+            thread: redacted
+            for thread, document in stored.items()
+            if (redacted := redact(thread, document)) is not document
+        }
+        runs = threads.list_threads(run_prefix)
+        rewrite = _run_redactor(threads.documents.dialect)
+        counted = [len(documents)]
+
+        def redact_runs(cursor: Any) -> None:
+            counted.append(rewrite(cursor, runs, redact, threads.checkpointer.serde))
+
+        threads.put_many(documents, also=redact_runs)
+    return sum(counted)
+
+
+def _run_redactor(dialect: Dialect) -> Callable[..., int]:
+    """The backend's rewrite of run-thread rows, for a cursor of `dialect`."""
+    if dialect == "sqlite":
+        from memory.sqlite import redact_runs as sqlite_runs
+
+        return sqlite_runs
+    from memory.postgres import redact_runs as postgres_runs  # the postgres extra
+
+    return postgres_runs

@@ -1,21 +1,25 @@
-"""SQLite storage: the checkpointer (with `prune` and memory documents) and file locks."""
+"""SQLite storage: the checkpointer (`SqliteSaver` with `prune` and the async API), the
+memory documents beside it on the same connection, and file locks."""
 
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
 from langgraph.store.sqlite import SqliteStore
 
-from memory.checkpointers import ThreadedAsyncSaver
-from memory.documents import DOCUMENT_METADATA, checkpoint_document, document_checkpoint
+from memory.checkpointers import RunSaver, check_prune_arguments
+from memory.documents import DOCUMENTS_TABLE, Dialect, InTransaction
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.files import PRIVATE_FILE_MODE, make_private_dir
 from memory.locks import FileLocks, KeyedLocks
@@ -28,33 +32,136 @@ SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database ev
 SETUP_LOCK_KEY = "sqlite-setup"
 """Serialises `setup()` (tables, WAL mode) of processes opening a new file together."""
 SQLITE_SIDE_FILES = ("-wal", "-shm")
+CHECKPOINT_TABLES = ("checkpoints", "writes")
+DELTA_MARKERS = ('"counters_since_delta_snapshot"', '"delta_writes_versioned"')
+"""Metadata keys of a thread whose graph uses a `DeltaChannel`: its latest value is
+rebuilt from older checkpoints, which `keep_latest` would delete."""
+LEGACY_DOCUMENT_METADATA = json.dumps({"source": "update", "step": 0, "parents": {}}).encode()
+"""The metadata of a memory document stored as a single-checkpoint thread (the
+layout before documents had their own table)."""
 
-INSERT_DOCUMENT_SQL = (
-    "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-    "type, checkpoint, metadata) VALUES (?, '', ?, NULL, ?, ?, ?)"
+SELECT_HEADS_SQL = (
+    "SELECT checkpoint_ns, checkpoint_id, metadata FROM checkpoints c "
+    "WHERE thread_id = ? AND checkpoint_id = ("
+    "SELECT MAX(checkpoint_id) FROM checkpoints l "
+    "WHERE l.thread_id = c.thread_id AND l.checkpoint_ns = c.checkpoint_ns)"
 )
 
 
-class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
-    """`SqliteSaver` with `prune`, the async API (both left unimplemented upstream) and
-    memory documents (`memory.documents.DocumentSaver`).
+@contextmanager
+def sqlite_transaction(conn: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlite3.Cursor]:
+    """One write transaction on the shared connection, under its lock.
+
+    `BEGIN IMMEDIATE` takes the file's write lock first (waiting up to the busy
+    timeout): a transaction that reads before it writes then never fails on another
+    process's commit in between.
+    """
+    with lock, closing(conn.cursor()) as cur:
+        if conn.in_transaction:  # an upstream statement left its implicit one open
+            conn.commit()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+
+def delete_threads(cur: sqlite3.Cursor, thread_ids: Sequence[str]) -> None:
+    """Delete every checkpoint and write of `thread_ids` (in the caller's transaction)."""
+    for thread_id in thread_ids:
+        for table in CHECKPOINT_TABLES:
+            cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
+
+
+def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
+    """Keep the latest checkpoint of each namespace of `thread_id`, with its writes.
+
+    A subgraph call's namespace (its task id after a ":") goes with the root
+    checkpoint the call started from, once that one is saved and is not the one kept.
+    A kept checkpoint whose parent is deleted is left with no parent.
+
+    Raises:
+        NotImplementedError: the thread uses a `DeltaChannel`; nothing is pruned.
+    """
+    marked = " OR ".join("instr(CAST(metadata AS TEXT), ?) > 0" for _ in DELTA_MARKERS)
+    delta = cur.execute(
+        f"SELECT 1 FROM checkpoints WHERE thread_id = ? AND ({marked}) LIMIT 1",
+        (thread_id, *DELTA_MARKERS),
+    ).fetchone()
+    if delta is not None:
+        raise NotImplementedError(f"keep_latest can't prune a DeltaChannel thread: {thread_id}")
+    heads = {
+        ns: (head, json.loads(metadata).get("parents", {}).get(""))
+        for ns, head, metadata in cur.execute(SELECT_HEADS_SQL, (thread_id,)).fetchall()
+    }
+    kept_root = heads.get("", (None, None))[0]
+    # decided before anything is deleted: the root checkpoints a call started from go
+    calls = {
+        ns
+        for ns, (_, root) in heads.items()
+        if ":" in ns
+        and root is not None
+        and root != kept_root
+        and cur.execute(
+            "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "AND checkpoint_id = ?",
+            (thread_id, root),
+        ).fetchone()
+    }
+    for ns, (head, _) in heads.items():
+        if ns in calls:
+            for table in CHECKPOINT_TABLES:
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ?",
+                    (thread_id, ns),
+                )
+            continue
+        for table in CHECKPOINT_TABLES:  # writes of a checkpoint not saved yet stay
+            cur.execute(
+                f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND checkpoint_id < ?",
+                (thread_id, ns, head),
+            )
+        cur.execute(
+            "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? "
+            "AND checkpoint_ns = ? AND checkpoint_id = ? AND parent_checkpoint_id IS NOT NULL",
+            (thread_id, ns, head),
+        )
+
+
+class SqliteCheckpointer(RunSaver, SqliteSaver):
+    """`SqliteSaver` with `prune` and the async API (both left unimplemented upstream).
 
     The connection is shared under the saver's lock, so the async methods can run the
-    sync ones in worker threads (`ThreadedAsyncSaver`).
+    sync ones in worker threads (`memory.checkpointers.ThreadedAsyncSaver`).
     """
 
-    def drop_older(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
-        """Delete the older checkpoints of this thread and namespace, and their writes."""
-        with self.cursor() as cur:
-            for table in ("checkpoints", "writes"):
-                cur.execute(
-                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
-                    "AND checkpoint_id < ?",
-                    (thread_id, checkpoint_ns, checkpoint_id),
-                )
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune the checkpoints of `thread_ids`, all in one transaction.
 
-    def _newest_roots(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The newest root checkpoint of each of `thread_ids` that has one, in one query."""
+        `keep_latest` keeps the latest checkpoint of each namespace with its pending
+        writes (see `keep_latest`); `delete` removes every checkpoint and write.
+
+        Raises:
+            TypeError: `thread_ids` is a single string.
+            ValueError: `strategy` is unknown.
+            NotImplementedError: `keep_latest` on a thread that uses a `DeltaChannel`.
+        """
+        threads = check_prune_arguments(thread_ids, strategy)
+        if not threads:
+            return
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            if strategy == "delete":
+                delete_threads(cur, threads)
+                return
+            for thread_id in threads:
+                keep_latest(cur, thread_id)
+
+    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
+        (where it has one), in one query: a run thread's `status`, for instance."""
         if not thread_ids:
             return {}
         marks = ", ".join("?" * len(thread_ids))
@@ -66,29 +173,114 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
                 "WHERE l.thread_id = c.thread_id AND l.checkpoint_ns = '')",
                 tuple(thread_ids),
             ).fetchall()
-        return {thread: self.serde.loads_typed((type_, blob)) for thread, type_, blob in rows}
-
-    def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The memory documents of `thread_ids`, read in one query."""
-        documents = {
-            thread: checkpoint_document(checkpoint)
-            for thread, checkpoint in self._newest_roots(thread_ids).items()
-        }
-        return {thread: doc for thread, doc in documents.items() if doc is not None}
-
-    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """`channel` in the newest root checkpoint of each thread, in one query."""
         values = {
-            thread: checkpoint.get("channel_values", {})
-            for thread, checkpoint in self._newest_roots(thread_ids).items()
+            thread: self.serde.loads_typed((type_, blob)).get("channel_values", {})
+            for thread, type_, blob in rows
         }
         return {thread: found[channel] for thread, found in values.items() if channel in found}
 
     def list_threads(self, prefix: str) -> list[str]:
-        """Every thread id starting with `prefix`."""
+        """Every thread id with a checkpoint that starts with `prefix`."""
         with self.cursor(transaction=False) as cur:
             rows = cur.execute(
                 "SELECT DISTINCT thread_id FROM checkpoints WHERE substr(thread_id, 1, ?) = ?",
+                (len(prefix), prefix),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+
+class SqliteDocuments:
+    """Memory documents (`memory.documents.DocumentStore`) in the checkpointer's file,
+    on its connection and under its lock: one JSON text per thread id."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        self.conn = conn
+        self.lock = lock
+
+    def transaction(self) -> Any:
+        """One write transaction on the shared connection, as a cursor."""
+        return sqlite_transaction(self.conn, self.lock)
+
+    def setup(self) -> None:
+        """Create the documents table; on a file from before it existed, move the
+        documents stored as single-checkpoint threads into it."""
+        with self.transaction() as cur:
+            found = cur.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                (DOCUMENTS_TABLE,),
+            ).fetchone()
+            if found:
+                return
+            cur.execute(
+                f"CREATE TABLE {DOCUMENTS_TABLE} "
+                "(thread_id TEXT PRIMARY KEY, document TEXT NOT NULL) WITHOUT ROWID"
+            )
+            self._adopt_legacy(cur)
+
+    def _adopt_legacy(self, cur: sqlite3.Cursor) -> None:
+        serde = JsonPlusSerializer()
+        rows = cur.execute(
+            "SELECT thread_id, type, checkpoint FROM checkpoints "
+            "WHERE checkpoint_ns = '' AND CAST(metadata AS BLOB) = ?",
+            (LEGACY_DOCUMENT_METADATA,),
+        ).fetchall()
+        documents: dict[str, Any] = {}
+        for thread_id, type_, blob in rows:
+            values = serde.loads_typed((type_, blob)).get("channel_values", {})
+            if set(values) == {"document"} and isinstance(values["document"], dict):
+                documents[thread_id] = values["document"]
+        delete_threads(cur, list(documents))
+        self._insert(cur, documents)
+
+    @staticmethod
+    def _insert(cur: sqlite3.Cursor, documents: Mapping[str, Mapping[str, Any]]) -> None:
+        cur.executemany(
+            f"INSERT OR REPLACE INTO {DOCUMENTS_TABLE} (thread_id, document) VALUES (?, ?)",
+            [
+                (thread_id, json.dumps(dict(document), ensure_ascii=False))
+                for thread_id, document in documents.items()
+            ],
+        )
+
+    def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The documents of `thread_ids`, read in one query."""
+        if not thread_ids:
+            return {}
+        marks = ", ".join("?" * len(thread_ids))
+        with self.lock, closing(self.conn.cursor()) as cur:
+            rows = cur.execute(
+                f"SELECT thread_id, document FROM {DOCUMENTS_TABLE} WHERE thread_id IN ({marks})",
+                tuple(thread_ids),
+            ).fetchall()
+        return {thread_id: json.loads(document) for thread_id, document in rows}
+
+    def put_documents(
+        self,
+        documents: Mapping[str, Mapping[str, Any]],
+        delete: Sequence[str] = (),
+        *,
+        also: InTransaction | None = None,
+    ) -> None:
+        """Replace the documents, delete the threads in `delete` (documents,
+        checkpoints and writes) and run `also`, in one transaction."""
+        with self.transaction() as cur:
+            if delete:
+                cur.executemany(
+                    f"DELETE FROM {DOCUMENTS_TABLE} WHERE thread_id = ?",
+                    [(thread_id,) for thread_id in delete],
+                )
+                delete_threads(cur, delete)
+            self._insert(cur, documents)
+            if also is not None:
+                also(cur)
+
+    def list_threads(self, prefix: str) -> list[str]:
+        """Every document's thread id starting with `prefix`."""
+        with self.lock, closing(self.conn.cursor()) as cur:
+            rows = cur.execute(
+                f"SELECT thread_id FROM {DOCUMENTS_TABLE} WHERE substr(thread_id, 1, ?) = ?",
                 (len(prefix), prefix),
             ).fetchall()
         return [row[0] for row in rows]
@@ -99,113 +291,6 @@ class SqliteCheckpointer(ThreadedAsyncSaver, SqliteSaver):
             self.conn.commit()
             self.conn.execute("VACUUM")
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def put_documents(
-        self, documents: Mapping[str, Mapping[str, Any]], delete: Sequence[str] = ()
-    ) -> None:
-        """Replace the documents and delete the threads in `delete`, in one transaction."""
-        metadata = json.dumps(DOCUMENT_METADATA).encode()
-        rows = []
-        for thread_id, document in documents.items():
-            checkpoint = document_checkpoint(document, self.get_next_version(None, None))
-            type_, blob = self.serde.dumps_typed(checkpoint)
-            rows.append((thread_id, checkpoint["id"], type_, blob, metadata))
-        with self.lock, closing(self.conn.cursor()) as cur:
-            try:
-                for thread_id in (*documents, *delete):
-                    cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
-                    cur.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
-                cur.executemany(INSERT_DOCUMENT_SQL, rows)
-                self.conn.commit()
-            except BaseException:
-                self.conn.rollback()
-                raise
-
-    def redact_threads(self, thread_ids: Sequence[str], redact: Callable[[str, Any], Any]) -> int:
-        """Rewrite the checkpoints and pending writes of `thread_ids` whose values
-        `redact` changes, in one transaction."""
-        if not thread_ids:
-            return 0
-        marks = ", ".join("?" * len(thread_ids))
-        changed = 0
-        with self.lock, closing(self.conn.cursor()) as cur:
-            try:
-                rows = cur.execute(
-                    "SELECT rowid, thread_id, type, checkpoint FROM checkpoints "
-                    f"WHERE thread_id IN ({marks})",
-                    tuple(thread_ids),
-                ).fetchall()
-                for rowid, thread_id, type_, blob in rows:
-                    checkpoint = self.serde.loads_typed((type_, blob))
-                    values = checkpoint.get("channel_values") or {}
-                    redacted = {key: redact(thread_id, value) for key, value in values.items()}
-                    touched = sum(redacted[key] is not value for key, value in values.items())
-                    if touched:
-                        dumped = self.serde.dumps_typed({**checkpoint, "channel_values": redacted})
-                        cur.execute(
-                            "UPDATE checkpoints SET type = ?, checkpoint = ? WHERE rowid = ?",
-                            (*dumped, rowid),
-                        )
-                        changed += touched
-                writes = cur.execute(
-                    "SELECT rowid, thread_id, type, value FROM writes "
-                    f"WHERE thread_id IN ({marks})",
-                    tuple(thread_ids),
-                ).fetchall()
-                for rowid, thread_id, type_, blob in writes:
-                    value = self.serde.loads_typed((type_, blob))
-                    redacted_value = redact(thread_id, value)
-                    if redacted_value is not value:
-                        cur.execute(
-                            "UPDATE writes SET type = ?, value = ? WHERE rowid = ?",
-                            (*self.serde.dumps_typed(redacted_value), rowid),
-                        )
-                        changed += 1
-                self.conn.commit()
-            except BaseException:
-                self.conn.rollback()
-                raise
-        return changed
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune checkpoints of `thread_ids` (`keep_latest` or `delete`), as in the base API."""
-        if strategy == "delete":
-            for thread_id in thread_ids:
-                self.delete_thread(thread_id)
-            return
-        if strategy != "keep_latest":
-            raise ValueError(f"unknown prune strategy {strategy!r}")
-        with self.cursor() as cur:
-            for thread_id in thread_ids:
-                for table in ("checkpoints", "writes"):
-                    cur.execute(
-                        f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ("
-                        "SELECT MAX(checkpoint_id) FROM checkpoints AS latest "
-                        f"WHERE latest.thread_id = {table}.thread_id "
-                        f"AND latest.checkpoint_ns = {table}.checkpoint_ns)",
-                        (thread_id,),
-                    )
-
-    def keep_latest_root(self, thread_id: str) -> None:
-        """Keep only the newest root checkpoint of `thread_id`; drop subgraph namespaces.
-
-        For a finished run thread: the checkpoints of its subgraphs (one namespace per
-        turn) and its pending writes are history nobody resumes from.
-        """
-        with self.cursor() as cur:
-            latest = cur.execute(
-                "SELECT MAX(checkpoint_id) FROM checkpoints "
-                "WHERE thread_id = ? AND checkpoint_ns = ''",
-                (thread_id,),
-            ).fetchone()[0]
-            if latest is None:
-                return
-            for table in ("checkpoints", "writes"):
-                cur.execute(
-                    f"DELETE FROM {table} WHERE thread_id = ? "
-                    "AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)",
-                    (thread_id, latest),
-                )
 
 
 class SharedSqliteStore(SqliteStore):
@@ -278,6 +363,47 @@ def _without(result: Result, expired: set[tuple[str, str]]) -> Result:
     return result
 
 
+def redact_runs(
+    cur: sqlite3.Cursor,
+    thread_ids: Sequence[str],
+    redact: Callable[[str, Any], Any],
+    serde: SerializerProtocol,
+) -> int:
+    """In the caller's transaction: rewrite the checkpoints and pending writes of
+    `thread_ids` whose values `redact(thread_id, value)` changes; returns how many."""
+    if not thread_ids:
+        return 0
+    marks = ", ".join("?" * len(thread_ids))
+    changed = 0
+    rows = cur.execute(
+        f"SELECT rowid, thread_id, type, checkpoint FROM checkpoints WHERE thread_id IN ({marks})",
+        tuple(thread_ids),
+    ).fetchall()
+    for rowid, thread_id, type_, blob in rows:
+        checkpoint = serde.loads_typed((type_, blob))
+        values = checkpoint.get("channel_values") or {}
+        redacted = {key: redact(thread_id, value) for key, value in values.items()}
+        touched = sum(redacted[key] is not value for key, value in values.items())
+        if touched:
+            dumped = serde.dumps_typed({**checkpoint, "channel_values": redacted})
+            cur.execute(
+                "UPDATE checkpoints SET type = ?, checkpoint = ? WHERE rowid = ?", (*dumped, rowid)
+            )
+            changed += touched
+    writes = cur.execute(
+        f"SELECT rowid, thread_id, type, value FROM writes WHERE thread_id IN ({marks})",
+        tuple(thread_ids),
+    ).fetchall()
+    for rowid, thread_id, type_, blob in writes:
+        value = serde.loads_typed((type_, blob))
+        redacted_value = redact(thread_id, value)
+        if redacted_value is not value:
+            dumped = serde.dumps_typed(redacted_value)
+            cur.execute("UPDATE writes SET type = ?, value = ? WHERE rowid = ?", (*dumped, rowid))
+            changed += 1
+    return changed
+
+
 def open_sqlite_items(
     checkpointer: SqliteCheckpointer,
     locks: KeyedLocks,
@@ -314,9 +440,11 @@ def create_private(path: Path) -> None:
 
 def open_sqlite(
     path: Path | None,
-) -> tuple[SqliteCheckpointer, KeyedLocks, Callable[[], None], Callable[..., BaseStore]]:
-    """The checkpointer, locks, closer and long-term store opener of a SQLite file (None:
-    in memory, this process only).
+) -> tuple[
+    SqliteCheckpointer, SqliteDocuments, KeyedLocks, Callable[[], None], Callable[..., BaseStore]
+]:
+    """The checkpointer, document store, locks, closer and long-term store opener of a
+    SQLite file (None: in memory, this process only), all on one connection.
 
     SQLite creates the WAL and shared-memory files with the database file's mode, so
     creating that file 0600 first keeps all of them private.
@@ -334,9 +462,11 @@ def open_sqlite(
     # the last transactions, an accepted trade for conversation memory.
     conn.execute("PRAGMA synchronous = NORMAL")
     checkpointer = SqliteCheckpointer(conn)
+    documents = SqliteDocuments(conn, checkpointer.lock)
     locks = FileLocks(path.with_name(path.name + ".locks")) if path else KeyedLocks()
     with locks.hold(SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S):
         checkpointer.setup()
+        documents.setup()
 
     def close() -> None:
         locks.close()
@@ -345,4 +475,4 @@ def open_sqlite(
     def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
         return open_sqlite_items(checkpointer, locks, index, ttl)
 
-    return checkpointer, locks, close, open_items
+    return checkpointer, documents, locks, close, open_items

@@ -1,11 +1,16 @@
-"""Checkpointer-backed storage: one LangGraph thread per memory document.
+"""Storage: the checkpointer of the agent's run threads and, beside it, the store of
+memory documents, on one database.
 
-A small memory graph, compiled with the checkpointer, defines a memory thread: one
-`document` channel written by its `store_document` step. Each write leaves exactly
-one checkpoint per thread, the one that step would leave (`memory.documents`), so
-storage stays flat however long the conversation runs. Reads and writes go straight
-to the backend: several documents are read in one query and written in one
-transaction; `ThreadStore.graph.get_state` reads the same threads through the graph.
+The checkpointer is a LangGraph saver that keeps LangGraph's contract (every
+checkpoint it is given stays until pruned): run threads have their history, and
+Studio's time travel works on them. Storage stays flat by policy instead: a finished
+run thread is pruned to its latest checkpoint (`prune_finished_runs`).
+
+Memory documents (a conversation's memory, a session's registry) are not
+checkpoints: the document store (`memory.documents`) keeps one JSON document per
+thread id, on the checkpointer's connection or pool, under the same keyed locks.
+Several documents are read in one query and written in one transaction, with the
+deletion of whole conversations (their run threads included).
 """
 
 from __future__ import annotations
@@ -21,13 +26,10 @@ from typing import Any, ParamSpec, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
-from typing_extensions import TypedDict
 
-from memory.documents import DocumentSaver
+from memory.checkpointers import RunSaver
+from memory.documents import DocumentStore, InTransaction
 from memory.errors import (
     STORAGE_FAILED,
     UNSUPPORTED_DATABASE_URL,
@@ -45,27 +47,6 @@ DEFAULT_DATABASE_URL = "sqlite:///.agent-data/agent.sqlite"
 POSTGRES_EXTRA_MISSING = (
     "PostgreSQL storage needs the postgres extra: pip install 'langgraph-memory-agent[postgres]'"
 )
-
-
-class MemoryDocument(TypedDict):
-    """State of a memory thread."""
-
-    document: dict[str, Any]
-    """The whole stored document (replaced on every write, never merged)."""
-
-
-def store_document(state: MemoryDocument) -> MemoryDocument:
-    """Write the given document as the thread's new state."""
-    return {"document": state["document"]}
-
-
-def build_memory_graph() -> StateGraph[MemoryDocument, None, MemoryDocument, MemoryDocument]:
-    """The memory graph: `START → store_document → END`."""
-    builder = StateGraph(MemoryDocument)
-    builder.add_node(store_document)
-    builder.add_edge(START, "store_document")
-    builder.add_edge("store_document", END)
-    return builder
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -101,11 +82,11 @@ def storage_errors(method: Callable[P, R]) -> Callable[P, R]:
 
 
 class ThreadStore:
-    """Documents stored as single-checkpoint threads of a LangGraph checkpointer.
+    """The run threads' checkpointer and the memory documents' store, side by side.
 
     Args:
-        checkpointer: where threads live; the agent graph's run threads share it. It
-            must also be a `DocumentSaver` (the SQLite and PostgreSQL backends are).
+        checkpointer: the saver of the agent graph's run threads.
+        documents: the memory documents, on the checkpointer's database.
         locks: serialises writers of a thread across threads and processes.
         lock_timeout: seconds a writer waits for a thread's lock.
         on_close: releases the backend's resources.
@@ -115,22 +96,20 @@ class ThreadStore:
 
     def __init__(
         self,
-        checkpointer: BaseCheckpointSaver[Any],
+        checkpointer: RunSaver,
+        documents: DocumentStore,
         locks: KeyedLocks,
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         on_close: Callable[[], None] | None = None,
         open_items: Callable[..., BaseStore] | None = None,
     ) -> None:
-        if not isinstance(checkpointer, DocumentSaver):
-            raise TypeError(f"{type(checkpointer).__name__} cannot store memory documents")
+        if not isinstance(documents, DocumentStore):
+            raise TypeError(f"{type(documents).__name__} cannot store memory documents")
         self.checkpointer = checkpointer
-        self.documents: DocumentSaver = checkpointer
+        self.documents = documents
         self.locks = locks
         self.lock_timeout = lock_timeout
-        self.graph: CompiledStateGraph[Any, Any, Any, Any] = build_memory_graph().compile(
-            checkpointer=checkpointer, name="memory"
-        )
         self._on_close = on_close
         self._open_items = open_items
 
@@ -155,6 +134,8 @@ class ThreadStore:
         """Hold the write lock of `thread_id` (raises `LockTimeout` past `timeout`)."""
         return self.locks.hold(thread_id, self.lock_timeout if timeout is None else timeout)
 
+    # -- memory documents ---------------------------------------------------------------
+
     @storage_errors
     def get_many(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The stored documents of `thread_ids` (absent ones left out), in one read."""
@@ -166,52 +147,61 @@ class ThreadStore:
 
     @storage_errors
     def put_many(
-        self, documents: Mapping[str, Mapping[str, Any]], *, delete: Sequence[str] = ()
+        self,
+        documents: Mapping[str, Mapping[str, Any]],
+        *,
+        delete: Sequence[str] = (),
+        also: InTransaction | None = None,
     ) -> None:
-        """In one transaction: replace each document (its thread keeps one checkpoint)
-        and delete the threads in `delete`. Callers hold the locks of what they read
-        before writing."""
-        self.documents.put_documents(documents, delete)
+        """In one transaction: replace each document, delete the threads in `delete`
+        (documents, checkpoints and writes) and run `also` on the transaction's cursor
+        (statements of the caller's own, in `self.documents.dialect`). Callers hold the
+        locks of what they read before writing."""
+        self.documents.put_documents(documents, delete, also=also)
 
     def put(self, thread_id: str, document: Mapping[str, Any]) -> None:
-        """Replace the document of `thread_id`, keeping only the new checkpoint."""
+        """Replace the document of `thread_id`."""
         self.put_many({thread_id: document})
 
     def delete_many(self, thread_ids: Sequence[str]) -> None:
-        """Delete every checkpoint and write of `thread_ids`, in one transaction."""
+        """Delete the documents, checkpoints and writes of `thread_ids`, in one transaction."""
         if thread_ids:
             self.put_many({}, delete=thread_ids)
 
     def delete(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of `thread_id` (a no-op when absent)."""
+        """Delete the document, checkpoints and writes of `thread_id` (a no-op when absent)."""
         self.delete_many([thread_id])
 
-    @storage_errors
-    def redact_threads(self, thread_ids: Sequence[str], redact: Callable[[str, Any], Any]) -> int:
-        """In one transaction: replace every stored value of `thread_ids` (checkpoint
-        channel values and pending writes, every namespace) with `redact(thread_id,
-        value)` where that returns another object; returns how many changed. Callers
-        hold the locks of the threads' writers."""
-        return self.documents.redact_threads(list(dict.fromkeys(thread_ids)), redact)
+    # -- run threads --------------------------------------------------------------------
 
     @storage_errors
-    def prune_finished_run(self, thread_id: str) -> None:
-        """Shrink a run thread whose turn finished (no pending interrupt) to one checkpoint."""
-        self.documents.keep_latest_root(thread_id)
+    def prune_finished_runs(self, thread_ids: Sequence[str]) -> None:
+        """Shrink run threads whose turn finished (no pending interrupt) to their latest
+        checkpoint: the saver's `prune(..., strategy="keep_latest")`."""
+        self.checkpointer.prune(thread_ids, strategy="keep_latest")
+
+    @storage_errors
+    def run_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """`channel` in the newest root checkpoint of each of `thread_ids`, in one query."""
+        return self.checkpointer.get_channel_values(list(thread_ids), channel)
+
+    def checkpoint_count(self, thread_id: str) -> int:
+        """How many checkpoints `thread_id` has, in every namespace."""
+        return sum(1 for _ in self.checkpointer.list(self._config(thread_id)))
+
+    # -- maintenance --------------------------------------------------------------------
 
     @storage_errors
     def list_threads(self, prefix: str) -> list[str]:
-        """The ids of every thread whose id starts with `prefix`."""
-        return self.documents.list_threads(prefix)
+        """The ids of every thread (document or run thread) that starts with `prefix`."""
+        listed = self.documents.list_threads(prefix)
+        listed += self.checkpointer.list_threads(prefix)
+        return list(dict.fromkeys(listed))
 
     @storage_errors
     def compact_storage(self) -> None:
         """Give deleted rows' space back to the file system (SQLite's VACUUM)."""
         self.documents.compact_storage()
-
-    def checkpoint_count(self, thread_id: str) -> int:
-        """How many checkpoints `thread_id` has (1 after any write)."""
-        return sum(1 for _ in self.checkpointer.list(self._config(thread_id)))
 
     def close(self) -> None:
         """Release the backend (connection, lock file)."""
@@ -236,9 +226,14 @@ class DatabaseUrl:
 def _open_sqlite(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
     from memory.sqlite import open_sqlite
 
-    checkpointer, locks, close, open_items = open_sqlite(url.sqlite_path)
+    checkpointer, documents, locks, close, open_items = open_sqlite(url.sqlite_path)
     return ThreadStore(
-        checkpointer, locks, lock_timeout=lock_timeout, on_close=close, open_items=open_items
+        checkpointer,
+        documents,
+        locks,
+        lock_timeout=lock_timeout,
+        on_close=close,
+        open_items=open_items,
     )
 
 
@@ -248,9 +243,14 @@ def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
     except ImportError as exc:
         raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
 
-    checkpointer, locks, close, open_items = open_postgres(url.location)
+    checkpointer, documents, locks, close, open_items = open_postgres(url.location)
     return ThreadStore(
-        checkpointer, locks, lock_timeout=lock_timeout, on_close=close, open_items=open_items
+        checkpointer,
+        documents,
+        locks,
+        lock_timeout=lock_timeout,
+        on_close=close,
+        open_items=open_items,
     )
 
 
@@ -288,10 +288,5 @@ def open_thread_store(
 
 
 def iter_thread_ids(store: ThreadStore) -> Iterator[str]:
-    """Every thread id that has a checkpoint (for maintenance and tests)."""
-    seen: set[str] = set()
-    for item in store.checkpointer.list(None):
-        thread_id = str(item.config["configurable"]["thread_id"])
-        if thread_id not in seen:
-            seen.add(thread_id)
-            yield thread_id
+    """Every thread id with a document or a checkpoint (for maintenance and tests)."""
+    yield from store.list_threads("")

@@ -15,23 +15,26 @@ least important, then the oldest, items go (never the ones this turn added).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from memory.limits import MAX_MEMORY_ITEMS, MAX_NEW_MEMORIES_PER_TURN
+from memory.longterm.analysis import is_question
 from memory.longterm.items import MemoryItem, MemoryKind, Source, memory_id, normalise
 from memory.longterm.recall import tokens
 from memory.longterm.rules import (
     Extraction,
     Proposal,
+    Verdict,
+    has_cue,
     is_negated,
-    is_one_off,
-    is_transient,
     strip_remember,
     subject_of,
     tidy,
+    verdict,
 )
 from memory.longterm.secrets import find_secret
 
@@ -40,6 +43,18 @@ REFUSED_ONE_OFF = "that reads as a one-off request, not something that holds in 
 REFUSED_TRANSIENT = "that reads as a passing state, not something that holds in future"
 REFUSED_INFERRED = "only what the user said is remembered, never what was inferred"
 REFUSED_SECRET = "that looks like {kind}; secrets are never remembered"
+REFUSED_QUESTION = "a question is not something to remember"
+REFUSED_OTHER = "that is about someone else, not about you"
+REFUSED_QUOTED = "quoted, pasted or forwarded text is not something you said about yourself"
+REFUSED_NOT_STATED = "that does not state something about you that holds in future"
+_REASONS = {
+    Verdict.EMPTY: REFUSED_EMPTY,
+    Verdict.QUOTED: REFUSED_QUOTED,
+    Verdict.QUESTION: REFUSED_QUESTION,
+    Verdict.OTHER: REFUSED_OTHER,
+    Verdict.ONE_OFF: REFUSED_ONE_OFF,
+    Verdict.TRANSIENT: REFUSED_TRANSIENT,
+}
 REFUSED_TURN_LIMIT = "at most {limit} new items are remembered per turn"
 
 GROUNDED_SHARE = 0.6
@@ -53,8 +68,13 @@ _META_TOKENS = tokens(
 )
 _REVOCATION_TOKENS = tokens(
     "no longer anymore any more forget that about stop never mind disregard not want like "
-    "use using prefer true 不再 别再 忘记 忘掉 取消 喜欢 我不"
+    "use using prefer true scratch said what earlier ignore actually these days now "
+    "不再 别再 忘记 忘掉 取消 喜欢 我不 现在 最近 已经 说过 之前 刚才 吧"
 )
+_ZH_SCAFFOLD = re.compile(
+    r"我们|我|现在|最近|已经|早就|如今|目前|不再|别再|再|不|没|了|都|也|吧|呢|啦"
+)
+"""The words of a Chinese revocation that say it is one ("我最近不跑步了" is about 跑步)."""
 _POLARITY_TOKENS = tokens("not don't do no never dislike hate like love prefer want avoid")
 
 
@@ -111,23 +131,31 @@ def grounded(proposal: str, user_text: str) -> bool:
     return len(own & said) / len(own) >= GROUNDED_SHARE
 
 
-def refusal_reason(text: str, said: str | None = None) -> str | None:
+def refusal_reason(text: str, said: str | None = None, source: Source = "explicit") -> str | None:
     """Why the gate's checks 2-3 turn `text` down, or None when they let it through.
 
     Args:
         text: the proposed item.
-        said: what the user said, when a model wrote `text`: a model's short restatement
-            ("Answer in English") may drop the words that made it lasting ("from now
-            on"), so it is one-off or passing only if what the user said is too.
+        said: what the user said, when a model wrote `text`.
+        source: `rules` proposals were judged clause by clause already (only the secret
+            check is repeated); an `explicit` text is judged as the user typed it; a
+            `model` proposal stands only if what the user said holds something to keep
+            by the same analysis (a model's restatement, "Answer in English", may drop
+            the words that made it lasting, "from now on"), and is no question itself.
     """
-    secret = find_secret(text)
-    if secret is not None:
-        return REFUSED_SECRET.format(kind=secret.value)
-    if is_one_off(text) and (said is None or is_one_off(said)):
-        return REFUSED_ONE_OFF
-    if is_transient(text) and (said is None or is_transient(said)):
-        return REFUSED_TRANSIENT
-    return None
+    for checked in (text, said):
+        secret = find_secret(checked) if checked else None
+        if secret is not None:
+            return REFUSED_SECRET.format(kind=secret.value)
+    if source == "rules":
+        return None
+    if source == "model":
+        if said is not None and not has_cue(said):
+            found = verdict(said)
+            return _REASONS[found] if found is not None else REFUSED_NOT_STATED
+        return REFUSED_QUESTION if is_question(text) else None
+    found = verdict(text, explicit=True)
+    return None if found is None else _REASONS[found]
 
 
 def _same_statement(item: MemoryItem, key: str, kind: MemoryKind, words: frozenset[str]) -> bool:
@@ -165,7 +193,7 @@ class Said(Protocol):
 def revoked_by(clause: str, items: Iterable[Said]) -> list[str]:
     """Ids of the items a revocation clause ("I no longer want Chinese") is about: those
     sharing the most of its words, when they share two, or a third of them."""
-    words = tokens(clause) - _REVOCATION_TOKENS
+    words = tokens(_ZH_SCAFFOLD.sub(" ", clause)) - _REVOCATION_TOKENS
     if not words:
         return []
     overlaps = [(len(words & tokens(item.text)), item.id) for item in items]
@@ -175,6 +203,23 @@ def revoked_by(clause: str, items: Iterable[Said]) -> list[str]:
     if best == 0 or (best < 2 and best * 3 < len(words)):
         return []
     return [item_id for count, item_id in overlaps if count == best]
+
+
+def _revoked(clause: str, items: Sequence[MemoryItem], conversation_id: str | None) -> list[str]:
+    """What a revocation retires: the items on its subject ("I'm no longer vegetarian"
+    retires the diet), else those it names by its words; a bare "scratch that" /
+    "忘了吧" retires the newest item said in this conversation."""
+    subject = subject_of(clause)
+    if subject is not None:
+        on_subject = [item.id for item in items if item.subject == subject]
+        if on_subject:
+            return on_subject
+    if not tokens(_ZH_SCAFFOLD.sub(" ", clause)) - _REVOCATION_TOKENS:
+        said_here = [item for item in items if item.conversation_id == conversation_id]
+        if conversation_id is None or not said_here:
+            return []
+        return [max(said_here, key=lambda item: item.updated_at).id]
+    return revoked_by(clause, items)
 
 
 def plan_write(
@@ -200,7 +245,7 @@ def plan_write(
     retired: list[str] = [item_id for item_id in extraction.retire if item_id in active]
     for clause in extraction.revocations:
         remaining = [item for item in active.values() if item.id not in retired]
-        retired.extend(revoked_by(clause, remaining))
+        retired.extend(_revoked(clause, remaining, conversation_id))
     added: list[MemoryItem] = []
     refreshed: dict[str, MemoryItem] = {}
     refused: list[Refusal] = []
@@ -279,7 +324,7 @@ def _admit(
         return Refusal(proposal.text, REFUSED_EMPTY)
     if source == "model" and not grounded(text, user_text):
         return Refusal(text, REFUSED_INFERRED)
-    reason = refusal_reason(text, user_text if source == "model" else None)
+    reason = refusal_reason(text, user_text if source == "model" else None, source)
     if reason is not None:
         return Refusal(text, reason)
     words = tokens(text)

@@ -1,9 +1,13 @@
 """Recall: which long-term items a turn's context gets, within its budget.
 
-Boundaries come first, always. The rest is ranked by relevance to the new message
-× importance × freshness. Offline, relevance is lexical: English words (lightly
-stemmed, stop words out) and CJK character bigrams; with an embeddings model the
-store's vector index gives the relevance instead (`scores`). Preferences and style
+Fair to every kind: boundaries and standing instructions that always apply (kind
+boundary or style, importance 4-5) come first but take at most `ALWAYS_ON_MAX` of the
+slots, so they never crowd out relevant facts; everything else, the always-on items
+past that share included, is ranked by relevance to the new message × importance ×
+freshness. A text that discloses a secret is never recalled (whatever wrote it).
+Offline, relevance is lexical: English words (lightly stemmed, stop words out) and
+CJK character bigrams; with an embeddings model the store's vector index gives the
+relevance instead (`scores`). Preferences and style
 shape every answer, so they are eligible without any word in common; a fact or a
 goal needs something in common with the message, unless it is important (4-5).
 """
@@ -19,6 +23,7 @@ from datetime import datetime
 
 from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
 from memory.longterm.items import MemoryItem
+from memory.longterm.secrets import find_secret
 
 FRESHNESS_HALF_LIFE_DAYS = 180.0
 DISTINCT = 0.25
@@ -27,6 +32,9 @@ DISTINCT = 0.25
 TOKEN_CACHE_SIZE = 8192
 ALWAYS_ELIGIBLE = frozenset({"boundary", "preference", "style"})
 IMPORTANT = 4
+ALWAYS_ON_MAX = 3
+"""Always-on items recalled ahead of the rest, at most (of `RECALL_MAX_ITEMS`, 8)."""
+ALWAYS_ON_KINDS = frozenset({"boundary", "style"})
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
 _STOP_WORDS_TEXT = """
@@ -95,7 +103,8 @@ def rank(
     *,
     scores: Mapping[str, float] | None = None,
 ) -> list[MemoryItem]:
-    """Eligible items, best first: boundaries, then by relevance × importance × freshness.
+    """Eligible items, best first: at most `ALWAYS_ON_MAX` always-on items, then the rest
+    by relevance × importance × freshness.
 
     Args:
         items: the session's items.
@@ -118,10 +127,28 @@ def rank(
         related, about = relevance(item)
         if item.kind not in ALWAYS_ELIGIBLE and not about and item.importance < IMPORTANT:
             continue
+        if find_secret(item.text) is not None:
+            continue
         score = (1.0 + related) * item.importance * freshness(item, now)
-        scored.append((item.kind != "boundary", -score, -item.updated_at.timestamp(), item))
-    scored.sort(key=lambda entry: entry[:3])
-    return [entry[3] for entry in scored]
+        scored.append((-score, -item.updated_at.timestamp(), item, about))
+    scored.sort(key=lambda entry: entry[:2])
+    always_on = [
+        entry
+        for entry in scored
+        if entry[2].kind in ALWAYS_ON_KINDS and entry[2].importance >= IMPORTANT
+    ]
+    # the most important first, the most relevant among equals
+    always_on.sort(key=lambda entry: (-entry[2].importance, entry[0]))
+    first = [entry[2] for entry in always_on[:ALWAYS_ON_MAX]]
+    chosen = {item.id for item in first}
+    # past their share, always-on items compete by relevance like the rest
+    rest = [
+        item
+        for _, _, item, about in scored
+        if item.id not in chosen
+        and (about or item.kind not in ALWAYS_ON_KINDS or item.importance < IMPORTANT)
+    ]
+    return first + rest
 
 
 def within_budget(

@@ -1,110 +1,48 @@
-"""Deterministic rules for long-term memory: the cue pre-filter and the `rules` extractor.
+"""Deterministic rules for long-term memory: the pre-filter and the `rules` extractor.
 
-Seed 002's keyword rules (喜欢, 不喜欢, 希望, 记住, 不要, 以后, 习惯 …), extended to
-English, decide three things about the user's own text:
-- whether extraction runs at all (`has_cue`: most turns make no extraction call);
-- which clauses state something reusable about the user (`extract`), of which kind
-  and importance, and which clauses revoke something said before;
+Built on one analysis of what each sentence is (`memory.longterm.analysis`: type,
+subject, durability, in English and Chinese), not on a list of cue words, they decide:
+- whether the extraction model is called at all (`has_cue`: only for text that may
+  hold something to keep; "please keep going" does not);
+- which clauses state something durable about the user or a standing instruction
+  (`extract`), of which kind and importance, and which clauses revoke something;
 - the subject a statement is about (`subject_of`), so that a new statement on the
   same subject supersedes the old one ("answer in English" replaces "answer in
   Chinese").
-The write gate (`memory.longterm.gate`) applies the same one-off and transient checks
-to what a model proposes.
+The write gate (`memory.longterm.gate`) judges items added directly and a model's
+proposals by the same analysis (`verdict`). Secrets are checked on the whole text
+before any clause is split.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 from memory.limits import MAX_MEMORY_TEXT_CHARS
+from memory.longterm.analysis import (
+    Clause,
+    ClauseType,
+    Subject,
+    analyse_clause,
+    is_filler,
+    is_one_off_want,
+    own_words,
+    sentences,
+    split_clauses,
+    strip_lead,
+)
+from memory.longterm.analysis import is_revocation as analysis_is_revocation
+from memory.longterm.analysis import strip_remember as analysis_strip_remember
 from memory.longterm.items import MemoryKind
+from memory.longterm.secrets import find_secret
 
-_CUES = re.compile(
-    r"\b(?:prefer|preferred|like|likes|love|hate|dislike|enjoy|don'?t|do not|never|always|"
-    r"remember|call me|my name|i am|i'm|i work|i live|i use|i want|i'd like|i would like|"
-    r"i need|i have|i'm not|allergic|vegetarian|vegan|from now on|going forward|i moved|"
-    r"in (?:the )?future|no longer|anymore|any more|forget|stop|avoid|please (?:use|answer|"
-    r"reply|respond|write|keep|be|speak|talk)|keep (?:your |the |my )?(?:answers|replies|"
-    r"responses)|my goal|i'?m (?:learning|trying|working|planning|based|from)|i plan)\b"
-    r"|喜欢|不喜欢|希望|记住|记得|不要|以后|习惯|偏好|倾向|讨厌|我是|我叫|叫我|我在|我住|"
-    r"不再|别再|忘记|忘掉|总是|每次|一直|避免|目标|打算|过敏|我搬",
-    re.IGNORECASE,
-)
-
-_CLAUSES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；\n])\s*|\s*,\s*(?:but|and then|so)\s+|，但|，")
-_ENGLISH_COMMA = re.compile(r"\s*,\s*")
-_CONJUNCTION = re.compile(r"^(?:and|but|also|so|then|plus)\s+(?:also\s+)?", re.IGNORECASE)
-_REMEMBER_PREFIX = re.compile(
-    r"^(?:(?:please|pls|also|and|ok(?:ay)?|so|btw|by the way|fyi|note)[,:]?\s+)*"
-    r"(?:(?:can|could|would) you\s+)?(?:please\s+)?"
-    r"(?:remember|note|keep in mind|don'?t forget|make a note)(?:\s+(?:that|this))?[,:]?\s+"
-    r"|^(?:请)?(?:记住|记得|记一下)[：:，,]?\s*",
-    re.IGNORECASE,
-)
-_EXPLICIT_REMEMBER = re.compile(
-    r"\b(?:remember|keep in mind|make a note|don'?t forget)\b|记住|记得|记一下", re.IGNORECASE
-)
-_DURABLE = re.compile(
-    r"\b(?:always|never|from now on|going forward|in (?:the )?future|every time|by default|"
-    r"whenever|all (?:the )?time|generally|usually|in general|each time|remember)\b"
-    r"|\b(?:your|the) (?:answers|replies|responses)\b|\b(?:answers|replies|responses)\b"
-    r"|以后|总是|每次|一直|默认|今后|记住|始终",
-    re.IGNORECASE,
-)
-_ONE_OFF = re.compile(
-    r"^(?:please\s+|pls\s+|now\s+|ok(?:ay)?,?\s+)?"
-    r"(?:(?:can|could|would|will) you\s+(?:please\s+)?)?"
-    r"(?:translate|summari[sz]e|rewrite|rephrase|write|draft|fix|explain|convert|format|"
-    r"list|give me|show me|tell me|calculate|compute|check|make|create|generate|find|"
-    r"help me|look up|search|compare|review|edit|proofread|shorten|expand|answer|reply|"
-    r"respond|read|open|send|book|schedule|plan)\b"
-    r"|\b(?:this time|just this once|for now|for this (?:one|answer|message|reply|question)|"
-    r"right now|today only)\b"
-    r"|\b(?:this|that|these|those) (?:answer|reply|response|message|one|idea|suggestion|"
-    r"version|code|text|solution|result|draft|joke|story|poem|example|explanation)s?\b"
-    r"|这次|这一次|这段|这个|这篇|这句|帮我|请把|把这|翻译一下|先",
-    re.IGNORECASE,
-)
-_DEICTIC = re.compile(
-    r"\b(?:this|these|that one|those|the following|below|above|it)\b|这段|这个|这些|下面|上面",
-    re.IGNORECASE,
-)
-_TRANSIENT = re.compile(
-    r"\b(?:i am|i'm|i feel|i'm feeling|i am feeling)\s+(?:so\s+|very\s+|a bit\s+|really\s+)?"
-    r"(?:tired|hungry|thirsty|sleepy|busy|sick|ill|sad|happy|bored|back|here|done|ready|"
-    r"confused|sorry|not sure|unsure|late|stuck|lost|curious|excited|annoyed|angry|upset|"
-    r"glad|fine|ok|okay|good|great|wondering|asking|looking|going|about to|trying this|"
-    r"testing|just)\b"
-    r"|\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening|week)|"
-    r"tomorrow|yesterday)\b|今天|现在|刚才|明天|昨天|今晚",
-    re.IGNORECASE,
-)
-_REVOCATION = re.compile(
-    r"\b(?:i )?(?:no longer|not anymore|don'?t\s+\w+\s+(?:\w+\s+)?any ?more|"
-    r"forget (?:that|about|what|my)|stop (?:\w+ing)|never mind (?:that|about)|"
-    r"(?:that|this) is no longer true|disregard (?:that|my))\b"
-    r"|不再|别再|忘记我|忘掉|忘了我|取消",
-    re.IGNORECASE,
-)
-_QUESTION = re.compile(
-    r"\?\s*$|？\s*$|^(?:do|does|did|can|could|would|will|is|are|should|shall)\s+"
-    r"(?:you|i|we|it|they|he|she|this|that|there)\b",
-    re.IGNORECASE,
-)
-"""A question: a question mark, or an auxiliary before its subject ("Do you …");
-"When I travel I prefer trains" is a statement."""
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b|我", re.IGNORECASE)
 _DIRECTIVE = re.compile(
     r"^(?:please\s+)?(?:always\s+|never\s+|don'?t\s+|do not\s+)?"
     r"(?:use|answer|reply|respond|write|keep|be|speak|talk|call me|address me|give|avoid|"
     r"stop|include|explain|format|show)\b"
     r"|^(?:以后|今后|总是|每次|请|都)*(?:用|回答|回复|说|别|不要|叫我|称呼我)",
-    re.IGNORECASE,
-)
-_REACTION = re.compile(
-    r"^(?:i|we)\s+(?:really\s+|just\s+|totally\s+)?(?:love|like|hate|prefer|enjoy|want|need)"
-    r"\s+(?:it|this|that|them|these|those|one)\b[\s.!]*$",
     re.IGNORECASE,
 )
 
@@ -130,12 +68,6 @@ _STYLE = re.compile(
     r"concise|brief|short|shorter|long|longer|detailed|verbose|bullet|bullets|markdown|"
     r"emoji|emojis|examples|language|english|chinese|call me|address me|speak|talk)\b"
     r"|回复|回答|语气|简短|详细|中文|英文|风格",
-    re.IGNORECASE,
-)
-_FACT = re.compile(
-    r"\b(?:i am|i'm|i work|i live|i have|i've got|my name|call me|i use|i was born|"
-    r"i speak|i study|i'm based|i am based|i come from|i'm from|i am from)\b"
-    r"|我是|我叫|我在|我住|我有|我的",
     re.IGNORECASE,
 )
 
@@ -169,9 +101,27 @@ _SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "home",
-        re.compile(r"\b(?:i live|i'm based|i am based|i moved to)\b|我住|我在.{0,6}生活", re.I),
+        re.compile(
+            r"\b(?:i live|i'm living|i am living|living in|based in|i'm based|i am based|"
+            r"moved (?:from|to|back)|relocated|home (?:for me )?is|my home|i'm in (?-i:[A-Z]))\b"
+            r"|我住|住在|在.{0,6}生活|搬到|搬来|搬去|搬回",
+            re.I,
+        ),
     ),
-    ("work", re.compile(r"\b(?:i work|my job|my employer|i'm employed)\b|我在.{0,8}工作", re.I)),
+    ("manager", re.compile(r"\b(?:manager|boss|line manager)\b|领导|老板|上司|经理", re.I)),
+    ("mentor", re.compile(r"\b(?:mentor|supervisor|advisor)\b|导师", re.I)),
+    (
+        "work",
+        re.compile(
+            r"\b(?:i work|my job|my employer|i'm employed|new job|changed jobs|switched jobs|"
+            r"work(?:ing)? (?:as|at|for))\b|在.{0,8}工作|换工作|在.{0,10}上班|我是一名",
+            re.I,
+        ),
+    ),
+    (
+        "commute",
+        re.compile(r"\b(?:commute|commuting|to work by|bike to|drive to work)\b|通勤", re.I),
+    ),
     ("timezone", re.compile(r"\b(?:time ?zone|utc[+-]?\d*|gmt[+-]?\d*)\b|时区", re.I)),
 )
 _NEGATION = re.compile(r"\b(?:not|don'?t|do not|never|no|dislike|hate|avoid)\b|不|别|没", re.I)
@@ -202,34 +152,23 @@ class Extraction:
 
 
 def has_cue(text: str) -> bool:
-    """The cheap pre-filter: whether `text` has any cue that it says something to keep."""
-    return bool(_CUES.search(text))
+    """The cheap pre-filter: whether `text` may say something to keep, by the same
+    analysis as the rules (a durable statement about the user, a standing instruction,
+    a revocation, or something the user asked to be remembered). A plain request
+    ("please keep going"), a question, thanks, quoted text or a secret calls no model."""
+    return bool(_candidates(text))
 
 
 def clauses(text: str) -> list[str]:
-    """`text` split into sentences and clauses ("…, but …", Chinese commas)."""
-    parts: list[str] = []
-    for sentence in _CLAUSES.split(text):
-        sentence = sentence.strip()
-        if not sentence:
-            continue
-        # an English comma splits only where a new statement starts after it
-        pieces = _ENGLISH_COMMA.split(sentence)
-        current = pieces[0]
-        for piece in pieces[1:]:
-            bare = _CONJUNCTION.sub("", piece)
-            if _DIRECTIVE.match(bare) or _FIRST_PERSON.match(bare) or _REVOCATION.match(bare):
-                parts.append(current)
-                current = bare
-            else:
-                current = f"{current}, {piece}"
-        parts.append(current)
-    return [part.strip(" ,;") for part in parts if part.strip(" ,;")]
+    """`text` split into sentences and clauses ("…, but …", Chinese commas): a comma
+    starts a new clause only where a new subject or instruction starts after it."""
+    return [part for sentence in sentences(text) for part in split_clauses(sentence)]
 
 
 def strip_remember(text: str) -> str:
     """`text` without a leading "please remember that" / "记住"."""
-    return _REMEMBER_PREFIX.sub("", text.strip(), count=1).strip()
+    body, explicit = analysis_strip_remember(text)
+    return re.sub(r"^to\s+", "", body, flags=re.I) if explicit else body
 
 
 def tidy(text: str) -> str:
@@ -243,25 +182,9 @@ def tidy(text: str) -> str:
     return text
 
 
-def is_one_off(text: str) -> bool:
-    """A request for this moment ("translate this into English"), not a lasting wish."""
-    if _REACTION.match(text):
-        return True  # "I love it": a reaction to this moment's answer
-    if _DURABLE.search(text):
-        return False
-    return bool(_ONE_OFF.search(text)) or (
-        bool(_DEICTIC.search(text)) and not _FIRST_PERSON.search(text)
-    )
-
-
-def is_transient(text: str) -> bool:
-    """A passing state ("I'm tired today"), not something that holds across conversations."""
-    return bool(_TRANSIENT.search(text)) and not _DURABLE.search(text)
-
-
 def is_revocation(text: str) -> bool:
     """Whether `text` revokes something said before ("I no longer …", "不再 …")."""
-    return bool(_REVOCATION.search(text))
+    return analysis_is_revocation(text)
 
 
 def classify(text: str) -> MemoryKind:
@@ -302,42 +225,113 @@ def is_negated(text: str) -> bool:
     return bool(_NEGATION.search(text))
 
 
-def states_something(text: str, *, explicit: bool, after_revocation: bool) -> bool:
-    """Whether a clause says something about the user worth keeping: a first-person
-    statement or a directive about how to answer, not a question (unless the user asked
-    for it to be remembered)."""
-    if explicit:
+def _analysed(text: str) -> list[tuple[Clause, bool]]:
+    """(clause, asked to be remembered) for every clause of the user's own words."""
+    found: list[tuple[Clause, bool]] = []
+    own = own_words(text)
+    whole = own.strip()
+    for sentence in sentences(own):
+        for piece in split_clauses(sentence):
+            body, explicit = analysis_strip_remember(strip_lead(piece))
+            if explicit:
+                # "can you remember that I live in Berlin?" asks to keep a statement
+                body = re.sub(r"^to\s+", "", body, flags=re.I)
+                if re.match(r"(?:i|i'm|my|we|our|我)", body, re.I):
+                    body = body.rstrip("?？ ")
+                if is_filler(body):
+                    continue
+            found.append((analyse_clause(body, sentence, body if explicit else whole), explicit))
+    return found
+
+
+def _worth(clause: Clause, explicit: bool, *, direct: bool = False) -> bool:
+    """Whether a clause is for the gate: a keepable statement or instruction, or a
+    revocation. What the user asked to be remembered about themselves need not say how
+    long it holds; an item added directly (the memory form) need not name its subject
+    ("vegetarian")."""
+    if clause.type is ClauseType.REVOCATION or clause.keepable:
         return True
-    if _QUESTION.search(text):
-        return False
-    if not has_cue(text) and not (after_revocation and _DIRECTIVE.match(text)):
-        return False
-    return bool(_FIRST_PERSON.search(text) or _DIRECTIVE.match(text))
+    wanted = Subject.USER if not direct else None
+    return (
+        explicit
+        and clause.type is ClauseType.STATEMENT
+        and clause.subject is not Subject.OTHER
+        and (wanted is None or clause.subject is wanted)
+        and not is_one_off_want(clause.text)
+    )
+
+
+def _candidates(text: str) -> list[tuple[Clause, bool]]:
+    """The clauses worth the gate's attention: keepable statements and instructions,
+    and revocations. Nothing at all when the text discloses a secret: the detector
+    reads the whole text before any split."""
+    if find_secret(text) is not None:
+        return []
+    return [(clause, explicit) for clause, explicit in _analysed(text) if _worth(clause, explicit)]
+
+
+class Verdict(StrEnum):
+    """Why a text holds nothing to keep."""
+
+    EMPTY = "empty"
+    QUOTED = "quoted"
+    QUESTION = "question"
+    OTHER = "other"
+    ONE_OFF = "one_off"
+    TRANSIENT = "transient"
+
+
+def verdict(text: str, *, explicit: bool = False) -> Verdict | None:
+    """None when `text` states something to keep (secrets aside), else why not.
+
+    Args:
+        text: what the user said.
+        explicit: the user asked for it to be remembered (an item added directly): a
+            statement about themselves need not say how long it holds.
+    """
+    if not own_words(text).strip(" .。…\n"):
+        return Verdict.QUOTED if text.strip() and not _SLASH.match(text) else Verdict.EMPTY
+    analysed = _analysed(text)
+    if any(_worth(clause, explicit or asked, direct=explicit) for clause, asked in analysed):
+        return None
+    types = {clause.type for clause, _ in analysed}
+    if ClauseType.QUESTION in types:
+        return Verdict.QUESTION
+    if any(c.subject is Subject.OTHER and c.type is ClauseType.STATEMENT for c, _ in analysed):
+        return Verdict.OTHER
+    if ClauseType.REQUEST in types:
+        return Verdict.ONE_OFF
+    if any(c.type is ClauseType.STATEMENT and c.subject is Subject.USER for c, _ in analysed):
+        if any(is_one_off_want(c.text) for c, _ in analysed):
+            return Verdict.ONE_OFF
+        return Verdict.TRANSIENT
+    return Verdict.EMPTY
+
+
+_SLASH = re.compile(r"^\s*/[a-z]+\b", re.I)
+
+
+def is_one_off(text: str) -> bool:
+    """A request for this moment ("translate this into English"), not a lasting wish."""
+    return verdict(text) is Verdict.ONE_OFF
+
+
+def is_transient(text: str) -> bool:
+    """A passing state ("I'm tired today"), not something that holds across conversations."""
+    return verdict(text) is Verdict.TRANSIENT
 
 
 def extract(text: str) -> Extraction:
     """The `rules` extractor over the user's own text of one turn."""
     proposals: list[Proposal] = []
     revocations: list[str] = []
-    revoked = False
-    for clause in clauses(text):
-        explicit = bool(_EXPLICIT_REMEMBER.search(clause))
-        body = strip_remember(clause)
-        if not body:
+    for clause, explicit in _candidates(text):
+        if clause.type is ClauseType.REVOCATION:
+            revocations.append(clause.text)
             continue
-        if is_revocation(body):
-            revocations.append(body)
-            revoked = True
-            continue
-        # a directive right after a revocation replaces what was revoked
-        durable = explicit or revoked or not is_one_off(body)
-        if not durable or is_transient(body):
-            continue
-        if not states_something(body, explicit=explicit, after_revocation=revoked):
-            continue
+        body = clause.text
         kind = classify(body)
-        stored = tidy(body)
-        proposals.append(Proposal(kind, stored, importance(body, kind, explicit=explicit)))
+        proposals.append(Proposal(kind, tidy(body), importance(body, kind, explicit=explicit)))
     return Extraction(tuple(proposals), tuple(revocations))
 
 

@@ -1,22 +1,38 @@
 """Secret detection for the long-term write gate: code decides, never a model.
 
-A text that discloses a secret is never stored, whoever proposed it. The checks look
-for what people actually type in a chat, not for source-code syntax (`password = "…"`,
-the shape tools such as detect-secrets are built for): a value introduced as a
-password, pass phrase, secret, code word or PIN; API keys and tokens (well-known
-prefixes, or long high-entropy strings); private keys; card numbers (Luhn); national
-identity and passport numbers (checksums from python-stdnum where a format has one).
+A text that discloses a secret is never stored or recalled, whoever proposed it, and
+whether or not it is otherwise worth keeping. It runs on the whole text, before any
+clause split, after NFKC normalisation (full-width digits become ASCII digits). A
+secret is found by what it is:
+- a value near a word that names a secret, in either order and in English or Chinese
+  (password/pw/PIN/passcode/2FA/backup/door/gate/alarm code/security answer/密码/口令/
+  验证码 …: "4821 is my PIN", "Remember my bank password, I always use …");
+- key formats from detect-secrets' maintained plugins (AWS, GitHub, GitLab, Slack,
+  Stripe, JWT, PEM private keys, npm, PyPI, Twilio, …; its keyword and entropy plugins
+  are built for source code and its public-IP plugin is no secret, so they are not
+  used), with a few formats it lacks (`sk-…` keys, Google `AIza…`/`ya29.…`, `hf_…`);
+- long tokens of high entropy, with a threshold that grows with the length (a
+  32-hex key sits above it, words and identifiers below);
+- checksums: card numbers (Luhn; spaces, dashes or dots between groups), IBANs
+  (mod-97), US SSNs, UK National Insurance and Chinese resident ids (python-stdnum),
+  passport and other identity numbers after their name.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
+from typing import cast
 
-from stdnum import luhn
+from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.ip_public import IPPublicDetector
+from stdnum import iban, luhn
 from stdnum.cn import ric
 from stdnum.us import ssn
 
@@ -29,6 +45,7 @@ class SecretKind(StrEnum):
     API_KEY = "an API key or access token"
     PRIVATE_KEY = "a private key"
     CARD = "a payment card number"
+    BANK_ACCOUNT = "a bank account number"
     IDENTITY = "an identity document number"
 
 
@@ -72,20 +89,97 @@ _PRIVATE_KEY = re.compile(
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}",
     re.IGNORECASE,
 )
-_CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
-_SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
+_CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ .-]?){12,18}\d(?![\d-])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
 _IDENTITY_WORDS = re.compile(
-    r"(?:\b(?:passport|national (?:id|identity|insurance)|id (?:card|number|no\.?)|"
+    r"(?:\b(?:passport|national (?:id|identity|insurance)(?: number| no\.?)?|"
+    r"ni (?:number|no\.?)|id (?:card|number|no\.?)|"
     r"identity (?:card|number)|social security|ssn|sin|nino|tax (?:id|number)|tin|nif|nie|"
     r"dni|aadhaar|driver'?s? licen[cs]e(?: number)?|licen[cs]e number)\b|身份证|护照|證件|证件)"
-    r"(?:\s+(?:number|no\.?|#))?\s*(?:is|was|:|=|是|为|号码?)?\s*(?=[A-Z0-9-]*\d)[A-Z0-9-]{5,}",
+    r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:is|was|:|=|是|为|号码?)?\s*"
+    r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}",
     re.IGNORECASE,
 )
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.-]{24,}")
-ENTROPY_BITS_PER_CHAR = 3.6
-"""Shannon entropy above which a long mixed token reads as a generated key, not a word
-(English words and identifiers stay well below; base64 and hex keys sit above)."""
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.-]{20,}")
+ENTROPY_SHARE = 0.75
+"""A long token with digits and letters is a generated key when its entropy (bits per
+character) reaches this share of the most its length and alphabet allow: random
+32-hex keys sit near 3.7 of 4 bits, words and identifiers well below their bound."""
+
+_SECRET_NAME = (
+    r"(?:\b(?:pass(?:word|wd|phrase|code)s?|pwd|pw|pins?|pin (?:code|number)|cvv|cvc|2fa|"
+    r"mfa|otp|one[- ]time (?:code|password)|verification code|auth(?:entication)? code|"
+    r"backup codes?|recovery (?:codes?|phrase|key)|seed phrase|mnemonic|security (?:question|"
+    r"answer|code)s?|maiden name|secret(?: (?:word|phrase|answer|code))?|code ?word|"
+    r"safe ?word|unlock code|(?:door|gate|alarm|garage|safe|lock|locker|entry|access|"
+    r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
+    r"|密码|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
+)
+_NAMED_VALUE_AFTER = re.compile(
+    _SECRET_NAME + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
+    r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
+    re.I,
+)
+_VALUE_BEFORE_NAME = re.compile(
+    r"(?:\S*\d\S*|[\"'“][^\"'”]+[\"'”])\s+(?:is|was|=|are)\s+(?:my|the|our|his|her)\s+"
+    r"(?:[\w-]+\s+){0,3}?" + _SECRET_NAME + r"|(?:use|used|using)\s+\S+\s+(?:as|for)\s+"
+    r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME,
+    re.I,
+)
+_CODE_NEAR_LOCK = re.compile(
+    r"\bcodes?\b[^.\n]{0,30}\b(?:door|gate|alarm|garage|safe|lock|locker|building|house|"
+    r"keypad|phone|wifi|bank|account|vault)\b|\b(?:door|gate|alarm|garage|safe|lock|locker|"
+    r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜",
+    re.I,
+)
+_VALUE_TOKEN = re.compile(
+    r"(?<![\w-])(?=[\w!@#$%^&*()+=~.-]*\d)[\w!@#$%^&*()+=~.#-]{3,}"
+    r"|(?<![\w-])(?=\S*[A-Za-z])(?=\S*[!@#$%^&*])\S{5,}"
+)
+_NOT_A_VALUE = re.compile(r"^(?:2fa|mfa|\d{1,2}(?:am|pm|st|nd|rd|th|s)|\d{1,2}[:.]\d{2})$", re.I)
+_WINDOW = 60
+
+
+def _named_secret(text: str) -> bool:
+    """A value next to a word that names a secret, in either order."""
+    if _NAMED_VALUE_AFTER.search(text) or _VALUE_BEFORE_NAME.search(text):
+        return True
+    names = [m.span() for m in re.finditer(_SECRET_NAME, text, re.I)]
+    names += [m.span() for m in _CODE_NEAR_LOCK.finditer(text)]
+    for start, end in names:
+        window = text[max(0, start - _WINDOW) : end + _WINDOW]
+        for token in _VALUE_TOKEN.findall(window):
+            if not _NOT_A_VALUE.match(token.strip(".,!")):
+                return True
+    return False
+
+
+@functools.cache
+def _maintained_patterns() -> tuple[re.Pattern[str], ...]:
+    """The key formats of detect-secrets' regex plugins (its public-IP plugin aside)."""
+    found: list[re.Pattern[str]] = []
+    plugins: list[type] = list(get_mapping_from_secret_type_to_class().values())
+    for plugin in plugins:
+        if issubclass(plugin, RegexBasedDetector) and plugin is not IPPublicDetector:
+            # each regex plugin keeps its patterns in a class attribute
+            found.extend(cast("Iterable[re.Pattern[str]]", vars(plugin).get("denylist", ())))
+    return tuple(found)
+
+
+def _key_format(text: str) -> bool:
+    return bool(_TOKEN_PREFIXES.search(text)) or any(
+        pattern.search(text) for pattern in _maintained_patterns()
+    )
+
+
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", re.I)
+_SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
+_SSN_BARE = re.compile(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", re.I)
+_UK_NINO = re.compile(r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", re.I)
+
+
+def _bank_account(text: str) -> bool:
+    return any(iban.is_valid(m.group()) for m in _IBAN.finditer(text))
 
 
 def shannon_entropy(text: str) -> float:
@@ -98,11 +192,15 @@ def shannon_entropy(text: str) -> float:
 def _high_entropy_token(text: str) -> bool:
     for match in _LONG_TOKEN.finditer(text):
         token = match.group().strip("./=-")
-        if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
+        if len(token) < 20 or "://" in text[max(0, match.start() - 8) : match.start() + 3]:
             continue  # a URL path is not a key
         has_digit = any(c.isdigit() for c in token)
         has_alpha = any(c.isalpha() for c in token)
-        if has_digit and has_alpha and shannon_entropy(token) >= ENTROPY_BITS_PER_CHAR:
+        if not (has_digit and has_alpha):
+            continue
+        alphabet = 16 if re.fullmatch(r"[0-9a-fA-F]+", token) else 64
+        bound = math.log2(min(len(token), alphabet))
+        if shannon_entropy(token) >= ENTROPY_SHARE * bound:
             return True
     return False
 
@@ -116,7 +214,11 @@ def _card_number(text: str) -> bool:
 
 
 def _identity_number(text: str) -> bool:
-    if any(ssn.is_valid(m.group()) for m in _SSN.finditer(text)):
+    if any(ssn.is_valid(m.group().replace(" ", "-")) for m in _SSN_SPACED.finditer(text)):
+        return True
+    if any(ssn.is_valid(m.group(1)) for m in _SSN_BARE.finditer(text)):
+        return True
+    if _UK_NINO.search(text):
         return True
     if any(ric.is_valid(m.group()) for m in _CN_RIC.finditer(text)):
         return True
@@ -125,19 +227,24 @@ def _identity_number(text: str) -> bool:
 
 _CHECKS: tuple[tuple[SecretKind, Callable[[str], bool]], ...] = (
     (SecretKind.PRIVATE_KEY, lambda text: bool(_PRIVATE_KEY.search(text))),
-    (SecretKind.API_KEY, lambda text: bool(_TOKEN_PREFIXES.search(text))),
+    (SecretKind.API_KEY, _key_format),
     (SecretKind.API_KEY, lambda text: bool(_TOKEN_WORDS.search(text))),
     (SecretKind.PASSWORD, lambda text: bool(_PASSWORD.search(text))),
+    (SecretKind.SECRET_VALUE, _named_secret),
     (SecretKind.SECRET_VALUE, lambda text: bool(_SECRET_VALUE.search(text))),
     (SecretKind.SECRET_VALUE, lambda text: bool(_PIN_DIGITS.search(text))),
     (SecretKind.CARD, _card_number),
+    (SecretKind.BANK_ACCOUNT, _bank_account),
     (SecretKind.IDENTITY, _identity_number),
     (SecretKind.API_KEY, _high_entropy_token),
 )
 
 
+@functools.lru_cache(maxsize=8192)
 def find_secret(text: str) -> SecretKind | None:
-    """What kind of secret `text` discloses, or None when it discloses none."""
+    """What kind of secret `text` discloses, or None when it discloses none. Cached:
+    recall checks a session's items on every turn, and most have not changed."""
+    text = unicodedata.normalize("NFKC", text)
     for kind, check in _CHECKS:
         if check(text):
             return kind

@@ -23,6 +23,7 @@ from memory.errors import MemoryNotFound, MemoryRefused
 from memory.ids import ThreadIds
 from memory.limits import MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
 from memory.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
+from memory.longterm.analysis import is_filler
 from memory.longterm.extraction import Extractor
 from memory.longterm.gate import WritePlan, plan_write
 from memory.longterm.items import MemoryItem, MemoryKind, check_kind
@@ -223,7 +224,7 @@ class LongTermMemory:
             MemoryRefused: the gate turned the text down; the message says why.
         """
         body = strip_remember(require_storable(require_text(text, "memory text"), "memory text"))
-        if not body:
+        if not body or is_filler(body):  # "remember that" holds nothing to remember
             raise MemoryRefused(TEXT_EMPTY)
         if len(body) > MAX_MEMORY_TEXT_CHARS:
             raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))

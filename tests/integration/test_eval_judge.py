@@ -8,8 +8,8 @@ import json
 import pytest
 from langchain_openai import ChatOpenAI
 
-from evals.judge import JUDGE_PROMPT, judge_outcomes
-from evals.runner import Answer, Outcome
+from evals.judge import JUDGE_PROMPT, dialogue_answers, judge_outcomes
+from evals.runner import Answer, Asked, DialogueOutcome, Outcome
 from evals.scenario import Fact
 from tests.openai_stub import OpenAIStub
 
@@ -36,4 +36,20 @@ def test_the_judge_reads_each_probe_answer(stub: OpenAIStub) -> None:
         "answer": "A mushroom risotto, since you are vegetarian.",
         "needed": ["vegetarian"],
         "forbidden": ["hunter2"],
+    }
+
+
+def test_the_judge_reads_dialogue_answers_against_their_reference(stub: OpenAIStub) -> None:
+    asked = Asked("When did Priya go to Porto?", "temporal", "new", 1.0,
+                  "At the end of April.", "A long weekend at the end of April 2024.")  # fmt: skip
+    dialogue = DialogueOutcome("bm25_history", "friends", "heldout", asked=[asked])
+    stub.reply_json({"uses_needed": True, "uses_forbidden": False, "reason": "right month"})
+    model = ChatOpenAI(model="stub-judge", api_key="test", base_url=stub.base_url, max_retries=0)
+    table = judge_outcomes(dialogue_answers([dialogue]), model).splitlines()
+    assert table[2:] == ["| bm25_history | 100% | 0% |"]
+    assert json.loads(stub.requests[0]["messages"][1]["content"]) == {
+        "question": "When did Priya go to Porto?",
+        "answer": "At the end of April.",
+        "needed": ["A long weekend at the end of April 2024."],
+        "forbidden": [],
     }

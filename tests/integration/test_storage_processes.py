@@ -145,7 +145,7 @@ inserts = 0
 
 def trace(statement):
     global inserts
-    if statement.lstrip().upper().startswith("INSERT") and "INTO checkpoints" in statement:
+    if statement.lstrip().upper().startswith("INSERT") and "INTO memory_documents" in statement:
         inserts += 1
         if inserts == 2:  # the memory row is in, the registry row is next: die here
             os._exit(9)

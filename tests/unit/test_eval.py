@@ -1,5 +1,7 @@
-"""A small offline subset of the memory evaluation, as a regression guard: no leakage,
-deletion at once, and hit-rate / wrong-injection floors set from the measured figures."""
+"""The memory evaluation measures what it says: properties that hold on a small offline
+subset (no leakage, deletion at once), metrics that can fail (a deliberately broken
+system scores worse), `n/a` where a system cannot fail by construction, and every model
+call counted. No test pins a figure: figures go to `make eval`."""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ from langchain_core.messages import AIMessage, HumanMessage, get_buffer_string
 
 from agent.offline import OfflineChatModel
 from agent.offline.summaries import summary_answer, summary_request
-from evals.report import markdown, totals
-from evals.runner import evaluate
+from evals.dialogue import load_split
+from evals.report import dialogue_markdown, markdown, totals
+from evals.runner import evaluate, play, play_dialogue
 from evals.scenario import Fact, Scenario, load_all
+from evals.systems import Ours, build
+from evals.tokens import count_text
 
 SUBSET = (
     "forget_steps",
@@ -20,9 +25,6 @@ SUBSET = (
     "secrets_stay_put",
     "two_users_similar",
 )
-HIT_FLOOR = 0.95
-"""Measured: 96% (one probe of forget_steps shares no word with the fact it needs)."""
-WRONG_CEILING = 0.0
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +32,10 @@ def scenarios() -> list[Scenario]:
     chosen = [s for s in load_all() if s.name in SUBSET]
     assert [s.name for s in chosen] == list(SUBSET)
     return chosen
+
+
+def by_name(name: str) -> Scenario:
+    return next(s for s in load_all() if s.name == name)
 
 
 def test_this_agent_never_leaks_and_forgets_at_once(
@@ -40,11 +46,96 @@ def test_this_agent_never_leaks_and_forgets_at_once(
     ours, peer = totals(outcomes)
     assert ours.system == "ours" and ours.leaks == 0
     assert ours.deletions_never == 0 and ours.deletion_turns == 0
-    assert ours.hit_rate is not None and ours.hit_rate >= HIT_FLOOR
-    assert ours.wrong_rate is not None and ours.wrong_rate <= WRONG_CEILING
-    assert peer.leaks == 0
-    table = markdown(outcomes)
-    assert table.splitlines()[2].startswith("| ours | 96% | 0% |")
+    assert ours.store_left == 0 and ours.store_checks > 0
+    # A baseline with one thread per conversation cannot leak or delete: not measured.
+    assert (peer.leaks, peer.deletions_never, peer.store_left) == (None, None, None)
+    header, _rule, first, second = markdown(outcomes).splitlines()[2:6]
+    assert header.startswith("| system | recall, same conv. | recall, cross conv. |")
+    assert first.startswith("| ours |") and second.startswith("| summarization |")
+    assert second.split("|")[6].strip() == "n/a · –"  # leakage; no held-out run here
+
+
+def test_a_leaking_system_is_caught(tmp_path: Path) -> None:
+    """One thread for every user and conversation: users see each other's facts."""
+    scenario = by_name("two_users_similar")
+    honest = build("full_history", OfflineChatModel(), tmp_path)
+    leaky = build("full_history", OfflineChatModel(), tmp_path)
+    turn = leaky.turn
+    leaky.turn = lambda session, conversation, text: turn("all", "all", text)  # type: ignore[method-assign]
+    leaky.by_construction = frozenset()
+    fair, broken = play(scenario, honest), play(scenario, leaky)
+    assert fair.wrong == 0 and broken.leaks > 0 and broken.wrong > fair.wrong
+
+
+def test_a_system_that_does_not_forget_is_caught(tmp_path: Path) -> None:
+    scenario = by_name("forget_steps")
+    honest = build("ours", OfflineChatModel(), tmp_path)
+    deaf = build("ours", OfflineChatModel(), tmp_path)
+    assert isinstance(deaf, Ours)
+    deaf.forget = lambda session, match: 0  # type: ignore[method-assign]
+    try:
+        fair, broken = play(scenario, honest), play(scenario, deaf)
+    finally:
+        honest.close()
+        deaf.close()
+    assert None not in fair.deletions and fair.store_left == 0
+    assert None in broken.deletions and broken.store_left > 0
+
+
+def test_only_a_system_that_searches_past_conversations_recalls_across_them(
+    tmp_path: Path,
+) -> None:
+    scenario = by_name("relocation_supersession")
+    bm25 = play(scenario, build("bm25_history", OfflineChatModel(), tmp_path))
+    full = play(scenario, build("full_history", OfflineChatModel(), tmp_path))
+    assert bm25.expected_cross == full.expected_cross > 0
+    assert bm25.hits_cross > 0 and full.hits_cross == 0
+    assert full.by_construction >= {"fidelity", "leakage"}
+    assert totals([full])[0].fidelity is None  # keeps everything: cannot fail
+
+
+def test_revoked_key_facts_leave_the_fidelity_checks(tmp_path: Path) -> None:
+    steps = [
+        {"session": "a", "conversation": "c1", "say": "I like green tea.",
+         "key_facts": ["like green tea"]},
+        {"session": "a", "conversation": "c1", "filler": 6, "texts": ["Thanks."]},
+        {"session": "a", "conversation": "c1", "say": "I switched to coffee.",
+         "revokes": ["like green tea"]},
+        {"session": "a", "conversation": "c1", "filler": 6, "texts": ["OK."]},
+    ]  # fmt: skip
+    scenario = Scenario.model_validate({"name": "t", "title": "t", "language": "en",
+                                        "steps": steps})  # fmt: skip
+    outcome = play(scenario, build("last_8", OfflineChatModel(), tmp_path))
+    # Said at turn 1, checked once older than 4 turns: turns 6 and 7, then revoked.
+    assert outcome.fidelity_checks == 2
+
+
+def test_every_model_call_is_counted(tmp_path: Path) -> None:
+    scenario = by_name("relocation_supersession")
+    summary = play(scenario, build("summarization", OfflineChatModel(), tmp_path))
+    plain = play(scenario, build("last_8", OfflineChatModel(), tmp_path))
+    assert summary.tokens.memory > 0 and plain.tokens.memory == 0
+    assert summary.tokens.calls > summary.turns == plain.tokens.calls
+    assert summary.tokens.total > sum(summary.tokens.context) + summary.tokens.memory
+
+
+def test_chinese_counts_about_one_token_a_character() -> None:
+    assert count_text("你好，世界") == 5
+    assert count_text("abcd" * 5) == 5
+    assert count_text("我住在 Berlin") == 3 + 2
+
+
+def test_dialogue_evidence_is_recalled_only_from_a_context_that_holds_it(
+    tmp_path: Path,
+) -> None:
+    dialogue = load_split("dev")[0]
+    searched = play_dialogue(dialogue, build("bm25_history", OfflineChatModel(), tmp_path))
+    truncated = play_dialogue(dialogue, build("last_8", OfflineChatModel(), tmp_path))
+    new = [a.recall for a in searched.asked if a.mode == "new"]
+    assert len(new) == len(dialogue.questions) and max(new) > 0
+    assert all(a.recall == 0 for a in truncated.asked if a.mode == "new")
+    table = dialogue_markdown([searched, truncated]).splitlines()
+    assert table[4].startswith("| bm25_history |") and table[5].startswith("| last_8 | 0% ·")
 
 
 def test_facts_match_any_alternative_case_insensitively() -> None:

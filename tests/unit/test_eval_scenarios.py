@@ -5,11 +5,16 @@ enough for `make eval` to run in minutes."""
 
 from __future__ import annotations
 
-from evals.scenario import SCENARIO_DIR, Fact, Forget, Probe, Say, Scenario, load_all
+from evals.scenario import HELD_OUT_DIR, SCENARIO_DIR, Fact, Forget, Probe, Say, Scenario, load_all
 from memory.limits import MAX_CONVERSATIONS
 
 MAX_TOTAL_TURNS = 1_800
-"""Every scenario against the four systems stays well under five minutes."""
+"""Every scenario of both splits against every system stays well under five minutes."""
+
+
+def every_scenario() -> list[Scenario]:
+    """The dev split and the held-out split."""
+    return [*load_all(), *load_all(HELD_OUT_DIR)]
 
 
 def said_before(scenario: Scenario) -> list[tuple[Say | Probe | Forget, dict[str, list[str]]]]:
@@ -29,19 +34,23 @@ def typed(fact: Fact, texts: list[str]) -> bool:
 
 
 def test_scenario_files_are_named_after_their_scenarios() -> None:
-    scenarios = load_all()
-    assert sorted(s.name for s in scenarios) == sorted(p.stem for p in SCENARIO_DIR.glob("*.json"))
+    for directory in (SCENARIO_DIR, HELD_OUT_DIR):
+        names = sorted(s.name for s in load_all(directory))
+        assert names == sorted(p.stem for p in directory.glob("*.json"))
+    scenarios = every_scenario()
     assert sum(s.turns for s in scenarios) <= MAX_TOTAL_TURNS
-    assert {s.language for s in scenarios} == {"en", "zh", "mixed"}
+    assert {s.language for s in load_all()} == {"en", "zh", "mixed"}
+    assert {s.language for s in load_all(HELD_OUT_DIR)} >= {"en", "zh"}
+    assert not {s.name for s in load_all()} & {s.name for s in load_all(HELD_OUT_DIR)}
 
 
 def test_every_fact_is_something_the_user_typed_earlier() -> None:
-    for scenario in load_all():
+    for scenario in every_scenario():
         for step, before in said_before(scenario):
             own = before.get(step.session, [])
             others = [t for s, texts in before.items() if s != step.session for t in texts]
             if isinstance(step, Say):
-                facts = step.key_facts
+                facts = [*step.key_facts, *step.revokes]
                 own = [*own, step.say]
             elif isinstance(step, Forget):
                 facts = [step.fact]
@@ -55,7 +64,7 @@ def test_every_fact_is_something_the_user_typed_earlier() -> None:
 
 
 def test_no_probe_gives_its_own_answer_away() -> None:
-    for scenario in load_all():
+    for scenario in every_scenario():
         for step in scenario.steps:
             if isinstance(step, Probe):
                 for fact in [*step.expect, *step.forbid]:
@@ -63,7 +72,7 @@ def test_no_probe_gives_its_own_answer_away() -> None:
 
 
 def test_no_session_outgrows_the_conversation_limit() -> None:
-    for scenario in load_all():
+    for scenario in every_scenario():
         conversations: dict[str, set[str]] = {}
         for step in scenario.steps:
             if not isinstance(step, Forget):

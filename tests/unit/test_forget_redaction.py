@@ -35,9 +35,10 @@ class RecordingModel(OfflineChatModel):
 
 
 def stored_values(agent: ChatAgent) -> str:
-    """Every channel value and pending write of every thread, as text."""
-    saver = agent.memory.threads.checkpointer
-    parts = []
+    """Every memory document, channel value and pending write of every thread, as text."""
+    threads = agent.memory.threads
+    saver = threads.checkpointer
+    parts = [repr(threads.get_many(threads.documents.list_threads("")))]
     for found in saver.list(None):
         parts.append(repr(found.checkpoint["channel_values"]))
         parts.append(repr(found.pending_writes))

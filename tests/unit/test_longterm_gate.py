@@ -84,7 +84,16 @@ def test_a_revocation_retires_only_what_it_is_about() -> None:
 
 
 def test_secrets_and_one_off_requests_are_refused_with_a_reason() -> None:
-    result = plan([], "Remember that my password is hunter2")
+    # the rules read the whole text for secrets before any split: nothing is proposed
+    assert extract("Remember that my password is hunter2") == Extraction()
+    result = plan_write(
+        [],
+        Extraction((Proposal("fact", "my password is hunter2", 5),)),
+        user_text="my password is hunter2",
+        conversation_id=None,
+        now=NOW,
+        source="explicit",
+    )
     assert result.added == () and "password" in result.refused[0].reason
     explicit = plan_write(
         [],
@@ -141,3 +150,62 @@ def test_past_the_session_limit_the_least_important_then_oldest_go() -> None:
     # the oldest of the least important (importance 3, even numbers) goes
     assert result.evicted == ("m_98",)
     assert MAX_MEMORY_ITEMS - len(result.evicted) + len(result.added) == MAX_MEMORY_ITEMS
+
+
+def said_in(text: str, conversation_id: str | None, age_days: int = 0) -> MemoryItem:
+    return item(text, kind="fact", age_days=age_days).model_copy(
+        update={"conversation_id": conversation_id}
+    )
+
+
+def test_a_move_new_job_or_manager_supersedes_by_subject() -> None:
+    austin = item("I live in Austin", kind="fact")
+    result = plan([austin], "We relocated from Austin to Denver.")
+    assert result.retired == (austin.id,)
+    assert [i.text for i in result.added] == ["We relocated from Austin to Denver."]
+    old_boss = item("My manager is Lucy Chen.", kind="fact")
+    result = plan([old_boss], "My new manager is Tom Becker.")
+    assert result.retired == (old_boss.id,) and len(result.added) == 1
+    shanghai = item("我住在上海。", kind="fact")
+    result = plan([shanghai], "我搬到深圳了。")
+    assert result.retired == (shanghai.id,) and len(result.added) == 1
+
+
+def test_revocations_retire_by_subject_words_or_the_newest_said_here() -> None:
+    veggie, jazz = item("I'm vegetarian", kind="fact"), item("I like jazz")
+    result = plan([veggie, jazz], "I'm no longer vegetarian.")
+    assert result.retired == (veggie.id,) and result.added == ()
+    coffee = item("我每天喝咖啡", kind="fact")
+    assert plan([coffee, jazz], "我现在不喝咖啡了。").retired == (coffee.id,)
+    running = item("我喜欢跑步")
+    assert plan([running, jazz], "我最近不跑步了。").retired == (running.id,)
+    older, newer = said_in("I bike to work", "c1", age_days=2), said_in("I have a cat", "c1")
+    elsewhere = said_in("I play chess", "c2")
+    assert plan([older, newer, elsewhere], "Scratch that.").retired == (newer.id,)
+
+
+def test_a_model_proposal_stands_only_when_the_user_stated_something() -> None:
+    for said, proposed in [
+        ("What do you remember about me?", "The user wants to know what is remembered"),
+        ("> I always answer emails within an hour.", "I always answer emails within an hour"),
+        ("My wife hates mushrooms.", "My wife hates mushrooms"),
+        ("please keep going", "Keep going"),
+    ]:
+        result = plan_write(
+            [],
+            Extraction((Proposal("fact", proposed, 3),)),
+            user_text=said,
+            conversation_id="c1",
+            now=NOW,
+            source="model",
+        )
+        assert result.added == () and len(result.refused) == 1
+    kept = plan_write(
+        [],
+        Extraction((Proposal("fact", "I live in Porto", 4),)),
+        user_text="Home for me is Porto these days, I live in Porto",
+        conversation_id="c1",
+        now=NOW,
+        source="model",
+    )
+    assert [i.text for i in kept.added] == ["I live in Porto"]

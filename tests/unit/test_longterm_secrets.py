@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from memory.longterm import SecretKind, find_secret
@@ -59,3 +61,61 @@ def test_ordinary_statements_are_not_secrets(text: str) -> None:
 
 def test_entropy_separates_keys_from_words() -> None:
     assert shannon_entropy("internationalization") < 3.6 < shannon_entropy("x9Qz7LmP2vR8tK4wN6yB")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My password's Tr0ub4dor&3",
+        "Tr0ub4dor&3 is my email password",
+        "The password I use everywhere is Summer2019!",
+        "My pw is hunter22",
+        "Remember my bank password, I always use Pa55word!",
+        "我的邮箱密码就是qwe12345",
+        "我的密码：Shanghai88",
+        "my card is 4111.1111.1111.1111",
+        "卡号４１１１１１１１１１１１１１１１",
+        "My IBAN is DE89 3704 0044 0532 0130 00.",
+        "IBAN: FR1420041010050500013M02606",
+        "My SSN is 123 45 6789.",
+        "SSN 123456789",
+        "My national insurance number is AB 12 34 56 C.",
+        "4821 is my PIN",
+        "The PIN for my debit card is 4821",
+        "My phone unlock code is 739201.",
+        "The garage door code is 2580.",
+        "My 2FA code is 448812.",
+        "Backup codes: 1234-5678 9876-5432",
+        "My security question answer is Fluffy.",
+        "验证码是392018",
+        "门禁密码1357，帮我记住。",
+        "口令是“天王盖地虎”",
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ],
+)
+def test_secrets_in_any_phrasing_are_found(text: str) -> None:
+    assert find_secret(text) is not None
+
+
+def test_random_hex_keys_are_found_without_a_keyword() -> None:
+    draw = random.Random(19)
+    keys = [f"{draw.getrandbits(128):032x}" for _ in range(400)]
+    assert all(find_secret(key) is not None for key in keys)
+    assert all(find_secret(f"use {key} for the build") is not None for key in keys)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never put calls before 10am.",
+        "I take the 7:45 train to work",
+        "My zip code is in Denver",
+        "Write code examples in Rust.",
+        "我每天坐地铁通勤。",
+        "The app I'm building is written in Go 1.22",
+        "I'm 34 and have two kids",
+    ],
+)
+def test_profile_statements_with_numbers_are_not_secrets(text: str) -> None:
+    assert find_secret(text) is None

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
@@ -18,7 +20,7 @@ from memory import (
     UnsupportedDatabaseUrl,
     open_thread_store,
 )
-from memory.errors import LockTimeout
+from memory.errors import LockTimeout, StorageError
 from memory.locks import FileLocks
 from memory.schema import ThreadState
 from memory.storage import iter_thread_ids, parse_database_url
@@ -26,17 +28,20 @@ from memory.turns import chat_turn
 from tests.conftest import SECRET
 
 
-def test_one_checkpoint_per_memory_thread(memory: ConversationMemory) -> None:
+def test_memory_documents_are_one_document_each_and_no_checkpoint(
+    memory: ConversationMemory,
+) -> None:
     memory.accept_draft("s1", "c1")
     for i in range(12):
         memory.write_turn("s1", "c1", chat_turn(f"q{i}", f"a{i}"))
     store = memory.threads
-    assert store.checkpoint_count(memory.memory_thread("s1", "c1")) == 1
-    assert store.checkpoint_count(memory.ids.registry_thread("s1")) == 1
-    # no pending writes linger on a memory thread
-    for thread in (memory.memory_thread("s1", "c1"), memory.ids.registry_thread("s1")):
-        saved = store.checkpointer.get_tuple({"configurable": {"thread_id": thread}})
-        assert saved is not None and saved.pending_writes == []
+    threads = [memory.memory_thread("s1", "c1"), memory.ids.registry_thread("s1")]
+    assert store.documents is not store.checkpointer
+    assert sorted(store.documents.list_threads("")) == sorted(threads)
+    for thread in threads:
+        assert store.checkpoint_count(thread) == 0
+        assert store.checkpointer.get_tuple({"configurable": {"thread_id": thread}}) is None
+    assert [m.text for m in memory.load("s1", "c1").messages][-2:] == ["q11", "a11"]
 
 
 def test_put_get_delete(memory: ConversationMemory) -> None:
@@ -154,14 +159,65 @@ def test_thread_ids_are_listed_for_maintenance(memory: ConversationMemory) -> No
     }
 
 
-def test_direct_writes_are_the_memory_graphs_own_state(memory: ConversationMemory) -> None:
+def test_extra_statements_share_the_documents_transaction(
+    memory: ConversationMemory,
+) -> None:
     store = memory.threads
-    store.put("t1", {"v": 1})
-    config: RunnableConfig = {"configurable": {"thread_id": "t1"}}
-    assert store.graph.get_state(config).values == {"document": {"v": 1}}
-    # running the memory graph on the same thread continues from the stored checkpoint
-    store.graph.invoke({"document": {"v": 2}}, config)
-    assert store.get("t1") == {"v": 2}
-    store.put("t1", {"v": 3})
-    assert store.graph.get_state(config).values == {"document": {"v": 3}}
-    assert store.checkpoint_count("t1") == 1
+    marks = "?" if store.documents.dialect == "sqlite" else "%s"
+    with store.documents.transaction() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS side_rows (thread_id TEXT, note TEXT)")
+
+    def note(cur: Any) -> None:
+        cur.execute(f"INSERT INTO side_rows VALUES ({marks}, {marks})", ("t1", "noted"))
+
+    def note_then_fail(cur: Any) -> None:
+        note(cur)
+        raise RuntimeError("the caller's own statement failed")
+
+    def side_rows() -> list[Any]:
+        with store.documents.transaction() as cur:
+            return [
+                tuple(row.values()) if isinstance(row, dict) else tuple(row)
+                for row in cur.execute("SELECT thread_id, note FROM side_rows").fetchall()
+            ]
+
+    store.put_many({"t1": {"v": 1}}, also=note)
+    assert store.get("t1") == {"v": 1} and side_rows() == [("t1", "noted")]
+    with pytest.raises(StorageError):
+        store.put_many({"t1": {"v": 2}}, delete=["t2"], also=note_then_fail)
+    # all or nothing: neither the document nor the extra row was written
+    assert store.get("t1") == {"v": 1} and side_rows() == [("t1", "noted")]
+    with store.documents.transaction() as cur:
+        cur.execute("DROP TABLE side_rows")
+
+
+def test_documents_stored_as_checkpoints_move_to_their_own_table(db_url: str) -> None:
+    """A database from before the documents table: each memory document was the only
+    checkpoint of its thread, with a `document` channel."""
+    store = open_thread_store(db_url)
+    document = {"messages": [], "summary": "kept across the upgrade"}
+    legacy = empty_checkpoint()
+    legacy["channel_values"] = {"document": document}
+    legacy["channel_versions"] = {"document": store.checkpointer.get_next_version(None, None)}
+    metadata: Any = {"source": "update", "step": 0, "parents": {}}
+    config: RunnableConfig = {"configurable": {"thread_id": "old-doc", "checkpoint_ns": ""}}
+    store.checkpointer.put(config, legacy, metadata, dict(legacy["channel_versions"]))
+    run = empty_checkpoint()
+    run_config: RunnableConfig = {"configurable": {"thread_id": "old-run", "checkpoint_ns": ""}}
+    store.checkpointer.put(run_config, run, {"source": "loop", "step": 1, "parents": {}}, {})
+    with store.documents.transaction() as cur:
+        if store.documents.dialect == "sqlite":  # written as the old code wrote it
+            cur.execute(
+                "UPDATE checkpoints SET metadata = ? WHERE thread_id = 'old-doc'",
+                (json.dumps(metadata).encode(),),
+            )
+        cur.execute("DROP TABLE memory_documents")
+    store.close()
+
+    store = open_thread_store(db_url)
+    try:
+        assert store.get("old-doc") == document
+        assert store.checkpoint_count("old-doc") == 0
+        assert store.checkpoint_count("old-run") == 1  # run threads stay where they are
+    finally:
+        store.close()
