@@ -181,12 +181,36 @@ class TurnRunner:
             yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
             return
         if result.interrupt is not None:
+            listed = await asyncio.to_thread(self._await_review, turn, result.interrupt)
+            if listed is not None:
+                yield listed
             yield {"event": "interrupt", "interrupt": result.interrupt}
         elif result.conversation_deleted:
             await asyncio.to_thread(self._drop_run_thread, turn)
         elif not crashed:
             await asyncio.to_thread(self._prune_run_thread, turn)
         yield {"event": "done", "result": result.to_dict()}
+
+    def _await_review(self, turn: Turn, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """List the conversation as waiting for its review (a reload, another tab or a
+        restarted CLI finds it); a `memory` event naming what the listing pruned. A
+        registry failure leaves the review answerable, only unlisted."""
+        goal = payload.get("goal")
+        try:
+            pruned = self.memory.await_review(
+                turn.session_id, turn.conversation_id, goal if isinstance(goal, str) else ""
+            )
+        except ConversationNotFound:  # deleted while the run went on: nothing to list
+            return None
+        except Exception:
+            logger.exception(
+                "listing the conversation %s for its review failed", turn.conversation_id
+            )
+            return None
+        event: dict[str, Any] = {"event": "memory", "stage": "review", "status": "pending"}
+        if pruned:
+            event["pruned"] = list(pruned)
+        return event
 
     def _drop_run_thread(self, turn: Turn) -> None:
         """Delete the run thread of a conversation deleted while its turn ran (the run's

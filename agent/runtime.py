@@ -21,6 +21,7 @@ from agent.models import (
     token_counter,
 )
 from agent.offline import OfflineChatModel
+from agent.search_tool import search_conversations_tool
 from agent.settings import LongTermMode, Settings
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import AgentGraph, Extraction, Workflow, build_agent_graph
@@ -29,7 +30,14 @@ from graphs.resources import Lazy
 from graphs.reviews import Validator
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
-from memory import ConversationMemory, ThreadIds, open_thread_store, resolve_secret
+from memory import (
+    ConversationMemory,
+    ThreadIds,
+    UnsupportedDatabaseUrl,
+    open_thread_store,
+    resolve_secret,
+)
+from memory.archive import open_archive
 from memory.budget import ContextBudget
 from memory.longterm import LongTermMemory
 
@@ -39,13 +47,34 @@ REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 """The decision validators of every workflow's reviews, by interrupt kind."""
 
 
+ARCHIVE_EMBEDDINGS_UNSUPPORTED = (
+    "AGENT_EMBEDDINGS_MODEL is set, but the conversation archive (recall of earlier "
+    "conversations) has no embedding index yet; unset it: long-term memory and the "
+    "archive are then ranked lexically"
+)
+
+
 def open_memory(
     settings: Settings, *, database_url: str | None = None, secret: str | None = None
 ) -> ConversationMemory:
-    """The memory store (`AGENT_DATABASE_URL`) under the session secret. The secret is
-    resolved first, so a bad one opens nothing. Explicit arguments win."""
+    """The memory store (`AGENT_DATABASE_URL`) under the session secret, with the archive
+    of past turns. The secret is resolved first, so a bad one opens nothing. Explicit
+    arguments win.
+
+    Raises:
+        UnsupportedDatabaseUrl: `AGENT_EMBEDDINGS_MODEL` is set: the archive would rank
+            lexically while the settings ask for embeddings, so nothing starts.
+    """
+    if settings.embeddings_model:
+        raise UnsupportedDatabaseUrl(ARCHIVE_EMBEDDINGS_UNSUPPORTED)
     ids = ThreadIds(resolve_secret(secret or settings.secret, settings.data_dir))
-    return ConversationMemory(open_thread_store(database_url or settings.database_url), ids)
+    threads = open_thread_store(database_url or settings.database_url)
+    try:
+        archive = open_archive(threads, ids, recall_tokens=settings.recall_tokens)
+    except BaseException:
+        threads.close()
+        raise
+    return ConversationMemory(threads, ids, archive=archive)
 
 
 def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMemory:
@@ -136,7 +165,8 @@ def build_graph(
             model without a key).
         compaction_model: the compaction model (default: `model` at temperature 0, else
             the settings' compaction model).
-        tools: the tool route's tools (default: the built-in tools).
+        tools: the tool route's tools (default: the built-in tools and
+            `search_conversations`).
         long_term: the users' long-term memory (None: the graph has none).
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
         budget: the context budget (default: `context_budget(settings, model)`).
@@ -154,12 +184,15 @@ def build_graph(
     # a structured-output method names an OpenAI-compatible endpoint's dialect: it
     # applies to models built from the settings, not to models passed in
     method = settings.structured_output_method if model is None and not settings.offline else None
+    # the default tools add the search of the user's earlier conversations; a workflow
+    # runs without it (its steps work on the request, not on the user's history)
     tool_list = BUILTIN_TOOLS if tools is None else list(tools)
+    chat_tools = [*tool_list, search_conversations_tool(memory)] if tools is None else tool_list
     return build_agent_graph(
         model=chat_model,
         compaction_model=compactor,
         memory=memory,
-        tools=tool_list,
+        tools=chat_tools,
         structured_output_method=method,
         workflows=workflow_graphs(chat_model, tool_list, method),
         long_term=long_term,

@@ -7,20 +7,40 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from agent.errors import InvalidRequest
 from agent.settings import Settings
 from agent.turns import busy_lock, is_unfinished, review_answered
-from graphs.request import check_id
+from graphs.request import WORKFLOW_ROUTES, check_id
 from memory import ConversationMemory, LockTimeout
 from memory.errors import InvalidInput
-from memory.limits import MAX_MEMORY_ITEMS
+from memory.hydration import assert_client_safe
+from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
 from memory.longterm import LongTermMemory
 from memory.redaction import redact_session
 from memory.retention import REGISTRY_PREFIX, SweepResult, sweep_conversations
 from memory.schema import utcnow
 from memory.storage import ThreadStore
+
+EMPTY_SEARCH = "a search needs at least one word"
+SEARCH_TOO_LONG = "a search is at most {limit} characters (got {length})"
+BAD_SEARCH_LIMIT = "limit must be an integer from 1 to {limit}"
+
+
+def check_search_query(query: object) -> str:
+    """`query` stripped, if it is a non-empty string of at most 500 characters.
+
+    Raises:
+        InvalidRequest: otherwise (nothing is searched).
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidRequest(EMPTY_SEARCH)
+    text = query.strip()
+    if len(text) > MAX_SEARCH_QUERY_CHARS:
+        raise InvalidRequest(SEARCH_TOO_LONG.format(limit=MAX_SEARCH_QUERY_CHARS, length=len(text)))
+    return text
 
 
 class SessionData:
@@ -35,10 +55,35 @@ class SessionData:
     # -- conversations ------------------------------------------------------------------
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The conversation's hydration DTO (raises `ConversationNotFound`)."""
-        return self.memory.hydrate(
-            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
-        )
+        """The conversation's hydration DTO (raises `ConversationNotFound`), with `review`:
+        the review a task list in it waits for (its goal, plan and the answers it
+        takes, as the `interrupt` event carried it), or None."""
+        session_id = check_id(session_id, "session id")
+        conversation_id = check_id(conversation_id, "conversation id")
+        dto = self.memory.hydrate(session_id, conversation_id)
+        dto["review"] = self._waiting_review(session_id, conversation_id)
+        assert_client_safe(dto)
+        return dto
+
+    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
+        """The review the conversation waits for (the payload `resume` answers), or None.
+
+        Raises:
+            ConversationNotFound: unknown, pruned, or another session's conversation.
+        """
+        session_id = check_id(session_id, "session id")
+        conversation_id = check_id(conversation_id, "conversation id")
+        self.memory.require_conversation(session_id, conversation_id)
+        return self._waiting_review(session_id, conversation_id)
+
+    def _waiting_review(self, session_id: str, conversation_id: str) -> dict[str, Any] | None:
+        thread_id = self.memory.run_thread(session_id, conversation_id)
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        interrupts = self.graph.get_state(config).interrupts
+        if not interrupts:
+            return None
+        payload = interrupts[0].value
+        return dict(payload) if isinstance(payload, dict) else {"value": payload}
 
     def conversations(self, *, session_id: str) -> dict[str, Any]:
         """`{selectedConversationId, conversations, limit}`, newest activity first; each
@@ -52,15 +97,17 @@ class SessionData:
         return listing
 
     def _unfinished(self, session_id: str, conversation_ids: Sequence[str]) -> set[str]:
-        """The conversations whose last run stopped before its end, read in one query: a
-        workflow's status reads `interrupted` until it finishes; of those, the ones not
-        waiting for a review (or whose review was answered before a crash) and not
-        running right now."""
+        """The conversations whose last run stopped before its end, read in two queries: a
+        workflow's status reads `interrupted` (a task list) or `running` (a delivery)
+        until it finishes; of those, the ones not waiting for a review (or whose review
+        was answered before a crash) and not running right now."""
         threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
         statuses = self._threads.run_channel_values(list(threads), "status")
+        open_runs = [t for t, status in statuses.items() if status in ("interrupted", "running")]
+        routes = self._threads.run_channel_values(open_runs, "route") if open_runs else {}
         stopped: set[str] = set()
-        for thread_id, status in statuses.items():
-            if status != "interrupted":
+        for thread_id in open_runs:
+            if routes.get(thread_id) not in WORKFLOW_ROUTES:
                 continue
             cid = threads[thread_id]
             try:
@@ -90,16 +137,22 @@ class SessionData:
 
     def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
         """Apply the retention policy: remove conversations idle for more than
-        `AGENT_RETENTION_DAYS` (registry entry, memory and run threads), the long-term
-        items of sessions that never chatted and added none for as long, and long-term
-        items whose TTL ran out. Returns what was (or, with `dry_run`, would be) removed:
-        `{conversations, sessions, threads, memories, retentionDays, dryRun}`."""
+        `AGENT_RETENTION_DAYS` (registry entry, memory and run threads), the archived
+        lines of conversations idle that long (listed or pruned from the list), the
+        long-term items of sessions that never chatted and added none for as long, and
+        long-term items whose TTL ran out. Returns what was (or, with `dry_run`, would
+        be) removed: `{conversations, sessions, threads, memories, archivedLines,
+        retentionDays, dryRun}` (a dry run does not count archived lines)."""
         days = self.settings.retention_days
         result = SweepResult(dry_run=dry_run)
+        lines = 0
         unused = (0, 0)
         if days > 0:
             cutoff = (now or utcnow()) - timedelta(days=days)
             result = sweep_conversations(self._threads, cutoff, dry_run=dry_run)
+            # the archive outlives the list (a pruned conversation stays recallable)
+            # until its conversation has been idle this long
+            lines = 0 if dry_run else self.memory.archive.sweep(cutoff)
             chatted = {
                 thread.removeprefix(REGISTRY_PREFIX)
                 for thread in self._threads.list_threads(REGISTRY_PREFIX)
@@ -111,6 +164,7 @@ class SessionData:
             "sessions": result.sessions + unused[0],
             "threads": result.threads,
             "memories": expired + unused[1],
+            "archivedLines": lines,
             "retentionDays": days,
             "dryRun": dry_run,
         }
@@ -139,20 +193,30 @@ class SessionData:
         return item.to_dto()
 
     def forget(self, memory_id: str, *, session_id: str) -> None:
-        """Delete one long-term item: the very next turn no longer recalls it, and its
-        text reads `[forgotten]` wherever the session's memory kept it (messages,
-        summaries, pins, titles, run checkpoints), so no later context carries it.
+        """Delete one long-term item: the very next turn no longer recalls it, nor the
+        archived lines it was learnt from (they read `[forgotten]`), and its text reads
+        `[forgotten]` wherever the session's memory kept it (messages, summaries, pins,
+        titles, run checkpoints), so no later context carries it.
+
+        The archive and the memory are redacted first: should deleting the item fail,
+        the user forgets it again, and nothing forgotten was ever recalled meanwhile.
 
         Raises:
             MemoryNotFound: no such item in this session (another session's included).
         """
         session_id = check_id(session_id, "session id")
+        found = [item for item in self.long_term.items(session_id) if item.id == memory_id]
+        for item in found:
+            self.memory.archive.forget_text(session_id, item.text)
         self.long_term.forget(session_id, memory_id, redact=self._redactor(session_id))
 
     def forget_all(self, *, session_id: str) -> int:
-        """Delete every long-term item of the session (their texts redacted as by
-        `forget`); returns how many were deleted."""
+        """Delete every long-term item of the session, and redact the archived lines they
+        were learnt from and the session's memory as `forget` does; returns how many
+        items were deleted."""
         session_id = check_id(session_id, "session id")
+        for item in self.long_term.items(session_id):
+            self.memory.archive.forget_text(session_id, item.text)
         return self.long_term.forget_all(session_id, redact=self._redactor(session_id))
 
     def _redactor(self, session_id: str) -> Callable[[Sequence[str]], int]:
@@ -160,3 +224,30 @@ class SessionData:
             return redact_session(self._threads, self.memory.ids, session_id, texts)
 
         return redact
+
+    # -- the archive of earlier conversations -------------------------------------------
+
+    def search_conversations(
+        self, query: str, *, session_id: str, limit: int = 10
+    ) -> list[dict[str, Any]]:
+        """The session's archived lines (every conversation, also those pruned from the
+        list, until retention removes them) sharing words with `query`, most relevant
+        first: `[{id, conversationId, title, messageId, role, createdAt, text}]`.
+
+        Raises:
+            InvalidRequest: an empty or over-long query, or a limit out of 1-50.
+        """
+        session_id = check_id(session_id, "session id")
+        text = check_search_query(query)
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= MAX_SEARCH_RESULTS
+        ):
+            raise InvalidRequest(BAD_SEARCH_LIMIT.format(limit=MAX_SEARCH_RESULTS))
+        return [line.to_dto() for line in self.memory.search(session_id, text, limit)]
+
+    def forget_history(self, *, session_id: str) -> int:
+        """Delete every archived line of the session (its conversations, their memory and
+        its long-term items stay); returns how many lines were deleted."""
+        return self.memory.archive.forget_session(check_id(session_id, "session id"))

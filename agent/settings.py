@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory.limits import (
     DEFAULT_CONTEXT_BUDGET_TOKENS,
+    DEFAULT_RECALL_TOKENS,
     MIN_CONTEXT_BUDGET_TOKENS,
     MIN_SECRET_CHARS,
 )
@@ -74,7 +75,10 @@ class Settings(BaseSettings):
             context may hold (set it to the model's window minus its answer).
         retention_days: `AGENT_RETENTION_DAYS`: conversations idle longer than this are
             removed by the retention sweep (0 keeps them; at most 36,500), and so are
-            the long-term items of a session that never chatted.
+            the archived lines of conversations pruned from the list and the long-term
+            items of a session that never chatted.
+        recall_tokens: `AGENT_RECALL_TOKENS`: the most tokens of lines from earlier
+            conversations a turn's context may hold (0: no recall; search still works).
         run_history: `AGENT_RUN_HISTORY`: what a run thread keeps once its turn finished:
             latest (its latest checkpoint, enough to continue; storage stays flat) | all
             (every checkpoint, for Studio's time travel: history, replay, forks).
@@ -130,6 +134,9 @@ class Settings(BaseSettings):
     )
     retention_days: float = Field(
         30.0, ge=0, le=MAX_DAYS, allow_inf_nan=False, validation_alias=_env("AGENT_RETENTION_DAYS")
+    )
+    recall_tokens: int = Field(
+        DEFAULT_RECALL_TOKENS, ge=0, le=100_000, validation_alias=_env("AGENT_RECALL_TOKENS")
     )
     run_history: RunHistory = Field("latest", validation_alias=_env("AGENT_RUN_HISTORY"))
     context_budget_tokens: int = Field(

@@ -25,6 +25,8 @@ MEMORY_FIELDS = (
     "summaryVersion",
     "remembered",
     "retired",
+    "lines",
+    "pruned",
 )
 
 

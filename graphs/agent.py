@@ -142,7 +142,9 @@ def build_agent_graph(
         destinations=("remember", "compact", END) if remembers else ("compact", END),
     )
     if users is not None and extractor is not None:
-        builder.add_node("remember", make_remember(users, extractor), destinations=("compact", END))
+        builder.add_node(
+            "remember", make_remember(users, extractor, store), destinations=("compact", END)
+        )
     builder.add_node("compact", make_compact(store, compactor, structured_output_method))
 
     builder.add_edge(START, "load_memory")

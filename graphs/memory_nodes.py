@@ -54,6 +54,7 @@ from memory import (
     ThreadState,
     hydration_dto,
 )
+from memory.archive import Recall
 from memory.budget import ContextBudget
 from memory.context import context_parts
 from memory.longterm import LongTermMemory, MemoryItem, has_cue
@@ -150,6 +151,18 @@ def recalled(
         return [], True
 
 
+def recalled_lines(
+    memory: ConversationMemory, session_id: str, conversation_id: str, text: str, state: ThreadState
+) -> tuple[Recall | None, bool]:
+    """(the earlier lines this turn recalls from the session's archive, whether reading
+    them failed)."""
+    try:
+        return memory.recall(session_id, conversation_id, text, state), False
+    except Exception:
+        logger.exception("recalling earlier conversations failed; answering without them")
+        return None, True
+
+
 def make_load_memory(
     memory: Lazy[ConversationMemory],
     routes: frozenset[str],
@@ -178,9 +191,17 @@ def make_load_memory(
             logger.exception("reading chat memory failed; answering without it")
             stored, degraded = ThreadState(), True
         items, recall_failed = recalled(long_term, session_id, request["text"])
-        turn_id = uuid.uuid4().hex
         route = request["route"]
+        earlier: Recall | None = None
+        if route not in WORKFLOW_ROUTES and not degraded:  # a workflow reads no context
+            earlier, archive_failed = recalled_lines(
+                memory.get(), session_id, conversation_id, request["text"], stored
+            )
+            recall_failed = recall_failed or archive_failed
+        turn_id = uuid.uuid4().hex
         emit("route", route=route)
+        if earlier is not None and earlier.lines:
+            emit_memory("recall", "succeeded", lines=earlier.ids)
         update: AgentUpdate = {
             **FRESH_TURN,
             "session_id": session_id,
@@ -189,14 +210,18 @@ def make_load_memory(
             "user_text": request["text"],
             "route": route,
             "tools_allowed": request["tools_allowed"],
-            # a workflow's state is seen from outside only when it paused or stopped
-            "status": "interrupted" if route in WORKFLOW_ROUTES else "running",
+            # a task list stops for its review before it runs anything: seen from
+            # outside, its state is paused (or stopped by a crash) until it finishes
+            "status": "interrupted" if route == "tasklist" else "running",
             "turn_messages": [
                 HumanMessage(content=request["text"], id=input_message_id(state) or turn_id)
             ],
             # kept in pieces: each model call of the turn fits them with its own messages
             "context": MemoryContext(
-                context_parts(stored, None, system_prompt=system_prompt, long_term=items), budget
+                context_parts(
+                    stored, None, system_prompt=system_prompt, long_term=items, recalled=earlier
+                ),
+                budget,
             ),
             "degraded": degraded or recall_failed,
             "memory_summary": stored.summary,
@@ -296,6 +321,8 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
             "succeeded" if write.written else "skipped",
             reason=write.skipped.value if write.skipped else None,
             messages=len(write.state.messages),
+            # the conversations this turn's listing pushed out, named for the notice
+            **({"pruned": list(write.pruned_titles)} if write.pruned_titles else {}),
         )
         update: AgentUpdate = {
             **result,

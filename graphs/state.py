@@ -121,9 +121,10 @@ class AgentOutput(TypedDict, total=False):
     route: RouteName
     """The subgraph that answered (replaced)."""
     status: str
-    """completed | blocked | cancelled | failed once the turn ends (replaced). A workflow
-    reads `interrupted` until it finishes: paused for a review (with LangGraph's
-    `__interrupt__`), or stopped by a crash and waiting for recovery."""
+    """completed | blocked | cancelled | failed once the turn ends (replaced). Until then
+    a task list reads `interrupted` (it stops for its review before it runs anything:
+    paused, with LangGraph's `__interrupt__`, or stopped by a crash), and any other
+    turn `running` (a delivery, which never pauses, stays `running` if a crash stops it)."""
     memory_written: bool
     """Whether the turn was written to chat memory (replaced)."""
     conversation_deleted: bool

@@ -37,6 +37,9 @@ class ToolState(ToolOutput, total=False):
 
     context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
     """The memory context read before the turn's messages (never checkpointed)."""
+    session_id: str
+    """Whose turn it is (read, never written): a tool that reads the user's own data
+    takes the session from here, never from the model's arguments."""
 
 
 def tool_rounds(state: ToolOutput) -> int:

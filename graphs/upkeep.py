@@ -25,7 +25,7 @@ from graphs.state import AgentState, AgentUpdate
 from memory import ConversationMemory, ThreadState, hydration_dto
 from memory.compaction import CompactionStatus, structured_compactor
 from memory.limits import MAX_RECENT_MESSAGES
-from memory.longterm import Extractor, LongTermMemory
+from memory.longterm import Extractor, LongTermMemory, MemoryWrite
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,24 @@ def after_memory(state: ThreadState) -> str:
     return "compact" if len(state.messages) > MAX_RECENT_MESSAGES else END
 
 
-def make_remember(long_term: Lazy[LongTermMemory], extractor: Lazy[Extractor]) -> Node:
+def forget_retired(memory: ConversationMemory, session_id: str, write: MemoryWrite) -> None:
+    """Forget the retired items' texts in the archive (a failure leaves the turn as it
+    is: the items themselves are already gone)."""
+    for item in write.retired_items:
+        try:
+            memory.archive.forget_text(session_id, item.text)
+        except Exception:
+            logger.exception("forgetting a retired item in the archive failed")
+
+
+def make_remember(
+    long_term: Lazy[LongTermMemory],
+    extractor: Lazy[Extractor],
+    memory: Lazy[ConversationMemory] | None = None,
+) -> Node:
     """Build `remember`: extract what the user said about themselves and write it
-    through the long-term gate."""
+    through the long-term gate; what it retires (revoked or superseded) is forgotten in
+    the archive of `memory` too, so recall never brings the old statement back."""
 
     def remember(state: AgentState, config: RunnableConfig) -> Command[Any]:
         """Extract lasting preferences, boundaries, goals, style and facts from the
@@ -55,6 +70,8 @@ def make_remember(long_term: Lazy[LongTermMemory], extractor: Lazy[Extractor]) -
             emit_memory("remember", "failed")
             record_extra(config, degraded=True)
             return Command(update={"degraded": True}, goto=goto)
+        if memory is not None:
+            forget_retired(memory.get(), state["session_id"], write)
         remembered = list(write.remembered)
         emit_memory(
             "remember",

@@ -5,10 +5,12 @@ of up to 16,000 characters, long-term items, pins and a 2,500-character summary 
 outgrow a small model's window, and memory must never make a conversation unusable.
 So the context is fitted into `ContextBudget.tokens`, in this order, until it fits:
 1. clip the longest recent messages, keeping their head and tail and a marker;
-2. leave the oldest recent turns out of the context (never out of memory), with
+2. leave the lines recalled from earlier conversations out, lowest ranked first
+   (this conversation's own turns matter more than what the archive found);
+3. leave the oldest recent turns out of the context (never out of memory), with
    LangChain's `trim_messages`;
-3. leave long-term items out, lowest ranked first;
-4. leave the summary out.
+4. leave long-term items out, lowest ranked first;
+5. leave the summary out.
 The system prompt, the pinned decisions and the new input always stay: a new input
 that cannot fit beside them and the largest summary is refused at the boundary
 (`ContextBudget.input_allowance`), before anything is stored.
@@ -93,6 +95,8 @@ class ContextBudget:
         if self.count(parts.messages()) <= self.tokens:
             return parts
         parts = self._clip_recent(parts)
+        while parts.recalled_count and self.count(parts.messages()) > self.tokens:
+            parts = replace(parts, recalled_count=parts.recalled_count - 1)
         if self.count(parts.messages()) > self.tokens:
             parts = self._drop_oldest_turns(parts)
         while parts.long_term_count and self.count(parts.messages()) > self.tokens:

@@ -1,7 +1,8 @@
 """The context builder: what a model sees for a turn, built from server-side memory only.
 
-Order (a stable prefix first): system prompt, long-term block, pinned decisions block,
-summary block (with the open questions), recent messages, the latest user input.
+Order (a stable prefix first): system prompt, long-term block, the lines recalled from
+earlier conversations, pinned decisions block, summary block (with the open
+questions), recent messages, the latest user input.
 Client-sent history is never an input here. With a `ContextBudget` the context is
 fitted into it (`memory.budget`).
 """
@@ -14,9 +15,19 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from memory.archive import ArchivedLine, Recall
+from memory.archive.recall import LINE_CHARS
 from memory.longterm.items import MemoryItem
-from memory.prompts import LONG_TERM_BLOCK, OPEN_QUESTIONS_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
+from memory.prompts import (
+    LONG_TERM_BLOCK,
+    OPEN_QUESTIONS_BLOCK,
+    PINNED_BLOCK,
+    RECALL_BLOCK,
+    RECALL_LINE,
+    SUMMARY_BLOCK,
+)
 from memory.schema import ChatThreadMessage, ThreadState
+from memory.text import clamp, quoted
 
 if TYPE_CHECKING:
     from memory.budget import ContextBudget
@@ -24,6 +35,7 @@ if TYPE_CHECKING:
 LONG_TERM_BLOCK_ID = "memory-long-term"
 PINNED_BLOCK_ID = "memory-pinned-decisions"
 SUMMARY_BLOCK_ID = "memory-summary"
+RECALL_BLOCK_ID = "memory-recall"
 
 
 def numbered(items: list[str]) -> str:
@@ -37,6 +49,27 @@ def long_term_block(items: Sequence[MemoryItem]) -> SystemMessage | None:
         return None
     lines = "\n".join(f"- [{item.kind}] {item.text}" for item in items)
     return SystemMessage(content=LONG_TERM_BLOCK.format(items=lines), id=LONG_TERM_BLOCK_ID)
+
+
+def recall_block(groups: Sequence[Sequence[ArchivedLine]]) -> SystemMessage | None:
+    """The lines recalled from earlier conversations, oldest first, one per line with
+    its date and conversation title, or None when none."""
+    lines = sorted(
+        {line.id: line for group in groups for line in group}.values(),
+        key=lambda line: (line.created_at, line.id),
+    )
+    if not lines:
+        return None
+    body = "\n".join(
+        RECALL_LINE.format(
+            date=line.created_at.date().isoformat(),
+            title=quoted(line.title),
+            role=line.role,
+            text=quoted(clamp(line.text, LINE_CHARS)),
+        )
+        for line in lines
+    )
+    return SystemMessage(content=RECALL_BLOCK.format(lines=body), id=RECALL_BLOCK_ID)
 
 
 def pinned_block(state: ThreadState) -> SystemMessage | None:
@@ -78,6 +111,8 @@ class ContextParts:
         recent: the recent messages, oldest first.
         tail: the turn's own messages (the new input; in a tool turn also its calls and
             results), always kept.
+        recalled: lines recalled from earlier conversations, in groups, best first.
+        recalled_count: how many of those groups the context keeps.
     """
 
     system: SystemMessage | None
@@ -87,11 +122,15 @@ class ContextParts:
     summary: SystemMessage | None
     recent: tuple[BaseMessage, ...]
     tail: tuple[BaseMessage, ...] = ()
+    recalled: tuple[tuple[ArchivedLine, ...], ...] = ()
+    recalled_count: int = 0
 
     def messages(self, *, with_tail: bool = True) -> list[BaseMessage]:
-        """The context in its order: system, long-term, pins, summary, recent, the turn."""
+        """The context in its order: system, long-term, recalled lines, pins, summary,
+        recent, the turn."""
         kept = long_term_block(self.long_term[: self.long_term_count])
-        head = (self.system, kept, self.pins, self.summary)
+        earlier = recall_block(self.recalled[: self.recalled_count])
+        head = (self.system, kept, earlier, self.pins, self.summary)
         context: list[BaseMessage] = [block for block in head if block is not None]
         context.extend(self.recent)
         if with_tail:
@@ -105,9 +144,11 @@ def context_parts(
     *,
     system_prompt: str | None = None,
     long_term: Sequence[MemoryItem] = (),
+    recalled: Recall | None = None,
 ) -> ContextParts:
     """The pieces of a turn's context, before any fitting."""
     items = tuple(long_term)
+    groups = recalled.groups if recalled is not None else ()
     return ContextParts(
         system=SystemMessage(content=system_prompt) if system_prompt else None,
         long_term=items,
@@ -116,6 +157,8 @@ def context_parts(
         summary=summary_block(state),
         recent=tuple(to_langchain(message) for message in state.messages),
         tail=() if latest_input is None else (HumanMessage(content=latest_input),),
+        recalled=groups,
+        recalled_count=len(groups),
     )
 
 
@@ -125,6 +168,7 @@ def build_context(
     *,
     system_prompt: str | None = None,
     long_term: Sequence[MemoryItem] = (),
+    recalled: Recall | None = None,
     budget: ContextBudget | None = None,
     append_input: bool = True,
 ) -> list[BaseMessage]:
@@ -135,6 +179,7 @@ def build_context(
         latest_input: the user's new message (None: none to count or append).
         system_prompt: the route's instructions; omitted when None or empty.
         long_term: the user's recalled long-term items, best first (within their budget).
+        recalled: lines recalled from the session's earlier conversations.
         budget: fit the context into this many tokens (`memory.budget`); None: as is.
         append_input: False when the caller appends the new input itself (it is still
             counted against the budget).
@@ -143,7 +188,9 @@ def build_context(
     most `MAX_RECENT_MESSAGES` between turns, `HARD_MESSAGE_CAP` after failed
     compactions), and a message is never dropped before it is folded into the summary.
     """
-    parts = context_parts(state, latest_input, system_prompt=system_prompt, long_term=long_term)
+    parts = context_parts(
+        state, latest_input, system_prompt=system_prompt, long_term=long_term, recalled=recalled
+    )
     if budget is not None:
         parts = budget.fit(parts)
     return parts.messages(with_tail=append_input)

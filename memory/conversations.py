@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
+from memory.archive import Archive, ArchivedLine, ArchiveWrite, Recall, open_archive
 from memory.compaction import CompactionResult, CompactionStatus, compact, local_fallback
 from memory.errors import ConversationNotFound, VersionConflict
 from memory.hydration import hydration_dto
@@ -31,10 +32,12 @@ from memory.registry import (
     RegistryState,
     RegistryUpdate,
     accept_draft,
+    await_review,
     record_turn,
     registry_dto,
     remove,
     select,
+    settle_review,
 )
 from memory.schema import Clock, ThreadState, utcnow, validate_id
 from memory.storage import ThreadStore
@@ -52,12 +55,14 @@ class TurnWrite:
         skipped: why nothing was written, when nothing was.
         state: the memory after the write (as stored).
         pruned: conversations pruned from the registry (their threads are deleted).
+        pruned_titles: their titles, for a notice that names them.
     """
 
     written: bool
     skipped: SkipReason | None
     state: ThreadState
     pruned: tuple[str, ...] = ()
+    pruned_titles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class ConversationMemory:
         ids: derives thread ids from session and conversation ids.
         keep: messages kept verbatim by compaction (even, below 8).
         clock: the time source (UTC, timezone-aware).
+        archive: the session archive every write appends to (default: on `threads`'
+            database).
     """
 
     def __init__(
@@ -95,11 +102,13 @@ class ConversationMemory:
         *,
         keep: int = COMPACTION_KEEP_MESSAGES,
         clock: Clock = utcnow,
+        archive: Archive | None = None,
     ) -> None:
         self.threads = threads
         self.ids = ids
         self.keep = validate_keep(keep)
         self.clock = clock
+        self.archive = archive if archive is not None else open_archive(threads, ids)
 
     # -- thread ids -------------------------------------------------------------------
 
@@ -160,9 +169,11 @@ class ConversationMemory:
         registry: RegistryState,
         change: RegistryChange | None,
         memory: dict[str, ThreadState] | None = None,
+        archive: ArchiveWrite | None = None,
     ) -> RegistryChange | None:
-        """Store new memory states, the registry change and the pruned conversations'
-        deletion in one transaction (the caller holds the session's lock)."""
+        """Store new memory states, the registry change, the pruned conversations'
+        deletion and the archive's change in one transaction (the caller holds the
+        session's lock)."""
         documents = {thread: state.to_document() for thread, state in (memory or {}).items()}
         stored = None
         if change is not None and change.state is not registry:
@@ -170,7 +181,8 @@ class ConversationMemory:
             documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
             stored = RegistryChange(state, change.pruned)
         pruned = change.pruned if change is not None else ()
-        self.threads.put_many(documents, delete=self._threads_of(session_id, pruned))
+        also = None if archive is None else self.archive.writer(archive)
+        self.threads.put_many(documents, delete=self._threads_of(session_id, pruned), also=also)
         return stored or change
 
     def _threads_of(self, session_id: str, conversation_ids: Iterable[str]) -> list[str]:
@@ -204,6 +216,12 @@ class ConversationMemory:
                 return TurnWrite(False, SkipReason.GONE, current)
             plan = plan_turn_write(current, turn, now)
             if plan.skipped is not None:
+                # a review this turn ended is over; with nothing stored, nothing is listed
+                settled = settle_review(
+                    snapshot.registry, conversation_id, unlist=not current.messages
+                )
+                if settled.state is not snapshot.registry:
+                    self._commit(session_id, snapshot.registry, settled)
                 return TurnWrite(False, plan.skipped, current)
             grown = current.model_copy(
                 update={
@@ -215,9 +233,44 @@ class ConversationMemory:
                 grown = local_fallback(grown, self.keep, now)
             state = ThreadState.model_validate(grown.to_document())
             key = self.ids.conversation_key(session_id, conversation_id)
-            change = record_turn(snapshot.registry, conversation_id, turn.user_text, now, key)
-            self._commit(session_id, snapshot.registry, change, {thread_id: state})
-        return TurnWrite(True, None, state, change.pruned)
+            change = record_turn(
+                snapshot.registry,
+                conversation_id,
+                turn.user_text,
+                now,
+                key,
+                retitle=not current.messages,
+            )
+            folded = current if state.summary_version != current.summary_version else None
+            lines = self.archive.turn(
+                session_id,
+                conversation_id,
+                _title(change.state, conversation_id),
+                plan.messages,
+                folded,
+            )
+            self._commit(session_id, snapshot.registry, change, {thread_id: state}, lines)
+        titles = {e.id: e.title for e in snapshot.registry.conversations}
+        pruned_titles = tuple(titles[cid] for cid in change.pruned if cid in titles)
+        return TurnWrite(True, None, state, change.pruned, pruned_titles)
+
+    def await_review(self, session_id: str, conversation_id: str, goal: str) -> tuple[str, ...]:
+        """A task list in the conversation stopped for its review: list it as waiting
+        (titled by `goal` when it is new). Returns the titles of the conversations this
+        pruned from the list (their threads are deleted).
+
+        Raises:
+            ConversationNotFound: the conversation is not the session's any more.
+        """
+        validate_id(conversation_id, "conversation id")
+        now = self.clock()
+        key = self.ids.conversation_key(session_id, conversation_id)
+        with self.session_lock(session_id):
+            current = self.registry(session_id)
+            change = await_review(current, conversation_id, goal or "Task list", now, key)
+            self._commit(session_id, current, change)
+        titles = {e.id: e.title for e in current.conversations}
+        return tuple(titles[cid] for cid in change.pruned if cid in titles)
 
     def replace(
         self, session_id: str, conversation_id: str, state: ThreadState, *, expected_version: int
@@ -289,7 +342,13 @@ class ConversationMemory:
                     return CompactionResult(CompactionStatus.FAILED, current, "version conflict")
                 state = rebased
             stored = state.model_copy(update={"version": current.version + 1})
-            self._commit(session_id, now.registry, None, {thread_id: stored})
+            lines = None
+            if stored.summary_version != current.summary_version:
+                title = _title(now.registry, conversation_id)
+                lines = self.archive.superseded(
+                    session_id, conversation_id, title, current, self.clock()
+                )
+            self._commit(session_id, now.registry, None, {thread_id: stored}, lines)
         return CompactionResult(result.status, stored, result.error)
 
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
@@ -306,13 +365,18 @@ class ConversationMemory:
 
     # -- registry ---------------------------------------------------------------------
 
-    def _update_registry(self, session_id: str, update: RegistryUpdate) -> RegistryChange:
+    def _update_registry(
+        self, session_id: str, update: RegistryUpdate, *, forget_lines: bool = False
+    ) -> RegistryChange:
+        """Apply `update` to the registry; with `forget_lines`, the archived lines of the
+        conversations it drops go in the same transaction (a deletion, not a pruning)."""
         with self.session_lock(session_id):
             current = self.registry(session_id)
             change = update(current)
             if change.state is current:
                 return change
-            stored = self._commit(session_id, current, change)
+            lines = self.archive.dropped(session_id, change.pruned) if forget_lines else None
+            stored = self._commit(session_id, current, change, archive=lines)
         assert stored is not None
         return stored
 
@@ -340,15 +404,35 @@ class ConversationMemory:
         return registry_dto(change.state)
 
     def delete_conversation(self, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Remove an owned conversation and delete its memory and run threads, at once.
+        """Remove an owned conversation and delete its memory, run threads and archived
+        lines, at once.
 
-        A turn still running in it writes nothing when it ends.
+        A turn still running in it writes nothing when it ends; the next turn of any
+        conversation cannot recall it.
         """
         validate_id(conversation_id, "conversation id")
         change = self._update_registry(
-            session_id, lambda registry: remove(registry, conversation_id)
+            session_id, lambda registry: remove(registry, conversation_id), forget_lines=True
         )
         return registry_dto(change.state)
+
+    # -- the archive --------------------------------------------------------------------
+
+    def recall(
+        self, session_id: str, conversation_id: str, text: str, state: ThreadState
+    ) -> Recall:
+        """Earlier lines of the session a turn about `text` gets (one archive query)."""
+        return self.archive.recall(session_id, conversation_id, text, state)
+
+    def search(self, session_id: str, query: str, limit: int) -> list[ArchivedLine]:
+        """The session's archived lines (any conversation, pruned ones included) that share
+        words with `query`, most relevant first."""
+        return self.archive.search(session_id, query, limit)
+
+
+def _title(registry: RegistryState, conversation_id: str) -> str:
+    entry = next((e for e in registry.conversations if e.id == conversation_id), None)
+    return entry.title if entry is not None else ""
 
 
 def _memory(document: dict[str, Any] | None) -> ThreadState | None:

@@ -67,3 +67,12 @@ RECALL_MAX_CHARS: Final = 1200
 
 MIN_IMPORTANCE: Final = 1
 MAX_IMPORTANCE: Final = 5
+
+
+# -- episodic memory: the archive of past turns -----------------------------------------
+
+DEFAULT_RECALL_TOKENS: Final = 2_000
+"""Tokens of earlier conversations' lines a turn's context may hold (`AGENT_RECALL_TOKENS`)."""
+
+MAX_SEARCH_QUERY_CHARS: Final = 500
+MAX_SEARCH_RESULTS: Final = 50

@@ -2,8 +2,9 @@
 
 A new chat is a draft and stores nothing. When its first message is accepted the
 draft becomes *pending* (owned by the session, resumable, not listed); once its first
-turn is written it is listed. Past `MAX_CONVERSATIONS`, the least recently active
-conversation is pruned and the caller deletes its threads.
+turn is written, or a task list in it stops for its review, it is listed (a listed
+conversation waiting for a review says so: `review`). Past `MAX_CONVERSATIONS`, the
+least recently active conversation is pruned and the caller deletes its threads.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
@@ -26,7 +27,8 @@ class ConversationEntry(BaseModel):
     """One listed conversation.
 
     `key` is `H(session:conversation)`, the part of its thread ids that retention needs
-    (entries written before it existed have none until their next turn).
+    (entries written before it existed have none until their next turn). `review` is
+    true while a task list in it waits for its review.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -36,6 +38,7 @@ class ConversationEntry(BaseModel):
     created_at: UtcDatetime
     last_active_at: UtcDatetime
     key: StrictStr | None = None
+    review: StrictBool = False
 
 
 class RegistryState(BaseModel):
@@ -98,29 +101,36 @@ def accept_draft(state: RegistryState, conversation_id: str) -> RegistryChange:
     )
 
 
-def record_turn(
+def _listed(
     state: RegistryState,
     conversation_id: str,
-    user_text: str,
+    text: str,
     now: datetime,
-    key: str | None = None,
+    key: str | None,
+    *,
+    review: bool,
+    retitle: bool = False,
 ) -> RegistryChange:
-    """A turn was written: list the conversation (titled by its first message) or touch it."""
+    """List the conversation (titled by `text`) or touch it, with its review flag; prune
+    past `MAX_CONVERSATIONS`."""
     entries = list(state.conversations)
     for index, entry in enumerate(entries):
         if entry.id == conversation_id:
-            entries[index] = entry.model_copy(
-                update={"last_active_at": now, "key": key or entry.key}
-            )
+            update: dict[str, Any] = {"last_active_at": now, "key": key or entry.key}
+            update["review"] = review
+            if retitle:
+                update["title"] = make_title(text)
+            entries[index] = entry.model_copy(update=update)
             break
     else:
         entries.append(
             ConversationEntry(
                 id=conversation_id,
-                title=make_title(user_text),
+                title=make_title(text),
                 created_at=now,
                 last_active_at=now,
                 key=key,
+                review=review,
             )
         )
     entries = ordered(entries)
@@ -135,6 +145,58 @@ def record_turn(
             }
         ),
         pruned,
+    )
+
+
+def record_turn(
+    state: RegistryState,
+    conversation_id: str,
+    user_text: str,
+    now: datetime,
+    key: str | None = None,
+    *,
+    retitle: bool = False,
+) -> RegistryChange:
+    """A turn was written: list the conversation (titled by its first message) or touch
+    it; a review it waited for is over. `retitle`: the turn is the first one stored (a
+    review it replaced had titled the conversation)."""
+    return _listed(state, conversation_id, user_text, now, key, review=False, retitle=retitle)
+
+
+def await_review(
+    state: RegistryState, conversation_id: str, goal: str, now: datetime, key: str | None = None
+) -> RegistryChange:
+    """A task list stopped for its review: list the conversation (titled by the goal when
+    it is new) and mark it as waiting, so that a reload or another client finds it.
+
+    Raises:
+        ConversationNotFound: the conversation is not the session's (deleted meanwhile).
+    """
+    if not state.owns(conversation_id):
+        raise ConversationNotFound()
+    return _listed(state, conversation_id, goal, now, key, review=True)
+
+
+def settle_review(state: RegistryState, conversation_id: str, *, unlist: bool) -> RegistryChange:
+    """A review ended without a turn to store (rejected, or the run failed): the flag is
+    cleared, and a conversation that stores nothing (`unlist`) goes back to pending
+    (still the session's, no longer listed as if it held something)."""
+    entry = next((e for e in state.conversations if e.id == conversation_id), None)
+    if entry is None or not entry.review:
+        return RegistryChange(state)
+    if not unlist:
+        entries = [
+            e.model_copy(update={"review": False}) if e is entry else e for e in state.conversations
+        ]
+        return RegistryChange(state.model_copy(update={"conversations": entries}))
+    pending = [*state.pending, conversation_id][-MAX_CONVERSATIONS:]
+    return RegistryChange(
+        state.model_copy(
+            update={
+                "conversations": [e for e in state.conversations if e is not entry],
+                "pending": pending,
+            }
+        )
     )
 
 
@@ -204,6 +266,7 @@ def registry_dto(state: RegistryState) -> dict[str, Any]:
                 "title": entry.title,
                 "createdAt": entry.created_at.isoformat(),
                 "lastActiveAt": entry.last_active_at.isoformat(),
+                "reviewPending": entry.review,
             }
             for entry in ordered(state.conversations)
         ],

@@ -29,7 +29,14 @@ POSTGRES_ADMIN_URL = os.environ.get(
     "AGENT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 BACKENDS = ("sqlite", "postgres")
-PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "memory_documents", "store")
+PG_TABLES = (
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "memory_documents",
+    "store",
+    "archive_lines",
+)
 
 
 def _with_database(url: str, name: str) -> str:

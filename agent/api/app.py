@@ -14,11 +14,12 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import Match, Mount
 
 from agent import web
-from agent.api import chat, conversations, errors, memories
+from agent.api import chat, conversations, errors, memories, search
 from agent.api.body import BodyLimit
 from agent.api.errors import OWN_PATHS
 from agent.api.headers import NoSniff
@@ -42,11 +43,33 @@ async def sweep_periodically(agent: ChatAgent, seconds: float) -> None:
     while True:
         try:
             removed = await run_in_threadpool(agent.sweep)
-            if removed["threads"] or removed["memories"]:
+            if removed["threads"] or removed["memories"] or removed["archivedLines"]:
                 logger.info("retention sweep: %s", removed)
         except Exception:
             logger.exception("the retention sweep failed")
         await asyncio.sleep(seconds)
+
+
+ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+CATCH_ALL = "/api/{rest:path}"
+
+
+def allowed_methods(app: FastAPI, request: Request) -> set[str]:
+    """The methods the app's routes take at the request's path (none: an unknown path).
+
+    Each method is tried against every route but the catch-all (included routers are
+    routes of their own, so a route's `methods` cannot simply be read) and mounts (under
+    `langgraph dev`, LangGraph's own routes sit in a mount that takes every path)."""
+    routes = [
+        r
+        for r in app.router.routes
+        if not isinstance(r, Mount) and getattr(r, "path", None) != CATCH_ALL
+    ]
+    return {
+        method
+        for method in ANY_METHOD
+        if any(r.matches({**request.scope, "method": method})[0] is Match.FULL for r in routes)
+    }
 
 
 def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -> FastAPI:
@@ -90,11 +113,22 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     app.include_router(chat.router)
     app.include_router(conversations.router)
     app.include_router(memories.router)
+    app.include_router(search.router)
     app.include_router(web.router)  # the chat page at `/` (agent/web/)
 
     @app.get("/api/health", tags=["meta"])
     async def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    # last of the app's routes: a path of the app's own that no route takes is answered
+    # here, so that it is 404 or 405 alike under uvicorn and under `langgraph dev` (whose
+    # catch-all mount would otherwise take a wrong method as an unknown path)
+    @app.api_route(CATCH_ALL, methods=list(ANY_METHOD), include_in_schema=False)
+    async def unmatched(request: Request) -> None:
+        allowed = allowed_methods(app, request)
+        if allowed:
+            raise HTTPException(405, headers={"Allow": ", ".join(sorted(allowed))})
+        raise HTTPException(404)
 
     app.add_middleware(
         SessionCookies,

@@ -1,4 +1,5 @@
-"""Conversation routes: the session's list, selection and deletion."""
+"""Conversation routes: the session's list, one conversation (with the review it waits
+for), selection and deletion."""
 
 from __future__ import annotations
 
@@ -30,6 +31,13 @@ def conversations(agent: AgentDep, session_id: SessionDep) -> dict[str, Any]:
 def select(body: SelectBody, agent: AgentDep, session_id: SessionDep) -> dict[str, Any]:
     """Select a conversation without reordering the list."""
     return agent.select(session_id=session_id, conversation_id=body.conversationId)
+
+
+@router.get("/{conversation_id}")
+def conversation(conversation_id: str, agent: AgentDep, session_id: SessionDep) -> dict[str, Any]:
+    """The conversation's hydration DTO, with `review`: what a task list in it waits for
+    (goal, plan, the answers it takes), or null."""
+    return agent.hydrate(session_id=session_id, conversation_id=conversation_id)
 
 
 @router.delete("/{conversation_id}")

@@ -19,6 +19,7 @@ Type a message and press Enter to chat. Commands:
   /memories         list what it remembers about you across conversations
   /remember TEXT    ask it to remember TEXT about you (no secrets: they are refused)
   /forget N         forget item N of the last /memories
+  /search WORDS     find WORDS in your earlier conversations (also unlisted ones)
   /tasklist GOAL    plan GOAL as a task list (stops for your review)
   /delivery REQUEST run the delivery workflow on REQUEST
   /recover          continue a task list or delivery that a crash stopped
@@ -51,6 +52,7 @@ UNKNOWN_COMMAND = "unknown command {head}; type /help for the commands"
 SWITCH_USAGE = "usage: /switch N, with N a number from /list"
 FORGET_USAGE = "usage: /forget N, with N a number from /memories"
 REMEMBER_USAGE = "usage: /remember TEXT"
+SEARCH_USAGE = "usage: /search WORDS"
 EDIT_FORMAT = (
     "edit takes the new task list: titles separated by ';' (edit Write the tests; "
     "Ship it), or JSON for acceptance criteria too "
@@ -84,6 +86,8 @@ class ChatBackend(Protocol):
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
 
+    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None: ...
+
     def conversations(self, *, session_id: str) -> dict[str, Any]: ...
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
@@ -94,6 +98,10 @@ class ChatBackend(Protocol):
 
     def forget(self, memory_id: str, *, session_id: str) -> None: ...
 
+    def search_conversations(
+        self, query: str, *, session_id: str, limit: int = 10
+    ) -> list[dict[str, Any]]: ...
+
 
 @dataclass(frozen=True)
 class Command:
@@ -101,7 +109,7 @@ class Command:
 
     Attributes:
         name: `message` for text to send, else the slash command without its slash.
-        text: the message to send, or the text of `/remember`.
+        text: the message to send, the text of `/remember`, the words of `/search`.
         number: the conversation number of `/switch`, the item number of `/forget`.
     """
 
@@ -128,9 +136,9 @@ def parse_command(line: str) -> Command | None:
         if not (rest.isascii() and rest.isdigit()) or int(rest) < 1:
             raise UsageError(SWITCH_USAGE if name == "switch" else FORGET_USAGE)
         return Command(name, number=int(rest))
-    if name == "remember":
+    if name in ("remember", "search"):
         if not rest:
-            raise UsageError(REMEMBER_USAGE)
+            raise UsageError(REMEMBER_USAGE if name == "remember" else SEARCH_USAGE)
         return Command(name, text=rest)
     if name in NO_ARGUMENT_COMMANDS:
         if rest:

@@ -22,6 +22,9 @@ logger = logging.getLogger("agent.cli")
 DEFAULT_SESSION = "cli"
 LOG_FILE = "cli.log"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 2024
+CHAT_PAGE_BANNER = (
+    "chat page: http://{host}:{port}/  (HTTP API under /api/; LangGraph's own banner follows)"
+)
 PORT_BUSY = (
     "port {port} on {host} is already in use (is another `make dev` running?): stop it, "
     "or choose another port: make dev PORT={next}"
@@ -29,7 +32,12 @@ PORT_BUSY = (
 
 
 def open_session(
-    agent: ChatAgent, *, session_id: str, conversation_id: str | None, read_line: Reader
+    agent: ChatAgent,
+    *,
+    session_id: str,
+    conversation_id: str | None,
+    read_line: Reader,
+    markdown: bool = False,
 ) -> ChatSession:
     """A chat on `conversation_id`, else the session's selected conversation, else a new one.
 
@@ -50,7 +58,11 @@ def open_session(
     else:
         print(f"continuing: {titles.get(conversation_id, conversation_id)}")
     return ChatSession(
-        agent, session_id=session_id, conversation_id=conversation_id, read_line=read_line
+        agent,
+        session_id=session_id,
+        conversation_id=conversation_id,
+        read_line=read_line,
+        markdown=markdown,
     )
 
 
@@ -142,6 +154,8 @@ def run_dev(host: str, port: int) -> int:
     from langgraph_cli.cli import cli  # the dev tools are a development dependency
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    # LangGraph's banner names its API, Studio and docs; the chat page is this app's
+    print(CHAT_PAGE_BANNER.format(host=host, port=port), flush=True)
     arguments = ["dev", "--no-browser", "--host", host, "--port", str(port)]
     try:
         cli.main(arguments, prog_name="langgraph", standalone_mode=False)
@@ -179,7 +193,11 @@ def run_chat(session_id: str, conversation_id: str | None, *, verbose: bool = Fa
             read_line = echo_reader(sys.stdin, sys.stdout)
         try:
             session = open_session(
-                agent, session_id=session_id, conversation_id=conversation_id, read_line=read_line
+                agent,
+                session_id=session_id,
+                conversation_id=conversation_id,
+                read_line=read_line,
+                markdown=sys.stdout.isatty(),  # piped output stays plain text
             )
         except ChatMemoryError as exc:
             return _fail(str(exc))
@@ -189,7 +207,8 @@ def run_chat(session_id: str, conversation_id: str | None, *, verbose: bool = Fa
 GC_REPORT = (
     "{verb} {conversations} conversation(s) idle for more than {days:g} day(s) "
     "({sessions} whole session(s), {threads} thread(s)); {memories} long-term item(s) "
-    "expired or of sessions that never chatted"
+    "expired or of sessions that never chatted; "
+    "{archivedLines} archived line(s) of conversations idle that long"
 )
 
 

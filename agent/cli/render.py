@@ -7,11 +7,12 @@ memory status as bracketed lines in words, errors as one `error: ...` line.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agent.cli.commands import ACTION_USAGE, review_actions
+from agent.cli.markdown import MarkdownView
 
 PREVIEW_CHARS = 200
 REVIEW_TITLES = {"strategy_review": "strategy review", "revision_review": "revision review"}
@@ -86,7 +87,7 @@ DELIVERY_STEPS = {
     ("load_request", "started"): "reading the request",
     ("load_request", "blocked"): "the request is too thin to act on",
     ("plan_delivery", "started"): "planning",
-    ("plan_delivery", "succeeded"): "planned {tasks} {tasks_noun}",
+    ("plan_delivery", "succeeded"): "planned {tasks} {tasks_noun}{for_deliverables}",
     ("plan_delivery", "blocked"): "the plan needs more information",
     ("execute_tasks", "task_started"): "task {task} of {tasks}",
     ("execute_tasks", "succeeded"): "{done} of {tasks} {tasks_noun} done",
@@ -121,6 +122,9 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
             parts += [f"forgot {retired} older"] if retired else []
             return f"[long-term memory: {', '.join(parts) or 'refreshed'}]"
         return f"[long-term memory: {status}]"
+    if stage == "recall":
+        count = len(event.get("lines") or ())
+        return f"[memory: recalled {count} line{'s' * (count != 1)} from earlier conversations]"
     if stage == "compact":
         detail = ""
         if event.get("summaryChars") is not None:
@@ -130,6 +134,12 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
             detail = f" — {named} {event['summaryChars']} chars, {pins} pin{'s' * (pins != 1)}"
         return f"[memory: compaction {status}{detail}]"
     return f"[memory: {stage} {status}]"
+
+
+def _for_deliverables(count: object) -> str:
+    if not isinstance(count, int):
+        return ""
+    return f" for {count} deliverable{'s' * (count != 1)}"
 
 
 def delivery_line(event: Mapping[str, Any]) -> str | None:
@@ -144,12 +154,48 @@ def delivery_line(event: Mapping[str, Any]) -> str | None:
     fields = {
         "tasks": count,
         "tasks_noun": "task" if count == 1 else "tasks",
+        "for_deliverables": _for_deliverables(event.get("deliverables")),
         "task": event.get("task"),
         "done": event.get("done"),
         "reviewer": str(event.get("reviewer", "")).capitalize(),
         "verdict": "passed" if event.get("passed") else "found blocking issues",
     }
     return f"[delivery: {template.format(**fields)}]"
+
+
+TASKLIST_STEPS = {
+    ("plan", "started"): "planning the task list",
+    ("plan", "completed"): "planned {tasks} {tasks_noun}",
+    ("execute", "in_progress"): "task {index} of {total}: {title}",
+    ("execute", "completed"): "task {index} of {total} done: {title}",
+    ("execute", "blocked"): "task {index} of {total} blocked: {title}",
+    ("check", "started"): "checking the result",
+    ("check", "completed"): "self-check found {issues} {issues_noun}",
+    ("summarize", "started"): "writing the summary",
+    ("summarize", "completed"): "summary written",
+    ("summarize", "blocked"): "summary written, with blocking issues",
+}
+"""Task-list progress in words, by (step, status), as the chat page says it."""
+
+
+def tasklist_line(event: Mapping[str, Any]) -> str | None:
+    """A task-list progress event in words; an unlisted pair names its step and status."""
+    step, status = str(event.get("step", "")), str(event.get("status", ""))
+    template = TASKLIST_STEPS.get((step, status))
+    if template is None:
+        words = " ".join(word.replace("_", " ") for word in (step, status) if word)
+        return f"[task list: {words}]"
+    tasks, issues = event.get("tasks"), event.get("issues")
+    fields = {
+        "tasks": tasks,
+        "tasks_noun": "task" if tasks == 1 else "tasks",
+        "issues": issues or "no",
+        "issues_noun": "issue" if issues == 1 else "issues",
+        "index": event.get("index"),
+        "total": event.get("total"),
+        "title": _one_line(event.get("title") or "", 80),
+    }
+    return f"[task list: {template.format(**fields).rstrip(': ')}]"
 
 
 def status_line(event: Mapping[str, Any]) -> str | None:
@@ -166,6 +212,8 @@ def status_line(event: Mapping[str, Any]) -> str | None:
         return f"[tool: {event.get('name')}]"
     if event.get("workflow") == "delivery":
         return delivery_line(event)
+    if stage == "tasklist":
+        return tasklist_line(event)
     shown = {"event", "stage", "step", "status", "index", "total", "title", "taskId"}
     words = [str(event[key]) for key in ("step", "status") if event.get(key) is not None]
     if event.get("index") is not None and event.get("total") is not None:
@@ -189,6 +237,8 @@ def render_listing(registry: Mapping[str, Any], *, in_draft: bool) -> str:
             stopped = (
                 "  [unfinished: /switch to it, then /recover]" if entry.get("unfinished") else ""
             )
+            if entry.get("reviewPending"):
+                stopped += "  [review pending: /switch to it, then /review]"
             lines.append(
                 f"{mark} {number}. {_one_line(entry['title'], 70)}  ({entry['id']}){stopped}"
             )
@@ -233,6 +283,19 @@ def render_memories(listing: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_search(query: str, results: Sequence[Mapping[str, Any]]) -> str:
+    """Archived lines found by `/search`, one per line: date, conversation title, role."""
+    if not results:
+        return f"search: nothing in your earlier conversations matches {query!r}"
+    lines = [f"search: {len(results)} line(s) for {query!r}:"]
+    lines.extend(
+        f"  {str(hit.get('createdAt', ''))[:10]} · {_one_line(str(hit.get('title', '')))} · "
+        f"{hit.get('role')}: {_one_line(str(hit.get('text', '')))}"
+        for hit in results
+    )
+    return "\n".join(lines)
+
+
 @dataclass
 class TurnOutcome:
     """What a streamed turn left behind.
@@ -258,9 +321,18 @@ class TurnPrinter:
     come before any answer text (workflows answer in one piece, at the end) wait for it.
     """
 
-    def __init__(self, out: TextIO, err: TextIO, *, route: str | None = None) -> None:
-        """Print to `out` and errors to `err`; `route` was already shown (a resumed turn's)."""
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        *,
+        route: str | None = None,
+        markdown: MarkdownView | None = None,
+    ) -> None:
+        """Print to `out` and errors to `err`; `route` was already shown (a resumed turn's);
+        answers as Markdown through `markdown` (a terminal), else as plain text."""
         self.out, self.err = out, err
+        self.markdown = markdown
         self.outcome = TurnOutcome()
         self._route = self._route_shown = route
         self._held: list[str] = []
@@ -268,6 +340,8 @@ class TurnPrinter:
         self._mid_line = False
 
     def _write(self, text: str) -> None:
+        if self.markdown is not None:
+            self.markdown.close()  # a line after streamed Markdown goes below it
         self.out.write(text)
         self.out.flush()
         self._mid_line = not text.endswith("\n")
@@ -294,7 +368,10 @@ class TurnPrinter:
             self.outcome.conversation_id = str(event.get("conversationId"))
         elif kind == "token":
             self._show_route()
-            self._write(str(event.get("text", "")))
+            if self.markdown is not None:
+                self.markdown.feed(str(event.get("text", "")))
+            else:
+                self._write(str(event.get("text", "")))
             self._streamed = True
         elif kind == "status" and event.get("stage") == "route":
             self._route = str(event.get("route"))
@@ -323,7 +400,11 @@ class TurnPrinter:
         if result.get("route"):
             self._route = str(result["route"])
         self._show_route()
-        if not self._streamed and result.get("text"):
+        if self.markdown is not None:
+            if not self._streamed and result.get("text"):
+                self.markdown.show(str(result["text"]))
+            self.markdown.close()
+        elif not self._streamed and result.get("text"):
             self._write(str(result["text"]))
         if self._mid_line:
             self._write("\n")
@@ -335,6 +416,8 @@ class TurnPrinter:
 
     def error(self, message: str) -> None:
         """Print `error: message` on its own line of the error stream."""
+        if self.markdown is not None:
+            self.markdown.close()
         self._release()
         if self._mid_line:
             self._write("\n")

@@ -19,6 +19,7 @@ from agent.cli.commands import (
     parse_decision,
     review_actions,
 )
+from agent.cli.markdown import MarkdownView
 from agent.cli.render import (
     TurnOutcome,
     TurnPrinter,
@@ -26,6 +27,7 @@ from agent.cli.render import (
     render_memories,
     render_memory,
     render_review,
+    render_search,
 )
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
@@ -36,7 +38,13 @@ PROMPT = "> "
 DECISION_PROMPT = "decision> "
 UNEXPECTED = "something went wrong; details are in the log"
 REVIEW_PENDING = "the review is still pending: /review answers it"
-REVIEW_REPLACED = "(this turn replaced the review that was pending in this conversation)"
+REVIEW_WAITING = "a task list in this conversation waits for your review: /review answers it"
+DROP_PROMPT = (
+    "a task list in this conversation waits for your review; sending this drops it "
+    "(its plan is discarded). Send anyway? [y/N] "
+)
+REVIEW_KEPT = "(not sent: the review still waits; /review answers it)"
+REVIEW_DROPPED = "(you dropped the pending review: its plan was discarded, nothing of it was kept)"
 ANSWER_LATER = "(Ctrl-D or a /command leaves the review for later)"
 
 Reader = Callable[[str], str]
@@ -85,6 +93,7 @@ class ChatSession:
         read_line: reads the next line after a prompt.
         out: where answers, status lines and views go (default: stdout).
         err: where `error: ...` lines go (default: stderr).
+        markdown: render answers as Markdown (for a terminal; default: plain text).
     """
 
     def __init__(
@@ -96,10 +105,12 @@ class ChatSession:
         read_line: Reader = terminal_reader,
         out: TextIO | None = None,
         err: TextIO | None = None,
+        markdown: bool = False,
     ) -> None:
         self.agent, self.session_id, self.conversation_id = agent, session_id, conversation_id
         self.read_line = read_line
         self.out, self.err = out or sys.stdout, err or sys.stderr
+        self._markdown = MarkdownView(self.out) if markdown else None
         self._listing: list[str] = []
         self._memories: list[str] = []
         """Ids of the long-term items of the last `/memories`, for `/forget N`."""
@@ -120,6 +131,7 @@ class ChatSession:
     def run(self) -> int:
         """Read and run lines until `/quit` or the end of input; returns the exit code."""
         try:
+            self.dispatch(Command("sync"))
             while True:
                 try:
                     line, self._next_line = self._next_line or self.read_line(PROMPT), None
@@ -153,7 +165,9 @@ class ChatSession:
             "recover": self._recover,
             "remember": self._remember,
             "forget": self._forget,
+            "search": self._search,
             "review": self._review,
+            "sync": lambda _: self._sync_review(announce=True),
             "help": lambda _: self._say(HELP),
         }
         try:
@@ -177,7 +191,7 @@ class ChatSession:
             start: opens the turn's event stream.
             route: the route already shown for this turn (when resuming it).
         """
-        printer = TurnPrinter(self.out, self.err, route=route)
+        printer = TurnPrinter(self.out, self.err, route=route, markdown=self._markdown)
         try:
             self._runner.run(_consume(start(), printer))
         except KeyboardInterrupt:
@@ -188,8 +202,36 @@ class ChatSession:
                 self.conversation_id = printer.outcome.conversation_id
         return printer.outcome
 
+    def _sync_review(self, *, announce: bool = False) -> None:
+        """Take the review the conversation waits for from the agent (a restart, another
+        client, or a switch may have left one); `announce` says so when there is one."""
+        conversation_id = self.conversation_id
+        if conversation_id is None:
+            self._pending = None
+            return
+        payload = self.agent.pending_review(
+            session_id=self.session_id, conversation_id=conversation_id
+        )
+        self._pending = None if payload is None else (conversation_id, payload, "tasklist")
+        if payload is not None and announce:
+            self._say(REVIEW_WAITING)
+
+    def _confirm_drop(self) -> bool:
+        """Ask before a message drops the review that waits in this conversation."""
+        try:
+            answer = self.read_line(DROP_PROMPT).strip().lower()
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+        if answer in ("y", "yes"):
+            return True
+        self._say(REVIEW_KEPT)
+        return False
+
     def _send(self, command: Command) -> None:
         conversation_id = self.conversation_id
+        waiting = self._pending is not None and self._pending[0] == conversation_id
+        if waiting and not self._confirm_drop():
+            return
         outcome = self._stream(
             lambda: self.agent.astream(
                 command.text,
@@ -201,7 +243,7 @@ class ChatSession:
         pending = self._pending
         if pending and outcome.result is not None and pending[0] == outcome.conversation_id:
             self._pending = None  # the paused run gave way to this turn
-            self._say(REVIEW_REPLACED)
+            self._say(REVIEW_DROPPED)
         if outcome.interrupt is not None and outcome.conversation_id:
             route = (outcome.result or {}).get("route")
             self._pending = (outcome.conversation_id, outcome.interrupt, route)
@@ -222,8 +264,10 @@ class ChatSession:
             self._answer_review()
 
     def _review(self, _: Command) -> None:
+        if self._pending is None or self._pending[0] != self.conversation_id:
+            self._sync_review()  # the agent holds it: it outlives this process
         if self._pending is None:
-            raise UsageError("there is no pending review")
+            raise UsageError("there is no pending review in this conversation")
         self._answer_review()
 
     def _answer_review(self) -> None:
@@ -278,6 +322,7 @@ class ChatSession:
 
     def _new(self, _: Command) -> None:
         self.conversation_id = None
+        self._pending = None
         self._say("new conversation: your next message creates it")
 
     def _list(self, _: Command | None = None, *, show: bool = True) -> None:
@@ -297,6 +342,7 @@ class ChatSession:
         self.conversation_id = conversation_id
         titles = {entry["id"]: entry["title"] for entry in registry["conversations"]}
         self._say(f"switched to {number}. {titles.get(conversation_id, conversation_id)}")
+        self._sync_review(announce=True)
 
     def _list_memories(self, _: Command | None = None, *, show: bool = True) -> None:
         listing = self.agent.memories(session_id=self.session_id)
@@ -308,6 +354,10 @@ class ChatSession:
         item = self.agent.remember(command.text, session_id=self.session_id)
         self._say(f"remembered [{item['kind']}] {item['text']}")
         self._memories = []  # numbers change: the next /forget lists again
+
+    def _search(self, command: Command) -> None:
+        results = self.agent.search_conversations(command.text, session_id=self.session_id)
+        self._say(render_search(command.text, results))
 
     def _forget(self, command: Command) -> None:
         if not self._memories:

@@ -21,12 +21,18 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import tool_call
 
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
-from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
-from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, SUMMARY_BLOCK
+from memory.context import (
+    LONG_TERM_BLOCK_ID,
+    PINNED_BLOCK_ID,
+    RECALL_BLOCK_ID,
+    SUMMARY_BLOCK_ID,
+)
+from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, RECALL_BLOCK, SUMMARY_BLOCK
 from memory.text import clamp
 
 CALCULATOR = "calculator"
 CURRENT_TIME = "current_time"
+SEARCH_CONVERSATIONS = "search_conversations"
 MAX_CALCULATIONS = 3
 """At most this many calculator calls are proposed for one message."""
 
@@ -39,6 +45,7 @@ OFFLINE_NOTICE = (
 ECHO_LINE = 'You said: "{text}"'
 NO_INPUT_LINE = "There is no new user message to answer."
 LONG_TERM_LINE = "What I remember about you:\n{items}"
+EARLIER_LINE = "I was reminded of {count} line(s) from our earlier conversations ({dates})."
 PINS_LINE = "Pinned decisions I keep to:\n{pins}"
 SUMMARY_LINE = "Summary of our earlier conversation: {summary}"
 HISTORY_LINE = 'I can see {count} earlier message(s); your previous message was: "{previous}"'
@@ -49,6 +56,7 @@ CALCULATION_ANSWER = "{expression} = {result}."
 TIME_ANSWER = "The current time in {timezone} is {result}."
 TOOL_ERROR_ANSWER = "The {name} tool reported an error: {error}"
 TOOL_RESULT_ANSWER = "The {name} tool returned: {result}"
+SEARCH_ANSWER = "In our earlier conversations I found:\n{result}"
 
 ECHO_CHARS = 300
 SUMMARY_CHARS = 300
@@ -75,6 +83,13 @@ _TIME_REQUEST = re.compile(
     r"|几点|现在时间|当前时间|现在的时间|今天几号|今天是几号|几月几号|星期几|今天日期|今天的日期",
     re.IGNORECASE | re.MULTILINE,
 )
+_ASKS_ABOUT_THE_PAST = re.compile(
+    r"\bwhat\s+did\s+(?:i|we)\s+(?:say|tell\s+you|talk|mention|discuss)"
+    r"|\bdid\s+(?:i|we)\s+(?:ever\s+)?(?:say|tell\s+you|talk|mention|discuss)"
+    r"|\bremind\s+me\s+what\s+(?:i|we)|\bsearch\s+(?:our|my)\s+(?:earlier\s+)?conversations"
+    r"|当时我们聊|我们聊过|我们之前聊|我说过|我之前说|我提到过|之前聊过|上次聊|上次说",
+    re.IGNORECASE,
+)
 _IANA_ZONE = re.compile(r"\b[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z0-9_+-]+)+\b")
 
 
@@ -84,6 +99,7 @@ class ContextView:
 
     Attributes:
         long_term: the user's recalled long-term items, as `[kind] text` lines.
+        earlier: lines recalled from earlier conversations, as the context shows them.
         pins: pinned decisions, in their numbered order.
         summary: the summary block's text ("" when absent).
         history: earlier user/assistant messages, oldest first.
@@ -91,6 +107,7 @@ class ContextView:
     """
 
     long_term: list[str] = field(default_factory=list)
+    earlier: list[str] = field(default_factory=list)
     pins: list[str] = field(default_factory=list)
     summary: str = ""
     history: list[BaseMessage] = field(default_factory=list)
@@ -114,6 +131,7 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
     """Split a context into long-term items, pinned decisions, summary, earlier messages
     and latest input."""
     long_term: list[str] = []
+    earlier: list[str] = []
     pins: list[str] = []
     summary = ""
     history: list[BaseMessage] = []
@@ -123,6 +141,10 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
                 body = _template_body(message.text, LONG_TERM_BLOCK, "items")
                 long_term = [line.removeprefix("- ").strip() for line in body.splitlines()]
                 long_term = [item for item in long_term if item]
+            elif message.id == RECALL_BLOCK_ID:
+                body = _template_body(message.text, RECALL_BLOCK, "lines")
+                earlier = [line.removeprefix("- ").strip() for line in body.splitlines()]
+                earlier = [line for line in earlier if line]
             elif message.id == PINNED_BLOCK_ID:
                 body = _template_body(message.text, PINNED_BLOCK, "pins")
                 pins = [re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines()]
@@ -137,7 +159,12 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
         if history and history[-1] is messages[-1]:
             history.pop()
     return ContextView(
-        long_term=long_term, pins=pins, summary=summary, history=history, latest=latest
+        long_term=long_term,
+        earlier=earlier,
+        pins=pins,
+        summary=summary,
+        history=history,
+        latest=latest,
     )
 
 
@@ -152,6 +179,11 @@ def plain_answer(messages: Sequence[BaseMessage]) -> str:
     if view.long_term:
         items = "\n".join(f"- {item}" for item in view.long_term)
         lines.append(LONG_TERM_LINE.format(items=items))
+    if view.earlier:
+        # counted, not quoted: the answer is archived too, and quoting would carry lines
+        # of one conversation into another's archive
+        dates = sorted({line.split(" ", 1)[0] for line in view.earlier})
+        lines.append(EARLIER_LINE.format(count=len(view.earlier), dates=", ".join(dates)))
     if view.pins:
         numbered = "\n".join(f"{n}. {pin}" for n, pin in enumerate(view.pins, start=1))
         lines.append(PINS_LINE.format(pins=numbered))
@@ -219,6 +251,11 @@ def tool_call_id(name: str, args: dict[str, Any], request: str, position: int) -
     return "call_" + hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
+def asks_about_the_past(text: str) -> bool:
+    """Whether the message asks what was said in earlier conversations."""
+    return bool(_ASKS_ABOUT_THE_PAST.search(text))
+
+
 def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]) -> list[ToolCall]:
     """The tool calls the latest user message asks for, among the bound `tool_names`.
 
@@ -234,6 +271,8 @@ def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]
     if CURRENT_TIME in tool_names and asks_for_time(text):
         zone = requested_timezone(text)
         planned.append((CURRENT_TIME, {"timezone": zone} if zone else {}))
+    if SEARCH_CONVERSATIONS in tool_names and asks_about_the_past(text):
+        planned.append((SEARCH_CONVERSATIONS, {"query": clamp(text, 500)}))
     request = f"{len(messages)}:{text}"
     return [
         tool_call(name=name, args=args, id=tool_call_id(name, args, request, position))
@@ -274,6 +313,8 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
             )
         elif name == CALCULATOR and "expression" in args:
             lines.append(CALCULATION_ANSWER.format(expression=args["expression"], result=text))
+        elif name == SEARCH_CONVERSATIONS:
+            lines.append(SEARCH_ANSWER.format(result=text))
         elif name == CURRENT_TIME:
             zone = args.get("timezone") or "UTC"
             lines.append(TIME_ANSWER.format(timezone=zone, result=text))

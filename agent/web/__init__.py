@@ -1,7 +1,8 @@
 """The chat page: static files in this package, served by the HTTP app at `/` and `/web/…`.
 
 No build step and nothing from a network: `index.html` loads plain ES modules and one
-style sheet from `/web/`, and talks only to the app's `/api/…` routes. A strict
+style sheet from `/web/` (and two vendored modules, a Markdown renderer and an HTML
+sanitiser, from `/web/vendor/`), and talks only to the app's `/api/…` routes. A strict
 Content-Security-Policy holds the page to that (no inline script or style, no other
 origin), so text that reaches the page can never run as code.
 
@@ -57,6 +58,10 @@ ASSETS = {
 }
 """The page's assets by file name, read once at import (the package does not change)."""
 
+VENDOR_DIR = WEB_DIR / "vendor"
+VENDORED = {path.name: path for path in sorted(VENDOR_DIR.glob("*.js"))}
+"""The Markdown renderer and sanitiser the page imports (`vendor/README.md` says which)."""
+
 router = APIRouter(include_in_schema=False)
 
 
@@ -74,6 +79,15 @@ def page() -> FileResponse:
 def asset(name: str) -> FileResponse:
     """One of the page's modules, its style sheet or its icon."""
     path = ASSETS.get(name)
+    if path is None:
+        raise HTTPException(status_code=404)
+    return _file(path)
+
+
+@router.api_route("/web/vendor/{name}", methods=["GET", "HEAD"])
+def vendored(name: str) -> FileResponse:
+    """One of the vendored modules (the Markdown renderer, the sanitiser)."""
+    path = VENDORED.get(name)
     if path is None:
         raise HTTPException(status_code=404)
     return _file(path)

@@ -9,8 +9,9 @@ import { MemoryPanel } from "./memory.js";
 import { MessageList } from "./messages.js";
 import { closeSidebarOnNarrow, installPanels } from "./panels.js";
 import { decisionWords, renderReview } from "./review.js";
+import { Search } from "./search.js";
 import { Sidebar } from "./sidebar.js";
-import { memoryNotes, progressLine, statusNote } from "./words.js";
+import { memoryNotes, progressLine, prunedNotice, prunedTitles, statusNote } from "./words.js";
 
 const BUSY_NOTICE =
   "This conversation is busy: a reply is still being written in it (perhaps in another " +
@@ -44,6 +45,20 @@ const sidebar = new Sidebar({
   onNew: newChat,
 });
 const memory = new MemoryPanel({ notice: (error) => noticeFor(error) });
+const search = new Search({
+  isListed: (id) => Boolean(entryOf(id)),
+  onOpen: openAtLine,
+});
+const FOLDED_LINE =
+  "That line is no longer among the conversation's recent messages: compaction folded " +
+  "it into the summary (Memory shows it).";
+
+/** Open a conversation at a search hit's line. */
+async function openAtLine(conversationId, messageId) {
+  if (state.turn) return;
+  if (state.currentId !== conversationId) await openConversation(conversationId);
+  if (state.currentId === conversationId && !messages.reveal(messageId)) showNotice(FOLDED_LINE);
+}
 
 // -- notices ------------------------------------------------------------------------------
 
@@ -102,6 +117,12 @@ function showConversation(id, dto) {
   const first = dto.messages.find((m) => m.role === "user");
   state.draftTitle = entry ? null : first ? oneLine(first.text) : null;
   messages.show(dto.messages);
+  // a review waiting in the conversation is the server's (another tab, a reload, the
+  // CLI may have started it): shown with its goal, and its form below
+  if (dto.review) {
+    state.reviews.set(id, dto.review);
+    messages.showWaitingReview(dto.review);
+  } else state.reviews.delete(id);
   memory.showConversation(dto);
   sidebar.render(state.registry, id);
   renderTitle();
@@ -125,6 +146,7 @@ async function openConversation(id, { select = true } = {}) {
       `/api/chat/thread?conversationId=${encodeURIComponent(id)}`,
     );
     hideNotice();
+    hideDropQuestion();
     showConversation(id, dto);
   } catch (error) {
     noticeFor(error);
@@ -138,6 +160,7 @@ async function openConversation(id, { select = true } = {}) {
 function newChat() {
   if (state.turn) return;
   closeSidebarOnNarrow();
+  hideDropQuestion();
   state.currentId = null;
   state.draftTitle = null;
   messages.show([]);
@@ -183,7 +206,12 @@ async function deleteConversation(id) {
 // -- turns --------------------------------------------------------------------------------
 
 function oneLine(text) {
-  const flat = text.split(/\s+/).filter(Boolean).join(" ");
+  // the server titles a task list or delivery by its goal, without the prefix
+  const flat = text
+    .replace(/^\s*\/(tasklist|delivery)\b/, "")
+    .split(/\s+/)
+    .filter(Boolean)
+    .join(" ");
   return flat.length <= TITLE_CHARS ? flat : `${flat.slice(0, TITLE_CHARS - 1)}…`;
 }
 
@@ -206,28 +234,80 @@ function setStreaming(conversationId) {
   showRecovery();
 }
 
-async function send() {
+async function send({ dropReview = false } = {}) {
   const text = textarea.value;
   if (!text.trim() || state.turn) return;
+  const waiting = state.currentId ? state.reviews.get(state.currentId) : undefined;
+  if (waiting && !dropReview) {
+    askBeforeDropping(waiting); // the message waits in the box until the person chooses
+    return;
+  }
+  hideDropQuestion();
   hideNotice();
   const body = state.currentId
     ? { message: text, conversationId: state.currentId }
     : { message: text, createConversation: true };
-  if (mode.value !== "auto") body.mode = mode.value;
+  const chosenMode = mode.value;
+  if (chosenMode !== "auto") body.mode = chosenMode;
+  mode.value = "auto"; // a mode is chosen for one message
   if (!state.currentId) state.draftTitle = oneLine(text);
   renderTitle();
   textarea.value = "";
+  const dropped = waiting
+    ? messages.addDecision(
+        `You dropped the review${waiting.goal ? ` of “${oneLine(waiting.goal)}”` : ""}: ` +
+          "its plan was discarded, and this message was sent instead.",
+      )
+    : null;
+  if (waiting) {
+    dropped.dataset.role = "dropped-review";
+    state.reviews.delete(state.currentId);
+    showPendingReview();
+  }
   const mine = messages.addUser(text);
   await runTurn("/api/chat", body, {
     refused(error) {
       mine.remove(); // nothing was sent: give the text back to edit or resend
       textarea.value = text;
+      mode.value = chosenMode;
+      if (dropped) {
+        dropped.remove(); // the review still waits
+        state.reviews.set(state.currentId, waiting);
+        showPendingReview();
+      }
       if (!state.currentId) state.draftTitle = null;
       renderTitle();
       noticeFor(error);
     },
   });
 }
+
+// -- a message while a review waits -------------------------------------------------------
+
+const dropQuestion = $("drop-review");
+
+/** A review waits in this conversation: sending would drop it. Ask first, in the page. */
+function askBeforeDropping(review) {
+  $("drop-review-goal").textContent = review.goal ? ` (“${oneLine(review.goal)}”)` : "";
+  dropQuestion.hidden = false;
+  $("drop-review-answer").focus();
+}
+
+function hideDropQuestion() {
+  dropQuestion.hidden = true;
+}
+
+$("drop-review-answer").addEventListener("click", () => {
+  hideDropQuestion();
+  const first = reviewRoot.querySelector("button, input, textarea");
+  reviewRoot.scrollIntoView({ block: "nearest" });
+  first?.focus();
+});
+$("drop-review-send").addEventListener("click", () => send({ dropReview: true }));
+$("drop-review-cancel").addEventListener("click", () => {
+  hideDropQuestion();
+  textarea.focus();
+});
 
 /**
  * Stream one turn (a message, or a review's decision) into a new answer bubble.
@@ -328,6 +408,8 @@ async function afterTurn(turn, view, memoryEvents, result) {
   }
   if (result)
     for (const note of memoryNotes(memoryEvents, result, dto)) view.note(note.text, note.tone);
+  const pruned = prunedTitles(memoryEvents);
+  if (pruned.length) showNotice(prunedNotice(pruned, state.registry.limit));
   showPendingReview();
   await memory.loadLongTerm();
   if (!state.turn) textarea.focus();
@@ -383,6 +465,7 @@ function showPendingReview() {
 
 async function decide(conversationId, decision) {
   if (state.turn) return;
+  hideDropQuestion();
   const note = messages.addDecision(decisionWords(decision));
   await runTurn(
     "/api/chat/resume",

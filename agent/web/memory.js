@@ -86,7 +86,10 @@ export class MemoryPanel {
       this.conversation.append(h("p", { class: "muted", text: "A new chat has no memory yet." }));
       return;
     }
-    const version = Number.isInteger(dto.summaryVersion) ? ` (version ${dto.summaryVersion})` : "";
+    const version =
+      dto.summaryPreview && Number.isInteger(dto.summaryVersion)
+        ? ` (version ${dto.summaryVersion})`
+        : "";
     this.conversation.append(
       h("h4", { text: `Summary${version}` }),
       dto.summaryPreview

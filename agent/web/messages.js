@@ -1,6 +1,9 @@
-// The message list: a conversation's stored messages, and the turn being streamed.
+// The message list: a conversation's stored messages, and the turn being streamed. The
+// person's messages are shown as typed; the agent's as Markdown (./markdown.js) once
+// they are whole (while one streams, its text grows as plain text).
 
 import { clear, h, timeElement } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
 import { routeName } from "./words.js";
 
 const EMPTY_TEXT =
@@ -27,9 +30,25 @@ export class MessageList {
       return;
     }
     for (const message of messages) {
-      this.root.append(bubble(message.role, message.text, message.createdAt));
+      const item = bubble(message.role, message.text, message.createdAt);
+      if (message.id) item.dataset.messageId = message.id;
+      this.root.append(item);
     }
     this.scrollToEnd();
+  }
+
+  /** Bring a stored message into view and mark it (a search hit); false when the
+   * conversation no longer holds it (folded into its summary). */
+  reveal(messageId) {
+    const item = [...this.root.querySelectorAll("[data-message-id]")].find(
+      (node) => node.dataset.messageId === messageId,
+    );
+    if (!item) return false;
+    for (const old of this.root.querySelectorAll(".found")) old.classList.remove("found");
+    item.classList.add("found");
+    item.scrollIntoView({ block: "center" });
+    this.following = false;
+    return true;
   }
 
   /** Show the person's message; returns its element (removed again if the turn is refused). */
@@ -39,6 +58,23 @@ export class MessageList {
     this.root.append(item);
     this.scrollToEnd();
     return item;
+  }
+
+  /** Show the review a reloaded conversation waits for: its goal as the person's
+   * message (memory keeps nothing of a turn until it ends), and the agent's line that
+   * says the form below waits. */
+  showWaitingReview(review) {
+    this.root.querySelector(":scope > .empty")?.remove();
+    if (typeof review.goal === "string" && review.goal.trim()) {
+      const item = bubble("user", review.goal, null);
+      item.dataset.pending = "review";
+      this.root.append(item);
+    }
+    const view = new TurnView("tasklist", () => {});
+    view.finish({ status: "interrupted", route: "tasklist", text: "" }, [], null);
+    this.root.append(view.item);
+    this.scrollToEnd();
+    return view;
   }
 
   /** Show what the person answered a review (a line of the page, not of memory). */
@@ -73,7 +109,9 @@ function bubble(role, text, createdAt) {
       h("span", { class: "who", text: role === "user" ? "You" : "Agent" }),
       createdAt ? timeElement(createdAt) : null,
     ),
-    h("div", { class: "text", text }),
+    role === "user"
+      ? h("div", { class: "text", text })
+      : h("div", { class: "text markdown" }, renderMarkdown(text)),
   );
 }
 
@@ -131,7 +169,12 @@ export class TurnView {
   /** The turn ended: its text (when nothing streamed: workflows answer in one piece),
    * a status note and the memory notes. */
   finish(result, notes, statusNote) {
-    if (!this.streamed && result.text) this.body.appendData(result.text);
+    const text = result.text || this.body.data;
+    if (text) {
+      // whole now: shown as Markdown (a streamed text is replaced by its rendering)
+      this.text.replaceChildren(renderMarkdown(text));
+      this.text.classList.add("markdown");
+    }
     if (result.route) this.setRoute(result.route);
     if (statusNote) this.note(statusNote, "warn");
     for (const note of notes) this.note(note.text, note.tone);

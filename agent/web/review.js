@@ -239,6 +239,16 @@ function taskEditor(tasks, editable) {
         },
       }),
     );
+    // a generated criterion describes the generated title: once the title is rewritten,
+    // an untouched criterion goes (the task list then uses its default one)
+    const generated = criteria.value;
+    let criteriaTouched = false;
+    criteria.addEventListener("input", () => {
+      criteriaTouched = true;
+    });
+    title.addEventListener("input", () => {
+      if (!criteriaTouched && generated && criteria.value === generated) criteria.value = "";
+    });
     for (const field of [title, criteria]) field.addEventListener("input", notify);
     list.append(row);
   };

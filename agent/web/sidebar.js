@@ -46,6 +46,13 @@ export class Sidebar {
           entry.unfinished
             ? h("span", { class: "badge", text: "unfinished", title: "A run stopped midway" })
             : null,
+          entry.reviewPending
+            ? h("span", {
+                class: "badge review-badge",
+                text: "review pending",
+                title: "A task list waits for your review",
+              })
+            : null,
         ),
       );
       const remove = confirmButton({
@@ -71,7 +78,8 @@ export class Sidebar {
     const n = registry.conversations.length;
     this.count.textContent = n
       ? `${n} of ${registry.limit} conversations kept; past that, ` +
-        "the least recently active one is removed."
+        "the least recently active one is removed from the list (search still finds " +
+        "its lines until the retention period ends)."
       : "No conversations yet: your first message starts one.";
     this.applyLock();
   }

@@ -27,7 +27,10 @@ const DELIVERY_STEPS = {
   "load_request/started": () => "Reading the request",
   "load_request/blocked": () => "The request is too thin to act on",
   "plan_delivery/started": () => "Planning",
-  "plan_delivery/succeeded": (e) => `Planned ${plural(e.tasks, "task")}`,
+  "plan_delivery/succeeded": (e) =>
+    Number.isInteger(e.deliverables)
+      ? `Planned ${plural(e.tasks, "task")} for ${plural(e.deliverables, "deliverable")}`
+      : `Planned ${plural(e.tasks, "task")}`,
   "plan_delivery/blocked": () => "The plan needs more information",
   "execute_tasks/task_started": (e) => `Task ${e.task} of ${e.tasks}`,
   "execute_tasks/succeeded": (e) => `${e.done} of ${plural(e.tasks, "task")} done`,
@@ -100,7 +103,8 @@ export function progressLine(event) {
 export function memoryNotes(events, result, hydration) {
   const notes = [];
   const write = lastOf(events, "write");
-  if (write) {
+  // a rejected plan says so once (its status note): "not saved" would only repeat it
+  if (write && !(result && result.status === "cancelled")) {
     if (write.status === "succeeded") notes.push({ text: "Saved to memory", tone: "ok" });
     else if (write.status === "skipped") {
       const reason = SKIP_REASONS[write.reason];
@@ -163,7 +167,22 @@ function sumOf(events, field) {
 /** The words for a turn that ended in a status other than completed. */
 export function statusNote(status) {
   if (status === "blocked") return "Finished with blocking issues";
-  if (status === "cancelled") return "Cancelled: nothing from this turn was kept";
+  if (status === "cancelled") return "Rejected: nothing was run, and nothing of it was kept";
   if (status === "failed") return "The turn failed: nothing from it was kept";
   return null;
+}
+
+/** The titles of the conversations a turn pushed out of the list (its `memory` events). */
+export function prunedTitles(events) {
+  return events.flatMap((e) => (Array.isArray(e.pruned) ? e.pruned.map(String) : []));
+}
+
+/** The notice that names the conversations a turn pushed out of the list. */
+export function prunedNotice(titles, limit) {
+  const named = titles.map((title) => `“${title}”`).join(", ");
+  const what = titles.length === 1 ? "conversation" : "conversations";
+  return (
+    `Removed the least recently active ${what}, ${named}, with its memory: ` +
+    `the list keeps the ${limit || 10} most recent.`
+  );
 }

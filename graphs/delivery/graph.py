@@ -178,7 +178,13 @@ def build_delivery_graph(
             risks=[*plan.risks, *plan.missing_information],
             dropped_tasks=max(0, len(plan.tasks) - max_tasks),
         )
-        progress("plan_delivery", "succeeded", tasks=len(record["tasks"]))
+        # tasks are the work, deliverables what the report hands over: both are counted
+        progress(
+            "plan_delivery",
+            "succeeded",
+            tasks=len(record["tasks"]),
+            deliverables=len(record["deliverables"]),
+        )
         return {"plan": record}
 
     async def run_task(

@@ -50,9 +50,15 @@ _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 @dataclass(frozen=True)
 class MemoryWrite:
-    """What a turn's extraction changed (counts for the `memory` event)."""
+    """What a turn's extraction changed (counts for the `memory` event).
+
+    Attributes:
+        plan: the write the gate planned.
+        retired_items: the items it retired (revoked or superseded), as they were.
+    """
 
     plan: WritePlan
+    retired_items: tuple[MemoryItem, ...] = ()
 
     @property
     def added(self) -> int:
@@ -180,13 +186,17 @@ class LongTermMemory:
             self.store.batch(ops)
 
     @storage_errors
-    def _write(self, session_id: str, extraction: Extraction, **context: Any) -> WritePlan:
+    def _write(
+        self, session_id: str, extraction: Extraction, **context: Any
+    ) -> tuple[WritePlan, tuple[MemoryItem, ...]]:
+        """(the plan written, the items it retired as they were)."""
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             current = self.items(session_id)
             plan = plan_write(current, extraction, now=self.clock(), **context)
             if plan.changed:
                 self._commit(session_id, plan)
-        return plan
+        retired = tuple(item for item in current if item.id in plan.retired)
+        return plan, retired
 
     def remember_turn(
         self, session_id: str, conversation_id: str, user_text: str, extractor: Extractor
@@ -195,7 +205,7 @@ class LongTermMemory:
         lets through. The extractor runs before the session's lock is taken."""
         current = self.items(session_id) if extractor.needs_items else ()
         extraction = extractor(user_text, current)
-        plan = self._write(
+        plan, retired = self._write(
             session_id,
             extraction,
             user_text=user_text,
@@ -204,7 +214,7 @@ class LongTermMemory:
         )
         if plan.refused:
             logger.info("long-term gate refused %d proposal(s)", len(plan.refused))
-        return MemoryWrite(plan)
+        return MemoryWrite(plan, retired)
 
     def remember(
         self,
@@ -230,7 +240,7 @@ class LongTermMemory:
             raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))
         chosen: MemoryKind = classify(body) if kind is None else check_kind(kind)
         proposal = Proposal(chosen, body, importance(body, chosen, explicit=True))
-        plan = self._write(
+        plan, _ = self._write(
             session_id,
             Extraction(proposals=(proposal,)),
             user_text=body,

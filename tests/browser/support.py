@@ -39,7 +39,7 @@ from agent.api.sessions import NEW_SESSION, SESSION_HEADER
 from tests.integration.conftest import REPO
 
 ARTIFACTS = REPO / "tests" / "artifacts" / "web"
-"""Screenshots of each test (ignored by git)."""
+"""Screenshots of each test (ignored by git, except the two the README links)."""
 DOCS_SCREENSHOT = REPO / "docs" / "chat-page.png"
 UPDATE_DOCS = "UPDATE_DOCS_SCREENSHOT"
 """Set to 1 to rewrite the README's screenshot from the test run."""
@@ -94,6 +94,22 @@ class PageLog:
             dialog.dismiss()
 
         page.on("dialog", on_dialog)
+
+
+KEPT_SCREENSHOTS = ("review-pending-after-reload.png", "delivery-report-markdown.png")
+"""Screenshots kept in git (the README links them); rewritten only with UPDATE_DOCS=1."""
+
+
+def keep_screenshot(page: Page, name: str) -> None:
+    """Screenshot the page as `<name>-run.png` in the artefacts (ignored by git); with
+    `UPDATE_DOCS_SCREENSHOT=1`, also over the kept `name`, so that a plain test run
+    leaves the working tree clean."""
+    assert name in KEPT_SCREENSHOTS
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    run = ARTIFACTS / name.replace(".png", "-run.png")
+    page.screenshot(path=run)
+    if os.environ.get(UPDATE_DOCS) == "1":
+        (ARTIFACTS / name).write_bytes(run.read_bytes())
 
 
 def screenshot_name(node_name: str) -> str:

@@ -100,6 +100,9 @@ def test_eleven_conversations_leave_the_ten_most_recent_listed(
     )
     assert "conversation 0" not in titles(page)
     expect(page.locator("#conversation-count")).to_contain_text("10 of 10")
+    # the conversation that went is named, not removed in silence
+    expect(page.locator("#notice")).to_be_visible()
+    expect(page.locator("#notice-text")).to_contain_text("“conversation 0”")
 
 
 def test_a_conversation_is_deleted_after_confirmation(

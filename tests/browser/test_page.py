@@ -3,6 +3,7 @@ served with, and a wheel that carries it."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -77,7 +78,13 @@ def test_the_page_fits_a_360_pixel_screen(browser: Browser, server: Server) -> N
 
 
 def _imports(source: str) -> list[str]:
-    return re.findall(r'^import .* from "\./([\w.-]+)";$', source, flags=re.MULTILINE)
+    return re.findall(r'^import .* from "\./([\w./-]+)";$', source, flags=re.MULTILINE)
+
+
+def _vendored_checksums() -> dict[str, str]:
+    """The vendored modules and their sha256, as agent/web/vendor/README.md lists them."""
+    table = (REPO / "agent" / "web" / "vendor" / "README.md").read_text()
+    return dict(re.findall(r"^\| `([\w.-]+\.js)` \|.*\| `([0-9a-f]{64})` \|$", table, re.M))
 
 
 def test_the_page_is_served_whole_with_a_strict_policy(server: Server) -> None:
@@ -101,10 +108,15 @@ def test_the_page_is_served_whole_with_a_strict_policy(server: Server) -> None:
             assert module.status_code == 200, name
             assert module.headers["content-type"].startswith("text/javascript")
             assert module.headers["x-content-type-options"] == "nosniff"
+            if name.startswith("vendor/"):  # a library as published, checked by checksum
+                digest = hashlib.sha256(module.content).hexdigest()
+                assert digest == _vendored_checksums()[name.removeprefix("vendor/")], name
+                continue
             assert not re.search(r"https?://", module.text), name
             assert "innerHTML" not in module.text and "insertAdjacentHTML" not in module.text
             pending.extend(set(_imports(module.text)) - seen)
-        assert {"app.js", "api.js", "sse.js", "review.js", "memory.js"} <= seen
+        assert {"app.js", "api.js", "sse.js", "review.js", "memory.js", "markdown.js"} <= seen
+        assert {f"vendor/{name}" for name in _vendored_checksums()} <= seen
         style = client.get("/web/style.css")
         assert style.status_code == 200 and "url(" not in style.text
 
@@ -139,6 +151,6 @@ def test_a_built_wheel_carries_the_page(tmp_path: Path) -> None:
         packaged = {Path(name).name for name in archive.namelist() if name.startswith("agent/web/")}
     page_files = {
         path.name for path in (REPO / "agent" / "web").iterdir() if path.suffix in MEDIA_TYPES
-    }
+    } | {path.name for path in (REPO / "agent" / "web" / "vendor").iterdir()}
     assert "index.html" in page_files and "app.js" in page_files
     assert page_files <= packaged

@@ -38,8 +38,10 @@ def test_a_task_list_is_approved_from_the_form(page: Page, server: Server) -> No
 
     answer = last_answer(page)
     expect(answer).to_have_attribute("data-state", "done")
-    expect(answer.locator(".text")).to_contain_text("### Outcome")
-    expect(answer.locator(".text")).to_contain_text("- Add linting")
+    # the summary's Markdown is rendered: headings and lists, not their markup
+    expect(answer.locator(".text h3").first).to_have_text("Outcome")
+    expect(answer.locator(".text li").filter(has_text="Add linting")).to_have_count(1)
+    expect(answer.locator(".text")).not_to_contain_text("###")
     expect(answer.locator(".progress")).to_contain_text("Task 3 of 3 done")
     expect(answer.locator(".memory-notes")).to_contain_text("Saved to memory")
     expect(review).to_be_hidden()
@@ -56,13 +58,16 @@ def test_edited_tasks_are_what_the_task_list_runs(page: Page, server: Server) ->
     rows.nth(2).get_by_role("button", name="Remove this task").click()
     rows.nth(1).locator("[data-field=title]").fill("Add linting and formatting")
     rows.nth(1).locator("[data-field=criteria]").fill("ruff passes")
+    # a rewritten title drops the criterion generated for the old one
+    rows.nth(0).locator("[data-field=title]").fill("Set up CI on every push")
+    expect(rows.nth(0).locator("[data-field=criteria]")).to_have_value("")
     approve = review.locator("[data-action=approve]")
     expect(approve).to_have_text("Approve edited tasks")
 
     approve.click()
 
     answer = last_answer(page).locator(".text")
-    expect(answer).to_contain_text("- Add linting and formatting")
+    expect(answer.locator("li").filter(has_text="Add linting and formatting")).to_have_count(1)
     expect(answer).not_to_contain_text("Check the result against the goal")
 
 
@@ -84,7 +89,10 @@ def test_feedback_replans_and_a_rejection_is_not_kept(page: Page, server: Server
     review.locator("#review-reject").fill("not now")
     review.locator("[data-action=reject]").click()
     expect(last_answer(page).locator(".text")).to_contain_text("not now")
-    expect(last_answer(page).locator(".memory-notes")).to_contain_text("Cancelled")
+    # one note says what a rejection did; no "not saved" beside it
+    notes = last_answer(page).locator(".memory-notes li")
+    expect(notes).to_have_count(1)
+    expect(notes).to_contain_text("Rejected")
     expect(review).to_be_hidden()
     expect(page.locator("#conversation-list li")).to_have_count(0)  # a rejection is not kept
 
@@ -95,9 +103,14 @@ def test_delivery_stages_are_shown_in_words(page: Page, server: Server) -> None:
     answer = last_answer(page)
     expect(answer.locator(".route")).to_have_text("delivery")
     progress = answer.locator(".progress")
-    for words in ("Planned 2 tasks", "2 of 2 tasks done", "Quality review passed", "Report ready"):
+    for words in (
+        "Planned 2 tasks for 1 deliverable",  # tasks are the work, deliverables the result
+        "2 of 2 tasks done",
+        "Quality review passed",
+        "Report ready",
+    ):
         expect(progress).to_contain_text(words)
-    expect(answer.locator(".text")).to_contain_text("# Delivery report")
+    expect(answer.locator(".text h1")).to_have_text("Delivery report")
 
 
 def test_an_unfinished_run_is_offered_to_continue(

@@ -140,7 +140,7 @@ def test_errors_are_single_clean_lines(tmp_path: Path) -> None:
         "error: unknown command /bogus; type /help for the commands",
         "error: /new takes no arguments",
         "error: /tasklist needs a request after the prefix",
-        "error: there is no pending review",
+        "error: there is no pending review in this conversation",
     ]
 
 

@@ -72,5 +72,6 @@ def test_the_dev_server_answers_and_its_log_stays_quiet_while_idle(tmp_path: Pat
     finally:
         stop(process)
     log = (workdir / "dev.log").read_text()
+    assert f"chat page: http://127.0.0.1:{port}/" in log
     assert (workdir / "agent.sqlite").exists()  # the turn wrote under the watched tree
     assert "change detected" not in log and "changes detected" not in log

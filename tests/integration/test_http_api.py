@@ -127,6 +127,16 @@ def test_eleven_conversations_keep_ten_and_selection_keeps_order(http_server: Se
         assert listed(session) == order
 
 
+def test_the_eleventh_conversation_names_the_one_it_pruned(http_server: Server) -> None:
+    with api_client(http_server.url, timeout=30) as session:
+        for n in range(10):
+            new_conversation(session, f"conversation {n}")
+        events = events_of(chat(session, "the eleventh", createConversation=True))
+        writes = [e for e in events if e["event"] == "memory" and e["stage"] == "write"]
+        assert writes[-1]["status"] == "succeeded"  # the first says it started
+        assert writes[-1]["pruned"] == ["conversation 0"]
+
+
 def test_busy_conversation_is_409_while_another_proceeds(client: httpx.Client) -> None:
     busy_cid = new_conversation(client)
     other = new_conversation(client)

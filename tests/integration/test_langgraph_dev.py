@@ -98,6 +98,49 @@ def test_the_http_api_is_served_in_the_same_process(langgraph_dev: Server) -> No
     assert "Blocking call" not in langgraph_dev.log.read_text()
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("PUT", "/api/conversations", 405, "method_not_allowed"),
+        ("GET", "/api/chat", 405, "method_not_allowed"),
+        ("DELETE", "/api/memories/x/y", 404, "not_found"),
+    ],
+)
+def test_a_wrong_method_is_405_under_langgraph_dev_too(
+    langgraph_dev: Server, method: str, path: str, status: int, code: str
+) -> None:
+    with api_client(langgraph_dev.url, timeout=30) as client:
+        response = client.request(method, path)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code
+    if status == 405:
+        assert method not in response.headers["allow"]
+
+
+def test_a_delivery_that_never_pauses_never_reads_interrupted(langgraph_dev: Server) -> None:
+    """The `updates` stream of a delivery: `load_memory` says `running`, not `interrupted`."""
+
+    async def go() -> list[Any]:
+        client = get_client(url=langgraph_dev.url)
+        thread = await client.threads.create()
+        return [
+            part.data
+            async for part in client.runs.stream(
+                thread["thread_id"],
+                "agent",
+                input={"message": "/delivery write a short test checklist for the login page"},
+                stream_mode="updates",
+            )
+            if part.event == "updates"
+        ]
+
+    updates = asyncio.run(go())
+    statuses = [u[node]["status"] for u in updates for node in u if "status" in (u[node] or {})]
+    load = next(u["load_memory"] for u in updates if "load_memory" in u)
+    assert load["status"] == "running"
+    assert "interrupted" not in statuses and statuses[-1] == "completed"
+
+
 def test_the_chat_page_is_served_at_the_root(langgraph_dev: Server) -> None:
     """The app's `/` (the chat page) shadows LangGraph's root health route; `/ok` and
     LangGraph's own routes stay LangGraph's."""
@@ -177,6 +220,28 @@ def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
     assert "helpful, precise assistant" not in dumped  # the system prompt
     assert "Summary of the earlier conversation" not in dumped
     assert [m["type"] for m in values["turn_messages"]] == ["human", "ai"]
+
+
+def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer(
+    langgraph_dev: Server,
+) -> None:
+    """What the README says of Studio's message stream on a tool turn: the model's tool
+    call, the tool's result, then the answer; no prompt, no memory."""
+
+    async def go() -> tuple[list[Any], Any]:
+        client = get_client(url=langgraph_dev.url)
+        thread = await client.threads.create()
+        tid = thread["thread_id"]
+        received = await streamed_messages(
+            langgraph_dev, tid, studio_input("what is 6*7?"), subgraphs=False
+        )
+        return received, await client.threads.get_state(tid)
+
+    received, state = asyncio.run(go())
+    assert [m["type"] for m in received] == ["ai", "tool", "ai"]
+    assert received[0]["tool_calls"] and received[0]["tool_calls"][0]["name"] == "calculator"
+    assert received[1]["content"] == "42"
+    assert received[2]["content"] == state["values"]["answer"]
 
 
 def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
@@ -50,6 +51,9 @@ class FakeBackend:
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         return {"conversationId": conversation_id, "messages": [], "pinnedDecisions": []}
+
+    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
+        return None
 
     def conversations(self, *, session_id: str) -> dict[str, Any]:
         return REGISTRY
@@ -130,19 +134,28 @@ def test_a_command_at_the_review_prompt_leaves_the_review_pending() -> None:
     assert err == ""
 
 
-def test_a_new_turn_in_the_conversation_replaces_its_pending_review() -> None:
+def test_a_message_during_a_review_asks_first_and_says_when_it_dropped_it() -> None:
     chat_turn = [{"event": "conversation", "conversationId": "c1"}, done(route="chat", text="hi")]
     backend = FakeBackend(interrupted(STRATEGY), chat_turn)
-    out, err, _ = chat(backend, "/tasklist go", "/help", "hello", "/review")
-    assert "(this turn replaced the review that was pending in this conversation)" in out
-    assert err == "error: there is no pending review\n"
-    assert [name for name, _, _ in backend.calls] == ["astream", "astream"]
+    out, err, _ = chat(backend, "/tasklist go", "/help", "hello", "n", "hello", "y", "/review")
+    first, second = out.split("Send anyway? [y/N] ")[1:]
+    assert first.startswith("n\n(not sent: the review still waits")
+    assert second.startswith("y\n")
+    assert "(you dropped the pending review: its plan was discarded" in second
+    assert err == "error: there is no pending review in this conversation\n"
+    assert [(name, arg) for name, arg, _ in backend.calls] == [
+        ("astream", "/tasklist go"),
+        ("astream", "hello"),
+    ]
 
 
 def test_a_review_the_agent_no_longer_holds_is_dropped() -> None:
     backend = FakeBackend(interrupted(STRATEGY), InvalidRequest(NOTHING_TO_RESUME))
     out, err, _ = chat(backend, "/tasklist go", "approve", "/review")
-    assert err.splitlines() == [f"error: {NOTHING_TO_RESUME}", "error: there is no pending review"]
+    assert err.splitlines() == [
+        f"error: {NOTHING_TO_RESUME}",
+        "error: there is no pending review in this conversation",
+    ]
     assert "decision> " not in out.split("> approve")[1]  # not asked again
 
 
@@ -161,7 +174,7 @@ def test_typed_errors_are_one_line_and_the_loop_goes_on() -> None:
         "error: a turn is already running in this conversation; wait for it to finish",
         "error: the delivery route is not available in this agent",
         "error: the tasklist route is off",
-        "error: there is no pending review",
+        "error: there is no pending review in this conversation",
         "error: no conversation 7: /list shows 2",
         "error: unknown command /nope; type /help for the commands",
     ]
@@ -227,6 +240,53 @@ def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(paced_agent: ChatA
     assert err.getvalue() == ""
     registry = paced_agent.conversations(session_id="s1")
     assert [c["title"] for c in registry["conversations"]] == ["quick"]
+
+
+def test_a_review_left_at_quit_is_found_after_a_restart(tmp_path: Path) -> None:
+    def agent() -> ChatAgent:
+        return ChatAgent(
+            database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
+            model=OfflineChatModel(),
+            secret="s" * 40,
+            settings=Settings(data_dir=tmp_path / "data"),
+        )
+
+    with agent() as first:
+        out, _, _ = chat(first, "/tasklist Set up CI. Add linting.", "/quit")
+        assert "the review is still pending: /review answers it" in out
+    with agent() as restarted:  # a new process: nothing of the first chat in memory
+        out, err, _ = chat(restarted, "/list", "/switch 1", "/review", "approve", "/list")
+        listings = out.split("> /list\n")[1:]
+        assert "[review pending: /switch to it, then /review]" in listings[0]
+        assert "waits for your review: /review answers it" in out  # said on /switch
+        assert "── strategy review ──" in out.split("> /review")[1]
+        assert "[review pending" not in listings[1]
+        assert err == ""
+        (entry,) = restarted.conversations(session_id="s1")["conversations"]
+        assert entry["title"] == "Set up CI. Add linting." and not entry["reviewPending"]
+
+
+def test_answers_render_as_markdown_on_a_terminal() -> None:
+    from agent.cli.markdown import MarkdownView
+    from agent.cli.render import TurnPrinter
+
+    out, err = io.StringIO(), io.StringIO()
+    printer = TurnPrinter(out, err, markdown=MarkdownView(out, width=60, force=True))
+    for event in (
+        {"event": "conversation", "conversationId": "c1"},
+        {"event": "status", "stage": "route", "route": "chat"},
+        {"event": "token", "text": "# Plan\n\n**Bold** and "},
+        {"event": "token", "text": "`code`\n\n- one\n- two\n"},
+        {"event": "memory", "stage": "write", "status": "succeeded"},
+        done(route="chat", text="# Plan\n\n**Bold** and `code`\n\n- one\n- two\n"),
+    ):
+        printer.handle(event)
+    text = out.getvalue()
+    assert "\x1b[" in text  # styled for the terminal
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    assert "**" not in plain and "# Plan" not in plain and "`code`" not in plain
+    assert "Plan" in plain and "• one" in plain
+    assert plain.rstrip().endswith("[memory: written]")
 
 
 def test_long_term_memory_commands(tmp_path: Path) -> None:

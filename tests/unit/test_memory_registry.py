@@ -43,7 +43,7 @@ def test_accepted_draft_is_owned_but_listed_only_after_its_first_turn(
     memory.write_turn("s1", "c1", chat_turn("  Plan   the\nlaunch  ", "ok"))
     entry = memory.conversations("s1")["conversations"][0]
     assert (entry["id"], entry["title"]) == ("c1", "Plan the launch")
-    assert set(entry) == {"id", "title", "createdAt", "lastActiveAt"}
+    assert set(entry) == {"id", "title", "createdAt", "lastActiveAt", "reviewPending"}
 
 
 def test_title_is_first_message_collapsed_and_at_most_80_chars() -> None:
@@ -91,6 +91,32 @@ def test_eleventh_conversation_prunes_the_least_recent_and_its_threads(
         memory.hydrate("s1", "c1")
     with pytest.raises(ConversationNotFound):
         memory.select("s1", "c1")
+
+
+def test_the_pruned_conversation_is_named_by_the_write_that_pruned_it(
+    memory: ConversationMemory,
+) -> None:
+    for n in range(10):
+        start(memory, f"c{n}", text=f"topic {n}")
+    memory.accept_draft("s1", "c10")
+    write = memory.write_turn("s1", "c10", chat_turn("the eleventh", "ok"))
+    assert write.pruned == ("c0",) and write.pruned_titles == ("topic 0",)
+
+
+def test_a_review_lists_a_conversation_and_prunes_past_ten(memory: ConversationMemory) -> None:
+    for n in range(10):
+        start(memory, f"c{n}", text=f"topic {n}")
+    memory.accept_draft("s1", "c10")
+    assert memory.await_review("s1", "c10", "Plan the launch") == ("topic 0",)
+    entries = memory.conversations("s1")["conversations"]
+    assert (entries[0]["id"], entries[0]["title"], entries[0]["reviewPending"]) == (
+        "c10",
+        "Plan the launch",
+        True,
+    )
+    assert "c0" not in listed(memory)
+    with pytest.raises(ConversationNotFound):
+        memory.await_review("s1", "c0", "gone")
 
 
 def test_unknown_and_foreign_ids_are_not_found(memory: ConversationMemory) -> None:

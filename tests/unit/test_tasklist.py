@@ -230,17 +230,66 @@ def test_an_execution_failure_after_approval_writes_nothing(open_agent: Any) -> 
 # -- the memory boundary -------------------------------------------------------------------
 
 
-def test_a_pending_review_is_only_in_the_run_thread(open_agent: Any) -> None:
+def test_a_pending_review_is_listed_and_read_from_the_run_thread(open_agent: Any) -> None:
     agent = open_agent(OfflineChatModel())
     cid, review = start(agent)
     hydration = agent.hydrate(session_id="s1", conversation_id=cid)
     assert_client_safe(hydration)
     assert hydration["messages"] == []
-    assert not any(task["title"] in str(hydration) for task in review["tasks"])
+    # the review is read from the run's pending interrupt; memory keeps nothing of it
+    assert hydration["review"] == review
+    assert agent.pending_review(session_id="s1", conversation_id=cid) == review
     assert agent.memory.stored("s1", cid) is None
-    assert agent.conversations(session_id="s1")["conversations"] == []
+    listed = agent.conversations(session_id="s1")["conversations"]
+    assert [(e["id"], e["title"], e["reviewPending"]) for e in listed] == [(cid, GOAL, True)]
     run_thread = agent.memory.run_thread("s1", cid)
     assert agent.memory.threads.checkpoint_count(run_thread) >= 1
+
+
+def test_an_approved_review_is_no_longer_pending(open_agent: Any) -> None:
+    agent = open_agent(OfflineChatModel())
+    cid, _ = start(agent)
+    agent.resume({"action": "approve"}, session_id="s1", conversation_id=cid)
+    assert agent.hydrate(session_id="s1", conversation_id=cid)["review"] is None
+    listed = agent.conversations(session_id="s1")["conversations"]
+    assert [(e["id"], e["reviewPending"]) for e in listed] == [(cid, False)]
+
+
+def test_a_rejected_plan_of_a_new_conversation_leaves_it_unlisted(open_agent: Any) -> None:
+    agent = open_agent(OfflineChatModel())
+    cid, _ = start(agent)
+    result = agent.resume(
+        {"action": "reject", "reason": "too broad"}, session_id="s1", conversation_id=cid
+    )
+    assert (result.status, result.memory_written) == ("cancelled", False)
+    assert agent.conversations(session_id="s1")["conversations"] == []
+    # still the session's: the next message continues it, and lists it under its own title
+    assert agent.hydrate(session_id="s1", conversation_id=cid)["review"] is None
+    agent.send("hello again", session_id="s1", conversation_id=cid, mode="chat")
+    listed = agent.conversations(session_id="s1")["conversations"]
+    assert [(e["id"], e["title"]) for e in listed] == [(cid, "hello again")]
+
+
+def test_a_rejected_plan_keeps_an_earlier_conversation_listed(open_agent: Any) -> None:
+    agent = open_agent(OfflineChatModel())
+    cid = agent.send("hello", session_id="s1", create_conversation=True).conversation_id
+    agent.send("/tasklist " + GOAL, session_id="s1", conversation_id=cid)
+    assert agent.conversations(session_id="s1")["conversations"][0]["reviewPending"] is True
+    agent.resume({"action": "reject", "reason": "not now"}, session_id="s1", conversation_id=cid)
+    listed = agent.conversations(session_id="s1")["conversations"]
+    assert [(e["title"], e["reviewPending"]) for e in listed] == [("hello", False)]
+
+
+def test_a_message_that_replaces_a_review_titles_the_conversation(open_agent: Any) -> None:
+    agent = open_agent(OfflineChatModel())
+    cid, _ = start(agent)
+    agent.send("Something else entirely", session_id="s1", conversation_id=cid, mode="chat")
+    assert agent.hydrate(session_id="s1", conversation_id=cid)["review"] is None
+    listed = agent.conversations(session_id="s1")["conversations"]
+    assert [(e["title"], e["reviewPending"]) for e in listed] == [
+        ("Something else entirely", False)
+    ]
+    assert texts(agent, cid)[0] == "Something else entirely"
 
 
 def test_chat_turns_around_a_task_list_see_its_goal_and_summary(open_agent: Any) -> None:

@@ -1,0 +1,36 @@
+"""Search routes: the session's archive of earlier conversations, searched and forgotten."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from agent.api.deps import AgentDep, SessionDep
+from agent.api.errors import error_response
+from agent.errors import InvalidRequest
+from memory.limits import MAX_SEARCH_RESULTS
+
+router = APIRouter(prefix="/api", tags=["search"])
+
+
+@router.get("/search", response_model=None)
+def search(
+    agent: AgentDep, session_id: SessionDep, q: str = "", limit: int = 10
+) -> dict[str, Any] | Response:
+    """`{"query", "results": [{id, conversationId, title, messageId, role, createdAt,
+    text}]}`: the session's own archived lines sharing words with `q`, most relevant
+    first (conversations pruned from the list included). 422 `invalid_query` for an
+    empty or over-long `q` (500 characters) or a `limit` outside 1-50."""
+    try:
+        results = agent.search_conversations(q, session_id=session_id, limit=limit)
+    except InvalidRequest as exc:
+        return error_response(422, "invalid_query", str(exc))
+    return {"query": q.strip(), "results": results, "limit": MAX_SEARCH_RESULTS}
+
+
+@router.delete("/search-history")
+def forget_history(agent: AgentDep, session_id: SessionDep) -> dict[str, int]:
+    """Forget the session's archive of earlier conversations: `{"removed": n}` lines. The
+    conversations, their memory and the long-term items stay."""
+    return {"removed": agent.forget_history(session_id=session_id)}

@@ -1,0 +1,245 @@
+"""`Archive`: every completed turn's final texts and every superseded summary of a
+session, kept so that any past turn can be found again, in any of its conversations.
+
+Lines are written in the transaction that writes the turn (or the compaction, or the
+deletion of the conversation) to memory: the archive is never ahead of or behind the
+conversation's memory. A conversation pruned from the ten-conversation list keeps
+its lines until the retention sweep; deleting a conversation deletes them with it.
+Text the long-term secret detector flags is archived as `[redacted]` (the
+conversation's own memory is unchanged). Searches are scoped to one session's key.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from memory.archive.forgetting import plan_forgetting
+from memory.archive.lines import (
+    FORGOTTEN,
+    REDACTED,
+    ArchiveBackend,
+    ArchivedLine,
+    ArchiveRow,
+    ArchiveWrite,
+)
+from memory.archive.recall import CANDIDATES, Recall, choose, recall_query
+from memory.archive.terms import query_terms
+from memory.ids import ThreadIds
+from memory.limits import DEFAULT_RECALL_TOKENS
+from memory.longterm.secrets import find_secret
+from memory.schema import ChatThreadMessage, ThreadState
+from memory.storage import ThreadStore, storage_errors
+
+logger = logging.getLogger(__name__)
+
+SEARCH_CANDIDATES = 200
+"""Lines read when forgetting an item (every line sharing a term, up to this many)."""
+
+
+def archived_text(text: str) -> str:
+    """`text` as the archive keeps it: each line that discloses a secret replaced by
+    `[redacted]`, or the whole text when the secret spans lines."""
+    if find_secret(text) is None:
+        return text
+    lines = [REDACTED if find_secret(line) is not None else line for line in text.split("\n")]
+    if REDACTED not in lines:
+        return REDACTED
+    kept = "\n".join(lines)
+    return kept if find_secret(kept) is None else REDACTED
+
+
+class Archive:
+    """A session-scoped archive of past lines on one backend.
+
+    Args:
+        backend: the database's archive (`memory.archive.sqlite`, `.postgres`).
+        ids: derives the session and conversation keys.
+        recall_tokens: `AGENT_RECALL_TOKENS`, the most tokens recall adds to a context.
+    """
+
+    def __init__(
+        self,
+        backend: ArchiveBackend,
+        ids: ThreadIds,
+        *,
+        recall_tokens: int = DEFAULT_RECALL_TOKENS,
+    ) -> None:
+        self.backend = backend
+        self.ids = ids
+        self.recall_tokens = recall_tokens
+
+    # -- what a transaction writes ------------------------------------------------------
+
+    def turn(
+        self,
+        session_id: str,
+        conversation_id: str,
+        title: str,
+        messages: Sequence[ChatThreadMessage],
+        superseded: ThreadState | None = None,
+    ) -> ArchiveWrite:
+        """The lines a written turn appends (and the summary it superseded, if any)."""
+        rows = [self._summary_row(session_id, conversation_id, title, superseded)]
+        rows.extend(
+            self._row(session_id, conversation_id, title, m.id, m.role, m.created_at, m.text)
+            for m in messages
+        )
+        return ArchiveWrite(rows=[row for row in rows if row is not None])
+
+    def superseded(
+        self, session_id: str, conversation_id: str, title: str, old: ThreadState, now: datetime
+    ) -> ArchiveWrite:
+        """The line a compaction appends: the summary version it replaced."""
+        row = self._summary_row(session_id, conversation_id, title, old, now)
+        return ArchiveWrite(rows=[] if row is None else [row])
+
+    def dropped(self, session_id: str, conversation_ids: Iterable[str]) -> ArchiveWrite:
+        """What deleting conversations removes: all their lines."""
+        keys = [self.ids.conversation_key(session_id, cid) for cid in conversation_ids]
+        return ArchiveWrite(drop_conversations=keys)
+
+    def writer(self, change: ArchiveWrite) -> Callable[[Any], None] | None:
+        """The step a documents' transaction runs with its cursor (None: nothing to do)."""
+        if not change:
+            return None
+        return lambda cursor: self.backend.write(cursor, change)
+
+    def _row(
+        self,
+        session_id: str,
+        conversation_id: str,
+        title: str,
+        message_id: str,
+        role: Any,
+        created_at: datetime,
+        text: str,
+        covers: str | None = None,
+    ) -> ArchiveRow:
+        return ArchiveRow(
+            session_key=self.ids.session_key(session_id),
+            conversation_key=self.ids.conversation_key(session_id, conversation_id),
+            conversation_id=conversation_id,
+            title=title,
+            message_id=message_id,
+            role=role,
+            created_at=created_at,
+            text=archived_text(text),
+            covers=covers,
+        )
+
+    def _summary_row(
+        self,
+        session_id: str,
+        conversation_id: str,
+        title: str,
+        old: ThreadState | None,
+        now: datetime | None = None,
+    ) -> ArchiveRow | None:
+        if old is None or not old.summary:
+            return None
+        moment = now or old.last_compacted_at or old.messages[0].created_at
+        return self._row(
+            session_id,
+            conversation_id,
+            title,
+            f"summary-{old.summary_version}",
+            "summary",
+            moment,
+            old.summary,
+            covers=f"..{old.covered_until}" if old.covered_until else None,
+        )
+
+    # -- reads --------------------------------------------------------------------------
+
+    @storage_errors
+    def recall(
+        self, session_id: str, conversation_id: str, text: str, state: ThreadState
+    ) -> Recall:
+        """The earlier lines a turn about `text` gets (`memory.archive.recall`), in one
+        query of the session's archive."""
+        terms = recall_query(text, state)
+        if not terms or self.recall_tokens <= 0:
+            return Recall()
+        hits = self.backend.search(
+            self.ids.session_key(session_id), terms, CANDIDATES, neighbours=True
+        )
+        return choose(
+            hits,
+            terms,
+            conversation_id=conversation_id,
+            state=state,
+            max_tokens=self.recall_tokens,
+        )
+
+    @storage_errors
+    def search(self, session_id: str, query: str, limit: int) -> list[ArchivedLine]:
+        """The session's lines (summaries included) that share words with `query`, most
+        relevant first; nothing when it has no searchable word."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        hits = self.backend.search(self.ids.session_key(session_id), terms, limit)
+        return [hit for hit in hits if hit.text not in (REDACTED, FORGOTTEN)][:limit]
+
+    # -- forgetting ---------------------------------------------------------------------
+
+    @storage_errors
+    def forget_session(self, session_id: str) -> int:
+        """Delete every archived line of the session; returns how many."""
+        return self.backend.forget_session(self.ids.session_key(session_id))
+
+    @storage_errors
+    def sweep(self, cutoff: datetime) -> int:
+        """Delete the lines of conversations idle since before `cutoff` (every session)."""
+        return self.backend.sweep(cutoff)
+
+    @storage_errors
+    def forget_text(self, session_id: str, text: str) -> int:
+        """Forget a profile item's `text` in the session's archive
+        (`memory.archive.forgetting`): the lines it was learnt from and their answers
+        read `[forgotten]`, and so do the sentences elsewhere that repeat it. Returns
+        how many lines changed."""
+        terms = query_terms(text)
+        if not terms:
+            return 0
+        session_key = self.ids.session_key(session_id)
+        hits = self.backend.search(session_key, terms, SEARCH_CANDIDATES)
+        plan = plan_forgetting(hits, text)
+        return self.backend.rewrite(
+            session_key, plan.changes, plan.answers, FORGOTTEN, titles=plan.titles
+        )
+
+    def count(self, session_id: str) -> int:
+        """How many lines the session has archived."""
+        return self.backend.count(self.ids.session_key(session_id))
+
+
+def open_archive(
+    threads: ThreadStore, ids: ThreadIds, *, recall_tokens: int = DEFAULT_RECALL_TOKENS
+) -> Archive:
+    """The archive on a thread store's database, beside its memory documents (tables
+    created on first use).
+
+    Raises:
+        TypeError: the document store speaks a dialect the archive has no backend for.
+    """
+    documents: Any = threads.documents
+    backend: Any
+    if documents.dialect == "sqlite":
+        from memory.archive.sqlite import SqliteArchive
+        from memory.sqlite import SETUP_LOCK_KEY
+
+        backend = SqliteArchive(documents.conn, documents.lock)
+        with threads.lock(SETUP_LOCK_KEY):
+            backend.setup()
+    elif documents.dialect == "postgresql":
+        from memory.archive.postgres import PostgresArchive
+
+        backend = PostgresArchive(documents.pool)
+        backend.setup()
+    else:
+        raise TypeError(f"no archive for the {documents.dialect!r} dialect")
+    return Archive(backend, ids, recall_tokens=recall_tokens)

@@ -1,0 +1,127 @@
+"""Archived lines: what a turn's write appends, and what a search reads back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+ArchiveRole = Literal["user", "assistant", "summary"]
+REDACTED = "[redacted]"
+"""An archived text that discloses a secret is kept as this (memory keeps the original)."""
+FORGOTTEN = "[forgotten]"
+"""An archived text the user asked to forget (through a profile item) is kept as this."""
+
+
+@dataclass(frozen=True)
+class ArchiveRow:
+    """One line to archive.
+
+    Attributes:
+        session_key: `H(session)`: whose it is (no raw session id in storage).
+        conversation_key: `H(session:conversation)`: what deleting the conversation removes.
+        conversation_id: the conversation, for links back to it.
+        title: the conversation's title when the line was written.
+        message_id: the message's id (a summary: `summary-{version}`).
+        role: user | assistant | summary.
+        created_at: when it was said (a summary: when it was superseded).
+        text: what memory stored (`[redacted]` when it discloses a secret).
+        covers: for a summary, the first and last message ids it covered ("a..b").
+    """
+
+    session_key: str
+    conversation_key: str
+    conversation_id: str
+    title: str
+    message_id: str
+    role: ArchiveRole
+    created_at: datetime
+    text: str
+    covers: str | None = None
+
+
+@dataclass(frozen=True)
+class ArchivedLine:
+    """One archived line as a search reads it back.
+
+    Attributes:
+        id: the row's id (what the `memory` event reports).
+        score: lexical relevance, higher is better (0 when not ranked).
+        previous: the line said just before it in its conversation, when asked for.
+        following: the line said just after it in its conversation, when asked for.
+    """
+
+    id: int
+    conversation_id: str
+    title: str
+    message_id: str
+    role: ArchiveRole
+    created_at: datetime
+    text: str
+    score: float = 0.0
+    previous: ArchivedLine | None = field(default=None, compare=False)
+    following: ArchivedLine | None = field(default=None, compare=False)
+
+    def to_dto(self) -> dict[str, Any]:
+        """The public shape: camelCase, no keys or scores."""
+        return {
+            "id": self.id,
+            "conversationId": self.conversation_id,
+            "title": self.title,
+            "messageId": self.message_id,
+            "role": self.role,
+            "createdAt": self.created_at.isoformat(),
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class ArchiveWrite:
+    """What one transaction of the session's documents changes in the archive.
+
+    Attributes:
+        rows: lines to append (a line already archived is left as it is).
+        drop_conversations: conversation keys whose lines go (a deleted conversation).
+    """
+
+    rows: Sequence[ArchiveRow] = ()
+    drop_conversations: Sequence[str] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.rows or self.drop_conversations)
+
+
+class ArchiveBackend(Protocol):
+    """The archive on one database; `write` runs inside the caller's transaction."""
+
+    def write(self, cursor: Any, change: ArchiveWrite) -> None:
+        """Apply `change` with `cursor`, inside the transaction that holds it."""
+
+    def search(
+        self, session_key: str, terms: Sequence[str], limit: int, *, neighbours: bool = False
+    ) -> list[ArchivedLine]:
+        """The session's lines sharing any of `terms`, best first, in one query (with
+        `neighbours`, each with the lines said just before and after it)."""
+
+    def rewrite(
+        self,
+        session_key: str,
+        changes: Mapping[int, str],
+        message_ids: Sequence[str] = (),
+        text: str = FORGOTTEN,
+        *,
+        titles: Mapping[str, str] | None = None,
+    ) -> int:
+        """In one transaction: give the session's lines `changes` their new texts, its
+        lines of `message_ids` the text `text`, and its lines titled by a key of
+        `titles` that title's value (the index follows)."""
+
+    def forget_session(self, session_key: str) -> int:
+        """Delete every line of the session; returns how many."""
+
+    def sweep(self, cutoff: datetime) -> int:
+        """Delete the lines of conversations whose newest line predates `cutoff`."""
+
+    def count(self, session_key: str) -> int:
+        """How many lines the session has."""

@@ -1,0 +1,234 @@
+"""The archive on SQLite: a table of lines and an FTS5 index of their terms, ranked by
+`bm25()`, on the checkpointer's connection (so a turn's lines commit with its memory)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from memory.archive.lines import FORGOTTEN, ArchivedLine, ArchiveWrite
+from memory.archive.terms import index_terms
+from memory.sqlite import sqlite_transaction
+
+SETUP_SQL = (
+    "CREATE TABLE IF NOT EXISTS archive_lines ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " session_key TEXT NOT NULL, conversation_key TEXT NOT NULL,"
+    " conversation_id TEXT NOT NULL, title TEXT NOT NULL, message_id TEXT NOT NULL,"
+    " role TEXT NOT NULL, created_at TEXT NOT NULL, text TEXT NOT NULL, covers TEXT,"
+    " UNIQUE (session_key, conversation_key, message_id))",
+    "CREATE INDEX IF NOT EXISTS archive_lines_conversation ON archive_lines (conversation_key, id)",
+    "CREATE INDEX IF NOT EXISTS archive_lines_session ON archive_lines (session_key, id)",
+    # the session is a column of the index, so a query intersects with its posting list
+    # instead of filtering every session's hits
+    "CREATE VIRTUAL TABLE IF NOT EXISTS archive_index USING fts5("
+    " terms, scope, tokenize = 'unicode61 remove_diacritics 0')",
+)
+INSERT_LINE_SQL = (
+    "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
+    " title, message_id, role, created_at, text, covers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, terms, scope) VALUES (?, ?, ?)"
+_COLUMNS = "l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text"
+SEARCH_SQL = f"""
+WITH hits AS (
+  SELECT {_COLUMNS}, l.conversation_key, -bm25(archive_index, 1.0, 0.0) AS score
+  FROM archive_index JOIN archive_lines l ON l.id = archive_index.rowid
+  WHERE archive_index MATCH ? ORDER BY bm25(archive_index, 1.0, 0.0), l.id DESC LIMIT ?
+)
+SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text, h.score,
+       p.id, p.message_id, p.role, p.created_at, p.text,
+       n.id, n.message_id, n.role, n.created_at, n.text
+FROM hits h
+LEFT JOIN archive_lines p ON ? AND p.id = (
+  SELECT MAX(q.id) FROM archive_lines q
+  WHERE q.conversation_key = h.conversation_key AND q.id < h.id AND q.role <> 'summary')
+LEFT JOIN archive_lines n ON ? AND n.id = (
+  SELECT MIN(q.id) FROM archive_lines q
+  WHERE q.conversation_key = h.conversation_key AND q.id > h.id AND q.role <> 'summary')
+ORDER BY h.score DESC, h.id DESC
+"""
+
+
+def scope_token(session_key: str) -> str:
+    """The session's token in the index's `scope` column (a letter first: one token)."""
+    return "s" + session_key
+
+
+def match_expression(session_key: str, terms: Sequence[str]) -> str:
+    """`scope: "s…" AND terms: ("a" OR "b")`: terms are letters and digits only."""
+    wanted = " OR ".join(f'"{term}"' for term in terms)
+    return f'scope : "{scope_token(session_key)}" AND terms : ({wanted})'
+
+
+def stamp(moment: datetime) -> str:
+    """A UTC time as fixed-width text, so that text order is time order."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def _neighbour(row: Sequence[Any], at: int) -> ArchivedLine | None:
+    if row[at] is None:
+        return None
+    return ArchivedLine(
+        id=row[at],
+        conversation_id=row[1],
+        title=row[2],
+        message_id=row[at + 1],
+        role=row[at + 2],
+        created_at=datetime.fromisoformat(row[at + 3]),
+        text=row[at + 4],
+    )
+
+
+def _line(row: Sequence[Any]) -> ArchivedLine:
+    return ArchivedLine(
+        id=row[0],
+        conversation_id=row[1],
+        title=row[2],
+        message_id=row[3],
+        role=row[4],
+        created_at=datetime.fromisoformat(row[5]),
+        text=row[6],
+        score=float(row[7]),
+        previous=_neighbour(row, 8),
+        following=_neighbour(row, 13),
+    )
+
+
+class SqliteArchive:
+    """The archive in a SQLite file (or in-memory database) shared with the checkpointer.
+
+    Args:
+        conn: the checkpointer's connection.
+        lock: the checkpointer's lock (the connection is shared between threads).
+    """
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        self.conn = conn
+        self.lock = lock
+
+    def setup(self) -> None:
+        """Create the tables (idempotent); callers serialise processes around it."""
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            for sql in SETUP_SQL:
+                cur.execute(sql)
+
+    def write(self, cursor: Any, change: ArchiveWrite) -> None:
+        """Delete the dropped conversations' lines and append the new ones with `cursor`,
+        inside the transaction the caller commits."""
+        for key in change.drop_conversations:
+            cursor.execute(
+                "DELETE FROM archive_index WHERE rowid IN "
+                "(SELECT id FROM archive_lines WHERE conversation_key = ?)",
+                (key,),
+            )
+            cursor.execute("DELETE FROM archive_lines WHERE conversation_key = ?", (key,))
+        for row in change.rows:
+            cursor.execute(
+                INSERT_LINE_SQL,
+                (
+                    row.session_key,
+                    row.conversation_key,
+                    row.conversation_id,
+                    row.title,
+                    row.message_id,
+                    row.role,
+                    stamp(row.created_at),
+                    row.text,
+                    row.covers,
+                ),
+            )
+            if cursor.rowcount == 1:
+                terms = " ".join(index_terms(row.text))
+                cursor.execute(
+                    INSERT_INDEX_SQL, (cursor.lastrowid, terms, scope_token(row.session_key))
+                )
+
+    def search(
+        self, session_key: str, terms: Sequence[str], limit: int, *, neighbours: bool = False
+    ) -> list[ArchivedLine]:
+        """The session's lines sharing any of `terms`, best `bm25()` first, each with the
+        lines said just before and after it when `neighbours`, in one query."""
+        if not terms or limit <= 0:
+            return []
+        expression = match_expression(session_key, terms)
+        with self.lock:
+            rows = self.conn.execute(
+                SEARCH_SQL, (expression, limit, neighbours, neighbours)
+            ).fetchall()
+        return [_line(row) for row in rows]
+
+    def rewrite(
+        self,
+        session_key: str,
+        changes: Mapping[int, str],
+        message_ids: Sequence[str] = (),
+        text: str = FORGOTTEN,
+        *,
+        titles: Mapping[str, str] | None = None,
+    ) -> int:
+        """In one transaction: give the session's lines `changes` their new texts, its
+        lines of `message_ids` the text `text`, and its lines titled by a key of
+        `titles` that title's value, index included."""
+        if not changes and not message_ids and not titles:
+            return 0
+        marks = ", ".join("?" * len(message_ids)) or "NULL"
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            for old, new in (titles or {}).items():
+                cur.execute(
+                    "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
+                    (new, session_key, old),
+                )
+            found = cur.execute(
+                f"SELECT id FROM archive_lines WHERE session_key = ? AND message_id IN ({marks})",
+                (session_key, *message_ids),
+            ).fetchall()
+            wanted = {**dict(changes), **{row[0]: text for row in found}}
+            ids = ", ".join("?" * len(wanted)) or "NULL"
+            owned = [
+                row[0]
+                for row in cur.execute(
+                    f"SELECT id FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
+                    (session_key, *wanted),
+                ).fetchall()
+            ]
+            for line_id in owned:
+                new = wanted[line_id]
+                cur.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
+                cur.execute(
+                    "UPDATE archive_index SET terms = ? WHERE rowid = ?",
+                    (" ".join(index_terms(new)), line_id),
+                )
+        return len(owned)
+
+    def _delete(self, where: str, params: tuple[Any, ...]) -> int:
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            cur.execute(
+                "DELETE FROM archive_index WHERE rowid IN "
+                f"(SELECT id FROM archive_lines WHERE {where})",
+                params,
+            )
+            return int(cur.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)
+
+    def forget_session(self, session_key: str) -> int:
+        """Delete every line of the session, in one transaction."""
+        return self._delete("session_key = ?", (session_key,))
+
+    def sweep(self, cutoff: datetime) -> int:
+        """Delete the lines of every conversation whose newest line predates `cutoff`."""
+        return self._delete(
+            "conversation_key IN (SELECT conversation_key FROM archive_lines "
+            "GROUP BY conversation_key HAVING MAX(created_at) < ?)",
+            (stamp(cutoff),),
+        )
+
+    def count(self, session_key: str) -> int:
+        """How many lines the session has."""
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT COUNT(*) FROM archive_lines WHERE session_key = ?", (session_key,)
+            ).fetchone()
+        return int(row[0])

@@ -1,0 +1,100 @@
+"""The archive's terms: what a line is indexed under and what a query looks for.
+
+Both backends index the same terms, computed here, so a query finds the same lines on
+SQLite and PostgreSQL: words folded (NFKC, case) and lightly stemmed, and CJK text as
+overlapping character bigrams (Chinese has no spaces; a bigram index finds a two-
+character word anywhere, which a trigram tokenizer cannot). Terms are letters and
+digits only, so they can be quoted into an FTS5 or tsquery expression safely.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+from memory.longterm.recall import STOP_WORDS
+
+MAX_TERMS = 2_000
+"""Terms indexed per line (positions past it are not indexed)."""
+MAX_QUERY_TERMS = 64
+MAX_TERM_CHARS = 64
+"""A longer run of letters (a pasted blob) is no word anyone searches for, and
+PostgreSQL refuses lexemes past 2 KiB: it is not indexed."""
+_RUN = re.compile(
+    r"(?P<cjk>[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+)|(?P<word>[^\W_]+)"
+)
+
+
+def _stem(word: str) -> str:
+    """A light English stem: "decided", "decides" and "decide" all read "decid"."""
+    for suffix in ("ing", "ies", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word[:-1] if word.endswith("e") and len(word) >= 5 else word
+
+
+_CJK_STOP_TEXT = """
+我们 你们 他们 她们 什么 怎么 为什 时候 当时 聊过 说过 记得 还记 一下 这个 那个 一个 没有
+可以 就是 不是 我的 你的 他的 她的 是不 了吗 的吗 我说 你说 以前 之前 上次 有没 还是 或者
+因为 所以 但是 如果 然后 现在 今天 知道 觉得 一些 这些 那些 关于 问题 我想 们聊 得我
+"""
+CJK_STOP_BIGRAMS = frozenset(_CJK_STOP_TEXT.split())
+"""Bigrams that carry no subject (pronouns, "when", "we talked"): never a query term."""
+_PAST_WORDS_TEXT = """
+say said tell told talk talked talking mention mentioned remember recall earlier before ago
+last time again know think thing things something anything yes yeah ok okay
+"""
+QUERY_STOP_WORDS = STOP_WORDS | frozenset(_stem(w) for w in _PAST_WORDS_TEXT.split())
+"""Words that only say the user is asking about the past: never a query term."""
+
+
+def _terms(text: str) -> list[tuple[str, bool]]:
+    """(term, is CJK) in text order."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    found: list[tuple[str, bool]] = []
+    for match in _RUN.finditer(folded):
+        run = match.group("cjk")
+        if run is None:
+            word = match.group("word")
+            if len(word) <= MAX_TERM_CHARS:
+                found.append((_stem(word), False))
+        elif len(run) == 1:
+            found.append((run, True))
+        else:
+            found.extend((run[i : i + 2], True) for i in range(len(run) - 1))
+    return found
+
+
+def index_terms(text: str) -> list[str]:
+    """The terms a line is indexed under, in text order (stop words kept: a query drops
+    its own, and positions stay true for proximity ranking)."""
+    return [term for term, _ in _terms(text)[:MAX_TERMS]]
+
+
+@functools.lru_cache(maxsize=4096)
+def query_terms(text: str) -> tuple[str, ...]:
+    """The distinct terms a query looks for, in text order: no stop words, no bigram
+    that carries no subject, at most `MAX_QUERY_TERMS`."""
+    kept: dict[str, None] = {}
+    for term, cjk in _terms(text):
+        if cjk and term in CJK_STOP_BIGRAMS:
+            continue
+        if not cjk and (term in QUERY_STOP_WORDS or (len(term) < 2 and not term.isdigit())):
+            continue
+        kept[term] = None
+    return tuple(kept)[:MAX_QUERY_TERMS]
+
+
+@functools.lru_cache(maxsize=8192)
+def line_terms(text: str) -> frozenset[str]:
+    """The distinct terms of a line (to see which query terms a hit shares)."""
+    return frozenset(index_terms(text))
+
+
+def term_weight(term: str) -> float:
+    """How much one shared term says: a CJK bigram or a word of four letters or more is
+    a subject; a short word or a lone character says less."""
+    if len(term) >= 4 or (len(term) == 2 and not term.isascii()):
+        return 1.0
+    return 0.5

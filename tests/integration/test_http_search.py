@@ -1,0 +1,70 @@
+"""The archive over HTTP: `GET /api/search` (the session's own lines only),
+`DELETE /api/search-history`, and a deleted conversation gone from search at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.integration.conftest import Server
+from tests.integration.http_support import api_client, assert_clean_error, new_conversation
+
+pytestmark = pytest.mark.integration
+
+HIT_FIELDS = {"id", "conversationId", "title", "messageId", "role", "createdAt", "text"}
+
+
+@pytest.fixture
+def alice(http_server: Server) -> Iterator[httpx.Client]:
+    with api_client(http_server.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def bob(http_server: Server) -> Iterator[httpx.Client]:
+    with api_client(http_server.url, timeout=30) as client:
+        yield client
+
+
+def found(client: httpx.Client, query: str) -> list[dict[str, object]]:
+    response = client.get("/api/search", params={"q": query})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["query"] == query.strip()
+    return list(body["results"])
+
+
+def test_search_finds_the_sessions_own_lines_only(alice: httpx.Client, bob: httpx.Client) -> None:
+    boat = new_conversation(alice, "My boat Marisol is moored in Vigo")
+    new_conversation(bob, "My boat Marisol is moored in Porto")
+    hits = found(alice, "Marisol")
+    assert hits and all(set(hit) == HIT_FIELDS for hit in hits)
+    assert {hit["conversationId"] for hit in hits} == {boat}
+    user = [hit for hit in hits if hit["role"] == "user"]
+    assert [hit["text"] for hit in user] == ["My boat Marisol is moored in Vigo"]
+    assert user[0]["title"] == "My boat Marisol is moored in Vigo"
+    assert all("Porto" not in str(hit["text"]) for hit in found(alice, "Marisol Porto"))
+
+
+@pytest.mark.parametrize("query", ["", "   ", "x" * 501])
+def test_an_empty_or_over_long_query_is_refused(alice: httpx.Client, query: str) -> None:
+    assert_clean_error(alice.get("/api/search", params={"q": query}), 422, "invalid_query")
+
+
+def test_a_limit_out_of_range_is_refused(alice: httpx.Client) -> None:
+    response = alice.get("/api/search", params={"q": "boat", "limit": 0})
+    assert_clean_error(response, 422, "invalid_query")
+
+
+def test_deleting_the_conversation_or_the_history_empties_search(alice: httpx.Client) -> None:
+    kept = new_conversation(alice, "My bike is blue and has a basket")
+    gone = new_conversation(alice, "The bike is blue and called Rocinante")
+    assert {hit["conversationId"] for hit in found(alice, "Rocinante")} == {gone}
+    assert alice.delete(f"/api/conversations/{gone}").status_code == 200
+    assert found(alice, "Rocinante") == []
+    assert {hit["conversationId"] for hit in found(alice, "bike blue")} == {kept}
+    response = alice.delete("/api/search-history")
+    assert response.status_code == 200 and response.json()["removed"] >= 2
+    assert found(alice, "bike blue") == []

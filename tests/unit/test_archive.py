@@ -1,0 +1,157 @@
+"""The archive of past turns: written with the turn, scoped to its session, found again
+in Chinese as in English, gone with its conversation (both backends)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from memory import ConversationMemory, ThreadState
+from memory.archive import FORGOTTEN, REDACTED
+from memory.turns import TurnStatus, chat_turn
+
+
+def say(memory: ConversationMemory, session: str, conversation: str, user: str, answer: str) -> str:
+    """Write one turn (accepting the conversation first); returns the turn's id."""
+    if not memory.registry(session).owns(conversation):
+        memory.accept_draft(session, conversation)
+    turn = uuid.uuid4().hex
+    ids = {"user_message_id": f"{turn}-u", "assistant_message_id": f"{turn}-a"}
+    write = memory.write_turn(
+        session, conversation, chat_turn(user, answer, TurnStatus.COMPLETED, **ids)
+    )
+    assert write.written
+    return turn
+
+
+def recalled_texts(
+    memory: ConversationMemory, session: str, conversation: str, text: str
+) -> list[str]:
+    state = memory.load(session, conversation)
+    return [line.text for line in memory.recall(session, conversation, text, state).lines]
+
+
+def test_a_turn_archives_exactly_what_memory_stores(memory: ConversationMemory) -> None:
+    turn = say(memory, "s1", "c1", "  My sister Alma lives in Lisbon  ", "Noted, Lisbon.")
+    hits = memory.search("s1", "Lisbon", limit=10)
+    assert {(h.message_id, h.role, h.text) for h in hits} == {
+        (f"{turn}-u", "user", "My sister Alma lives in Lisbon"),
+        (f"{turn}-a", "assistant", "Noted, Lisbon."),
+    }
+    stored = {m.id: m for m in memory.load("s1", "c1").messages}
+    for hit in hits:
+        assert hit.conversation_id == "c1"
+        assert hit.title == "My sister Alma lives in Lisbon"
+        assert hit.created_at == stored[hit.message_id].created_at
+
+
+def test_recall_finds_another_conversations_line_and_never_another_sessions(
+    memory: ConversationMemory,
+) -> None:
+    say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted.")
+    say(memory, "s2", "x1", "My brother Bruno lives in Lisbon", "Noted.")
+    found = recalled_texts(memory, "s1", "c2", "Where does Alma live?")
+    assert "My sister Alma lives in Lisbon" in found
+    assert all("Bruno" not in text for text in found)
+    assert all("Bruno" not in h.text for h in memory.search("s1", "Lisbon brother", limit=10))
+    assert [h.text for h in memory.search("s2", "Alma", limit=10)] == []
+
+
+def test_a_probe_sharing_nothing_recalls_nothing(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted.")
+    say(memory, "s1", "c1", "I play the cello on Sundays", "Lovely.")
+    assert recalled_texts(memory, "s1", "c2", "How do volcanoes form?") == []
+    assert recalled_texts(memory, "s1", "c2", "what did I tell you before?") == []
+
+
+def test_chinese_is_found_by_a_two_character_word(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "我每天早上喝两杯咖啡，不加糖", "好的，记住了。")
+    say(memory, "s1", "c1", "周末我去爬山", "听起来不错。")
+    found = recalled_texts(memory, "s1", "c2", "当时我们聊过咖啡吗？")
+    assert "我每天早上喝两杯咖啡，不加糖" in found
+    assert all("爬山" not in text for text in found)
+
+
+def test_the_current_conversations_recent_messages_are_not_recalled(
+    memory: ConversationMemory,
+) -> None:
+    say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted.")
+    assert recalled_texts(memory, "s1", "c1", "Where does Alma live?") == []
+    assert "My sister Alma lives in Lisbon" in recalled_texts(
+        memory, "s1", "c2", "Where does Alma live?"
+    )
+
+
+def test_a_question_comes_with_its_answer_and_a_short_reply_with_its_question(
+    memory: ConversationMemory,
+) -> None:
+    say(memory, "s1", "c1", "Which city should I visit in spring?", "Kyoto, for the blossoms.")
+    lines = memory.recall("s1", "c2", "a city to visit in spring", ThreadState()).lines
+    assert [(line.role, line.text) for line in lines] == [
+        ("user", "Which city should I visit in spring?"),
+        ("assistant", "Kyoto, for the blossoms."),
+    ]
+    say(memory, "s1", "c3", "Plan my week", "Shall I book the dentist on Tuesday?")
+    say(memory, "s1", "c3", "yes, the dentist on Tuesday", "Booked.")
+    lines = memory.recall("s1", "c4", "when is the dentist", ThreadState()).lines
+    assert ("assistant", "Shall I book the dentist on Tuesday?") in [
+        (line.role, line.text) for line in lines
+    ]
+
+
+def test_an_answer_alone_is_never_a_hit(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "Any ideas?", "Kyoto, for the blossoms.")
+    assert recalled_texts(memory, "s1", "c2", "Kyoto blossoms") == []
+    assert [h.text for h in memory.search("s1", "Kyoto", limit=5)] == ["Kyoto, for the blossoms."]
+
+
+def test_deleting_a_conversation_deletes_its_lines_at_once(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted.")
+    say(memory, "s1", "c2", "Alma visits in May", "Nice.")
+    memory.delete_conversation("s1", "c1")
+    assert [h.text for h in memory.search("s1", "Alma", limit=10)] == ["Alma visits in May"]
+    assert recalled_texts(memory, "s1", "c3", "Where does Alma live in Lisbon?") == [
+        "Alma visits in May"
+    ]
+
+
+def test_a_pruned_conversation_stays_searchable(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c0", "The boat is called Marisol", "A fine name.")
+    for index in range(1, 11):
+        say(memory, "s1", f"c{index}", f"topic number {index}", "ok")
+    assert not memory.registry("s1").owns("c0")
+    hits = memory.search("s1", "Marisol", limit=10)
+    assert {h.conversation_id for h in hits} == {"c0"}
+    assert hits[0].title == "The boat is called Marisol"
+
+
+def test_a_secret_is_archived_redacted(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "my password is hunter2-Blue!", "I will not keep it.")
+    assert memory.search("s1", "hunter2", limit=10) == []
+    assert memory.archive.count("s1") == 2
+    assert memory.load("s1", "c1").messages[0].text == "my password is hunter2-Blue!"
+    assert REDACTED == "[redacted]"
+
+
+def test_forget_text_redacts_the_source_turn(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "I prefer green tea over coffee", "Green tea it is.")
+    say(memory, "s1", "c1", "Coffee beans from Kenya are on sale", "Good to know.")
+    assert memory.archive.forget_text("s1", "I prefer green tea over coffee") == 2
+    texts = {h.text for h in memory.search("s1", "coffee tea", limit=10)}
+    assert texts == {"Coffee beans from Kenya are on sale"}
+    assert FORGOTTEN == "[forgotten]"
+
+
+def test_forget_session_empties_only_that_session(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted.")
+    say(memory, "s2", "c1", "My sister Alma lives in Porto", "Noted.")
+    assert memory.archive.forget_session("s1") == 2
+    assert memory.search("s1", "Alma", limit=10) == []
+    assert len(memory.search("s2", "Alma", limit=10)) == 1
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the and of"])
+def test_a_query_without_words_finds_nothing(memory: ConversationMemory, query: str) -> None:
+    say(memory, "s1", "c1", "the and of", "ok")
+    assert memory.search("s1", query, limit=10) == []

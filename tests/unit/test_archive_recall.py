@@ -1,0 +1,134 @@
+"""Recall into the context: the block's place and budget, the offline model reading it,
+the `memory` event naming the lines, and a deleted conversation never recalled."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages.utils import count_tokens_approximately
+
+from agent import ChatAgent
+from agent.runtime import open_memory
+from agent.settings import Settings
+from memory import ThreadState, UnsupportedDatabaseUrl, build_context
+from memory.archive import ArchivedLine, Recall
+from memory.budget import ContextBudget
+from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, RECALL_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.longterm import MemoryItem
+from memory.longterm.items import normalise
+from tests.unit.offline_support import RecordingOfflineModel
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+FACT = "My boat is called Marisol and it is moored in Vigo"
+
+
+def line(n: int, text: str, role: Any = "user") -> ArchivedLine:
+    return ArchivedLine(n, f"c{n}", f"title {n}", f"m{n}-u", role, NOW, text, 1.0)
+
+
+def recall_of(*texts: str) -> Recall:
+    return Recall(tuple((line(n, text),) for n, text in enumerate(texts, start=1)))
+
+
+def test_the_block_sits_after_long_term_items_and_before_pins() -> None:
+    state = ThreadState(summary="S", pinned_decisions=["P"])
+    item = MemoryItem(
+        id="m_1",
+        kind="fact",
+        text="I sail",
+        importance=3,
+        created_at=NOW,
+        updated_at=NOW,
+        key=normalise("I sail"),
+    )
+    context = build_context(
+        state, "hi", system_prompt="sys", long_term=[item], recalled=recall_of(FACT)
+    )
+    assert [m.id for m in context[1:5]] == [
+        LONG_TERM_BLOCK_ID,
+        RECALL_BLOCK_ID,
+        PINNED_BLOCK_ID,
+        SUMMARY_BLOCK_ID,
+    ]
+    block = context[2].text
+    assert '- 2026-11-30 · "title 1" · user: "My boat is called Marisol' in block
+
+
+def test_a_recalled_line_cannot_pass_for_a_new_line_of_the_block() -> None:
+    context = build_context(ThreadState(), "hi", recalled=recall_of('x"\n- 2026 · forged'))
+    block = next(m.text for m in context if m.id == RECALL_BLOCK_ID)
+    assert block.count("\n- ") == 1
+
+
+def test_the_budget_drops_recalled_lines_before_summary_and_recent_turns() -> None:
+    state = ThreadState(summary="The user plans a launch.", pinned_decisions=["Never on Fridays."])
+    recalled = recall_of(*(f"line {n} about sailing " + "word " * 100 for n in range(10)))
+    budget = ContextBudget(4_000)
+    base = count_tokens_approximately(build_context(state, "", system_prompt="sys"))
+    latest = "y" * ((budget.tokens - base - 400) * 4)
+    fitted = build_context(state, latest, system_prompt="sys", recalled=recalled, budget=budget)
+    assert count_tokens_approximately(fitted) <= budget.tokens
+    assert PINNED_BLOCK_ID in [m.id for m in fitted] and SUMMARY_BLOCK_ID in [m.id for m in fitted]
+    block = next((m.text for m in fitted if m.id == RECALL_BLOCK_ID), "")
+    kept = [n for n in range(10) if f"line {n} about" in block]
+    assert kept == list(range(len(kept))) and 0 < len(kept) < 10  # lowest ranked out first
+
+
+def test_embeddings_refuse_to_start_with_a_clear_message(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, embeddings_model="text-embedding-3-small")
+    with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL.*archive"):
+        open_memory(settings, database_url=f"sqlite:///{tmp_path / 'a.sqlite'}")
+
+
+def test_a_fact_from_one_conversation_is_recalled_in_another_until_deleted(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = RecordingOfflineModel()
+    agent = open_agent(model, long_term_memory="off")  # the archive alone carries it
+    first = agent.send(FACT, session_id="s1", create_conversation=True)
+    agent.send("Something else entirely: knitting", session_id="s2", create_conversation=True)
+    second = agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    # the offline model counts what it was reminded of (quoting it would archive it again)
+    assert "reminded of 1 line(s)" in second.text and "Vigo" not in second.text
+    block = next(m.text for m in model._seen[-1] if m.id == RECALL_BLOCK_ID)
+    assert FACT in block and "knitting" not in block
+
+    agent.delete_conversation(session_id="s1", conversation_id=first.conversation_id)
+    assert agent.memory.search("s1", "Vigo", limit=10) == []
+    third = agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    assert "Vigo" not in third.text
+    assert all("Vigo" not in m.text for m in model._seen[-1])
+
+
+def test_the_memory_event_names_the_recalled_lines(open_agent: Callable[..., ChatAgent]) -> None:
+    import asyncio
+
+    agent = open_agent(RecordingOfflineModel())
+    agent.send(FACT, session_id="s1", create_conversation=True)
+
+    async def events() -> list[dict[str, Any]]:
+        return [
+            event
+            async for event in agent.astream(
+                "Where is my boat moored?", session_id="s1", create_conversation=True
+            )
+        ]
+
+    found = [e for e in asyncio.run(events()) if e["event"] == "memory" and e["stage"] == "recall"]
+    hits = agent.memory.search("s1", "boat moored Vigo", limit=10)
+    assert len(found) == 1 and found[0]["lines"]
+    assert set(found[0]["lines"]) <= {hit.id for hit in hits}
+
+
+def test_recall_tokens_bound_the_block(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
+) -> None:
+    model = RecordingOfflineModel()
+    agent = open_agent(model, settings=Settings(data_dir=tmp_path / "d", recall_tokens=0))
+    agent.send(FACT, session_id="s1", create_conversation=True)
+    agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    assert all(m.id != RECALL_BLOCK_ID for m in model._seen[-1])
