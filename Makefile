@@ -37,9 +37,11 @@ typecheck: $(STAMP) ## mypy over the packages and tests.
 unit: $(STAMP) ## pytest: unit and integration tests.
 	$(BIN)/pytest -q
 
-bench: $(STAMP) ## Benchmarks: memory, agent beside its peers, HTTP workers, long-term memory (figures, not tests).
+bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory (figures, not tests).
 	$(BIN)/python -m bench.memory_bench
 	$(BIN)/python -m bench.agent_bench
+	$(BIN)/python -m bench.agent_bench --cue
+	$(BIN)/python -m bench.latency_bench
 	$(BIN)/python -m bench.workers_bench
 	$(BIN)/python -m bench.roundtrips
 	$(BIN)/python -m bench.longterm_bench

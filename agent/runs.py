@@ -1,7 +1,9 @@
 """How a turn runs: in the caller's thread (chat and tool turns through `send`) or on
 the agent's own event loop (everything streamed, and workflows), always under the
 conversation's busy lock, turning the graph's stream into client events
-(`ChatAgent`'s run machinery)."""
+(`ChatAgent`'s run machinery). The lock is released when `finalize` has committed,
+before `done`: the memory upkeep the turn left owed runs after it (`agent.upkeep`),
+and a stream follows it until it ends."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from agent.turns import (
     review_answered,
     unfinished_check,
 )
+from agent.upkeep import UpkeepRunner
 from graphs.state import AgentInput
 from memory import ConversationMemory, ConversationNotFound, LockTimeout
 from memory.storage import ThreadStore
@@ -39,6 +42,7 @@ class TurnRunner:
     settings: Settings
     memory: ConversationMemory
     graph: CompiledStateGraph[Any, Any, Any, Any]
+    upkeep: UpkeepRunner
     _threads: ThreadStore
     _loop: BackgroundLoop
 
@@ -77,9 +81,11 @@ class TurnRunner:
                     self._drop_run_thread(turn)
                 elif not crashed and result.interrupt is None:
                     self._prune_run_thread(turn)
-                return result
         except LockTimeout:
             raise ConversationBusy() from None
+        if result.upkeep == "pending":
+            self.upkeep.request(turn.session_id, turn.conversation_id)
+        return result
 
     async def _run(self, turn: Turn, graph_input: Any) -> TurnResult:
         results: list[TurnResult] = []
@@ -93,6 +99,8 @@ class TurnRunner:
                         raise InvalidRequest(event["message"])
         except LockTimeout:
             raise ConversationBusy() from None
+        if results[-1].upkeep == "pending":
+            await self.upkeep.start(turn.session_id, turn.conversation_id)
         return results[-1]
 
     async def _relay(self, turn: Turn, graph_input: Any) -> AsyncGenerator[dict[str, Any], None]:
@@ -105,7 +113,10 @@ class TurnRunner:
     async def _stream(self, turn: Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
         """The turn's events, `conversation` first. A turn in an existing conversation
         announces it after its first event, the route, which comes once its memory read
-        found the conversation (else `ConversationNotFound` is raised before any event)."""
+        found the conversation (else `ConversationNotFound` is raised before any event).
+        `done` comes once the conversation is free again; the `memory` events of the
+        upkeep the turn left owed follow it, until that upkeep ends."""
+        done: dict[str, Any] | None = None
         try:
             with self._busy_lock(turn):
                 await self._admit(turn, graph_input)
@@ -116,9 +127,21 @@ class TurnRunner:
                 if first is not None:
                     yield first
                 async for event in events:
-                    yield event
+                    if event["event"] == "done":
+                        done = event  # the last event: sent once the lock is released
+                    else:
+                        yield event
         except LockTimeout:
             raise ConversationBusy() from None
+        if done is None:
+            return
+        if done["result"]["upkeep"] != "pending":
+            yield done
+            return
+        upkeep = await self.upkeep.start(turn.session_id, turn.conversation_id)
+        yield done
+        async for event in self.upkeep.follow(upkeep):
+            yield event
 
     async def _admit(self, turn: Turn, graph_input: Any) -> None:
         """Under the busy lock: own the draft, or re-check that a resume still has a

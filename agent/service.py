@@ -23,6 +23,7 @@ from agent.runtime import REVIEWS, build_graph, context_budget, open_long_term, 
 from agent.session_data import SessionData
 from agent.settings import LongTermMode, Settings
 from agent.turns import Turn, TurnResult, review_answered, unfinished_check
+from agent.upkeep import UpkeepRunner
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import (
     PYTHON,
@@ -76,7 +77,7 @@ class ChatAgent(TurnRunner, SessionData):
             self._threads.close()
             raise
         self.budget = context_budget(self.settings, model)
-        self.graph = build_graph(
+        builder = build_graph(
             self.settings,
             memory=self.memory,
             model=model,
@@ -85,15 +86,32 @@ class ChatAgent(TurnRunner, SessionData):
             long_term=self.long_term,
             long_term_memory=long_term_memory,
             budget=self.budget,
-        ).compile(checkpointer=self._threads.checkpointer, name="agent")
+        )
+        self.graph = builder.compile(checkpointer=self._threads.checkpointer, name="agent")
         self._loop = BackgroundLoop()
+        # the same graph, entered at `upkeep`: its runs keep no run thread (what they owe
+        # is recorded in the conversation's memory), and never hold the conversation
+        self.upkeep = UpkeepRunner(builder.compile(name="agent"), self.memory, self._loop)
 
     # -- lifecycle ----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the agent's loop and close its database."""
+        """Wait (briefly) for memory upkeep, stop the agent's loop, close its database."""
+        self.upkeep.close()
         self._loop.close()
         self._threads.close()
+
+    def wait_for_upkeep(self, timeout: float | None = None) -> bool:
+        """Block until no memory upkeep runs in this agent; False if `timeout` passed."""
+        return self.upkeep.wait(timeout)
+
+    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """The conversation's hydration DTO (raises `ConversationNotFound`). Upkeep still
+        owed when nothing pays it (its process died) is started here."""
+        dto = super().hydrate(session_id=session_id, conversation_id=conversation_id)
+        if dto["upkeep"] == "pending":
+            self.upkeep.request(session_id, conversation_id, merge=False)
+        return dto
 
     def __enter__(self) -> ChatAgent:
         return self
@@ -153,7 +171,7 @@ class ChatAgent(TurnRunner, SessionData):
             conversation_id,
             request,
             {"configurable": {"thread_id": run_thread}},
-            Context(session_id=session_id, conversation_id=conversation_id),
+            Context(session_id=session_id, conversation_id=conversation_id, upkeep="deferred"),
         )
 
     def _prepare(

@@ -30,11 +30,15 @@ class TurnResult:
         text: the final user-visible text.
         interrupt: the pending review payload when `status` is interrupted.
         memory_written: whether the turn was written to chat memory.
-        compaction: skipped | succeeded | failed | fallback.
+        compaction: skipped | pending (the turn's upkeep runs after it) | succeeded |
+            failed | fallback.
         degraded: memory storage failed; the answer was still delivered.
         conversation_deleted: the conversation was deleted (or pruned) while the turn
             ran: it stays deleted, and the turn wrote nothing.
-        remembered: texts of the long-term items the turn added or said again.
+        remembered: texts of the long-term items the turn added or said again (empty
+            while its upkeep is pending).
+        upkeep: pending (memory upkeep runs after the turn: `memory` events and the
+            hydration DTO tell its outcome) | done | failed.
     """
 
     conversation_id: str
@@ -47,6 +51,7 @@ class TurnResult:
     degraded: bool = False
     conversation_deleted: bool = False
     remembered: tuple[str, ...] = ()
+    upkeep: str = "done"
 
     @classmethod
     def from_output(cls, conversation_id: str, output: dict[str, Any]) -> TurnResult:
@@ -71,6 +76,7 @@ class TurnResult:
             degraded=bool(output.get("degraded")),
             conversation_deleted=bool(output.get("conversation_deleted")),
             remembered=tuple(output.get("remembered") or ()),
+            upkeep=str(output.get("upkeep", "done")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,6 +93,7 @@ class TurnResult:
             "degraded": data["degraded"],
             "conversationDeleted": data["conversation_deleted"],
             "remembered": list(data["remembered"]),
+            "upkeep": data["upkeep"],
         }
 
 

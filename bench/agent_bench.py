@@ -5,7 +5,10 @@ SQLite file, with the same scripted model (`bench.scripted`). Ours and the
 summarization peer play turn by turn (one turn of each, the order rotating), so that
 noise weighs on both alike; the full-history peer plays after them:
 - `ours`: `ChatAgent.send`, the users' path: memory, registry and run threads in one
-  SQLite file, each run thread pruned to one checkpoint after every turn;
+  SQLite file, each run thread pruned to one checkpoint after every turn. A turn is
+  timed to its `done`; the memory upkeep after it (extraction, compaction) is waited
+  for before the next agent plays, untimed, so that it never lands on another turn's
+  clock, and is reported apart (`upkeep ms`);
 - `summarization`: `create_agent` + `SummarizationMiddleware(trigger=("messages", 10),
   keep=("messages", 4))` on a `SqliteSaver`;
 - `full_history`: `create_agent` on a `SqliteSaver`, every message kept.
@@ -14,7 +17,8 @@ Reports per-turn wall time (median of the first and last 20 turns, their ratio, 
 database bytes after a WAL checkpoint, checkpoint rows, compaction/summary model calls
 and the characters of context the model read at the last turn (DESIGN §9).
 
-Run: `make bench` or `python -m bench.agent_bench [--turns N]`.
+Run: `make bench` or `python -m bench.agent_bench [--turns N] [--cue]` (`--cue`: every
+message says something about the user, so our every turn owes a long-term extraction).
 """
 
 from __future__ import annotations
@@ -52,15 +56,20 @@ USER_MESSAGE = (
     "Turn {turn:04d}: please refine section {section} of the plan, keeping the budget, "
     "the schedule and the risks consistent with what we agreed in the earlier turns."
 )
+CUE_MESSAGE = (
+    "Turn {turn:04d}: I prefer that you refine section {section} of the plan, keeping the "
+    "budget, the schedule and the risks consistent with what we agreed earlier."
+)
 
 # The memory store runs SQLite with synchronous=NORMAL; every connection opened here
 # does the same, so that the agents differ in what they store, not in fsyncs.
 SYNCHRONOUS = "PRAGMA synchronous = NORMAL"
 
 
-def user_message(turn: int) -> str:
-    """The user's message of `turn` (1-based), the same for every agent (~150 chars)."""
-    return USER_MESSAGE.format(turn=turn, section=turn % 7 + 1)
+def user_message(turn: int, cue: bool = False) -> str:
+    """The user's message of `turn` (1-based), the same for every agent (~150 chars);
+    with `cue`, one that says something about the user."""
+    return (CUE_MESSAGE if cue else USER_MESSAGE).format(turn=turn, section=turn % 7 + 1)
 
 
 @dataclass
@@ -74,6 +83,7 @@ class Run:
 
     turn_seconds: list[float] = field(default_factory=list)
     context_chars: list[int] = field(default_factory=list)
+    upkeep_seconds: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,8 @@ class Figures:
     last_context_messages: int
     early_max_context_chars: int
     late_max_context_chars: int
+    upkeep_median_ms: float | None
+    """Median time our memory upkeep took after a turn's `done` (untimed in the turn)."""
 
 
 def _ms(seconds: float) -> float:
@@ -155,6 +167,7 @@ def summarise(agent: str, run: Run, log: CallLog, database: dict[str, int]) -> F
         last_context_messages=log.last_chat_input_messages,
         early_max_context_chars=max(chars[:half]),
         late_max_context_chars=max(chars[half:]),
+        upkeep_median_ms=_ms(statistics.median(run.upkeep_seconds)) if run.upkeep_seconds else None,
         **database,
     )
 
@@ -166,10 +179,14 @@ class Contender:
     model: ScriptedChatModel
     db: Path
     run: Run
+    cue: bool = False
 
     def turn(self, number: int) -> None:
         """Answer the user message of turn `number` (timed by the caller)."""
         raise NotImplementedError
+
+    def after_turn(self) -> None:
+        """Untimed work the turn left (our memory upkeep)."""
 
     def close(self) -> None:
         """Release the agent's database."""
@@ -184,8 +201,8 @@ class Ours(Contender):
     once, the busy lock, the graph (memory read, model, memory write, compaction every
     third turn or so), the run thread kept to one checkpoint."""
 
-    def __init__(self, directory: Path) -> None:
-        self.name, self.model, self.run = "ours", ScriptedChatModel(), Run()
+    def __init__(self, directory: Path, cue: bool = False) -> None:
+        self.name, self.model, self.run, self.cue = "ours", ScriptedChatModel(), Run(), cue
         self.db = directory / "ours.sqlite"
         self.agent = ChatAgent(
             database_url=f"sqlite:///{self.db}",
@@ -198,7 +215,7 @@ class Ours(Contender):
 
     def turn(self, number: int) -> None:
         result = self.agent.send(
-            user_message(number),
+            user_message(number, self.cue),
             session_id=SESSION,
             conversation_id=self.conversation,
             create_conversation=self.conversation is None,
@@ -206,6 +223,12 @@ class Ours(Contender):
         self.conversation = result.conversation_id
         if result.status != "completed" or result.degraded:
             raise RuntimeError(f"turn {number} did not complete: {result.status}")
+
+    def after_turn(self) -> None:
+        started = time.perf_counter()
+        if not self.agent.wait_for_upkeep(60):
+            raise RuntimeError("memory upkeep did not finish")
+        self.run.upkeep_seconds.append(time.perf_counter() - started)
 
     def close(self) -> None:
         self.agent.close()
@@ -219,8 +242,9 @@ class Peer(Contender):
         name: str,
         directory: Path,
         middleware: Callable[[ScriptedChatModel], Sequence[AgentMiddleware[Any, Any, Any]]],
+        cue: bool = False,
     ) -> None:
-        self.name, self.model, self.run = name, ScriptedChatModel(), Run()
+        self.name, self.model, self.run, self.cue = name, ScriptedChatModel(), Run(), cue
         self.db = directory / f"{name}.sqlite"
         # check_same_thread=False: the saver writes from LangGraph's background thread.
         self.conn = sqlite3.connect(self.db, check_same_thread=False)
@@ -234,7 +258,8 @@ class Peer(Contender):
         self.config: RunnableConfig = {"configurable": {"thread_id": PEER_THREAD}}
 
     def turn(self, number: int) -> None:
-        self.graph.invoke({"messages": [HumanMessage(content=user_message(number))]}, self.config)
+        message = HumanMessage(content=user_message(number, self.cue))
+        self.graph.invoke({"messages": [message]}, self.config)
 
     def close(self) -> None:
         self.conn.close()
@@ -260,6 +285,7 @@ def play(contenders: Sequence[Contender], turns: int) -> list[Figures]:
                 started = time.perf_counter()
                 contender.turn(number)
                 contender.run.turn_seconds.append(time.perf_counter() - started)
+                contender.after_turn()
                 contender.run.context_chars.append(contender.model.log.last_chat_input_chars)
     finally:
         for contender in contenders:
@@ -267,11 +293,13 @@ def play(contenders: Sequence[Contender], turns: int) -> list[Figures]:
     return [contender.figures() for contender in contenders]
 
 
-def run_all(turns: int, directory: Path) -> list[Figures]:
+def run_all(turns: int, directory: Path, cue: bool = False) -> list[Figures]:
     """Ours and the summarization peer interleaved, then the full-history peer alone: its
     heap grows to megabytes, and its garbage collections would land on the others' turns."""
-    compared = play([Ours(directory), Peer("summarization", directory, summarization)], turns)
-    return [*compared, *play([Peer("full_history", directory, full_history)], turns)]
+    compared = play(
+        [Ours(directory, cue), Peer("summarization", directory, summarization, cue)], turns
+    )
+    return [*compared, *play([Peer("full_history", directory, full_history, cue)], turns)]
 
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -285,13 +313,19 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("checkpoints", "checkpoint_rows"),
     ("compactions", "compaction_calls"),
     ("context chars", "last_context_chars"),
+    ("upkeep ms", "upkeep_median_ms"),
 )
+
+
+def cell(value: object) -> str:
+    """A table cell: numbers with thousands separators, n/a for None."""
+    return "n/a" if value is None else f"{value:,}"
 
 
 def table(figures: Sequence[Figures]) -> str:
     """A fixed-width table: one row per agent."""
     rows = [["agent", *(title for title, _ in COLUMNS)]]
-    rows += [[f.agent, *(f"{getattr(f, key):,}" for _, key in COLUMNS)] for f in figures]
+    rows += [[f.agent, *(cell(getattr(f, key)) for _, key in COLUMNS)] for f in figures]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         "  ".join(
@@ -320,8 +354,10 @@ def targets(figures: Sequence[Figures], schema_bytes: int) -> dict[str, bool]:
     by_agent = {f.agent: f for f in figures}
     ours, peer = by_agent["ours"], by_agent["summarization"]
     conversation = ours.database_bytes - schema_bytes
+    late = ours.late_median_ms / peer.late_median_ms
     return {
         "median turn <= summarization agent's": ours.median_ms <= peer.median_ms,
+        f"last-20 median <= summarization agent's (ratio {late:.2f})": late <= 1.0,
         "flat: last-20 median <= 1.2x first-20 median": ours.flatness <= 1.2,
         f"one conversation's storage ({conversation:,} bytes: the file less its empty "
         f"schema, {schema_bytes:,}) <= 64 KiB": conversation <= 64 * 1024,
@@ -335,13 +371,17 @@ def targets(figures: Sequence[Figures], schema_bytes: int) -> dict[str, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument(
+        "--cue", action="store_true", help="every message says something about the user"
+    )
     args = parser.parse_args()
     if args.turns < 2:
         parser.error("--turns must be at least 2")
     with tempfile.TemporaryDirectory() as tmp:
-        figures = run_all(args.turns, Path(tmp))
+        figures = run_all(args.turns, Path(tmp), args.cue)
         schema = empty_bytes(Path(tmp))
-    print(f"{args.turns} turns, zero-latency scripted model, SQLite")
+    messages = "a cue in every message" if args.cue else "no cue"
+    print(f"{args.turns} turns, zero-latency scripted model, SQLite, {messages}")
     print(table(figures))
     print(json.dumps([asdict(f) for f in figures], indent=2))
     for name, met in targets(figures, schema).items():

@@ -87,6 +87,7 @@ def per_turn_cost(turns: int, directory: Path) -> dict[str, Any]:
                     create_conversation=conversations[name] is None,
                 )
                 seconds[name].append(time.perf_counter() - started)
+                agent.wait_for_upkeep()  # the upkeep after done: off the turn's clock
                 conversations[name] = result.conversation_id
         items = len(agent.memories(session_id="full")["memories"])
 
@@ -120,9 +121,11 @@ def extraction_share(turns: int, directory: Path) -> dict[str, Any]:
                 create_conversation=conversation is None,
             )
             conversation = result.conversation_id
+        agent.wait_for_upkeep()  # extraction runs after each turn's done
         bench_calls = model.log.extraction_calls
         for text in EVERYDAY:
             agent.send(text, session_id="everyday", create_conversation=True)
+        agent.wait_for_upkeep()
         everyday_calls = model.log.extraction_calls - bench_calls
     return {
         "benchmark_turns": turns,

@@ -194,6 +194,8 @@ class Ours:
             text, session_id=session, conversation_id=known, create_conversation=known is None
         )
         self.conversations[(session, conversation)] = result.conversation_id
+        # the memory upkeep after the turn, before the next: a scenario is a sequence
+        self.agent.wait_for_upkeep()
         return result.text
 
     def forget(self, session: str, match: str) -> int:

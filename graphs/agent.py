@@ -1,4 +1,6 @@
-"""The agent graph: `load_memory -(route)→ {chat, tool, …} → finalize → remember → compact`.
+"""The agent graph: `load_memory -(route)→ {chat, tool, …} → finalize`, and the memory
+upkeep `upkeep → remember → compact → settle`, reached from `finalize` (inline) or
+from START (`{"catch_up": true}`, a run of its own after the turn).
 
 `build_agent_graph` takes its collaborators (models, tools, the memory) and returns
 an uncompiled `StateGraph`; callers compile it with their checkpointer. The module-
@@ -12,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import TypedDict
 
 from graphs.chat import build_chat_graph
 from graphs.events import emit
@@ -26,7 +29,7 @@ from graphs.request import WORKFLOW_ROUTES
 from graphs.resources import Lazy
 from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
-from graphs.upkeep import make_compact, make_remember
+from graphs.upkeep import make_compact, make_remember, make_settle, make_upkeep, route_entry
 from memory import ConversationMemory
 from memory.budget import ContextBudget
 from memory.longterm import (
@@ -58,7 +61,13 @@ def extractor_for(
     )
 
 
-def route_after_chat(state: AgentState) -> Literal["tool", "finalize"]:
+class ChatOutcome(TypedDict):
+    """What `route_after_chat` reads: the turn's messages, not the whole state."""
+
+    turn_messages: list[AnyMessage]
+
+
+def route_after_chat(state: ChatOutcome) -> Literal["tool", "finalize"]:
     """A tool request from the chat model continues the turn in the tool subgraph, and
     the new route is announced (in the main graph, so every stream client sees it)."""
     last = state["turn_messages"][-1]
@@ -118,7 +127,7 @@ def build_agent_graph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput
     )
     # load_memory goes to the turn's route (decided once, with the request) and finalize
-    # to compact or the end, with Command: their destinations are declared for Studio
+    # to upkeep or the end, with Command: their destinations are declared for Studio
     builder.add_node(
         "load_memory",
         make_load_memory(store, routes, system_prompt, users, budget),
@@ -137,17 +146,22 @@ def build_agent_graph(
         builder.add_node(name, workflow, input_schema=WorkflowInput)
     remembers = users is not None and extractor is not None
     builder.add_node(
-        "finalize",
-        make_finalize(store, remember=remembers),
-        destinations=("remember", "compact", END) if remembers else ("compact", END),
+        "finalize", make_finalize(store, remember=remembers), destinations=("upkeep", END)
     )
+    # the upkeep a turn leaves owed: paid after finalize in the same run, or in a run of
+    # its own that starts here once the caller's turn is done
+    upkeep_steps = ("remember", "compact", "settle") if remembers else ("compact", "settle")
+    builder.add_node("upkeep", make_upkeep(store, remember=remembers), destinations=upkeep_steps)
     if users is not None and extractor is not None:
         builder.add_node(
-            "remember", make_remember(users, extractor, store), destinations=("compact", END)
+            "remember",
+            make_remember(users, extractor, store),
+            destinations=("compact", "settle"),
         )
     builder.add_node("compact", make_compact(store, compactor, structured_output_method))
+    builder.add_node("settle", make_settle(store))
 
-    builder.add_edge(START, "load_memory")
+    builder.add_conditional_edges(START, route_entry)
     if tools:
         builder.add_conditional_edges("chat", route_after_chat)
         builder.add_edge("tool", "finalize")
@@ -155,5 +169,6 @@ def build_agent_graph(
         builder.add_edge("chat", "finalize")
     for name in sorted(workflows):
         builder.add_edge(name, "finalize")
-    builder.add_edge("compact", END)
+    builder.add_edge("compact", "settle")
+    builder.add_edge("settle", END)
     return builder

@@ -1,11 +1,11 @@
 """The nodes that open and close a turn: `load_memory` and `finalize`.
 
-`load_memory` sends the turn to its route; `finalize` to `remember` when a completed
-turn's user text has a cue worth extracting (long-term memory on), and on to `compact`
-only when the memory holds more than eight messages (all with `Command`, no router;
-those two nodes are in `graphs.upkeep`). `finalize` is the only writer of turns. A
-memory failure never fails the turn: it is logged, the answer is still returned, and
-the result says `degraded`.
+`load_memory` sends the turn to its route (with `Command`, no router). `finalize` is
+the only writer of turns; in the same transaction it records the upkeep the turn
+leaves owed (an extraction when a completed turn's user text has a cue and long-term
+memory is on; a compaction past eight messages), then ends the run, or goes on to
+`upkeep` when the run pays it inline (`graphs.upkeep`). A memory failure never fails
+the turn: it is logged, the answer is still returned, and the result says `degraded`.
 
 The nodes are plain functions: storage calls are direct, so a turn run with
 `graph.invoke` makes none of them through a thread, and under `graph.astream`
@@ -47,7 +47,7 @@ from graphs.state import (
     Context,
     MemoryContext,
 )
-from graphs.upkeep import Node, after_memory
+from graphs.upkeep import Node
 from memory import (
     ConversationMemory,
     ConversationNotFound,
@@ -292,10 +292,12 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
         remember: whether the graph has a `remember` node (long-term memory on).
     """
 
-    def finalize(state: AgentState, config: RunnableConfig) -> Command[Any]:
-        """Write the user's text and the final answer to the conversation's memory, then
-        remember what a completed turn's user said about themselves (only when it has
-        a cue), and compact when the memory holds more than eight messages."""
+    def finalize(
+        state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
+    ) -> Command[Any]:
+        """Write the user's text and the final answer to the conversation's memory, with
+        the upkeep it leaves owed (an extraction of what a completed turn's user said
+        about themselves, only when it has a cue; a compaction past eight messages)."""
         turn = final_turn(state)
         # a workflow's user sees its whole text; memory may keep a truncated copy
         answer = state.get("workflow_text") or turn.assistant_text or NO_ANSWER
@@ -306,16 +308,27 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
             "messages": visible_messages(state, answer),
         }
         session_id, conversation_id = state["session_id"], state["conversation_id"]
+        completed = turn.status is TurnStatus.COMPLETED
+        owe_remember = remember and completed and has_cue(state["user_text"])
         emit_memory("write", "started")
         try:
-            write = memory.get().write_turn(session_id, conversation_id, turn)
+            write = memory.get().write_turn(
+                session_id, conversation_id, turn, owe_remember=owe_remember
+            )
         except Exception:
             logger.exception("writing the turn to chat memory failed")
             emit_memory("write", "failed")
             record_outcome(config, result, memory_written=False, degraded=True)
             return Command(update={**result, "degraded": True}, goto=END)
         gone = write.skipped is SkipReason.GONE
-        record_outcome(config, result, memory_written=write.written, conversation_deleted=gone)
+        owed = not gone and write.state.owes_upkeep
+        pending: AgentUpdate = {
+            "upkeep": "pending" if owed else "done",
+            "compaction": "pending" if owed and write.state.compaction_owed else "skipped",
+        }
+        record_outcome(
+            config, result, memory_written=write.written, conversation_deleted=gone, **pending
+        )
         emit_memory(
             "write",
             "succeeded" if write.written else "skipped",
@@ -326,16 +339,13 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
         )
         update: AgentUpdate = {
             **result,
+            **pending,
             "memory_written": write.written,
             "conversation_deleted": gone,
             "memory_state": write.state,
             "hydration": None if gone else hydration_dto(conversation_id, write.state),
         }
-        if gone:
-            return Command(update=update, goto=END)
-        completed = write.written and turn.status is TurnStatus.COMPLETED
-        if remember and completed and has_cue(state["user_text"]):
-            return Command(update=update, goto="remember")
-        return Command(update=update, goto=after_memory(write.state))
+        inline = (runtime.context or Context()).upkeep == "inline"
+        return Command(update=update, goto="upkeep" if owed and inline else END)
 
     return finalize

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Final, cast
+from typing import Annotated, Any, Final, Literal, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
@@ -21,6 +21,7 @@ from graphs.request import MODES, Mode, RouteName, TurnRequest
 from memory import ThreadState
 from memory.budget import ContextBudget
 from memory.context import ContextParts
+from memory.schema import ChatThreadMessage
 
 __all__ = [
     "DEFAULT_SESSION_ID",
@@ -49,11 +50,16 @@ class Context:
         session_id: whose conversations these are (Studio default: "studio").
         conversation_id: the conversation; defaults to the run's thread id.
         mode: auto | chat | tool | tasklist | delivery.
+        upkeep: `inline`: the run goes on from `finalize` to the memory upkeep it
+            leaves owed (Studio, the server: the run shows every node); `deferred`:
+            the run ends at `finalize`, and the caller runs the upkeep afterwards as a
+            run of its own (`{"catch_up": true}`), off the reply path.
     """
 
     session_id: str = DEFAULT_SESSION_ID
     conversation_id: str | None = None
     mode: Mode = "auto"
+    upkeep: Literal["inline", "deferred"] = "inline"
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,9 @@ class AgentInput(TypedDict, total=False):
     request: TurnRequest | None
     """A request validated at the boundary (`ChatAgent` passes one): its route is not
     decided again, and its conversation was admitted before the run (cleared once read)."""
+    catch_up: bool | None
+    """Run the memory upkeep the conversation owes (long-term extraction, compaction)
+    instead of a turn (cleared once read)."""
 
 
 class AgentOutput(TypedDict, total=False):
@@ -131,9 +140,14 @@ class AgentOutput(TypedDict, total=False):
     """The conversation was deleted or pruned while the turn ran: it stays deleted, and
     the turn wrote nothing (replaced)."""
     compaction: str
-    """skipped | succeeded | failed | fallback (replaced)."""
+    """skipped | pending (left to the upkeep after the turn) | succeeded | failed |
+    fallback (replaced)."""
     remembered: list[str]
-    """Texts of the long-term items this turn added or said again (replaced)."""
+    """Texts of the long-term items this turn added or said again (replaced; empty
+    while its upkeep is pending)."""
+    upkeep: str
+    """pending (owed, runs after the turn) | done | failed: the memory upkeep after
+    the turn (replaced)."""
     degraded: bool
     """True when memory storage failed; the answer is still delivered (replaced)."""
     hydration: dict[str, Any] | None
@@ -183,6 +197,11 @@ class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     """The conversation's pinned decisions, a workflow's background (never checkpointed)."""
     memory_state: Annotated[ThreadState, UntrackedValue(ThreadState)]
     """The memory as finalize stored it, where compaction starts (never checkpointed)."""
+    owed: Annotated[list[ChatThreadMessage], UntrackedValue(list)]
+    """The user messages whose long-term extraction this upkeep pays (never
+    checkpointed)."""
+    upkeep_failed: Annotated[bool, UntrackedValue(bool)]
+    """Whether a step of this upkeep failed (never checkpointed)."""
 
 
 class AgentUpdate(AgentState, total=False):
@@ -193,6 +212,7 @@ FRESH_TURN: Final[AgentUpdate] = {
     "message": None,
     "mode": None,
     "request": None,
+    "catch_up": None,
     "messages": [],
     "answer": "",
     "status": "running",
@@ -200,6 +220,7 @@ FRESH_TURN: Final[AgentUpdate] = {
     "conversation_deleted": False,
     "compaction": "skipped",
     "remembered": [],
+    "upkeep": "done",
     "degraded": False,
     "hydration": None,
     "turn_messages": [],

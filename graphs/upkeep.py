@@ -1,30 +1,38 @@
-"""The nodes that look after memory once a turn is written: `remember` and `compact`.
+"""The nodes that look after memory once a turn is written: `upkeep`, `remember`,
+`compact` and `settle`.
 
-`remember` extracts what the user said about themselves (only after a completed turn
-whose text has a cue) and writes it through the long-term gate; `compact` folds older
-turns into the summary and pinned decisions when the memory holds more than eight
-messages. A failure in either never fails the turn: the result says `degraded`.
+`finalize` records in the turn's own transaction what upkeep the turn leaves owed (the
+user's message to extract from, when it has a cue; a compaction past eight messages).
+`upkeep` reads that record and pays it: `remember` extracts what the user said about
+themselves and writes it through the long-term gate, `compact` folds older turns into
+the summary and pinned decisions, and `settle` takes what was paid off the record.
+The upkeep runs after `finalize` in the same run (`Context.upkeep == "inline"`), or as
+a run of its own that starts at `upkeep` (`{"catch_up": true}`) once the caller's turn
+is done. A failure never fails the turn: the record says `failed`, and what a crash
+left unpaid is still on it for the next upkeep.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END
+from langgraph.runtime import Runtime
 from langgraph.types import Command
+from typing_extensions import TypedDict
 
 from graphs.events import emit_memory
 from graphs.outcome import record_extra
+from graphs.request import check_id
 from graphs.resources import Lazy
-from graphs.state import AgentState, AgentUpdate
+from graphs.state import AgentState, AgentUpdate, Context
 from memory import ConversationMemory, ThreadState, hydration_dto
 from memory.compaction import CompactionStatus, structured_compactor
-from memory.limits import MAX_RECENT_MESSAGES
 from memory.longterm import Extractor, LongTermMemory, MemoryWrite
 
 logger = logging.getLogger(__name__)
@@ -32,9 +40,72 @@ logger = logging.getLogger(__name__)
 Node = Callable[..., AgentUpdate | Command[Any]]
 
 
-def after_memory(state: ThreadState) -> str:
-    """`compact` when the memory holds more than eight messages, else the end."""
-    return "compact" if len(state.messages) > MAX_RECENT_MESSAGES else END
+class Entry(TypedDict, total=False):
+    """What `route_entry` reads of a run's input: one key, not the whole state."""
+
+    catch_up: bool | None
+
+
+def route_entry(state: Entry) -> Literal["load_memory", "upkeep"]:
+    """A run starts a turn, or (`catch_up`) pays the upkeep its conversation owes."""
+    return "upkeep" if state.get("catch_up") else "load_memory"
+
+
+def after_remember(state: ThreadState) -> str:
+    """`compact` when the memory holds more than eight messages, else `settle`."""
+    return "compact" if state.compaction_owed else "settle"
+
+
+def upkeep_ids(
+    state: AgentState, runtime: Runtime[Context], thread_id: str | None
+) -> tuple[str, str]:
+    """(session id, conversation id) of an upkeep: the turn's, or a catch-up run's input,
+    context or thread (as for a turn)."""
+    context = runtime.context or Context()
+    session_id = check_id(state.get("session_id") or context.session_id, "session id")
+    conversation_id = check_id(
+        state.get("conversation_id") or context.conversation_id or thread_id, "conversation id"
+    )
+    return session_id, conversation_id
+
+
+def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
+    """Build `upkeep`: read what the conversation owes and go to what pays it.
+
+    Args:
+        memory: the chat memory.
+        remember: whether the graph has a `remember` node (long-term memory on).
+    """
+
+    def upkeep(
+        state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
+    ) -> Command[Any]:
+        """Read the conversation's upkeep record (one read), then extract from the owed
+        user messages, compact, and settle the record."""
+        thread_id = config.get("configurable", {}).get("thread_id")
+        session_id, conversation_id = upkeep_ids(state, runtime, thread_id)
+        ids: AgentUpdate = {
+            "catch_up": None,
+            "session_id": session_id,
+            "conversation_id": conversation_id,
+        }
+        snapshot = memory.get().snapshot(session_id, conversation_id)
+        stored = snapshot.state
+        if stored is None or not snapshot.registry.owns(conversation_id):
+            return Command(update={**ids, "upkeep": "done"}, goto=END)
+        if not stored.owes_upkeep and stored.upkeep != "pending":  # paid already
+            return Command(update={**ids, "upkeep": stored.upkeep}, goto=END)
+        update: AgentUpdate = {
+            **ids,
+            "owed": list(stored.upkeep_owed),
+            "memory_state": stored,
+            "upkeep_failed": False,
+        }
+        if stored.upkeep_owed and remember:
+            return Command(update=update, goto="remember")
+        return Command(update=update, goto=after_remember(stored))
+
+    return upkeep
 
 
 def forget_retired(memory: ConversationMemory, session_id: str, write: MemoryWrite) -> None:
@@ -58,29 +129,36 @@ def make_remember(
 
     def remember(state: AgentState, config: RunnableConfig) -> Command[Any]:
         """Extract lasting preferences, boundaries, goals, style and facts from the
-        user's own text of this completed turn (never the answer, tools or artifacts)."""
-        emit_memory("remember", "started")
-        goto = after_memory(state.get("memory_state") or ThreadState())
-        try:
-            write = long_term.get().remember_turn(
-                state["session_id"], state["conversation_id"], state["user_text"], extractor.get()
+        user's own text of each completed turn owed (never the answer, tools or
+        artifacts)."""
+        goto = after_remember(state.get("memory_state") or ThreadState())
+        remembered: list[str] = []
+        failed = False
+        for message in state.get("owed") or []:
+            emit_memory("remember", "started")
+            try:
+                write = long_term.get().remember_turn(
+                    state["session_id"], state["conversation_id"], message.text, extractor.get()
+                )
+            except Exception:
+                logger.exception("long-term extraction failed; the turn stands")
+                emit_memory("remember", "failed")
+                failed = True
+                continue
+            if memory is not None:
+                forget_retired(memory.get(), state["session_id"], write)
+            remembered += write.remembered
+            emit_memory(
+                "remember",
+                "succeeded" if write.plan.changed else "skipped",
+                remembered=write.added,
+                retired=write.retired,
             )
-        except Exception:
-            logger.exception("long-term extraction failed; the turn stands")
-            emit_memory("remember", "failed")
-            record_extra(config, degraded=True)
-            return Command(update={"degraded": True}, goto=goto)
-        if memory is not None:
-            forget_retired(memory.get(), state["session_id"], write)
-        remembered = list(write.remembered)
-        emit_memory(
-            "remember",
-            "succeeded" if write.plan.changed else "skipped",
-            remembered=write.added,
-            retired=write.retired,
-        )
         record_extra(config, remembered=remembered)
-        return Command(update={"remembered": remembered}, goto=goto)
+        update: AgentUpdate = {"remembered": remembered}
+        if failed:
+            update |= {"upkeep_failed": True, "degraded": True}
+        return Command(update=update, goto=goto)
 
     return remember
 
@@ -96,7 +174,7 @@ def make_compact(
         lambda: structured_compactor(model.get(), method).with_config(tags=[TAG_NOSTREAM])
     )
 
-    def compact(state: AgentState) -> AgentUpdate:
+    def compact(state: AgentState, config: RunnableConfig) -> AgentUpdate:
         """Run the compaction model (structured output) over the conversation's memory."""
         session_id, conversation_id = state["session_id"], state["conversation_id"]
         emit_memory("compact", "started")
@@ -107,7 +185,12 @@ def make_compact(
         except Exception:
             logger.exception("compaction failed before reaching the model")
             emit_memory("compact", "failed")
-            return {"compaction": CompactionStatus.FAILED.value, "degraded": True}
+            record_extra(config, compaction=CompactionStatus.FAILED.value)
+            return {
+                "compaction": CompactionStatus.FAILED.value,
+                "degraded": True,
+                "upkeep_failed": True,
+            }
         emit_memory(
             "compact",
             result.status.value,
@@ -115,9 +198,35 @@ def make_compact(
             pinnedDecisions=result.pinned_count,
             summaryVersion=result.state.summary_version,
         )
-        return {
-            "compaction": result.status.value,
-            "hydration": hydration_dto(conversation_id, result.state),
-        }
+        record_extra(config, compaction=result.status.value)
+        update: AgentUpdate = {"compaction": result.status.value}
+        if result.status is CompactionStatus.FAILED:
+            update["upkeep_failed"] = True
+        return update
 
     return compact
+
+
+def make_settle(memory: Lazy[ConversationMemory]) -> Node:
+    """Build `settle`: take what this upkeep paid off the conversation's record."""
+
+    def settle(state: AgentState, config: RunnableConfig) -> AgentUpdate:
+        """Record the upkeep's end: the extractions paid, and `done`, `failed`, or
+        `pending` while more is owed (a turn that landed meanwhile)."""
+        session_id, conversation_id = state["session_id"], state["conversation_id"]
+        paid = [message.id for message in state.get("owed") or []]
+        failed = bool(state.get("upkeep_failed"))
+        try:
+            stored = memory.get().settle_upkeep(session_id, conversation_id, paid, failed=failed)
+        except Exception:  # the record still says pending: the next upkeep pays it
+            logger.exception("settling the memory upkeep failed")
+            stored, failed = None, True
+        status = "failed" if failed else stored.upkeep if stored is not None else "done"
+        emit_memory("upkeep", status)
+        record_extra(config, upkeep=status)
+        update: AgentUpdate = {"upkeep": status}
+        if stored is not None:
+            update["hydration"] = hydration_dto(conversation_id, stored)
+        return update
+
+    return settle

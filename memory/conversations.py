@@ -13,7 +13,7 @@ model without any lock held.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,7 +26,12 @@ from memory.compaction import CompactionResult, CompactionStatus, compact, local
 from memory.errors import ConversationNotFound, VersionConflict
 from memory.hydration import hydration_dto
 from memory.ids import ThreadIds
-from memory.limits import COMPACTION_KEEP_MESSAGES, HARD_MESSAGE_CAP, validate_keep
+from memory.limits import (
+    COMPACTION_KEEP_MESSAGES,
+    HARD_MESSAGE_CAP,
+    MAX_OWED_TEXTS,
+    validate_keep,
+)
 from memory.registry import (
     RegistryChange,
     RegistryState,
@@ -199,13 +204,17 @@ class ConversationMemory:
         """The lock every writer of the session's documents holds (registry thread key)."""
         return self.threads.lock(self.ids.registry_thread(session_id))
 
-    def write_turn(self, session_id: str, conversation_id: str, turn: FinalTurn) -> TurnWrite:
+    def write_turn(
+        self, session_id: str, conversation_id: str, turn: FinalTurn, *, owe_remember: bool = False
+    ) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
         Nothing is written when the conversation is no longer the session's (deleted or
         pruned while the turn ran): it stays deleted. Past `HARD_MESSAGE_CAP` messages
         the local fallback folds the oldest ones, so the bound holds even when no
-        compaction ever succeeds.
+        compaction ever succeeds. The upkeep the turn leaves owed is recorded in the same
+        transaction (`owe_remember`: the user's message awaits long-term extraction;
+        more than eight messages: a compaction), so that no crash loses it.
         """
         thread_id = self.memory_thread(session_id, conversation_id)
         now = self.clock()
@@ -223,14 +232,25 @@ class ConversationMemory:
                 if settled.state is not snapshot.registry:
                     self._commit(session_id, snapshot.registry, settled)
                 return TurnWrite(False, plan.skipped, current)
+            owed = list(current.upkeep_owed)
+            if owe_remember:
+                owed += [m for m in plan.messages if m.role == "user"]
+            if len(owed) > MAX_OWED_TEXTS:
+                logger.warning(
+                    "upkeep fell behind: %d owed extractions given up", len(owed) - MAX_OWED_TEXTS
+                )
+                owed = owed[-MAX_OWED_TEXTS:]
             grown = current.model_copy(
                 update={
                     "messages": [*current.messages, *plan.messages],
                     "version": current.version + 1,
+                    "upkeep_owed": owed,
                 }
             )
             if len(grown.messages) > HARD_MESSAGE_CAP:
                 grown = local_fallback(grown, self.keep, now)
+            if grown.owes_upkeep:
+                grown = grown.model_copy(update={"upkeep": "pending"})
             state = ThreadState.model_validate(grown.to_document())
             key = self.ids.conversation_key(session_id, conversation_id)
             change = record_turn(
@@ -341,7 +361,15 @@ class ConversationMemory:
                     logger.info("compaction lost a race with another compaction; retried later")
                     return CompactionResult(CompactionStatus.FAILED, current, "version conflict")
                 state = rebased
-            stored = state.model_copy(update={"version": current.version + 1})
+            # what upkeep owes is the stored record's, never the snapshot's: turns may
+            # have added to it while the model ran
+            stored = state.model_copy(
+                update={
+                    "version": current.version + 1,
+                    "upkeep": current.upkeep,
+                    "upkeep_owed": current.upkeep_owed,
+                }
+            )
             lines = None
             if stored.summary_version != current.summary_version:
                 title = _title(now.registry, conversation_id)
@@ -350,6 +378,29 @@ class ConversationMemory:
                 )
             self._commit(session_id, now.registry, None, {thread_id: stored}, lines)
         return CompactionResult(result.status, stored, result.error)
+
+    def settle_upkeep(
+        self, session_id: str, conversation_id: str, paid: Collection[str], *, failed: bool
+    ) -> ThreadState | None:
+        """Record that an upkeep run ended: the owed extractions of the messages `paid`
+        are off the record, and the status says what is left (`failed` when the run
+        failed, else `pending` while anything is still owed, else `done`).
+
+        Returns:
+            the memory as stored, or None when the conversation is gone.
+        """
+        thread_id = self.memory_thread(session_id, conversation_id)
+        with self.session_lock(session_id):
+            now = self.snapshot(session_id, conversation_id)
+            current = now.state
+            if not now.registry.owns(conversation_id) or current is None:
+                return None
+            owed = [m for m in current.upkeep_owed if m.id not in paid]
+            left = current.model_copy(update={"upkeep_owed": owed})
+            status = "failed" if failed else "pending" if left.owes_upkeep else "done"
+            stored = left.model_copy(update={"upkeep": status, "version": current.version + 1})
+            self._commit(session_id, now.registry, None, {thread_id: stored})
+        return stored
 
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
         """The hydration DTO of an owned conversation.

@@ -85,6 +85,9 @@ def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, 
     Args:
         conversation_id: the client's own handle for the conversation.
         state: the stored memory, or None when nothing is stored yet.
+
+    `upkeep` says whether memory upkeep after the last turn is `pending`, `done` or
+    `failed`.
     """
     current = state or ThreadState()
     dto: dict[str, Any] = {
@@ -104,6 +107,7 @@ def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, 
     dto["summaryVersion"] = current.summary_version
     dto["pinnedDecisions"] = list(current.pinned_decisions)
     dto["openQuestions"] = list(current.open_questions)
+    dto["upkeep"] = current.upkeep
     dto["restored"] = state is not None and bool(
         state.messages or state.summary or state.pinned_decisions
     )

@@ -19,6 +19,10 @@ SUMMARY_PREVIEW_CHARS: Final = 240
 HARD_MESSAGE_CAP: Final = 16
 """A memory thread never holds more messages than this, even if every compaction fails."""
 
+MAX_OWED_TEXTS: Final = 16
+"""User messages whose long-term extraction a conversation may owe at once; past it
+the oldest are given up (upkeep that falls this far behind is failing)."""
+
 MAX_TITLE_CHARS: Final = 80
 MAX_MESSAGE_CHARS: Final = 16_000
 """Longest user message accepted as input to a turn."""

@@ -25,12 +25,15 @@ from memory.limits import (
     MAX_ID_CHARS,
     MAX_OPEN_QUESTION_CHARS,
     MAX_OPEN_QUESTIONS,
+    MAX_OWED_TEXTS,
     MAX_PINNED_DECISION_CHARS,
     MAX_PINNED_DECISIONS,
+    MAX_RECENT_MESSAGES,
     MAX_SUMMARY_CHARS,
 )
 
 Role = Literal["user", "assistant"]
+UpkeepStatus = Literal["done", "pending", "failed"]
 
 _ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
 
@@ -131,6 +134,12 @@ class ThreadState(BaseModel):
     wrote it (0 before the first), `covered_until` is the id of the newest message it
     covers, and `open_questions` what the user asked that is still unresolved. Threads
     stored before these fields existed load as version 0 with none.
+
+    Upkeep (long-term extraction and compaction) runs after a turn is done: `upkeep`
+    says whether some is owed (`pending`), finished (`done`) or last failed (`failed`),
+    and `upkeep_owed` holds the user messages whose extraction is still owed. Both are
+    written in the same transaction as the turn, so a process that dies before its
+    upkeep ran leaves the debt on record for the next one to pay.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -147,6 +156,18 @@ class ThreadState(BaseModel):
     covered_until: MessageId | None = None
     last_compacted_at: UtcDatetime | None = None
     version: StrictInt = Field(default=0, ge=0)
+    upkeep: UpkeepStatus = "done"
+    upkeep_owed: list[ChatThreadMessage] = Field(default_factory=list, max_length=MAX_OWED_TEXTS)
+
+    @property
+    def compaction_owed(self) -> bool:
+        """Whether the memory holds more messages than compaction lets stand."""
+        return len(self.messages) > MAX_RECENT_MESSAGES
+
+    @property
+    def owes_upkeep(self) -> bool:
+        """Whether an extraction or a compaction is owed."""
+        return bool(self.upkeep_owed) or self.compaction_owed
 
     def to_document(self) -> dict[str, Any]:
         """JSON-compatible form kept in the checkpoint (no pickled objects)."""

@@ -125,6 +125,9 @@ def memory_line(event: Mapping[str, Any]) -> str | None:
     if stage == "recall":
         count = len(event.get("lines") or ())
         return f"[memory: recalled {count} line{'s' * (count != 1)} from earlier conversations]"
+    if stage == "upkeep":
+        # the end of the upkeep after a turn: its steps said what they did
+        return "[memory: upkeep failed]" if status == "failed" else None
     if stage == "compact":
         detail = ""
         if event.get("summaryChars") is not None:
@@ -413,6 +416,10 @@ class TurnPrinter:
             self.line("[memory: degraded]")
         if result.get("status") not in ("completed", "interrupted", None):
             self.line(f"[status: {result['status']}]")
+
+    def flush(self) -> None:
+        """Print the memory lines still held (the turn's stream has ended)."""
+        self._release()
 
     def error(self, message: str) -> None:
         """Print `error: message` on its own line of the error stream."""

@@ -75,12 +75,29 @@ def echo_reader(source: TextIO, out: TextIO) -> Reader:
     return read
 
 
-async def _consume(events: AsyncGenerator[dict[str, Any], None], printer: TurnPrinter) -> None:
-    # closed, not left to the garbage collector: when Ctrl-C cancels this, the turn has
-    # unwound (and freed its conversation) by the time the prompt is back
+async def _consume(events: AsyncGenerator[dict[str, Any], None], printer: TurnPrinter) -> bool:
+    """Print the turn's events up to `done`; True when the stream is left open then (the
+    memory upkeep after the turn follows it: `_follow`)."""
+    try:
+        async for event in events:
+            printer.handle(event)
+            if event.get("event") == "done":
+                return True
+    except BaseException:
+        # closed, not left to the garbage collector: when Ctrl-C cancels this, the turn
+        # has unwound (and freed its conversation) by the time the prompt is back
+        await events.aclose()
+        raise
+    await events.aclose()
+    return False
+
+
+async def _follow(events: AsyncGenerator[dict[str, Any], None], printer: TurnPrinter) -> None:
+    """Print the memory upkeep's events that follow a turn's `done`, to the end."""
     async with contextlib.aclosing(events):
         async for event in events:
             printer.handle(event)
+    printer.flush()
 
 
 class ChatSession:
@@ -119,6 +136,8 @@ class ChatSession:
         self._next_line: str | None = None
         """A command typed at a review prompt, run once the review is left."""
         self._runner = asyncio.Runner()
+        self._upkeep: tuple[AsyncGenerator[dict[str, Any], None], TurnPrinter] | None = None
+        """The last turn's stream, open after `done` for its memory upkeep's events."""
 
     def _say(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -147,11 +166,22 @@ class ChatSession:
                     continue
                 if command is None:
                     continue
+                self._settle()
                 if command.name == "quit":
                     return 0
                 self.dispatch(command)
         finally:
+            self._settle()
             self._runner.close()
+
+    def _settle(self) -> None:
+        """Print what the last turn's memory upkeep did, once it ends (the prompt came
+        back at `done`; the next command runs after the upkeep's lines)."""
+        tail, self._upkeep = self._upkeep, None
+        if tail is None:
+            return
+        with contextlib.suppress(KeyboardInterrupt):  # the upkeep goes on in the agent
+            self._runner.run(_follow(*tail))
 
     def dispatch(self, command: Command) -> None:
         """Run one command; typed errors become one `error: ...` line, never a traceback."""
@@ -191,9 +221,12 @@ class ChatSession:
             start: opens the turn's event stream.
             route: the route already shown for this turn (when resuming it).
         """
+        self._settle()
         printer = TurnPrinter(self.out, self.err, route=route, markdown=self._markdown)
         try:
-            self._runner.run(_consume(start(), printer))
+            events = start()
+            if self._runner.run(_consume(events, printer)):
+                self._upkeep = (events, printer)
         except KeyboardInterrupt:
             printer.cancelled()
         finally:

@@ -324,6 +324,13 @@ async function runTurn(path, body, { route, refused }) {
   const view = messages.startTurn(route);
   const memoryEvents = [];
   let result = null;
+  let updating = null;
+  const release = () => {
+    // a later turn may own the page's turn state by now: leave it alone then
+    if (state.turn !== turn) return;
+    state.turn = null;
+    setStreaming(undefined);
+  };
   const onEvent = ({ event, data }) => {
     if (event === "conversation") {
       turn.started = true;
@@ -348,6 +355,12 @@ async function runTurn(path, body, { route, refused }) {
       result = data.result || {};
       if (result.status !== "interrupted") state.reviews.delete(turn.conversationId);
       view.finish(result, [], statusNote(result.status));
+      if (result.upkeep === "pending") {
+        // the turn is done and its conversation free: the stream stays open only for the
+        // memory upkeep after it, which never blocks the composer
+        release();
+        updating = view.note("Updating memory…", "info");
+      }
     } else if (event === "error") {
       // the app's own words for its stream errors; a refused input says what to fix
       view.fail(
@@ -370,8 +383,8 @@ async function runTurn(path, body, { route, refused }) {
       if (!(error instanceof ApiError)) console.error(error);
     }
   } finally {
-    state.turn = null;
-    setStreaming(undefined);
+    release();
+    updating?.remove();
   }
   if (refusal) {
     // refused before it started (busy, gone, bad input): nothing changed on the server

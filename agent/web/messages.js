@@ -186,8 +186,10 @@ export class TurnView {
 
   /** Add memory notes read after the turn ended (the DTO's summary version). */
   note(text, tone = "info") {
-    this.notes.append(h("li", { class: `note ${tone}`, text }));
+    const item = h("li", { class: `note ${tone}`, text });
+    this.notes.append(item);
     this.onGrow();
+    return item;
   }
 
   fail(message) {

@@ -114,7 +114,8 @@ export function memoryNotes(events, result, hydration) {
     }
   }
   const compact = lastOf(events, "compact");
-  const compaction = (result && result.compaction) || (compact && compact.status);
+  // a compaction that ran after the turn (its result said pending) is told by its event
+  const compaction = (compact && compact.status) || (result && result.compaction);
   if (compaction === "succeeded" || compaction === "fallback") {
     const details = [];
     // the compaction event names the version it wrote; the DTO read after the turn

@@ -109,10 +109,18 @@ def test_a_conversation_is_deleted_after_confirmation(
     page: Page, context: BrowserContext, server: Server
 ) -> None:
     keep = api_chat(context.request, server.url, "keep me", createConversation=True)
-    drop = api_chat(context.request, server.url, "delete me", createConversation=True)
+    drop = api_chat(
+        context.request, server.url, "delete me, the one about the roof", createConversation=True
+    )
     open_page(page, server.url, f"#c={drop}")
     row = page.locator(f"#conversation-list li[data-id='{drop}']")
+    title = row.locator(".conversation-title")
+    width = title.bounding_box()["width"]  # type: ignore[index]
     row.locator("[data-role=ask]").click()
+    # the question takes a line of its own: the title keeps its width, not "de…"
+    expect(row.locator("[data-role=confirm]")).to_be_visible()
+    assert title.bounding_box()["width"] >= width  # type: ignore[index]
+    expect(title).to_have_text("delete me, the one about the roof")
     row.locator("[data-role=cancel]").click()
     expect(page.locator("#conversation-list li")).to_have_count(2)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -215,3 +216,31 @@ def test_delete_and_resume_errors(client: httpx.Client) -> None:
     assert_clean_error(
         client.get("/api/chat/thread", params={"conversationId": cid}), 404, "not_found"
     )
+
+
+def test_a_follow_up_sent_at_done_is_accepted_and_upkeep_events_follow_done(
+    client: httpx.Client,
+) -> None:
+    cid = new_conversation(client)
+    events: list[dict[str, Any]] = []
+    follow_up = None
+    body = {"message": "I prefer short answers.", "conversationId": cid}
+    with client.stream("POST", "/api/chat", json=body) as response:
+        name = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                name = line.removeprefix("event: ")
+            elif line.startswith("data: ") and name is not None:
+                events.append({"event": name, **json.loads(line.removeprefix("data: "))})
+                if name == "done":  # the conversation is free: the next message is taken
+                    follow_up = chat(client, "and one more thing", conversationId=cid)
+    assert follow_up is not None and follow_up.status_code == 200, follow_up
+    assert events_of(follow_up)[-1]["event"] == "done"
+    names = [(e["event"], e.get("stage"), e.get("status")) for e in events]
+    done = names.index(("done", None, None))
+    assert events[done]["result"]["upkeep"] == "pending"
+    # the stream stayed open after done for the upkeep's memory events
+    assert ("memory", "remember", "succeeded") in names[done:]
+    assert names[-1] == ("memory", "upkeep", "done")
+    items = client.get("/api/memories").json()["memories"]
+    assert [item["text"] for item in items] == ["I prefer short answers."]

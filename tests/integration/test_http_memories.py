@@ -50,7 +50,10 @@ def test_a_preference_is_kept_for_its_session_only(alice: httpx.Client, bob: htt
         "remembered": 1,
         "retired": 0,
     }
-    assert events[-1]["result"]["remembered"] == ["I prefer short answers."]
+    # remembered after done, by the upkeep whose events follow it
+    done = next(e for e in events if e["event"] == "done")
+    assert (done["result"]["upkeep"], done["result"]["remembered"]) == ("pending", [])
+    assert events.index(done) < events.index(remembered[-1])
     (item,) = alice.get("/api/memories").json()["memories"]
     assert set(item) == ITEM_FIELDS
     assert item["conversationId"] == response.headers["X-Conversation-Id"]

@@ -203,7 +203,10 @@ def test_compaction_goes_through_chat_openai(
     assert [m.text for m in after.messages] == ["question 3", "answer 3", "question 4", "answer 4"]
     assert after.summary == "The user asked questions 0 to 2."
     assert after.pinned_decisions == ["Always answer in English."]
-    assert events[-1]["stage"] == "compact" and events[-1]["status"] == "succeeded"
+    assert [(e["stage"], e["status"]) for e in events[-2:]] == [
+        ("compact", "succeeded"),
+        ("upkeep", "done"),
+    ]
 
     # the next chat request carries the compacted memory as its stable prefix
     stub.reply_text("answer 5")
@@ -250,7 +253,10 @@ def test_compaction_failure_keeps_the_turn_and_hides_provider_errors(
     after = memory.load(SESSION, CONVERSATION)
     assert len(after.messages) == 10
     assert (after.summary, after.pinned_decisions) == ("", [])
-    assert events[-1]["stage"] == "compact" and events[-1]["status"] == "failed"
+    assert [(e["stage"], e["status"]) for e in events[-2:]] == [
+        ("compact", "failed"),
+        ("upkeep", "failed"),
+    ]
     assert "upstream-trace-7f3a" not in str(final)
     assert "upstream-trace-7f3a" not in str(events)
 

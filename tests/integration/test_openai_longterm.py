@@ -55,9 +55,11 @@ def test_model_extraction_goes_through_chat_openai(
     )
     final, events = run(graph, "From now on, answer in English please.")
     assert final["remembered"] == ["Answer in English"]
-    assert events[-1] == {
-        "event": "memory", "stage": "remember", "status": "succeeded", "remembered": 1, "retired": 0
-    }  # fmt: skip
+    assert events[-2:] == [
+        {"event": "memory", "stage": "remember", "status": "succeeded", "remembered": 1,
+         "retired": 0},
+        {"event": "memory", "stage": "upkeep", "status": "done"},  # the record settled
+    ]  # fmt: skip
     request = stub.last_request
     assert (request["model"], request["temperature"]) == (COMPACTION_MODEL, 0)
     schema = request["response_format"]["json_schema"]["schema"]

@@ -93,11 +93,13 @@ class Session:
 
 
 def done_result(response: httpx.Response) -> dict[str, Any]:
-    last = response.text.strip().split("\n\n")[-1]
-    event, data = (line.split(": ", 1)[1] for line in last.splitlines())
-    assert event == "done", response.text
-    result: dict[str, Any] = json.loads(data)["result"]
-    return result
+    """The `done` event's result (the memory upkeep's events may follow it)."""
+    for block in response.text.strip().split("\n\n"):
+        lines = [line for line in block.splitlines() if not line.startswith(":")]
+        if len(lines) == 2 and lines[0] == "event: done":
+            result: dict[str, Any] = json.loads(lines[1].split(": ", 1)[1])["result"]
+            return result
+    raise AssertionError(response.text)
 
 
 def run_conversation(session: Session, name: str, accepted: dict[str, list[str]]) -> str:

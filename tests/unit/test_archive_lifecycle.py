@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,13 @@ from tests.unit.offline_support import RecordingOfflineModel
 PREFERENCE = "I prefer green tea over coffee"
 
 
+def send(agent: ChatAgent, text: str, **where: Any) -> Any:
+    """A turn, with the memory upkeep after it paid (the sequence is the test's)."""
+    result = agent.send(text, **where)
+    assert agent.wait_for_upkeep(30)
+    return result
+
+
 def context_text(model: RecordingOfflineModel) -> str:
     return "\n".join(m.text for m in model._seen[-1][:-1])
 
@@ -30,13 +38,13 @@ def test_a_forgotten_preference_is_never_recalled_again(
 ) -> None:
     model = RecordingOfflineModel()
     agent = open_agent(model)
-    agent.send(PREFERENCE, session_id="s1", create_conversation=True)
+    send(agent, PREFERENCE, session_id="s1", create_conversation=True)
     (item,) = agent.memories(session_id="s1")["memories"]
-    agent.send("Which green tea would suit me?", session_id="s1", create_conversation=True)
+    send(agent, "Which green tea would suit me?", session_id="s1", create_conversation=True)
     assert PREFERENCE in context_text(model)
 
     agent.forget(item["id"], session_id="s1")
-    agent.send("Which green tea would suit me?", session_id="s1", create_conversation=True)
+    send(agent, "Which green tea would suit me?", session_id="s1", create_conversation=True)
     assert "green tea over coffee" not in context_text(model)
     assert all("coffee" not in h["text"] for h in agent.search_conversations(
         "green tea coffee", session_id="s1"))  # fmt: skip
@@ -44,7 +52,7 @@ def test_a_forgotten_preference_is_never_recalled_again(
 
 def test_forget_all_forgets_the_lines_too(open_agent: Callable[..., ChatAgent]) -> None:
     agent = open_agent(RecordingOfflineModel())
-    agent.send(PREFERENCE, session_id="s1", create_conversation=True)
+    send(agent, PREFERENCE, session_id="s1", create_conversation=True)
     assert agent.forget_all(session_id="s1") == 1
     assert agent.search_conversations("coffee", session_id="s1") == []
 
@@ -52,11 +60,11 @@ def test_forget_all_forgets_the_lines_too(open_agent: Callable[..., ChatAgent]) 
 def test_a_revocation_forgets_the_revoked_statement(open_agent: Callable[..., ChatAgent]) -> None:
     model = RecordingOfflineModel()
     agent = open_agent(model)
-    agent.send("I love spicy food", session_id="s1", create_conversation=True)
+    send(agent, "I love spicy food", session_id="s1", create_conversation=True)
     assert [m["text"] for m in agent.memories(session_id="s1")["memories"]] == ["I love spicy food"]
-    agent.send("I no longer like spicy food", session_id="s1", create_conversation=True)
+    send(agent, "I no longer like spicy food", session_id="s1", create_conversation=True)
     assert agent.memories(session_id="s1")["memories"] == []
-    agent.send("Any spicy food for dinner?", session_id="s1", create_conversation=True)
+    send(agent, "Any spicy food for dinner?", session_id="s1", create_conversation=True)
     assert "I love spicy food" not in context_text(model)
 
 
@@ -64,8 +72,8 @@ def test_search_is_the_sessions_own_and_checks_its_input(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
     agent = open_agent(RecordingOfflineModel())
-    mine = agent.send("The boat is called Marisol", session_id="s1", create_conversation=True)
-    agent.send("The boat is called Esperanza", session_id="s2", create_conversation=True)
+    mine = send(agent, "The boat is called Marisol", session_id="s1", create_conversation=True)
+    send(agent, "The boat is called Esperanza", session_id="s2", create_conversation=True)
     hits = agent.search_conversations("boat", session_id="s1")
     assert {h["conversationId"] for h in hits} == {mine.conversation_id}
     assert all("Esperanza" not in h["text"] for h in hits)
@@ -80,21 +88,23 @@ def test_the_offline_model_searches_when_asked_what_was_said(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
     agent = open_agent(RecordingOfflineModel())
-    agent.send("My boat Marisol is moored in Vigo", session_id="s1", create_conversation=True)
-    agent.send("My boat Esperanza is moored in Porto", session_id="s2", create_conversation=True)
-    english = agent.send("What did I say about my boat?", session_id="s1", create_conversation=True)
+    send(agent, "My boat Marisol is moored in Vigo", session_id="s1", create_conversation=True)
+    send(agent, "My boat Esperanza is moored in Porto", session_id="s2", create_conversation=True)
+    english = send(
+        agent, "What did I say about my boat?", session_id="s1", create_conversation=True
+    )
     assert english.route == "tool"
     assert "In our earlier conversations I found" in english.text
     assert re.search(r"· message [0-9a-f]{32}-u: ", english.text)  # date, title, message id
     assert "Marisol" in english.text and "Esperanza" not in english.text
-    agent.send("我每天早上喝两杯咖啡", session_id="s1", create_conversation=True)
-    chinese = agent.send("当时我们聊过咖啡吗？", session_id="s1", create_conversation=True)
+    send(agent, "我每天早上喝两杯咖啡", session_id="s1", create_conversation=True)
+    chinese = send(agent, "当时我们聊过咖啡吗？", session_id="s1", create_conversation=True)
     assert chinese.route == "tool" and "我每天早上喝两杯咖啡" in chinese.text
 
 
 def test_forget_history_empties_the_archive_only(open_agent: Callable[..., ChatAgent]) -> None:
     agent = open_agent(RecordingOfflineModel())
-    first = agent.send(PREFERENCE, session_id="s1", create_conversation=True)
+    first = send(agent, PREFERENCE, session_id="s1", create_conversation=True)
     assert agent.forget_history(session_id="s1") == 2
     assert agent.search_conversations("tea", session_id="s1") == []
     assert agent.memories(session_id="s1")["memories"]  # long-term items stay
@@ -106,7 +116,7 @@ def test_the_sweep_removes_lines_of_conversations_idle_past_retention(
 ) -> None:
     settings = Settings(data_dir=tmp_path / "d", retention_days=30)
     agent = open_agent(RecordingOfflineModel(), settings=settings)
-    agent.send("The boat is called Marisol", session_id="s1", create_conversation=True)
+    send(agent, "The boat is called Marisol", session_id="s1", create_conversation=True)
     assert agent.sweep(now=utcnow() + timedelta(days=29))["archivedLines"] == 0
     assert agent.search_conversations("Marisol", session_id="s1")
     assert agent.sweep(now=utcnow() + timedelta(days=31))["archivedLines"] == 2

@@ -30,7 +30,21 @@ def long_term_block(context: list[BaseMessage]) -> str | None:
 
 
 def new_chat(agent: ChatAgent, session: str, text: str) -> Any:
-    return agent.send(text, session_id=session, create_conversation=True)
+    """A first turn, with the memory upkeep it left owed paid."""
+    result = agent.send(text, session_id=session, create_conversation=True)
+    assert agent.wait_for_upkeep(30)
+    return result
+
+
+def settled(agent: ChatAgent, text: str, session: str, cid: str) -> Any:
+    """A turn, with the memory upkeep it left owed paid."""
+    result = agent.send(text, session_id=session, conversation_id=cid)
+    assert agent.wait_for_upkeep(30)
+    return result
+
+
+def memory_texts(agent: ChatAgent, session: str) -> list[str]:
+    return [m["text"] for m in agent.memories(session_id=session)["memories"]]
 
 
 @pytest.fixture
@@ -47,7 +61,9 @@ def test_a_preference_said_in_one_conversation_is_in_the_next(
     agent: ChatAgent, model: ScriptedModel
 ) -> None:
     first = new_chat(agent, "alice", "I prefer short answers.")
-    assert first.remembered == ("I prefer short answers.",)
+    # the turn was done before its upkeep: what it remembered comes after
+    assert (first.upkeep, first.remembered) == ("pending", ())
+    assert memory_texts(agent, "alice") == ["I prefer short answers."]
     assert long_term_block(model.calls[-1]) is None  # said in this very turn: not yet known
     new_chat(agent, "alice", "Explain recursion")
     context = model.calls[-1]
@@ -77,12 +93,9 @@ def test_a_revoked_preference_leaves_no_trace_in_storage_or_context(
     agent: ChatAgent, model: ScriptedModel
 ) -> None:
     cid = new_chat(agent, "s", "I prefer Chinese answers").conversation_id
-    result = agent.send(
-        "I no longer want Chinese, use English", session_id="s", conversation_id=cid
-    )
-    assert result.remembered == ("Use English",)
-    assert [m["text"] for m in agent.memories(session_id="s")["memories"]] == ["Use English"]
-    agent.send("hello", session_id="s", conversation_id=cid)
+    settled(agent, "I no longer want Chinese, use English", "s", cid)
+    assert memory_texts(agent, "s") == ["Use English"]
+    settled(agent, "hello", "s", cid)
     block = long_term_block(model.calls[-1])
     assert block is not None and "Use English" in block and "Chinese" not in block
 
@@ -109,7 +122,7 @@ def test_forgetting_takes_effect_on_the_very_next_turn(
 def test_one_off_requests_store_nothing_and_repeats_store_one(agent: ChatAgent) -> None:
     cid = new_chat(agent, "s", "Translate this into English: bonjour").conversation_id
     for _ in range(3):
-        agent.send("I am allergic to peanuts", session_id="s", conversation_id=cid)
+        settled(agent, "I am allergic to peanuts", "s", cid)
     assert [m["text"] for m in agent.memories(session_id="s")["memories"]] == [
         "I am allergic to peanuts"
     ]
@@ -153,12 +166,19 @@ def test_the_memory_event_counts_what_was_added_and_retired(agent: ChatAgent) ->
     first = asyncio.run(events("I prefer Chinese answers", create_conversation=True))
     cid = first[0]["conversationId"]
     second = asyncio.run(events("I no longer want Chinese, use English", conversation_id=cid))
+    # the stream stays open after `done` for the upkeep's events
+    names = [(e["event"], e.get("stage")) for e in second]
+    done = names.index(("done", None))
+    assert done < names.index(("memory", "remember")) and names[-1] == ("memory", "upkeep")
+    assert second[done]["result"]["upkeep"] == "pending"
+    assert second[done]["result"]["remembered"] == []
     remembered = [e for e in second if e["event"] == "memory" and e["stage"] == "remember"]
     assert [(e["status"], e.get("remembered"), e.get("retired")) for e in remembered] == [
         ("started", None, None),
         ("succeeded", 1, 1),
     ]
-    assert second[-1]["result"]["remembered"] == ["Use English"]
+    assert second[-1]["status"] == "done"
+    assert memory_texts(agent, "s") == ["Use English"]
 
 
 def test_a_failing_store_leaves_the_turn_completed_and_degraded(
@@ -170,7 +190,10 @@ def test_a_failing_store_leaves_the_turn_completed_and_degraded(
     monkeypatch.setattr(agent.long_term.store, "batch", broken)
     result = new_chat(agent, "s", "I prefer short answers")
     assert (result.status, result.text, result.memory_written) == ("completed", "ok", True)
-    assert result.degraded and result.remembered == ()
+    # recall failed: degraded; the upkeep failed after the turn
+    assert (result.degraded, result.upkeep, result.remembered) == (True, "pending", ())
+    hydration = agent.memory.hydrate("s", result.conversation_id)  # not a catch-up
+    assert hydration["upkeep"] == "failed"
     monkeypatch.undo()
     assert agent.memories(session_id="s")["memories"] == []
 
@@ -191,11 +214,11 @@ def test_model_extraction_is_gated_and_only_runs_on_cues(
             retire=[],
         )
     ]
-    result = agent.send("I prefer Chinese answers", session_id="s", conversation_id=cid)
-    assert result.remembered == ("I prefer Chinese answers",)  # the inference was refused
-    (item,) = agent.memories(session_id="s")["memories"]
+    settled(agent, "I prefer Chinese answers", "s", cid)
+    (item,) = agent.memories(session_id="s")["memories"]  # the inference was refused
+    assert item["text"] == "I prefer Chinese answers"
     model.structured = [ExtractionOutput(memories=[], retire=[item["id"]])]
-    agent.send("I no longer want Chinese", session_id="s", conversation_id=cid)
+    settled(agent, "I no longer want Chinese", "s", cid)
     # the model saw the user's items with their ids, as data
     prompt = str(model.structured_calls[-1]["messages"][-1].content)
     assert item["id"] in prompt and "I prefer Chinese answers" in prompt
@@ -209,7 +232,9 @@ def test_a_failing_extractor_leaves_the_turn_completed_and_degraded(
     model.structured = [RuntimeError("model down")]
     agent = open_agent(model, long_term_memory="model")
     result = new_chat(agent, "s", "I prefer short answers")
-    assert (result.status, result.degraded, result.remembered) == ("completed", True, ())
+    assert (result.status, result.degraded, result.remembered) == ("completed", False, ())
+    hydration = agent.hydrate(session_id="s", conversation_id=result.conversation_id)
+    assert hydration["upkeep"] == "failed"
     assert agent.memories(session_id="s")["memories"] == []
 
 
@@ -247,6 +272,7 @@ def test_model_extraction_is_not_called_on_requests_questions_or_pastes(
         "My password's Tr0ub4dor&3",
     ]:
         agent.send(text, session_id="s", create_conversation=True)
+    assert agent.wait_for_upkeep(30)
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
     assert extraction_calls == []
     model.structured = [
@@ -255,6 +281,7 @@ def test_model_extraction_is_not_called_on_requests_questions_or_pastes(
             retire=[],
         )
     ]
-    result = agent.send("我养的狗叫豆豆。", session_id="s", conversation_id=cid)
+    result = settled(agent, "我养的狗叫豆豆。", "s", cid)
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
-    assert len(extraction_calls) == 1 and result.remembered == ("我养的狗叫豆豆",)
+    assert len(extraction_calls) == 1 and result.upkeep == "pending"
+    assert memory_texts(agent, "s") == ["我养的狗叫豆豆"]

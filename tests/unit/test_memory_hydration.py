@@ -27,6 +27,7 @@ def test_keys_exactly_as_designed() -> None:
         "summaryVersion",
         "pinnedDecisions",
         "openQuestions",
+        "upkeep",
         "restored",
     ]
     assert dto["messages"] == [

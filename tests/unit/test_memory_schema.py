@@ -43,6 +43,8 @@ def test_message_has_exactly_four_fields() -> None:
         "covered_until",
         "last_compacted_at",
         "version",
+        "upkeep",
+        "upkeep_owed",
     }
 
 

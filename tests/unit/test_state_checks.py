@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from langchain_core.messages import SystemMessage
@@ -66,16 +67,21 @@ def test_a_revoked_preference_leaves_no_trace_in_the_next_context(
 ) -> None:
     model = RecordingOfflineModel()
     agent = open_agent(model, long_term_memory="rules")
-    cid = agent.send(
-        "From now on, always answer in Chinese.", session_id="s", create_conversation=True
-    ).conversation_id
+
+    def send(text: str, **where: Any) -> str:
+        # each turn after the memory upkeep of the one before: the sequence is the test's
+        result = agent.send(text, session_id="s", **where)
+        assert agent.wait_for_upkeep(30)
+        return result.conversation_id
+
+    cid = send("From now on, always answer in Chinese.", create_conversation=True)
     for n in range(4):  # enough turns for compaction to pin the decision
-        agent.send(f"Question {n} about the rollout plan.", session_id="s", conversation_id=cid)
-    agent.send("I no longer want answers in Chinese.", session_id="s", conversation_id=cid)
+        send(f"Question {n} about the rollout plan.", conversation_id=cid)
+    send("I no longer want answers in Chinese.", conversation_id=cid)
     blocks = memory_blocks(model)  # what the revoking turn itself was sent
     assert "Chinese" in blocks.get(PINNED_BLOCK_ID, "") and "Chinese" in blocks[LONG_TERM_BLOCK_ID]
     for n in range(4):  # the revocation is folded by the next compaction
-        agent.send(f"Another question {n}.", session_id="s", conversation_id=cid)
+        send(f"Another question {n}.", conversation_id=cid)
     blocks = memory_blocks(model)
     assert "Chinese" not in blocks.get(PINNED_BLOCK_ID, "")
     assert LONG_TERM_BLOCK_ID not in blocks
