@@ -19,7 +19,15 @@ from langgraph.types import Command, StreamMode
 from agent.errors import NOTHING_TO_RESUME, TURN_FAILED, ConversationBusy, InvalidRequest
 from agent.loop import BackgroundLoop
 from agent.settings import Settings
-from agent.turns import Turn, TurnRecorder, TurnResult, busy_lock, durability, unfinished_check
+from agent.turns import (
+    Turn,
+    TurnRecorder,
+    TurnResult,
+    busy_lock,
+    durability,
+    review_answered,
+    unfinished_check,
+)
 from agent.upkeep import UpkeepRunner
 from graphs.state import AgentInput
 from memory import ConversationMemory, ConversationNotFound, LockTimeout
@@ -146,7 +154,9 @@ class TurnRunner:
             if not state.interrupts:
                 raise InvalidRequest(NOTHING_TO_RESUME)
         elif graph_input is None:  # a recovery: another one may have finished the run
-            unfinished_check(await self.graph.aget_state(turn.config))
+            state = await self.graph.aget_state(turn.config)
+            answered = await asyncio.to_thread(review_answered, self._threads.checkpointer, state)
+            unfinished_check(state, answered=answered)
 
     async def _turn_events(
         self,

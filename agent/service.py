@@ -22,7 +22,7 @@ from agent.runs import TurnRunner
 from agent.runtime import REVIEWS, build_graph, context_budget, open_long_term, open_memory
 from agent.session_data import SessionData
 from agent.settings import LongTermMode, Settings
-from agent.turns import Turn, TurnResult, unfinished_check
+from agent.turns import Turn, TurnResult, review_answered, unfinished_check
 from agent.upkeep import UpkeepRunner
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import (
@@ -260,7 +260,8 @@ class ChatAgent(TurnRunner, SessionData):
 
     def _recover_turn(self, session_id: str, conversation_id: str) -> Turn:
         turn = self._paused_turn(session_id, conversation_id)
-        unfinished_check(self.graph.get_state(turn.config))
+        state = self.graph.get_state(turn.config)
+        unfinished_check(state, answered=review_answered(self._threads.checkpointer, state))
         return turn
 
     async def arecover(self, *, session_id: str, conversation_id: str) -> TurnResult:

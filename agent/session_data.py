@@ -3,7 +3,7 @@ retention policy that removes what nobody uses any more (`ChatAgent`'s data meth
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,14 +12,15 @@ from langgraph.graph.state import CompiledStateGraph
 
 from agent.errors import InvalidRequest
 from agent.settings import Settings
-from agent.turns import busy_lock
+from agent.turns import busy_lock, is_unfinished, review_answered
 from graphs.request import WORKFLOW_ROUTES, check_id
 from memory import ConversationMemory, LockTimeout
 from memory.errors import InvalidInput
 from memory.hydration import assert_client_safe
 from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
 from memory.longterm import LongTermMemory
-from memory.retention import SweepResult, sweep_conversations
+from memory.redaction import redact_session
+from memory.retention import REGISTRY_PREFIX, SweepResult, sweep_conversations
 from memory.schema import utcnow
 from memory.storage import ThreadStore
 
@@ -98,8 +99,8 @@ class SessionData:
     def _unfinished(self, session_id: str, conversation_ids: Sequence[str]) -> set[str]:
         """The conversations whose last run stopped before its end, read in two queries: a
         workflow's status reads `interrupted` (a task list) or `running` (a delivery)
-        until it finishes; of those, the ones not waiting for a review and not running
-        right now."""
+        until it finishes; of those, the ones not waiting for a review (or whose review
+        was answered before a crash) and not running right now."""
         threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
         statuses = self._threads.run_channel_values(list(threads), "status")
         open_runs = [t for t, status in statuses.items() if status in ("interrupted", "running")]
@@ -114,7 +115,8 @@ class SessionData:
                     state = self.graph.get_state({"configurable": {"thread_id": thread_id}})
             except LockTimeout:
                 continue
-            if state.next and not state.interrupts:
+            answered = review_answered(self._threads.checkpointer, state)
+            if is_unfinished(state, answered=answered):
                 stopped.add(cid)
         return stopped
 
@@ -136,25 +138,32 @@ class SessionData:
     def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
         """Apply the retention policy: remove conversations idle for more than
         `AGENT_RETENTION_DAYS` (registry entry, memory and run threads), the archived
-        lines of conversations idle that long (listed or pruned from the list), and
+        lines of conversations idle that long (listed or pruned from the list), the
+        long-term items of sessions that never chatted and added none for as long, and
         long-term items whose TTL ran out. Returns what was (or, with `dry_run`, would
         be) removed: `{conversations, sessions, threads, memories, archivedLines,
         retentionDays, dryRun}` (a dry run does not count archived lines)."""
         days = self.settings.retention_days
         result = SweepResult(dry_run=dry_run)
         lines = 0
+        unused = (0, 0)
         if days > 0:
             cutoff = (now or utcnow()) - timedelta(days=days)
             result = sweep_conversations(self._threads, cutoff, dry_run=dry_run)
             # the archive outlives the list (a pruned conversation stays recallable)
             # until its conversation has been idle this long
             lines = 0 if dry_run else self.memory.archive.sweep(cutoff)
+            chatted = {
+                thread.removeprefix(REGISTRY_PREFIX)
+                for thread in self._threads.list_threads(REGISTRY_PREFIX)
+            }
+            unused = self.long_term.sweep_unused_sessions(cutoff, chatted=chatted, dry_run=dry_run)
         expired = 0 if dry_run else self.long_term.sweep_expired()
         return {
             "conversations": result.conversations,
-            "sessions": result.sessions,
+            "sessions": result.sessions + unused[0],
             "threads": result.threads,
-            "memories": expired,
+            "memories": expired + unused[1],
             "archivedLines": lines,
             "retentionDays": days,
             "dryRun": dry_run,
@@ -185,10 +194,12 @@ class SessionData:
 
     def forget(self, memory_id: str, *, session_id: str) -> None:
         """Delete one long-term item: the very next turn no longer recalls it, nor the
-        archived lines it was learnt from (they read `[forgotten]`).
+        archived lines it was learnt from (they read `[forgotten]`), and its text reads
+        `[forgotten]` wherever the session's memory kept it (messages, summaries, pins,
+        titles, run checkpoints), so no later context carries it.
 
-        The archive is redacted first: should deleting the item fail, the user forgets
-        it again, and nothing forgotten was ever recalled meanwhile.
+        The archive and the memory are redacted first: should deleting the item fail,
+        the user forgets it again, and nothing forgotten was ever recalled meanwhile.
 
         Raises:
             MemoryNotFound: no such item in this session (another session's included).
@@ -197,15 +208,22 @@ class SessionData:
         found = [item for item in self.long_term.items(session_id) if item.id == memory_id]
         for item in found:
             self.memory.archive.forget_text(session_id, item.text)
-        self.long_term.forget(session_id, memory_id)
+        self.long_term.forget(session_id, memory_id, redact=self._redactor(session_id))
 
     def forget_all(self, *, session_id: str) -> int:
         """Delete every long-term item of the session, and redact the archived lines they
-        were learnt from; returns how many items were deleted."""
+        were learnt from and the session's memory as `forget` does; returns how many
+        items were deleted."""
         session_id = check_id(session_id, "session id")
         for item in self.long_term.items(session_id):
             self.memory.archive.forget_text(session_id, item.text)
-        return self.long_term.forget_all(session_id)
+        return self.long_term.forget_all(session_id, redact=self._redactor(session_id))
+
+    def _redactor(self, session_id: str) -> Callable[[Sequence[str]], int]:
+        def redact(texts: Sequence[str]) -> int:
+            return redact_session(self._threads, self.memory.ids, session_id, texts)
+
+        return redact
 
     # -- the archive of earlier conversations -------------------------------------------
 

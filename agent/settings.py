@@ -25,6 +25,9 @@ StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
 LongTermMode = Literal["auto", "rules", "model", "off"]
 RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
+MAX_DAYS = 36_500.0
+"""The longest retention or TTL (a century): further would overflow the date arithmetic."""
+MAX_REQUEST_TIMEOUT_S = 3_600.0
 SHORT_SECRET = (
     "AGENT_SESSION_SECRET must be at least {limit} characters long (got {length}); "
     "leave it unset in development to use a generated one"
@@ -56,6 +59,8 @@ class Settings(BaseSettings):
         max_retries: `AGENT_MAX_RETRIES` per model request.
         secure_cookies: `AGENT_SECURE_COOKIES`: mark the session cookie `Secure` (it is
             marked anyway on requests that arrive over HTTPS).
+        new_sessions_per_minute: `AGENT_NEW_SESSIONS_PER_MINUTE`: how many new sessions
+            one client address may start per minute, per server process (0: no bound).
         long_term_memory: `AGENT_LONG_TERM_MEMORY`: how a completed turn's user text is
             turned into long-term items: auto (model with a real model, rules with the
             offline one) | rules | model | off (no extraction; items added directly
@@ -65,12 +70,13 @@ class Settings(BaseSettings):
             lexical ranking, no network).
         embeddings_dims: `AGENT_EMBEDDINGS_DIMS`, the embeddings' dimensions.
         memory_ttl_days: `AGENT_MEMORY_TTL_DAYS`: a long-term item not said or recalled
-            for this long expires (0 keeps items until forgotten).
+            for this long expires (0 keeps items until forgotten; at most 36,500).
         context_budget_tokens: `AGENT_CONTEXT_BUDGET_TOKENS`: the most tokens a turn's
             context may hold (set it to the model's window minus its answer).
         retention_days: `AGENT_RETENTION_DAYS`: conversations idle longer than this are
-            removed by the retention sweep (0 keeps them), and so are the archived
-            lines of conversations pruned from the list.
+            removed by the retention sweep (0 keeps them; at most 36,500), and so are
+            the archived lines of conversations pruned from the list and the long-term
+            items of a session that never chatted.
         recall_tokens: `AGENT_RECALL_TOKENS`: the most tokens of lines from earlier
             conversations a turn's context may hold (0: no recall; search still works).
         run_history: `AGENT_RUN_HISTORY`: what a run thread keeps once its turn finished:
@@ -102,16 +108,33 @@ class Settings(BaseSettings):
     structured_output_method: StructuredOutputMethod = Field(
         "json_schema", validation_alias=_env("AGENT_STRUCTURED_OUTPUT_METHOD")
     )
-    request_timeout: float = Field(60.0, gt=0, validation_alias=_env("AGENT_REQUEST_TIMEOUT"))
-    max_retries: int = Field(2, ge=0, validation_alias=_env("AGENT_MAX_RETRIES"))
+    request_timeout: float = Field(
+        60.0,
+        gt=0,
+        le=MAX_REQUEST_TIMEOUT_S,
+        allow_inf_nan=False,
+        validation_alias=_env("AGENT_REQUEST_TIMEOUT"),
+    )
+    max_retries: int = Field(2, ge=0, le=100, validation_alias=_env("AGENT_MAX_RETRIES"))
     secure_cookies: bool = Field(False, validation_alias=_env("AGENT_SECURE_COOKIES"))
+    new_sessions_per_minute: int = Field(
+        60, ge=0, le=1_000_000, validation_alias=_env("AGENT_NEW_SESSIONS_PER_MINUTE")
+    )
     long_term_memory: LongTermMode = Field("auto", validation_alias=_env("AGENT_LONG_TERM_MEMORY"))
     embeddings_model: str | None = Field(None, validation_alias=_env("AGENT_EMBEDDINGS_MODEL"))
     embeddings_dims: int = Field(
         1536, gt=0, le=16_000, validation_alias=_env("AGENT_EMBEDDINGS_DIMS")
     )
-    memory_ttl_days: float = Field(365.0, ge=0, validation_alias=_env("AGENT_MEMORY_TTL_DAYS"))
-    retention_days: float = Field(30.0, ge=0, validation_alias=_env("AGENT_RETENTION_DAYS"))
+    memory_ttl_days: float = Field(
+        365.0,
+        ge=0,
+        le=MAX_DAYS,
+        allow_inf_nan=False,
+        validation_alias=_env("AGENT_MEMORY_TTL_DAYS"),
+    )
+    retention_days: float = Field(
+        30.0, ge=0, le=MAX_DAYS, allow_inf_nan=False, validation_alias=_env("AGENT_RETENTION_DAYS")
+    )
     recall_tokens: int = Field(
         DEFAULT_RECALL_TOKENS, ge=0, le=100_000, validation_alias=_env("AGENT_RECALL_TOKENS")
     )

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agent.errors import NOTHING_TO_RECOVER, TURN_FAILED, WAITING_FOR_REVIEW, InvalidRequest
 from agent.streaming import custom_event, token_event
@@ -14,6 +15,7 @@ from graphs.outcome import OUTCOME_KEY
 from graphs.request import WORKFLOW_ROUTES, TurnRequest
 from graphs.state import Context
 from memory import ConversationMemory
+from memory.ids import turn_lock_key
 
 
 @dataclass(frozen=True)
@@ -160,10 +162,33 @@ def durability(turn: Turn) -> Durability:
     return CHAT_DURABILITY
 
 
-def unfinished_check(state: Any) -> None:
+RESUME_CHANNEL = "__resume__"
+"""Where LangGraph keeps a review's answer, beside the checkpoint of the step that asked
+for it, until that step finishes."""
+
+
+def review_answered(saver: BaseCheckpointSaver[Any], state: Any) -> bool:
+    """Whether the review a run thread's state waits for was answered already: the run
+    was resumed and then stopped (a crash) before the reviewed step finished. Such a
+    run is unfinished, not waiting: recovering it goes on with the recorded answer."""
+    if not state.interrupts:
+        return False
+    found = saver.get_tuple(state.config)
+    return found is not None and any(
+        channel == RESUME_CHANNEL for _, channel, _ in found.pending_writes or ()
+    )
+
+
+def is_unfinished(state: Any, *, answered: bool) -> bool:
+    """Whether a run thread's state is a run a crash stopped: it has a next step, and it
+    waits for no review (or for one already `answered`)."""
+    return bool(state.next) and (not state.interrupts or answered)
+
+
+def unfinished_check(state: Any, *, answered: bool = False) -> None:
     """Raise unless a run thread's state is a run a crash stopped (not one waiting for a
-    review, not a finished one)."""
-    if state.interrupts:
+    review, not a finished one); `answered`: its review was answered before the crash."""
+    if state.interrupts and not answered:
         raise InvalidRequest(WAITING_FOR_REVIEW)
     if not state.next:
         raise InvalidRequest(NOTHING_TO_RECOVER)
@@ -174,7 +199,7 @@ def busy_lock(
 ) -> AbstractContextManager[None]:
     """Taken (never waited for) while a turn runs in the conversation, in any process:
     a second turn is refused (`ConversationBusy`), and a run holding it is not stopped."""
-    key = "turn:" + memory.memory_thread(session_id, conversation_id)
+    key = turn_lock_key(memory.memory_thread(session_id, conversation_id))
     return memory.threads.locks.hold(key, timeout=0)
 
 

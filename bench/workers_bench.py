@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from agent.api.sessions import COOKIE_NAME
+from agent.api.sessions import COOKIE_NAME, NEW_SESSION, SESSION_HEADER
 from memory import ThreadIds
 
 ADMIN_URL = os.environ.get(
@@ -71,6 +71,7 @@ def workers(count: int, url: str, workdir: Path) -> Iterator[list[str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
     env.update(AGENT_DATABASE_URL=url, AGENT_SESSION_SECRET=SECRET, PYTHONPATH=str(REPO))
     env["AGENT_DATA_DIR"] = str(workdir)
+    env["AGENT_NEW_SESSIONS_PER_MINUTE"] = "0"  # every client comes from 127.0.0.1
     processes, urls = [], []
     for _ in range(count):
         port = free_port()
@@ -114,7 +115,10 @@ def workers(count: int, url: str, workdir: Path) -> Iterator[list[str]]:
 
 def run_client(urls: list[str], turns: int, offset: int) -> tuple[list[float], str, str]:
     """One session: `turns` turns of one conversation, alternating workers."""
-    clients = [httpx.Client(base_url=u, timeout=60) for u in urls]
+    # not a browser: the header starts the session on the first turn
+    clients = [
+        httpx.Client(base_url=u, timeout=60, headers={SESSION_HEADER: NEW_SESSION}) for u in urls
+    ]
     cookie: str | None = None
     conversation: str | None = None
     latencies: list[float] = []

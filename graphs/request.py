@@ -39,6 +39,7 @@ NOT_UNICODE = (
     "{what} contains characters that are not valid Unicode text "
     "(an unpaired surrogate); send UTF-8 text"
 )
+HAS_NUL = "{what} contains a NUL character, which cannot be stored; send text without it"
 TOO_DEEP = "{what} is nested too deeply (more than {limit} levels)"
 MALFORMED_MESSAGES = "messages must be a list of chat messages ending with a user message"
 UNKNOWN_MODE = "unknown mode {mode!r}; use one of: {modes}"
@@ -107,15 +108,18 @@ def check_text(value: object, what: str = "message", limit: int = MAX_MESSAGE_CH
 
 
 def check_unicode(text: str, what: str = "request") -> None:
-    """Raise `InvalidRequest` if `text` cannot be encoded as UTF-8.
+    """Raise `InvalidRequest` if `text` cannot be encoded as UTF-8, or holds a NUL.
 
-    JSON allows escaped lone surrogates ("\\ud800"); they would break every writer
-    downstream (storage, the event stream), so they are refused at the boundary.
+    JSON allows escaped lone surrogates ("\\ud800") and NULs ("\\u0000"); they would
+    break writers downstream (storage, the event stream; PostgreSQL refuses NUL in
+    text), so they are refused at the boundary.
     """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidRequest(NOT_UNICODE.format(what=what)) from None
+    if "\x00" in text:
+        raise InvalidRequest(HAS_NUL.format(what=what))
 
 
 def check_payload(value: object, what: str = "request", max_depth: int = MAX_DEPTH) -> None:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 INVALID_ID = "{what} must be 1-{limit} characters of A-Z, a-z, 0-9, '_' or '-'"
+UNSTORABLE_TEXT = (
+    "{what} contains a character that cannot be stored (a NUL, or an unpaired "
+    "surrogate); send UTF-8 text"
+)
 INVALID_TEXT_TYPE = "{what} must be a string, got {type_name}"
 SHORT_SECRET = "the session secret must be at least {limit} characters long (got {length})"
 CONVERSATION_NOT_FOUND = "conversation not found"

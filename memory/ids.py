@@ -131,6 +131,12 @@ class ThreadIds:
         return f"{REGISTRY_THREAD_PREFIX}:{self._h(validate_id(session_id, 'session id'))}"
 
 
+def turn_lock_key(memory_thread: str) -> str:
+    """The key of the lock a running turn holds on its conversation (by its memory
+    thread): whoever may not touch a conversation mid-turn tries it without waiting."""
+    return "turn:" + memory_thread
+
+
 def session_threads(session_key: str, conversation_key: str | None = None) -> tuple[str, ...]:
     """The memory and run thread ids of one conversation (by its key), or their common
     prefixes for every conversation of the session (no key), from the keys alone."""

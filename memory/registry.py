@@ -10,7 +10,7 @@ least recently active conversation is pruned and the caller deletes its threads.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -232,10 +232,14 @@ def remove(state: RegistryState, conversation_id: str) -> RegistryChange:
     )
 
 
-def expire(state: RegistryState, cutoff: datetime) -> tuple[RegistryState, list[ConversationEntry]]:
+def expire(
+    state: RegistryState, cutoff: datetime, *, busy: Collection[str] = ()
+) -> tuple[RegistryState, list[ConversationEntry]]:
     """The registry without the conversations idle since before `cutoff` whose threads
-    can be found (they have a key), and those conversations."""
-    idle = [e for e in state.conversations if e.last_active_at < cutoff and e.key]
+    can be found (they have a key) and that are not `busy` (ids), and those conversations."""
+    idle = [
+        e for e in state.conversations if e.last_active_at < cutoff and e.key and e.id not in busy
+    ]
     if not idle:
         return state, []
     gone = {entry.id for entry in idle}

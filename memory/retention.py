@@ -4,17 +4,22 @@
 conversation idle since before the cutoff loses its registry entry, its memory thread
 and its run thread in one transaction, under the session's lock (the same lock every
 writer of the session holds, found from the registry thread id: the sweep never needs
-a raw session id). A session whose every conversation is idle goes as a whole.
+a raw session id). A session whose every conversation is idle goes as a whole. A
+conversation in which a turn is running is active, however long it was idle before:
+the sweep holds its turn lock (never waiting for it) while it deletes, so no turn
+starts in a conversation going away.
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.ids import REGISTRY_THREAD_PREFIX, session_threads
-from memory.registry import RegistryState, expire
+from memory.errors import LockTimeout
+from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, session_threads, turn_lock_key
+from memory.registry import ConversationEntry, RegistryState, expire
 from memory.storage import ThreadStore
 
 logger = logging.getLogger(__name__)
@@ -56,9 +61,16 @@ def sweep_session(
 ) -> SweepResult:
     """Remove one session's conversations idle since before `cutoff`."""
     session_key = registry_thread.removeprefix(REGISTRY_PREFIX)
-    with threads.lock(registry_thread):
+    with threads.lock(registry_thread), ExitStack() as turns:
         registry = _registry(threads.get(registry_thread))
-        idle = [e for e in registry.conversations if e.last_active_at < cutoff]
+        idle, busy = [], set()
+        for entry in registry.conversations:
+            if entry.last_active_at >= cutoff:
+                continue
+            if _hold_turn(threads, session_key, entry, turns):
+                idle.append(entry)
+            else:
+                busy.add(entry.id)
         if not idle:
             return SweepResult(dry_run=dry_run)
         if len(idle) == len(registry.conversations) and not registry.pending:
@@ -70,7 +82,7 @@ def sweep_session(
             if not dry_run:
                 threads.delete_many(doomed)
             return SweepResult(len(idle), 1, len(doomed), dry_run)
-        kept, expired = expire(registry, cutoff)
+        kept, expired = expire(registry, cutoff, busy=busy)
         if len(expired) < len(idle):
             logger.info(
                 "retention: %d idle conversation(s) predate thread keys; they go with their "
@@ -82,6 +94,22 @@ def sweep_session(
             stored = kept.model_copy(update={"version": registry.version + 1})
             threads.put_many({registry_thread: stored.model_dump(mode="json")}, delete=doomed)
         return SweepResult(len(expired), 0, len(doomed), dry_run)
+
+
+def _hold_turn(
+    threads: ThreadStore, session_key: str, entry: ConversationEntry, held: ExitStack
+) -> bool:
+    """Take the turn lock of `entry` into `held` if no turn runs in it (never waits).
+    An entry without a key predates thread keys: no turn can be told apart, so it is
+    only swept with its session, as before."""
+    if not entry.key:
+        return True
+    memory_thread = f"{MEMORY_THREAD_PREFIX}:{session_key}:{entry.key}"
+    try:
+        held.enter_context(threads.locks.hold(turn_lock_key(memory_thread), 0))
+    except LockTimeout:
+        return False
+    return True
 
 
 def sweep_conversations(

@@ -19,7 +19,7 @@ from pydantic import (
     field_validator,
 )
 
-from memory.errors import INVALID_ID, INVALID_TEXT_TYPE, InvalidInput
+from memory.errors import INVALID_ID, INVALID_TEXT_TYPE, UNSTORABLE_TEXT, InvalidInput
 from memory.limits import (
     HARD_MESSAGE_CAP,
     MAX_ID_CHARS,
@@ -59,6 +59,23 @@ def require_text(value: object, what: str = "text") -> str:
     if not isinstance(value, str):
         raise InvalidInput(INVALID_TEXT_TYPE.format(what=what, type_name=type(value).__name__))
     return value.strip()
+
+
+def require_storable(text: str, what: str = "text") -> str:
+    """Return `text` if every backend can store it: UTF-8 encodable (JSON lets a client
+    send an escaped lone surrogate) and without NUL (PostgreSQL's text and jsonb refuse
+    it). A client's mistake, refused before anything is written.
+
+    Raises:
+        InvalidInput: otherwise (the message never repeats the text).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(UNSTORABLE_TEXT.format(what=what)) from None
+    if "\x00" in text:
+        raise InvalidInput(UNSTORABLE_TEXT.format(what=what))
+    return text
 
 
 def new_message_id() -> str:

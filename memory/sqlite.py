@@ -7,14 +7,15 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
 from langgraph.store.sqlite import SqliteStore
 
 from memory.checkpointers import RunSaver, check_prune_arguments
@@ -297,7 +298,9 @@ class SharedSqliteStore(SqliteStore):
     both share one file (or one in-memory database) without interleaving transactions.
 
     Upstream commits a batch even when it fails half-way; here a failed batch rolls
-    back, so a long-term write is all or nothing.
+    back, so a long-term write is all or nothing. Upstream also serves expired items
+    until the sweep deletes them; here, with `omit_expired` in the TTL config (as
+    `PostgresStore` reads it), reads leave them out.
     """
 
     def __init__(
@@ -309,6 +312,22 @@ class SharedSqliteStore(SqliteStore):
     ) -> None:
         super().__init__(checkpointer.conn, index=index, ttl=ttl)
         self.lock = checkpointer.lock
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the batch; with `omit_expired`, leave out of what it read the items whose
+        TTL ran out (the sweep's own test, through its index on `expires_at`)."""
+        results = super().batch(ops)
+        if not (self.ttl_config and self.ttl_config.get("omit_expired")):
+            return results
+        with self._cursor(transaction=False) as cur:
+            expired = {
+                (prefix, key)
+                for prefix, key in cur.execute(
+                    "SELECT prefix, key FROM store "
+                    "WHERE expires_at IS NOT NULL AND expires_at < CURRENT_TIMESTAMP"
+                )
+            }
+        return [_without(result, expired) for result in results] if expired else results
 
     @contextmanager
     def _cursor(self, *, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
@@ -329,6 +348,60 @@ class SharedSqliteStore(SqliteStore):
                     self.conn.execute("COMMIT")
             finally:
                 cur.close()
+
+
+def _without(result: Result, expired: set[tuple[str, str]]) -> Result:
+    """A store result without the items in `expired` (by joined namespace and key)."""
+
+    def gone(item: Item) -> bool:
+        return (".".join(item.namespace), item.key) in expired
+
+    if isinstance(result, Item):
+        return None if gone(result) else result
+    if isinstance(result, list) and result and isinstance(result[0], Item):
+        return [item for item in result if not gone(item)]
+    return result
+
+
+def redact_runs(
+    cur: sqlite3.Cursor,
+    thread_ids: Sequence[str],
+    redact: Callable[[str, Any], Any],
+    serde: SerializerProtocol,
+) -> int:
+    """In the caller's transaction: rewrite the checkpoints and pending writes of
+    `thread_ids` whose values `redact(thread_id, value)` changes; returns how many."""
+    if not thread_ids:
+        return 0
+    marks = ", ".join("?" * len(thread_ids))
+    changed = 0
+    rows = cur.execute(
+        f"SELECT rowid, thread_id, type, checkpoint FROM checkpoints WHERE thread_id IN ({marks})",
+        tuple(thread_ids),
+    ).fetchall()
+    for rowid, thread_id, type_, blob in rows:
+        checkpoint = serde.loads_typed((type_, blob))
+        values = checkpoint.get("channel_values") or {}
+        redacted = {key: redact(thread_id, value) for key, value in values.items()}
+        touched = sum(redacted[key] is not value for key, value in values.items())
+        if touched:
+            dumped = serde.dumps_typed({**checkpoint, "channel_values": redacted})
+            cur.execute(
+                "UPDATE checkpoints SET type = ?, checkpoint = ? WHERE rowid = ?", (*dumped, rowid)
+            )
+            changed += touched
+    writes = cur.execute(
+        f"SELECT rowid, thread_id, type, value FROM writes WHERE thread_id IN ({marks})",
+        tuple(thread_ids),
+    ).fetchall()
+    for rowid, thread_id, type_, blob in writes:
+        value = serde.loads_typed((type_, blob))
+        redacted_value = redact(thread_id, value)
+        if redacted_value is not value:
+            dumped = serde.dumps_typed(redacted_value)
+            cur.execute("UPDATE writes SET type = ?, value = ? WHERE rowid = ?", (*dumped, rowid))
+            changed += 1
+    return changed
 
 
 def open_sqlite_items(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -48,9 +49,22 @@ POSTGRES_EXTRA_MISSING = (
 )
 
 
+def describe_failure(exc: BaseException) -> str:
+    """What went wrong, without what it was given: the error's type, the database's
+    error code when there is one, and where it was raised (file and line)."""
+    parts = [type(exc).__name__]
+    code = getattr(exc, "sqlstate", None) or getattr(exc, "sqlite_errorname", None)
+    if code:
+        parts.append(str(code))
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        parts.append(f"at {Path(frames[-1].filename).name}:{frames[-1].lineno}")
+    return " ".join(parts)
+
+
 def storage_errors(method: Callable[P, R]) -> Callable[P, R]:
-    """Turn a backend failure into `StorageError` (the cause is logged, never shown);
-    the memory package's own errors pass through."""
+    """Turn a backend failure into `StorageError` (its kind and place are logged, never
+    its message, never shown); the memory package's own errors pass through."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -59,8 +73,10 @@ def storage_errors(method: Callable[P, R]) -> Callable[P, R]:
         except ChatMemoryError:
             raise
         except Exception as exc:
-            logger.warning("storage failed in %s: %r", method.__name__, exc)
-            raise StorageError(STORAGE_FAILED) from exc
+            logger.warning("storage failed in %s: %s", method.__name__, describe_failure(exc))
+            # the cause stays out of any later traceback: a driver's message may quote
+            # the values it was given, the user's text among them
+            raise StorageError(STORAGE_FAILED) from None
 
     return wrapper
 

@@ -22,6 +22,7 @@ from agent import web
 from agent.api import chat, conversations, errors, memories, search
 from agent.api.body import BodyLimit
 from agent.api.errors import OWN_PATHS
+from agent.api.headers import NoSniff
 from agent.api.sessions import SessionCookies
 from agent.service import ChatAgent
 from agent.settings import Settings, SettingsError
@@ -133,8 +134,11 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
         SessionCookies,
         secret=lambda: app.state.agent.memory.ids.secret,
         secure=lambda: app.state.agent.settings.secure_cookies,
+        per_minute=lambda: app.state.agent.settings.new_sessions_per_minute,
         prefixes=OWN_PATHS,
+        sessionless=frozenset({"/api/health", app.docs_url or "", app.openapi_url or ""}),
     )
-    app.add_middleware(BodyLimit, prefixes=OWN_PATHS)  # outermost: before anything reads
+    app.add_middleware(BodyLimit, prefixes=OWN_PATHS)  # before anything reads
+    app.add_middleware(NoSniff, prefixes=(*OWN_PATHS, web.ASSET_PREFIX))  # outermost
     errors.install(app)
     return app

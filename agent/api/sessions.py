@@ -1,24 +1,59 @@
 """Sessions: an HttpOnly, SameSite=Lax cookie holding a random id signed with the secret.
 
-A pure ASGI middleware reads the cookie of every request to the app's own paths,
-starts a new session when it is missing or tampered with, and sets the cookie on the
-response (errors included). Routes read the id from `request.state.session_id`.
+A pure ASGI middleware reads the cookie of every request to the app's own paths and
+puts the session id in `request.state.session_id`. It guards the session against
+other sites and bounds how many are made:
+
+- A state-changing request (anything but GET, HEAD, OPTIONS) from another origin is
+  refused with 403 `cross_site_request`, cookie or not: the browser says where it
+  comes from in `Sec-Fetch-Site`, or else in `Origin` (clients that are not browsers
+  send neither and pass).
+- A new session starts only on a safe request from the page's own origin (the page's
+  first `GET /api/conversations`), or on any request that asks for one with the header
+  `X-Agent-Session: new` (which a form on another site cannot send, and a script there
+  cannot send without a CORS permission this app never gives). A state-changing
+  request without a valid cookie is otherwise refused with 403 `session_required`
+  and no cookie: a cross-site form post can never replace the victim's session.
+- One client address may start at most `per_minute` sessions a minute (429
+  `too_many_sessions` past that): a session is free to make, its stored items are not.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
-from starlette.datastructures import MutableHeaders
+from limits import RateLimitItemPerMinute
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agent.api.errors import error_response
+
+logger = logging.getLogger(__name__)
 
 COOKIE_NAME = "agent_session"
 COOKIE_MAX_AGE = 60 * 60 * 24 * 365
 SESSION_ID_BYTES = 24
+SESSION_HEADER = "X-Agent-Session"
+NEW_SESSION = "new"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+OWN_SITE = frozenset({"same-origin", "none"})
+"""`Sec-Fetch-Site` values of requests the page itself (or the user, typing the URL)
+makes; `same-site` is another port or subdomain, another origin all the same."""
+
+CROSS_SITE = "requests from another site may not change anything here"
+SESSION_REQUIRED = (
+    "no session: start one with GET /api/conversations (keep its cookie), or send the "
+    f"header {SESSION_HEADER}: {NEW_SESSION}"
+)
+TOO_MANY_SESSIONS = "too many new sessions from this address; try again in a minute"
 
 
 def sign(secret: str, session_id: str) -> str:
@@ -44,15 +79,38 @@ def cookie_header(secret: str, session_id: str, *, secure: bool) -> str:
     return f"{COOKIE_NAME}={value}; Max-Age={COOKIE_MAX_AGE}; Path=/; HttpOnly; SameSite=Lax{flags}"
 
 
+def from_another_origin(headers: Headers) -> bool:
+    """Whether a browser says the request comes from a page of another origin.
+
+    `Sec-Fetch-Site` decides when present (browsers send it to HTTPS and local origins);
+    else an `Origin` whose host is not this request's `Host` (`null` included: the
+    scheme is left out, as a TLS proxy may hide it); a request with neither is not a
+    browser's cross-origin request.
+    """
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in OWN_SITE
+    origin = headers.get("origin")
+    if origin is None:
+        return False
+    netloc = urlsplit(origin).netloc.lower()
+    return not netloc or netloc != headers.get("host", "").lower()
+
+
 class SessionCookies:
-    """ASGI middleware: a session for every request to the app's own paths.
+    """ASGI middleware: the session of every request to the app's own paths.
 
     Args:
         app: the wrapped ASGI app.
         secret: returns the signing secret (the agent's, known once it is open).
         secure: always mark the cookie `Secure` (it is marked on HTTPS requests anyway;
             behind a TLS proxy, run uvicorn with `--proxy-headers`).
+        per_minute: returns how many sessions one client address may start a minute
+            (0: no bound); behind a proxy, run uvicorn with `--proxy-headers` so that
+            the address is the client's.
         prefixes: paths that carry a session.
+        sessionless: paths that need no session (health checks, the API's schema): none
+            is started for them.
     """
 
     def __init__(
@@ -61,23 +119,43 @@ class SessionCookies:
         *,
         secret: Callable[[], str],
         secure: Callable[[], bool],
+        per_minute: Callable[[], int] = lambda: 0,
         prefixes: tuple[str, ...] = ("/api/",),
+        sessionless: frozenset[str] = frozenset(),
     ) -> None:
         self.app, self.secret, self.secure, self.prefixes = app, secret, secure, prefixes
+        self.sessionless = sessionless
+        self.per_minute = per_minute
+        self._limiter = MovingWindowRateLimiter(MemoryStorage())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
             await self.app(scope, receive, send)
             return
-        secret = self.secret()
-        session_id = read_cookie(secret, Request(scope).cookies.get(COOKIE_NAME, ""))
-        issued = session_id is None
-        if session_id is None:
-            session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
-        scope.setdefault("state", {})["session_id"] = session_id
-        if not issued:
+        headers = Headers(scope=scope)
+        safe = scope["method"] in SAFE_METHODS
+        foreign = from_another_origin(headers)
+        if foreign and not safe:
+            await self._refuse(403, "cross_site_request", CROSS_SITE, scope, receive, send)
+            return
+        if safe and scope["path"] in self.sessionless:
             await self.app(scope, receive, send)
             return
+        secret = self.secret()
+        session_id = read_cookie(secret, Request(scope).cookies.get(COOKIE_NAME, ""))
+        if session_id is not None:
+            scope.setdefault("state", {})["session_id"] = session_id
+            await self.app(scope, receive, send)
+            return
+        asked = headers.get(SESSION_HEADER, "").strip().lower() == NEW_SESSION
+        if foreign or not (safe or asked):
+            await self._refuse(403, "session_required", SESSION_REQUIRED, scope, receive, send)
+            return
+        if not self._may_start(scope):
+            await self._refuse(429, "too_many_sessions", TOO_MANY_SESSIONS, scope, receive, send)
+            return
+        session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
+        scope.setdefault("state", {})["session_id"] = session_id
         secure = self.secure() or scope.get("scheme") == "https"
         header = cookie_header(secret, session_id, secure=secure)
 
@@ -87,3 +165,24 @@ class SessionCookies:
             await send(message)
 
         await self.app(scope, receive, send_with_cookie)
+
+    def _may_start(self, scope: Scope) -> bool:
+        """Count a new session against the client address's bound."""
+        limit = self.per_minute()
+        if limit <= 0:
+            return True
+        client = scope.get("client")
+        address = client[0] if client else "unknown"
+        return self._limiter.hit(RateLimitItemPerMinute(limit), "new-session", address)
+
+    @staticmethod
+    async def _refuse(
+        status: int, code: str, message: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Answer without a session: nothing runs, no cookie is set (the body is left
+        unread)."""
+        logger.info("refused a %s request: %s", scope["method"], code)
+        response = error_response(status, code, message)
+        if status == 429:
+            response.headers["Retry-After"] = "60"
+        await response(scope, receive, send)

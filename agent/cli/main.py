@@ -206,7 +206,8 @@ def run_chat(session_id: str, conversation_id: str | None, *, verbose: bool = Fa
 
 GC_REPORT = (
     "{verb} {conversations} conversation(s) idle for more than {days:g} day(s) "
-    "({sessions} whole session(s), {threads} thread(s)); {memories} expired long-term item(s); "
+    "({sessions} whole session(s), {threads} thread(s)); {memories} long-term item(s) "
+    "expired or of sessions that never chatted; "
     "{archivedLines} archived line(s) of conversations idle that long"
 )
 

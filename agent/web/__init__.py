@@ -17,6 +17,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 
 WEB_DIR = Path(__file__).resolve().parent
+ASSET_PREFIX = "/web/"
 INDEX = "index.html"
 
 MEDIA_TYPES = {

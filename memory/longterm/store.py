@@ -11,9 +11,10 @@ before the lock is taken, never while holding it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
@@ -28,7 +29,7 @@ from memory.longterm.gate import WritePlan, plan_write
 from memory.longterm.items import MemoryItem, MemoryKind, check_kind
 from memory.longterm.recall import recall
 from memory.longterm.rules import Extraction, Proposal, classify, importance, strip_remember
-from memory.schema import Clock, require_text, utcnow
+from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,10 @@ TEXT_TOO_LONG = "a memory is at most {limit} characters (got {length})"
 TEXT_EMPTY = "a memory must not be empty"
 _MAX_REFRESH_MARKS = 10_000
 _MAX_PARSED = 20_000
+_NAMESPACE_PAGE = 1_000
+Redact = Callable[[Sequence[str]], object]
+"""Takes forgotten texts out of the session's other memory (`memory.redaction`)."""
+_MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,11 @@ class MemoryWrite:
     @property
     def remembered(self) -> tuple[str, ...]:
         return self.plan.remembered
+
+
+def _utc(moment: datetime) -> datetime:
+    """`moment` as timezone-aware UTC (SQLite's store reads its timestamps naive, in UTC)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class LongTermMemory:
@@ -223,7 +233,7 @@ class LongTermMemory:
             InvalidInput: a text that is not a string, empty or too long, or an unknown kind.
             MemoryRefused: the gate turned the text down; the message says why.
         """
-        body = strip_remember(require_text(text, "memory text"))
+        body = strip_remember(require_storable(require_text(text, "memory text"), "memory text"))
         if not body or is_filler(body):  # "remember that" holds nothing to remember
             raise MemoryRefused(TEXT_EMPTY)
         if len(body) > MAX_MEMORY_TEXT_CHARS:
@@ -242,18 +252,26 @@ class LongTermMemory:
         return (plan.added or plan.refreshed)[0]
 
     @storage_errors
-    def forget(self, session_id: str, memory_id: object) -> None:
+    def forget(self, session_id: str, memory_id: object, *, redact: Redact | None = None) -> None:
         """Delete one item; the very next turn no longer recalls it.
+
+        Args:
+            redact: called with the item's text under the session's long-term lock,
+                before the item goes (`memory.redaction.redact_session`).
 
         Raises:
             MemoryNotFound: no such item in this session (another session's id included).
         """
-        if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 64:
-            raise MemoryNotFound()
+        if not isinstance(memory_id, str) or not _MEMORY_ID.fullmatch(memory_id):
+            raise MemoryNotFound()  # no stored id has another form: nothing to look up
         namespace = self.namespace(session_id)
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
-            if self.store.get(namespace, memory_id, refresh_ttl=False) is None:
+            found = self.store.get(namespace, memory_id, refresh_ttl=False)
+            if found is None:
                 raise MemoryNotFound()
+            item = MemoryItem.from_value(found.key, found.value)
+            if redact is not None and item is not None:
+                redact([item.text])
             self.store.delete(namespace, memory_id)
 
     @storage_errors
@@ -263,11 +281,54 @@ class LongTermMemory:
         return int(sweep()) if self.ttl_minutes is not None and callable(sweep) else 0
 
     @storage_errors
-    def forget_all(self, session_id: str) -> int:
-        """Delete every item of the session; returns how many there were."""
+    def sweep_unused_sessions(
+        self, cutoff: datetime, *, chatted: Collection[str], dry_run: bool = False
+    ) -> tuple[int, int]:
+        """Delete the items of every session that never chatted and has added nothing
+        since `cutoff`: its key is not in `chatted` (sessions with a registry) and none of
+        its items came from a conversation. Such a session cannot outlive the retention
+        of the conversations it never had. Returns (sessions, items) removed (or, with
+        `dry_run`, that would be)."""
+        sessions = items = 0
+        for namespace in self._session_namespaces():
+            if namespace[-1] in chatted:
+                continue
+            with self.locks.hold(f"{LOCK_PREFIX}:{namespace[-1]}", self.lock_timeout):
+                found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
+                parsed = self._parse(found)
+                if not found or any(item.conversation_id for item in parsed):
+                    continue
+                if max(_utc(hit.updated_at) for hit in found) >= cutoff:
+                    continue
+                if not dry_run:
+                    self.store.batch([PutOp(namespace, hit.key, None) for hit in found])
+            sessions, items = sessions + 1, items + len(found)
+        return sessions, items
+
+    def _session_namespaces(self) -> list[tuple[str, ...]]:
+        """Every session's namespace, read in pages."""
+        namespaces: list[tuple[str, ...]] = []
+        while True:
+            page = self.store.list_namespaces(
+                prefix=(NAMESPACE,), max_depth=2, limit=_NAMESPACE_PAGE, offset=len(namespaces)
+            )
+            namespaces.extend(page)
+            if len(page) < _NAMESPACE_PAGE:
+                return namespaces
+
+    @storage_errors
+    def forget_all(self, session_id: str, *, redact: Redact | None = None) -> int:
+        """Delete every item of the session; returns how many there were.
+
+        Args:
+            redact: called with the items' texts under the session's long-term lock,
+                before they go.
+        """
         namespace = self.namespace(session_id)
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
+            if found and redact is not None:
+                redact([item.text for item in self._parse(found)])
             if found:
                 self.store.batch([PutOp(namespace, hit.key, None) for hit in found])
         return len(found)

@@ -35,6 +35,7 @@ except ImportError as exc:  # the dev extra (playwright) is not installed
         raise
     pytest.skip(f"playwright is not installed: {exc}", allow_module_level=True)
 
+from agent.api.sessions import NEW_SESSION, SESSION_HEADER
 from tests.integration.conftest import REPO
 
 ARTIFACTS = REPO / "tests" / "artifacts" / "web"
@@ -142,9 +143,13 @@ def titles(page: Page) -> list[str]:
 
 
 def api_chat(request: APIRequestContext, url: str, message: str, **body: Any) -> str:
-    """A turn through the API in the page's session (the context's cookie); the id of its
-    conversation."""
-    response = request.post(f"{url}/api/chat", data={"message": message, **body})
+    """A turn through the API in the page's session (the context's cookie, or a new one:
+    the request is a script's, not the page's); the id of its conversation."""
+    response = request.post(
+        f"{url}/api/chat",
+        data={"message": message, **body},
+        headers={SESSION_HEADER: NEW_SESSION},
+    )
     assert response.status == 200, response.text()
     assert "event: done" in response.text()
     return response.headers["x-conversation-id"]

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from agent.api.sessions import NEW_SESSION, SESSION_HEADER
 from tests.browser.support import (
     BrowserContext,
     Page,
@@ -69,7 +70,9 @@ def test_the_api_lists_a_pending_review_and_reads_it_back(
     """`GET /api/conversations/{id}` (and the hydration DTO) carry the pending review."""
     api = context.request
     response = api.post(
-        f"{server.url}/api/chat", data={"message": TASKLIST, "createConversation": True}
+        f"{server.url}/api/chat",
+        data={"message": TASKLIST, "createConversation": True},
+        headers={SESSION_HEADER: NEW_SESSION},  # a script's first request
     )
     cid = response.headers["x-conversation-id"]
     events = [

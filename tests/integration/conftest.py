@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from memory import ConversationMemory, ThreadIds, open_thread_store
+from tests.integration.http_support import api_client
 from tests.openai_stub import OpenAIStub
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,6 +45,8 @@ def server_env(workdir: Path, **extra: str) -> dict[str, str]:
             "LANGGRAPH_CLI_NO_ANALYTICS": "1",
             "LANGGRAPH_NO_VERSION_CHECK": "true",
             "PYTHONPATH": str(REPO),
+            # every test client comes from 127.0.0.1: the bound has its own test
+            "AGENT_NEW_SESSIONS_PER_MINUTE": "0",
             **extra,
         }
     )
@@ -190,8 +193,9 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture
 def client(http_server: Server) -> Iterator[httpx.Client]:
-    """An HTTP client of `http_server` (one cookie jar: one session)."""
-    with httpx.Client(base_url=http_server.url, timeout=30) as session:
+    """An HTTP client of `http_server` (one cookie jar: one session, started by its first
+    request)."""
+    with api_client(http_server.url, timeout=30) as session:
         yield session
 
 

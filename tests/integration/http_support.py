@@ -7,7 +7,17 @@ from typing import Any
 
 import httpx
 
+from agent.api.sessions import NEW_SESSION, SESSION_HEADER
+
+SDK_HEADERS = {SESSION_HEADER: NEW_SESSION}
+"""What a client that is not a browser sends to start its session on any first request."""
 LEAKS = ("Traceback", ".py", "sqlite", "/tmp", "/work", "Error(")
+
+
+def api_client(url: str, **options: Any) -> httpx.Client:
+    """A client of the HTTP API as a script holds one: its first request starts a session
+    (`X-Agent-Session: new`), the following ones carry its cookie."""
+    return httpx.Client(base_url=url, headers=SDK_HEADERS, **options)
 
 
 def events_of(response: httpx.Response) -> list[dict[str, Any]]:

@@ -8,6 +8,10 @@ It creates a conversation with a chat turn (so that it is listed), writes its id
 `WORKDIR/conversation`, then sends `REQUEST` as a delivery. The offline model answers
 every stage; at `STALL_AT` (`task:N` for task N, `report` for the report) it writes
 `WORKDIR/stalled` and waits to be killed.
+
+With `STALL_AT` `tasklist:N` it sends `TASKLIST_REQUEST` instead, approves the plan
+(answering the strategy review) and stalls at the N-th task; `tasklist-first:N` does
+the same with the task list as the conversation's first message.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from agent import ChatAgent
 from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
 from agent.settings import Settings
 from graphs.delivery import DeliveryReport, DeliveryTaskResult
+from graphs.tasklist import TasklistTaskResult
 
 REPO = Path(__file__).resolve().parents[2]
 STALL_TIMEOUT = 60.0
@@ -40,6 +45,9 @@ REQUEST = (
     "and collect the pricing table."
 )
 """Four clauses: the offline planner makes five tasks (one per clause, then a check)."""
+TASKLIST_REQUEST = (
+    "/tasklist Draft the launch notes, write the support FAQ, and prepare the demo script."
+)
 _TASK = re.compile(r'<task number="(\d+)"')
 
 
@@ -59,7 +67,18 @@ def stalling_model(stall_at: str, marker: Path) -> OfflineChatModel:
     handlers: dict[type[BaseModel], Callable[[Sequence[BaseMessage]], BaseModel]] = dict(
         DEFAULT_HANDLERS
     )
-    if stall_at.startswith("task:"):
+    if stall_at.startswith(("tasklist:", "tasklist-first:")):
+        nth, executed = int(stall_at.rpartition(":")[2]), handlers[TasklistTaskResult]
+        calls = Counter[str]()
+
+        def tasklist_task(messages: Sequence[BaseMessage]) -> BaseModel:
+            calls["task"] += 1
+            if calls["task"] == nth:
+                stall(marker)
+            return executed(messages)
+
+        handlers[TasklistTaskResult] = tasklist_task
+    elif stall_at.startswith("task:"):
         number, answer = int(stall_at.removeprefix("task:")), handlers[DeliveryTaskResult]
 
         def task(messages: Sequence[BaseMessage]) -> BaseModel:
@@ -138,10 +157,21 @@ def main(database_url: str, data_dir: str, workdir: str, stall_at: str) -> None:
     with ChatAgent(
         database_url=database_url, model=model, secret=SECRET, settings=settings
     ) as agent:
-        first = agent.send("hello", session_id=SESSION, create_conversation=True)
-        (folder / "conversation").write_text(first.conversation_id)
-        agent.send(REQUEST, session_id=SESSION, conversation_id=first.conversation_id)
-    raise SystemExit("the delivery finished: it was meant to stall")
+        if stall_at.startswith("tasklist-first:"):
+            planned = agent.send(TASKLIST_REQUEST, session_id=SESSION, create_conversation=True)
+            cid = planned.conversation_id
+            (folder / "conversation").write_text(cid)
+        elif stall_at.startswith("tasklist:"):
+            cid = agent.send("hello", session_id=SESSION, create_conversation=True).conversation_id
+            (folder / "conversation").write_text(cid)
+            agent.send(TASKLIST_REQUEST, session_id=SESSION, conversation_id=cid)
+        else:
+            first = agent.send("hello", session_id=SESSION, create_conversation=True)
+            (folder / "conversation").write_text(first.conversation_id)
+            agent.send(REQUEST, session_id=SESSION, conversation_id=first.conversation_id)
+            raise SystemExit("the delivery finished: it was meant to stall")
+        agent.resume({"action": "approve"}, session_id=SESSION, conversation_id=cid)
+    raise SystemExit("the task list finished: it was meant to stall")
 
 
 if __name__ == "__main__":

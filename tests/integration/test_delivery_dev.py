@@ -7,12 +7,12 @@ import asyncio
 import json
 from typing import Any
 
-import httpx
 import pytest
 from langgraph_sdk import get_client
 
 from memory import assert_client_safe
 from tests.integration.conftest import Server
+from tests.integration.http_support import api_client
 
 pytestmark = pytest.mark.integration
 
@@ -135,7 +135,7 @@ def test_bad_delivery_input_fails_the_run_clearly_and_writes_nothing(
 
 
 def test_delivery_over_the_http_api_of_the_same_server(langgraph_dev: Server) -> None:
-    with httpx.Client(base_url=langgraph_dev.url, timeout=60) as client:
+    with api_client(langgraph_dev.url, timeout=60) as client:
         response = client.post("/api/chat", json={"message": REQUEST, "createConversation": True})
         assert response.status_code == 200, response.text
         cid = response.headers["X-Conversation-Id"]

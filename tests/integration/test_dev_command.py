@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.integration.conftest import REPO, free_port, server_env, stop, wait_until_up
+from tests.integration.http_support import api_client
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +65,7 @@ def test_the_dev_server_answers_and_its_log_stays_quiet_while_idle(tmp_path: Pat
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, process, workdir / "dev.log")
-        with httpx.Client(base_url=url, timeout=30) as client:
+        with api_client(url, timeout=30) as client:
             turn = client.post("/api/chat", json={"message": "hi", "createConversation": True})
             assert turn.status_code == 200 and "event: done" in turn.text
         time.sleep(WATCH_WAIT_S)

@@ -14,6 +14,7 @@ from agent.api.sessions import COOKIE_NAME
 from memory import assert_client_safe
 from tests.integration.conftest import Server
 from tests.integration.http_support import (
+    api_client,
     assert_clean_error,
     chat,
     events_of,
@@ -58,7 +59,7 @@ def test_draft_promotion_cookie_and_header(client: httpx.Client) -> None:
 def test_bad_chat_requests_are_400_and_write_nothing(
     client: httpx.Client, body: dict[str, Any]
 ) -> None:
-    fresh = httpx.Client(base_url=str(client.base_url))
+    fresh = api_client(str(client.base_url))
     assert_clean_error(fresh.post("/api/chat", json=body), 400, "invalid_request")
     assert fresh.get("/api/conversations").json()["conversations"] == []
 
@@ -78,7 +79,7 @@ def test_invalid_json_and_oversized_input(client: httpx.Client) -> None:
 
 def test_unknown_and_foreign_ids_are_404(client: httpx.Client, http_server: Server) -> None:
     cid = new_conversation(client)
-    with httpx.Client(base_url=http_server.url) as stranger:
+    with api_client(http_server.url) as stranger:
         for conversation in (cid, "unknown-id"):
             assert_clean_error(chat(stranger, "hi", conversationId=conversation), 404, "not_found")
             thread = stranger.get("/api/chat/thread", params={"conversationId": conversation})
@@ -95,7 +96,7 @@ def test_unknown_and_foreign_ids_are_404(client: httpx.Client, http_server: Serv
 
 
 def test_reads_without_a_cookie_see_an_empty_registry(http_server: Server) -> None:
-    with httpx.Client(base_url=http_server.url) as anonymous:
+    with api_client(http_server.url) as anonymous:
         response = anonymous.get("/api/conversations")
         assert response.status_code == 200
         assert response.json() == {"selectedConversationId": None, "conversations": [], "limit": 10}
@@ -106,7 +107,7 @@ def test_a_tampered_cookie_is_a_new_session(client: httpx.Client, http_server: S
     value = client.cookies[COOKIE_NAME]
     session_id, _, signature = value.partition(".")
     forged = f"{session_id}.{'0' * len(signature)}"
-    with httpx.Client(base_url=http_server.url, cookies={COOKIE_NAME: forged}) as attacker:
+    with api_client(http_server.url, cookies={COOKIE_NAME: forged}) as attacker:
         assert attacker.get("/api/conversations").json()["conversations"] == []
         assert_clean_error(
             attacker.get("/api/chat/thread", params={"conversationId": cid}), 404, "not_found"
@@ -114,7 +115,7 @@ def test_a_tampered_cookie_is_a_new_session(client: httpx.Client, http_server: S
 
 
 def test_eleven_conversations_keep_ten_and_selection_keeps_order(http_server: Server) -> None:
-    with httpx.Client(base_url=http_server.url, timeout=30) as session:
+    with api_client(http_server.url, timeout=30) as session:
         ids = [new_conversation(session, f"conversation {n}") for n in range(11)]
         order = listed(session)
         assert order == list(reversed(ids[1:]))
@@ -128,7 +129,7 @@ def test_eleven_conversations_keep_ten_and_selection_keeps_order(http_server: Se
 
 
 def test_the_eleventh_conversation_names_the_one_it_pruned(http_server: Server) -> None:
-    with httpx.Client(base_url=http_server.url, timeout=30) as session:
+    with api_client(http_server.url, timeout=30) as session:
         for n in range(10):
             new_conversation(session, f"conversation {n}")
         events = events_of(chat(session, "the eleventh", createConversation=True))

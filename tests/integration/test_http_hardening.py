@@ -26,6 +26,7 @@ from tests.integration.conftest import (
     stop,
 )
 from tests.integration.http_support import (
+    api_client,
     assert_clean_error,
     chat,
     events_of,
@@ -62,7 +63,7 @@ def thread_texts(client: httpx.Client, cid: str) -> list[str]:
 
 
 def test_delete_during_a_turn_keeps_the_conversation_deleted(http_server: Server) -> None:
-    with httpx.Client(base_url=http_server.url, timeout=30) as client:
+    with api_client(http_server.url, timeout=30) as client:
         cid = new_conversation(client, "private note")
 
         def delete() -> None:
@@ -80,7 +81,7 @@ def test_delete_during_a_turn_keeps_the_conversation_deleted(http_server: Server
 
 
 def test_pruning_during_a_turn_keeps_the_conversation_pruned(http_server: Server) -> None:
-    with httpx.Client(base_url=http_server.url, timeout=30) as client:
+    with api_client(http_server.url, timeout=30) as client:
         oldest = new_conversation(client, "the oldest")
         for n in range(9):
             new_conversation(client, f"conversation {n}")
@@ -137,7 +138,7 @@ def test_a_chunked_body_past_the_limit_is_413_without_reading_it_all(
     assert reply.startswith("HTTP/1.1 413"), reply[:200]
     assert '"payload_too_large"' in reply
     assert sent < 8 * 1024 * 1024  # it answered long before the 200 MiB were sent
-    with httpx.Client(base_url=http_server.url) as after:
+    with api_client(http_server.url) as after:
         assert after.get("/api/health").status_code == 200
 
 
@@ -145,7 +146,7 @@ def test_a_chunked_body_past_the_limit_is_413_without_reading_it_all(
 
 
 def test_a_lone_surrogate_is_400_and_leaves_no_draft(http_server: Server) -> None:
-    with httpx.Client(base_url=http_server.url, timeout=30) as client:
+    with api_client(http_server.url, timeout=30) as client:
         body = rb'{"message": "hi \ud800 there", "createConversation": true}'
         response = client.post(
             "/api/chat", content=body, headers={"content-type": "application/json"}
@@ -236,7 +237,7 @@ def test_data_files_are_private_and_the_database_is_closed_on_shutdown(tmp_path:
         AGENT_DATABASE_URL=f"sqlite:///{store / 'agent.sqlite'}",
     )
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
+        with api_client(server.url, timeout=30) as client:
             new_conversation(client)
         database = store / "agent.sqlite"
         wal = store / "agent.sqlite-wal"
@@ -257,7 +258,7 @@ def test_data_files_are_private_and_the_database_is_closed_on_shutdown(tmp_path:
 
 
 def cookie_of(server: Server, **headers: str) -> str:
-    with httpx.Client(base_url=server.url) as fresh:
+    with api_client(server.url) as fresh:
         return fresh.get("/api/conversations", headers=headers).headers["set-cookie"]
 
 
@@ -282,7 +283,7 @@ def test_cookies_are_secure_when_configured_or_over_https(tmp_path: Path) -> Non
 
 def test_concurrent_deletes_and_turns_never_resurrect(http_server: Server) -> None:
     """Many rounds of a turn racing a delete: a deleted conversation is never listed."""
-    with httpx.Client(base_url=http_server.url, timeout=30) as client:
+    with api_client(http_server.url, timeout=30) as client:
         for _ in range(5):
             cid = new_conversation(client)
 

@@ -8,7 +8,13 @@ import httpx
 import pytest
 
 from tests.integration.conftest import Server
-from tests.integration.http_support import assert_clean_error, chat, events_of, new_conversation
+from tests.integration.http_support import (
+    api_client,
+    assert_clean_error,
+    chat,
+    events_of,
+    new_conversation,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -17,13 +23,13 @@ ITEM_FIELDS = {"id", "kind", "text", "importance", "createdAt", "updatedAt", "co
 
 @pytest.fixture
 def alice(http_server: Server) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=http_server.url, timeout=30) as client:
+    with api_client(http_server.url, timeout=30) as client:
         yield client
 
 
 @pytest.fixture
 def bob(http_server: Server) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=http_server.url, timeout=30) as client:
+    with api_client(http_server.url, timeout=30) as client:
         yield client
 
 

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agent import ChatAgent
@@ -16,7 +15,13 @@ from agent.settings import Settings
 from memory.storage import iter_thread_ids
 from tests.fakes import PacedModel, StepClock
 from tests.integration.conftest import Server, start_uvicorn, stop
-from tests.integration.http_support import assert_clean_error, chat, listed, new_conversation
+from tests.integration.http_support import (
+    api_client,
+    assert_clean_error,
+    chat,
+    listed,
+    new_conversation,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +40,7 @@ def small_budget(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_an_over_budget_message_is_refused_before_anything_is_stored(
     small_budget: Server,
 ) -> None:
-    with httpx.Client(base_url=small_budget.url, timeout=30) as client:
+    with api_client(small_budget.url, timeout=30) as client:
         too_long = "w" * 10_000  # under the 16,000-character limit, over the budget
         refused = chat(client, too_long, createConversation=True)
         assert_clean_error(refused, 413, "message_too_long")

@@ -7,13 +7,13 @@ import json
 import uuid
 from typing import Any
 
-import httpx
 import pytest
 from langgraph_sdk import get_client
 
 from agent.api.sessions import COOKIE_NAME
 from memory import assert_client_safe
 from tests.integration.conftest import Server
+from tests.integration.http_support import api_client
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +83,7 @@ def test_bad_input_fails_the_run_clearly_and_writes_nothing(langgraph_dev: Serve
 
 
 def test_the_http_api_is_served_in_the_same_process(langgraph_dev: Server) -> None:
-    with httpx.Client(base_url=langgraph_dev.url, timeout=30) as client:
+    with api_client(langgraph_dev.url, timeout=30) as client:
         response = client.post(
             "/api/chat", json={"message": "what is 6*7?", "createConversation": True}
         )
@@ -109,7 +109,7 @@ def test_the_http_api_is_served_in_the_same_process(langgraph_dev: Server) -> No
 def test_a_wrong_method_is_405_under_langgraph_dev_too(
     langgraph_dev: Server, method: str, path: str, status: int, code: str
 ) -> None:
-    with httpx.Client(base_url=langgraph_dev.url, timeout=30) as client:
+    with api_client(langgraph_dev.url, timeout=30) as client:
         response = client.request(method, path)
     assert response.status_code == status, response.text
     assert response.json()["error"]["code"] == code
@@ -144,7 +144,7 @@ def test_a_delivery_that_never_pauses_never_reads_interrupted(langgraph_dev: Ser
 def test_the_chat_page_is_served_at_the_root(langgraph_dev: Server) -> None:
     """The app's `/` (the chat page) shadows LangGraph's root health route; `/ok` and
     LangGraph's own routes stay LangGraph's."""
-    with httpx.Client(base_url=langgraph_dev.url, timeout=30) as client:
+    with api_client(langgraph_dev.url, timeout=30) as client:
         page = client.get("/")
         assert page.status_code == 200
         assert page.headers["content-type"].startswith("text/html")
@@ -294,7 +294,7 @@ def test_a_memory_said_over_http_is_recalled_in_a_studio_run(langgraph_dev: Serv
         payload = {"message": text, "session_id": session}
         return await wait_run(langgraph_dev, thread["thread_id"], payload)
 
-    with httpx.Client(base_url=langgraph_dev.url, timeout=30) as client:
+    with api_client(langgraph_dev.url, timeout=30) as client:
         created = client.post("/api/memories", json={"text": "I am vegetarian", "kind": "fact"})
         assert created.status_code == 201, created.text
         session_id = client.cookies[COOKIE_NAME].partition(".")[0]

@@ -25,6 +25,7 @@ from memory.storage import iter_thread_ids
 from tests.conftest import clean_postgres
 from tests.integration.conftest import Server, start_uvicorn, stop
 from tests.integration.http_app import OUTAGE_SECONDS, OUTAGE_TRIGGER
+from tests.integration.http_support import api_client
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +57,7 @@ class Session:
     """One browser whose requests go to any worker: the session cookie travels along."""
 
     def __init__(self, servers: list[Server]) -> None:
-        self.clients = [httpx.Client(base_url=server.url, timeout=60) for server in servers]
+        self.clients = [api_client(server.url, timeout=60) for server in servers]
         self.cookie: str | None = None
         self.lock = threading.Lock()
 

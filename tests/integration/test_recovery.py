@@ -18,6 +18,7 @@ from tests.integration.recovery_worker import (
     REQUEST,
     SECRET,
     SESSION,
+    TASKLIST_REQUEST,
     counting_model,
     kill_while_stalled,
 )
@@ -77,3 +78,24 @@ def test_parallel_reviewers_all_survive_in_the_checkpoint_and_are_not_rerun(
         result = agent.recover(session_id=SESSION, conversation_id=cid)
         assert result.status == "completed"
         assert counts == Counter(DeliveryReport=1), counts
+
+
+@pytest.mark.parametrize("stall_at", ["tasklist:2", "tasklist-first:2"])
+def test_a_task_list_killed_after_its_review_was_approved_recovers(
+    db_url: str, tmp_path: Path, stall_at: str
+) -> None:
+    cid = kill_while_stalled(db_url, tmp_path, stall_at)
+    counts: Counter[str] = Counter()
+    with recovering_agent(db_url, tmp_path, counts) as agent:
+        listed = agent.conversations(session_id=SESSION)["conversations"]
+        assert [(c["id"], c["unfinished"]) for c in listed] == [(cid, True)]
+        result = agent.recover(session_id=SESSION, conversation_id=cid)
+        assert (result.status, result.route) == ("completed", "tasklist")
+        assert result.interrupt is None
+        # the plan, its review and task 1 were done before the kill: not again
+        assert counts["TaskPlan"] == 0 and counts["TasklistTaskResult"] == 2, counts
+        texts = stored_texts(agent, cid)
+        assert texts[-2:] == [TASKLIST_REQUEST.removeprefix("/tasklist "), result.text]
+        assert agent.conversations(session_id=SESSION)["conversations"][0]["unfinished"] is False
+        with pytest.raises(InvalidRequest, match="no unfinished run"):
+            agent.recover(session_id=SESSION, conversation_id=cid)

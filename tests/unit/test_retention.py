@@ -3,15 +3,19 @@ memory thread and run thread together; active ones stay; `python -m agent gc`.""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import BaseMessage
 
 from agent import ChatAgent
 from agent.cli.main import main as cli_main
 from agent.settings import Settings
+from memory.errors import MemoryNotFound
 from memory.ids import REGISTRY_THREAD_PREFIX
 from memory.storage import iter_thread_ids
 from tests.fakes import PacedModel, StepClock
@@ -91,3 +95,103 @@ def test_gc_command_says_what_it_removes(
     with ChatAgent(model=PacedModel(), settings=Settings.from_env()) as agent:
         left = list(iter_thread_ids(agent.memory.threads))
     assert not [t for t in left if t.startswith(REGISTRY_THREAD_PREFIX)]
+
+
+def test_an_expired_item_is_never_served_before_the_sweep(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
+) -> None:
+    agent = open_agent(PacedModel(), settings=Settings(data_dir=tmp_path / "data"))
+    agent.remember("I like jazz", session_id="s")
+    (live,) = agent.long_term.items("s")
+    stale = {**live.to_value(), "text": "I live in Lyon", "key": "i live in lyon"}
+    # a valid item whose TTL ran out before the hourly sweep came round
+    agent.long_term.store.put(agent.long_term.namespace("s"), "m_expired", stale, ttl=-1)
+    assert [m["text"] for m in agent.memories(session_id="s")["memories"]] == ["I like jazz"]
+    assert "m_expired" not in {item.id for item in agent.long_term.recall("s", "Lyon live")}
+    with pytest.raises(MemoryNotFound):
+        agent.forget("m_expired", session_id="s")
+    assert agent.sweep()["memories"] == 1
+
+
+ENTERED, RELEASE = threading.Event(), threading.Event()
+
+
+class HeldModel(PacedModel):
+    """Answers once `RELEASE` is set, after setting `ENTERED`: a turn held open mid-run."""
+
+    def _answer(self, messages: list[BaseMessage]) -> tuple[list[str], float]:
+        if "held" in (messages[-1].text if messages else ""):
+            ENTERED.set()
+            assert RELEASE.wait(timeout=60)
+        return super()._answer(messages)
+
+
+def test_a_conversation_with_a_turn_running_is_active(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
+) -> None:
+    ENTERED.clear()
+    RELEASE.clear()
+    settings = Settings(data_dir=tmp_path / "data", retention_days=1, long_term_memory="off")
+    agent = open_agent(HeldModel(), settings=settings)
+    clock = StepClock(START, step=timedelta(seconds=1))
+    agent.memory.clock = clock
+    cid = agent.send("long ago", session_id="s", create_conversation=True).conversation_id
+    clock.now += timedelta(days=2)  # idle past retention; then a turn starts in it
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(agent.send, "held turn", session_id="s", conversation_id=cid)
+        assert ENTERED.wait(timeout=60)
+        try:
+            removed = agent.sweep(now=clock.now)
+        finally:
+            RELEASE.set()
+        result = running.result(timeout=60)
+    assert (removed["conversations"], removed["sessions"], removed["threads"]) == (0, 0, 0)
+    assert result.conversation_deleted is False
+    assert [m["text"] for m in agent.hydrate(session_id="s", conversation_id=cid)["messages"]][
+        -2:
+    ] == ["held turn", "answer to: held turn"]
+    # once the turn is over the conversation is active again: nothing to sweep
+    assert agent.sweep(now=clock.now)["conversations"] == 0
+
+
+def test_a_session_that_never_chatted_does_not_outlive_retention(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", retention_days=1, long_term_memory="off")
+    agent = open_agent(PacedModel(), settings=settings)
+    for session in ("lurker-1", "lurker-2", "chatter"):
+        agent.remember("I like green tea", session_id=session)
+    later = datetime.now(UTC) + timedelta(days=2)
+    agent.memory.clock = StepClock(later)  # the chatter's turn is recent at sweep time
+    agent.send("hello", session_id="chatter", create_conversation=True)
+
+    assert agent.sweep()["memories"] == 0  # added today: within retention
+    preview = agent.sweep(now=later, dry_run=True)
+    assert (preview["sessions"], preview["memories"]) == (2, 2)
+    assert agent.memories(session_id="lurker-1")["memories"] != []
+    removed = agent.sweep(now=later)
+    assert (removed["sessions"], removed["memories"], removed["conversations"]) == (2, 2, 0)
+    for lurker in ("lurker-1", "lurker-2"):
+        assert agent.memories(session_id=lurker)["memories"] == []
+    assert [m["text"] for m in agent.memories(session_id="chatter")["memories"]] == [
+        "I like green tea"
+    ]
+    assert agent.sweep(now=later)["memories"] == 0
+
+
+def test_the_longest_allowed_periods_still_sweep(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
+) -> None:
+    settings = Settings.from_env(
+        {
+            "AGENT_DATA_DIR": str(tmp_path / "data"),
+            "AGENT_RETENTION_DAYS": "36500",
+            "AGENT_MEMORY_TTL_DAYS": "36500",
+        }
+    )
+    agent = open_agent(PacedModel(), settings=settings)
+    agent.remember("I like jazz", session_id="s")  # the store computes its expiry
+    agent.send("hello", session_id="s", create_conversation=True)
+    removed = agent.sweep()
+    assert (removed["conversations"], removed["memories"]) == (0, 0)
+    assert [m["text"] for m in agent.memories(session_id="s")["memories"]] == ["I like jazz"]

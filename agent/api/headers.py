@@ -1,0 +1,37 @@
+"""Headers every response carries, whatever produced it (a route, an error handler, a
+middleware's own refusal)."""
+
+from __future__ import annotations
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+NOSNIFF = ("X-Content-Type-Options", "nosniff")
+"""Browsers must take a response's declared type as given: a JSON answer that echoes the
+user's text is never sniffed into HTML or script."""
+
+
+class NoSniff:
+    """ASGI middleware: `X-Content-Type-Options: nosniff` on every HTTP response of the
+    app's own paths (the page at `/`, and every path under `prefixes`).
+
+    Args:
+        app: the wrapped ASGI app.
+        prefixes: the app's path prefixes (LangGraph's own routes are left alone).
+    """
+
+    def __init__(self, app: ASGIApp, *, prefixes: tuple[str, ...] = ("/",)) -> None:
+        self.app, self.prefixes = app, prefixes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path == "/" or path.startswith(self.prefixes)):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_nosniff(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)[NOSNIFF[0]] = NOSNIFF[1]
+            await send(message)
+
+        await self.app(scope, receive, send_nosniff)

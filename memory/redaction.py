@@ -1,0 +1,162 @@
+"""Redaction: a forgotten text taken out of everything a session's memory keeps.
+
+When the user forgets a long-term item, an earlier answer that listed it, a summary or
+a pin that took it in, a conversation title, or a workflow's run state could still
+carry it into a later context. `redact_session` replaces each occurrence with
+`[forgotten]` in every thread of the session (its registry, each conversation's memory
+and run threads, every checkpoint and pending write of those), in one transaction,
+under the session's lock. Matching ignores case and how whitespace is spread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from memory.documents import Dialect
+from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
+from memory.registry import RegistryState
+from memory.schema import ThreadState
+from memory.storage import ThreadStore
+
+FORGOTTEN = "[forgotten]"
+_MAX_DEPTH = 64
+
+Redactor = Callable[[str, Any], Any]
+"""`(thread_id, stored value) -> value`: the value itself when nothing in it changed."""
+
+
+def forgotten_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern matching any of `texts` (case-insensitive, any run of whitespace
+    between words), longest first; None when there is nothing to match."""
+    alternatives = {r"\s+".join(map(re.escape, text.split())) for text in texts if text.split()}
+    if not alternatives:
+        return None
+    ordered = sorted(alternatives, key=len, reverse=True)
+    return re.compile("|".join(ordered), re.IGNORECASE)
+
+
+def redact_value(value: Any, pattern: re.Pattern[str], *, keep_length: bool = False) -> Any:
+    """`value` with every match of `pattern` in its strings replaced by `[forgotten]`:
+    strings, dicts, lists, tuples, messages and other pydantic models, dataclasses.
+    Anything else is kept as is. The very same object comes back when nothing changed.
+
+    Args:
+        keep_length: never let a string grow past its length (a short match replaced by
+            the longer marker is cut back), for documents with length limits.
+    """
+    return _walk(value, pattern, keep_length, 0)
+
+
+def _walk(value: Any, pattern: re.Pattern[str], keep_length: bool, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        return value
+    if isinstance(value, str):
+        redacted = pattern.sub(FORGOTTEN, value)
+        if redacted == value:
+            return value
+        return redacted[: len(value)] if keep_length else redacted
+    if isinstance(value, dict):
+        items = {key: _walk(item, pattern, keep_length, depth + 1) for key, item in value.items()}
+        if all(items[key] is item for key, item in value.items()):
+            return value
+        return items if type(value) is dict else type(value)(items)
+    if isinstance(value, list | tuple):
+        walked = [_walk(item, pattern, keep_length, depth + 1) for item in value]
+        if all(new is old for new, old in zip(walked, value, strict=True)):
+            return value
+        return walked if isinstance(value, list) else type(value)(walked)
+    if isinstance(value, BaseModel):
+        fields = {
+            name: _walk(getattr(value, name), pattern, keep_length, depth + 1)
+            for name in type(value).model_fields
+        }
+        changed = {name: new for name, new in fields.items() if new is not getattr(value, name)}
+        return value.model_copy(update=changed) if changed else value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {
+            f.name: _walk(getattr(value, f.name), pattern, keep_length, depth + 1)
+            for f in dataclasses.fields(value)
+            if f.init
+        }
+        changed = {name: new for name, new in fields.items() if new is not getattr(value, name)}
+        return dataclasses.replace(value, **changed) if changed else value
+    return value
+
+
+def _redact_document(thread_id: str, value: Any, pattern: re.Pattern[str]) -> Any:
+    """A memory or registry document redacted so that it still validates: a string that
+    the marker would push past its limit keeps its length instead."""
+    redacted = redact_value(value, pattern)
+    if redacted is value:
+        return value
+    model: type[BaseModel] = (
+        ThreadState if thread_id.startswith(MEMORY_THREAD_PREFIX) else RegistryState
+    )
+    try:
+        model.model_validate(redacted)
+    except ValidationError:
+        return redact_value(value, pattern, keep_length=True)
+    return redacted
+
+
+def redactor(pattern: re.Pattern[str]) -> Redactor:
+    """What the backend applies to each stored value of the session's threads."""
+
+    def redact(thread_id: str, value: Any) -> Any:
+        documents = (MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX)
+        if isinstance(value, dict) and thread_id.startswith(documents):
+            return _redact_document(thread_id, value, pattern)
+        return redact_value(value, pattern)
+
+    return redact
+
+
+def redact_session(
+    threads: ThreadStore, ids: ThreadIds, session_id: str, texts: Sequence[str]
+) -> int:
+    """Replace `texts` with `[forgotten]` in every thread of the session (its registry
+    and memory documents, its run threads' checkpoints and pending writes), in one
+    transaction under the session's lock; returns how many stored values changed.
+
+    The caller holds whatever makes `texts` gone for good (the long-term lock, with
+    the item still there until this returns: a crash in between leaves it listed,
+    and forgetting it again finishes the job).
+    """
+    pattern = forgotten_pattern(texts)
+    if pattern is None:
+        return 0
+    redact = redactor(pattern)
+    memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
+    registry = ids.registry_thread(session_id)
+    with threads.lock(registry):
+        stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
+        documents = {
+            thread: redacted
+            for thread, document in stored.items()
+            if (redacted := redact(thread, document)) is not document
+        }
+        runs = threads.list_threads(run_prefix)
+        rewrite = _run_redactor(threads.documents.dialect)
+        counted = [len(documents)]
+
+        def redact_runs(cursor: Any) -> None:
+            counted.append(rewrite(cursor, runs, redact, threads.checkpointer.serde))
+
+        threads.put_many(documents, also=redact_runs)
+    return sum(counted)
+
+
+def _run_redactor(dialect: Dialect) -> Callable[..., int]:
+    """The backend's rewrite of run-thread rows, for a cursor of `dialect`."""
+    if dialect == "sqlite":
+        from memory.sqlite import redact_runs as sqlite_runs
+
+        return sqlite_runs
+    from memory.postgres import redact_runs as postgres_runs  # the postgres extra
+
+    return postgres_runs
