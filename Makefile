@@ -37,7 +37,7 @@ typecheck: $(STAMP) ## mypy over the packages and tests.
 unit: $(STAMP) ## pytest: unit and integration tests.
 	$(BIN)/pytest -q
 
-bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory (figures, not tests).
+bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory, the archive (figures, not tests).
 	$(BIN)/python -m bench.memory_bench
 	$(BIN)/python -m bench.agent_bench
 	$(BIN)/python -m bench.agent_bench --cue
@@ -47,6 +47,7 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and 
 	$(BIN)/python -m bench.longterm_bench
 	$(BIN)/python -m bench.recovery_bench
 	$(BIN)/python -m bench.fidelity_bench
+	$(BIN)/python -m bench.archive_bench
 
 eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers (offline, < 5 min).
 	$(BIN)/python -m evals

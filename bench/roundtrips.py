@@ -28,6 +28,7 @@ from agent import ChatAgent
 from agent.settings import Settings
 from bench.scripted import ScriptedChatModel
 from bench.workers_bench import database
+from memory.archive.postgres import PostgresArchive
 from memory.conversations import ConversationMemory
 from memory.postgres import PooledPostgresStore, PostgresCheckpointer, PostgresDocuments
 
@@ -53,6 +54,7 @@ def counting(counts: collections.Counter[str]) -> Iterator[None]:
         *((OWNERS[name], name) for name in (*READS, *WRITES)),
         (ConversationMemory, "open"),
         (PooledPostgresStore, "batch"),
+        (PostgresArchive, "search"),
     ]:
         original = getattr(owner, name)
         patched.append((owner, name, original))
@@ -104,7 +106,10 @@ def measure(turns: int) -> dict[str, Any]:
                     asyncio.run(one_turn(agent, conversation, turn))
         finally:
             agent.close()
-    per_turn = {name: round(counts[name] / turns, 2) for name in (*READS, *WRITES, "open", "batch")}
+    per_turn = {
+        name: round(counts[name] / turns, 2)
+        for name in (*READS, *WRITES, "open", "batch", "search")
+    }
     start_reads = counts["get_tuple"] + counts["open"]
     return {
         "turns": turns,
@@ -113,6 +118,9 @@ def measure(turns: int) -> dict[str, Any]:
         "writes": round(sum(counts[name] for name in WRITES) / turns, 2),
         # recall of the user's long-term items: one store query a turn, beside the three
         "long_term_reads": round(counts["batch"] / turns, 2),
+        # recall of earlier conversations: one archive query a turn (its lines are
+        # written inside the documents' write transaction, no round trip of their own)
+        "archive_reads": round(counts["search"] / turns, 2),
         "by_call": per_turn,
     }
 

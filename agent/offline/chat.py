@@ -38,7 +38,7 @@ MAX_CALCULATIONS = 3
 
 OFFLINE_PREFIX = "[offline model]"
 OFFLINE_NOTICE = (
-    f"{OFFLINE_PREFIX} No model API key is configured, so this deterministic offline model "
+    f"{OFFLINE_PREFIX} No OPENAI_API_KEY is set, so this deterministic offline model "
     "answers: it echoes your message and shows what it remembers of you and of this "
     "conversation."
 )

@@ -67,7 +67,7 @@ REVIEW_NOTES = {
     "boundary": "Offline boundary note: the tasks follow the clauses of the request.",
 }
 REPORT_SUMMARY = (
-    "{prefix} No model API key is configured, so this delivery ran on the deterministic "
+    "{prefix} No OPENAI_API_KEY is set, so this delivery ran on the deterministic "
     "offline model. It planned and ran {tasks} task(s) for “{request}”; {passed} of "
     "{reviews} review(s) passed."
 )

@@ -25,7 +25,7 @@ from memory.archive.lines import (
     ArchiveRow,
     ArchiveWrite,
 )
-from memory.archive.recall import CANDIDATES, Recall, choose, recall_query
+from memory.archive.recall import CANDIDATES, Recall, choose, clears_floor, recall_query
 from memory.archive.terms import query_terms
 from memory.ids import ThreadIds
 from memory.limits import DEFAULT_RECALL_TOKENS
@@ -163,8 +163,9 @@ class Archive:
         terms = recall_query(text, state)
         if not terms or self.recall_tokens <= 0:
             return Recall()
+        # the user's own lines are the hits (`memory.archive.recall`): only they are scored
         hits = self.backend.search(
-            self.ids.session_key(session_id), terms, CANDIDATES, neighbours=True
+            self.ids.session_key(session_id), terms, CANDIDATES, neighbours=True, roles=("user",)
         )
         return choose(
             hits,
@@ -182,7 +183,12 @@ class Archive:
         if not terms:
             return []
         hits = self.backend.search(self.ids.session_key(session_id), terms, limit)
-        return [hit for hit in hits if hit.text not in (REDACTED, FORGOTTEN)][:limit]
+        # a line found only by a short word or a lone digit ("1" of "1.5 bar") is noise
+        return [
+            hit
+            for hit in hits
+            if hit.text not in (REDACTED, FORGOTTEN) and clears_floor(hit, terms)
+        ][:limit]
 
     # -- forgetting ---------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 ArchiveRole = Literal["user", "assistant", "summary"]
+ROLES: tuple[ArchiveRole, ...] = ("user", "assistant", "summary")
 REDACTED = "[redacted]"
 """An archived text that discloses a secret is kept as this (memory keeps the original)."""
 FORGOTTEN = "[forgotten]"
@@ -99,10 +100,16 @@ class ArchiveBackend(Protocol):
         """Apply `change` with `cursor`, inside the transaction that holds it."""
 
     def search(
-        self, session_key: str, terms: Sequence[str], limit: int, *, neighbours: bool = False
+        self,
+        session_key: str,
+        terms: Sequence[str],
+        limit: int,
+        *,
+        neighbours: bool = False,
+        roles: Sequence[str] = ROLES,
     ) -> list[ArchivedLine]:
-        """The session's lines sharing any of `terms`, best first, in one query (with
-        `neighbours`, each with the lines said just before and after it)."""
+        """The session's lines of `roles` sharing any of `terms`, best first, in one query
+        (with `neighbours`, each with the lines said just before and after it)."""
 
     def rewrite(
         self,

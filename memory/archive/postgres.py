@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memory.archive.lines import FORGOTTEN, ArchivedLine, ArchiveWrite
+from memory.archive.lines import FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
 from memory.archive.terms import index_terms
 
 SETUP_LOCK_KEY = -(1 << 62) - 23
@@ -43,7 +43,7 @@ WITH hits AS (
   SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
          l.conversation_key, ts_rank_cd(l.terms, q.query, 1) AS score
   FROM archive_lines l, (SELECT %(query)s::tsquery AS query) q
-  WHERE l.session_key = %(session)s AND l.terms @@ q.query
+  WHERE l.session_key = %(session)s AND l.role = ANY(%(roles)s) AND l.terms @@ q.query
   ORDER BY score DESC, l.id DESC LIMIT %(limit)s
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
@@ -155,13 +155,21 @@ class PostgresArchive:
             )
 
     def search(
-        self, session_key: str, terms: Sequence[str], limit: int, *, neighbours: bool = False
+        self,
+        session_key: str,
+        terms: Sequence[str],
+        limit: int,
+        *,
+        neighbours: bool = False,
+        roles: Sequence[str] = ROLES,
     ) -> list[ArchivedLine]:
-        """The session's lines sharing any of `terms`, best `ts_rank_cd` first, each with
-        the lines said just before and after it when `neighbours`, in one query."""
-        if not terms or limit <= 0:
+        """The session's lines of `roles` sharing any of `terms`, best `ts_rank_cd` first,
+        each with the lines said just before and after it when `neighbours`, in one
+        query."""
+        if not terms or limit <= 0 or not roles:
             return []
         params = {
+            "roles": list(roles),
             "query": tsquery_literal(terms),
             "session": session_key,
             "limit": limit,

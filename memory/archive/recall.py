@@ -3,13 +3,13 @@
 Pure functions over the hits of one search. The query is the new message, plus the
 previous user message when the new one is short or refers back ("and what about
 that?"). A hit must clear a relevance floor: it shares a subject term with the query
-(a word of four letters or more, or a CJK bigram) and enough of the query's weight,
-so a message that shares nothing with the archive injects nothing; it must score at
-least 30% of the best hit, and better than any line the context already holds (the
-current conversation answers first). Hits are ranked
-by reciprocal-rank fusion of their lexical rank and their recency rank; lines the
-context already holds (this conversation's recent messages, text its summary
-quotes) are left out.
+(not a stop word, a number or a lone letter: `memory.archive.terms.term_weight`), so a
+message that shares nothing with the archive injects nothing; and it must score better
+than any line the context already holds (the current conversation answers first: a
+line that matches no better would only compete with it). Hits are ranked by
+reciprocal-rank fusion of their lexical rank and their recency rank; lines the context
+already holds (this conversation's recent messages, text its summary quotes) are left
+out.
 
 Hits are what the user said: the archive is the record of the user's own words, and
 an assistant's answer often repeats what its context held (a summary, remembered
@@ -29,15 +29,8 @@ from memory.archive.terms import line_terms, query_terms, term_weight
 from memory.schema import ThreadState
 
 RRF_K = 60
-RECENCY_WEIGHT = 0.5
+RECENCY_WEIGHT = 0.25
 """Weight of the recency rank beside the lexical rank (1) in the fusion."""
-RELATIVE_FLOOR = 0.3
-"""A hit scoring less than this share of the best hit's lexical score is left out: when
-one line matches the message well, a line sharing only a word or two with it is
-noise (the best hit counts even when the context already holds it)."""
-FLOOR_SHARE = 0.0
-FLOOR_CAP = 3.0
-"""A hit must share at least min(25% of the query's weight, 3) and one subject term."""
 SHORT_QUERY_TERMS = 4
 SHORT_ANSWER_TERMS = 6
 """A user line with fewer terms than this is an answer that needs its question."""
@@ -66,12 +59,8 @@ def recall_query(text: str, state: ThreadState) -> tuple[str, ...]:
 
 
 def clears_floor(line: ArchivedLine, terms: Sequence[str]) -> bool:
-    """Whether `line` shares enough with the query to be worth the model's attention."""
-    shared = line_terms(line.text).intersection(terms)
-    if not any(term_weight(term) >= 1.0 for term in shared):
-        return False
-    total = sum(term_weight(term) for term in terms)
-    return sum(term_weight(term) for term in shared) >= min(FLOOR_SHARE * total, FLOOR_CAP)
+    """Whether `line` shares a subject term with the query (see the module docstring)."""
+    return any(term_weight(term) >= 1.0 for term in line_terms(line.text).intersection(terms))
 
 
 def _folded(text: str) -> str:
@@ -165,16 +154,11 @@ def choose(
     seen: set[int] = set()
     used = 0
     said = [hit for hit in hits if hit.role == "user"]
-    best = max((hit.score for hit in said), default=0.0)
     # what the context already holds answers the message as well as any line that does
     # not beat it: such a line would only compete with it (another project's budget)
     held = max((hit.score for hit in said if not wanted(hit)), default=0.0)
     eligible = [
-        hit
-        for hit in said
-        if hit.score >= RELATIVE_FLOOR * best
-        and (held == 0.0 or hit.score > held)
-        and clears_floor(hit, terms)
+        hit for hit in said if (held == 0.0 or hit.score > held) and clears_floor(hit, terms)
     ]
     for hit in fuse(eligible):
         if hit.id in seen or not wanted(hit):

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.archive.lines import FORGOTTEN, ArchivedLine, ArchiveWrite
+from memory.archive.lines import FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
 from memory.archive.terms import index_terms
 from memory.sqlite import sqlite_transaction
 
@@ -26,7 +26,14 @@ SETUP_SQL = (
     # instead of filtering every session's hits
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_index USING fts5("
     " terms, scope, tokenize = 'unicode61 remove_diacritics 0')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vocab USING fts5vocab(archive_index, 'row')",
 )
+COMMON_SHARE = 0.02
+COMMON_FLOOR = 200
+"""A query term in more lines than max(2% of the session's lines, 200) is left out
+of the query (its weight in bm25 is next to nothing, its posting list long); the
+rarest `KEEP_RAREST` terms always stay."""
+KEEP_RAREST = 2
 INSERT_LINE_SQL = (
     "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
     " title, message_id, role, created_at, text, covers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -34,10 +41,12 @@ INSERT_LINE_SQL = (
 INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, terms, scope) VALUES (?, ?, ?)"
 _COLUMNS = "l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text"
 SEARCH_SQL = f"""
-WITH hits AS (
-  SELECT {_COLUMNS}, l.conversation_key, -bm25(archive_index, 1.0, 0.0) AS score
-  FROM archive_index JOIN archive_lines l ON l.id = archive_index.rowid
-  WHERE archive_index MATCH ? ORDER BY bm25(archive_index, 1.0, 0.0), l.id DESC LIMIT ?
+WITH ranked AS (
+  SELECT rowid AS id, -bm25(archive_index, 1.0, 0.0) AS score FROM archive_index
+  WHERE archive_index MATCH ? ORDER BY bm25(archive_index, 1.0, 0.0), rowid DESC LIMIT ?
+), hits AS MATERIALIZED (
+  SELECT {_COLUMNS}, l.conversation_key, r.score
+  FROM ranked r JOIN archive_lines l ON l.id = r.id
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text, h.score,
        p.id, p.message_id, p.role, p.created_at, p.text,
@@ -53,15 +62,20 @@ ORDER BY h.score DESC, h.id DESC
 """
 
 
-def scope_token(session_key: str) -> str:
-    """The session's token in the index's `scope` column (a letter first: one token)."""
-    return "s" + session_key
+ROLE_LETTERS = {"user": "u", "assistant": "a", "summary": "m"}
 
 
-def match_expression(session_key: str, terms: Sequence[str]) -> str:
-    """`scope: "s…" AND terms: ("a" OR "b")`: terms are letters and digits only."""
+def scope_token(session_key: str, role: str) -> str:
+    """A line's token in the index's `scope` column: its session and role, one token (a
+    query of the user's lines scores only those)."""
+    return ROLE_LETTERS[role] + session_key
+
+
+def match_expression(session_key: str, terms: Sequence[str], roles: Sequence[str]) -> str:
+    """`scope : ("u…" OR …) AND terms : ("a" OR "b")`: terms are letters and digits."""
+    scopes = " OR ".join(f'"{scope_token(session_key, role)}"' for role in roles)
     wanted = " OR ".join(f'"{term}"' for term in terms)
-    return f'scope : "{scope_token(session_key)}" AND terms : ({wanted})'
+    return f"scope : ({scopes}) AND terms : ({wanted})"
 
 
 def stamp(moment: datetime) -> str:
@@ -144,22 +158,45 @@ class SqliteArchive:
             if cursor.rowcount == 1:
                 terms = " ".join(index_terms(row.text))
                 cursor.execute(
-                    INSERT_INDEX_SQL, (cursor.lastrowid, terms, scope_token(row.session_key))
+                    INSERT_INDEX_SQL,
+                    (cursor.lastrowid, terms, scope_token(row.session_key, row.role)),
                 )
 
     def search(
-        self, session_key: str, terms: Sequence[str], limit: int, *, neighbours: bool = False
+        self,
+        session_key: str,
+        terms: Sequence[str],
+        limit: int,
+        *,
+        neighbours: bool = False,
+        roles: Sequence[str] = ROLES,
     ) -> list[ArchivedLine]:
-        """The session's lines sharing any of `terms`, best `bm25()` first, each with the
-        lines said just before and after it when `neighbours`, in one query."""
-        if not terms or limit <= 0:
+        """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, each
+        with the lines said just before and after it when `neighbours`, in one query."""
+        if not terms or limit <= 0 or not roles:
             return []
-        expression = match_expression(session_key, terms)
         with self.lock:
+            terms = self._distinctive(session_key, terms)
+            expression = match_expression(session_key, terms, roles)
             rows = self.conn.execute(
                 SEARCH_SQL, (expression, limit, neighbours, neighbours)
             ).fetchall()
         return [_line(row) for row in rows]
+
+    def _distinctive(self, session_key: str, terms: Sequence[str]) -> list[str]:
+        """`terms` without those too common to matter (see `COMMON_SHARE`); the caller
+        holds the lock."""
+        scopes = [scope_token(session_key, role) for role in ROLES]
+        marks = ", ".join("?" * (len(terms) + len(scopes)))
+        counts = dict(
+            self.conn.execute(
+                f"SELECT term, doc FROM archive_vocab WHERE term IN ({marks})", (*terms, *scopes)
+            ).fetchall()
+        )
+        lines = sum(counts.get(scope, 0) for scope in scopes)
+        cap = max(COMMON_SHARE * lines, COMMON_FLOOR)
+        rarest = sorted(terms, key=lambda term: counts.get(term, 0))
+        return [t for i, t in enumerate(rarest) if i < KEEP_RAREST or counts.get(t, 0) <= cap]
 
     def rewrite(
         self,

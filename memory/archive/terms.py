@@ -27,10 +27,13 @@ _RUN = re.compile(
 
 
 def _stem(word: str) -> str:
-    """A light English stem: "decided", "decides" and "decide" all read "decid"."""
+    """A light English stem: "decided", "decides" and "decide" all read "decid";
+    "running" and "run" read "run"."""
     for suffix in ("ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            stem = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            doubled = len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "lsz"
+            return stem[:-1] if doubled and suffix in ("ing", "ed") else stem
     return word[:-1] if word.endswith("e") and len(word) >= 5 else word
 
 
@@ -42,47 +45,44 @@ _CJK_STOP_TEXT = """
 CJK_STOP_BIGRAMS = frozenset(_CJK_STOP_TEXT.split())
 """Bigrams that carry no subject (pronouns, "when", "we talked"): never a query term."""
 _PAST_WORDS_TEXT = """
-say said tell told talk talked talking mention mentioned remember recall earlier before ago
-last time again know think thing things something anything yes yeah ok okay
+say says said tell told mention mentioned remember recall earlier before ago last time
+again know think thing things something anything yes yeah ok okay
 """
-QUERY_STOP_WORDS = STOP_WORDS | frozenset(_stem(w) for w in _PAST_WORDS_TEXT.split())
+QUERY_STOP_WORDS = STOP_WORDS | frozenset(_PAST_WORDS_TEXT.split())
 """Words that only say the user is asking about the past: never a query term."""
 
 
-def _terms(text: str) -> list[tuple[str, bool]]:
-    """(term, is CJK) in text order."""
+def _terms(text: str) -> list[tuple[str, bool, bool]]:
+    """(term, is CJK, is a stop word or a bigram with no subject) in text order (a word
+    is a stop word as written, before stemming)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    found: list[tuple[str, bool]] = []
+    found: list[tuple[str, bool, bool]] = []
     for match in _RUN.finditer(folded):
         run = match.group("cjk")
         if run is None:
             word = match.group("word")
             if len(word) <= MAX_TERM_CHARS:
-                found.append((_stem(word), False))
+                stop = word in QUERY_STOP_WORDS or (len(word) < 2 and not word.isdigit())
+                found.append((_stem(word), False, stop))
         elif len(run) == 1:
-            found.append((run, True))
+            found.append((run, True, False))
         else:
-            found.extend((run[i : i + 2], True) for i in range(len(run) - 1))
+            bigrams = (run[i : i + 2] for i in range(len(run) - 1))
+            found.extend((bigram, True, bigram in CJK_STOP_BIGRAMS) for bigram in bigrams)
     return found
 
 
 def index_terms(text: str) -> list[str]:
     """The terms a line is indexed under, in text order (stop words kept: a query drops
     its own, and positions stay true for proximity ranking)."""
-    return [term for term, _ in _terms(text)[:MAX_TERMS]]
+    return [term for term, _, _ in _terms(text)[:MAX_TERMS]]
 
 
 @functools.lru_cache(maxsize=4096)
 def query_terms(text: str) -> tuple[str, ...]:
     """The distinct terms a query looks for, in text order: no stop words, no bigram
     that carries no subject, at most `MAX_QUERY_TERMS`."""
-    kept: dict[str, None] = {}
-    for term, cjk in _terms(text):
-        if cjk and term in CJK_STOP_BIGRAMS:
-            continue
-        if not cjk and (term in QUERY_STOP_WORDS or (len(term) < 2 and not term.isdigit())):
-            continue
-        kept[term] = None
+    kept = dict.fromkeys(term for term, _, stop in _terms(text) if not stop)
     return tuple(kept)[:MAX_QUERY_TERMS]
 
 
@@ -93,8 +93,11 @@ def line_terms(text: str) -> frozenset[str]:
 
 
 def term_weight(term: str) -> float:
-    """How much one shared term says: a CJK bigram or a word of four letters or more is
-    a subject; a short word or a lone character says less."""
-    if len(term) >= 4 or (len(term) == 2 and not term.isascii()):
+    """How much one shared term says (stop words are gone already): a CJK bigram or a
+    word of three letters or more ("run", "ten") is a subject; a number or a two-letter
+    word or a lone character says less."""
+    if term.isdigit():
+        return 0.5
+    if len(term) >= 3 or (len(term) == 2 and not term.isascii()):
         return 1.0
     return 0.5

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from memory import ConversationMemory, ThreadState
+from memory import ConversationMemory, StorageError, ThreadState
 from memory.archive import FORGOTTEN, REDACTED
 from memory.turns import TurnStatus, chat_turn
 
@@ -155,3 +155,38 @@ def test_forget_session_empties_only_that_session(memory: ConversationMemory) ->
 def test_a_query_without_words_finds_nothing(memory: ConversationMemory, query: str) -> None:
     say(memory, "s1", "c1", "the and of", "ok")
     assert memory.search("s1", query, limit=10) == []
+
+
+class Crash(Exception):
+    """Stands for the process dying between the archive's statements and the commit."""
+
+
+def crash_after_archive(memory: ConversationMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = memory.archive.backend
+    original = backend.write
+
+    def write_then_crash(cursor: object, change: object) -> None:
+        original(cursor, change)  # type: ignore[arg-type]
+        raise Crash()
+
+    monkeypatch.setattr(backend, "write", write_then_crash)
+
+
+def test_a_crash_before_the_commit_leaves_conversation_and_lines_together(
+    memory: ConversationMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted.")
+    crash_after_archive(memory, monkeypatch)
+    with pytest.raises(StorageError):
+        memory.delete_conversation("s1", "c1")
+    with pytest.raises(StorageError):
+        memory.write_turn("s1", "c1", chat_turn("Alma moved to Porto", "Noted."))
+    monkeypatch.undo()
+    assert memory.registry("s1").owns("c1")
+    assert [m.text for m in memory.load("s1", "c1").messages] == [
+        "My sister Alma lives in Lisbon",
+        "Noted.",
+    ]
+    assert {h.text for h in memory.search("s1", "Alma", limit=10)} == {
+        "My sister Alma lives in Lisbon"
+    }

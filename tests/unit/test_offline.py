@@ -88,7 +88,7 @@ def test_plain_answer_without_memory_says_so(model: OfflineChatModel) -> None:
 
 
 def test_stop_sequence_cuts_the_answer(model: OfflineChatModel) -> None:
-    assert model.invoke("hello", stop=[" No model"]).text == OFFLINE_PREFIX
+    assert model.invoke("hello", stop=[" No OPENAI_API_KEY"]).text == OFFLINE_PREFIX
 
 
 # --- tool calls ---------------------------------------------------------------------

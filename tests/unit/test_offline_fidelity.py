@@ -159,7 +159,7 @@ def test_an_old_rolling_summary_and_a_models_summary_are_read_back() -> None:
             "…",
             "The user plans a data platform.",
             'User: "Hi. We use PostgreSQL 15." / Assistant: "Sure."',
-            'Assistant: "[offline model] No model API key is configured, so this deterministic…"',
+            'Assistant: "[offline model] No OPENAI_API_KEY is set, so this deterministic offline…"',
         ]
     )
     summary = merged_summary(old, [])

@@ -1,0 +1,211 @@
+"""Archive benchmark (SQLite): what the archive adds to a turn's write, and what recall
+costs with 10,000 archived turns in the session.
+
+- write: the median time of `ConversationMemory.write_turn` with the archive and with a
+  no-op archive, interleaved turn by turn on two files; the difference is the archive's
+  share of a turn (target ≤ 1 ms).
+- recall: a session with `--archived` turns (two lines each, spread over conversations
+  of 10 turns, written in bulk), then `ConversationMemory.recall` for questions made of
+  the archive's own words and of words it does not hold; median and p95 (target ≤ 5 ms).
+
+Run: `make bench` or `python -m bench.archive_bench [--turns N] [--archived N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import memory.archive.archive as archive_module
+from memory import ConversationMemory, ThreadIds, ThreadState
+from memory.archive import Archive, ArchiveRow, ArchiveWrite, open_archive
+from memory.longterm.secrets import find_secret
+from memory.schema import utcnow
+from memory.storage import open_thread_store
+from memory.turns import chat_turn
+
+SECRET = "bench-archive-" + "a" * 32
+WRITE_TARGET_MS = 1.0
+RECALL_TARGET_MS = 5.0
+TURNS_PER_CONVERSATION = 10
+BATCH = 2_000
+
+
+class NoArchive:
+    """An archive backend that writes nothing (the baseline of the write figure)."""
+
+    def write(self, cursor: Any, change: ArchiveWrite) -> None:
+        return None
+
+
+def vocabulary(rng: random.Random, size: int = 3_000) -> list[str]:
+    """Pronounceable made-up words, so that term frequencies look like a real archive's."""
+    syllables = ["ka", "lo", "mi", "ren", "to", "sa", "vel", "dor", "ni", "pa", "ru", "es"]
+    words = {"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(size)}
+    return sorted(words)
+
+
+def zipf_weights(size: int) -> list[float]:
+    """Zipf over ranks, its head flattened as by dropping stop words (the commonest
+    content word is in about 1% of draws)."""
+    return [1 / (rank + 10) for rank in range(size)]
+
+
+def sentence(rng: random.Random, words: list[str], length: int) -> str:
+    chosen = rng.choices(words, weights=zipf_weights(len(words)), k=length)
+    return " ".join(chosen).capitalize() + "."
+
+
+def measure_write(turns: int, directory: Path, *, scan: bool = True) -> dict[str, float]:
+    """`scan=False`: the secret detector answers "none" at once (the archive's storage
+    cost alone; the detector is the long-term gate's, measured apart)."""
+    if not scan:
+        archive_module.find_secret = lambda text: None  # type: ignore[assignment]
+    try:
+        return _measure_write(turns, directory)
+    finally:
+        archive_module.find_secret = find_secret
+
+
+def _measure_write(turns: int, directory: Path) -> dict[str, float]:
+    ids = ThreadIds(SECRET)
+    stores = [
+        open_thread_store(f"sqlite:///{directory / name}")
+        for name in (f"a{id(directory)}-{time.monotonic_ns()}.db", f"b{time.monotonic_ns()}.db")
+    ]
+    with_archive = ConversationMemory(stores[0], ids)
+    without = ConversationMemory(stores[1], ids, archive=Archive(NoArchive(), ids))  # type: ignore[arg-type]
+    timings: dict[str, list[float]] = {"archive": [], "none": []}
+    try:
+        for memory in (with_archive, without):
+            memory.accept_draft("bench", "c1")
+        for turn in range(turns):
+            user = f"Turn {turn}: could you refine section {turn % 7} of the plan? " * 3
+            answer = (
+                f"Here is the refined section {turn % 7} of draft {turn}, with its trade-offs. " * 8
+            )
+            for name, memory in (("archive", with_archive), ("none", without)):
+                started = time.perf_counter()
+                memory.write_turn("bench", "c1", chat_turn(user, answer))
+                timings[name].append(time.perf_counter() - started)
+    finally:
+        for store in stores:
+            store.close()
+    archive_ms = statistics.median(timings["archive"]) * 1000
+    none_ms = statistics.median(timings["none"]) * 1000
+    return {
+        "turns": turns,
+        "write_turn_ms_with_archive": round(archive_ms, 3),
+        "write_turn_ms_without": round(none_ms, 3),
+        "archive_ms_per_turn": round(archive_ms - none_ms, 3),
+    }
+
+
+def fill(archive: Archive, archived: int, rng: random.Random, words: list[str]) -> None:
+    """`archived` turns of one session, two lines each, in bulk transactions."""
+    session_key = archive.ids.session_key("bench")
+    start = utcnow() - timedelta(days=400)
+    backend: Any = archive.backend
+    rows: list[ArchiveRow] = []
+    for turn in range(archived):
+        conversation = f"c{turn // TURNS_PER_CONVERSATION}"
+        key = archive.ids.conversation_key("bench", conversation)
+        when = start + timedelta(minutes=turn * 20)
+        for role, length in (("user", rng.randint(6, 24)), ("assistant", rng.randint(12, 60))):
+            rows.append(
+                ArchiveRow(
+                    session_key=session_key,
+                    conversation_key=key,
+                    conversation_id=conversation,
+                    title=f"Conversation {conversation}",
+                    message_id=f"t{turn}-{role[0]}",
+                    role=role,  # type: ignore[arg-type]
+                    created_at=when,
+                    text=sentence(rng, words, length),
+                )
+            )
+        if len(rows) >= BATCH or turn == archived - 1:
+            with backend.conn:  # one transaction per batch
+                cursor = backend.conn.cursor()
+                backend.write(cursor, ArchiveWrite(rows=rows))
+            rows = []
+
+
+def measure_recall(archived: int, queries: int, directory: Path) -> dict[str, Any]:
+    rng = random.Random(7)
+    words = vocabulary(rng)
+    store = open_thread_store(f"sqlite:///{directory / 'recall.db'}")
+    ids = ThreadIds(SECRET)
+    try:
+        archive = open_archive(store, ids)
+        memory = ConversationMemory(store, ids, archive=archive)
+        started = time.perf_counter()
+        fill(archive, archived, rng, words)
+        fill_seconds = time.perf_counter() - started
+        timings: dict[str, list[float]] = {"shared words": [], "no shared word": []}
+        recalled: list[int] = []
+        for _ in range(queries):
+            probes = {
+                "shared words": sentence(rng, words, rng.randint(5, 12)) + "?",
+                "no shared word": "How do volcanoes on distant moons form?",
+            }
+            for name, text in probes.items():
+                started = time.perf_counter()
+                found = memory.recall("bench", "current", text, ThreadState())
+                timings[name].append(time.perf_counter() - started)
+                if name == "shared words":
+                    recalled.append(len(found.lines))
+        counted = archive.count("bench")
+    finally:
+        store.close()
+    figures: dict[str, Any] = {
+        "archived_turns": archived,
+        "archived_lines": counted,
+        "fill_seconds": round(fill_seconds, 1),
+        "queries": queries,
+        "median_lines_recalled": statistics.median(recalled),
+    }
+    for name, values in timings.items():
+        ordered = sorted(values)
+        figures[f"recall_ms_median ({name})"] = round(statistics.median(ordered) * 1000, 3)
+        figures[f"recall_ms_p95 ({name})"] = round(ordered[int(len(ordered) * 0.95)] * 1000, 3)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=300, help="turns of the write figure")
+    parser.add_argument("--archived", type=int, default=10_000, help="turns in the archive")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        write = measure_write(args.turns, Path(tmp))
+        storage = measure_write(args.turns, Path(tmp), scan=False)
+        recall = measure_recall(args.archived, args.queries, Path(tmp))
+    write["archive_ms_per_turn_without_secret_scan"] = storage["archive_ms_per_turn"]
+    print(json.dumps({"write": write, "recall": recall}, indent=2))
+    for figure, what in (
+        ("archive_ms_per_turn", "with the secret scan of both texts"),
+        ("archive_ms_per_turn_without_secret_scan", "storage alone"),
+    ):
+        ok = write[figure] <= WRITE_TARGET_MS
+        print(
+            f"{'met ' if ok else 'MISSED'}  archive write ≤ {WRITE_TARGET_MS} ms per turn ({what})"
+        )
+    worst = recall["recall_ms_median (shared words)"]
+    ok = worst <= RECALL_TARGET_MS
+    print(
+        f"{'met ' if ok else 'MISSED'}  recall ≤ {RECALL_TARGET_MS} ms (median) with "
+        f"{args.archived:,} archived turns"
+    )
+
+
+if __name__ == "__main__":
+    main()
