@@ -200,6 +200,20 @@ def client(http_server: Server) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
+def alice(http_server: Server) -> Iterator[httpx.Client]:
+    """One user's client (a session of its own), beside `bob`'s: isolation tests."""
+    with api_client(http_server.url, timeout=30) as session:
+        yield session
+
+
+@pytest.fixture
+def bob(http_server: Server) -> Iterator[httpx.Client]:
+    """Another user's client: a second session on the same server."""
+    with api_client(http_server.url, timeout=30) as session:
+        yield session
+
+
+@pytest.fixture
 def stub() -> Iterator[OpenAIStub]:
     """The local OpenAI-compatible endpoint (scripted replies, recorded requests)."""
     with OpenAIStub() as running:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
-from tests.integration.conftest import Server
 from tests.integration.http_support import (
-    api_client,
     assert_clean_error,
     chat,
     events_of,
@@ -19,18 +15,6 @@ from tests.integration.http_support import (
 pytestmark = pytest.mark.integration
 
 ITEM_FIELDS = {"id", "kind", "text", "importance", "createdAt", "updatedAt", "conversationId"}
-
-
-@pytest.fixture
-def alice(http_server: Server) -> Iterator[httpx.Client]:
-    with api_client(http_server.url, timeout=30) as client:
-        yield client
-
-
-@pytest.fixture
-def bob(http_server: Server) -> Iterator[httpx.Client]:
-    with api_client(http_server.url, timeout=30) as client:
-        yield client
 
 
 def texts(client: httpx.Client) -> list[str]:

@@ -3,29 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
-from tests.integration.conftest import Server
-from tests.integration.http_support import api_client, assert_clean_error, new_conversation
+from tests.integration.http_support import assert_clean_error, new_conversation
 
 pytestmark = pytest.mark.integration
 
 HIT_FIELDS = {"id", "conversationId", "title", "messageId", "role", "createdAt", "text"}
-
-
-@pytest.fixture
-def alice(http_server: Server) -> Iterator[httpx.Client]:
-    with api_client(http_server.url, timeout=30) as client:
-        yield client
-
-
-@pytest.fixture
-def bob(http_server: Server) -> Iterator[httpx.Client]:
-    with api_client(http_server.url, timeout=30) as client:
-        yield client
 
 
 def found(client: httpx.Client, query: str) -> list[dict[str, object]]:
