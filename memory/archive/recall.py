@@ -49,6 +49,7 @@ _REFERS_BACK = re.compile(
     re.IGNORECASE,
 )
 _SPACES = re.compile(r"\s+")
+_WORDS = re.compile(r"\w+")
 
 
 def recall_query(text: str, state: ThreadState) -> tuple[str, ...]:
@@ -183,7 +184,9 @@ def choose(
 
 
 def _subject_terms(text: str) -> frozenset[str]:
-    return frozenset(query_terms(text))
+    # plain folded words, not the index's stemmed terms: this runs on every candidate of
+    # every recall, and a near copy is as near in plain words
+    return frozenset(_WORDS.findall(text.casefold()))
 
 
 def _repeats(line: ArchivedLine, held: Sequence[frozenset[str]]) -> bool:
