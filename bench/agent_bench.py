@@ -15,7 +15,7 @@ noise weighs on both alike; the full-history peer plays after them:
 
 Reports per-turn wall time (median of the first and last 20 turns, their ratio, p95),
 database bytes after a WAL checkpoint, checkpoint rows, compaction/summary model calls
-and the characters of context the model read at the last turn (DESIGN §9).
+and the characters of context the model read at the last turn.
 
 Run: `make bench` or `python -m bench.agent_bench [--turns N] [--cue]` (`--cue`: every
 message says something about the user, so our every turn owes a long-term extraction).
@@ -285,7 +285,7 @@ class Peer(Contender):
 
 
 def summarization(model: ScriptedChatModel) -> Sequence[AgentMiddleware[Any, Any, Any]]:
-    """The `SummarizationMiddleware` of DESIGN §9."""
+    """The peer's `SummarizationMiddleware`: summarise past 10 messages, keep 4."""
     return [SummarizationMiddleware(model=model, trigger=("messages", 10), keep=("messages", 4))]
 
 
@@ -372,7 +372,7 @@ def empty_bytes(directory: Path) -> int:
 
 
 def targets(figures: Sequence[Figures], schema_bytes: int) -> dict[str, bool]:
-    """The DESIGN §9 targets, for our agent against the summarization peer."""
+    """The targets, for our agent against the summarization peer."""
     by_agent = {f.agent: f for f in figures}
     ours, peer = by_agent["ours"], by_agent["summarization"]
     # the archive is the session's history (kept until retention, searchable): it grows

@@ -5,7 +5,7 @@ Every storage call is one query, or one pipelined batch: one round trip. They ar
 grouped by what asked for them: the reads that start a turn (the run state, the
 memory and registry), the reads of writers (a write reads the registry again under
 the session's lock: another conversation may have changed it), and the writes.
-Target (DESIGN §9): at most 3 round trips to read a turn's memory, registry and run
+Target: at most 3 round trips to read a turn's memory, registry and run
 state.
 
 Run: `make bench` or `python -m bench.roundtrips [--turns N]`. Needs PostgreSQL

@@ -1,4 +1,4 @@
-"""The context budget: a turn's context always fits the model (DESIGN §11, seed 004 §3).
+"""The context budget: a turn's context always fits the model.
 
 Memory is bounded in messages; a model is bounded in tokens. Eight recent messages
 of up to 16,000 characters, long-term items, pins and a 2,500-character summary can

@@ -1,4 +1,4 @@
-"""The limits of chat memory, in one place (DESIGN §4)."""
+"""The limits of chat memory, in one place."""
 
 from typing import Final
 
@@ -56,7 +56,7 @@ def validate_keep(keep: int) -> int:
     return keep
 
 
-# -- long-term memory (DESIGN §10) ---------------------------------------------------
+# -- long-term memory ---------------------------------------------------------------
 
 MAX_MEMORY_ITEMS: Final = 100
 """Long-term items kept per session; past it the least important, then oldest, go."""

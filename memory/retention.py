@@ -1,6 +1,6 @@
 """Retention: conversations idle past the policy go, registry entry and threads together.
 
-`AGENT_RETENTION_DAYS` (DESIGN §12). The sweep reads every session's registry; a
+`AGENT_RETENTION_DAYS`. The sweep reads every session's registry; a
 conversation idle since before the cutoff loses its registry entry, its memory thread
 and its run thread in one transaction, under the session's lock (the same lock every
 writer of the session holds, found from the registry thread id: the sweep never needs

@@ -130,7 +130,7 @@ class ChatThreadMessage(BaseModel):
 class ThreadState(BaseModel):
     """A conversation's short-term memory: recent messages, summary, pinned decisions.
 
-    The summary's contract (seed 004 §5): `summary_version` counts the compactions that
+    The summary's contract: `summary_version` counts the compactions that
     wrote it (0 before the first), `covered_until` is the id of the newest message it
     covers, and `open_questions` what the user asked that is still unresolved. Threads
     stored before these fields existed load as version 0 with none.

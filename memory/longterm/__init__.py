@@ -1,7 +1,7 @@
 """Long-term memory: what a user said about themselves that holds across conversations.
 
 Knows nothing of graphs or agents: the store (`LongTermMemory`), the write gate, the
-rules and model extractors, and recall within a budget (DESIGN §10).
+rules and model extractors, and recall within a budget.
 """
 
 from memory.longterm.extraction import (

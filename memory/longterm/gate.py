@@ -1,4 +1,4 @@
-"""The write gate (DESIGN §10, seed 004 §4): what an extraction may change, decided in code.
+"""The write gate: what an extraction may change, decided in code.
 
 For both extractors and for items added directly, in order:
 1. explicit: only what the user said; a model's proposal must be grounded in the

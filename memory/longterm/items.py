@@ -111,7 +111,7 @@ class MemoryItem(BaseModel):
             return None
 
     def to_dto(self) -> dict[str, Any]:
-        """The public shape (DESIGN §10), camelCase; internals stay out."""
+        """The public shape, camelCase; internals stay out."""
         return {
             "id": self.id,
             "kind": self.kind,

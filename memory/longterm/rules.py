@@ -188,7 +188,7 @@ def is_revocation(text: str) -> bool:
 
 
 def classify(text: str) -> MemoryKind:
-    """The kind of a statement, seed 002's order extended to English: boundary,
+    """The kind of a statement, in English and Chinese, first match wins: boundary,
     preference, goal, then style; a plain statement about oneself is a fact."""
     if _BOUNDARY.search(text):
         return "boundary"

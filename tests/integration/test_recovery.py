@@ -1,4 +1,4 @@
-"""Seed 003's checks of short-term state, each a test: a run killed mid-delivery
+"""Checks of short-term state, each a test: a run killed mid-delivery
 recovers from its last step without redoing finished work; compaction during a review
 never re-runs a finished task; parallel reviewers' results all survive in the
 checkpointed state; a revoked preference leaves no trace; idle conversations go by

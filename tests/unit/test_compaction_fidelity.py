@@ -1,4 +1,4 @@
-"""Compression fidelity on the real memory path, the offline model compacting (DESIGN §11).
+"""Compression fidelity on the real memory path, the offline model compacting.
 
 Ten planted facts, then filler turns: each turn is answered by the offline model from
 `build_context`, stored with `ConversationMemory.write_turn` and compacted with the

@@ -1,4 +1,4 @@
-"""Retention by policy (seed 003's fifth check): idle conversations go, registry entry,
+"""Retention by policy: idle conversations go, registry entry,
 memory thread and run thread together; active ones stay; `python -m agent gc`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 003's checks that need no second process: compaction during a pending review never
+"""Checks of short-term state that need no second process: compaction during a pending review never
 re-runs a finished task, and a revoked preference leaves no trace in the next context.
 (The crash checks are in tests/integration/test_recovery.py, retention in
 tests/unit/test_retention.py.)"""

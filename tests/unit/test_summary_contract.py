@@ -1,4 +1,4 @@
-"""The summary contract (DESIGN §11, seed 004 §5): version, coverage, open questions,
+"""The summary contract: version, coverage, open questions,
 old stored threads and the hydration DTO, with any compaction model."""
 
 from __future__ import annotations
