@@ -16,16 +16,12 @@ the same with the task list as the conversation's first message.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
@@ -35,8 +31,8 @@ from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
 from agent.settings import Settings
 from graphs.delivery import DeliveryReport, DeliveryTaskResult
 from graphs.tasklist import TasklistTaskResult
+from tests.integration.stalling import kill_when_stalled, stall
 
-REPO = Path(__file__).resolve().parents[2]
 STALL_TIMEOUT = 60.0
 SECRET = "r" * 40
 SESSION = "recovery"
@@ -55,12 +51,6 @@ def task_number(messages: Sequence[BaseMessage]) -> int:
     """The task a `DeliveryTaskResult` request is about."""
     found = _TASK.search(" ".join(m.text for m in messages))
     return int(found.group(1)) if found else 0
-
-
-def stall(marker: Path) -> NoReturn:
-    marker.write_text("stalled")
-    while True:  # until SIGKILL
-        time.sleep(1)
 
 
 def stalling_model(stall_at: str, marker: Path) -> OfflineChatModel:
@@ -123,30 +113,7 @@ def kill_while_stalled(
     Raises:
         RuntimeError: the worker ended, or did not stall within `timeout` seconds.
     """
-    workdir = root / "worker"
-    workdir.mkdir()
-    command = [sys.executable, "-m", __name__, database_url, str(root / "data"), str(workdir)]
-    process = subprocess.Popen(
-        [*command, stall_at],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + timeout
-        while not (workdir / "stalled").exists():
-            if process.poll() is not None:
-                error = process.stderr.read() if process.stderr else b""
-                raise RuntimeError(f"the worker ended before it stalled: {error!r}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("the worker never reached its stall point")
-            time.sleep(0.05)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    workdir = kill_when_stalled(__name__, database_url, root, stall_at, timeout)
     return (workdir / "conversation").read_text()
 
 

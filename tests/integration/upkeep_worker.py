@@ -13,14 +13,11 @@ model stalls at `STALL_AT` (`extraction` or `compaction`: the latter after
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
@@ -31,8 +28,8 @@ from agent.settings import Settings
 from memory import CompactionOutput
 from memory.longterm import ExtractionOutput
 from memory.longterm.extraction import ProposedMemory
+from tests.integration.stalling import kill_when_stalled, stall
 
-REPO = Path(__file__).resolve().parents[2]
 STALL_TIMEOUT = 60.0
 SECRET = "u" * 40
 SESSION = "upkeep"
@@ -40,12 +37,6 @@ CUE_TURN = "I prefer green tea in the afternoon."
 KEPT = ProposedMemory(kind="preference", text=CUE_TURN, importance=3)
 TURNS_BEFORE_COMPACTION = 4
 """Turns without a cue after the first: ten messages, past the eight compaction allows."""
-
-
-def stall(marker: Path) -> NoReturn:
-    marker.write_text("stalled")
-    while True:  # until SIGKILL
-        time.sleep(1)
 
 
 def extracting(answer: Callable[[Sequence[BaseMessage]], BaseModel]) -> OfflineChatModel:
@@ -90,32 +81,20 @@ def kill_in_upkeep(
     Raises:
         RuntimeError: the worker ended, or did not stall within `timeout` seconds.
     """
-    workdir = root / "worker"
-    workdir.mkdir()
-    command = [sys.executable, "-m", __name__, database_url, str(root / "data"), str(workdir)]
-    process = subprocess.Popen(
-        [*command, stall_at],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + timeout
-        while not ((workdir / "stalled").exists() and (workdir / "done").exists()):
-            if process.poll() is not None:
-                error = process.stderr.read() if process.stderr else b""
-                raise RuntimeError(f"the worker ended before it stalled: {error!r}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("the worker never reached its stall point")
-            time.sleep(0.05)
+
+    def conversation_of(process: subprocess.Popen[bytes], workdir: Path) -> None:
         if before_kill is not None:
             before_kill(process, json.loads((workdir / "done").read_text())["conversation"])
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
-    finally:
-        if process.poll() is None:
-            process.kill()
+
+    workdir = kill_when_stalled(
+        __name__,
+        database_url,
+        root,
+        stall_at,
+        timeout,
+        ready=lambda folder: (folder / "done").exists(),
+        before_kill=conversation_of,
+    )
     return dict(json.loads((workdir / "done").read_text()))
 
 
