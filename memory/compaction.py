@@ -344,22 +344,3 @@ def compact(
     except Exception as exc:  # any model failure leaves memory as it is
         return job.outcome(None, exc, now)
     return job.outcome(raw, None, now)
-
-
-async def acompact(
-    state: ThreadState,
-    model: BaseChatModel | Runnable[Any, Any],
-    *,
-    keep: int = COMPACTION_KEEP_MESSAGES,
-    method: str | None = None,
-    now: datetime | None = None,
-) -> CompactionResult:
-    """Async `compact`."""
-    job = _Job.of(state, model, keep, method)
-    if job is None:
-        return CompactionResult(CompactionStatus.SKIPPED, state)
-    try:
-        raw = await job.runnable.ainvoke(job.prompt)
-    except Exception as exc:  # any model failure leaves memory as it is
-        return job.outcome(None, exc, now)
-    return job.outcome(raw, None, now)

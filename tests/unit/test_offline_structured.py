@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ from pydantic import BaseModel, create_model
 from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
 from agent.offline.compaction import compaction_output, is_decision, is_retirement
 from agent.offline.digest import EMPTY_SUMMARY, QUIET_LINE, Digest
-from memory.compaction import CompactionOutput, CompactionStatus, acompact, compact, split_for_fold
+from memory.compaction import CompactionOutput, CompactionStatus, compact, split_for_fold
 from memory.compaction_input import CompactionInput, FoldedMessage, NumberedItem, compaction_prompt
 from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_SUMMARY_CHARS
 from memory.schema import ThreadState
@@ -245,8 +244,3 @@ def test_compact_end_to_end_with_the_offline_model(
     state = _ten_message_state()
     assert len(state.messages) == 10
     _check_compacted(state, compact(state, model, method=method))
-
-
-def test_acompact_end_to_end_with_the_offline_model(model: OfflineChatModel) -> None:
-    state = _ten_message_state()
-    _check_compacted(state, asyncio.run(acompact(state, model)))
