@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel
 
@@ -56,13 +57,10 @@ from graphs.delivery.state import (
 from graphs.resources import Lazy
 from graphs.routing import STOP
 from graphs.state import WorkflowInput, WorkflowOutput
-from graphs.tool import build_tool_graph
+from graphs.tool import ToolOutput, ToolState, build_tool_graph
 from memory.text import clamp
 
 logger = logging.getLogger(__name__)
-warnings.filterwarnings(
-    "ignore", message="`durability` has no effect when no checkpointer", category=UserWarning
-)
 
 DEFAULT_MAX_TASKS = 5
 DEFAULT_STAGE_TIMEOUT = 120.0
@@ -71,10 +69,16 @@ MIN_REQUEST_WORDS = 3
 EARLIER_RESULT_CHARS = 1500
 """Each earlier task result shown to a later task's sub-agent is cut to this length."""
 
+TaskAgent = CompiledStateGraph[ToolState, None, ToolState, ToolOutput]
+"""A task's sub-agent: the tool subgraph, compiled without a checkpointer."""
+
 NOSTREAM: RunnableConfig = {"tags": [TAG_NOSTREAM]}
 """Stage model calls are runtime work, never answer tokens in the `messages` stream."""
 
 M = TypeVar("M", bound=BaseModel)
+
+NO_CHECKPOINTER_WARNING = "`durability` has no effect when no checkpointer"
+"""LangGraph's warning when a run without a checkpointer is given a durability."""
 
 # -- routers ----------------------------------------------------------------------------
 
@@ -101,6 +105,201 @@ async def route_after_task(
     return [Send("review_delivery", ReviewAssignment(**state, reviewer=name)) for name in REVIEWERS]
 
 
+# -- the nodes --------------------------------------------------------------------------
+
+
+async def work_with_tools(sub_agent: TaskAgent, work: str) -> list[AnyMessage]:
+    """A task sub-agent's tool loop on `work`: its transcript after the system prompt."""
+    system, human = SystemMessage(texts.TASK_AGENT_PROMPT), HumanMessage(work)
+    # The sub-agent keeps no checkpoints of its own (its task is the unit of recovery).
+    # LangGraph 1.2 fails a checkpointer-less run with the `sync` durability it inherits
+    # from the turn, so it is told `exit`; LangGraph then warns that a durability has no
+    # effect without a checkpointer, which is the point here: that one warning is
+    # dropped, around this call only.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=NO_CHECKPOINTER_WARNING, category=UserWarning)
+        worked = await sub_agent.ainvoke(
+            {"turn_messages": [system, human]}, NOSTREAM, durability="exit"
+        )
+    return list(worked["turn_messages"][1:])  # the system prompt is passed again
+
+
+class DeliverySteps:
+    """The delivery's nodes, bound to one chat model (or a lazy provider of it), the task
+    sub-agent built on the tools, and the run's limits.
+
+    Every node is a stage: a failure or a timeout ends the run `failed` with a clear text.
+    """
+
+    def __init__(
+        self,
+        model: Lazy[BaseChatModel],
+        *,
+        tools: Sequence[BaseTool],
+        max_tasks: int,
+        stage_timeout: float,
+        method: str | None,
+    ) -> None:
+        if max_tasks < 1 or stage_timeout <= 0:
+            raise ValueError("max_tasks and stage_timeout must be positive")
+        self.model = model
+        self.max_tasks = max_tasks
+        self.stage_timeout = stage_timeout
+        self.options: dict[str, Any] = {"method": method} if method else {}
+        self.sub_agent: TaskAgent | None = (
+            build_tool_graph(model=model, tools=tools).compile(
+                checkpointer=False, name="task_agent"
+            )
+            if tools
+            else None
+        )
+
+    async def ask(self, schema: type[M], system: str, human: str, *history: AnyMessage) -> M:
+        """One structured call, bounded by the stage timeout, never streamed as tokens."""
+        chat_model = await self.model.aget()
+        runnable = chat_model.with_structured_output(schema, **self.options).with_config(NOSTREAM)
+        messages = [SystemMessage(system), *history, HumanMessage(human)]
+        return schema.model_validate(
+            await asyncio.wait_for(runnable.ainvoke(messages), self.stage_timeout)
+        )
+
+    @stage()
+    async def load_request(self, state: DeliveryState) -> dict[str, Any]:
+        """Read the request with the summary and pins as context; block a thin request."""
+        request = state.get("user_text", "").strip()
+        words = request_words(request)
+        if words < MIN_REQUEST_WORDS:
+            progress("load_request", "blocked", words=words)
+            return blocked_for_missing([texts.MISSING_DELIVERABLE.format(words=MIN_REQUEST_WORDS)])
+        progress("load_request", "succeeded", words=words)
+        context = context_block(state.get("memory_summary", ""), state.get("memory_pins", []))
+        return {"user_text": request, "context": context}
+
+    @stage()
+    async def plan_delivery(self, state: DeliveryState) -> dict[str, Any]:
+        """Plan deliverables, tasks (at most `max_tasks`) and risks."""
+        plan = await self.ask(
+            DeliveryPlan,
+            texts.PLANNER_PROMPT.format(max_tasks=self.max_tasks),
+            texts.PLAN_INPUT.format(request=state["user_text"], context=state["context"]),
+        )
+        if not plan.tasks:
+            progress("plan_delivery", "blocked", tasks=0)
+            return blocked_for_missing(
+                plan.missing_information
+                or [texts.MISSING_DELIVERABLE.format(words=MIN_REQUEST_WORDS)]
+            )
+        record = PlanRecord(
+            deliverables=plan.deliverables,
+            tasks=[task.model_dump() for task in plan.tasks[: self.max_tasks]],
+            risks=[*plan.risks, *plan.missing_information],
+            dropped_tasks=max(0, len(plan.tasks) - self.max_tasks),
+        )
+        # tasks are the work, deliverables what the report hands over: both are counted
+        progress(
+            "plan_delivery",
+            "succeeded",
+            tasks=len(record["tasks"]),
+            deliverables=len(record["deliverables"]),
+        )
+        return {"plan": record}
+
+    async def run_task(
+        self, state: DeliveryState, number: int, earlier: Sequence[TaskArtifact]
+    ) -> TaskArtifact:
+        """A sub-agent for task `number`: the tool loop does the work, then reports it."""
+        task = state["plan"]["tasks"][number - 1]
+        work = texts.TASK_INPUT.format(
+            request=state["user_text"],
+            context=state["context"],
+            number=number,
+            total=len(state["plan"]["tasks"]),
+            title=task["title"],
+            description=task["description"],
+            earlier=as_json(
+                [{**a, "outcome": clamp(a["outcome"], EARLIER_RESULT_CHARS)} for a in earlier]
+            ),
+        )
+        if self.sub_agent is None:
+            result = await self.ask(DeliveryTaskResult, texts.TASK_AGENT_PROMPT, work)
+        else:
+            transcript = await work_with_tools(self.sub_agent, work)
+            report_prompt = texts.TASK_RESULT_PROMPT.format(number=number)
+            result = await self.ask(
+                DeliveryTaskResult, texts.TASK_AGENT_PROMPT, report_prompt, *transcript
+            )
+        return TaskArtifact(
+            number=number,
+            title=task["title"],
+            outcome=result.outcome,
+            done=result.done,
+            open_issues=result.open_issues,
+        )
+
+    @stage(starts=lambda state: not state.get("artifacts"))
+    async def execute_tasks(self, state: DeliveryState) -> dict[str, Any]:
+        """Run the sub-agent of the first task without a result (tasks are keyed by their
+        number); each result is kept as a runtime artifact."""
+        total = len(state["plan"]["tasks"])
+        artifacts = list(state.get("artifacts", []))
+        number = len(artifacts) + 1
+        progress("execute_tasks", "task_started", task=number, tasks=total)
+        work = self.run_task(state, number, artifacts)
+        artifacts.append(await asyncio.wait_for(work, self.stage_timeout))
+        if number == total:
+            done = sum(1 for artifact in artifacts if artifact["done"])
+            progress("execute_tasks", "succeeded", tasks=total, done=done)
+        return {"artifacts": artifacts}
+
+    @stage(parallel=True)
+    async def review_delivery(self, state: ReviewAssignment) -> dict[str, Any]:
+        """One reviewer of the group: a structured verdict on the plan and the results."""
+        name = state["reviewer"]
+        verdict = await self.ask(
+            ReviewVerdict,
+            REVIEWERS[name][1],
+            texts.REVIEW_INPUT.format(
+                reviewer=name,
+                request=state["user_text"],
+                context=state["context"],
+                plan=as_json(state["plan"]),
+                results=as_json(state["artifacts"]),
+            ),
+        )
+        record = Verdict(
+            reviewer=name,
+            verdict=verdict.verdict,
+            blocking_issues=verdict.blocking_issues,
+            notes=verdict.notes,
+        )
+        progress("review_delivery", "succeeded", reviewer=name, passed=not blocks(record))
+        return {"verdicts": [record]}
+
+    @stage()
+    async def synthesize_report(self, state: DeliveryState) -> dict[str, Any]:
+        """Write the report: `blocked` when a reviewer found a blocking issue."""
+        if state.get("failures"):  # a reviewer failed, so the run fails as a whole
+            progress("synthesize_report", "failed")
+            return {"workflow_status": "failed", "workflow_text": state["failures"][0]}
+        order = list(REVIEWERS)
+        verdicts = sorted(state.get("verdicts", []), key=lambda v: order.index(v["reviewer"]))
+        status = "blocked" if any(blocks(v) for v in verdicts) else "completed"
+        report = await self.ask(
+            DeliveryReport,
+            texts.REPORT_PROMPT,
+            texts.REPORT_INPUT.format(
+                request=state["user_text"],
+                plan=as_json(state["plan"]),
+                results=as_json(state["artifacts"]),
+                reviews=as_json(verdicts),
+                status=status,
+            ),
+        )
+        text = render_report(report, state["plan"], verdicts, status, self.max_tasks)
+        progress("synthesize_report", status, chars=len(text))
+        return {"workflow_status": status, "workflow_text": text}
+
+
 # -- the graph --------------------------------------------------------------------------
 
 
@@ -125,176 +324,19 @@ def build_delivery_graph(
     Raises:
         ValueError: `max_tasks` or `stage_timeout` is not positive.
     """
-    if max_tasks < 1 or stage_timeout <= 0:
-        raise ValueError("max_tasks and stage_timeout must be positive")
-    provider = Lazy.of(model)
-    sub_agent = (
-        build_tool_graph(model=provider, tools=tools).compile(checkpointer=False, name="task_agent")
-        if tools
-        else None
+    steps = DeliverySteps(
+        Lazy.of(model),
+        tools=tools,
+        max_tasks=max_tasks,
+        stage_timeout=stage_timeout,
+        method=structured_output_method,
     )
-    method: dict[str, Any] = (
-        {"method": structured_output_method} if structured_output_method else {}
-    )
-
-    async def ask(schema: type[M], system: str, human: str, *history: AnyMessage) -> M:
-        """One structured call, bounded by the stage timeout, never streamed as tokens."""
-        chat_model = await provider.aget()
-        runnable = chat_model.with_structured_output(schema, **method).with_config(NOSTREAM)
-        messages = [SystemMessage(system), *history, HumanMessage(human)]
-        return schema.model_validate(
-            await asyncio.wait_for(runnable.ainvoke(messages), stage_timeout)
-        )
-
-    @stage("load_request", stage_timeout)
-    async def load_request(state: DeliveryState) -> dict[str, Any]:
-        """Read the request with the summary and pins as context; block a thin request."""
-        request = state.get("user_text", "").strip()
-        words = request_words(request)
-        if words < MIN_REQUEST_WORDS:
-            progress("load_request", "blocked", words=words)
-            return blocked_for_missing([texts.MISSING_DELIVERABLE.format(words=MIN_REQUEST_WORDS)])
-        progress("load_request", "succeeded", words=words)
-        context = context_block(state.get("memory_summary", ""), state.get("memory_pins", []))
-        return {"user_text": request, "context": context}
-
-    @stage("plan_delivery", stage_timeout)
-    async def plan_delivery(state: DeliveryState) -> dict[str, Any]:
-        """Plan deliverables, tasks (at most `max_tasks`) and risks."""
-        plan = await ask(
-            DeliveryPlan,
-            texts.PLANNER_PROMPT.format(max_tasks=max_tasks),
-            texts.PLAN_INPUT.format(request=state["user_text"], context=state["context"]),
-        )
-        if not plan.tasks:
-            progress("plan_delivery", "blocked", tasks=0)
-            return blocked_for_missing(
-                plan.missing_information
-                or [texts.MISSING_DELIVERABLE.format(words=MIN_REQUEST_WORDS)]
-            )
-        record = PlanRecord(
-            deliverables=plan.deliverables,
-            tasks=[task.model_dump() for task in plan.tasks[:max_tasks]],
-            risks=[*plan.risks, *plan.missing_information],
-            dropped_tasks=max(0, len(plan.tasks) - max_tasks),
-        )
-        # tasks are the work, deliverables what the report hands over: both are counted
-        progress(
-            "plan_delivery",
-            "succeeded",
-            tasks=len(record["tasks"]),
-            deliverables=len(record["deliverables"]),
-        )
-        return {"plan": record}
-
-    async def run_task(
-        state: DeliveryState, number: int, earlier: Sequence[TaskArtifact]
-    ) -> TaskArtifact:
-        """A sub-agent for task `number`: the tool loop does the work, then reports it."""
-        task = state["plan"]["tasks"][number - 1]
-        work = texts.TASK_INPUT.format(
-            request=state["user_text"],
-            context=state["context"],
-            number=number,
-            total=len(state["plan"]["tasks"]),
-            title=task["title"],
-            description=task["description"],
-            earlier=as_json(
-                [{**a, "outcome": clamp(a["outcome"], EARLIER_RESULT_CHARS)} for a in earlier]
-            ),
-        )
-        report_prompt = texts.TASK_RESULT_PROMPT.format(number=number)
-        if sub_agent is None:
-            result = await ask(DeliveryTaskResult, texts.TASK_AGENT_PROMPT, work)
-        else:
-            system, human = SystemMessage(texts.TASK_AGENT_PROMPT), HumanMessage(work)
-            # the sub-agent keeps no checkpoints of its own (its task is the unit of
-            # recovery); LangGraph 1.2 fails a checkpointer-less graph run with the
-            # inherited `sync` durability, so it is told it has none to keep (the
-            # warning that this has no effect is silenced at import)
-            worked = await sub_agent.ainvoke(
-                {"turn_messages": [system, human]}, NOSTREAM, durability="exit"
-            )
-            transcript = worked["turn_messages"][1:]  # the system prompt is passed again
-            result = await ask(
-                DeliveryTaskResult, texts.TASK_AGENT_PROMPT, report_prompt, *transcript
-            )
-        return TaskArtifact(
-            number=number,
-            title=task["title"],
-            outcome=result.outcome,
-            done=result.done,
-            open_issues=result.open_issues,
-        )
-
-    @stage("execute_tasks", stage_timeout, starts=lambda state: not state.get("artifacts"))
-    async def execute_tasks(state: DeliveryState) -> dict[str, Any]:
-        """Run the sub-agent of the first task without a result (tasks are keyed by their
-        number); each result is kept as a runtime artifact."""
-        total = len(state["plan"]["tasks"])
-        artifacts = list(state.get("artifacts", []))
-        number = len(artifacts) + 1
-        progress("execute_tasks", "task_started", task=number, tasks=total)
-        artifacts.append(await asyncio.wait_for(run_task(state, number, artifacts), stage_timeout))
-        if number == total:
-            done = sum(1 for artifact in artifacts if artifact["done"])
-            progress("execute_tasks", "succeeded", tasks=total, done=done)
-        return {"artifacts": artifacts}
-
-    @stage("review_delivery", stage_timeout, parallel=True)
-    async def review_delivery(state: ReviewAssignment) -> dict[str, Any]:
-        """One reviewer of the group: a structured verdict on the plan and the results."""
-        name = state["reviewer"]
-        verdict = await ask(
-            ReviewVerdict,
-            REVIEWERS[name][1],
-            texts.REVIEW_INPUT.format(
-                reviewer=name,
-                request=state["user_text"],
-                context=state["context"],
-                plan=as_json(state["plan"]),
-                results=as_json(state["artifacts"]),
-            ),
-        )
-        record = Verdict(
-            reviewer=name,
-            verdict=verdict.verdict,
-            blocking_issues=verdict.blocking_issues,
-            notes=verdict.notes,
-        )
-        progress("review_delivery", "succeeded", reviewer=name, passed=not blocks(record))
-        return {"verdicts": [record]}
-
-    @stage("synthesize_report", stage_timeout)
-    async def synthesize_report(state: DeliveryState) -> dict[str, Any]:
-        """Write the report: `blocked` when a reviewer found a blocking issue."""
-        if state.get("failures"):  # a reviewer failed, so the run fails as a whole
-            progress("synthesize_report", "failed")
-            return {"workflow_status": "failed", "workflow_text": state["failures"][0]}
-        order = list(REVIEWERS)
-        verdicts = sorted(state.get("verdicts", []), key=lambda v: order.index(v["reviewer"]))
-        status = "blocked" if any(blocks(v) for v in verdicts) else "completed"
-        report = await ask(
-            DeliveryReport,
-            texts.REPORT_PROMPT,
-            texts.REPORT_INPUT.format(
-                request=state["user_text"],
-                plan=as_json(state["plan"]),
-                results=as_json(state["artifacts"]),
-                reviews=as_json(verdicts),
-                status=status,
-            ),
-        )
-        text = render_report(report, state["plan"], verdicts, status, max_tasks)
-        progress("synthesize_report", status, chars=len(text))
-        return {"workflow_status": status, "workflow_text": text}
-
     builder = StateGraph(DeliveryState, input_schema=WorkflowInput, output_schema=WorkflowOutput)
-    builder.add_node(load_request)
-    builder.add_node(plan_delivery)
-    builder.add_node(execute_tasks)
-    builder.add_node(review_delivery, input_schema=ReviewAssignment)
-    builder.add_node(synthesize_report)
+    builder.add_node(steps.load_request)
+    builder.add_node(steps.plan_delivery)
+    builder.add_node(steps.execute_tasks)
+    builder.add_node(steps.review_delivery, input_schema=ReviewAssignment)
+    builder.add_node(steps.synthesize_report)
     builder.add_edge(START, "load_request")
     builder.add_conditional_edges("load_request", route_after_load)
     builder.add_conditional_edges("plan_delivery", route_after_plan)

@@ -8,7 +8,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from graphs.delivery import prompts as texts
 from graphs.delivery.schemas import DeliveryReport
@@ -26,8 +26,6 @@ REVIEWERS: dict[str, tuple[str, str]] = {
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _WORD = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
-S = TypeVar("S", bound=Mapping[str, object])
-S_contra = TypeVar("S_contra", bound=Mapping[str, object], contravariant=True)
 
 
 def progress(stage: str, status: str, **fields: Any) -> None:
@@ -97,40 +95,43 @@ def blocked_for_missing(missing: Sequence[str]) -> dict[str, Any]:
     return {"workflow_status": "blocked", "workflow_text": text}
 
 
-class StageNode(Protocol[S_contra]):
-    """A stage: reads its state (named `state`, as LangGraph nodes are), returns an update."""
+class Timed(Protocol):
+    """What a stage reads of the steps object whose node it is."""
 
-    def __call__(self, state: S_contra) -> Awaitable[dict[str, Any]]: ...
+    stage_timeout: float
+
+
+StageMethod = TypeVar("StageMethod", bound=Callable[..., Awaitable[dict[str, Any]]])
+"""A node method of a steps object: `(self, state) -> update`."""
 
 
 def stage(
-    name: str,
-    timeout: float,
-    *,
-    parallel: bool = False,
-    starts: Callable[[Any], bool] = lambda state: True,
-) -> Callable[[StageNode[S]], StageNode[S]]:
-    """Make a stage body a node: `started`/`failed` progress and failure handling.
+    *, parallel: bool = False, starts: Callable[[Any], bool] = lambda state: True
+) -> Callable[[StageMethod], StageMethod]:
+    """Make a steps method a stage node: `started`/`failed` progress and failure handling.
 
-    A stage that takes several steps (one per task) says `started` on the step that
-    `starts` picks out.
+    The stage is named by the method (its label is in `STAGE_LABELS`). A stage that
+    takes several steps (one per task) says `started` on the step that `starts` picks out.
 
     Any exception (a stage timeout included) is logged and becomes a clear user text;
     a sequential stage then ends the run `failed`, while a parallel reviewer records
     the failure for `synthesize_report` (parallel writes to the status would clash).
     Cancellation is not an exception: it propagates, and the run writes nothing.
     """
-    label = texts.STAGE_LABELS[name]
 
-    def wrap(body: StageNode[S]) -> StageNode[S]:
+    def wrap(body: StageMethod) -> StageMethod:
+        name = body.__name__
+        label = texts.STAGE_LABELS[name]
+
         @functools.wraps(body)
-        async def node(state: S) -> dict[str, Any]:
+        async def node(steps: Timed, state: Mapping[str, Any]) -> dict[str, Any]:
             extra = {"reviewer": state.get("reviewer")} if parallel else {}
             if starts(state):
                 progress(name, "started", **extra)
             try:
-                return await body(state)
+                return await body(steps, state)
             except TimeoutError:
+                timeout = steps.stage_timeout
                 logger.warning("delivery stage %s timed out after %ss", name, timeout)
                 text = texts.DELIVERY_TIMED_OUT.format(stage=label, seconds=timeout)
             except Exception:
@@ -141,6 +142,7 @@ def stage(
                 return {"failures": [text]}
             return {"failures": [text], "workflow_status": "failed", "workflow_text": text}
 
-        return node
+        # the wrapper takes the method's own arguments, so it keeps the method's type
+        return cast(StageMethod, node)
 
     return wrap
