@@ -2,7 +2,7 @@
 
 from agent.errors import ConversationBusy, ConversationNotFound, InvalidRequest, MemoryNotFound
 from agent.service import ChatAgent
-from agent.turns import TurnResult
+from agent.turn_result import TurnResult
 
 __all__ = [
     "ChatAgent",

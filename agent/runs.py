@@ -1,7 +1,7 @@
-"""How a turn runs: in the caller's thread (chat and tool turns through `send`) or on
-the agent's own event loop (everything streamed, and workflows), always under the
-conversation's busy lock, turning the graph's stream into client events
-(`ChatAgent`'s run machinery). The lock is released when `finalize` has committed,
+"""How a turn runs (`TurnRunner`): in the caller's thread (chat and tool turns through
+`send`) or on the agent's own event loop (everything streamed, and workflows), always
+under the conversation's busy lock, turning the graph's stream into client events and
+its output into the turn's result. The lock is released when `finalize` has committed,
 before `done`: the memory upkeep the turn left owed runs after it (`agent.upkeep`),
 and a stream follows it until it ends."""
 
@@ -16,94 +16,112 @@ from typing import Any, cast
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StreamMode
 
+from agent.admission import Turn, busy_lock, durability, review_answered, unfinished_check
 from agent.errors import NOTHING_TO_RESUME, TURN_FAILED, ConversationBusy, InvalidRequest
 from agent.loop import BackgroundLoop
-from agent.settings import Settings
-from agent.turns import (
-    Turn,
-    TurnRecorder,
-    TurnResult,
-    busy_lock,
-    durability,
-    review_answered,
-    unfinished_check,
-)
+from agent.settings import RunHistory
+from agent.streaming import client_event
+from agent.turn_result import OUTPUT_MODES, RESULT_MODES, TurnOutput, TurnResult
 from agent.upkeep import UpkeepRunner
 from graphs.state import AgentInput
 from memory import ConversationMemory, ConversationNotFound, LockTimeout
-from memory.storage import ThreadStore
 
 logger = logging.getLogger(__name__)
 
+STREAM_MODES: tuple[StreamMode, ...] = ("messages", "custom", *OUTPUT_MODES)
+"""What a streamed turn follows: answer tokens, status and memory events, its output."""
+
+
+def turn_input(turn: Turn) -> AgentInput:
+    """The graph input of a new turn: its request, validated once already."""
+    return {"request": turn.request}
+
 
 class TurnRunner:
-    """Runs admitted turns over `ChatAgent`'s graph, stores and loop."""
+    """Runs admitted turns over the agent graph.
 
-    settings: Settings
-    memory: ConversationMemory
-    graph: CompiledStateGraph[Any, Any, Any, Any]
-    upkeep: UpkeepRunner
-    _threads: ThreadStore
-    _loop: BackgroundLoop
+    Args:
+        graph: the agent graph, compiled with the run threads' checkpointer.
+        memory: the chat memory (the busy locks, drafts, run threads).
+        upkeep: runs the memory upkeep a turn leaves owed.
+        loop: the agent's event loop.
+        run_history: `latest` prunes a finished run thread to its last checkpoint.
+    """
 
-    @staticmethod
-    def _input(turn: Turn) -> AgentInput:
-        return {"request": turn.request}
+    def __init__(
+        self,
+        *,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        memory: ConversationMemory,
+        upkeep: UpkeepRunner,
+        loop: BackgroundLoop,
+        run_history: RunHistory,
+    ) -> None:
+        self._graph = graph
+        self._memory = memory
+        self._upkeep = upkeep
+        self._loop = loop
+        self._run_history = run_history
 
     def _busy_lock(self, turn: Turn) -> AbstractContextManager[None]:
-        return busy_lock(self.memory, turn.session_id, turn.conversation_id)
+        return busy_lock(self._memory, turn.session_id, turn.conversation_id)
 
-    def _run_here(self, turn: Turn) -> TurnResult:
+    def run_here(self, turn: Turn) -> TurnResult:
         """Run a chat or tool turn in the caller's thread (`graph.stream`, sync nodes and
         model calls): no event loop to cross into, no storage call through a thread."""
         assert turn.request is not None
-        recorder = TurnRecorder(turn.conversation_id)
+        output = TurnOutput()
         try:
             with self._busy_lock(turn):
                 if turn.request["create"]:
-                    self.memory.accept_draft(turn.session_id, turn.conversation_id)
-                crashed = False
+                    self._memory.accept_draft(turn.session_id, turn.conversation_id)
                 try:
-                    output = self.graph.invoke(
-                        self._input(turn),
-                        recorder.config(turn.config),
+                    for mode, chunk in self._graph.stream(
+                        turn_input(turn),
+                        turn.config,
                         context=turn.context,
                         durability=durability(turn),
-                    )
-                    recorder.output.update(output)
+                        stream_mode=list(RESULT_MODES),
+                    ):
+                        output.record(mode, chunk)
                 except (InvalidRequest, ConversationNotFound):
                     raise
                 except Exception:
                     logger.exception("turn failed in conversation %s", turn.conversation_id)
-                    crashed = True
-                result = recorder.result(crashed=crashed)
-                if result.conversation_deleted:
-                    self._drop_run_thread(turn)
-                elif not crashed and result.interrupt is None:
-                    self._prune_run_thread(turn)
+                    output.crashed = True
+                result = output.result(turn.conversation_id)
+                self._conclude(turn, result, output)
         except LockTimeout:
             raise ConversationBusy() from None
         if result.upkeep == "pending":
-            self.upkeep.request(turn.session_id, turn.conversation_id)
+            self._upkeep.request(turn.session_id, turn.conversation_id)
         return result
 
-    async def _run(self, turn: Turn, graph_input: Any) -> TurnResult:
-        results: list[TurnResult] = []
+    async def run(self, turn: Turn, graph_input: Any) -> TurnResult:
+        """Run a turn (a new one, a resume or a recovery) on the agent's loop.
+
+        Raises:
+            InvalidRequest: the run was refused (bad input; no pending review, no
+                unfinished run any more).
+            ConversationNotFound, ConversationBusy: as for `ChatAgent.send`.
+        """
+        output = TurnOutput()
         try:
             with self._busy_lock(turn):
                 await self._admit(turn, graph_input)
-                async for event in self._turn_events(
-                    turn, graph_input, ("values",), subgraphs=False, results=results
+                async for _ in self._graph_events(
+                    turn, graph_input, output, RESULT_MODES, subgraphs=False
                 ):
-                    if event["event"] == "error" and event["code"] == "invalid_request":
-                        raise InvalidRequest(event["message"])
+                    pass
+                result = output.result(turn.conversation_id)
+                await asyncio.to_thread(self._conclude, turn, result, output)
         except LockTimeout:
             raise ConversationBusy() from None
-        if results[-1].upkeep == "pending":
-            await self.upkeep.start(turn.session_id, turn.conversation_id)
-        return results[-1]
+        if result.upkeep == "pending":
+            await self._upkeep.start(turn.session_id, turn.conversation_id)
+        return result
 
-    async def _relay(self, turn: Turn, graph_input: Any) -> AsyncGenerator[dict[str, Any], None]:
+    async def relay(self, turn: Turn, graph_input: Any) -> AsyncGenerator[dict[str, Any], None]:
         """The turn's events, run on the agent's loop and relayed to the caller's; the
         nested stream is closed explicitly when the caller stops reading."""
         async with aclosing(self._loop.astream(self._stream(turn, graph_input))) as events:
@@ -138,9 +156,9 @@ class TurnRunner:
         if done["result"]["upkeep"] != "pending":
             yield done
             return
-        upkeep = await self.upkeep.start(turn.session_id, turn.conversation_id)
+        upkeep = await self._upkeep.start(turn.session_id, turn.conversation_id)
         yield done
-        async for event in self.upkeep.follow(upkeep):
+        async for event in self._upkeep.follow(upkeep):
             yield event
 
     async def _admit(self, turn: Turn, graph_input: Any) -> None:
@@ -148,71 +166,88 @@ class TurnRunner:
         pending review, or a recovery an unfinished run (another resume or recovery may
         have finished it since it was checked)."""
         if turn.request is not None and turn.request["create"]:
-            await asyncio.to_thread(self.memory.accept_draft, turn.session_id, turn.conversation_id)
+            await asyncio.to_thread(
+                self._memory.accept_draft, turn.session_id, turn.conversation_id
+            )
         if isinstance(graph_input, Command):
-            state = await self.graph.aget_state(turn.config)
+            state = await self._graph.aget_state(turn.config)
             if not state.interrupts:
                 raise InvalidRequest(NOTHING_TO_RESUME)
         elif graph_input is None:  # a recovery: another one may have finished the run
-            state = await self.graph.aget_state(turn.config)
-            answered = await asyncio.to_thread(review_answered, self._threads.checkpointer, state)
+            state = await self._graph.aget_state(turn.config)
+            saver = self._memory.threads.checkpointer
+            answered = await asyncio.to_thread(review_answered, saver, state)
             unfinished_check(state, answered=answered)
 
-    async def _turn_events(
+    async def _graph_events(
         self,
         turn: Turn,
         graph_input: Any,
-        stream_mode: Sequence[StreamMode] = ("messages", "custom", "values"),
+        output: TurnOutput,
+        stream_mode: Sequence[StreamMode],
         *,
-        subgraphs: bool = True,
-        results: list[TurnResult] | None = None,
+        subgraphs: bool,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Run the graph, yielding client events; the last is `done` (or `error`).
-
-        The turn's result is appended to `results` as well. If storage fails after the
-        answer exists (the memory write or the run thread's final checkpoint), the
-        answer is still delivered, marked degraded.
-        """
-        recorder = TurnRecorder(turn.conversation_id)
-        crashed = False
+        """Run the graph, yielding its client events while `output` follows its output.
+        A failure other than a refused request or conversation is logged and marks the
+        output `crashed`."""
         try:
-            async for part in self.graph.astream(
+            async for part in self._graph.astream(
                 graph_input,
-                recorder.config(turn.config),
+                turn.config,
                 context=turn.context,
                 durability=durability(turn),
-                stream_mode=list({*stream_mode, "custom"}),
+                stream_mode=list(stream_mode),
                 subgraphs=subgraphs,
             ):
                 # with subgraphs: (namespace, mode, chunk); without: (mode, chunk) at the root
                 namespace, mode, chunk = part if subgraphs else ((), *part)
-                event = recorder.event(cast(tuple[str, ...], namespace), mode, chunk)
-                if event is not None:
+                if not namespace and mode in OUTPUT_MODES:
+                    output.record(mode, chunk)
+                elif event := client_event(cast(tuple[str, ...], namespace), mode, chunk):
                     yield event
-        except InvalidRequest as exc:
-            yield {"event": "error", "code": "invalid_request", "message": str(exc)}
-            return
-        except ConversationNotFound:
+        except (InvalidRequest, ConversationNotFound):
             raise
         except Exception:
             logger.exception("turn failed in conversation %s", turn.conversation_id)
-            crashed = True
-        result = recorder.result(crashed=crashed)
-        if results is not None:
-            results.append(result)
-        if crashed and not recorder.answered:
+            output.crashed = True
+
+    async def _turn_events(self, turn: Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+        """Run the graph, yielding client events; the last is `done` (or `error`). If
+        storage fails after the answer exists (the memory write or the run thread's
+        final checkpoint), the answer is still delivered, marked degraded."""
+        output = TurnOutput()
+        try:
+            async for event in self._graph_events(
+                turn, graph_input, output, STREAM_MODES, subgraphs=True
+            ):
+                yield event
+        except InvalidRequest as exc:
+            yield {"event": "error", "code": "invalid_request", "message": str(exc)}
+            return
+        if output.crashed and not output.answered:
             yield {"event": "error", "code": "turn_failed", "message": TURN_FAILED}
             return
+        result = output.result(turn.conversation_id)
+        review = await asyncio.to_thread(self._conclude, turn, result, output)
+        if review is not None:
+            yield review
         if result.interrupt is not None:
-            listed = await asyncio.to_thread(self._await_review, turn, result.interrupt)
-            if listed is not None:
-                yield listed
             yield {"event": "interrupt", "interrupt": result.interrupt}
-        elif result.conversation_deleted:
-            await asyncio.to_thread(self._drop_run_thread, turn)
-        elif not crashed:
-            await asyncio.to_thread(self._prune_run_thread, turn)
         yield {"event": "done", "result": result.to_dict()}
+
+    def _conclude(
+        self, turn: Turn, result: TurnResult, output: TurnOutput
+    ) -> dict[str, Any] | None:
+        """After the run: list the review it waits for (the `memory` event saying so), or
+        delete the run thread of a deleted conversation, or prune a finished one."""
+        if result.interrupt is not None:
+            return self._await_review(turn, result.interrupt)
+        if result.conversation_deleted:
+            self._drop_run_thread(turn)
+        elif not output.crashed:
+            self._prune_run_thread(turn)
+        return None
 
     def _await_review(self, turn: Turn, payload: dict[str, Any]) -> dict[str, Any] | None:
         """List the conversation as waiting for its review (a reload, another tab or a
@@ -220,7 +255,7 @@ class TurnRunner:
         registry failure leaves the review answerable, only unlisted."""
         goal = payload.get("goal")
         try:
-            pruned = self.memory.await_review(
+            pruned = self._memory.await_review(
                 turn.session_id, turn.conversation_id, goal if isinstance(goal, str) else ""
             )
         except ConversationNotFound:  # deleted while the run went on: nothing to list
@@ -239,7 +274,7 @@ class TurnRunner:
         """Delete the run thread of a conversation deleted while its turn ran (the run's
         last checkpoint came after the deletion)."""
         try:
-            self._threads.delete(turn.config["configurable"]["thread_id"])
+            self._memory.threads.delete(turn.config["configurable"]["thread_id"])
         except Exception:  # a leftover thread of a deleted conversation holds no memory
             logger.warning("deleting the run thread of a deleted conversation failed")
 
@@ -247,9 +282,9 @@ class TurnRunner:
         """Keep only the latest checkpoint of a run thread whose turn finished (no review
         pending): nothing resumes from older ones. `AGENT_RUN_HISTORY=all` keeps them,
         for time travel (history, replay, forks)."""
-        if self.settings.run_history != "latest":
+        if self._run_history != "latest":
             return
         try:
-            self._threads.prune_finished_runs([turn.config["configurable"]["thread_id"]])
+            self._memory.threads.prune_finished_runs([turn.config["configurable"]["thread_id"]])
         except Exception:  # the next finished turn prunes again
             logger.warning("pruning the run thread failed", exc_info=True)

@@ -10,19 +10,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
+from datetime import datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
+from agent.admission import Turn, review_answered, unfinished_check
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from agent.loop import BackgroundLoop
-from agent.runs import TurnRunner
+from agent.runs import TurnRunner, turn_input
 from agent.runtime import REVIEWS, build_graph, context_budget, open_long_term, open_memory
 from agent.session_data import SessionData
 from agent.settings import LongTermMode, Settings
-from agent.turns import Turn, TurnResult, review_answered, unfinished_check
+from agent.turn_result import TurnResult
 from agent.upkeep import UpkeepRunner
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import (
@@ -38,7 +40,7 @@ from graphs.state import Context, Mode
 from memory import new_conversation_id
 
 
-class ChatAgent(TurnRunner, SessionData):
+class ChatAgent:
     """A chat agent with bounded, per-conversation memory.
 
     Args:
@@ -54,7 +56,9 @@ class ChatAgent(TurnRunner, SessionData):
         long_term_memory: how completed turns feed the user's long-term memory: auto |
             rules | model | off (default `AGENT_LONG_TERM_MEMORY`, else auto).
 
-    Explicit arguments always win over the environment.
+    Explicit arguments always win over the environment. Turns run through the agent's
+    `TurnRunner`; the data methods (conversations, long-term memory, retention, the
+    archive) are its `SessionData`'s.
     """
 
     def __init__(
@@ -92,6 +96,19 @@ class ChatAgent(TurnRunner, SessionData):
         # the same graph, entered at `upkeep`: its runs keep no run thread (what they owe
         # is recorded in the conversation's memory), and never hold the conversation
         self.upkeep = UpkeepRunner(builder.compile(name="agent"), self.memory, self._loop)
+        self._runner = TurnRunner(
+            graph=self.graph,
+            memory=self.memory,
+            upkeep=self.upkeep,
+            loop=self._loop,
+            run_history=self.settings.run_history,
+        )
+        self._data = SessionData(
+            memory=self.memory,
+            long_term=self.long_term,
+            graph=self.graph,
+            retention_days=self.settings.retention_days,
+        )
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -108,7 +125,7 @@ class ChatAgent(TurnRunner, SessionData):
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """The conversation's hydration DTO (raises `ConversationNotFound`). Upkeep still
         owed when nothing pays it (its process died) is started here."""
-        dto = super().hydrate(session_id=session_id, conversation_id=conversation_id)
+        dto = self._data.hydrate(session_id=session_id, conversation_id=conversation_id)
         if dto["upkeep"] == "pending":
             self.upkeep.request(session_id, conversation_id, merge=False)
         return dto
@@ -209,7 +226,7 @@ class ChatAgent(TurnRunner, SessionData):
         turn = await asyncio.to_thread(
             self._prepare, message, session_id, conversation_id, create_conversation, mode
         )
-        return await self._loop.arun(self._run(turn, self._input(turn)))
+        return await self._loop.arun(self._runner.run(turn, turn_input(turn)))
 
     def send(
         self,
@@ -224,8 +241,8 @@ class ChatAgent(TurnRunner, SessionData):
         turn runs in the caller's thread; a workflow's on the agent's loop."""
         turn = self._prepare(message, session_id, conversation_id, create_conversation, mode)
         if turn.request is not None and turn.request["route"] not in WORKFLOW_ROUTES:
-            return self._run_here(turn)
-        return self._loop.run(self._run(turn, self._input(turn)))
+            return self._runner.run_here(turn)
+        return self._loop.run(self._runner.run(turn, turn_input(turn)))
 
     def _paused_turn(self, session_id: str, conversation_id: str) -> Turn:
         """A turn continuing the conversation's run (a resume or a recovery)."""
@@ -249,14 +266,14 @@ class ChatAgent(TurnRunner, SessionData):
         turn, checked = await asyncio.to_thread(
             self._resume_turn, decision, session_id, conversation_id
         )
-        return await self._loop.arun(self._run(turn, Command(resume=checked)))
+        return await self._loop.arun(self._runner.run(turn, Command(resume=checked)))
 
     def resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> TurnResult:
         """Synchronous `aresume`."""
         turn, checked = self._resume_turn(decision, session_id, conversation_id)
-        return self._loop.run(self._run(turn, Command(resume=checked)))
+        return self._loop.run(self._runner.run(turn, Command(resume=checked)))
 
     def _recover_turn(self, session_id: str, conversation_id: str) -> Turn:
         turn = self._paused_turn(session_id, conversation_id)
@@ -274,19 +291,19 @@ class ChatAgent(TurnRunner, SessionData):
             ConversationNotFound, ConversationBusy: as for `send`.
         """
         turn = await asyncio.to_thread(self._recover_turn, session_id, conversation_id)
-        return await self._loop.arun(self._run(turn, None))
+        return await self._loop.arun(self._runner.run(turn, None))
 
     def recover(self, *, session_id: str, conversation_id: str) -> TurnResult:
         """Synchronous `arecover`."""
         turn = self._recover_turn(session_id, conversation_id)
-        return self._loop.run(self._run(turn, None))
+        return self._loop.run(self._runner.run(turn, None))
 
     async def astream_recover(
         self, *, session_id: str, conversation_id: str
     ) -> AsyncGenerator[dict[str, Any], None]:
         """`arecover` as a stream of events, like `astream`."""
         turn = await asyncio.to_thread(self._recover_turn, session_id, conversation_id)
-        async with aclosing(self._relay(turn, None)) as events:
+        async with aclosing(self._runner.relay(turn, None)) as events:
             async for event in events:
                 yield event
 
@@ -315,7 +332,7 @@ class ChatAgent(TurnRunner, SessionData):
 
     def astream_turn(self, turn: Turn) -> AsyncGenerator[dict[str, Any], None]:
         """`astream` for a turn opened with `parse` and `open_turn` (the HTTP app's path)."""
-        return self._relay(turn, self._input(turn))
+        return self._runner.relay(turn, turn_input(turn))
 
     async def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
@@ -324,6 +341,56 @@ class ChatAgent(TurnRunner, SessionData):
         turn, checked = await asyncio.to_thread(
             self._resume_turn, decision, session_id, conversation_id
         )
-        async with aclosing(self._relay(turn, Command(resume=checked))) as events:
+        async with aclosing(self._runner.relay(turn, Command(resume=checked))) as events:
             async for event in events:
                 yield event
+
+    # -- the session's data (`SessionData`) ------------------------------------------------
+
+    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
+        """The review the conversation waits for (the payload `resume` answers), or None."""
+        return self._data.pending_review(session_id=session_id, conversation_id=conversation_id)
+
+    def conversations(self, *, session_id: str) -> dict[str, Any]:
+        """`{selectedConversationId, conversations, limit}`, newest activity first."""
+        return self._data.conversations(session_id=session_id)
+
+    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """Select a conversation without reordering the list."""
+        return self._data.select(session_id=session_id, conversation_id=conversation_id)
+
+    def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """Delete a conversation with its memory and run threads."""
+        return self._data.delete_conversation(
+            session_id=session_id, conversation_id=conversation_id
+        )
+
+    def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
+        """Apply the retention policy (`AGENT_RETENTION_DAYS`); returns what it removed."""
+        return self._data.sweep(dry_run=dry_run, now=now)
+
+    def memories(self, *, session_id: str) -> dict[str, Any]:
+        """`{"memories": [item…], "limit": 100}`: the session's long-term items."""
+        return self._data.memories(session_id=session_id)
+
+    def remember(self, text: str, *, session_id: str, kind: str | None = None) -> dict[str, Any]:
+        """Add a long-term item directly, through the same gate as a turn's; returns it."""
+        return self._data.remember(text, session_id=session_id, kind=kind)
+
+    def forget(self, memory_id: str, *, session_id: str) -> None:
+        """Delete one long-term item, and redact what the session's memory kept of it."""
+        self._data.forget(memory_id, session_id=session_id)
+
+    def forget_all(self, *, session_id: str) -> int:
+        """Delete every long-term item of the session; returns how many were deleted."""
+        return self._data.forget_all(session_id=session_id)
+
+    def search_conversations(
+        self, query: str, *, session_id: str, limit: int = 10
+    ) -> list[dict[str, Any]]:
+        """The session's archived lines sharing words with `query`, most relevant first."""
+        return self._data.search_conversations(query, session_id=session_id, limit=limit)
+
+    def forget_history(self, *, session_id: str) -> int:
+        """Delete every archived line of the session; returns how many were deleted."""
+        return self._data.forget_history(session_id=session_id)

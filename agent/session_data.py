@@ -1,5 +1,6 @@
 """What a session owns besides its turns: its conversations, its long-term items, and the
-retention policy that removes what nobody uses any more (`ChatAgent`'s data methods)."""
+retention policy that removes what nobody uses any more (`SessionData`, which
+`ChatAgent`'s data methods delegate to)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
+from agent.admission import busy_lock, is_unfinished, review_answered
 from agent.errors import InvalidRequest
-from agent.settings import Settings
-from agent.turns import busy_lock, is_unfinished, review_answered
 from graphs.request import WORKFLOW_ROUTES, check_id
 from memory import ConversationMemory, LockTimeout
 from memory.errors import InvalidInput
@@ -20,7 +20,7 @@ from memory.hydration import assert_client_safe
 from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
 from memory.longterm import LongTermMemory
 from memory.redaction import redact_session
-from memory.retention import REGISTRY_PREFIX, SweepResult, sweep_conversations
+from memory.retention import SweepResult, chatted_sessions, sweep_conversations
 from memory.schema import utcnow
 from memory.storage import ThreadStore
 
@@ -44,13 +44,29 @@ def check_search_query(query: object) -> str:
 
 
 class SessionData:
-    """Conversations, long-term memory and retention, over `ChatAgent`'s stores."""
+    """Conversations, long-term memory and retention, over the agent's stores.
 
-    settings: Settings
-    memory: ConversationMemory
-    long_term: LongTermMemory
-    graph: CompiledStateGraph[Any, Any, Any, Any]
-    _threads: ThreadStore
+    Args:
+        memory: the chat memory (conversations, the archive, the thread store).
+        long_term: the users' long-term memory.
+        graph: the agent graph, compiled with the run threads' checkpointer (the state
+            of a conversation's last run: a review it waits for, a run a crash stopped).
+        retention_days: `AGENT_RETENTION_DAYS` (0: keep everything).
+    """
+
+    def __init__(
+        self,
+        *,
+        memory: ConversationMemory,
+        long_term: LongTermMemory,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        retention_days: float,
+    ) -> None:
+        self._memory = memory
+        self._long_term = long_term
+        self._graph = graph
+        self._retention_days = retention_days
+        self._threads: ThreadStore = memory.threads
 
     # -- conversations ------------------------------------------------------------------
 
@@ -60,7 +76,7 @@ class SessionData:
         takes, as the `interrupt` event carried it), or None."""
         session_id = check_id(session_id, "session id")
         conversation_id = check_id(conversation_id, "conversation id")
-        dto = self.memory.hydrate(session_id, conversation_id)
+        dto = self._memory.hydrate(session_id, conversation_id)
         dto["review"] = self._waiting_review(session_id, conversation_id)
         assert_client_safe(dto)
         return dto
@@ -73,13 +89,13 @@ class SessionData:
         """
         session_id = check_id(session_id, "session id")
         conversation_id = check_id(conversation_id, "conversation id")
-        self.memory.require_conversation(session_id, conversation_id)
+        self._memory.require_conversation(session_id, conversation_id)
         return self._waiting_review(session_id, conversation_id)
 
     def _waiting_review(self, session_id: str, conversation_id: str) -> dict[str, Any] | None:
-        thread_id = self.memory.run_thread(session_id, conversation_id)
+        thread_id = self._memory.run_thread(session_id, conversation_id)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        interrupts = self.graph.get_state(config).interrupts
+        interrupts = self._graph.get_state(config).interrupts
         if not interrupts:
             return None
         payload = interrupts[0].value
@@ -90,7 +106,7 @@ class SessionData:
         conversation says whether its last run is `unfinished` (a crash stopped a task
         list or delivery: `recover` continues it)."""
         session_id = check_id(session_id, "session id")
-        listing = self.memory.conversations(session_id)
+        listing = self._memory.conversations(session_id)
         stopped = self._unfinished(session_id, [c["id"] for c in listing["conversations"]])
         for entry in listing["conversations"]:
             entry["unfinished"] = entry["id"] in stopped
@@ -101,7 +117,7 @@ class SessionData:
         workflow's status reads `interrupted` (a task list) or `running` (a delivery)
         until it finishes; of those, the ones not waiting for a review (or whose review
         was answered before a crash) and not running right now."""
-        threads = {self.memory.run_thread(session_id, cid): cid for cid in conversation_ids}
+        threads = {self._memory.run_thread(session_id, cid): cid for cid in conversation_ids}
         statuses = self._threads.run_channel_values(list(threads), "status")
         open_runs = [t for t, status in statuses.items() if status in ("interrupted", "running")]
         routes = self._threads.run_channel_values(open_runs, "route") if open_runs else {}
@@ -111,8 +127,8 @@ class SessionData:
                 continue
             cid = threads[thread_id]
             try:
-                with busy_lock(self.memory, session_id, cid):  # held while a run goes on
-                    state = self.graph.get_state({"configurable": {"thread_id": thread_id}})
+                with busy_lock(self._memory, session_id, cid):  # held while a run goes on
+                    state = self._graph.get_state({"configurable": {"thread_id": thread_id}})
             except LockTimeout:
                 continue
             answered = review_answered(self._threads.checkpointer, state)
@@ -122,14 +138,14 @@ class SessionData:
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Select a conversation without reordering the list."""
-        return self.memory.select(
+        return self._memory.select(
             check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
 
     def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Delete a conversation with its memory and run threads. A turn still running in
         it writes nothing when it ends (its result says `conversation_deleted`)."""
-        return self.memory.delete_conversation(
+        return self._memory.delete_conversation(
             check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
 
@@ -143,7 +159,7 @@ class SessionData:
         long-term items whose TTL ran out. Returns what was (or, with `dry_run`, would
         be) removed: `{conversations, sessions, threads, memories, archivedLines,
         retentionDays, dryRun}` (a dry run does not count archived lines)."""
-        days = self.settings.retention_days
+        days = self._retention_days
         result = SweepResult(dry_run=dry_run)
         lines = 0
         unused = (0, 0)
@@ -152,13 +168,11 @@ class SessionData:
             result = sweep_conversations(self._threads, cutoff, dry_run=dry_run)
             # the archive outlives the list (a pruned conversation stays recallable)
             # until its conversation has been idle this long
-            lines = 0 if dry_run else self.memory.archive.sweep(cutoff)
-            chatted = {
-                thread.removeprefix(REGISTRY_PREFIX)
-                for thread in self._threads.list_threads(REGISTRY_PREFIX)
-            }
-            unused = self.long_term.sweep_unused_sessions(cutoff, chatted=chatted, dry_run=dry_run)
-        expired = 0 if dry_run else self.long_term.sweep_expired()
+            lines = 0 if dry_run else self._memory.archive.sweep(cutoff)
+            unused = self._long_term.sweep_unused_sessions(
+                cutoff, chatted=chatted_sessions(self._threads), dry_run=dry_run
+            )
+        expired = 0 if dry_run else self._long_term.sweep_expired()
         return {
             "conversations": result.conversations,
             "sessions": result.sessions + unused[0],
@@ -174,7 +188,7 @@ class SessionData:
     def memories(self, *, session_id: str) -> dict[str, Any]:
         """`{"memories": [item…], "limit": 100}`: the session's long-term items, newest
         first, each `{id, kind, text, importance, createdAt, updatedAt, conversationId}`."""
-        items = self.long_term.items(check_id(session_id, "session id"))
+        items = self._long_term.items(check_id(session_id, "session id"))
         return {"memories": [item.to_dto() for item in items], "limit": MAX_MEMORY_ITEMS}
 
     def remember(self, text: str, *, session_id: str, kind: str | None = None) -> dict[str, Any]:
@@ -187,7 +201,7 @@ class SessionData:
         """
         session_id = check_id(session_id, "session id")
         try:
-            item = self.long_term.remember(session_id, text, kind=kind)
+            item = self._long_term.remember(session_id, text, kind=kind)
         except InvalidInput as exc:  # refused by the gate, or not a text, or a bad kind
             raise InvalidRequest(str(exc)) from None
         return item.to_dto()
@@ -205,23 +219,23 @@ class SessionData:
             MemoryNotFound: no such item in this session (another session's included).
         """
         session_id = check_id(session_id, "session id")
-        found = [item for item in self.long_term.items(session_id) if item.id == memory_id]
+        found = [item for item in self._long_term.items(session_id) if item.id == memory_id]
         for item in found:
-            self.memory.archive.forget_text(session_id, item.text)
-        self.long_term.forget(session_id, memory_id, redact=self._redactor(session_id))
+            self._memory.archive.forget_text(session_id, item.text)
+        self._long_term.forget(session_id, memory_id, redact=self._redactor(session_id))
 
     def forget_all(self, *, session_id: str) -> int:
         """Delete every long-term item of the session, and redact the archived lines they
         were learnt from and the session's memory as `forget` does; returns how many
         items were deleted."""
         session_id = check_id(session_id, "session id")
-        for item in self.long_term.items(session_id):
-            self.memory.archive.forget_text(session_id, item.text)
-        return self.long_term.forget_all(session_id, redact=self._redactor(session_id))
+        for item in self._long_term.items(session_id):
+            self._memory.archive.forget_text(session_id, item.text)
+        return self._long_term.forget_all(session_id, redact=self._redactor(session_id))
 
     def _redactor(self, session_id: str) -> Callable[[Sequence[str]], int]:
         def redact(texts: Sequence[str]) -> int:
-            return redact_session(self._threads, self.memory.ids, session_id, texts)
+            return redact_session(self._threads, self._memory.ids, session_id, texts)
 
         return redact
 
@@ -245,9 +259,9 @@ class SessionData:
             or not 1 <= limit <= MAX_SEARCH_RESULTS
         ):
             raise InvalidRequest(BAD_SEARCH_LIMIT.format(limit=MAX_SEARCH_RESULTS))
-        return [line.to_dto() for line in self.memory.search(session_id, text, limit)]
+        return [line.to_dto() for line in self._memory.search(session_id, text, limit)]
 
     def forget_history(self, *, session_id: str) -> int:
         """Delete every archived line of the session (its conversations, their memory and
         its long-term items stay); returns how many lines were deleted."""
-        return self.memory.archive.forget_session(check_id(session_id, "session id"))
+        return self._memory.archive.forget_session(check_id(session_id, "session id"))

@@ -7,7 +7,7 @@ arguments and results, prompts and internal ids never do.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessageChunk
 
@@ -59,4 +59,13 @@ def custom_event(payload: Any) -> dict[str, Any] | None:
         return {"event": "memory", **fields}
     if kind == "progress":
         return {"event": "status", **{k: v for k, v in payload.items() if k != "event"}}
+    return None
+
+
+def client_event(namespace: tuple[str, ...], mode: str, chunk: Any) -> dict[str, Any] | None:
+    """The client event for one part of a run's `messages` or `custom` stream, if any."""
+    if mode == "messages":
+        return token_event(namespace, cast(tuple[Any, dict[str, Any]], chunk))
+    if mode == "custom":
+        return custom_event(chunk)
     return None

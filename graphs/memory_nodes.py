@@ -27,7 +27,6 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from graphs.events import emit, emit_memory
-from graphs.outcome import record_outcome
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
 from graphs.request import (
     ROUTE_UNAVAILABLE,
@@ -292,9 +291,7 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
         remember: whether the graph has a `remember` node (long-term memory on).
     """
 
-    def finalize(
-        state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
-    ) -> Command[Any]:
+    def finalize(state: AgentState, runtime: Runtime[Context]) -> Command[Any]:
         """Write the user's text and the final answer to the conversation's memory, with
         the upkeep it leaves owed (an extraction of what a completed turn's user said
         about themselves, only when it has a cue; a compaction past eight messages)."""
@@ -318,7 +315,6 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
         except Exception:
             logger.exception("writing the turn to chat memory failed")
             emit_memory("write", "failed")
-            record_outcome(config, result, memory_written=False, degraded=True)
             return Command(update={**result, "degraded": True}, goto=END)
         gone = write.skipped is SkipReason.GONE
         owed = not gone and write.state.owes_upkeep
@@ -326,9 +322,6 @@ def make_finalize(memory: Lazy[ConversationMemory], *, remember: bool = False) -
             "upkeep": "pending" if owed else "done",
             "compaction": "pending" if owed and write.state.compaction_owed else "skipped",
         }
-        record_outcome(
-            config, result, memory_written=write.written, conversation_deleted=gone, **pending
-        )
         emit_memory(
             "write",
             "succeeded" if write.written else "skipped",

@@ -27,7 +27,6 @@ from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.events import emit_memory
-from graphs.outcome import record_extra
 from graphs.request import check_id
 from graphs.resources import Lazy
 from graphs.state import AgentState, AgentUpdate, Context
@@ -127,7 +126,7 @@ def make_remember(
     through the long-term gate; what it retires (revoked or superseded) is forgotten in
     the archive of `memory` too, so recall never brings the old statement back."""
 
-    def remember(state: AgentState, config: RunnableConfig) -> Command[Any]:
+    def remember(state: AgentState) -> Command[Any]:
         """Extract lasting preferences, boundaries, goals, style and facts from the
         user's own text of each completed turn owed (never the answer, tools or
         artifacts)."""
@@ -154,7 +153,6 @@ def make_remember(
                 remembered=write.added,
                 retired=write.retired,
             )
-        record_extra(config, remembered=remembered)
         update: AgentUpdate = {"remembered": remembered}
         if failed:
             update |= {"upkeep_failed": True, "degraded": True}
@@ -174,7 +172,7 @@ def make_compact(
         lambda: structured_compactor(model.get(), method).with_config(tags=[TAG_NOSTREAM])
     )
 
-    def compact(state: AgentState, config: RunnableConfig) -> AgentUpdate:
+    def compact(state: AgentState) -> AgentUpdate:
         """Run the compaction model (structured output) over the conversation's memory."""
         session_id, conversation_id = state["session_id"], state["conversation_id"]
         emit_memory("compact", "started")
@@ -185,7 +183,6 @@ def make_compact(
         except Exception:
             logger.exception("compaction failed before reaching the model")
             emit_memory("compact", "failed")
-            record_extra(config, compaction=CompactionStatus.FAILED.value)
             return {
                 "compaction": CompactionStatus.FAILED.value,
                 "degraded": True,
@@ -198,7 +195,6 @@ def make_compact(
             pinnedDecisions=result.pinned_count,
             summaryVersion=result.state.summary_version,
         )
-        record_extra(config, compaction=result.status.value)
         update: AgentUpdate = {"compaction": result.status.value}
         if result.status is CompactionStatus.FAILED:
             update["upkeep_failed"] = True
@@ -210,7 +206,7 @@ def make_compact(
 def make_settle(memory: Lazy[ConversationMemory]) -> Node:
     """Build `settle`: take what this upkeep paid off the conversation's record."""
 
-    def settle(state: AgentState, config: RunnableConfig) -> AgentUpdate:
+    def settle(state: AgentState) -> AgentUpdate:
         """Record the upkeep's end: the extractions paid, and `done`, `failed`, or
         `pending` while more is owed (a turn that landed meanwhile)."""
         session_id, conversation_id = state["session_id"], state["conversation_id"]
@@ -223,7 +219,6 @@ def make_settle(memory: Lazy[ConversationMemory]) -> Node:
             stored, failed = None, True
         status = "failed" if failed else stored.upkeep if stored is not None else "done"
         emit_memory("upkeep", status)
-        record_extra(config, upkeep=status)
         update: AgentUpdate = {"upkeep": status}
         if stored is not None:
             update["hydration"] = hydration_dto(conversation_id, stored)

@@ -128,3 +128,10 @@ def sweep_conversations(
     if total.threads and not dry_run:
         threads.compact_storage()
     return total
+
+
+def chatted_sessions(threads: ThreadStore) -> set[str]:
+    """The session keys that have a conversation registry (every session that chatted)."""
+    return {
+        thread.removeprefix(REGISTRY_PREFIX) for thread in threads.list_threads(REGISTRY_PREFIX)
+    }
