@@ -23,7 +23,8 @@ from typing_extensions import TypedDict
 
 from graphs.chat import build_chat_graph
 from graphs.events import emit
-from graphs.memory_nodes import make_finalize, make_load_memory
+from graphs.finalize import make_finalize
+from graphs.load_memory import make_load_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import WORKFLOW_ROUTES
 from graphs.resources import Lazy

@@ -9,12 +9,13 @@ run thread (and a client reading its state) never holds prompts or memory.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final, Literal, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
+from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.request import MODES, Mode, RouteName, TurnRequest
@@ -34,6 +35,7 @@ __all__ = [
     "Context",
     "MemoryContext",
     "Mode",
+    "Node",
     "RouteName",
     "WorkflowInput",
     "WorkflowOutput",
@@ -206,6 +208,10 @@ class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
 
 class AgentUpdate(AgentState, total=False):
     """What a node of the agent graph returns: any subset of the state's keys."""
+
+
+Node = Callable[..., AgentUpdate | Command[Any]]
+"""A node of the agent graph, as its `make_*` builder returns it."""
 
 
 FRESH_TURN: Final[AgentUpdate] = {

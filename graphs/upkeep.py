@@ -15,7 +15,6 @@ left unpaid is still on it for the next upkeep.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -27,16 +26,14 @@ from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.events import emit_memory
-from graphs.request import check_id
 from graphs.resources import Lazy
-from graphs.state import AgentState, AgentUpdate, Context
+from graphs.run_input import run_ids
+from graphs.state import AgentState, AgentUpdate, Context, Node
 from memory import ConversationMemory, ThreadState, hydration_dto
 from memory.compaction import CompactionStatus, structured_compactor
 from memory.longterm import Extractor, LongTermMemory, MemoryWrite
 
 logger = logging.getLogger(__name__)
-
-Node = Callable[..., AgentUpdate | Command[Any]]
 
 
 class Entry(TypedDict, total=False):
@@ -55,19 +52,6 @@ def after_remember(state: ThreadState) -> str:
     return "compact" if state.compaction_owed else "settle"
 
 
-def upkeep_ids(
-    state: AgentState, runtime: Runtime[Context], thread_id: str | None
-) -> tuple[str, str]:
-    """(session id, conversation id) of an upkeep: the turn's, or a catch-up run's input,
-    context or thread (as for a turn)."""
-    context = runtime.context or Context()
-    session_id = check_id(state.get("session_id") or context.session_id, "session id")
-    conversation_id = check_id(
-        state.get("conversation_id") or context.conversation_id or thread_id, "conversation id"
-    )
-    return session_id, conversation_id
-
-
 def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
     """Build `upkeep`: read what the conversation owes and go to what pays it.
 
@@ -82,7 +66,8 @@ def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
         """Read the conversation's upkeep record (one read), then extract from the owed
         user messages, compact, and settle the record."""
         thread_id = config.get("configurable", {}).get("thread_id")
-        session_id, conversation_id = upkeep_ids(state, runtime, thread_id)
+        # a catch-up run names its conversation as a turn does
+        session_id, conversation_id = run_ids(state, runtime.context, thread_id)
         ids: AgentUpdate = {
             "catch_up": None,
             "session_id": session_id,
