@@ -13,7 +13,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from agent.errors import NOTHING_TO_RECOVER, WAITING_FOR_REVIEW, InvalidRequest
 from graphs.request import WORKFLOW_ROUTES, TurnRequest
 from graphs.state import Context
-from memory import ConversationMemory
+from memory.conversations import ConversationMemory
 from memory.ids import turn_lock_key
 
 

@@ -24,7 +24,8 @@ from agent.streaming import client_event
 from agent.turn_result import OUTPUT_MODES, RESULT_MODES, TurnOutput, TurnResult
 from agent.upkeep import UpkeepRunner
 from graphs.state import AgentInput
-from memory import ConversationMemory, ConversationNotFound, LockTimeout
+from memory import ConversationNotFound, LockTimeout
+from memory.conversations import ConversationMemory
 
 logger = logging.getLogger(__name__)
 

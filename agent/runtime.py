@@ -30,16 +30,12 @@ from graphs.resources import Lazy
 from graphs.reviews import Validator
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
-from memory import (
-    ConversationMemory,
-    ThreadIds,
-    UnsupportedDatabaseUrl,
-    open_thread_store,
-    resolve_secret,
-)
-from memory.archive import open_archive
+from memory import ThreadIds, UnsupportedDatabaseUrl, resolve_secret
+from memory.archive.archive import open_archive
 from memory.budget import ContextBudget
-from memory.longterm import LongTermMemory
+from memory.conversations import ConversationMemory
+from memory.longterm.store import LongTermMemory
+from memory.storage import open_thread_store
 
 MINUTES_PER_DAY = 24 * 60
 

@@ -15,8 +15,8 @@ from langgraph.prebuilt import ToolRuntime
 
 from agent.tools import ToolInputError
 from graphs.resources import Lazy
-from memory import ConversationMemory
 from memory.archive import ArchivedLine
+from memory.conversations import ConversationMemory
 from memory.limits import MAX_SEARCH_QUERY_CHARS
 from memory.text import clamp, quoted
 

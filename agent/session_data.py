@@ -14,11 +14,12 @@ from langgraph.graph.state import CompiledStateGraph
 from agent.admission import busy_lock, is_unfinished, review_answered
 from agent.errors import InvalidRequest
 from graphs.request import WORKFLOW_ROUTES, check_id
-from memory import ConversationMemory, LockTimeout
+from memory import LockTimeout
+from memory.conversations import ConversationMemory
 from memory.errors import InvalidInput
 from memory.hydration import assert_client_safe
 from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
-from memory.longterm import LongTermMemory
+from memory.longterm.store import LongTermMemory
 from memory.redaction import redact_session
 from memory.retention import SweepResult, chatted_sessions, sweep_conversations
 from memory.schema import utcnow

@@ -30,7 +30,8 @@ from langgraph.graph.state import CompiledStateGraph
 from agent.loop import BackgroundLoop
 from agent.streaming import custom_event
 from graphs.state import Context
-from memory import ConversationMemory, LockTimeout
+from memory import LockTimeout
+from memory.conversations import ConversationMemory
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import memory.archive.archive as archive_module
-from memory import ConversationMemory, ThreadIds, ThreadState
-from memory.archive import Archive, ArchiveRow, ArchiveWrite, open_archive
+from memory import ThreadIds, ThreadState
+from memory.archive import ArchiveRow, ArchiveWrite
+from memory.archive.archive import Archive, open_archive
+from memory.conversations import ConversationMemory
 from memory.longterm.secrets import find_secret
 from memory.schema import utcnow
 from memory.storage import open_thread_store

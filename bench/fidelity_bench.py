@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agent.offline import OfflineChatModel
-from memory import ConversationMemory, ThreadIds, ThreadState, build_context
+from memory import ThreadIds, ThreadState, build_context
+from memory.conversations import ConversationMemory
 from memory.storage import open_thread_store
 from memory.turns import chat_turn
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableLambda
 
-from memory import CompactionOutput, CompactionStatus, ConversationMemory, ThreadIds
+from memory import CompactionOutput, CompactionStatus, ThreadIds
+from memory.conversations import ConversationMemory
 from memory.storage import open_thread_store
 from memory.turns import chat_turn
 

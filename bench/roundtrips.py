@@ -30,7 +30,9 @@ from bench.scripted import ScriptedChatModel
 from bench.workers_bench import database
 from memory.archive.postgres import PostgresArchive
 from memory.conversations import ConversationMemory
-from memory.postgres import PooledPostgresStore, PostgresCheckpointer, PostgresDocuments
+from memory.storage.postgres.checkpointer import PostgresCheckpointer
+from memory.storage.postgres.documents import PostgresDocuments
+from memory.storage.postgres.items import PooledPostgresStore
 
 SECRET = "bench-roundtrips-" + "r" * 32
 READS = ("get_tuple", "get_documents")

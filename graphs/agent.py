@@ -31,15 +31,10 @@ from graphs.resources import Lazy
 from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
 from graphs.upkeep import make_compact, make_remember, make_settle, make_upkeep, route_entry
-from memory import ConversationMemory
 from memory.budget import ContextBudget
-from memory.longterm import (
-    RULES_EXTRACTOR,
-    Extractor,
-    LongTermMemory,
-    model_extractor,
-    structured_extractor,
-)
+from memory.conversations import ConversationMemory
+from memory.longterm import RULES_EXTRACTOR, Extractor, model_extractor, structured_extractor
+from memory.longterm.store import LongTermMemory
 
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
 Workflow = CompiledStateGraph[Any, Any, Any, Any]

@@ -25,8 +25,8 @@ from graphs.events import emit_memory
 from graphs.prompts import NO_ANSWER
 from graphs.resources import Lazy
 from graphs.state import AgentState, AgentUpdate, Context, Node
-from memory import ConversationMemory, hydration_dto
-from memory.conversations import TurnWrite
+from memory import hydration_dto
+from memory.conversations import ConversationMemory, TurnWrite
 from memory.longterm import has_cue
 from memory.turns import (
     FinalTurn,

@@ -29,11 +29,13 @@ from graphs.request import WORKFLOW_ROUTES, TurnRequest
 from graphs.resources import Lazy
 from graphs.run_input import resolve_turn
 from graphs.state import FRESH_TURN, AgentState, AgentUpdate, Context, MemoryContext, Node
-from memory import ConversationMemory, ConversationNotFound, ThreadState
+from memory import ConversationNotFound, ThreadState
 from memory.archive import Recall
 from memory.budget import ContextBudget
 from memory.context import context_parts
-from memory.longterm import LongTermMemory, MemoryItem
+from memory.conversations import ConversationMemory
+from memory.longterm import MemoryItem
+from memory.longterm.store import LongTermMemory
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 from graphs.request import MODES, Mode, RouteName, TurnRequest
 from memory import ThreadState
 from memory.budget import ContextBudget
-from memory.context import ContextParts
+from memory.context_blocks import ContextParts
 from memory.schema import ChatThreadMessage
 
 __all__ = [

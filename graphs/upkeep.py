@@ -29,9 +29,11 @@ from graphs.events import emit_memory
 from graphs.resources import Lazy
 from graphs.run_input import run_ids
 from graphs.state import AgentState, AgentUpdate, Context, Node
-from memory import ConversationMemory, ThreadState, hydration_dto
+from memory import ThreadState, hydration_dto
 from memory.compaction import CompactionStatus, structured_compactor
-from memory.longterm import Extractor, LongTermMemory, MemoryWrite
+from memory.conversations import ConversationMemory
+from memory.longterm import Extractor
+from memory.longterm.store import LongTermMemory, MemoryWrite
 
 logger = logging.getLogger(__name__)
 

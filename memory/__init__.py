@@ -1,8 +1,13 @@
-"""Chat memory with no agent logic: bounded, final-text only, isolated per conversation."""
+"""Chat memory with no agent logic: bounded, final-text only, isolated per conversation.
+
+The package exports its pure parts (schema, ids, write rules, compaction, context,
+hydration, errors): importing them loads no storage. What reads and writes a database
+is imported from its module: `memory.conversations.ConversationMemory`, and
+`memory.storage` (`ThreadStore`, `open_thread_store`).
+"""
 
 from memory.compaction import CompactionOutput, CompactionResult, CompactionStatus
 from memory.context import build_context
-from memory.conversations import ConversationMemory, TurnWrite
 from memory.errors import (
     ChatMemoryError,
     ConversationNotFound,
@@ -18,17 +23,14 @@ from memory.hydration import assert_client_safe, hydration_dto
 from memory.ids import ThreadIds, resolve_secret
 from memory.registry import new_conversation_id
 from memory.schema import ChatThreadMessage, ThreadState
-from memory.storage import DEFAULT_DATABASE_URL, ThreadStore, open_thread_store
 from memory.turns import FinalTurn, Route, SkipReason, TurnStatus
 
 __all__ = [
-    "DEFAULT_DATABASE_URL",
     "ChatMemoryError",
     "ChatThreadMessage",
     "CompactionOutput",
     "CompactionResult",
     "CompactionStatus",
-    "ConversationMemory",
     "ConversationNotFound",
     "FinalTurn",
     "ForbiddenKeyError",
@@ -40,15 +42,12 @@ __all__ = [
     "StorageError",
     "ThreadIds",
     "ThreadState",
-    "ThreadStore",
     "TurnStatus",
-    "TurnWrite",
     "UnsupportedDatabaseUrl",
     "VersionConflict",
     "assert_client_safe",
     "build_context",
     "hydration_dto",
     "new_conversation_id",
-    "open_thread_store",
     "resolve_secret",
 ]

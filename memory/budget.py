@@ -21,11 +21,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, trim_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
+from memory.context_blocks import ContextParts
 from memory.limits import (
     CLIP_FLOOR_CHARS,
     DEFAULT_CONTEXT_BUDGET_TOKENS,
@@ -35,9 +35,6 @@ from memory.limits import (
     MAX_PINNED_DECISIONS,
     MAX_SUMMARY_CHARS,
 )
-
-if TYPE_CHECKING:  # the parts are built in memory.context, which fits them with a budget
-    from memory.context import ContextParts
 
 TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Counts the tokens of a list of messages (LangChain's `token_counter` shape)."""

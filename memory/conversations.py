@@ -21,7 +21,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
-from memory.archive import Archive, ArchivedLine, ArchiveWrite, Recall, open_archive
+from memory.archive import ArchivedLine, ArchiveWrite, Recall
+from memory.archive.archive import Archive, open_archive
 from memory.compaction import CompactionResult, CompactionStatus, compact, local_fallback
 from memory.errors import ConversationNotFound, VersionConflict
 from memory.hydration import hydration_dto

@@ -17,11 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from memory.documents import Dialect
 from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
 from memory.registry import RegistryState
 from memory.schema import ThreadState
 from memory.storage import ThreadStore
+from memory.storage.documents import Dialect
 
 FORGOTTEN = "[forgotten]"
 _MAX_DEPTH = 64
@@ -154,9 +154,10 @@ def redact_session(
 def _run_redactor(dialect: Dialect) -> Callable[..., int]:
     """The backend's rewrite of run-thread rows, for a cursor of `dialect`."""
     if dialect == "sqlite":
-        from memory.sqlite import redact_runs as sqlite_runs
+        from memory.storage.sqlite.checkpointer import redact_runs as sqlite_runs
 
         return sqlite_runs
-    from memory.postgres import redact_runs as postgres_runs  # the postgres extra
+    # the postgres extra
+    from memory.storage.postgres.checkpointer import redact_runs as postgres_runs
 
     return postgres_runs

@@ -21,7 +21,9 @@ import pytest
 
 from agent import ChatAgent
 from agent.settings import Settings
-from memory import ConversationMemory, ThreadIds, ThreadStore, open_thread_store
+from memory import ThreadIds
+from memory.conversations import ConversationMemory
+from memory.storage import ThreadStore, open_thread_store
 from tests.fakes import StepClock
 
 SECRET = "s" * 40

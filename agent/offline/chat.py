@@ -21,7 +21,7 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import tool_call
 
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
-from memory.context import (
+from memory.context_blocks import (
     LONG_TERM_BLOCK_ID,
     PINNED_BLOCK_ID,
     RECALL_BLOCK_ID,

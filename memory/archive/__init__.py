@@ -1,11 +1,11 @@
 """Episodic memory: an archive of every past turn of a session, searched and recalled.
 
-`Archive` writes through the documents' transaction, recalls earlier lines into a
+`Archive` (`memory.archive.archive`, imported from its module: the package loads no
+storage) writes through the documents' transaction, recalls earlier lines into a
 turn's context (`memory.archive.recall`) and answers deliberate searches; one
 backend per database (`memory.archive.sqlite`, `memory.archive.postgres`).
 """
 
-from memory.archive.archive import Archive, archived_text, open_archive
 from memory.archive.lines import (
     FORGOTTEN,
     REDACTED,
@@ -18,11 +18,8 @@ from memory.archive.recall import Recall
 __all__ = [
     "FORGOTTEN",
     "REDACTED",
-    "Archive",
     "ArchiveRow",
     "ArchiveWrite",
     "ArchivedLine",
     "Recall",
-    "archived_text",
-    "open_archive",
 ]

@@ -236,7 +236,7 @@ def open_archive(
     backend: Any
     if documents.dialect == "sqlite":
         from memory.archive.sqlite import SqliteArchive
-        from memory.sqlite import SETUP_LOCK_KEY
+        from memory.storage.sqlite.connection import SETUP_LOCK_KEY
 
         backend = SqliteArchive(documents.conn, documents.lock)
         with threads.lock(SETUP_LOCK_KEY):

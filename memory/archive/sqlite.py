@@ -11,7 +11,7 @@ from typing import Any
 
 from memory.archive.lines import FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
 from memory.archive.terms import index_terms
-from memory.sqlite import sqlite_transaction
+from memory.storage.sqlite.connection import sqlite_transaction
 
 SETUP_SQL = (
     "CREATE TABLE IF NOT EXISTS archive_lines ("

@@ -1,7 +1,8 @@
 """Long-term memory: what a user said about themselves that holds across conversations.
 
-Knows nothing of graphs or agents: the store (`LongTermMemory`), the write gate, the
-rules and model extractors, and recall within a budget.
+Knows nothing of graphs or agents: the write gate, the rules and model extractors,
+and recall within a budget, all pure; `memory.longterm.store.LongTermMemory` reads
+and writes the items (imported from its module: the package loads no storage).
 """
 
 from memory.longterm.extraction import (
@@ -15,7 +16,6 @@ from memory.longterm.gate import Refusal, WritePlan, plan_write
 from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
 from memory.longterm.rules import Extraction, Proposal, extract, has_cue
 from memory.longterm.secrets import SecretKind, find_secret
-from memory.longterm.store import LongTermMemory, MemoryWrite
 
 __all__ = [
     "MEMORY_KINDS",
@@ -23,10 +23,8 @@ __all__ = [
     "Extraction",
     "ExtractionOutput",
     "Extractor",
-    "LongTermMemory",
     "MemoryItem",
     "MemoryKind",
-    "MemoryWrite",
     "Proposal",
     "Refusal",
     "SecretKind",

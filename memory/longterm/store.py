@@ -22,7 +22,6 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.ids import ThreadIds
 from memory.limits import MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
-from memory.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
 from memory.longterm.analysis import is_filler
 from memory.longterm.extraction import Extractor
 from memory.longterm.gate import WritePlan, plan_write
@@ -31,6 +30,7 @@ from memory.longterm.recall import recall
 from memory.longterm.rules import Extraction, Proposal, classify, importance, strip_remember
 from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
+from memory.storage.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
 
 logger = logging.getLogger(__name__)
 

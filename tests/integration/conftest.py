@@ -16,7 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memory import ConversationMemory, ThreadIds, open_thread_store
+from memory import ThreadIds
+from memory.conversations import ConversationMemory
+from memory.storage import open_thread_store
 from tests.integration.http_support import api_client
 from tests.openai_stub import OpenAIStub
 

@@ -16,7 +16,7 @@ from agent.settings import Settings, StructuredOutputMethod
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import build_agent_graph
 from graphs.state import Context
-from memory import ConversationMemory
+from memory.conversations import ConversationMemory
 from tests.openai_stub import OpenAIStub
 
 CHAT_MODEL = "stub-chat"

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessageChunk
 
 from agent.settings import StructuredOutputMethod
 from graphs.prompts import AGENT_SYSTEM_PROMPT
-from memory import ConversationMemory
+from memory.conversations import ConversationMemory
 from memory.prompts import PINNED_BLOCK, SUMMARY_BLOCK
 from tests.integration.openai_support import (
     CHAT_MODEL,

@@ -17,10 +17,11 @@ from agent.runtime import open_long_term
 from agent.settings import Settings
 from graphs.agent import build_agent_graph
 from graphs.prompts import AGENT_SYSTEM_PROMPT
-from memory import ConversationMemory, ThreadIds, UnsupportedDatabaseUrl
-from memory.locks import KeyedLocks
-from memory.longterm import LongTermMemory
+from memory import ThreadIds, UnsupportedDatabaseUrl
+from memory.conversations import ConversationMemory
+from memory.longterm.store import LongTermMemory
 from memory.prompts import LONG_TERM_BLOCK
+from memory.storage.locks import KeyedLocks
 from tests.integration.openai_support import COMPACTION_MODEL, run, settings_for, wire
 from tests.openai_stub import OpenAIStub
 from tests.openai_wire import EMBEDDING_DIMS

@@ -20,8 +20,9 @@ import psycopg
 import pytest
 
 from agent.api.sessions import COOKIE_NAME
-from memory import ConversationMemory, ThreadIds, ThreadState, open_thread_store
-from memory.storage import iter_thread_ids
+from memory import ThreadIds, ThreadState
+from memory.conversations import ConversationMemory
+from memory.storage import iter_thread_ids, open_thread_store
 from tests.conftest import clean_postgres
 from tests.integration.conftest import Server, start_uvicorn, stop
 from tests.integration.http_app import OUTAGE_SECONDS, OUTAGE_TRIGGER

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memory import ConversationMemory, ThreadIds, ThreadStore, open_thread_store
+from memory import ThreadIds
+from memory.conversations import ConversationMemory
 from memory.schema import ThreadState
+from memory.storage import ThreadStore, open_thread_store
 from memory.turns import chat_turn
 from tests.conftest import SECRET
 
@@ -28,7 +30,9 @@ def all_texts_survive(state: ThreadState, expected: set[str]) -> bool:
 
 REOPEN_SCRIPT = """
 import sys
-from memory import ConversationMemory, ThreadIds, open_thread_store
+from memory.conversations import ConversationMemory
+from memory import ThreadIds
+from memory.storage import open_thread_store
 store = open_thread_store(sys.argv[1])
 memory = ConversationMemory(store, ThreadIds(sys.argv[2]))
 print("|".join(m.text for m in memory.load("s1", "c1").messages))
@@ -91,7 +95,7 @@ def test_locks_exclude_across_processes(store: ThreadStore, db_url: str) -> None
 
 LOCK_PROBE = """
 import sys
-from memory import open_thread_store
+from memory.storage import open_thread_store
 from memory.errors import LockTimeout
 store = open_thread_store(sys.argv[1])
 try:
@@ -137,7 +141,9 @@ def test_processes_opening_a_fresh_database_together(db_url: str) -> None:
 
 CRASH_SCRIPT = """
 import os, sys
-from memory import ConversationMemory, ThreadIds, open_thread_store
+from memory.conversations import ConversationMemory
+from memory import ThreadIds
+from memory.storage import open_thread_store
 from memory.turns import chat_turn
 store = open_thread_store(sys.argv[1])
 memory = ConversationMemory(store, ThreadIds(sys.argv[2]))

@@ -25,7 +25,7 @@ from graphs.delivery import (
     ReviewVerdict,
     build_delivery_graph,
 )
-from memory import ConversationMemory
+from memory.conversations import ConversationMemory
 from tests.graph_support import run_graph
 
 SCHEMAS: dict[str, type[BaseModel]] = {

@@ -17,8 +17,9 @@ from agent.tools import BUILTIN_TOOLS
 from graphs.agent import build_agent_graph
 from graphs.request import InvalidRequest
 from graphs.state import Context
-from memory import CompactionOutput, ConversationMemory
-from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory import CompactionOutput
+from memory.context_blocks import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.conversations import ConversationMemory
 from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel
 from tests.graph_support import run_graph as run

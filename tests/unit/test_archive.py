@@ -7,8 +7,9 @@ import uuid
 
 import pytest
 
-from memory import ConversationMemory, StorageError, ThreadState
+from memory import StorageError, ThreadState
 from memory.archive import FORGOTTEN, REDACTED
+from memory.conversations import ConversationMemory
 from memory.turns import TurnStatus, chat_turn
 
 

@@ -19,7 +19,12 @@ from memory.archive import ArchivedLine, Recall
 from memory.archive.recall import choose
 from memory.archive.terms import query_terms
 from memory.budget import ContextBudget
-from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, RECALL_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.context_blocks import (
+    LONG_TERM_BLOCK_ID,
+    PINNED_BLOCK_ID,
+    RECALL_BLOCK_ID,
+    SUMMARY_BLOCK_ID,
+)
 from memory.longterm import MemoryItem
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage

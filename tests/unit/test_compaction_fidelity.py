@@ -24,7 +24,8 @@ from bench.fidelity_bench import (
     contentful_filler,
     run,
 )
-from memory import ConversationMemory, ThreadIds
+from memory import ThreadIds
+from memory.conversations import ConversationMemory
 from memory.limits import MAX_SUMMARY_CHARS
 from memory.storage import open_thread_store
 

@@ -9,7 +9,8 @@ import pytest
 from agent import InvalidRequest
 from agent.offline.delivery import tagged
 from graphs.delivery import DeliveryPlan, DeliveryReport, ReviewVerdict, build_delivery_graph
-from memory import ConversationMemory, assert_client_safe
+from memory import assert_client_safe
+from memory.conversations import ConversationMemory
 from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel
 from tests.unit.delivery_support import (

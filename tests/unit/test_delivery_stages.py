@@ -13,7 +13,7 @@ from agent.offline import OfflineChatModel
 from agent.offline.delivery import BLOCKING_MARKERS, offline_plan, offline_verdict, tagged
 from agent.tools import BUILTIN_TOOLS
 from graphs.delivery import ReviewVerdict
-from memory import ConversationMemory
+from memory.conversations import ConversationMemory
 from tests.unit.delivery_support import (
     ARTIFACT,
     REQUEST,

@@ -10,12 +10,13 @@ import pytest
 from langgraph.store.base import IndexConfig
 from langgraph.store.memory import InMemoryStore
 
-from memory import StorageError, ThreadIds, ThreadStore
+from memory import StorageError, ThreadIds
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
-from memory.locks import KeyedLocks
-from memory.longterm import RULES_EXTRACTOR, LongTermMemory
-from memory.longterm.store import NAMESPACE
+from memory.longterm import RULES_EXTRACTOR
+from memory.longterm.store import NAMESPACE, LongTermMemory
+from memory.storage import ThreadStore
+from memory.storage.locks import KeyedLocks
 from tests.conftest import SECRET
 from tests.fakes import StepClock
 

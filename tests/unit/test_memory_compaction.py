@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from memory import ConversationMemory, VersionConflict
+from memory import VersionConflict
 from memory.compaction import (
     CompactionOutput,
     CompactionStatus,
@@ -16,6 +16,7 @@ from memory.compaction import (
     local_fallback,
     merge_pins,
 )
+from memory.conversations import ConversationMemory
 from memory.limits import HARD_MESSAGE_CAP, MAX_SUMMARY_CHARS
 from memory.schema import ChatThreadMessage, ThreadState
 from memory.turns import chat_turn

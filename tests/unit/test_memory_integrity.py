@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memory import (
-    ConversationMemory,
-    ConversationNotFound,
-    SkipReason,
-)
+from memory import ConversationNotFound, SkipReason
+from memory.conversations import ConversationMemory
 from memory.storage import iter_thread_ids
 from memory.turns import chat_turn
 

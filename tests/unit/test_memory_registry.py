@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from memory import ConversationMemory, ConversationNotFound, InvalidInput, new_conversation_id
+from memory import ConversationNotFound, InvalidInput, new_conversation_id
+from memory.conversations import ConversationMemory
 from memory.registry import make_title
 from memory.storage import iter_thread_ids
 from memory.turns import chat_turn

@@ -14,16 +14,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from memory import (
-    ConversationMemory,
-    ThreadIds,
-    UnsupportedDatabaseUrl,
-    open_thread_store,
-)
+from memory import ThreadIds, UnsupportedDatabaseUrl
+from memory.conversations import ConversationMemory
 from memory.errors import LockTimeout, StorageError
-from memory.locks import FileLocks
 from memory.schema import ThreadState
-from memory.storage import iter_thread_ids, parse_database_url
+from memory.storage import iter_thread_ids, open_thread_store, parse_database_url
+from memory.storage.locks import FileLocks
 from memory.turns import chat_turn
 from tests.conftest import SECRET
 

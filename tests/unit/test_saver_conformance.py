@@ -14,7 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES, Capability
 
-from memory import open_thread_store
+from memory.storage import open_thread_store
 
 CAPABILITIES = {capability.value for capability in BASE_CAPABILITIES} | {Capability.PRUNE.value}
 

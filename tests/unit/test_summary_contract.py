@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from agent.offline import OfflineChatModel
-from memory import CompactionOutput, CompactionStatus, ConversationMemory, ThreadState
+from memory import CompactionOutput, CompactionStatus, ThreadState
+from memory.conversations import ConversationMemory
 from memory.limits import (
     HARD_MESSAGE_CAP,
     MAX_OPEN_QUESTION_CHARS,

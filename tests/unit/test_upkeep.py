@@ -13,7 +13,8 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from agent import ChatAgent
-from memory import CompactionOutput, ConversationMemory
+from memory import CompactionOutput
+from memory.conversations import ConversationMemory
 from memory.limits import HARD_MESSAGE_CAP
 from memory.longterm import ExtractionOutput
 from memory.longterm.extraction import ProposedMemory

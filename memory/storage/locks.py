@@ -4,7 +4,7 @@
 subclasses add a cross-process lock taken after it:
 - `FileLocks` (SQLite): each key maps to one byte of a shared lock file, locked with
   POSIX record locks (`fcntl.lockf`);
-- `memory.postgres.AdvisoryLocks` (PostgreSQL): session advisory locks.
+- `memory.storage.postgres.locks.AdvisoryLocks` (PostgreSQL): session advisory locks.
 Both are released by the operating system or the database when their process dies,
 so a crashed writer never leaves a stale lock behind.
 """

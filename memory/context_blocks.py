@@ -1,0 +1,121 @@
+"""The memory blocks of a model's context, and `ContextParts`: a turn's context in the
+pieces a `ContextBudget` (`memory.budget`) may shorten."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from memory.archive.lines import ArchivedLine
+from memory.archive.recall import LINE_CHARS
+from memory.longterm.items import MemoryItem
+from memory.prompts import (
+    LONG_TERM_BLOCK,
+    OPEN_QUESTIONS_BLOCK,
+    PINNED_BLOCK,
+    RECALL_BLOCK,
+    RECALL_LINE,
+    SUMMARY_BLOCK,
+)
+from memory.schema import ThreadState
+from memory.text import clamp, quoted
+
+LONG_TERM_BLOCK_ID = "memory-long-term"
+PINNED_BLOCK_ID = "memory-pinned-decisions"
+SUMMARY_BLOCK_ID = "memory-summary"
+RECALL_BLOCK_ID = "memory-recall"
+
+
+def numbered(items: list[str]) -> str:
+    """`items` as a numbered list, one per line, starting at 1."""
+    return "\n".join(f"{index}. {item}" for index, item in enumerate(items, start=1))
+
+
+def long_term_block(items: Sequence[MemoryItem]) -> SystemMessage | None:
+    """The recalled long-term items, one `[kind] text` line each, or None when none."""
+    if not items:
+        return None
+    lines = "\n".join(f"- [{item.kind}] {item.text}" for item in items)
+    return SystemMessage(content=LONG_TERM_BLOCK.format(items=lines), id=LONG_TERM_BLOCK_ID)
+
+
+def recall_block(groups: Sequence[Sequence[ArchivedLine]]) -> SystemMessage | None:
+    """The lines recalled from earlier conversations, oldest first, one per line with
+    its date and conversation title, or None when none."""
+    lines = sorted(
+        {line.id: line for group in groups for line in group}.values(),
+        key=lambda line: (line.created_at, line.id),
+    )
+    if not lines:
+        return None
+    body = "\n".join(
+        RECALL_LINE.format(
+            date=line.created_at.date().isoformat(),
+            title=quoted(line.title),
+            role=line.role,
+            text=quoted(clamp(line.text, LINE_CHARS)),
+        )
+        for line in lines
+    )
+    return SystemMessage(content=RECALL_BLOCK.format(lines=body), id=RECALL_BLOCK_ID)
+
+
+def pinned_block(state: ThreadState) -> SystemMessage | None:
+    """The pinned-decisions block, or None when there are none."""
+    if not state.pinned_decisions:
+        return None
+    content = PINNED_BLOCK.format(pins=numbered(state.pinned_decisions))
+    return SystemMessage(content=content, id=PINNED_BLOCK_ID)
+
+
+def summary_block(state: ThreadState) -> SystemMessage | None:
+    """The summary block with the open questions, or None when the summary is empty."""
+    if not state.summary:
+        return None
+    content = SUMMARY_BLOCK.format(summary=state.summary)
+    if state.open_questions:
+        questions = "\n".join(f"- {question}" for question in state.open_questions)
+        content += OPEN_QUESTIONS_BLOCK.format(questions=questions)
+    return SystemMessage(content=content, id=SUMMARY_BLOCK_ID)
+
+
+@dataclass(frozen=True)
+class ContextParts:
+    """A turn's context in the pieces a `ContextBudget` may shorten.
+
+    Attributes:
+        system: the system prompt (always kept), or None.
+        long_term: the recalled long-term items, best first.
+        long_term_count: how many of them the context keeps.
+        pins: the pinned decisions block (always kept), or None.
+        summary: the summary block, or None.
+        recent: the recent messages, oldest first.
+        tail: the turn's own messages (the new input; in a tool turn also its calls and
+            results), always kept.
+        recalled: lines recalled from earlier conversations, in groups, best first.
+        recalled_count: how many of those groups the context keeps.
+    """
+
+    system: SystemMessage | None
+    long_term: tuple[MemoryItem, ...]
+    long_term_count: int
+    pins: SystemMessage | None
+    summary: SystemMessage | None
+    recent: tuple[BaseMessage, ...]
+    tail: tuple[BaseMessage, ...] = ()
+    recalled: tuple[tuple[ArchivedLine, ...], ...] = ()
+    recalled_count: int = 0
+
+    def messages(self, *, with_tail: bool = True) -> list[BaseMessage]:
+        """The context in its order: system, long-term, recalled lines, pins, summary,
+        recent, the turn."""
+        kept = long_term_block(self.long_term[: self.long_term_count])
+        earlier = recall_block(self.recalled[: self.recalled_count])
+        head = (self.system, kept, earlier, self.pins, self.summary)
+        context: list[BaseMessage] = [block for block in head if block is not None]
+        context.extend(self.recent)
+        if with_tail:
+            context.extend(self.tail)
+        return context

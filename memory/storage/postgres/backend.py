@@ -1,0 +1,80 @@
+"""Opening a PostgreSQL database: checkpointer, documents, advisory locks and long-term
+items on one pool (and a second pool for the locks)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from psycopg import Connection
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool
+
+from memory.errors import StorageError
+from memory.storage.locks import KeyedLocks
+from memory.storage.postgres.checkpointer import PostgresCheckpointer
+from memory.storage.postgres.documents import PostgresDocuments
+from memory.storage.postgres.items import open_postgres_items
+from memory.storage.postgres.locks import AdvisoryLocks, run_setup
+
+logger = logging.getLogger(__name__)
+
+POOL_MAX_SIZE = 20
+POOL_TIMEOUT_S = 3.0
+"""How long an operation waits for a connection: past it, storage fails fast and the
+turn is delivered degraded instead of hanging while the database is away."""
+LOCK_POOL_MAX_SIZE = 64
+
+
+def _pool(url: str, max_size: int) -> ConnectionPool[Connection[DictRow]]:
+    # `check` tests a pooled connection before handing it out: after the server
+    # dropped connections (restart, failover), the next operation gets a fresh one.
+    return ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=False,
+        check=ConnectionPool.check_connection,
+        timeout=POOL_TIMEOUT_S,
+    )
+
+
+def open_postgres(
+    url: str,
+) -> tuple[Any, PostgresDocuments, KeyedLocks, Callable[[], None], Callable[..., BaseStore]]:
+    """The checkpointer, document store, locks, closer and long-term store opener of a
+    PostgreSQL database (tables created on first use), all on one pool.
+
+    Raises:
+        StorageError: the database cannot be reached.
+    """
+    pool, lock_pool = (_pool(url, size) for size in (POOL_MAX_SIZE, LOCK_POOL_MAX_SIZE))
+    try:
+        pool.open(wait=True, timeout=10)
+        lock_pool.open(wait=True, timeout=10)
+        checkpointer = PostgresCheckpointer(pool)
+        documents = PostgresDocuments(pool)
+
+        def setup() -> None:
+            checkpointer.setup()
+            documents.setup()
+
+        run_setup(lock_pool, setup)
+    except Exception as exc:
+        pool.close()
+        lock_pool.close()
+        logger.exception("cannot open the PostgreSQL database")
+        raise StorageError("the PostgreSQL database cannot be reached") from exc
+    locks = AdvisoryLocks(lock_pool)
+
+    def close() -> None:
+        locks.close()
+        pool.close()
+
+    def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
+        return open_postgres_items(pool, lock_pool, index, ttl)
+
+    return checkpointer, documents, locks, close, open_items

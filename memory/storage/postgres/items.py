@@ -1,0 +1,60 @@
+"""The long-term item store on the thread store's PostgreSQL pool (`PostgresStore`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from langgraph.store.postgres import PostgresStore
+from langgraph.store.postgres.base import _pg_internal
+from psycopg import Cursor
+from psycopg.rows import DictRow, dict_row
+
+from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
+from memory.storage.postgres.locks import run_setup
+
+
+class PooledPostgresStore(PostgresStore):
+    """`PostgresStore` over the thread store's pool, each batch in one transaction.
+
+    Upstream runs a batch in pipeline mode on an autocommit connection, under one
+    store-wide lock: each statement commits on its own. Here a batch is one transaction
+    on its own pooled connection, so a long-term write is all or nothing and writers of
+    different sessions do not wait for each other.
+    """
+
+    @contextmanager
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:
+        if not pipeline:  # setup: CREATE INDEX CONCURRENTLY cannot run in a transaction
+            with super()._cursor() as cur:
+                yield cur
+            return
+        with (
+            _pg_internal.get_connection(self.conn) as conn,
+            conn.transaction(),
+            conn.cursor(binary=True, row_factory=dict_row) as cur,
+        ):
+            yield cur
+
+
+def open_postgres_items(
+    pool: Any, lock_pool: Any, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+) -> BaseStore:
+    """The long-term store (`PostgresStore`) on the thread store's database.
+
+    Raises:
+        UnsupportedDatabaseUrl: a vector index was asked for without pgvector.
+    """
+    if index is not None:
+        with pool.connection() as conn:
+            row = conn.execute(
+                "SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+        if row is None:
+            why = "the PostgreSQL server has no pgvector extension"
+            raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
+    store = PooledPostgresStore(pool, index=index, ttl=ttl)  # type: ignore[arg-type]
+    run_setup(lock_pool, store.setup)
+    return store

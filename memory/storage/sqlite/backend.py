@@ -1,0 +1,62 @@
+"""Opening a SQLite database: checkpointer, documents, locks and long-term items on one
+connection."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+
+from memory.storage.locks import FileLocks, KeyedLocks
+from memory.storage.sqlite.checkpointer import SqliteCheckpointer
+from memory.storage.sqlite.connection import (
+    SETUP_LOCK_KEY,
+    SQLITE_BUSY_TIMEOUT_S,
+    SQLITE_JOURNAL_SIZE_LIMIT,
+    SQLITE_WAL_AUTOCHECKPOINT_PAGES,
+    create_private,
+)
+from memory.storage.sqlite.documents import SqliteDocuments
+from memory.storage.sqlite.items import open_sqlite_items
+
+
+def open_sqlite(
+    path: Path | None,
+) -> tuple[
+    SqliteCheckpointer, SqliteDocuments, KeyedLocks, Callable[[], None], Callable[..., BaseStore]
+]:
+    """The checkpointer, document store, locks, closer and long-term store opener of a
+    SQLite file (None: in memory, this process only), all on one connection.
+
+    SQLite creates the WAL and shared-memory files with the database file's mode, so
+    creating that file 0600 first keeps all of them private.
+    """
+    if path is not None:
+        create_private(path)
+    conn = sqlite3.connect(
+        str(path) if path else ":memory:",
+        check_same_thread=False,
+        timeout=SQLITE_BUSY_TIMEOUT_S,
+    )
+    conn.execute(f"PRAGMA journal_size_limit = {SQLITE_JOURNAL_SIZE_LIMIT}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
+    # WAL + NORMAL never corrupts and survives process crashes; a power cut may lose
+    # the last transactions, an accepted trade for conversation memory.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    checkpointer = SqliteCheckpointer(conn)
+    documents = SqliteDocuments(conn, checkpointer.lock)
+    locks = FileLocks(path.with_name(path.name + ".locks")) if path else KeyedLocks()
+    with locks.hold(SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S):
+        checkpointer.setup()
+        documents.setup()
+
+    def close() -> None:
+        locks.close()
+        conn.close()
+
+    def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
+        return open_sqlite_items(checkpointer, locks, index, ttl)
+
+    return checkpointer, documents, locks, close, open_items

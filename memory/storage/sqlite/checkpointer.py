@@ -1,0 +1,189 @@
+"""`SqliteCheckpointer`: LangGraph's `SqliteSaver` with `prune` and the async API, and
+what else reaches into its tables (deleting threads, redacting their values)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from memory.storage.checkpointers import RunSaver, check_prune_arguments
+from memory.storage.sqlite.connection import sqlite_transaction
+
+CHECKPOINT_TABLES = ("checkpoints", "writes")
+DELTA_MARKERS = ('"counters_since_delta_snapshot"', '"delta_writes_versioned"')
+"""Metadata keys of a thread whose graph uses a `DeltaChannel`: its latest value is
+rebuilt from older checkpoints, which `keep_latest` would delete."""
+
+SELECT_HEADS_SQL = (
+    "SELECT checkpoint_ns, checkpoint_id, metadata FROM checkpoints c "
+    "WHERE thread_id = ? AND checkpoint_id = ("
+    "SELECT MAX(checkpoint_id) FROM checkpoints l "
+    "WHERE l.thread_id = c.thread_id AND l.checkpoint_ns = c.checkpoint_ns)"
+)
+
+
+def delete_threads(cur: sqlite3.Cursor, thread_ids: Sequence[str]) -> None:
+    """Delete every checkpoint and write of `thread_ids` (in the caller's transaction)."""
+    for thread_id in thread_ids:
+        for table in CHECKPOINT_TABLES:
+            cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
+
+
+def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
+    """Keep the latest checkpoint of each namespace of `thread_id`, with its writes.
+
+    A subgraph call's namespace (its task id after a ":") goes with the root
+    checkpoint the call started from, once that one is saved and is not the one kept.
+    A kept checkpoint whose parent is deleted is left with no parent.
+
+    Raises:
+        NotImplementedError: the thread uses a `DeltaChannel`; nothing is pruned.
+    """
+    marked = " OR ".join("instr(CAST(metadata AS TEXT), ?) > 0" for _ in DELTA_MARKERS)
+    delta = cur.execute(
+        f"SELECT 1 FROM checkpoints WHERE thread_id = ? AND ({marked}) LIMIT 1",
+        (thread_id, *DELTA_MARKERS),
+    ).fetchone()
+    if delta is not None:
+        raise NotImplementedError(f"keep_latest can't prune a DeltaChannel thread: {thread_id}")
+    heads = {
+        ns: (head, json.loads(metadata).get("parents", {}).get(""))
+        for ns, head, metadata in cur.execute(SELECT_HEADS_SQL, (thread_id,)).fetchall()
+    }
+    kept_root = heads.get("", (None, None))[0]
+    # decided before anything is deleted: the root checkpoints a call started from go
+    calls = {
+        ns
+        for ns, (_, root) in heads.items()
+        if ":" in ns
+        and root is not None
+        and root != kept_root
+        and cur.execute(
+            "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "AND checkpoint_id = ?",
+            (thread_id, root),
+        ).fetchone()
+    }
+    for ns, (head, _) in heads.items():
+        if ns in calls:
+            for table in CHECKPOINT_TABLES:
+                cur.execute(
+                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ?",
+                    (thread_id, ns),
+                )
+            continue
+        for table in CHECKPOINT_TABLES:  # writes of a checkpoint not saved yet stay
+            cur.execute(
+                f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND checkpoint_id < ?",
+                (thread_id, ns, head),
+            )
+        cur.execute(
+            "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? "
+            "AND checkpoint_ns = ? AND checkpoint_id = ? AND parent_checkpoint_id IS NOT NULL",
+            (thread_id, ns, head),
+        )
+
+
+class SqliteCheckpointer(RunSaver, SqliteSaver):
+    """`SqliteSaver` with `prune` and the async API (both left unimplemented upstream).
+
+    The connection is shared under the saver's lock, so the async methods can run the
+    sync ones in worker threads (`memory.storage.checkpointers.ThreadedAsyncSaver`).
+    """
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune the checkpoints of `thread_ids`, all in one transaction.
+
+        `keep_latest` keeps the latest checkpoint of each namespace with its pending
+        writes (see `keep_latest`); `delete` removes every checkpoint and write.
+
+        Raises:
+            TypeError: `thread_ids` is a single string.
+            ValueError: `strategy` is unknown.
+            NotImplementedError: `keep_latest` on a thread that uses a `DeltaChannel`.
+        """
+        threads = check_prune_arguments(thread_ids, strategy)
+        if not threads:
+            return
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            if strategy == "delete":
+                delete_threads(cur, threads)
+                return
+            for thread_id in threads:
+                keep_latest(cur, thread_id)
+
+    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
+        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
+        (where it has one), in one query: a run thread's `status`, for instance."""
+        if not thread_ids:
+            return {}
+        marks = ", ".join("?" * len(thread_ids))
+        with self.cursor(transaction=False) as cur:
+            rows = cur.execute(
+                "SELECT thread_id, type, checkpoint FROM checkpoints c "
+                f"WHERE checkpoint_ns = '' AND thread_id IN ({marks}) AND checkpoint_id = ("
+                "SELECT MAX(checkpoint_id) FROM checkpoints l "
+                "WHERE l.thread_id = c.thread_id AND l.checkpoint_ns = '')",
+                tuple(thread_ids),
+            ).fetchall()
+        values = {
+            thread: self.serde.loads_typed((type_, blob)).get("channel_values", {})
+            for thread, type_, blob in rows
+        }
+        return {thread: found[channel] for thread, found in values.items() if channel in found}
+
+    def list_threads(self, prefix: str) -> list[str]:
+        """Every thread id with a checkpoint that starts with `prefix`."""
+        with self.cursor(transaction=False) as cur:
+            rows = cur.execute(
+                "SELECT DISTINCT thread_id FROM checkpoints WHERE substr(thread_id, 1, ?) = ?",
+                (len(prefix), prefix),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+
+def redact_runs(
+    cur: sqlite3.Cursor,
+    thread_ids: Sequence[str],
+    redact: Callable[[str, Any], Any],
+    serde: SerializerProtocol,
+) -> int:
+    """In the caller's transaction: rewrite the checkpoints and pending writes of
+    `thread_ids` whose values `redact(thread_id, value)` changes; returns how many."""
+    if not thread_ids:
+        return 0
+    marks = ", ".join("?" * len(thread_ids))
+    changed = 0
+    rows = cur.execute(
+        f"SELECT rowid, thread_id, type, checkpoint FROM checkpoints WHERE thread_id IN ({marks})",
+        tuple(thread_ids),
+    ).fetchall()
+    for rowid, thread_id, type_, blob in rows:
+        checkpoint = serde.loads_typed((type_, blob))
+        values = checkpoint.get("channel_values") or {}
+        redacted = {key: redact(thread_id, value) for key, value in values.items()}
+        touched = sum(redacted[key] is not value for key, value in values.items())
+        if touched:
+            dumped = serde.dumps_typed({**checkpoint, "channel_values": redacted})
+            cur.execute(
+                "UPDATE checkpoints SET type = ?, checkpoint = ? WHERE rowid = ?", (*dumped, rowid)
+            )
+            changed += touched
+    writes = cur.execute(
+        f"SELECT rowid, thread_id, type, value FROM writes WHERE thread_id IN ({marks})",
+        tuple(thread_ids),
+    ).fetchall()
+    for rowid, thread_id, type_, blob in writes:
+        value = serde.loads_typed((type_, blob))
+        redacted_value = redact(thread_id, value)
+        if redacted_value is not value:
+            dumped = serde.dumps_typed(redacted_value)
+            cur.execute("UPDATE writes SET type = ?, value = ? WHERE rowid = ?", (*dumped, rowid))
+            changed += 1
+    return changed

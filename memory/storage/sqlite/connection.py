@@ -1,0 +1,52 @@
+"""The shared SQLite connection: its transactions, its file's privacy, the setup lock."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+from memory.files import PRIVATE_FILE_MODE, make_private_dir
+
+SQLITE_BUSY_TIMEOUT_S = 30.0
+SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after checkpoints
+SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
+
+
+SETUP_LOCK_KEY = "sqlite-setup"
+"""Serialises `setup()` (tables, WAL mode) of processes opening a new file together."""
+SQLITE_SIDE_FILES = ("-wal", "-shm")
+
+
+@contextmanager
+def sqlite_transaction(conn: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlite3.Cursor]:
+    """One write transaction on the shared connection, under its lock.
+
+    `BEGIN IMMEDIATE` takes the file's write lock first (waiting up to the busy
+    timeout): a transaction that reads before it writes then never fails on another
+    process's commit in between.
+    """
+    with lock, closing(conn.cursor()) as cur:
+        if conn.in_transaction:  # an upstream statement left its implicit one open
+            conn.commit()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+
+def create_private(path: Path) -> None:
+    """Create `path` (and missing parents) readable by this user only: conversations are
+    private data. Existing files keep their mode, except that a database file and its
+    WAL and shared-memory files are narrowed to 0600."""
+    make_private_dir(path.parent)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
+    for candidate in (path, *(path.with_name(path.name + s) for s in SQLITE_SIDE_FILES)):
+        if candidate.exists() and candidate.stat().st_mode & 0o077:
+            candidate.chmod(PRIVATE_FILE_MODE)

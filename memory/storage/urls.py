@@ -1,0 +1,99 @@
+"""Database URLs (`AGENT_DATABASE_URL`), and opening the `ThreadStore` one names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from memory.errors import UNSUPPORTED_DATABASE_URL, UnsupportedDatabaseUrl
+from memory.storage.locks import DEFAULT_LOCK_TIMEOUT
+from memory.storage.threads import ThreadStore
+
+DEFAULT_DATABASE_URL = "sqlite:///.agent-data/agent.sqlite"
+POSTGRES_EXTRA_MISSING = (
+    "PostgreSQL storage needs the postgres extra: pip install 'langgraph-memory-agent[postgres]'"
+)
+
+
+@dataclass(frozen=True)
+class DatabaseUrl:
+    """A parsed `AGENT_DATABASE_URL`."""
+
+    scheme: str
+    location: str
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite file, or None for an in-memory database."""
+        return None if self.location == ":memory:" else Path(self.location)
+
+
+def _open_sqlite(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
+    from memory.storage.sqlite.backend import open_sqlite
+
+    checkpointer, documents, locks, close, open_items = open_sqlite(url.sqlite_path)
+    return ThreadStore(
+        checkpointer,
+        documents,
+        locks,
+        lock_timeout=lock_timeout,
+        on_close=close,
+        open_items=open_items,
+    )
+
+
+def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
+    try:
+        from memory.storage.postgres.backend import open_postgres
+    except ImportError as exc:
+        raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
+
+    checkpointer, documents, locks, close, open_items = open_postgres(url.location)
+    return ThreadStore(
+        checkpointer,
+        documents,
+        locks,
+        lock_timeout=lock_timeout,
+        on_close=close,
+        open_items=open_items,
+    )
+
+
+_OPENERS: dict[str, Callable[[DatabaseUrl, float], ThreadStore]] = {
+    "sqlite": _open_sqlite,
+    "postgresql": _open_postgres,
+    "postgres": _open_postgres,
+}
+
+
+def parse_database_url(url: str) -> DatabaseUrl:
+    """Parse `sqlite:///relative.sqlite`, `sqlite:////abs.sqlite`, `sqlite:///:memory:`
+    or `postgresql://…`.
+
+    Raises:
+        UnsupportedDatabaseUrl: for any other form.
+    """
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in _OPENERS:
+        raise UnsupportedDatabaseUrl(UNSUPPORTED_DATABASE_URL.format(url=url))
+    if parts.scheme == "sqlite":
+        location = unquote(parts.path[1:]) if parts.path.startswith("/") else ""
+        if parts.netloc or not location:
+            raise UnsupportedDatabaseUrl(UNSUPPORTED_DATABASE_URL.format(url=url))
+        return DatabaseUrl("sqlite", location)
+    return DatabaseUrl(parts.scheme, url)
+
+
+def open_thread_store(
+    database_url: str = DEFAULT_DATABASE_URL, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> ThreadStore:
+    """Open the thread store that `database_url` names (see `parse_database_url`)."""
+    url = parse_database_url(database_url)
+    return _OPENERS[url.scheme](url, lock_timeout)
+
+
+def iter_thread_ids(store: ThreadStore) -> Iterator[str]:
+    """Every thread id with a document or a checkpoint (for maintenance and tests)."""
+    yield from store.list_threads("")
