@@ -9,18 +9,16 @@ from dataclasses import dataclass
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from memory.archive.lines import ArchivedLine
-from memory.archive.recall import LINE_CHARS
+from memory.archive.recall import render
 from memory.longterm.items import MemoryItem
 from memory.prompts import (
     LONG_TERM_BLOCK,
     OPEN_QUESTIONS_BLOCK,
     PINNED_BLOCK,
     RECALL_BLOCK,
-    RECALL_LINE,
     SUMMARY_BLOCK,
 )
 from memory.schema import ThreadState
-from memory.text import clamp, quoted
 
 LONG_TERM_BLOCK_ID = "memory-long-term"
 PINNED_BLOCK_ID = "memory-pinned-decisions"
@@ -42,24 +40,12 @@ def long_term_block(items: Sequence[MemoryItem]) -> SystemMessage | None:
 
 
 def recall_block(groups: Sequence[Sequence[ArchivedLine]]) -> SystemMessage | None:
-    """The lines recalled from earlier conversations, oldest first, one per line with
-    its date and conversation title, or None when none."""
-    lines = sorted(
-        {line.id: line for group in groups for line in group}.values(),
-        key=lambda line: (line.created_at, line.id),
-    )
+    """The lines recalled from earlier conversations, oldest first, under their date and
+    conversation title, or None when none."""
+    lines = [line for group in groups for line in group]
     if not lines:
         return None
-    body = "\n".join(
-        RECALL_LINE.format(
-            date=line.created_at.date().isoformat(),
-            title=quoted(line.title),
-            role=line.role,
-            text=quoted(clamp(line.text, LINE_CHARS)),
-        )
-        for line in lines
-    )
-    return SystemMessage(content=RECALL_BLOCK.format(lines=body), id=RECALL_BLOCK_ID)
+    return SystemMessage(content=RECALL_BLOCK.format(lines=render(lines)), id=RECALL_BLOCK_ID)
 
 
 def pinned_block(state: ThreadState) -> SystemMessage | None:

@@ -93,6 +93,18 @@ _ASKS_ABOUT_THE_PAST = re.compile(
 _IANA_ZONE = re.compile(r"\b[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z0-9_+-]+)+\b")
 
 
+def _recalled_lines(body: str) -> list[str]:
+    """The recall block's lines as `date role: text`: a `- date · title:` heading
+    opens each conversation's day, its lines are indented under it."""
+    lines, date = [], ""
+    for line in body.splitlines():
+        if line.startswith("- "):
+            date = line.removeprefix("- ").split(" ", 1)[0]
+        elif line.strip():
+            lines.append(f"{date} {line.strip()}")
+    return lines
+
+
 @dataclass(frozen=True)
 class ContextView:
     """What the offline model reads from a `memory.context.build_context` message list.
@@ -143,8 +155,7 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
                 long_term = [item for item in long_term if item]
             elif message.id == RECALL_BLOCK_ID:
                 body = _template_body(message.text, RECALL_BLOCK, "lines")
-                earlier = [line.removeprefix("- ").strip() for line in body.splitlines()]
-                earlier = [line for line in earlier if line]
+                earlier = _recalled_lines(body)
             elif message.id == PINNED_BLOCK_ID:
                 body = _template_body(message.text, PINNED_BLOCK, "pins")
                 pins = [re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines()]

@@ -51,6 +51,8 @@ class ArchivedLine:
         score: lexical relevance, higher is better (0 when not ranked).
         previous: the line said just before it in its conversation, when asked for.
         following: the line said just after it in its conversation, when asked for.
+        said_before: the user's line before it in its conversation, when asked for.
+        said_after: the user's line after it in its conversation, when asked for.
     """
 
     id: int
@@ -63,6 +65,8 @@ class ArchivedLine:
     score: float = 0.0
     previous: ArchivedLine | None = field(default=None, compare=False)
     following: ArchivedLine | None = field(default=None, compare=False)
+    said_before: ArchivedLine | None = field(default=None, compare=False)
+    said_after: ArchivedLine | None = field(default=None, compare=False)
 
     def to_dto(self) -> dict[str, Any]:
         """The public shape: camelCase, no keys or scores."""

@@ -50,7 +50,11 @@ SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.t
        h.score, p.id AS p_id, p.message_id AS p_message_id, p.role AS p_role,
        p.created_at AS p_created_at, p.text AS p_text,
        n.id AS n_id, n.message_id AS n_message_id, n.role AS n_role,
-       n.created_at AS n_created_at, n.text AS n_text
+       n.created_at AS n_created_at, n.text AS n_text,
+       pu.id AS pu_id, pu.message_id AS pu_message_id, pu.role AS pu_role,
+       pu.created_at AS pu_created_at, pu.text AS pu_text,
+       nu.id AS nu_id, nu.message_id AS nu_message_id, nu.role AS nu_role,
+       nu.created_at AS nu_created_at, nu.text AS nu_text
 FROM hits h LEFT JOIN LATERAL (
   SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
   WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
@@ -63,6 +67,18 @@ LEFT JOIN LATERAL (
     AND q.role <> 'summary'
   ORDER BY q.id LIMIT 1
 ) n ON true
+LEFT JOIN LATERAL (
+  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
+  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
+    AND q.role = 'user'
+  ORDER BY q.id DESC LIMIT 1
+) pu ON true
+LEFT JOIN LATERAL (
+  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
+  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
+    AND q.role = 'user'
+  ORDER BY q.id LIMIT 1
+) nu ON true
 ORDER BY h.score DESC, h.id DESC
 """
 
@@ -106,6 +122,8 @@ def _line(row: dict[str, Any]) -> ArchivedLine:
         score=float(row["score"]),
         previous=_neighbour(row, "p"),
         following=_neighbour(row, "n"),
+        said_before=_neighbour(row, "pu"),
+        said_after=_neighbour(row, "nu"),
     )
 
 

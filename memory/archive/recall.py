@@ -20,13 +20,17 @@ question, the assistant's question before a short reply ("yes, that one").
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine
-from memory.archive.terms import line_terms, query_terms, term_weight
+from memory.archive.terms import QUERY_STOP_WORDS, line_terms, query_terms, term_weight
+from memory.prompts import RECALL_HEADING, RECALL_LINE
 from memory.schema import ThreadState
+from memory.text import clamp, quoted
 
 RRF_K = 60
 RECENCY_WEIGHT = 0.25
@@ -36,8 +40,13 @@ SHORT_ANSWER_TERMS = 6
 """A user line with fewer terms than this is an answer that needs its question."""
 CANDIDATES = 50
 """Hits read per recall (the best by lexical rank), before fusion and the floor."""
+MIN_LINE_TOKENS = 8
+"""No recalled line costs less (its role, quotes and a word): below it the block is full."""
 LINE_CHARS = 600
-"""An archived line is cut to this many characters in the context."""
+"""A recalled line of the user's is cut to this many characters in the context."""
+ANSWER_CHARS = 240
+"""An assistant's line, which comes only to explain a hit (its question or its answer),
+is cut to this many: the user's own words are what was found."""
 NEAR_DUPLICATE = 0.8
 """A hit whose subject terms are at least this share in one line the context already
 holds (a recent message, or a line recalled before it) says nothing new: it is left out,
@@ -49,6 +58,7 @@ _REFERS_BACK = re.compile(
     re.IGNORECASE,
 )
 _SPACES = re.compile(r"\s+")
+_CJK = re.compile("[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 _WORDS = re.compile(r"\w+")
 
 
@@ -91,20 +101,28 @@ _QUESTION = re.compile(
 )
 
 
+_OPENS_BY_REFERRING_BACK = re.compile(
+    r"^\W*(?:\w+\W+){0,2}?(?:that|it|this|those|these|they|them|then|there|he|she|so|yes|no)\b"
+    r"|^\W*(?:\w+\W+){0,2}?(?:那个|这个|那些|这些|它|他|她|那|所以|对)",
+    re.IGNORECASE,
+)
+"""A line whose first words (after a speaker's name, if any) refer back: it makes sense
+only after what was said before it."""
+
+
 def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
-    """`line` with the assistant's question it replies to (a short reply) or the
-    assistant's answer it got (a question)."""
-    group = [line]
-    previous, following = line.previous, line.following
-    if (
-        previous is not None
-        and previous.role == "assistant"
-        and len(line_terms(line.text)) < SHORT_ANSWER_TERMS
-    ):
-        group.insert(0, previous)
-    if following is not None and following.role == "assistant" and _QUESTION.search(line.text):
-        group.append(following)
-    return group
+    """`line` with what makes it make sense: a reply (short, or opening by referring
+    back) after the lines it replies to (the assistant's, and the user's before it); a
+    question before its answer (the assistant's, and the user's next line)."""
+    before: list[ArchivedLine | None] = []
+    after: list[ArchivedLine | None] = []
+    reply = len(line_terms(line.text)) < SHORT_ANSWER_TERMS
+    if reply or _OPENS_BY_REFERRING_BACK.search(line.text):
+        before = [line.said_before, line.previous]
+    if _QUESTION.search(line.text):
+        after = [line.following, line.said_after]
+    group = {n.id: n for n in (*before, line, *after) if n is not None and n.role != "summary"}
+    return list(group.values())
 
 
 @dataclass(frozen=True)
@@ -129,10 +147,59 @@ class Recall:
         return [line.id for line in self.lines]
 
 
+def text_tokens(text: str) -> int:
+    """About how many tokens `text` takes: a CJK character is about one token, other
+    text four characters a token (LangChain's approximate counter alone would count a
+    Chinese line at a quarter of its size)."""
+    cjk = len(_CJK.findall(text))
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+def shown(line: ArchivedLine) -> str:
+    """`line`'s text as the block shows it (quoted, cut to its role's length)."""
+    return quoted(clamp(line.text, ANSWER_CHARS if line.role == "assistant" else LINE_CHARS))
+
+
+def _heading(line: ArchivedLine) -> tuple[str, str]:
+    return line.created_at.date().isoformat(), line.conversation_id
+
+
 def line_tokens(line: ArchivedLine) -> int:
-    """About how many tokens a line takes in the block (4 characters a token, as
-    LangChain's approximate counter, plus its date, title and role)."""
-    return (min(len(line.text), LINE_CHARS) + len(line.title) + 32) // 4 + 1
+    """About how many tokens a line takes in the block, its heading not included."""
+    return _line_tokens(line.role, line.text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_tokens(role: str, text: str) -> int:
+    # cached: a recall prices each of its candidates, and the next turn's mostly again
+    clipped = clamp(text, ANSWER_CHARS if role == "assistant" else LINE_CHARS)
+    return text_tokens(RECALL_LINE.format(role=role, text=quoted(clipped))) + 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _heading_tokens(title: str) -> int:
+    return text_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
+
+
+def heading_tokens(line: ArchivedLine) -> int:
+    """About how many tokens the heading of `line`'s conversation and day takes."""
+    return _heading_tokens(line.title)
+
+
+def render(lines: Sequence[ArchivedLine]) -> str:
+    """The block's lines, oldest first, under one heading (date and conversation title)
+    per conversation and day: a heading per line would spend the budget on titles."""
+    ordered = sorted(
+        {line.id: line for line in lines}.values(), key=lambda line: (line.created_at, line.id)
+    )
+    out: list[str] = []
+    current: tuple[str, str] | None = None
+    for line in ordered:
+        if _heading(line) != current:
+            current = _heading(line)
+            out.append(RECALL_HEADING.format(date=current[0], title=quoted(line.title)))
+        out.append(RECALL_LINE.format(role=line.role, text=shown(line)))
+    return "\n".join(out)
 
 
 def choose(
@@ -158,38 +225,71 @@ def choose(
 
     chosen: list[tuple[ArchivedLine, ...]] = []
     seen: set[int] = set()
+    headed: set[tuple[str, str]] = set()
     used = 0
+
+    def cost(lines: Sequence[ArchivedLine]) -> int:
+        headings = {_heading(line): line for line in lines if _heading(line) not in headed}
+        return sum(map(line_tokens, lines)) + sum(map(heading_tokens, headings.values()))
+
     said = [hit for hit in hits if hit.role == "user"]
     # what the context already holds answers the message as well as any line that does
-    # not beat it: such a line would only compete with it (another project's budget)
-    held = max((hit.score for hit in said if not wanted(hit)), default=0.0)
+    # not beat it: such a line would only compete with it (another project's budget); a
+    # question the context holds answers nothing, so it sets no such bar
+    bar = max(
+        (hit.score for hit in said if not wanted(hit) and not _QUESTION.search(hit.text)),
+        default=0.0,
+    )
     eligible = [
-        hit for hit in said if (held == 0.0 or hit.score > held) and clears_floor(hit, terms)
+        hit for hit in said if (bar == 0.0 or hit.score > bar) and clears_floor(hit, terms)
     ]
-    held_terms = [_subject_terms(message.text) for message in state.messages]
+    held = _Held()
+    for message in state.messages:
+        held.add(message.text)
     for hit in fuse(eligible):
-        if hit.id in seen or not wanted(hit) or _repeats(hit, held_terms):
+        if max_tokens - used < MIN_LINE_TOKENS:
+            break  # full: no line fits any more
+        if hit.id in seen or not wanted(hit) or held.repeats(hit.text):
             continue
         group = [line for line in _with_neighbours(hit) if line.id not in seen and wanted(line)]
-        cost = sum(line_tokens(line) for line in group)
-        if used + cost > max_tokens:
-            group, cost = [hit], line_tokens(hit)
-            if used + cost > max_tokens:
+        spent = cost(group)
+        if used + spent > max_tokens:
+            group, spent = [hit], cost([hit])
+            if used + spent > max_tokens:
                 continue
-        used += cost
+        used += spent
+        headed.update(_heading(line) for line in group)
         chosen.append(tuple(group))
         seen.update(line.id for line in group)
-        held_terms.extend(_subject_terms(line.text) for line in group)
+        for line in group:  # what the block shows of them (an answer is cut short)
+            held.add(shown(line))
     return Recall(tuple(chosen))
 
 
-def _subject_terms(text: str) -> frozenset[str]:
-    # plain folded words, not the index's stemmed terms: this runs on every candidate of
-    # every recall, and a near copy is as near in plain words
-    return frozenset(_WORDS.findall(text.casefold()))
+@functools.lru_cache(maxsize=8192)
+def _subject_words(text: str) -> frozenset[str]:
+    # plain folded words without stop words, not the index's stemmed terms: this runs on
+    # every candidate of every recall, and a near copy is as near in plain words
+    return frozenset(_WORDS.findall(text.casefold())) - QUERY_STOP_WORDS
 
 
-def _repeats(line: ArchivedLine, held: Sequence[frozenset[str]]) -> bool:
-    """Whether `line` nearly repeats one of the `held` lines (see `NEAR_DUPLICATE`)."""
-    terms = _subject_terms(line.text)
-    return bool(terms) and any(len(terms & other) >= NEAR_DUPLICATE * len(terms) for other in held)
+class _Held:
+    """The lines a context holds, indexed by their words, so that a near copy of one of
+    them (see `NEAR_DUPLICATE`) is found without comparing a hit with each line."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lines_with: dict[str, list[int]] = {}
+
+    def add(self, text: str) -> None:
+        for word in _subject_words(text):
+            self.lines_with.setdefault(word, []).append(self.count)
+        self.count += 1
+
+    def repeats(self, text: str) -> bool:
+        """Whether `text` nearly repeats one of the lines held."""
+        words = _subject_words(text)
+        if not words:
+            return False
+        shared = Counter(line for word in words for line in self.lines_with.get(word, ()))
+        return any(n >= NEAR_DUPLICATE * len(words) for n in shared.values())

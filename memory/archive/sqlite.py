@@ -23,11 +23,16 @@ SETUP_SQL = (
     "CREATE INDEX IF NOT EXISTS archive_lines_conversation ON archive_lines (conversation_key, id)",
     "CREATE INDEX IF NOT EXISTS archive_lines_session ON archive_lines (session_key, id)",
     # the session is a column of the index, so a query intersects with its posting list
-    # instead of filtering every session's hits
+    # instead of filtering every session's hits; the user's lines and the others are
+    # indexed in columns of their own, so that a search of what the user said weighs a
+    # word by how rare it is among the user's lines (`bm25()` counts rows per column):
+    # a word in every answer of the model is no common word of the user's
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_index USING fts5("
-    " terms, scope, tokenize = 'unicode61 remove_diacritics 0')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vocab USING fts5vocab(archive_index, 'row')",
+    " said, other, scope, tokenize = 'unicode61 remove_diacritics 0')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vocab USING fts5vocab(archive_index, 'col')",
 )
+INDEX_COLUMNS = ("said", "other")
+"""The index's columns of terms: the user's lines, every other line (answers, summaries)."""
 COMMON_SHARE = 0.02
 COMMON_FLOOR = 200
 """A query term in more lines than max(2% of the session's lines, 200) is left out
@@ -38,19 +43,21 @@ INSERT_LINE_SQL = (
     "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
     " title, message_id, role, created_at, text, covers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, terms, scope) VALUES (?, ?, ?)"
+INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, other, scope) VALUES (?, ?, ?, ?)"
 _COLUMNS = "l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text"
 SEARCH_SQL = f"""
 WITH ranked AS (
-  SELECT rowid AS id, -bm25(archive_index, 1.0, 0.0) AS score FROM archive_index
-  WHERE archive_index MATCH ? ORDER BY bm25(archive_index, 1.0, 0.0), rowid DESC LIMIT ?
+  SELECT rowid AS id, -bm25(archive_index, 1.0, 1.0, 0.0) AS score FROM archive_index
+  WHERE archive_index MATCH ? ORDER BY bm25(archive_index, 1.0, 1.0, 0.0), rowid DESC LIMIT ?
 ), hits AS MATERIALIZED (
   SELECT {_COLUMNS}, l.conversation_key, r.score
   FROM ranked r JOIN archive_lines l ON l.id = r.id
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text, h.score,
        p.id, p.message_id, p.role, p.created_at, p.text,
-       n.id, n.message_id, n.role, n.created_at, n.text
+       n.id, n.message_id, n.role, n.created_at, n.text,
+       pu.id, pu.message_id, pu.role, pu.created_at, pu.text,
+       nu.id, nu.message_id, nu.role, nu.created_at, nu.text
 FROM hits h
 LEFT JOIN archive_lines p ON ? AND p.id = (
   SELECT MAX(q.id) FROM archive_lines q
@@ -58,6 +65,12 @@ LEFT JOIN archive_lines p ON ? AND p.id = (
 LEFT JOIN archive_lines n ON ? AND n.id = (
   SELECT MIN(q.id) FROM archive_lines q
   WHERE q.conversation_key = h.conversation_key AND q.id > h.id AND q.role <> 'summary')
+LEFT JOIN archive_lines pu ON ? AND pu.id = (
+  SELECT MAX(q.id) FROM archive_lines q
+  WHERE q.conversation_key = h.conversation_key AND q.id < h.id AND q.role = 'user')
+LEFT JOIN archive_lines nu ON ? AND nu.id = (
+  SELECT MIN(q.id) FROM archive_lines q
+  WHERE q.conversation_key = h.conversation_key AND q.id > h.id AND q.role = 'user')
 ORDER BY h.score DESC, h.id DESC
 """
 
@@ -71,11 +84,28 @@ def scope_token(session_key: str, role: str) -> str:
     return ROLE_LETTERS[role] + session_key
 
 
+def columns(roles: Sequence[str]) -> list[str]:
+    """The index columns that hold the terms of lines of `roles`."""
+    return [column for column in INDEX_COLUMNS if any(column_of(r) == column for r in roles)]
+
+
+def column_of(role: str) -> str:
+    """The index column of a line of `role`."""
+    return "said" if role == "user" else "other"
+
+
 def match_expression(session_key: str, terms: Sequence[str], roles: Sequence[str]) -> str:
-    """`scope : ("u…" OR …) AND terms : ("a" OR "b")`: terms are letters and digits."""
+    """`scope : ("u…" OR …) AND {said other} : ("a" OR "b")`: terms are letters and
+    digits, so they quote safely."""
     scopes = " OR ".join(f'"{scope_token(session_key, role)}"' for role in roles)
     wanted = " OR ".join(f'"{term}"' for term in terms)
-    return f"scope : ({scopes}) AND terms : ({wanted})"
+    return f"scope : ({scopes}) AND {{{' '.join(columns(roles))}}} : ({wanted})"
+
+
+def index_values(role: str, text: str) -> tuple[str, str]:
+    """The (said, other) columns of a line's index row."""
+    terms = " ".join(index_terms(text))
+    return (terms, "") if column_of(role) == "said" else ("", terms)
 
 
 def stamp(moment: datetime) -> str:
@@ -109,6 +139,8 @@ def _line(row: Sequence[Any]) -> ArchivedLine:
         score=float(row[7]),
         previous=_neighbour(row, 8),
         following=_neighbour(row, 13),
+        said_before=_neighbour(row, 18),
+        said_after=_neighbour(row, 23),
     )
 
 
@@ -125,10 +157,21 @@ class SqliteArchive:
         self.lock = lock
 
     def setup(self) -> None:
-        """Create the tables (idempotent); callers serialise processes around it."""
+        """Create the tables (idempotent), and rebuild an index of the earlier layout
+        (one column of terms for every role); callers serialise processes around it."""
         with sqlite_transaction(self.conn, self.lock) as cur:
+            found = {row[1] for row in cur.execute("PRAGMA table_info(archive_index)")}
+            if found and "said" not in found:
+                cur.execute("DROP TABLE IF EXISTS archive_vocab")
+                cur.execute("DROP TABLE archive_index")
             for sql in SETUP_SQL:
                 cur.execute(sql)
+            if found and "said" not in found:
+                for line_id, key, role, text in cur.execute(
+                    "SELECT id, session_key, role, text FROM archive_lines"
+                ).fetchall():
+                    values = (line_id, *index_values(role, text), scope_token(key, role))
+                    cur.execute(INSERT_INDEX_SQL, values)
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
         """Delete the dropped conversations' lines and append the new ones with `cursor`,
@@ -156,10 +199,13 @@ class SqliteArchive:
                 ),
             )
             if cursor.rowcount == 1:
-                terms = " ".join(index_terms(row.text))
                 cursor.execute(
                     INSERT_INDEX_SQL,
-                    (cursor.lastrowid, terms, scope_token(row.session_key, row.role)),
+                    (
+                        cursor.lastrowid,
+                        *index_values(row.role, row.text),
+                        scope_token(row.session_key, row.role),
+                    ),
                 )
 
     def search(
@@ -176,23 +222,25 @@ class SqliteArchive:
         if not terms or limit <= 0 or not roles:
             return []
         with self.lock:
-            terms = self._distinctive(session_key, terms)
+            terms = self._distinctive(session_key, terms, roles)
             expression = match_expression(session_key, terms, roles)
-            rows = self.conn.execute(
-                SEARCH_SQL, (expression, limit, neighbours, neighbours)
-            ).fetchall()
+            rows = self.conn.execute(SEARCH_SQL, (expression, limit, *[neighbours] * 4)).fetchall()
         return [_line(row) for row in rows]
 
-    def _distinctive(self, session_key: str, terms: Sequence[str]) -> list[str]:
-        """`terms` without those too common to matter (see `COMMON_SHARE`); the caller
-        holds the lock."""
-        scopes = [scope_token(session_key, role) for role in ROLES]
+    def _distinctive(
+        self, session_key: str, terms: Sequence[str], roles: Sequence[str]
+    ) -> list[str]:
+        """`terms` without those too common among the lines of `roles` to matter (see
+        `COMMON_SHARE`); the caller holds the lock."""
+        scopes = [scope_token(session_key, role) for role in roles]
         marks = ", ".join("?" * (len(terms) + len(scopes)))
-        counts = dict(
-            self.conn.execute(
-                f"SELECT term, doc FROM archive_vocab WHERE term IN ({marks})", (*terms, *scopes)
-            ).fetchall()
-        )
+        wanted = {*columns(roles), "scope"}
+        counts: dict[str, int] = {}
+        for term, column, docs in self.conn.execute(
+            f"SELECT term, col, doc FROM archive_vocab WHERE term IN ({marks})", (*terms, *scopes)
+        ):
+            if column in wanted:
+                counts[term] = counts.get(term, 0) + docs
         lines = sum(counts.get(scope, 0) for scope in scopes)
         cap = max(COMMON_SHARE * lines, COMMON_FLOOR)
         rarest = sorted(terms, key=lambda term: counts.get(term, 0))
@@ -225,19 +273,16 @@ class SqliteArchive:
             ).fetchall()
             wanted = {**dict(changes), **{row[0]: text for row in found}}
             ids = ", ".join("?" * len(wanted)) or "NULL"
-            owned = [
-                row[0]
-                for row in cur.execute(
-                    f"SELECT id FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
-                    (session_key, *wanted),
-                ).fetchall()
-            ]
-            for line_id in owned:
+            owned = cur.execute(
+                f"SELECT id, role FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
+                (session_key, *wanted),
+            ).fetchall()
+            for line_id, role in owned:
                 new = wanted[line_id]
                 cur.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
                 cur.execute(
-                    "UPDATE archive_index SET terms = ? WHERE rowid = ?",
-                    (" ".join(index_terms(new)), line_id),
+                    "UPDATE archive_index SET said = ?, other = ? WHERE rowid = ?",
+                    (*index_values(role, new), line_id),
                 )
         return len(owned)
 

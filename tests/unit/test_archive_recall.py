@@ -63,7 +63,7 @@ def test_the_block_sits_after_long_term_items_and_before_pins() -> None:
         SUMMARY_BLOCK_ID,
     ]
     block = context[2].text
-    assert '- 2026-11-30 · "title 1" · user: "My boat is called Marisol' in block
+    assert '- 2026-11-30 · "title 1":\n  user: "My boat is called Marisol' in block
 
 
 def test_a_recalled_line_cannot_pass_for_a_new_line_of_the_block() -> None:
