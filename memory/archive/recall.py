@@ -240,9 +240,7 @@ def choose(
         (hit.score for hit in said if not wanted(hit) and not _QUESTION.search(hit.text)),
         default=0.0,
     )
-    eligible = [
-        hit for hit in said if (bar == 0.0 or hit.score > bar) and clears_floor(hit, terms)
-    ]
+    eligible = [hit for hit in said if (bar == 0.0 or hit.score > bar) and clears_floor(hit, terms)]
     held = _Held()
     for message in state.messages:
         held.add(message.text)
@@ -289,7 +287,7 @@ class _Held:
     def repeats(self, text: str) -> bool:
         """Whether `text` nearly repeats one of the lines held."""
         words = _subject_words(text)
-        if not words:
-            return False
+        if len(words) < SHORT_QUERY_TERMS:
+            return False  # a line of a word or two is no copy of anything: it is cheap
         shared = Counter(line for word in words for line in self.lines_with.get(word, ()))
         return any(n >= NEAR_DUPLICATE * len(words) for n in shared.values())

@@ -116,6 +116,7 @@ _SECRET_NAME = (
     r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
     r"|密码|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
 )
+_NAME = re.compile(_SECRET_NAME, re.I)
 _NAMED_VALUE_AFTER = re.compile(
     _SECRET_NAME + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
     r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
@@ -144,10 +145,12 @@ _WINDOW = 60
 
 def _named_secret(text: str) -> bool:
     """A value next to a word that names a secret, in either order."""
+    names = [m.span() for m in _NAME.finditer(text)]
+    names += [m.span() for m in _CODE_NEAR_LOCK.finditer(text)]
+    if not names:
+        return False  # both patterns below need a name, and the scan of names is cheap
     if _NAMED_VALUE_AFTER.search(text) or _VALUE_BEFORE_NAME.search(text):
         return True
-    names = [m.span() for m in re.finditer(_SECRET_NAME, text, re.I)]
-    names += [m.span() for m in _CODE_NEAR_LOCK.finditer(text)]
     for start, end in names:
         window = text[max(0, start - _WINDOW) : end + _WINDOW]
         for token in _VALUE_TOKEN.findall(window):
@@ -216,6 +219,8 @@ def _card_number(text: str) -> bool:
 
 
 def _identity_number(text: str) -> bool:
+    if not any(c.isdigit() for c in text):
+        return False  # every identity pattern below needs digits
     if any(ssn.is_valid(m.group().replace(" ", "-")) for m in _SSN_SPACED.finditer(text)):
         return True
     if any(ssn.is_valid(m.group(1)) for m in _SSN_BARE.finditer(text)):

@@ -9,6 +9,7 @@ import pytest
 
 from memory import StorageError, ThreadState
 from memory.archive import FORGOTTEN, REDACTED
+from memory.archive.terms import query_terms
 from memory.conversations import ConversationMemory
 from memory.turns import TurnStatus, chat_turn
 
@@ -99,6 +100,43 @@ def test_a_question_comes_with_its_answer_and_a_short_reply_with_its_question(
     assert ("assistant", "Shall I book the dentist on Tuesday?") in [
         (line.role, line.text) for line in lines
     ]
+
+
+def test_a_record_of_two_speakers_brings_the_next_speakers_answer(
+    memory: ConversationMemory,
+) -> None:
+    # a transcript typed in by one user: each speaker's line is a user turn, the answer
+    # to a question is the user's next line, not the assistant's
+    say(memory, "s1", "c1", "Luis: I entered the Westfield summer show.", "Good luck!")
+    say(memory, "s1", "c1", "Greta: When is the show?", "I cannot tell.")
+    say(memory, "s1", "c1", "Luis: Saturday the 17th of August.", "Noted.")
+    say(memory, "s1", "c1", "Greta: Then I'll bring my tomatoes.", "Nice.")
+    texts = recalled_texts(memory, "s1", "c2", "the show")
+    assert "Luis: Saturday the 17th of August." in texts
+    # a reply that opens by referring back comes after the line it answers
+    texts = recalled_texts(memory, "s1", "c3", "tomatoes")
+    assert texts[: texts.index("Greta: Then I'll bring my tomatoes.")][-2:] == [
+        "Luis: Saturday the 17th of August.",
+        "Noted.",
+    ]
+
+
+def test_a_word_in_every_answer_still_singles_out_the_users_line(
+    memory: ConversationMemory,
+) -> None:
+    # the assistant says "garden" in every answer: among the user's own lines it is as
+    # rare as "lemon", so it weighs as much in a search of what the user said
+    for turn in range(30):
+        say(memory, "s1", "c1", f"Note {turn} for the week", f"Noted for the garden, item {turn}.")
+    say(memory, "s1", "c2", "The garden gate is blue", "Noted for the garden.")
+    say(memory, "s1", "c2", "The lemon tree is old", "Noted for the garden.")
+    archive = memory.archive
+    hits = archive.backend.search(
+        archive.ids.session_key("s1"), query_terms("garden lemon"), 10, roles=("user",)
+    )
+    scores = {line.text: line.score for line in hits}
+    gate, lemon = scores["The garden gate is blue"], scores["The lemon tree is old"]
+    assert gate >= 0.8 * lemon
 
 
 def test_an_answer_alone_is_never_a_hit(memory: ConversationMemory) -> None:

@@ -4,7 +4,7 @@ the `memory` event naming the lines, and a deleted conversation never recalled."
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from agent.runtime import open_memory
 from agent.settings import Settings
 from memory import ThreadState, UnsupportedDatabaseUrl, build_context
 from memory.archive import ArchivedLine, Recall
-from memory.archive.recall import choose
+from memory.archive.recall import ANSWER_CHARS, choose, render, text_tokens
 from memory.archive.terms import query_terms
 from memory.budget import ContextBudget
 from memory.context_blocks import (
@@ -163,3 +163,22 @@ def test_lines_that_repeat_the_context_or_each_other_are_recalled_once() -> None
         max_tokens=2_000,
     )
     assert held.lines == ()
+
+
+def test_one_heading_per_conversation_and_day_and_answers_cut_short() -> None:
+    day = datetime(2026, 11, 30, 9, tzinfo=UTC)
+    lines = [
+        ArchivedLine(1, "c1", "Boats", "m1", "user", day, "My boat is called Marisol"),
+        ArchivedLine(2, "c1", "Boats", "m2", "assistant", day, "x" * (ANSWER_CHARS + 50)),
+        ArchivedLine(3, "c2", "Trips", "m3", "user", day + timedelta(hours=1), "Vigo in May"),
+    ]
+    shown = render(lines).splitlines()
+    assert shown[0] == '- 2026-11-30 · "Boats":'
+    assert shown[1] == '  user: "My boat is called Marisol"'
+    assert len(shown[2]) < ANSWER_CHARS + 20 and shown[2].endswith('…"')
+    assert shown[3:] == ['- 2026-11-30 · "Trips":', '  user: "Vigo in May"']
+
+
+def test_the_budget_counts_a_chinese_character_as_a_token() -> None:
+    assert text_tokens("我每天早上喝两杯咖啡") == 10
+    assert text_tokens("abcdefgh") == 2
