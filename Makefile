@@ -49,8 +49,9 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and 
 	$(BIN)/python -m bench.fidelity_bench
 	$(BIN)/python -m bench.archive_bench
 
-eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers (offline, < 5 min).
+eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd (offline, about 5 min).
 	$(BIN)/python -m evals
+	$(BIN)/python -m evals.crowded
 
 clean: ## Remove the virtual environment and tool caches.
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

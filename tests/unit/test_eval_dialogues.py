@@ -5,7 +5,8 @@ unrelated context."""
 
 from __future__ import annotations
 
-from evals.dialogue import Context, Dialogue, content_words, load_split
+from evals.crowded import history, scenario_turns
+from evals.dialogue import Context, Dialogue, content_words, load_split, turn_text
 
 SPLITS = ("dev", "heldout")
 
@@ -61,3 +62,23 @@ def test_the_rule_reads_word_pairs_and_chinese_character_pairs() -> None:
     assert not Context("release audit june moved").has(evidence)  # same words, no pairs
     assert Context("…装修预算大概二十五万…").has("硬装大概二十五万")
     assert not Context("二十 五万 大概").has("硬装大概二十五万，家具另算。")
+
+
+def test_a_crowd_surrounds_every_dialogue_session_and_keeps_every_turn() -> None:
+    dialogues = load_split("dev")
+    crowd = scenario_turns("dev")
+    turns = history(dialogues, crowd)
+    said = sum(len(s.messages) for d in dialogues for s in d.sessions)
+    assert len(turns) == said + len(crowd)
+    # each dialogue session's messages stay together and in order, after some crowd turns
+    first = dialogues[0].sessions[0]
+    conversation = f"{dialogues[0].name}-{first.id}"
+    at = [i for i, turn in enumerate(turns) if turn.conversation == conversation]
+    assert at == list(range(at[0], at[0] + len(first.messages))) and at[0] > 0
+    assert turns[at[0]].text == turn_text(first, 0, first.messages[0])
+    # the sessions of different dialogues alternate: no dialogue is played all at once
+    names = {d.name for d in dialogues}
+    owners = [t.conversation.rsplit("-", 1)[0] for t in turns]
+    order = [owner for owner in owners if owner in names]
+    assert order[: len(first.messages)] == [dialogues[0].name] * len(first.messages)
+    assert order[len(first.messages)] == dialogues[1].name
