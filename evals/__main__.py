@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from agent.models import load_chat_model
@@ -30,7 +32,7 @@ from evals.systems import SYSTEM_NAMES
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m evals", description=__doc__)
     parser.add_argument("--system", action="append", choices=SYSTEM_NAMES, help="(repeatable)")
     parser.add_argument("--scenario", action="append", help="scenario name (repeatable)")
@@ -38,33 +40,25 @@ def main() -> None:
     parser.add_argument("--split", action="append", choices=SPLITS, help="(repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where eval.json/png go")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    settings = Settings.from_env()
-    if settings.offline and settings.openai_base_url:
-        # A local OpenAI-compatible endpoint (vLLM, Ollama...) takes any key.
-        settings = settings.model_copy(update={"openai_api_key": SecretStr("unused")})
-    splits = args.split or list(SPLITS)
-    systems = args.system or list(SYSTEM_NAMES)
-    offline = settings.offline
-    model = OfflineChatModel if offline else (lambda: load_chat_model(settings))
-    started = time.perf_counter()
+
+def play_splits(
+    args: argparse.Namespace, systems: list[str], model: Callable[[], BaseChatModel]
+) -> tuple[list[Outcome], list[DialogueOutcome], int]:
+    """Every chosen scenario and dialogue of every chosen split against `systems`; the
+    outcomes and how many user turns a system plays."""
     outcomes: list[Outcome] = []
     dialogues: list[DialogueOutcome] = []
     turns = 0
+    chosen = args.scenario or args.dialogue
     with tempfile.TemporaryDirectory() as workdir:
-        for split in splits:
+        for split in args.split or list(SPLITS):
             directory = SCENARIO_DIR if split == "dev" else HELD_OUT_DIR
             scenarios = [
-                s
-                for s in load_all(directory)
-                if not (args.scenario or args.dialogue) or s.name in (args.scenario or [])
+                s for s in load_all(directory) if not chosen or s.name in (args.scenario or [])
             ]
-            chats = [
-                d
-                for d in load_split(split)
-                if not (args.scenario or args.dialogue) or d.name in (args.dialogue or [])
-            ]
+            chats = [d for d in load_split(split) if not chosen or d.name in (args.dialogue or [])]
             turns += sum(s.turns for s in scenarios) + sum(d.turns for d in chats)
             outcomes += evaluate(
                 scenarios, systems, model, Path(workdir), split=split, progress=not args.quiet
@@ -72,6 +66,21 @@ def main() -> None:
             dialogues += evaluate_dialogues(
                 chats, systems, model, Path(workdir), split=split, progress=not args.quiet
             )
+    return outcomes, dialogues, turns
+
+
+def main() -> None:
+    args = arguments()
+    settings = Settings.from_env()
+    if settings.offline and settings.openai_base_url:
+        # A local OpenAI-compatible endpoint (vLLM, Ollama...) takes any key.
+        settings = settings.model_copy(update={"openai_api_key": SecretStr("unused")})
+    systems = args.system or list(SYSTEM_NAMES)
+    offline = settings.offline
+    model = OfflineChatModel if offline else (lambda: load_chat_model(settings))
+    started = time.perf_counter()
+    outcomes, dialogues, turns = play_splits(args, systems, model)
+    splits: list[str] = args.split or list(SPLITS)
     meta = {
         "model": "offline" if offline else settings.model,
         "splits": splits,
@@ -86,12 +95,7 @@ def main() -> None:
         print("\n" + dialogue_markdown(dialogues))
     print("\n" + profile_section())
     if not offline:
-        judge = load_chat_model(settings)
-        print("\nJudge prompt:\n" + JUDGE_PROMPT)
-        for split in splits:
-            answered = [o for o in outcomes if o.split == split]
-            answered += dialogue_answers([d for d in dialogues if d.split == split])
-            print(f"\nJudged answers ({split}):\n" + judge_outcomes(answered, judge))
+        judge_all(settings, outcomes, dialogues, splits)
     write_json(args.out / "eval.json", outcomes, dialogues, meta)
     if outcomes:
         write_chart(args.out / "eval.png", outcomes, dialogues)
@@ -99,6 +103,21 @@ def main() -> None:
         f"\n{meta['turns']:,} turns × {len(systems)} systems in {meta['seconds']} s; "
         f"results in {args.out / 'eval.json'} and {args.out / 'eval.png'}"
     )
+
+
+def judge_all(
+    settings: Settings,
+    outcomes: list[Outcome],
+    dialogues: list[DialogueOutcome],
+    splits: list[str],
+) -> None:
+    """A judge model's reading of every answer, split by split."""
+    judge = load_chat_model(settings)
+    print("\nJudge prompt:\n" + JUDGE_PROMPT)
+    for split in splits:
+        answered = [o for o in outcomes if o.split == split]
+        answered += dialogue_answers([d for d in dialogues if d.split == split])
+        print(f"\nJudged answers ({split}):\n" + judge_outcomes(answered, judge))
 
 
 if __name__ == "__main__":
