@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StreamMode
 
 from agent.admission import Turn, busy_lock, durability, review_answered, unfinished_check
+from agent.client_events import ClientEvent, DoneEvent, MemoryEvent
 from agent.errors import NOTHING_TO_RESUME, TURN_FAILED, ConversationBusy, InvalidRequest
 from agent.loop import BackgroundLoop
 from agent.settings import RunHistory
@@ -122,20 +123,20 @@ class TurnRunner:
             await self._upkeep.start(turn.session_id, turn.conversation_id)
         return result
 
-    async def relay(self, turn: Turn, graph_input: Any) -> AsyncGenerator[dict[str, Any], None]:
+    async def relay(self, turn: Turn, graph_input: Any) -> AsyncGenerator[ClientEvent, None]:
         """The turn's events, run on the agent's loop and relayed to the caller's; the
         nested stream is closed explicitly when the caller stops reading."""
         async with aclosing(self._loop.astream(self._stream(turn, graph_input))) as events:
             async for event in events:
                 yield event
 
-    async def _stream(self, turn: Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, turn: Turn, graph_input: Any) -> AsyncIterator[ClientEvent]:
         """The turn's events, `conversation` first. A turn in an existing conversation
         announces it after its first event, the route, which comes once its memory read
         found the conversation (else `ConversationNotFound` is raised before any event).
         `done` comes once the conversation is free again; the `memory` events of the
         upkeep the turn left owed follow it, until that upkeep ends."""
-        done: dict[str, Any] | None = None
+        done: DoneEvent | None = None
         try:
             with self._busy_lock(turn):
                 await self._admit(turn, graph_input)
@@ -188,7 +189,7 @@ class TurnRunner:
         stream_mode: Sequence[StreamMode],
         *,
         subgraphs: bool,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncIterator[ClientEvent]:
         """Run the graph, yielding its client events while `output` follows its output.
         A failure other than a refused request or conversation is logged and marks the
         output `crashed`."""
@@ -213,7 +214,7 @@ class TurnRunner:
             logger.exception("turn failed in conversation %s", turn.conversation_id)
             output.crashed = True
 
-    async def _turn_events(self, turn: Turn, graph_input: Any) -> AsyncIterator[dict[str, Any]]:
+    async def _turn_events(self, turn: Turn, graph_input: Any) -> AsyncIterator[ClientEvent]:
         """Run the graph, yielding client events; the last is `done` (or `error`). If
         storage fails after the answer exists (the memory write or the run thread's
         final checkpoint), the answer is still delivered, marked degraded."""
@@ -237,9 +238,7 @@ class TurnRunner:
             yield {"event": "interrupt", "interrupt": result.interrupt}
         yield {"event": "done", "result": result.to_dict()}
 
-    def _conclude(
-        self, turn: Turn, result: TurnResult, output: TurnOutput
-    ) -> dict[str, Any] | None:
+    def _conclude(self, turn: Turn, result: TurnResult, output: TurnOutput) -> MemoryEvent | None:
         """After the run: list the review it waits for (the `memory` event saying so), or
         delete the run thread of a deleted conversation, or prune a finished one."""
         if result.interrupt is not None:
@@ -250,7 +249,7 @@ class TurnRunner:
             self._prune_run_thread(turn)
         return None
 
-    def _await_review(self, turn: Turn, payload: dict[str, Any]) -> dict[str, Any] | None:
+    def _await_review(self, turn: Turn, payload: dict[str, Any]) -> MemoryEvent | None:
         """List the conversation as waiting for its review (a reload, another tab or a
         restarted CLI finds it); a `memory` event naming what the listing pruned. A
         registry failure leaves the review answerable, only unlisted."""
@@ -266,7 +265,7 @@ class TurnRunner:
                 "listing the conversation %s for its review failed", turn.conversation_id
             )
             return None
-        event: dict[str, Any] = {"event": "memory", "stage": "review", "status": "pending"}
+        event: MemoryEvent = {"event": "memory", "stage": "review", "status": "pending"}
         if pruned:
             event["pruned"] = list(pruned)
         return event

@@ -18,6 +18,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from agent.admission import Turn, review_answered, unfinished_check
+from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from agent.loop import BackgroundLoop
 from agent.runs import TurnRunner, turn_input
@@ -300,7 +301,7 @@ class ChatAgent:
 
     async def astream_recover(
         self, *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[ClientEvent, None]:
         """`arecover` as a stream of events, like `astream`."""
         turn = await asyncio.to_thread(self._recover_turn, session_id, conversation_id)
         async with aclosing(self._runner.relay(turn, None)) as events:
@@ -315,7 +316,7 @@ class ChatAgent:
         conversation_id: str | None = None,
         create_conversation: bool = False,
         mode: Mode = "auto",
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[ClientEvent, None]:
         """Run one turn, yielding events: `conversation` first, then `token`, `status`,
         `memory`, `interrupt`, and `done` with the `TurnResult` (or `error`).
 
@@ -330,13 +331,13 @@ class ChatAgent:
             async for event in events:
                 yield event
 
-    def astream_turn(self, turn: Turn) -> AsyncGenerator[dict[str, Any], None]:
+    def astream_turn(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
         """`astream` for a turn opened with `parse` and `open_turn` (the HTTP app's path)."""
         return self._runner.relay(turn, turn_input(turn))
 
     async def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[ClientEvent, None]:
         """`aresume` as a stream of events, like `astream`."""
         turn, checked = await asyncio.to_thread(
             self._resume_turn, decision, session_id, conversation_id

@@ -11,11 +11,13 @@ when storing that checkpoint fails.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from copy import deepcopy
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from langgraph.types import StreamMode
 
+from agent.client_events import TurnResultDTO
 from agent.errors import TURN_FAILED
 
 INTERRUPT: Final = "__interrupt__"
@@ -90,21 +92,20 @@ class TurnResult:
             upkeep=str(output.get("upkeep", "done")),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TurnResultDTO:
         """camelCase form for HTTP and stream clients."""
-        data = asdict(self)
         return {
-            "conversationId": data["conversation_id"],
-            "status": data["status"],
-            "route": data["route"],
-            "text": data["text"],
-            "interrupt": data["interrupt"],
-            "memoryWritten": data["memory_written"],
-            "compaction": data["compaction"],
-            "degraded": data["degraded"],
-            "conversationDeleted": data["conversation_deleted"],
-            "remembered": list(data["remembered"]),
-            "upkeep": data["upkeep"],
+            "conversationId": self.conversation_id,
+            "status": self.status,
+            "route": self.route,
+            "text": self.text,
+            "interrupt": deepcopy(self.interrupt),
+            "memoryWritten": self.memory_written,
+            "compaction": self.compaction,
+            "degraded": self.degraded,
+            "conversationDeleted": self.conversation_deleted,
+            "remembered": list(self.remembered),
+            "upkeep": self.upkeep,
         }
 
 

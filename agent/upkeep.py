@@ -27,6 +27,7 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
+from agent.client_events import MemoryEvent, StatusEvent
 from agent.loop import BackgroundLoop
 from agent.streaming import custom_event
 from graphs.state import Context
@@ -42,7 +43,8 @@ UPKEEP_LOCK_TIMEOUT = 120.0
 it the record stays pending for the next one."""
 CLOSE_TIMEOUT = 30.0
 """Seconds `close` waits for running upkeep (what is left stays on the record)."""
-_END = object()
+UpkeepEvent = StatusEvent | MemoryEvent
+"""What an upkeep's run streams to the clients following it (its `memory` events)."""
 
 
 @dataclass(eq=False)
@@ -53,7 +55,7 @@ class Upkeep:
     conversation_id: str
     again: bool = False
     """A turn left more owed while this one ran: go round once more."""
-    listeners: list[asyncio.Queue[Any]] = field(default_factory=list)
+    listeners: list[asyncio.Queue[UpkeepEvent | None]] = field(default_factory=list)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -97,15 +99,15 @@ class UpkeepRunner:
         task.add_done_callback(self._tasks.discard)
         return upkeep
 
-    async def follow(self, upkeep: Upkeep) -> AsyncIterator[dict[str, Any]]:
+    async def follow(self, upkeep: Upkeep) -> AsyncIterator[UpkeepEvent]:
         """The `memory` events of `upkeep` until it ends (closing this iterator only
         stops following it)."""
         if upkeep.finished.is_set():
             return
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        queue: asyncio.Queue[UpkeepEvent | None] = asyncio.Queue()
         upkeep.listeners.append(queue)
         try:
-            while (event := await queue.get()) is not _END:
+            while (event := await queue.get()) is not None:
                 yield event
         finally:
             with contextlib.suppress(ValueError):
@@ -127,10 +129,10 @@ class UpkeepRunner:
         finally:
             del self._running[(upkeep.session_id, upkeep.conversation_id)]
             for queue in upkeep.listeners:
-                queue.put_nowait(_END)
+                queue.put_nowait(None)  # the end
             upkeep.finished.set()
 
-    def _publish(self, upkeep: Upkeep, event: dict[str, Any]) -> None:
+    def _publish(self, upkeep: Upkeep, event: UpkeepEvent) -> None:
         for queue in upkeep.listeners:
             queue.put_nowait(event)
 

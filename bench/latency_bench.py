@@ -42,6 +42,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import BaseModel
 
 from agent import ChatAgent, ConversationBusy
+from agent.client_events import ClientEvent
 from agent.settings import Settings
 from bench.agent_bench import SECRET, SESSION, SYNCHRONOUS, summarization, user_message
 from bench.scripted import SUMMARIZATION_SOURCE, ScriptedChatModel
@@ -135,7 +136,7 @@ def _p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
 
 
-async def _drain(events: AsyncGenerator[dict[str, Any], None]) -> None:
+async def _drain(events: AsyncGenerator[ClientEvent, None]) -> None:
     async for _ in events:
         pass
 

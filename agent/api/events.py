@@ -10,17 +10,22 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
 
 from sse_starlette import EventSourceResponse
+
+from agent.client_events import ClientEvent, ErrorEvent
 
 logger = logging.getLogger(__name__)
 
 PING_SECONDS = 15
-STREAM_FAILED = {"event": "error", "code": "internal_error", "message": "internal error"}
+STREAM_FAILED: ErrorEvent = {
+    "event": "error",
+    "code": "internal_error",
+    "message": "internal error",
+}
 
 
-def as_sse(event: dict[str, Any]) -> dict[str, str]:
+def as_sse(event: ClientEvent) -> dict[str, str]:
     """One client event as an SSE message: `event: <name>`, `data: <json>`."""
     payload = {key: value for key, value in event.items() if key != "event"}
     data = json.dumps(payload, ensure_ascii=False)
@@ -28,10 +33,10 @@ def as_sse(event: dict[str, Any]) -> dict[str, str]:
         data.encode("utf-8")
     except UnicodeEncodeError:  # a model produced a lone surrogate: escape it, don't crash
         data = json.dumps(payload)
-    return {"event": str(event["event"]), "data": data}
+    return {"event": event["event"], "data": data}
 
 
-async def event_stream(events: AsyncGenerator[dict[str, Any], None]) -> EventSourceResponse:
+async def event_stream(events: AsyncGenerator[ClientEvent, None]) -> EventSourceResponse:
     """Stream `events` (its first event opens the response; errors before it raise)."""
     first = await anext(events)
 
@@ -47,6 +52,6 @@ async def event_stream(events: AsyncGenerator[dict[str, Any], None]) -> EventSou
             await events.aclose()
 
     headers = {"X-Accel-Buffering": "no"}
-    if "conversationId" in first:
-        headers["X-Conversation-Id"] = str(first["conversationId"])
+    if first["event"] == "conversation":
+        headers["X-Conversation-Id"] = first["conversationId"]
     return EventSourceResponse(body(), ping=PING_SECONDS, sep="\n", headers=headers)

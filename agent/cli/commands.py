@@ -7,6 +7,8 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.client_events import ClientEvent
+
 MESSAGE_PREFIXES = ("/tasklist", "/delivery")
 """Prefixes sent to the agent as messages: it routes them to its workflows."""
 
@@ -74,15 +76,15 @@ class ChatBackend(Protocol):
         session_id: str,
         conversation_id: str | None = None,
         create_conversation: bool = False,
-    ) -> AsyncGenerator[dict[str, Any], None]: ...
+    ) -> AsyncGenerator[ClientEvent, None]: ...
 
     def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[dict[str, Any], None]: ...
+    ) -> AsyncGenerator[ClientEvent, None]: ...
 
     def astream_recover(
         self, *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[dict[str, Any], None]: ...
+    ) -> AsyncGenerator[ClientEvent, None]: ...
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
 

@@ -20,15 +20,15 @@ from agent.cli.commands import (
     review_actions,
 )
 from agent.cli.markdown import MarkdownView
+from agent.cli.printer import TurnOutcome, TurnPrinter, print_turn, print_upkeep
 from agent.cli.render import (
-    TurnOutcome,
-    TurnPrinter,
     render_listing,
     render_memories,
     render_memory,
     render_review,
     render_search,
 )
+from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
 
@@ -75,31 +75,6 @@ def echo_reader(source: TextIO, out: TextIO) -> Reader:
     return read
 
 
-async def _consume(events: AsyncGenerator[dict[str, Any], None], printer: TurnPrinter) -> bool:
-    """Print the turn's events up to `done`; True when the stream is left open then (the
-    memory upkeep after the turn follows it: `_follow`)."""
-    try:
-        async for event in events:
-            printer.handle(event)
-            if event.get("event") == "done":
-                return True
-    except BaseException:
-        # closed, not left to the garbage collector: when Ctrl-C cancels this, the turn
-        # has unwound (and freed its conversation) by the time the prompt is back
-        await events.aclose()
-        raise
-    await events.aclose()
-    return False
-
-
-async def _follow(events: AsyncGenerator[dict[str, Any], None], printer: TurnPrinter) -> None:
-    """Print the memory upkeep's events that follow a turn's `done`, to the end."""
-    async with contextlib.aclosing(events):
-        async for event in events:
-            printer.handle(event)
-    printer.flush()
-
-
 class ChatSession:
     """An interactive chat in one session: reads lines, runs turns, prints what happens.
 
@@ -136,7 +111,7 @@ class ChatSession:
         self._next_line: str | None = None
         """A command typed at a review prompt, run once the review is left."""
         self._runner = asyncio.Runner()
-        self._upkeep: tuple[AsyncGenerator[dict[str, Any], None], TurnPrinter] | None = None
+        self._upkeep: tuple[AsyncGenerator[ClientEvent, None], TurnPrinter] | None = None
         """The last turn's stream, open after `done` for its memory upkeep's events."""
 
     def _say(self, text: str) -> None:
@@ -181,7 +156,7 @@ class ChatSession:
         if tail is None:
             return
         with contextlib.suppress(KeyboardInterrupt):  # the upkeep goes on in the agent
-            self._runner.run(_follow(*tail))
+            self._runner.run(print_upkeep(*tail))
 
     def dispatch(self, command: Command) -> None:
         """Run one command; typed errors become one `error: ...` line, never a traceback."""
@@ -212,7 +187,7 @@ class ChatSession:
 
     def _stream(
         self,
-        start: Callable[[], AsyncGenerator[dict[str, Any], None]],
+        start: Callable[[], AsyncGenerator[ClientEvent, None]],
         route: str | None = None,
     ) -> TurnOutcome:
         """Run a turn, printing its events; Ctrl-C cancels it (a cancelled turn writes nothing).
@@ -225,7 +200,7 @@ class ChatSession:
         printer = TurnPrinter(self.out, self.err, route=route, markdown=self._markdown)
         try:
             events = start()
-            if self._runner.run(_consume(events, printer)):
+            if self._runner.run(print_turn(events, printer)):
                 self._upkeep = (events, printer)
         except KeyboardInterrupt:
             printer.cancelled()
@@ -278,7 +253,7 @@ class ChatSession:
             self._pending = None  # the paused run gave way to this turn
             self._say(REVIEW_DROPPED)
         if outcome.interrupt is not None and outcome.conversation_id:
-            route = (outcome.result or {}).get("route")
+            route = outcome.result["route"] if outcome.result else None
             self._pending = (outcome.conversation_id, outcome.interrupt, route)
             self._answer_review()
 
@@ -292,7 +267,7 @@ class ChatSession:
             )
         )
         if outcome.interrupt is not None:
-            route = (outcome.result or {}).get("route")
+            route = outcome.result["route"] if outcome.result else None
             self._pending = (conversation_id, outcome.interrupt, route)
             self._answer_review()
 

@@ -3,7 +3,7 @@ the `memory` event naming the lines, and a deleted conversation never recalled."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -118,7 +118,7 @@ def test_the_memory_event_names_the_recalled_lines(open_agent: Callable[..., Cha
     agent = open_agent(RecordingOfflineModel())
     agent.send(FACT, session_id="s1", create_conversation=True)
 
-    async def events() -> list[dict[str, Any]]:
+    async def events() -> list[Mapping[str, Any]]:
         return [
             event
             async for event in agent.astream(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -110,8 +110,8 @@ def test_selection_mid_stream_cannot_redirect_the_write(agent: ChatAgent) -> Non
     first = agent.send("first", session_id="s1", create_conversation=True).conversation_id
     second = agent.send("second", session_id="s1", create_conversation=True).conversation_id
 
-    async def scenario() -> list[dict[str, Any]]:
-        events = []
+    async def scenario() -> list[Mapping[str, Any]]:
+        events: list[Mapping[str, Any]] = []
         async for event in agent.astream("slow write", session_id="s1", conversation_id=first):
             events.append(event)
             if event["event"] == "token" and len(events) == 3:
@@ -151,8 +151,8 @@ def deleted_mid_turn(agent: ChatAgent, cid: str, delete: Any) -> dict[str, Any]:
     """Run a slow turn in `cid`, call `delete()` once its first token arrived, and
     return the turn's `done` result."""
 
-    async def scenario() -> list[dict[str, Any]]:
-        events = []
+    async def scenario() -> list[Mapping[str, Any]]:
+        events: list[Mapping[str, Any]] = []
         async for event in agent.astream("slow second turn", session_id="s1", conversation_id=cid):
             events.append(event)
             if event["event"] == "token" and sum(e["event"] == "token" for e in events) == 1:
@@ -193,7 +193,7 @@ def test_a_conversation_pruned_mid_turn_stays_pruned(agent: ChatAgent) -> None:
 
 
 def test_stream_events_in_order(agent: ChatAgent) -> None:
-    async def scenario() -> list[dict[str, Any]]:
+    async def scenario() -> list[Mapping[str, Any]]:
         return [e async for e in agent.astream("hello", session_id="s1", create_conversation=True)]
 
     events = asyncio.run(scenario())
@@ -283,7 +283,7 @@ def test_an_answer_survives_a_failed_final_checkpoint(
     result = agent.send("second", session_id="s1", conversation_id=cid)
     assert (result.status, result.text, result.degraded) == ("completed", "answer to: second", True)
 
-    async def scenario() -> list[dict[str, Any]]:
+    async def scenario() -> list[Mapping[str, Any]]:
         return [e async for e in agent.astream("third", session_id="s1", conversation_id=cid)]
 
     done = next(e for e in asyncio.run(scenario()) if e["event"] == "done")

@@ -4,7 +4,7 @@ gate on every path, forgetting on the very next turn, and faults that only degra
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -160,7 +160,7 @@ def test_remember_checks_kind_and_text(agent: ChatAgent) -> None:
 
 
 def test_the_memory_event_counts_what_was_added_and_retired(agent: ChatAgent) -> None:
-    async def events(text: str, **where: Any) -> list[dict[str, Any]]:
+    async def events(text: str, **where: Any) -> list[Mapping[str, Any]]:
         return [e async for e in agent.astream(text, session_id="s", **where)]
 
     first = asyncio.run(events("I prefer Chinese answers", create_conversation=True))

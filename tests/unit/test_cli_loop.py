@@ -8,13 +8,14 @@ import re
 import signal
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from agent import ChatAgent, ConversationBusy, InvalidRequest
 from agent.cli.main import build_parser, main
 from agent.cli.session import ChatSession, echo_reader
+from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
@@ -268,7 +269,7 @@ def test_a_review_left_at_quit_is_found_after_a_restart(tmp_path: Path) -> None:
 
 def test_answers_render_as_markdown_on_a_terminal() -> None:
     from agent.cli.markdown import MarkdownView
-    from agent.cli.render import TurnPrinter
+    from agent.cli.printer import TurnPrinter
 
     out, err = io.StringIO(), io.StringIO()
     printer = TurnPrinter(out, err, markdown=MarkdownView(out, width=60, force=True))
@@ -280,7 +281,7 @@ def test_answers_render_as_markdown_on_a_terminal() -> None:
         {"event": "memory", "stage": "write", "status": "succeeded"},
         done(route="chat", text="# Plan\n\n**Bold** and `code`\n\n- one\n- two\n"),
     ):
-        printer.handle(event)
+        printer.handle(cast(ClientEvent, event))
     text = out.getvalue()
     assert "\x1b[" in text  # styled for the terminal
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from agent.cli.commands import UsageError, parse_command, parse_decision, review_actions
-from agent.cli.render import (
-    TurnPrinter,
-    memory_line,
-    render_listing,
-    render_memory,
-    render_review,
-    status_line,
-)
+from agent.cli.printer import TurnPrinter, memory_line, status_line
+from agent.cli.render import render_listing, render_memory, render_review
+from agent.client_events import ClientEvent, MemoryEvent, StatusEvent
 from tests.unit.cli_support import REGISTRY, REVISION, STRATEGY, done
 
 # -- parsing -------------------------------------------------------------------------------
@@ -213,7 +208,7 @@ def test_render_review_shows_a_refused_answer_and_unknown_kinds() -> None:
     ],
 )
 def test_memory_line(event: dict[str, Any], line: str | None) -> None:
-    assert memory_line({"event": "memory", **event}) == line
+    assert memory_line(cast(MemoryEvent, {"event": "memory", **event})) == line
 
 
 @pytest.mark.parametrize(
@@ -248,7 +243,7 @@ def test_memory_line(event: dict[str, Any], line: str | None) -> None:
     ],
 )  # fmt: skip
 def test_status_line(event: dict[str, Any], line: str | None) -> None:
-    assert status_line({"event": "status", **event}) == line
+    assert status_line(cast(StatusEvent, {"event": "status", **event})) == line
 
 
 def test_render_listing_numbers_conversations_and_marks_the_selected_one() -> None:
@@ -303,7 +298,7 @@ def printed(events: list[dict[str, Any]], **kwargs: Any) -> tuple[str, str, Turn
     out, err = io.StringIO(), io.StringIO()
     printer = TurnPrinter(out, err, **kwargs)
     for event in events:
-        printer.handle(event)
+        printer.handle(cast(ClientEvent, event))
     return out.getvalue(), err.getvalue(), printer
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -165,7 +165,7 @@ def test_a_stream_follows_upkeep_after_done(open_agent: Callable[..., ChatAgent]
     for n in range(1, 4):
         agent.send(f"q{n}", session_id="s", conversation_id=cid)
 
-    async def turn() -> list[dict[str, Any]]:
+    async def turn() -> list[Mapping[str, Any]]:
         return [e async for e in agent.astream("q4", session_id="s", conversation_id=cid)]
 
     events = asyncio.run(turn())
