@@ -2,7 +2,7 @@
 `send`) or on the agent's own event loop (everything streamed, and workflows), always
 under the conversation's busy lock, turning the graph's stream into client events and
 its output into the turn's result. The lock is released when `finalize` has committed,
-before `done`: the memory upkeep the turn left owed runs after it (`agent.upkeep`),
+before `done`: the memory upkeep the turn left owed runs after it (`agent.upkeep_runner`),
 and a stream follows it until it ends."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from agent.loop import BackgroundLoop
 from agent.settings import RunHistory
 from agent.streaming import client_event
 from agent.turn_result import OUTPUT_MODES, RESULT_MODES, TurnOutput, TurnResult
-from agent.upkeep import UpkeepRunner
+from agent.upkeep_runner import UpkeepRunner
 from graphs.state import AgentInput
 from memory import ConversationNotFound, LockTimeout
 from memory.conversations import ConversationMemory

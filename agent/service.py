@@ -26,7 +26,7 @@ from agent.runtime import REVIEWS, build_graph, context_budget, open_long_term, 
 from agent.session_data import SessionData
 from agent.settings import LongTermMode, Settings
 from agent.turn_result import TurnResult
-from agent.upkeep import UpkeepRunner
+from agent.upkeep_runner import UpkeepRunner
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import (
     PYTHON,

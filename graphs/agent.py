@@ -28,9 +28,15 @@ from graphs.load_memory import make_load_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import WORKFLOW_ROUTES
 from graphs.resources import Lazy
-from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
+from graphs.state import AgentInput, AgentOutput, AgentState, Context, Node, WorkflowInput
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
-from graphs.upkeep import make_compact, make_remember, make_settle, make_upkeep, route_entry
+from graphs.upkeep import (
+    make_compact,
+    make_remember,
+    make_settle,
+    make_upkeep,
+    route_entry,
+)
 from memory.budget import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm import RULES_EXTRACTOR, Extractor, model_extractor, structured_extractor
@@ -107,64 +113,78 @@ def build_agent_graph(
             message checked against (None: no budget).
     """
     chat_model = Lazy.of(model)
-    store = Lazy.of(memory)
     compactor = chat_model if compaction_model is None else Lazy.of(compaction_model)
     workflows = dict(workflows or {})
     unknown = set(workflows) - set(WORKFLOW_ROUTES)
     if unknown:
         raise ValueError(f"unknown workflow routes: {sorted(unknown)}")
     routes = frozenset({"chat", *(["tool"] if tools else []), *workflows})
-    users = None if long_term is None else Lazy.of(long_term)
-    extractor = (
-        None if users is None else extractor_for(extraction, compactor, structured_output_method)
-    )
-
+    long_term_memory = None if long_term is None else Lazy.of(long_term)
     builder: AgentGraph = StateGraph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput
     )
-    # load_memory goes to the turn's route (decided once, with the request) and finalize
-    # to upkeep or the end, with Command: their destinations are declared for Studio
+    chat_memory = Lazy.of(memory)
+    # load_memory goes to the turn's route (decided once, with the request): its
+    # destinations are declared for Studio
     builder.add_node(
         "load_memory",
-        make_load_memory(store, routes, system_prompt, users, budget),
+        make_load_memory(chat_memory, routes, system_prompt, long_term_memory, budget),
         destinations=tuple(sorted(routes)),
     )
-    builder.add_node(
-        "chat",
-        build_chat_graph(model=chat_model, tools=tools).compile(name="chat"),
-    )
-    if tools:
-        tool_graph = build_tool_graph(model=chat_model, tools=tools, max_rounds=max_tool_rounds)
-        builder.add_node("tool", tool_graph.compile(name="tool"))
-    for name, workflow in sorted(workflows.items()):
-        # only the workflow input reaches the subgraph (its first checkpoint stores what it
-        # is given): never the memory context, which stays out of every checkpoint
-        builder.add_node(name, workflow, input_schema=WorkflowInput)
-    remembers = users is not None and extractor is not None
-    builder.add_node(
-        "finalize", make_finalize(store, remember=remembers), destinations=("upkeep", END)
-    )
-    # the upkeep a turn leaves owed: paid after finalize in the same run, or in a run of
-    # its own that starts here once the caller's turn is done
-    upkeep_steps = ("remember", "compact", "settle") if remembers else ("compact", "settle")
-    builder.add_node("upkeep", make_upkeep(store, remember=remembers), destinations=upkeep_steps)
-    if users is not None and extractor is not None:
-        builder.add_node(
-            "remember",
-            make_remember(users, extractor, store),
-            destinations=("compact", "settle"),
-        )
-    builder.add_node("compact", make_compact(store, compactor, structured_output_method))
-    builder.add_node("settle", make_settle(store))
+    _add_routes(builder, chat_model, tools, max_tool_rounds, workflows)
+    extractor = extractor_for(extraction, compactor, structured_output_method)
+    remember = None
+    if long_term_memory is not None and extractor is not None:
+        remember = make_remember(long_term_memory, extractor, chat_memory)
+    _add_upkeep(builder, chat_memory, remember, compactor, structured_output_method)
+    return builder
 
-    builder.add_conditional_edges(START, route_entry)
+
+def _add_routes(
+    builder: AgentGraph,
+    model: Lazy[BaseChatModel],
+    tools: Sequence[BaseTool],
+    max_tool_rounds: int,
+    workflows: Mapping[str, Workflow],
+) -> None:
+    """The routes a turn takes after `load_memory`, each ending at `finalize`."""
+    builder.add_node("chat", build_chat_graph(model=model, tools=tools).compile(name="chat"))
     if tools:
+        tool_graph = build_tool_graph(model=model, tools=tools, max_rounds=max_tool_rounds)
+        builder.add_node("tool", tool_graph.compile(name="tool"))
         builder.add_conditional_edges("chat", route_after_chat)
         builder.add_edge("tool", "finalize")
     else:
         builder.add_edge("chat", "finalize")
-    for name in sorted(workflows):
+    for name, workflow in sorted(workflows.items()):
+        # only the workflow input reaches the subgraph (its first checkpoint stores what it
+        # is given): never the memory context, which stays out of every checkpoint
+        builder.add_node(name, workflow, input_schema=WorkflowInput)
         builder.add_edge(name, "finalize")
+
+
+def _add_upkeep(
+    builder: AgentGraph,
+    chat_memory: Lazy[ConversationMemory],
+    remember: Node | None,
+    compactor: Lazy[BaseChatModel],
+    structured_output_method: str | None,
+) -> None:
+    """`finalize`, and the upkeep a turn leaves owed: paid after `finalize` in the same
+    run, or in a run of its own that starts at `upkeep` once the caller's turn is done.
+    `finalize` and `upkeep` go on with `Command`: their destinations are declared."""
+    remembers = remember is not None
+    builder.add_node(
+        "finalize", make_finalize(chat_memory, remember=remembers), destinations=("upkeep", END)
+    )
+    upkeep_steps = ("remember", "compact", "settle") if remembers else ("compact", "settle")
+    builder.add_node(
+        "upkeep", make_upkeep(chat_memory, remember=remembers), destinations=upkeep_steps
+    )
+    if remember is not None:
+        builder.add_node("remember", remember, destinations=("compact", "settle"))
+    builder.add_node("compact", make_compact(chat_memory, compactor, structured_output_method))
+    builder.add_node("settle", make_settle(chat_memory))
+    builder.add_conditional_edges(START, route_entry)
     builder.add_edge("compact", "settle")
     builder.add_edge("settle", END)
-    return builder

@@ -12,16 +12,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Match, Mount
 
 from agent import web
-from agent.api import chat, conversations, errors, memories, search
+from agent.api import chat, conversations, error_responses, memories, search
 from agent.api.body import BodyLimit
-from agent.api.errors import OWN_PATHS
+from agent.api.error_responses import OWN_PATHS
 from agent.api.headers import NoSniff
 from agent.api.sessions import SessionCookies
 from agent.service import ChatAgent
@@ -72,16 +72,11 @@ def allowed_methods(app: FastAPI, request: Request) -> set[str]:
     }
 
 
-def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -> FastAPI:
-    """The HTTP app over `agent`.
-
-    Args:
-        agent: see `AgentSource`.
-        settings: for the default agent (default: read from the environment at start-up).
-
-    Start-up fails, before any file or connection is opened, when a setting is unusable
-    (for example a session secret shorter than 32 characters).
-    """
+def agent_lifespan(
+    agent: AgentSource, settings: Settings | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: opens the agent (unless given one), sweeps retention
+    periodically while the app runs, and closes the agent it opened."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -104,11 +99,25 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
             if owned:
                 await run_in_threadpool(app.state.agent.close)
 
+    return lifespan
+
+
+def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -> FastAPI:
+    """The HTTP app over `agent`.
+
+    Args:
+        agent: see `AgentSource`.
+        settings: for the default agent (default: read from the environment at start-up).
+
+    Start-up fails, before any file or connection is opened, when a setting is unusable
+    (for example a session secret shorter than 32 characters).
+    """
+
     app = FastAPI(
         title="LangGraph memory agent",
         docs_url="/api/docs",
         openapi_url="/api/openapi.json",
-        lifespan=lifespan,
+        lifespan=agent_lifespan(agent, settings),
     )
     app.include_router(chat.router)
     app.include_router(conversations.router)
@@ -140,5 +149,5 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     )
     app.add_middleware(BodyLimit, prefixes=OWN_PATHS)  # before anything reads
     app.add_middleware(NoSniff, prefixes=(*OWN_PATHS, web.ASSET_PREFIX))  # outermost
-    errors.install(app)
+    error_responses.install(app)
     return app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent.api.errors import error_response
+from agent.api.error_responses import error_response
 
 MAX_BODY_BYTES = 256 * 1024
 TOO_LARGE = "request bodies are limited to {limit:,} bytes"

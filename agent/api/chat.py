@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from sse_starlette import EventSourceResponse
 
 from agent.api.deps import AgentDep, SessionDep
-from agent.api.events import event_stream
+from agent.api.sse import event_stream
 from graphs.request import HTTP, check_payload
 
 router = APIRouter(prefix="/api/chat", tags=["chat"])

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from agent.api.deps import AgentDep, SessionDep
-from agent.api.errors import error_response
+from agent.api.error_responses import error_response
 from agent.errors import InvalidRequest
 from memory.limits import MAX_SEARCH_RESULTS
 

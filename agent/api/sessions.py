@@ -34,7 +34,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agent.api.errors import error_response
+from agent.api.error_responses import error_response
 
 logger = logging.getLogger(__name__)
 
