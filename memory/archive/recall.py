@@ -21,8 +21,8 @@ question, the assistant's question before a short reply ("yes, that one").
 from __future__ import annotations
 
 import functools
+import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -276,18 +276,27 @@ class _Held:
     them (see `NEAR_DUPLICATE`) is found without comparing a hit with each line."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.lines: list[frozenset[str]] = []
         self.lines_with: dict[str, list[int]] = {}
 
     def add(self, text: str) -> None:
-        for word in _subject_words(text):
-            self.lines_with.setdefault(word, []).append(self.count)
-        self.count += 1
+        words = _subject_words(text)
+        for word in words:
+            self.lines_with.setdefault(word, []).append(len(self.lines))
+        self.lines.append(words)
 
     def repeats(self, text: str) -> bool:
         """Whether `text` nearly repeats one of the lines held."""
         words = _subject_words(text)
         if len(words) < SHORT_QUERY_TERMS:
             return False  # a line of a word or two is no copy of anything: it is cheap
-        shared = Counter(line for word in words for line in self.lines_with.get(word, ()))
-        return any(n >= NEAR_DUPLICATE * len(words) for n in shared.values())
+        need = math.ceil(NEAR_DUPLICATE * len(words))
+        # a line that holds `need` of the words holds one of any len - need + 1 of them:
+        # only the lines holding one of the rarest few are compared
+        rarest = sorted(words, key=lambda word: len(self.lines_with.get(word, ())))
+        found = {
+            line
+            for word in rarest[: len(words) - need + 1]
+            for line in self.lines_with.get(word, ())
+        }
+        return any(len(words & self.lines[line]) >= need for line in found)
