@@ -222,30 +222,38 @@ def _revoked(clause: str, items: Sequence[MemoryItem], conversation_id: str | No
     return revoked_by(clause, items)
 
 
-def plan_write(
-    current: Sequence[MemoryItem],
+def _retired(
+    extraction: Extraction, active: dict[str, MemoryItem], conversation_id: str | None
+) -> list[str]:
+    """The ids an extraction retires: those it names, then those its revocations hit."""
+    retired = [item_id for item_id in extraction.retire if item_id in active]
+    for clause in extraction.revocations:
+        remaining = [item for item in active.values() if item.id not in retired]
+        retired.extend(_revoked(clause, remaining, conversation_id))
+    return retired
+
+
+def _evicted(kept: Sequence[MemoryItem], new: int) -> list[str]:
+    """The least important, then oldest, of `kept` that must go for `new` items to fit
+    within `MAX_MEMORY_ITEMS`."""
+    overflow = len(kept) + new - MAX_MEMORY_ITEMS
+    if overflow <= 0:
+        return []
+    by_worth = sorted(kept, key=lambda item: (item.importance, item.updated_at))
+    return [item.id for item in by_worth[:overflow]]
+
+
+def _admit_all(
     extraction: Extraction,
-    *,
+    active: dict[str, MemoryItem],
+    retired: list[str],
     user_text: str,
     conversation_id: str | None,
     now: datetime,
     source: Source,
-) -> WritePlan:
-    """Pass `extraction` through the gate against the session's `current` items.
-
-    Args:
-        current: the session's items, as stored.
-        extraction: proposals, revocation clauses and ids to retire.
-        user_text: what the user said (model proposals must be grounded in it).
-        conversation_id: where it was said (None for items added directly).
-        now: the write's time.
-        source: rules, model or explicit.
-    """
-    active = {item.id: item for item in current}
-    retired: list[str] = [item_id for item_id in extraction.retire if item_id in active]
-    for clause in extraction.revocations:
-        remaining = [item for item in active.values() if item.id not in retired]
-        retired.extend(_revoked(clause, remaining, conversation_id))
+) -> tuple[list[MemoryItem], dict[str, MemoryItem], list[Refusal]]:
+    """(the items added, the items said again, the refusals) of an extraction's
+    proposals; what a new item supersedes is appended to `retired`."""
     added: list[MemoryItem] = []
     refreshed: dict[str, MemoryItem] = {}
     refused: list[Refusal] = []
@@ -289,16 +297,39 @@ def plan_write(
                 source=source,
             )
         )
+    return added, refreshed, refused
+
+
+def plan_write(
+    current: Sequence[MemoryItem],
+    extraction: Extraction,
+    *,
+    user_text: str,
+    conversation_id: str | None,
+    now: datetime,
+    source: Source,
+) -> WritePlan:
+    """Pass `extraction` through the gate against the session's `current` items.
+
+    Args:
+        current: the session's items, as stored.
+        extraction: proposals, revocation clauses and ids to retire.
+        user_text: what the user said (model proposals must be grounded in it).
+        conversation_id: where it was said (None for items added directly).
+        now: the write's time.
+        source: rules, model or explicit.
+    """
+    active = {item.id: item for item in current}
+    retired = _retired(extraction, active, conversation_id)
+    added, refreshed, refused = _admit_all(
+        extraction, active, retired, user_text, conversation_id, now, source
+    )
     for item_id in retired:  # an item said again and revoked in one turn is revoked
         refreshed.pop(item_id, None)
     kept = [item for item in active.values() if item.id not in retired]
-    overflow = len(kept) + len(added) - MAX_MEMORY_ITEMS
-    evicted: list[str] = []
-    if overflow > 0:
-        by_worth = sorted(kept, key=lambda item: (item.importance, item.updated_at))
-        evicted = [item.id for item in by_worth[:overflow]]
-        for item_id in evicted:
-            refreshed.pop(item_id, None)
+    evicted = _evicted(kept, len(added))
+    for item_id in evicted:
+        refreshed.pop(item_id, None)
     return WritePlan(
         added=tuple(added),
         refreshed=tuple(refreshed.values()),
