@@ -25,9 +25,9 @@ from agent.search_tool import search_conversations_tool
 from agent.settings import LongTermMode, Settings
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import AgentGraph, Extraction, Workflow, build_agent_graph
+from graphs.decisions import Validator
 from graphs.delivery import build_delivery_graph
 from graphs.resources import Lazy
-from graphs.reviews import Validator
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
 from memory import ThreadIds, UnsupportedDatabaseUrl, resolve_secret

@@ -27,6 +27,7 @@ from agent.session_data import SessionData
 from agent.settings import LongTermMode, Settings
 from agent.turn_result import TurnResult
 from agent.upkeep_runner import UpkeepRunner
+from graphs.decisions import validate_decision
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import (
     PYTHON,
@@ -36,7 +37,6 @@ from graphs.request import (
     check_id,
     parse_request,
 )
-from graphs.reviews import validate_decision
 from graphs.state import Context, Mode
 from memory import new_conversation_id
 

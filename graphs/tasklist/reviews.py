@@ -15,7 +15,7 @@ from langgraph.types import interrupt
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
-from graphs.reviews import InvalidDecision, Validator, validate_decision
+from graphs.decisions import InvalidDecision, Validator, validate_decision
 from graphs.tasklist import prompts as text
 from graphs.tasklist.schemas import EditedTask
 

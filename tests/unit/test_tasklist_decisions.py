@@ -11,7 +11,7 @@ from langgraph.types import Command
 
 from agent import ConversationBusy, ConversationNotFound, InvalidRequest
 from agent.offline import OfflineChatModel
-from graphs.reviews import InvalidDecision, validate_decision
+from graphs.decisions import InvalidDecision, validate_decision
 from graphs.tasklist import build_tasklist_graph
 from graphs.tasklist.reviews import (
     REVIEWS,

@@ -1,4 +1,4 @@
-"""Human reviews: validation of resume decisions before a paused run continues.
+"""Resume decisions: validation of a human review's decision before a paused run continues.
 
 A workflow that pauses with `interrupt(payload)` puts `"kind"` in its payload and
 exports a mapping from each kind to its validator (`graphs.tasklist.REVIEWS`).
