@@ -185,11 +185,11 @@ class Conversation:
 
     def say(self, text: str) -> ThreadState:
         """One turn: answer from the context, store the turn, compact past eight messages."""
-        state = self.memory.load(SESSION, self.conversation_id)
+        state = self.memory.read_memory(SESSION, self.conversation_id)
         answer = self.model.invoke(build_context(state, text))
         self.memory.write_turn(SESSION, self.conversation_id, chat_turn(text, answer))
         self.memory.compact(SESSION, self.conversation_id, self.model)
-        return self.memory.load(SESSION, self.conversation_id)
+        return self.memory.read_memory(SESSION, self.conversation_id)
 
 
 def context_text(state: ThreadState) -> str:

@@ -57,7 +57,7 @@ def run(turns: int, directory: Path) -> dict[str, Any]:
         append_seconds.append(time.perf_counter() - started)
         result = memory.compact("bench", "c1", compactor)
         compactions += result.status is not CompactionStatus.SKIPPED
-    state = memory.load("bench", "c1")
+    state = memory.read_memory("bench", "c1")
     conn = store.checkpointer.conn  # type: ignore[attr-defined]
     rows = conn.execute(
         "SELECT COUNT(*) FROM memory_documents WHERE thread_id = ?",

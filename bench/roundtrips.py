@@ -49,7 +49,7 @@ OWNERS: dict[str, type] = {
 @contextmanager
 def counting(counts: collections.Counter[str]) -> Iterator[None]:
     """Count calls of the checkpointer's and the document store's methods while the
-    block runs, and the memory reads that start a turn (`ConversationMemory.open`, one
+    block runs, and the memory reads that start a turn (`ConversationMemory.memory_for_turn`, one
     `get_documents`)."""
     patched: list[tuple[type, str, Callable[..., Any]]] = []
     for owner, name in [

@@ -45,7 +45,7 @@ def stored_memory(
 ) -> tuple[ThreadState, bool]:
     """(the conversation's memory, whether reading it failed)."""
     try:
-        return memory.open(session_id, conversation_id, admit=admit), False
+        return memory.memory_for_turn(session_id, conversation_id, admit=admit), False
     except ConversationNotFound:
         raise  # deleted since it was admitted, or never the session's
     except Exception:

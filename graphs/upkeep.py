@@ -75,7 +75,7 @@ def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
             "session_id": session_id,
             "conversation_id": conversation_id,
         }
-        snapshot = memory.get().snapshot(session_id, conversation_id)
+        snapshot = memory.get().read_with_registry(session_id, conversation_id)
         stored = snapshot.state
         if stored is None or not snapshot.registry.owns(conversation_id):
             return Command(update={**ids, "upkeep": "done"}, goto=END)

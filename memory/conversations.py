@@ -1,7 +1,8 @@
 """`ConversationMemory`: the one object the agent uses for memory and the registry.
 
-It ties thread ids, storage, the write rules, compaction and the registry together.
-Every write of a session's documents (a conversation's memory, the registry, the
+It ties thread ids, the session's documents (`memory.session_documents`), the write
+rules (`memory.turns`, `memory.updates`), compaction and the registry together. Every
+write of a session's documents (a conversation's memory, the registry, the
 deletion of a conversation's threads) happens under that session's lock, reads what
 it needs in one query, checks that the conversation is still the session's, and
 commits in one transaction. So a conversation deleted or pruned while a turn runs
@@ -13,30 +14,22 @@ model without any lock held.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
-from memory.archive import ArchivedLine, ArchiveWrite, Recall
+from memory.archive import ArchivedLine, Recall
 from memory.archive.archive import Archive, open_archive
-from memory.compaction import CompactionResult, CompactionStatus, compact, local_fallback
+from memory.compaction import CompactionResult, CompactionStatus, compact
 from memory.errors import ConversationNotFound, VersionConflict
 from memory.hydration import hydration_dto
 from memory.ids import ThreadIds
-from memory.limits import (
-    COMPACTION_KEEP_MESSAGES,
-    HARD_MESSAGE_CAP,
-    MAX_OWED_TEXTS,
-    validate_keep,
-)
+from memory.limits import COMPACTION_KEEP_MESSAGES, validate_keep
 from memory.registry import (
-    RegistryChange,
     RegistryState,
-    RegistryUpdate,
     accept_draft,
     await_review,
     record_turn,
@@ -46,8 +39,10 @@ from memory.registry import (
     settle_review,
 )
 from memory.schema import Clock, ThreadState, utcnow, validate_id
+from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.turns import FinalTurn, SkipReason, plan_turn_write
+from memory.updates import rebase, settled, with_compaction, with_turn
 
 logger = logging.getLogger(__name__)
 
@@ -69,24 +64,6 @@ class TurnWrite:
     state: ThreadState
     pruned: tuple[str, ...] = ()
     pruned_titles: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A session's registry and one conversation's memory, read together.
-
-    Attributes:
-        registry: the session's registry (empty when it has none).
-        state: the conversation's memory, or None when nothing is stored.
-    """
-
-    registry: RegistryState
-    state: ThreadState | None
-
-    @property
-    def memory(self) -> ThreadState:
-        """The conversation's memory, empty when nothing is stored."""
-        return self.state or ThreadState()
 
 
 class ConversationMemory:
@@ -115,6 +92,7 @@ class ConversationMemory:
         self.keep = validate_keep(keep)
         self.clock = clock
         self.archive = archive if archive is not None else open_archive(threads, ids)
+        self.documents = SessionDocuments(threads, ids, self.archive)
 
     # -- thread ids -------------------------------------------------------------------
 
@@ -126,28 +104,21 @@ class ConversationMemory:
 
     # -- reads ------------------------------------------------------------------------
 
-    def snapshot(self, session_id: str, conversation_id: str) -> Snapshot:
+    def read_with_registry(self, session_id: str, conversation_id: str) -> Snapshot:
         """The session's registry and the conversation's memory, in one read."""
-        registry_thread = self.ids.registry_thread(session_id)
-        memory_thread = self.memory_thread(session_id, conversation_id)
-        documents = self.threads.get_many([registry_thread, memory_thread])
-        return Snapshot(
-            _registry(documents.get(registry_thread)), _memory(documents.get(memory_thread))
-        )
+        return self.documents.read(session_id, conversation_id)
 
-    def load(self, session_id: str, conversation_id: str) -> ThreadState:
+    def read_memory(self, session_id: str, conversation_id: str) -> ThreadState:
         """The conversation's memory (empty when nothing is stored yet)."""
-        return self.stored(session_id, conversation_id) or ThreadState()
-
-    def stored(self, session_id: str, conversation_id: str) -> ThreadState | None:
-        """The conversation's memory, or None when nothing is stored."""
-        return _memory(self.threads.get(self.memory_thread(session_id, conversation_id)))
+        return self.documents.read_memory(session_id, conversation_id) or ThreadState()
 
     def registry(self, session_id: str) -> RegistryState:
         """The session's registry (empty when the session has none)."""
-        return _registry(self.threads.get(self.ids.registry_thread(session_id)))
+        return self.documents.read_registry(session_id)
 
-    def open(self, session_id: str, conversation_id: str, *, admit: bool = False) -> ThreadState:
+    def memory_for_turn(
+        self, session_id: str, conversation_id: str, *, admit: bool = False
+    ) -> ThreadState:
         """The memory a turn starts from, checking in the same read that the session owns
         the conversation.
 
@@ -160,7 +131,7 @@ class ConversationMemory:
         Raises:
             ConversationNotFound: the session does not own it, and `admit` is off.
         """
-        snapshot = self.snapshot(session_id, conversation_id)
+        snapshot = self.documents.read(session_id, conversation_id)
         if not snapshot.registry.owns(conversation_id):
             if not admit:
                 raise ConversationNotFound()
@@ -168,42 +139,6 @@ class ConversationMemory:
         return snapshot.memory
 
     # -- writes -----------------------------------------------------------------------
-
-    def _commit(
-        self,
-        session_id: str,
-        registry: RegistryState,
-        change: RegistryChange | None,
-        memory: dict[str, ThreadState] | None = None,
-        archive: ArchiveWrite | None = None,
-    ) -> RegistryChange | None:
-        """Store new memory states, the registry change, the pruned conversations'
-        deletion and the archive's change in one transaction (the caller holds the
-        session's lock)."""
-        documents = {thread: state.to_document() for thread, state in (memory or {}).items()}
-        stored = None
-        if change is not None and change.state is not registry:
-            state = change.state.model_copy(update={"version": registry.version + 1})
-            documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
-            stored = RegistryChange(state, change.pruned)
-        pruned = change.pruned if change is not None else ()
-        also = None if archive is None else self.archive.writer(archive)
-        self.threads.put_many(documents, delete=self._threads_of(session_id, pruned), also=also)
-        return stored or change
-
-    def _threads_of(self, session_id: str, conversation_ids: Iterable[str]) -> list[str]:
-        return [
-            thread
-            for conversation_id in conversation_ids
-            for thread in (
-                self.memory_thread(session_id, conversation_id),
-                self.run_thread(session_id, conversation_id),
-            )
-        ]
-
-    def session_lock(self, session_id: str) -> Any:
-        """The lock every writer of the session's documents holds (registry thread key)."""
-        return self.threads.lock(self.ids.registry_thread(session_id))
 
     def write_turn(
         self, session_id: str, conversation_id: str, turn: FinalTurn, *, owe_remember: bool = False
@@ -217,42 +152,24 @@ class ConversationMemory:
         transaction (`owe_remember`: the user's message awaits long-term extraction;
         more than eight messages: a compaction), so that no crash loses it.
         """
-        thread_id = self.memory_thread(session_id, conversation_id)
         now = self.clock()
-        with self.session_lock(session_id):
-            snapshot = self.snapshot(session_id, conversation_id)
+        with self.documents.lock(session_id):
+            snapshot = self.documents.read(session_id, conversation_id)
             current = snapshot.memory
             if not snapshot.registry.owns(conversation_id):
                 return TurnWrite(False, SkipReason.GONE, current)
             plan = plan_turn_write(current, turn, now)
             if plan.skipped is not None:
                 # a review this turn ended is over; with nothing stored, nothing is listed
-                settled = settle_review(
+                ended = settle_review(
                     snapshot.registry, conversation_id, unlist=not current.messages
                 )
-                if settled.state is not snapshot.registry:
-                    self._commit(session_id, snapshot.registry, settled)
+                if ended.state is not snapshot.registry:
+                    self.documents.commit(session_id, snapshot.registry, ended)
                 return TurnWrite(False, plan.skipped, current)
-            owed = list(current.upkeep_owed)
-            if owe_remember:
-                owed += [m for m in plan.messages if m.role == "user"]
-            if len(owed) > MAX_OWED_TEXTS:
-                logger.warning(
-                    "upkeep fell behind: %d owed extractions given up", len(owed) - MAX_OWED_TEXTS
-                )
-                owed = owed[-MAX_OWED_TEXTS:]
-            grown = current.model_copy(
-                update={
-                    "messages": [*current.messages, *plan.messages],
-                    "version": current.version + 1,
-                    "upkeep_owed": owed,
-                }
+            state = with_turn(
+                current, plan.messages, owe_remember=owe_remember, keep=self.keep, now=now
             )
-            if len(grown.messages) > HARD_MESSAGE_CAP:
-                grown = local_fallback(grown, self.keep, now)
-            if grown.owes_upkeep:
-                grown = grown.model_copy(update={"upkeep": "pending"})
-            state = ThreadState.model_validate(grown.to_document())
             key = self.ids.conversation_key(session_id, conversation_id)
             change = record_turn(
                 snapshot.registry,
@@ -270,7 +187,8 @@ class ConversationMemory:
                 plan.messages,
                 folded,
             )
-            self._commit(session_id, snapshot.registry, change, {thread_id: state}, lines)
+            memory = {conversation_id: state}
+            self.documents.commit(session_id, snapshot.registry, change, memory, lines)
         titles = {e.id: e.title for e in snapshot.registry.conversations}
         pruned_titles = tuple(titles[cid] for cid in change.pruned if cid in titles)
         return TurnWrite(True, None, state, change.pruned, pruned_titles)
@@ -286,10 +204,10 @@ class ConversationMemory:
         validate_id(conversation_id, "conversation id")
         now = self.clock()
         key = self.ids.conversation_key(session_id, conversation_id)
-        with self.session_lock(session_id):
-            current = self.registry(session_id)
+        with self.documents.lock(session_id):
+            current = self.documents.read_registry(session_id)
             change = await_review(current, conversation_id, goal or "Task list", now, key)
-            self._commit(session_id, current, change)
+            self.documents.commit(session_id, current, change)
         titles = {e.id: e.title for e in current.conversations}
         return tuple(titles[cid] for cid in change.pruned if cid in titles)
 
@@ -302,15 +220,14 @@ class ConversationMemory:
             VersionConflict: another writer got there first; nothing was written.
             ConversationNotFound: the conversation is not the session's.
         """
-        thread_id = self.memory_thread(session_id, conversation_id)
-        with self.session_lock(session_id):
-            snapshot = self.snapshot(session_id, conversation_id)
+        with self.documents.lock(session_id):
+            snapshot = self.documents.read(session_id, conversation_id)
             if not snapshot.registry.owns(conversation_id):
                 raise ConversationNotFound()
             if snapshot.memory.version != expected_version:
                 raise VersionConflict(expected_version, snapshot.memory.version)
             stored = state.model_copy(update={"version": expected_version + 1})
-            self._commit(session_id, snapshot.registry, None, {thread_id: stored})
+            self.documents.commit(session_id, snapshot.registry, None, {conversation_id: stored})
         return stored
 
     def compact(
@@ -336,7 +253,7 @@ class ConversationMemory:
                 write stored it); read from storage otherwise.
         """
         if snapshot is None:
-            snapshot = self.load(session_id, conversation_id)
+            snapshot = self.read_memory(session_id, conversation_id)
         result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
         return self._store_compaction(session_id, conversation_id, snapshot, result)
 
@@ -349,35 +266,27 @@ class ConversationMemory:
     ) -> CompactionResult:
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
-        thread_id = self.memory_thread(session_id, conversation_id)
-        with self.session_lock(session_id):
-            now = self.snapshot(session_id, conversation_id)
-            if not now.registry.owns(conversation_id) or now.state is None:
+        with self.documents.lock(session_id):
+            latest = self.documents.read(session_id, conversation_id)
+            if not latest.registry.owns(conversation_id) or latest.state is None:
                 logger.info("compaction skipped: the conversation was deleted meanwhile")
-                return CompactionResult(CompactionStatus.FAILED, now.memory, "conversation gone")
-            current, state = now.state, result.state
+                return CompactionResult(CompactionStatus.FAILED, latest.memory, "conversation gone")
+            current, state = latest.state, result.state
             if current.version != snapshot.version:
-                rebased = _rebase(snapshot, current, state, self.keep, self.clock())
+                rebased = rebase(snapshot, current, state, self.keep, self.clock())
                 if rebased is None:
                     logger.info("compaction lost a race with another compaction; retried later")
                     return CompactionResult(CompactionStatus.FAILED, current, "version conflict")
                 state = rebased
-            # what upkeep owes is the stored record's, never the snapshot's: turns may
-            # have added to it while the model ran
-            stored = state.model_copy(
-                update={
-                    "version": current.version + 1,
-                    "upkeep": current.upkeep,
-                    "upkeep_owed": current.upkeep_owed,
-                }
-            )
+            stored = with_compaction(state, current)
             lines = None
             if stored.summary_version != current.summary_version:
-                title = _title(now.registry, conversation_id)
+                title = _title(latest.registry, conversation_id)
                 lines = self.archive.superseded(
                     session_id, conversation_id, title, current, self.clock()
                 )
-            self._commit(session_id, now.registry, None, {thread_id: stored}, lines)
+            memory = {conversation_id: stored}
+            self.documents.commit(session_id, latest.registry, None, memory, lines)
         return CompactionResult(result.status, stored, result.error)
 
     def settle_upkeep(
@@ -390,17 +299,13 @@ class ConversationMemory:
         Returns:
             the memory as stored, or None when the conversation is gone.
         """
-        thread_id = self.memory_thread(session_id, conversation_id)
-        with self.session_lock(session_id):
-            now = self.snapshot(session_id, conversation_id)
-            current = now.state
-            if not now.registry.owns(conversation_id) or current is None:
+        with self.documents.lock(session_id):
+            latest = self.documents.read(session_id, conversation_id)
+            current = latest.state
+            if not latest.registry.owns(conversation_id) or current is None:
                 return None
-            owed = [m for m in current.upkeep_owed if m.id not in paid]
-            left = current.model_copy(update={"upkeep_owed": owed})
-            status = "failed" if failed else "pending" if left.owes_upkeep else "done"
-            stored = left.model_copy(update={"upkeep": status, "version": current.version + 1})
-            self._commit(session_id, now.registry, None, {thread_id: stored})
+            stored = settled(current, paid, failed=failed)
+            self.documents.commit(session_id, latest.registry, None, {conversation_id: stored})
         return stored
 
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
@@ -410,27 +315,12 @@ class ConversationMemory:
             ConversationNotFound: unknown, pruned, or another session's conversation.
         """
         validate_id(conversation_id, "conversation id")
-        snapshot = self.snapshot(session_id, conversation_id)
+        snapshot = self.documents.read(session_id, conversation_id)
         if not snapshot.registry.owns(conversation_id):
             raise ConversationNotFound()
         return hydration_dto(conversation_id, snapshot.state)
 
     # -- registry ---------------------------------------------------------------------
-
-    def _update_registry(
-        self, session_id: str, update: RegistryUpdate, *, forget_lines: bool = False
-    ) -> RegistryChange:
-        """Apply `update` to the registry; with `forget_lines`, the archived lines of the
-        conversations it drops go in the same transaction (a deletion, not a pruning)."""
-        with self.session_lock(session_id):
-            current = self.registry(session_id)
-            change = update(current)
-            if change.state is current:
-                return change
-            lines = self.archive.dropped(session_id, change.pruned) if forget_lines else None
-            stored = self._commit(session_id, current, change, archive=lines)
-        assert stored is not None
-        return stored
 
     def conversations(self, session_id: str) -> dict[str, Any]:
         """`{selectedConversationId, conversations, limit}`, newest activity first."""
@@ -445,12 +335,14 @@ class ConversationMemory:
     def accept_draft(self, session_id: str, conversation_id: str) -> None:
         """A draft's first message was accepted: the session now owns the conversation."""
         validate_id(conversation_id, "conversation id")
-        self._update_registry(session_id, lambda registry: accept_draft(registry, conversation_id))
+        self.documents.update_registry(
+            session_id, lambda registry: accept_draft(registry, conversation_id)
+        )
 
     def select(self, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Select an owned conversation without reordering the list."""
         validate_id(conversation_id, "conversation id")
-        change = self._update_registry(
+        change = self.documents.update_registry(
             session_id, lambda registry: select(registry, conversation_id)
         )
         return registry_dto(change.state)
@@ -463,7 +355,7 @@ class ConversationMemory:
         conversation cannot recall it.
         """
         validate_id(conversation_id, "conversation id")
-        change = self._update_registry(
+        change = self.documents.update_registry(
             session_id, lambda registry: remove(registry, conversation_id), forget_lines=True
         )
         return registry_dto(change.state)
@@ -485,32 +377,3 @@ class ConversationMemory:
 def _title(registry: RegistryState, conversation_id: str) -> str:
     entry = next((e for e in registry.conversations if e.id == conversation_id), None)
     return entry.title if entry is not None else ""
-
-
-def _memory(document: dict[str, Any] | None) -> ThreadState | None:
-    return None if document is None else ThreadState.from_document(document)
-
-
-def _registry(document: dict[str, Any] | None) -> RegistryState:
-    return RegistryState() if document is None else RegistryState.model_validate(document)
-
-
-def _rebase(
-    snapshot: ThreadState, current: ThreadState, compacted: ThreadState, keep: int, now: datetime
-) -> ThreadState | None:
-    """Replay turns appended after `snapshot` on top of `compacted`, if only appends happened."""
-    seen = len(snapshot.messages)
-    unchanged = (
-        current.summary == snapshot.summary
-        and current.summary_version == snapshot.summary_version
-        and current.pinned_decisions == snapshot.pinned_decisions
-        and current.messages[:seen] == snapshot.messages
-    )
-    if not unchanged:
-        return None
-    rebased = compacted.model_copy(
-        update={"messages": [*compacted.messages, *current.messages[seen:]]}
-    )
-    if len(rebased.messages) > HARD_MESSAGE_CAP:
-        rebased = local_fallback(rebased, keep, now)
-    return rebased

@@ -92,4 +92,4 @@ def tool_names(request: dict[str, Any]) -> set[str]:
 
 
 def stored(memory: ConversationMemory) -> list[tuple[str, str]]:
-    return [(m.role, m.text) for m in memory.load(SESSION, CONVERSATION).messages]
+    return [(m.role, m.text) for m in memory.read_memory(SESSION, CONVERSATION).messages]

@@ -199,7 +199,7 @@ def test_compaction_goes_through_chat_openai(
     assert folded[-1] == {"role": "assistant", "text": "answer 2"}
     assert all(m["content"] != AGENT_SYSTEM_PROMPT for m in request["messages"])
 
-    after = memory.load(SESSION, CONVERSATION)
+    after = memory.read_memory(SESSION, CONVERSATION)
     assert [m.text for m in after.messages] == ["question 3", "answer 3", "question 4", "answer 4"]
     assert after.summary == "The user asked questions 0 to 2."
     assert after.pinned_decisions == ["Always answer in English."]
@@ -250,7 +250,7 @@ def test_compaction_failure_keeps_the_turn_and_hides_provider_errors(
     assert final["degraded"] is False
     assert len(stub.requests) == 6  # one compaction attempt, no retries
     assert stub.last_request["model"] == COMPACTION_MODEL
-    after = memory.load(SESSION, CONVERSATION)
+    after = memory.read_memory(SESSION, CONVERSATION)
     assert len(after.messages) == 10
     assert (after.summary, after.pinned_decisions) == ("", [])
     assert [(e["stage"], e["status"]) for e in events[-2:]] == [
@@ -273,6 +273,6 @@ def test_compaction_output_never_streams_as_tokens(
     stub.reply_json({"summary": "SECRET-SUMMARY", "pinned_decisions": [], "retired_pins": []})
 
     streamed = streamed_chunks(graph, "question 4")
-    assert memory.load(SESSION, CONVERSATION).summary == "SECRET-SUMMARY"
+    assert memory.read_memory(SESSION, CONVERSATION).summary == "SECRET-SUMMARY"
     assert {node for node, _ in streamed} == {"call_model"}
     assert "SECRET-SUMMARY" not in "".join(text for _, text in streamed)

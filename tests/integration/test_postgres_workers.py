@@ -147,7 +147,7 @@ def test_two_workers_keep_every_turn_exactly_once(workers: list[Server], pg_url:
     try:
         for session, listed in ((alice, listed_alice), (bob, listed_bob)):
             for cid in listed:
-                state = memory.load(session.session_id, cid)
+                state = memory.read_memory(session.session_id, cid)
                 assert sorted(user_texts(state)) == sorted(accepted[cid])
                 roles = [m.role for m in state.messages]
                 assert roles == ["user", "assistant"] * (len(roles) // 2)

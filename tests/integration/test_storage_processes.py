@@ -35,7 +35,7 @@ from memory import ThreadIds
 from memory.storage import open_thread_store
 store = open_thread_store(sys.argv[1])
 memory = ConversationMemory(store, ThreadIds(sys.argv[2]))
-print("|".join(m.text for m in memory.load("s1", "c1").messages))
+print("|".join(m.text for m in memory.read_memory("s1", "c1").messages))
 print(memory.conversations("s1")["conversations"][0]["title"])
 """
 
@@ -74,7 +74,7 @@ def test_two_processes_appending_to_one_conversation_lose_nothing(db_url: str) -
         process.join(timeout=120)
     assert [p.exitcode for p in processes] == [0, 0]
     store = open_thread_store(db_url)
-    state = ConversationMemory(store, ThreadIds(SECRET)).load("s1", "c1")
+    state = ConversationMemory(store, ThreadIds(SECRET)).read_memory("s1", "c1")
     assert state.version == 30
     expected = {f"{kind}{n}-{i}" for kind in "pr" for n in range(2) for i in range(15)}
     assert all_texts_survive(state, expected)

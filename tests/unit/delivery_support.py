@@ -158,7 +158,7 @@ def run(graph: Graph, message: str, mode: str = "auto") -> tuple[dict[str, Any],
 
 
 def stored(memory: ConversationMemory) -> list[tuple[str, str]]:
-    return [(m.role, m.text) for m in memory.load("s1", "c1").messages]
+    return [(m.role, m.text) for m in memory.read_memory("s1", "c1").messages]
 
 
 def progress(events: list[Any]) -> list[tuple[str, str]]:

@@ -82,7 +82,7 @@ def test_tool_calls_and_results_never_reach_memory(memory: ConversationMemory) -
     final, events = run(compile_graph(memory, model), {"message": "what is 6*7?"})
     assert (final["route"], final["status"], final["answer"]) == ("tool", "completed", "6*7 is 42.")
     assert isinstance(model.calls[1][-1], ToolMessage) and model.calls[1][-1].text == "42"
-    stored = memory.load("s1", "c1")
+    stored = memory.read_memory("s1", "c1")
     assert [(m.role, m.text) for m in stored.messages] == [
         ("user", "what is 6*7?"),
         ("assistant", "6*7 is 42."),
@@ -109,7 +109,7 @@ def test_explicit_tool_mode_loops_until_an_answer(memory: ConversationMemory) ->
     error = model.calls[1][-1]
     assert isinstance(error, ToolMessage) and error.status == "error"
     assert final["answer"] == "Division by zero is undefined."
-    assert [m.text for m in memory.load("s1", "c1").messages] == [
+    assert [m.text for m in memory.read_memory("s1", "c1").messages] == [
         "1/0",
         "Division by zero is undefined.",
     ]
@@ -131,7 +131,7 @@ def test_finalize_writes_once_per_turn(memory: ConversationMemory) -> None:
     for i in (1, 2):
         final, events = run(graph, {"message": f"q{i}"})
         assert final["memory_written"] is True
-    stored = memory.load("s1", "c1")
+    stored = memory.read_memory("s1", "c1")
     assert stored.version == 2
     assert [m.text for m in stored.messages] == ["q1", "a1", "q2", "a2"]
     write_events = [e for e in events if e["event"] == "memory" and e["stage"] == "write"]
@@ -146,7 +146,7 @@ def test_compaction_after_turn_five_keeps_four(memory: ConversationMemory) -> No
     results = [run(graph, {"message": f"q{i}"}) for i in range(5)]
     assert [final["compaction"] for final, _ in results] == ["skipped"] * 4 + ["succeeded"]
     assert len(model.structured_calls) == 1
-    stored = memory.load("s1", "c1")
+    stored = memory.read_memory("s1", "c1")
     assert [m.text for m in stored.messages] == ["q3", "a3", "q4", "a4"]
     final, events = results[-1]
     assert {
@@ -167,7 +167,7 @@ def test_compaction_failure_keeps_the_turn(memory: ConversationMemory) -> None:
         final, events = run(graph, {"message": f"q{i}"})
     assert (final["status"], final["answer"], final["compaction"]) == ("completed", "a4", "failed")
     assert final["degraded"] is False
-    assert len(memory.load("s1", "c1").messages) == 10
+    assert len(memory.read_memory("s1", "c1").messages) == 10
     assert events[-1]["status"] == "failed"
     assert "boom" not in str(final)
 

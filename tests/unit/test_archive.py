@@ -30,7 +30,7 @@ def say(memory: ConversationMemory, session: str, conversation: str, user: str, 
 def recalled_texts(
     memory: ConversationMemory, session: str, conversation: str, text: str
 ) -> list[str]:
-    state = memory.load(session, conversation)
+    state = memory.read_memory(session, conversation)
     return [line.text for line in memory.recall(session, conversation, text, state).lines]
 
 
@@ -41,7 +41,7 @@ def test_a_turn_archives_exactly_what_memory_stores(memory: ConversationMemory) 
         (f"{turn}-u", "user", "My sister Alma lives in Lisbon"),
         (f"{turn}-a", "assistant", "Noted, Lisbon."),
     }
-    stored = {m.id: m for m in memory.load("s1", "c1").messages}
+    stored = {m.id: m for m in memory.read_memory("s1", "c1").messages}
     for hit in hits:
         assert hit.conversation_id == "c1"
         assert hit.title == "My sister Alma lives in Lisbon"
@@ -169,7 +169,7 @@ def test_a_secret_is_archived_redacted(memory: ConversationMemory) -> None:
     say(memory, "s1", "c1", "my password is hunter2-Blue!", "I will not keep it.")
     assert memory.search("s1", "hunter2", limit=10) == []
     assert memory.archive.count("s1") == 2
-    assert memory.load("s1", "c1").messages[0].text == "my password is hunter2-Blue!"
+    assert memory.read_memory("s1", "c1").messages[0].text == "my password is hunter2-Blue!"
     assert REDACTED == "[redacted]"
 
 
@@ -222,7 +222,7 @@ def test_a_crash_before_the_commit_leaves_conversation_and_lines_together(
         memory.write_turn("s1", "c1", chat_turn("Alma moved to Porto", "Noted."))
     monkeypatch.undo()
     assert memory.registry("s1").owns("c1")
-    assert [m.text for m in memory.load("s1", "c1").messages] == [
+    assert [m.text for m in memory.read_memory("s1", "c1").messages] == [
         "My sister Alma lives in Lisbon",
         "Noted.",
     ]

@@ -149,7 +149,7 @@ def test_every_routes_context_fits_the_budget(
 ) -> None:
     agent, model = budget_agent
     cid = agent.send("hello", session_id="s", create_conversation=True).conversation_id
-    stored = agent.memory.load("s", cid)
+    stored = agent.memory.read_memory("s", cid)
     agent.memory.replace("s", cid, heavy_state(), expected_version=stored.version)
     model._seen.clear()
     result = agent.send(message, session_id="s", conversation_id=cid, mode=mode)
@@ -162,7 +162,7 @@ def test_every_routes_context_fits_the_budget(
         assert first[0] == SystemMessage(content=AGENT_SYSTEM_PROMPT)
         assert PINNED_BLOCK_ID in ids(first)
         assert first[-1].text == message  # the new input, whole
-        after = agent.memory.load("s", cid)
+        after = agent.memory.read_memory("s", cid)
         assert [m.text for m in after.messages[:8]] == [long_text(n) for n in range(8)]
 
 

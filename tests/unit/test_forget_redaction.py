@@ -53,7 +53,7 @@ def test_forgetting_redacts_the_text_from_the_session_memory(
     chat = agent.send(f"{ITEM}, with honey", session_id="s", create_conversation=True)
     cid = chat.conversation_id
     assert ITEM.casefold() in chat.text.casefold()  # the answer repeats it
-    state = agent.memory.load("s", cid)
+    state = agent.memory.read_memory("s", cid)
     agent.memory.replace(
         "s",
         cid,
@@ -77,7 +77,7 @@ def test_forgetting_redacts_the_text_from_the_session_memory(
     assert agent.memories(session_id="s")["memories"] == []
     texts = [m["text"] for m in agent.hydrate(session_id="s", conversation_id=cid)["messages"]]
     assert texts == [f"{FORGOTTEN}, with honey", f"answer to: {FORGOTTEN}, with honey"]
-    memory = agent.memory.load("s", cid)
+    memory = agent.memory.read_memory("s", cid)
     assert (memory.summary, memory.pinned_decisions) == (
         f"The user said: {FORGOTTEN}.",
         [FORGOTTEN],

@@ -24,6 +24,7 @@ STORAGE_PREFIXES = ("memory.storage", "memory.archive.sqlite", "memory.archive.p
 SERVICES = frozenset(
     {
         "memory.conversations",
+        "memory.session_documents",
         "memory.longterm.store",
         "memory.archive.archive",
         "memory.retention",

@@ -127,16 +127,16 @@ def test_model_error_or_invalid_output_leaves_memory_unchanged(
     memory: ConversationMemory, bad: object
 ) -> None:
     write_turns(memory, 5)
-    before = memory.load("s1", "c1")
+    before = memory.read_memory("s1", "c1")
     result = memory.compact("s1", "c1", ScriptedModel(structured=[bad]))
     assert result.status is CompactionStatus.FAILED
     assert result.error
-    assert memory.load("s1", "c1") == before
+    assert memory.read_memory("s1", "c1") == before
     # retried after the next turn
     write_turns(memory, 1, start=5)
     retry = memory.compact("s1", "c1", ScriptedModel(structured=[output("recovered")]))
     assert retry.status is CompactionStatus.SUCCEEDED
-    assert memory.load("s1", "c1").summary == "recovered"
+    assert memory.read_memory("s1", "c1").summary == "recovered"
 
 
 def test_hard_cap_falls_back_to_local_compaction() -> None:
@@ -157,7 +157,7 @@ def test_fallback_summary_stays_bounded_and_keeps_newest_lines() -> None:
 
 def test_appends_never_exceed_the_hard_cap_without_compaction(memory: ConversationMemory) -> None:
     write_turns(memory, 30)
-    state = memory.load("s1", "c1")
+    state = memory.read_memory("s1", "c1")
     assert len(state.messages) <= HARD_MESSAGE_CAP
     assert state.messages[-1].text == "answer 29"
     assert "question 0" in state.summary or "…" in state.summary
@@ -165,9 +165,9 @@ def test_appends_never_exceed_the_hard_cap_without_compaction(memory: Conversati
 
 def test_successful_compaction_is_stored_with_a_new_version(memory: ConversationMemory) -> None:
     write_turns(memory, 5)
-    before = memory.load("s1", "c1")
+    before = memory.read_memory("s1", "c1")
     result = memory.compact("s1", "c1", ScriptedModel(structured=[output("sum", ["p"])]))
-    after = memory.load("s1", "c1")
+    after = memory.read_memory("s1", "c1")
     assert result.state == after
     assert after.version == before.version + 1
     assert (len(after.messages), after.summary, after.pinned_decisions) == (4, "sum", ["p"])
@@ -175,15 +175,15 @@ def test_successful_compaction_is_stored_with_a_new_version(memory: Conversation
 
 def test_compare_and_set_rejects_a_stale_version(memory: ConversationMemory) -> None:
     write_turns(memory, 1)
-    stale = memory.load("s1", "c1")
+    stale = memory.read_memory("s1", "c1")
     write_turns(memory, 1, start=1)
     with pytest.raises(VersionConflict) as error:
         memory.replace(
             "s1", "c1", stale.model_copy(update={"summary": "lost"}), expected_version=stale.version
         )
     assert (error.value.expected, error.value.found) == (stale.version, stale.version + 1)
-    assert memory.load("s1", "c1").summary == ""
-    fresh = memory.load("s1", "c1")
+    assert memory.read_memory("s1", "c1").summary == ""
+    fresh = memory.read_memory("s1", "c1")
     stored = memory.replace(
         "s1", "c1", fresh.model_copy(update={"summary": "ok"}), expected_version=fresh.version
     )
@@ -198,7 +198,7 @@ def test_turn_written_during_compaction_is_not_lost(memory: ConversationMemory) 
         return output("folded")
 
     result = memory.compact("s1", "c1", ScriptedModel(structured=[slow_compaction]))
-    state = memory.load("s1", "c1")
+    state = memory.read_memory("s1", "c1")
     assert result.status is CompactionStatus.SUCCEEDED
     assert [m.text for m in state.messages][-2:] == ["question 5", "answer 5"]
     assert [m.text for m in state.messages][:2] == ["question 3", "answer 3"]
@@ -214,7 +214,7 @@ def test_concurrent_compaction_loses_cleanly(memory: ConversationMemory) -> None
 
     result = memory.compact("s1", "c1", ScriptedModel(structured=[racing]))
     assert result.status is CompactionStatus.FAILED
-    assert memory.load("s1", "c1").summary == "winner"
+    assert memory.read_memory("s1", "c1").summary == "winner"
 
 
 def test_two_hundred_turns_stay_bounded_with_one_call_per_three_turns(
@@ -227,7 +227,7 @@ def test_two_hundred_turns_stay_bounded_with_one_call_per_three_turns(
         memory.write_turn("s1", "c1", chat_turn(f"q{i}", f"a{i}"))
         result = memory.compact("s1", "c1", model)
         calls += result.status is not CompactionStatus.SKIPPED
-        state = memory.load("s1", "c1")
+        state = memory.read_memory("s1", "c1")
         assert len(state.messages) <= 8
         assert len(state.summary) <= MAX_SUMMARY_CHARS
     assert calls == len(model.structured_calls) <= 200 // 3

@@ -37,7 +37,7 @@ def test_memory_documents_are_one_document_each_and_no_checkpoint(
     for thread in threads:
         assert store.checkpoint_count(thread) == 0
         assert store.checkpointer.get_tuple({"configurable": {"thread_id": thread}}) is None
-    assert [m.text for m in memory.load("s1", "c1").messages][-2:] == ["q11", "a11"]
+    assert [m.text for m in memory.read_memory("s1", "c1").messages][-2:] == ["q11", "a11"]
 
 
 def test_put_get_delete(memory: ConversationMemory) -> None:
@@ -66,7 +66,7 @@ def test_writes_from_inside_a_parent_graph_node_land(memory: ConversationMemory)
     outer = builder.compile(checkpointer=InMemorySaver())
     memory.accept_draft("s1", "c1")
     outer.invoke({"text": "nested"}, {"configurable": {"thread_id": "outer"}})
-    assert [m.text for m in memory.load("s1", "c1").messages] == ["nested", "from a node"]
+    assert [m.text for m in memory.read_memory("s1", "c1").messages] == ["nested", "from a node"]
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_in_memory_sqlite_works() -> None:
     memory = ConversationMemory(store, ThreadIds(SECRET))
     memory.accept_draft("s1", "c1")
     memory.write_turn("s1", "c1", chat_turn("q", "a"))
-    assert len(memory.load("s1", "c1").messages) == 2
+    assert len(memory.read_memory("s1", "c1").messages) == 2
     store.close()
 
 
@@ -113,7 +113,7 @@ def test_eight_threads_appending_to_one_conversation_lose_nothing(
         thread.start()
     for thread in threads:
         thread.join()
-    state = memory.load("s1", "c1")
+    state = memory.read_memory("s1", "c1")
     # 48 turns = 96 appends: each write bumps the version exactly once
     assert state.version == 48
     assert len(state.messages) <= 16

@@ -39,7 +39,7 @@ def test_compaction_during_a_pending_review_never_reruns_a_finished_task(
     review = agent.resume({"action": "approve"}, session_id="s1", conversation_id=cid)
     assert review.status == "interrupted" and len(requests(model, TasklistTaskResult)) == 2
     # the conversation's memory fills and is compacted while the review waits
-    stored = agent.memory.load("s1", cid)
+    stored = agent.memory.read_memory("s1", cid)
     filler = [
         ChatThreadMessage(
             id=f"m{n}", role="user" if n % 2 == 0 else "assistant", text=f"note {n}", created_at=NOW

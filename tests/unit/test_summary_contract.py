@@ -35,18 +35,18 @@ def write_turns(memory: ConversationMemory, count: int, start: int = 0) -> Threa
     memory.accept_draft(S, C)
     for i in range(start, start + count):
         memory.write_turn(S, C, chat_turn(f"question {i}", f"answer {i}"))
-    return memory.load(S, C)
+    return memory.read_memory(S, C)
 
 
 def compact_with(memory: ConversationMemory, *outputs: Any) -> ThreadState:
     """Write a turn then compact with each output in turn; the final state."""
     for item in outputs:
-        before = memory.load(S, C)
+        before = memory.read_memory(S, C)
         # distinct texts per compaction, so no turn reads as a repeat of an earlier one
         start = 10 * (before.summary_version + 1)
         write_turns(memory, 5 if not before.messages else 3, start=start)
         memory.compact(S, C, ScriptedModel(structured=[item]))
-    return memory.load(S, C)
+    return memory.read_memory(S, C)
 
 
 def test_each_compaction_counts_and_covers_the_newest_folded_message(
@@ -55,7 +55,7 @@ def test_each_compaction_counts_and_covers_the_newest_folded_message(
     before = write_turns(memory, 5)
     assert (before.summary_version, before.covered_until) == (0, None)
     memory.compact(S, C, ScriptedModel(structured=[output("one")]))
-    first = memory.load(S, C)
+    first = memory.read_memory(S, C)
     folded = before.messages[: len(before.messages) - len(first.messages)]
     assert first.summary_version == 1
     assert first.covered_until == folded[-1].id
@@ -63,7 +63,7 @@ def test_each_compaction_counts_and_covers_the_newest_folded_message(
 
     grown = write_turns(memory, 3, start=5)
     memory.compact(S, C, ScriptedModel(structured=[output("two")]))
-    second = memory.load(S, C)
+    second = memory.read_memory(S, C)
     assert second.summary_version == 2
     assert second.covered_until == grown.messages[len(grown.messages) - 5].id
 
@@ -74,10 +74,10 @@ def test_a_failed_compaction_changes_neither_version_nor_coverage(
     write_turns(memory, 5)
     memory.compact(S, C, ScriptedModel(structured=[output()]))
     write_turns(memory, 3, start=5)
-    before = memory.load(S, C)
+    before = memory.read_memory(S, C)
     result = memory.compact(S, C, ScriptedModel(structured=[RuntimeError("down")]))
     assert result.status is CompactionStatus.FAILED
-    after = memory.load(S, C)
+    after = memory.read_memory(S, C)
     assert (after.summary_version, after.covered_until) == (1, before.covered_until)
 
 
@@ -92,7 +92,7 @@ def test_the_local_fallback_counts_as_a_compaction(memory: ConversationMemory) -
     write_turns(memory, (HARD_MESSAGE_CAP - len(state.messages)) // 2, start=20)
     result = memory.compact(S, C, ScriptedModel(structured=[RuntimeError("down")]))
     assert result.status is CompactionStatus.FALLBACK
-    assert memory.load(S, C).summary_version == 2
+    assert memory.read_memory(S, C).summary_version == 2
 
 
 def test_open_questions_survive_omission_and_go_on_resolution(
@@ -143,12 +143,12 @@ def test_an_old_format_thread_loads_as_version_zero_and_compacts(
     memory.accept_draft(S, C)
     document = old_format_document(5)
     memory.threads.put(memory.memory_thread(S, C), document)
-    state = memory.load(S, C)
+    state = memory.read_memory(S, C)
     assert (state.summary_version, state.covered_until, state.open_questions) == (0, None, [])
     assert state.version == 7
     result = memory.compact(S, C, OfflineChatModel())
     assert result.status is CompactionStatus.SUCCEEDED, result.error
-    after = memory.load(S, C)
+    after = memory.read_memory(S, C)
     assert after.summary_version == 1
     assert after.covered_until == "a2"
     assert after.version == 8

@@ -1,0 +1,132 @@
+"""A session's documents in storage: its registry and its conversations' memory.
+
+They are read together in one query, and written in one transaction under the
+session's lock, with the deletion of pruned conversations' threads and the archive's
+change on the same transaction: a crash never leaves the registry behind its memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from memory.archive.archive import Archive
+from memory.archive.lines import ArchiveWrite
+from memory.ids import ThreadIds
+from memory.registry import RegistryChange, RegistryState, RegistryUpdate
+from memory.schema import ThreadState
+from memory.storage import ThreadStore
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A session's registry and one conversation's memory, read together.
+
+    Attributes:
+        registry: the session's registry (empty when it has none).
+        state: the conversation's memory, or None when nothing is stored.
+    """
+
+    registry: RegistryState
+    state: ThreadState | None
+
+    @property
+    def memory(self) -> ThreadState:
+        """The conversation's memory, empty when nothing is stored."""
+        return self.state or ThreadState()
+
+
+class SessionDocuments:
+    """The registry and memory documents of every session, over one `ThreadStore`.
+
+    Args:
+        threads: the store of documents and run threads.
+        ids: derives thread ids from session and conversation ids.
+        archive: the session archive whose changes commit with the documents.
+    """
+
+    def __init__(self, threads: ThreadStore, ids: ThreadIds, archive: Archive) -> None:
+        self.threads = threads
+        self.ids = ids
+        self.archive = archive
+
+    def lock(self, session_id: str) -> Any:
+        """The lock every writer of the session's documents holds (registry thread key)."""
+        return self.threads.lock(self.ids.registry_thread(session_id))
+
+    def read(self, session_id: str, conversation_id: str) -> Snapshot:
+        """The session's registry and the conversation's memory, in one query."""
+        registry_thread = self.ids.registry_thread(session_id)
+        memory_thread = self.ids.memory_thread(session_id, conversation_id)
+        documents = self.threads.get_many([registry_thread, memory_thread])
+        return Snapshot(
+            _registry(documents.get(registry_thread)), _memory(documents.get(memory_thread))
+        )
+
+    def read_memory(self, session_id: str, conversation_id: str) -> ThreadState | None:
+        """The conversation's memory, or None when nothing is stored."""
+        return _memory(self.threads.get(self.ids.memory_thread(session_id, conversation_id)))
+
+    def read_registry(self, session_id: str) -> RegistryState:
+        """The session's registry (empty when the session has none)."""
+        return _registry(self.threads.get(self.ids.registry_thread(session_id)))
+
+    def commit(
+        self,
+        session_id: str,
+        registry: RegistryState,
+        change: RegistryChange | None,
+        memory: dict[str, ThreadState] | None = None,
+        archive: ArchiveWrite | None = None,
+    ) -> RegistryChange | None:
+        """Store new memory states (by conversation id), the registry change, the pruned
+        conversations' deletion and the archive's change in one transaction (the
+        caller holds the session's lock). Returns the change as stored."""
+        documents = {
+            self.ids.memory_thread(session_id, conversation_id): state.to_document()
+            for conversation_id, state in (memory or {}).items()
+        }
+        stored = None
+        if change is not None and change.state is not registry:
+            state = change.state.model_copy(update={"version": registry.version + 1})
+            documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
+            stored = RegistryChange(state, change.pruned)
+        pruned = change.pruned if change is not None else ()
+        also = None if archive is None else self.archive.writer(archive)
+        self.threads.put_many(documents, delete=self._threads_of(session_id, pruned), also=also)
+        return stored or change
+
+    def update_registry(
+        self, session_id: str, update: RegistryUpdate, *, forget_lines: bool = False
+    ) -> RegistryChange:
+        """Apply `update` to the registry under the session's lock; with
+        `forget_lines`, the archived lines of the conversations it drops go in the same
+        transaction (a deletion, not a pruning)."""
+        with self.lock(session_id):
+            current = self.read_registry(session_id)
+            change = update(current)
+            if change.state is current:
+                return change
+            lines = self.archive.dropped(session_id, change.pruned) if forget_lines else None
+            stored = self.commit(session_id, current, change, archive=lines)
+        assert stored is not None
+        return stored
+
+    def _threads_of(self, session_id: str, conversation_ids: Iterable[str]) -> list[str]:
+        return [
+            thread
+            for conversation_id in conversation_ids
+            for thread in (
+                self.ids.memory_thread(session_id, conversation_id),
+                self.ids.run_thread(session_id, conversation_id),
+            )
+        ]
+
+
+def _memory(document: dict[str, Any] | None) -> ThreadState | None:
+    return None if document is None else ThreadState.from_document(document)
+
+
+def _registry(document: dict[str, Any] | None) -> RegistryState:
+    return RegistryState() if document is None else RegistryState.model_validate(document)
