@@ -1,5 +1,5 @@
-"""How a turn runs (`TurnRunner`): in the caller's thread (chat and tool turns through
-`send`) or on the agent's own event loop (everything streamed, and workflows), always
+"""How a turn runs (`TurnRunner`): synchronously (chat and tool turns through `send`)
+or on the agent's own event loop (everything streamed, and workflows), always
 under the conversation's busy lock, turning the graph's stream into client events and
 its output into the turn's result. The lock is released when `finalize` has committed,
 before `done`: the memory upkeep the turn left owed runs after it (`agent.upkeep_runner`),
@@ -69,8 +69,9 @@ class TurnRunner:
         return busy_lock(self._memory, turn.session_id, turn.conversation_id)
 
     def run_here(self, turn: Turn) -> TurnResult:
-        """Run a chat or tool turn in the caller's thread (`graph.stream`, sync nodes and
-        model calls): no event loop to cross into, no storage call through a thread."""
+        """Run a chat or tool turn synchronously (`graph.stream`, sync nodes and model
+        calls): no event loop to cross into. Streaming eagerly, LangGraph runs each node
+        in a worker thread of the run (one hop per node, as under `astream`)."""
         assert turn.request is not None
         output = TurnOutput()
         try:

@@ -239,7 +239,7 @@ class ChatAgent:
         mode: Mode = "auto",
     ) -> TurnResult:
         """Synchronous `asend` (works in notebooks, whose own loop is busy). A chat or tool
-        turn runs in the caller's thread; a workflow's on the agent's loop."""
+        turn runs here (`graph.stream`, no event loop); a workflow's on the agent's loop."""
         turn = self._prepare(message, session_id, conversation_id, create_conversation, mode)
         if turn.request is not None and turn.request["route"] not in WORKFLOW_ROUTES:
             return self._runner.run_here(turn)
