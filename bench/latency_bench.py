@@ -33,16 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import BaseModel
 
 from agent import ChatAgent, ConversationBusy
 from agent.client_events import ClientEvent
+from agent.offline.local import ModelCall
 from agent.settings import Settings
 from bench.agent_bench import SECRET, SESSION, SYNCHRONOUS, summarization, user_message
 from bench.scripted import SUMMARIZATION_SOURCE, ScriptedChatModel
@@ -70,30 +69,9 @@ class LatencyModel(ScriptedChatModel):
     chat_seconds: float = CHAT_SECONDS
     structured_seconds: float = STRUCTURED_SECONDS
 
-    def _pause(self, run_manager: Any) -> float:
-        metadata = (run_manager.metadata if run_manager else None) or {}
-        summary = metadata.get("lc_source") == SUMMARIZATION_SOURCE
+    def delay(self, call: ModelCall) -> float:
+        summary = call.metadata.get("lc_source") == SUMMARIZATION_SOURCE
         return self.structured_seconds if summary else self.chat_seconds
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        time.sleep(self._pause(run_manager))
-        return super()._generate(messages, stop, run_manager, **kwargs)
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        await asyncio.sleep(self._pause(run_manager))
-        return await super()._agenerate(messages, stop, run_manager, **kwargs)
 
     def with_structured_output(
         self, schema: dict[str, Any] | type, *, include_raw: bool = False, **kwargs: Any

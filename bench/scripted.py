@@ -21,17 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForLLMRun,
-    CallbackManagerForLLMRun,
-)
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, PrivateAttr
 
+from agent.offline.local import LocalChatModel, ModelCall
 from memory import CompactionOutput
 from memory.longterm import ExtractionOutput
 
@@ -86,11 +82,14 @@ def input_chars(messages: Sequence[BaseMessage]) -> int:
     return sum(len(message.text) for message in messages)
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(LocalChatModel):
     """Answers instantly and deterministically; see the module docstring for the roles."""
 
     reply_chars: int = REPLY_CHARS
     summary_chars: int = SUMMARY_CHARS
+    disable_streaming: bool = True
+    """One answer per call, never streamed: every agent then pays the same model cost,
+    whether it streams its turns or not."""
     _log: CallLog = PrivateAttr(default_factory=CallLog)
 
     @property
@@ -102,38 +101,17 @@ class ScriptedChatModel(BaseChatModel):
         """The calls recorded so far."""
         return self._log
 
-    def _answer(self, messages: list[BaseMessage], metadata: dict[str, Any] | None) -> ChatResult:
+    def respond(self, call: ModelCall) -> AIMessage:
         log = self._log
-        if (metadata or {}).get("lc_source") == SUMMARIZATION_SOURCE:
+        if call.metadata.get("lc_source") == SUMMARIZATION_SOURCE:
             log.summary_calls += 1
             text = _fill(_SUMMARY_TEXT, self.summary_chars, f"Summary {log.summary_calls:04d}: ")
         else:
             log.chat_calls += 1
-            chars = input_chars(messages)
-            log.last_chat_input_chars = chars
-            log.last_chat_input_messages = len(messages)
+            log.last_chat_input_chars = input_chars(call.messages)
+            log.last_chat_input_messages = len(call.messages)
             text = _fill(_REPLY_TEXT, self.reply_chars, f"Answer {log.chat_calls:04d}: ")
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return self._answer(messages, run_manager.metadata if run_manager else None)
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        # Answered inline: the default would hop to a worker thread, which is not
-        # the cost of a remote model and would blur the agents' own overhead.
-        return self._answer(messages, run_manager.metadata if run_manager else None)
+        return AIMessage(content=text)
 
     def bind_tools(
         self,

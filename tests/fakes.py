@@ -1,20 +1,21 @@
-"""Scripted models and clocks for tests: they record what they were sent."""
+"""Scripted models and clocks for tests: the models record what they were sent.
+
+They are `LocalChatModel`s, like the offline model: each says only what it answers
+(`respond`), and the base serves, streams, paces and records it.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import Field, PrivateAttr
+
+from agent.offline.local import LocalChatModel, ModelCall
 
 Reply = AIMessage | str | Exception | Callable[[list[BaseMessage]], Any]
 
@@ -27,18 +28,19 @@ def _resolve(item: Any, messages: list[BaseMessage]) -> Any:
     return item
 
 
-class ScriptedModel(BaseChatModel):
+class ScriptedModel(LocalChatModel):
     """A chat model that plays a script and records every request.
 
-    `replies` answer plain (or tool-bound) calls in order; `structured` answers
-    `with_structured_output` calls in order. Each item may be a value, an exception
-    to raise, or a callable taking the messages. When a queue is empty the model
-    raises, so a test that forgot to script fails loudly.
+    `replies` answer plain (or tool-bound) calls in order, recorded in `calls`;
+    `structured` answers `with_structured_output` calls in order, recorded in
+    `structured_calls`. Each item may be a value, an exception to raise, or a callable
+    taking the messages. When a queue is empty the model raises, so a test that forgot
+    to script fails loudly.
     """
 
+    record: bool = True
     replies: list[Any] = Field(default_factory=list)
     structured: list[Any] = Field(default_factory=list)
-    calls: list[list[BaseMessage]] = Field(default_factory=list)
     structured_calls: list[dict[str, Any]] = Field(default_factory=list)
     bound_tools: list[Any] = Field(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -47,22 +49,14 @@ class ScriptedModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def respond(self, call: ModelCall) -> AIMessage:
         with self._lock:
-            self.calls.append(list(messages))
             if not self.replies:
                 raise RuntimeError("ScriptedModel: no scripted reply left")
             item = self.replies.pop(0)
-        reply = _resolve(item, list(messages))
+        reply = _resolve(item, list(call.messages))
         # a copy: LangChain stamps run ids onto the returned message
-        message = AIMessage(content=reply) if isinstance(reply, str) else reply.model_copy()
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return AIMessage(content=reply) if isinstance(reply, str) else reply.model_copy()
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
         self.bound_tools = list(tools)
@@ -95,66 +89,28 @@ class StepClock:
             return self.now
 
 
-class PacedModel(BaseChatModel):
+class PacedModel(LocalChatModel):
     """A deterministic model that streams its answer word by word, pausing between words.
 
     It answers `"answer to: <last user text>"`. Messages that
-    contain `slow` pause `slow_pause` seconds per word (else `pause`), so a test can
+    contain `slow` pause `slow_pause` seconds per word (else `word_pause`), so a test can
     hold a turn open. It never calls tools and answers compaction with a fixed summary.
     """
 
-    pause: float = 0.0
+    word_pause: float = 0.0
     slow_pause: float = 0.25
 
     @property
     def _llm_type(self) -> str:
         return "paced"
 
-    def _answer(self, messages: list[BaseMessage]) -> tuple[list[str], float]:
-        last = messages[-1].text if messages else ""
-        pieces = f"answer to: {last}".split()
-        return [piece + " " for piece in pieces], self.slow_pause if "slow" in last else self.pause
+    def respond(self, call: ModelCall) -> AIMessage:
+        last = call.messages[-1].text if call.messages else ""
+        return AIMessage(content=" ".join(f"answer to: {last}".split()))
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        pieces, pause = self._answer(messages)
-        time.sleep(pause * len(pieces))
-        return ChatResult(
-            generations=[ChatGeneration(message=AIMessage(content="".join(pieces).strip()))]
-        )
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        pieces, pause = self._answer(messages)
-        for index, piece in enumerate(pieces):
-            await asyncio.sleep(pause)
-            text = piece if index < len(pieces) - 1 else piece.rstrip()
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
-            if run_manager is not None:
-                await run_manager.on_llm_new_token(text, chunk=chunk)
-            yield chunk
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        text = ""
-        async for chunk in self._astream(messages, stop, run_manager, **kwargs):
-            text += chunk.message.text
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+    def pause(self, call: ModelCall) -> float:
+        last = call.messages[-1].text if call.messages else ""
+        return self.slow_pause if "slow" in last else self.word_pause
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
         return self

@@ -1,25 +1,22 @@
 """`OfflineChatModel`: a deterministic chat model that serves when no API key is set.
 
-It is a real `BaseChatModel`: it streams, calls the built-in tools when a message
-clearly asks for them, answers from tool results (agent/offline/chat.py), and produces
-structured output with the deterministic handler its `structured_handlers` table
-holds for the schema (by default `DEFAULT_HANDLERS`: compaction, task list, delivery).
+It is a real chat model (a `LocalChatModel`, which serves and streams what `respond`
+answers): it calls the built-in tools when a message clearly asks for them, answers
+from tool results (agent/offline/chat.py), and produces structured output with the
+deterministic handler its `structured_handlers` table holds for the schema (by
+default `DEFAULT_HANDLERS`: compaction, task list, delivery).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage
 from langchain_core.messages.tool import tool_call
 from langchain_core.output_parsers.openai_tools import PydanticToolsParser
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -33,6 +30,7 @@ from agent.offline.chat import (
     tool_results_answer,
 )
 from agent.offline.handlers import DEFAULT_HANDLERS, StructuredHandler
+from agent.offline.local import LocalChatModel, ModelCall
 from agent.offline.summaries import summary_answer, summary_request
 
 OFFLINE_MODEL_NAME = "offline-deterministic"
@@ -69,12 +67,7 @@ def _cut_at_stop(text: str, stop: list[str] | None) -> str:
     return text[: min(positions)] if positions else text
 
 
-def _text_pieces(text: str) -> list[str]:
-    # Split where whitespace ends, so the pieces concatenate back to `text` exactly.
-    return [piece for piece in re.split(r"(?<=\s)(?=\S)", text) if piece]
-
-
-class OfflineChatModel(BaseChatModel):
+class OfflineChatModel(LocalChatModel):
     """A deterministic chat model for machines without an API key or a network.
 
     It says plainly that it is offline, echoes the latest user message and reports
@@ -176,9 +169,9 @@ class OfflineChatModel(BaseChatModel):
                 return schema
         raise NotImplementedError(NO_STRUCTURED_HANDLER.format(schema=name))
 
-    def _respond(
-        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
-    ) -> AIMessage:
+    def respond(self, call: ModelCall) -> AIMessage:
+        """The deterministic answer: a structured output, tool calls, or a plain text."""
+        messages, kwargs = call.messages, call.options
         meta = {"model_name": self.model_name}
         structured = kwargs.get(STRUCTURED_OUTPUT_KWARG)
         if structured:
@@ -190,8 +183,8 @@ class OfflineChatModel(BaseChatModel):
                 )
             args = result.model_dump(mode="json")
             call_id = tool_call_id(schema.__name__, args, structured, 0)
-            call = tool_call(name=schema.__name__, args=args, id=call_id)
-            return AIMessage(content="", tool_calls=[call], response_metadata=meta)
+            answer = tool_call(name=schema.__name__, args=args, id=call_id)
+            return AIMessage(content="", tool_calls=[answer], response_metadata=meta)
         history = summary_request(messages)
         if history is not None:
             text = summary_answer(history)
@@ -203,84 +196,4 @@ class OfflineChatModel(BaseChatModel):
             if calls:
                 return AIMessage(content="", tool_calls=calls, response_metadata=meta)
             text = plain_answer(messages)
-        return AIMessage(content=_cut_at_stop(text, stop), response_metadata=meta)
-
-    def _chunks(
-        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
-    ) -> Iterator[ChatGenerationChunk]:
-        message = self._respond(messages, stop, kwargs)
-        if message.tool_calls:
-            # One chunk carries every call, with JSON arguments as a provider would stream.
-            tool_call_chunks = [
-                {
-                    "name": call["name"],
-                    "args": json.dumps(call["args"], ensure_ascii=False),
-                    "id": call["id"],
-                    "index": index,
-                    "type": "tool_call_chunk",
-                }
-                for index, call in enumerate(message.tool_calls)
-            ]
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    tool_call_chunks=tool_call_chunks,
-                    response_metadata=message.response_metadata,
-                    chunk_position="last",
-                )
-            )
-            return
-        pieces = _text_pieces(message.text)
-        for index, piece in enumerate(pieces):
-            last = index == len(pieces) - 1
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content=piece,
-                    response_metadata=message.response_metadata if last else {},
-                    chunk_position="last" if last else None,
-                )
-            )
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        message = self._respond(messages, stop, kwargs)
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        # Pure computation: no reason to hop to a thread as the default does.
-        return self._generate(messages, stop, **kwargs)
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        for chunk in self._chunks(messages, stop, kwargs):
-            if run_manager:
-                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
-            yield chunk
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        for chunk in self._chunks(messages, stop, kwargs):
-            if run_manager:
-                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
-            yield chunk
+        return AIMessage(content=_cut_at_stop(text, call.stop), response_metadata=meta)

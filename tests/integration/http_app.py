@@ -5,19 +5,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import AsyncIterator
-from typing import Any
 
 import psycopg
 from fastapi import FastAPI
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.messages import AIMessage, HumanMessage
 
 from agent.api import create_app
 from agent.offline import OfflineChatModel
+from agent.offline.local import ModelCall
 from agent.service import ChatAgent
 from agent.settings import Settings
 from tests.fakes import PacedModel, ScriptedModel
@@ -64,13 +60,10 @@ class OutageModel(PacedModel):
 
         threading.Timer(OUTAGE_SECONDS, restore).start()
 
-    async def _astream(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        if messages and OUTAGE_TRIGGER in messages[-1].text:
+    def respond(self, call: ModelCall) -> AIMessage:
+        if call.messages and OUTAGE_TRIGGER in call.messages[-1].text:
             self._outage()
-        async for chunk in super()._astream(messages, *args, **kwargs):
-            yield chunk
+        return super().respond(call)
 
 
 def create_with_outage() -> FastAPI:
@@ -83,23 +76,13 @@ SLOW_PAUSE = 0.05
 
 class PacedOfflineModel(OfflineChatModel):
     """The offline model (answers, tools, task lists, compaction, all unchanged), whose
-    streamed answer pauses `SLOW_PAUSE` seconds before each piece when the person's
+    answer pauses `SLOW_PAUSE` seconds before each streamed piece when the person's
     latest message contains `SLOW_WORD`: a page test can watch tokens arrive one by one
     and find the conversation busy while they do."""
 
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        latest = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-        pause = SLOW_PAUSE if SLOW_WORD in latest else 0.0
-        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
-            if pause:
-                await asyncio.sleep(pause)
-            yield chunk
+    def pause(self, call: ModelCall) -> float:
+        humans = [m.text for m in call.messages if isinstance(m, HumanMessage)]
+        return SLOW_PAUSE if humans and SLOW_WORD in humans[-1] else 0.0
 
 
 def create_paced_offline() -> FastAPI:

@@ -6,16 +6,15 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, PrivateAttr
 
+from agent.offline.local import LocalChatModel, ModelCall
 from graphs.agent import build_agent_graph
 from graphs.delivery import (
     DeliveryPlan,
@@ -65,19 +64,20 @@ def default_answers() -> dict[str, Any]:
     }
 
 
-class StageModel(BaseChatModel):
+class StageModel(LocalChatModel):
     """Answers each delivery stage by its structured-output schema and records every call.
 
     `answers` maps a schema name to an instance, an exception, or a callable of the
     stage input; plain calls (chat, sub-agent work) take `replies` in order, then echo.
+    `pauses` delays the calls of a kind (a schema name or "plain") by some seconds.
     Reviewer calls wait (up to 2 s) until three are in flight and record the most seen
     at once: sequential reviewers leave `max_in_flight` at 1.
     """
 
+    record: bool = True
     answers: dict[str, Any] = Field(default_factory=default_answers)
     replies: list[Any] = Field(default_factory=list)
     pauses: dict[str, float] = Field(default_factory=dict)
-    calls: list[tuple[str, list[BaseMessage]]] = Field(default_factory=list)
     max_in_flight: int = 0
     _in_flight: int = PrivateAttr(default=0)
 
@@ -88,13 +88,18 @@ class StageModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
         return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
 
-    def _kind(self, kwargs: dict[str, Any]) -> str:
-        names = [tool["function"]["name"] for tool in kwargs.get("tools") or []]
-        structured = kwargs.get("tool_choice") == "any" and len(names) == 1
+    @staticmethod
+    def kind(call: ModelCall) -> str:
+        """The schema a structured call answers with (by name), or "plain"."""
+        names = [tool["function"]["name"] for tool in call.options.get("tools") or []]
+        structured = call.options.get("tool_choice") == "any" and len(names) == 1
         return names[0] if structured and names[0] in SCHEMAS else "plain"
 
-    def _answer(self, kind: str, messages: list[BaseMessage]) -> AIMessage:
-        self.calls.append((kind, list(messages)))
+    def delay(self, call: ModelCall) -> float:
+        return self.pauses.get(self.kind(call), 0.0)
+
+    def respond(self, call: ModelCall) -> AIMessage:
+        kind, messages = self.kind(call), call.messages
         if kind == "plain":
             reply = self.replies.pop(0) if self.replies else f"echo: {messages[-1].text[:40]}"
             return reply if isinstance(reply, AIMessage) else AIMessage(content=reply)
@@ -104,28 +109,11 @@ class StageModel(BaseChatModel):
             raise answer
         if callable(answer) and not isinstance(answer, BaseModel):
             answer = answer(text)
-        call = {"name": kind, "args": answer.model_dump(), "id": f"call_{len(self.calls)}"}
-        return AIMessage(content="", tool_calls=[call])
+        tool_call = {"name": kind, "args": answer.model_dump(), "id": f"call_{len(self.received)}"}
+        return AIMessage(content="", tool_calls=[tool_call])
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._answer("plain", messages))])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        kind = self._kind(kwargs)
-        await asyncio.sleep(self.pauses.get(kind, 0))
-        if kind == "ReviewVerdict":
+    async def arespond(self, call: ModelCall) -> AIMessage:
+        if self.kind(call) == "ReviewVerdict":
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
             try:
@@ -135,10 +123,10 @@ class StageModel(BaseChatModel):
                     await asyncio.sleep(0.01)
             finally:
                 self._in_flight -= 1
-        return ChatResult(generations=[ChatGeneration(message=self._answer(kind, messages))])
+        return self.respond(call)
 
     def seen(self, kind: str) -> list[list[BaseMessage]]:
-        return [messages for called, messages in self.calls if called == kind]
+        return [call.messages for call in self.received if self.kind(call) == kind]
 
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]

@@ -1,5 +1,5 @@
 """Shared by the offline-model tests: a conversation's stored state from (user,
-assistant) turns, and the offline model recording what it is sent."""
+assistant) turns. (The offline model records what it is sent with `record=True`.)"""
 
 from __future__ import annotations
 
@@ -7,10 +7,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from langchain_core.messages import BaseMessage
-from pydantic import PrivateAttr
-
-from agent.offline import OfflineChatModel
 from memory.schema import ChatThreadMessage, ThreadState
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -27,13 +23,3 @@ def thread_state(
             ChatThreadMessage(id=f"a{index}", role="assistant", text=assistant, created_at=at)
         )
     return ThreadState(messages=messages, summary=summary, pinned_decisions=list(pins))
-
-
-class RecordingOfflineModel(OfflineChatModel):
-    """The offline model, recording every request it answers (chat and structured)."""
-
-    _seen: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
-
-    def _respond(self, messages: list[BaseMessage], *args: Any) -> Any:
-        self._seen.append(list(messages))
-        return super()._respond(messages, *args)

@@ -15,9 +15,9 @@ import pytest
 
 from agent import ChatAgent, InvalidRequest
 from agent.cli.commands import Command, UsageError, parse_command
+from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory.schema import utcnow
-from tests.unit.offline_support import RecordingOfflineModel
 
 PREFERENCE = "I prefer green tea over coffee"
 
@@ -29,14 +29,14 @@ def send(agent: ChatAgent, text: str, **where: Any) -> Any:
     return result
 
 
-def context_text(model: RecordingOfflineModel) -> str:
-    return "\n".join(m.text for m in model._seen[-1][:-1])
+def context_text(model: OfflineChatModel) -> str:
+    return "\n".join(m.text for m in model.calls[-1][:-1])
 
 
 def test_a_forgotten_preference_is_never_recalled_again(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
-    model = RecordingOfflineModel()
+    model = OfflineChatModel(record=True)
     agent = open_agent(model)
     send(agent, PREFERENCE, session_id="s1", create_conversation=True)
     (item,) = agent.memories(session_id="s1")["memories"]
@@ -51,14 +51,14 @@ def test_a_forgotten_preference_is_never_recalled_again(
 
 
 def test_forget_all_forgets_the_lines_too(open_agent: Callable[..., ChatAgent]) -> None:
-    agent = open_agent(RecordingOfflineModel())
+    agent = open_agent(OfflineChatModel(record=True))
     send(agent, PREFERENCE, session_id="s1", create_conversation=True)
     assert agent.forget_all(session_id="s1") == 1
     assert agent.search_conversations("coffee", session_id="s1") == []
 
 
 def test_a_revocation_forgets_the_revoked_statement(open_agent: Callable[..., ChatAgent]) -> None:
-    model = RecordingOfflineModel()
+    model = OfflineChatModel(record=True)
     agent = open_agent(model)
     send(agent, "I love spicy food", session_id="s1", create_conversation=True)
     assert [m["text"] for m in agent.memories(session_id="s1")["memories"]] == ["I love spicy food"]
@@ -71,7 +71,7 @@ def test_a_revocation_forgets_the_revoked_statement(open_agent: Callable[..., Ch
 def test_search_is_the_sessions_own_and_checks_its_input(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
-    agent = open_agent(RecordingOfflineModel())
+    agent = open_agent(OfflineChatModel(record=True))
     mine = send(agent, "The boat is called Marisol", session_id="s1", create_conversation=True)
     send(agent, "The boat is called Esperanza", session_id="s2", create_conversation=True)
     hits = agent.search_conversations("boat", session_id="s1")
@@ -87,7 +87,7 @@ def test_search_is_the_sessions_own_and_checks_its_input(
 def test_the_offline_model_searches_when_asked_what_was_said(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
-    agent = open_agent(RecordingOfflineModel())
+    agent = open_agent(OfflineChatModel(record=True))
     send(agent, "My boat Marisol is moored in Vigo", session_id="s1", create_conversation=True)
     send(agent, "My boat Esperanza is moored in Porto", session_id="s2", create_conversation=True)
     english = send(
@@ -103,7 +103,7 @@ def test_the_offline_model_searches_when_asked_what_was_said(
 
 
 def test_forget_history_empties_the_archive_only(open_agent: Callable[..., ChatAgent]) -> None:
-    agent = open_agent(RecordingOfflineModel())
+    agent = open_agent(OfflineChatModel(record=True))
     first = send(agent, PREFERENCE, session_id="s1", create_conversation=True)
     assert agent.forget_history(session_id="s1") == 2
     assert agent.search_conversations("tea", session_id="s1") == []
@@ -115,7 +115,7 @@ def test_the_sweep_removes_lines_of_conversations_idle_past_retention(
     open_agent: Callable[..., ChatAgent], tmp_path: Path
 ) -> None:
     settings = Settings(data_dir=tmp_path / "d", retention_days=30)
-    agent = open_agent(RecordingOfflineModel(), settings=settings)
+    agent = open_agent(OfflineChatModel(record=True), settings=settings)
     send(agent, "The boat is called Marisol", session_id="s1", create_conversation=True)
     assert agent.sweep(now=utcnow() + timedelta(days=29))["archivedLines"] == 0
     assert agent.search_conversations("Marisol", session_id="s1")

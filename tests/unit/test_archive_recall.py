@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages.utils import count_tokens_approximately
 
 from agent import ChatAgent
+from agent.offline import OfflineChatModel
 from agent.runtime import open_memory
 from agent.settings import Settings
 from memory import ThreadState, UnsupportedDatabaseUrl, build_context
@@ -28,7 +29,6 @@ from memory.context_blocks import (
 from memory.longterm import MemoryItem
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage
-from tests.unit.offline_support import RecordingOfflineModel
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 FACT = "My boat is called Marisol and it is moored in Vigo"
@@ -95,27 +95,27 @@ def test_embeddings_refuse_to_start_with_a_clear_message(tmp_path: Path) -> None
 def test_a_fact_from_one_conversation_is_recalled_in_another_until_deleted(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
-    model = RecordingOfflineModel()
+    model = OfflineChatModel(record=True)
     agent = open_agent(model, long_term_memory="off")  # the archive alone carries it
     first = agent.send(FACT, session_id="s1", create_conversation=True)
     agent.send("Something else entirely: knitting", session_id="s2", create_conversation=True)
     second = agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
     # the offline model counts what it was reminded of (quoting it would archive it again)
     assert "reminded of 1 line(s)" in second.text and "Vigo" not in second.text
-    block = next(m.text for m in model._seen[-1] if m.id == RECALL_BLOCK_ID)
+    block = next(m.text for m in model.calls[-1] if m.id == RECALL_BLOCK_ID)
     assert FACT in block and "knitting" not in block
 
     agent.delete_conversation(session_id="s1", conversation_id=first.conversation_id)
     assert agent.memory.search("s1", "Vigo", limit=10) == []
     third = agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
     assert "Vigo" not in third.text
-    assert all("Vigo" not in m.text for m in model._seen[-1])
+    assert all("Vigo" not in m.text for m in model.calls[-1])
 
 
 def test_the_memory_event_names_the_recalled_lines(open_agent: Callable[..., ChatAgent]) -> None:
     import asyncio
 
-    agent = open_agent(RecordingOfflineModel())
+    agent = open_agent(OfflineChatModel(record=True))
     agent.send(FACT, session_id="s1", create_conversation=True)
 
     async def events() -> list[Mapping[str, Any]]:
@@ -135,11 +135,11 @@ def test_the_memory_event_names_the_recalled_lines(open_agent: Callable[..., Cha
 def test_recall_tokens_bound_the_block(
     open_agent: Callable[..., ChatAgent], tmp_path: Path
 ) -> None:
-    model = RecordingOfflineModel()
+    model = OfflineChatModel(record=True)
     agent = open_agent(model, settings=Settings(data_dir=tmp_path / "d", recall_tokens=0))
     agent.send(FACT, session_id="s1", create_conversation=True)
     agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
-    assert all(m.id != RECALL_BLOCK_ID for m in model._seen[-1])
+    assert all(m.id != RECALL_BLOCK_ID for m in model.calls[-1])
 
 
 def test_lines_that_repeat_the_context_or_each_other_are_recalled_once() -> None:

@@ -23,7 +23,6 @@ from memory.longterm import MemoryItem, MemoryKind
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage
 from tests.fakes import ScriptedModel
-from tests.unit.offline_support import RecordingOfflineModel
 
 pytestmark = pytest.mark.sqlite_only
 
@@ -127,8 +126,8 @@ def test_clip_keeps_head_and_tail() -> None:
 @pytest.fixture
 def budget_agent(
     open_agent: Callable[..., ChatAgent], tmp_path: Any
-) -> tuple[ChatAgent, RecordingOfflineModel]:
-    model = RecordingOfflineModel()
+) -> tuple[ChatAgent, OfflineChatModel]:
+    model = OfflineChatModel(record=True)
     settings = Settings(data_dir=tmp_path / "data", context_budget_tokens=BUDGET)
     # compaction always fails: memory keeps every message verbatim, to be checked after
     agent = open_agent(model, compaction_model=ScriptedModel(), settings=settings)
@@ -145,20 +144,20 @@ def budget_agent(
     ],
 )
 def test_every_routes_context_fits_the_budget(
-    budget_agent: tuple[ChatAgent, RecordingOfflineModel], message: str, mode: Mode
+    budget_agent: tuple[ChatAgent, OfflineChatModel], message: str, mode: Mode
 ) -> None:
     agent, model = budget_agent
     cid = agent.send("hello", session_id="s", create_conversation=True).conversation_id
     stored = agent.memory.read_memory("s", cid)
     agent.memory.replace("s", cid, heavy_state(), expected_version=stored.version)
-    model._seen.clear()
+    model.received.clear()
     result = agent.send(message, session_id="s", conversation_id=cid, mode=mode)
     assert result.status in ("completed", "interrupted", "blocked")
-    assert model._seen
-    for request in model._seen:
+    assert model.calls
+    for request in model.calls:
         assert count_tokens_approximately(request) <= BUDGET
     if mode in ("chat", "tool"):
-        first = model._seen[0]
+        first = model.calls[0]
         assert first[0] == SystemMessage(content=AGENT_SYSTEM_PROMPT)
         assert PINNED_BLOCK_ID in ids(first)
         assert first[-1].text == message  # the new input, whole

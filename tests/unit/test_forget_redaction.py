@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage
 
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
+from agent.offline.local import ModelCall
 from agent.offline.summaries import summary_request
 from agent.settings import Settings
 from memory.redaction import FORGOTTEN
@@ -24,14 +24,12 @@ class RecordingModel(OfflineChatModel):
     """The offline model (task lists included), recording every text it is sent; a plain
     chat answer repeats the user's words, as an answer listing what it remembers would."""
 
-    def _respond(
-        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
-    ) -> AIMessage:
-        SENT.extend(message.text for message in messages)
-        answer = super()._respond(messages, stop, kwargs)
-        if answer.tool_calls or summary_request(messages) is not None:
+    def respond(self, call: ModelCall) -> AIMessage:
+        SENT.extend(message.text for message in call.messages)
+        answer = super().respond(call)
+        if answer.tool_calls or summary_request(call.messages) is not None:
             return answer
-        return AIMessage(content=f"answer to: {messages[-1].text}")
+        return AIMessage(content=f"answer to: {call.messages[-1].text}")
 
 
 def stored_values(agent: ChatAgent) -> str:

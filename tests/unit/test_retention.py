@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage
 
 from agent import ChatAgent
 from agent.cli.main import main as cli_main
+from agent.offline.local import ModelCall
 from agent.settings import Settings
 from memory.errors import MemoryNotFound
 from memory.ids import REGISTRY_THREAD_PREFIX
@@ -119,11 +120,11 @@ ENTERED, RELEASE = threading.Event(), threading.Event()
 class HeldModel(PacedModel):
     """Answers once `RELEASE` is set, after setting `ENTERED`: a turn held open mid-run."""
 
-    def _answer(self, messages: list[BaseMessage]) -> tuple[list[str], float]:
-        if "held" in (messages[-1].text if messages else ""):
+    def respond(self, call: ModelCall) -> AIMessage:
+        if "held" in (call.messages[-1].text if call.messages else ""):
             ENTERED.set()
             assert RELEASE.wait(timeout=60)
-        return super()._answer(messages)
+        return super().respond(call)
 
 
 def test_a_conversation_with_a_turn_running_is_active(

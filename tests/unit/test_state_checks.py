@@ -20,7 +20,6 @@ from memory import ThreadState
 from memory.compaction import structured_compactor
 from memory.context_blocks import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.schema import ChatThreadMessage
-from tests.unit.offline_support import RecordingOfflineModel
 from tests.unit.tasklist_support import done, plan, requests, scripted, start, summary, texts
 
 pytestmark = pytest.mark.sqlite_only
@@ -55,9 +54,9 @@ def test_compaction_during_a_pending_review_never_reruns_a_finished_task(
     assert texts(agent, cid)[-2:] == ["Set up CI. Add linting. Write the docs.", result.text]
 
 
-def memory_blocks(model: RecordingOfflineModel) -> dict[str, str]:
+def memory_blocks(model: OfflineChatModel) -> dict[str, str]:
     """The memory blocks of the last chat request (not a compaction or extraction call)."""
-    chats = [c for c in model._seen if c and c[0].text == AGENT_SYSTEM_PROMPT]
+    chats = [c for c in model.calls if c and c[0].text == AGENT_SYSTEM_PROMPT]
     wanted = (LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID)
     return {m.id: m.text for m in chats[-1] if isinstance(m, SystemMessage) and m.id in wanted}
 
@@ -65,7 +64,7 @@ def memory_blocks(model: RecordingOfflineModel) -> dict[str, str]:
 def test_a_revoked_preference_leaves_no_trace_in_the_next_context(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
-    model = RecordingOfflineModel()
+    model = OfflineChatModel(record=True)
     agent = open_agent(model, long_term_memory="rules")
 
     def send(text: str, **where: Any) -> str:
