@@ -4,6 +4,8 @@ whether it is an instruction, a request, a passing state or a durable statement.
 
 import re
 
+# -- what the user did not state themselves -----------------------------------------
+
 CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 QUOTED_LINE = re.compile(r"^\s*(?:>|&gt;|\|).*$", re.M)
 QUOTE_MARKS = re.compile(
@@ -22,6 +24,9 @@ HANDOFF = re.compile(
     re.I | re.M,
 )
 SLASH_COMMAND = re.compile(r"^\s*/[a-z]+\b", re.I)
+
+# -- clause split ------------------------------------------------------------------
+
 SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；\n!?;])\s*|\s+-\s+|\s*…\s*")
 EN_SPLIT = re.compile(r"\s*,\s*|\s+(?=(?:but|so|and then|because)\s+(?:i|i'm|my|we)\b)", re.I)
 ZH_SPLIT = re.compile(r"[，,、]\s*")
@@ -30,6 +35,9 @@ HAS_VERB = re.compile(
     r"\w+(?:ed|es))\b|叫|是|有",
     re.I,
 )
+
+# -- the parts of a clause ---------------------------------------------------------
+
 CJK = re.compile(r"[\u3400-\u9fff]")
 LATIN_START = re.compile(r"^\s*[A-Za-z]")
 LEAD = re.compile(

@@ -14,8 +14,6 @@ from memory.files import PRIVATE_FILE_MODE, make_private_dir
 SQLITE_BUSY_TIMEOUT_S = 30.0
 SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after checkpoints
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
-
-
 SETUP_LOCK_KEY = "sqlite-setup"
 """Serialises `setup()` (tables, WAL mode) of processes opening a new file together."""
 SQLITE_SIDE_FILES = ("-wal", "-shm")
