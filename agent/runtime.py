@@ -125,7 +125,7 @@ def context_budget(settings: Settings, model: BaseChatModel | None = None) -> Co
 
 
 def workflow_graphs(
-    model: BaseChatModel | Lazy[BaseChatModel],
+    model: Lazy[BaseChatModel],
     tools: Sequence[BaseTool],
     structured_output_method: str | None = None,
 ) -> dict[str, Workflow]:
@@ -144,19 +144,20 @@ def workflow_graphs(
 def build_graph(
     settings: Settings,
     *,
-    memory: ConversationMemory | Lazy[ConversationMemory],
+    memory: Lazy[ConversationMemory],
     model: BaseChatModel | None = None,
     compaction_model: BaseChatModel | None = None,
     tools: Sequence[BaseTool] | None = None,
-    long_term: LongTermMemory | Lazy[LongTermMemory] | None = None,
+    long_term: Lazy[LongTermMemory] | None = None,
     long_term_memory: LongTermMode | None = None,
     budget: ContextBudget | None = None,
 ) -> AgentGraph:
-    """The agent graph with every route this application offers.
+    """The agent graph with every route this application offers. Collaborators are
+    `Lazy`: importing the module-level graph of `langgraph dev` opens nothing.
 
     Args:
         settings: where the models not given come from (built on first use).
-        memory: the chat memory (or a `Lazy` that opens it on first use).
+        memory: the chat memory (`Lazy.of` one already open).
         model: the chat model (default: `ChatOpenAI` from the settings, or the offline
             model without a key).
         compaction_model: the compaction model (default: `model` at temperature 0, else
@@ -167,13 +168,11 @@ def build_graph(
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
         budget: the context budget (default: `context_budget(settings, model)`).
     """
-    chat_model: BaseChatModel | Lazy[BaseChatModel] = (
-        model if model is not None else Lazy(lambda: load_chat_model(settings))
-    )
-    compactor: BaseChatModel | Lazy[BaseChatModel] = (
-        compaction_model
+    chat_model = Lazy.of(model) if model is not None else Lazy(lambda: load_chat_model(settings))
+    compactor = (
+        Lazy.of(compaction_model)
         if compaction_model is not None
-        else at_temperature_zero(model)
+        else Lazy.of(at_temperature_zero(model))
         if model is not None
         else Lazy(lambda: load_compaction_model(settings))
     )

@@ -45,9 +45,8 @@ def result_lines(lines: list[ArchivedLine]) -> str:
     )
 
 
-def search_conversations_tool(memory: ConversationMemory | Lazy[ConversationMemory]) -> BaseTool:
-    """The `search_conversations` tool over `memory`'s archive."""
-    provider = Lazy.of(memory)
+def search_conversations_tool(memory: Lazy[ConversationMemory]) -> BaseTool:
+    """The `search_conversations` tool over `memory`'s archive (opened on first use)."""
 
     @tool(SEARCH_TOOL_NAME, parse_docstring=True)
     def search_conversations(query: str, runtime: ToolRuntime[Any, Any], limit: int = 5) -> str:
@@ -74,7 +73,7 @@ def search_conversations_tool(memory: ConversationMemory | Lazy[ConversationMemo
         session_id = state.get("session_id")
         if not isinstance(session_id, str) or not session_id:
             raise ToolInputError(NO_SESSION)
-        found = provider.get().search(session_id, text, limit)
+        found = memory.get().search(session_id, text, limit)
         return result_lines(found) if found else NOTHING_FOUND.format(query=quoted(text))
 
     search_conversations.handle_tool_error = True

@@ -37,6 +37,7 @@ from graphs.request import (
     check_id,
     parse_request,
 )
+from graphs.resources import Lazy
 from graphs.state import Context, Mode
 from memory import new_conversation_id
 
@@ -84,11 +85,11 @@ class ChatAgent:
         self.budget = context_budget(self.settings, model)
         builder = build_graph(
             self.settings,
-            memory=self.memory,
+            memory=Lazy.of(self.memory),
             model=model,
             compaction_model=compaction_model,
             tools=tools,
-            long_term=self.long_term,
+            long_term=Lazy.of(self.long_term),
             long_term_memory=long_term_memory,
             budget=self.budget,
         )
