@@ -19,6 +19,7 @@ import pytest
 from memory import ThreadIds
 from memory.conversations import ConversationMemory
 from memory.storage import open_thread_store
+from tests.integration.gates import GATE_DIR_VARIABLE, gate_path
 from tests.integration.http_support import api_client
 from tests.openai_stub import OpenAIStub
 
@@ -49,6 +50,7 @@ def server_env(workdir: Path, **extra: str) -> dict[str, str]:
             "PYTHONPATH": str(REPO),
             # every test client comes from 127.0.0.1: the bound has its own test
             "AGENT_NEW_SESSIONS_PER_MINUTE": "0",
+            GATE_DIR_VARIABLE: str(workdir / "gates"),
             **extra,
         }
     )
@@ -61,6 +63,12 @@ class Server:
     process: subprocess.Popen[bytes]
     workdir: Path
     log: Path
+
+    def open_gate(self, name: str) -> None:
+        """Let the answer that waits at gate `name` go on (tests/integration/gates.py)."""
+        gate = gate_path(self.workdir / "gates", name)
+        gate.parent.mkdir(exist_ok=True)
+        gate.touch()
 
 
 def wait_until_up(

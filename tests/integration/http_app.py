@@ -17,14 +17,15 @@ from agent.offline.local import ModelCall
 from agent.service import ChatAgent
 from agent.settings import Settings
 from tests.fakes import PacedModel, ScriptedModel
+from tests.integration.gates import GatedModel
 
 OUTAGE_TRIGGER = "take the database away"
 OUTAGE_SECONDS = 10.0
 
 
 def create() -> FastAPI:
-    """Paced answers; messages containing "slow" stream slowly."""
-    return create_app(lambda: ChatAgent(model=PacedModel(slow_pause=0.3), long_term_memory="rules"))
+    """Paced answers; messages containing "slow" stream slowly, "gate-NAME" wait."""
+    return create_app(lambda: ChatAgent(model=GatedModel(slow_pause=0.3), long_term_memory="rules"))
 
 
 def create_for_workers() -> FastAPI:
@@ -32,7 +33,7 @@ def create_for_workers() -> FastAPI:
     (the hard-cap fallback folds old turns into summary lines, never drops them)."""
     return create_app(
         lambda: ChatAgent(
-            model=PacedModel(slow_pause=0.3),
+            model=GatedModel(slow_pause=0.3),
             compaction_model=ScriptedModel(),
             long_term_memory="rules",
         )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -51,3 +53,26 @@ def assert_clean_error(response: httpx.Response, status: int, code: str) -> None
 
 def listed(client: httpx.Client) -> list[str]:
     return [c["id"] for c in client.get("/api/conversations").json()["conversations"]]
+
+
+def after_first_token(response: httpx.Response) -> Iterator[str]:
+    """Read a streamed turn up to its first token (the turn certainly runs then: its
+    model answers); returns the iterator of the lines that follow."""
+    lines = response.iter_lines()
+    for line in lines:
+        if line == "event: token":
+            return lines
+    raise AssertionError("the stream ended without a token")
+
+
+def chat_when_free(
+    client: httpx.Client, message: str, timeout: float = 15, **body: Any
+) -> httpx.Response:
+    """`chat`, repeated while the conversation is busy (a 409 writes nothing) until
+    `timeout`; returns the first other answer, or the last 409."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = chat(client, message, **body)
+        if response.status_code != 409 or time.monotonic() > deadline:
+            return response
+        time.sleep(0.05)

@@ -17,9 +17,18 @@ from tests.integration.http_support import api_client
 
 pytestmark = pytest.mark.integration
 
-WATCH_WAIT_S = 3.0
-"""Longer than the watcher takes to report changes (it batches them for 1.6 s): the
-turn's own writes (the SQLite database, in the watched directory) are changes."""
+WATCH_TIMEOUT_S = 30.0
+
+
+def wait_until_the_watcher_reloads(workdir: Path) -> None:
+    """Write a module into the watched directory and wait until the server reloads for
+    it: the watcher has then seen every earlier change too (the turn's own writes of the
+    SQLite database), and logged those it would log."""
+    (workdir / "watch_probe.py").write_text("")
+    deadline = time.monotonic() + WATCH_TIMEOUT_S
+    while "detected changes in 'watch_probe.py'" not in (workdir / "dev.log").read_text():
+        assert time.monotonic() < deadline, "the watcher never reported the new module"
+        time.sleep(0.1)
 
 
 def workdir_with_config(tmp_path: Path) -> Path:
@@ -68,7 +77,7 @@ def test_the_dev_server_answers_and_its_log_stays_quiet_while_idle(tmp_path: Pat
         with api_client(url, timeout=30) as client:
             turn = client.post("/api/chat", json={"message": "hi", "createConversation": True})
             assert turn.status_code == 200 and "event: done" in turn.text
-        time.sleep(WATCH_WAIT_S)
+        wait_until_the_watcher_reloads(workdir)
     finally:
         stop(process)
     log = (workdir / "dev.log").read_text()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from typing import Any
 
 import httpx
@@ -13,10 +11,13 @@ import pytest
 from agent.api.sessions import COOKIE_NAME
 from memory import assert_client_safe
 from tests.integration.conftest import Server
+from tests.integration.gates import new_gate
 from tests.integration.http_support import (
+    after_first_token,
     api_client,
     assert_clean_error,
     chat,
+    chat_when_free,
     events_of,
     listed,
     new_conversation,
@@ -138,28 +139,29 @@ def test_the_eleventh_conversation_names_the_one_it_pruned(http_server: Server) 
         assert writes[-1]["pruned"] == ["conversation 0"]
 
 
-def test_busy_conversation_is_409_while_another_proceeds(client: httpx.Client) -> None:
+def test_busy_conversation_is_409_while_another_proceeds(
+    client: httpx.Client, http_server: Server
+) -> None:
     busy_cid = new_conversation(client)
     other = new_conversation(client)
-    results: dict[str, Any] = {}
-
-    def slow_turn() -> None:
-        results["slow"] = chat(client, "a slow answer please", conversationId=busy_cid)
-
-    thread = threading.Thread(target=slow_turn)
-    thread.start()
-    time.sleep(0.6)
-    assert_clean_error(chat(client, "overlap", conversationId=busy_cid), 409, "conversation_busy")
-    assert chat(client, "meanwhile", conversationId=other).status_code == 200
-    thread.join()
-    assert results["slow"].status_code == 200
+    gate = new_gate()
+    held = f"a held answer please gate-{gate}"
+    body = {"message": held, "conversationId": busy_cid}
+    with client.stream("POST", "/api/chat", json=body) as response:
+        rest = after_first_token(response)  # the held turn runs until its gate opens
+        assert_clean_error(
+            chat(client, "overlap", conversationId=busy_cid), 409, "conversation_busy"
+        )
+        assert chat(client, "meanwhile", conversationId=other).status_code == 200
+        http_server.open_gate(gate)
+        assert response.status_code == 200 and "event: done" in list(rest)
     texts = [
         m["text"]
         for m in client.get("/api/chat/thread", params={"conversationId": busy_cid}).json()[
             "messages"
         ]
     ]
-    assert "overlap" not in texts and "a slow answer please" in texts
+    assert "overlap" not in texts and held in texts
 
 
 def test_switching_selection_mid_stream_writes_to_the_starting_conversation(
@@ -188,21 +190,24 @@ def test_switching_selection_mid_stream_writes_to_the_starting_conversation(
     assert client.get("/api/conversations").json()["selectedConversationId"] == other
 
 
-def test_a_disconnect_mid_stream_writes_nothing(client: httpx.Client) -> None:
+def test_a_disconnect_mid_stream_writes_nothing(client: httpx.Client, http_server: Server) -> None:
     cid = new_conversation(client)
-    with client.stream(
-        "POST", "/api/chat", json={"message": "slow and then gone", "conversationId": cid}
-    ) as response:
-        for line in response.iter_lines():
-            if line == "event: token":
-                break  # leave before the answer is complete
-    time.sleep(2.5)  # longer than the slow answer would take
+    gate = new_gate()
+    body = {"message": f"held and then gone gate-{gate}", "conversationId": cid}
+    try:
+        with client.stream("POST", "/api/chat", json=body) as response:
+            after_first_token(response)  # leave before the answer is complete
+        # the gate stays shut: only the server's cancelling the turn can free the
+        # conversation, and a cancelled turn writes nothing
+        still_usable = chat_when_free(client, "still usable", conversationId=cid)
+    finally:
+        http_server.open_gate(gate)
+    assert still_usable.status_code == 200, still_usable.text
     texts = [
         m["text"]
         for m in client.get("/api/chat/thread", params={"conversationId": cid}).json()["messages"]
     ]
-    assert texts == ["hello", "answer to: hello"]
-    assert chat(client, "still usable", conversationId=cid).status_code == 200
+    assert texts == ["hello", "answer to: hello", "still usable", "answer to: still usable"]
 
 
 def test_delete_and_resume_errors(client: httpx.Client) -> None:
@@ -235,7 +240,16 @@ def test_a_follow_up_sent_at_done_is_accepted_and_upkeep_events_follow_done(
                 if name == "done":  # the conversation is free: the next message is taken
                     follow_up = chat(client, "and one more thing", conversationId=cid)
     assert follow_up is not None and follow_up.status_code == 200, follow_up
-    assert events_of(follow_up)[-1]["event"] == "done"
+    follow = events_of(follow_up)
+    kinds = [e["event"] for e in follow]
+    at = kinds.index("done")
+    # the first turn's upkeep may still run when the follow-up is written: the follow-up
+    # then owes upkeep too, and its stream follows that upkeep after its own done
+    if follow[at]["result"]["upkeep"] == "pending":
+        assert set(kinds[at + 1 :]) == {"memory"}
+        assert (follow[-1]["stage"], follow[-1]["status"]) == ("upkeep", "done")
+    else:
+        assert kinds[at + 1 :] == []
     names = [(e["event"], e.get("stage"), e.get("status")) for e in events]
     done = names.index(("done", None, None))
     assert events[done]["result"]["upkeep"] == "pending"

@@ -25,8 +25,9 @@ from memory.conversations import ConversationMemory
 from memory.storage import iter_thread_ids, open_thread_store
 from tests.conftest import clean_postgres
 from tests.integration.conftest import Server, start_uvicorn, stop
+from tests.integration.gates import new_gate
 from tests.integration.http_app import OUTAGE_SECONDS, OUTAGE_TRIGGER
-from tests.integration.http_support import api_client
+from tests.integration.http_support import after_first_token, api_client
 
 pytestmark = pytest.mark.integration
 
@@ -166,21 +167,22 @@ def test_two_workers_keep_every_turn_exactly_once(workers: list[Server], pg_url:
 def test_overlapping_turns_are_refused_not_interleaved(workers: list[Server], pg_url: str) -> None:
     session = Session(workers)
     cid = run_conversation(session, "overlap", {})
-    results: dict[str, httpx.Response] = {}
-
-    def slow() -> None:
-        results["slow"] = session.chat(0, "a slow turn on worker zero", conversationId=cid)
-
-    thread = threading.Thread(target=slow)
-    thread.start()
-    time.sleep(0.6)
-    refused = session.chat(1, "overlapping on worker one", conversationId=cid)
-    thread.join()
+    gate = new_gate()
+    held = f"a held turn on worker zero gate-{gate}"
+    with session.clients[0].stream(
+        "POST",
+        "/api/chat",
+        json={"message": held, "conversationId": cid},
+        headers={"Cookie": f"{COOKIE_NAME}={session.cookie}"},
+    ) as response:
+        rest = after_first_token(response)  # the held turn runs until its gate opens
+        refused = session.chat(1, "overlapping on worker one", conversationId=cid)
+        workers[0].open_gate(gate)
+        assert response.status_code == 200 and "event: done" in list(rest)
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "conversation_busy"
-    assert results["slow"].status_code == 200
     texts = session.texts(0, cid)
     assert "overlapping on worker one" not in texts
-    assert texts[-2:] == ["a slow turn on worker zero", "answer to: a slow turn on worker zero"]
+    assert texts[-2:] == [held, f"answer to: {held}"]
     session.close()
 
 
