@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 2024
+# pytest-xdist workers of `make unit`: each test module (and the chat-page package) runs in
+# one worker, with its own servers, ports, temporary files and PostgreSQL database
+TEST_WORKERS ?= 2
 
 .PHONY: help dev test lint typecheck unit bench eval install clean
 
@@ -34,8 +37,8 @@ lint: $(STAMP) ## ruff check and ruff format --check.
 typecheck: $(STAMP) ## mypy over the packages and tests.
 	$(BIN)/mypy
 
-unit: $(STAMP) ## pytest: unit and integration tests.
-	$(BIN)/pytest -q
+unit: $(STAMP) ## pytest: unit and integration tests, in TEST_WORKERS parallel workers.
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory, the archive (figures, not tests).
 	$(BIN)/python -m bench.memory_bench

@@ -86,6 +86,17 @@ def clean_postgres(url: str) -> None:
             conn.execute(f"TRUNCATE {', '.join(tables)}")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group the tests for pytest-xdist's `--dist loadgroup` (the Makefile's `-n`): one
+    worker runs a whole test module, so that a module's server starts once, and one
+    worker the whole chat-page package (one server, one browser)."""
+    for item in items:
+        path = item.nodeid.partition("::")[0].removeprefix("tests/").removesuffix(".py")
+        group = "browser" if path.startswith("browser/") else path
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run each test that needs a database once per backend (SQLite only when marked)."""
     if "db_url" in metafunc.fixturenames:

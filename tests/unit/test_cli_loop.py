@@ -224,6 +224,16 @@ class InterruptOnFirstAnswer(io.StringIO):
         return super().write(text)
 
 
+@pytest.fixture
+def terminal_sigint() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt, as in a chat started from a terminal (a pytest-xdist
+    worker ignores SIGINT)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("terminal_sigint")
 def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(paced_agent: ChatAgent) -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     out, err = InterruptOnFirstAnswer(), io.StringIO()
