@@ -19,7 +19,7 @@ import pytest
 from memory import ThreadIds
 from memory.conversations import ConversationMemory
 from memory.storage import open_thread_store
-from tests.integration.gates import GATE_DIR_VARIABLE, gate_path
+from tests.gates import GATE_DIR_VARIABLE, open_gate
 from tests.integration.http_support import api_client
 from tests.openai_stub import OpenAIStub
 
@@ -65,10 +65,8 @@ class Server:
     log: Path
 
     def open_gate(self, name: str) -> None:
-        """Let the answer that waits at gate `name` go on (tests/integration/gates.py)."""
-        gate = gate_path(self.workdir / "gates", name)
-        gate.parent.mkdir(exist_ok=True)
-        gate.touch()
+        """Let the answer that waits at gate `name` go on (tests/gates.py)."""
+        open_gate(self.workdir / "gates", name)
 
 
 def wait_until_up(

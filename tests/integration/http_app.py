@@ -17,7 +17,7 @@ from agent.offline.local import ModelCall
 from agent.service import ChatAgent
 from agent.settings import Settings
 from tests.fakes import PacedModel, ScriptedModel
-from tests.integration.gates import GatedModel
+from tests.gates import GatedModel
 
 OUTAGE_TRIGGER = "take the database away"
 OUTAGE_SECONDS = 10.0

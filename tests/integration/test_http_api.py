@@ -10,8 +10,8 @@ import pytest
 
 from agent.api.sessions import COOKIE_NAME
 from memory import assert_client_safe
+from tests.gates import new_gate
 from tests.integration.conftest import Server
-from tests.integration.gates import new_gate
 from tests.integration.http_support import (
     after_first_token,
     api_client,

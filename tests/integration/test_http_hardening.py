@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.gates import new_gate
 from tests.integration.conftest import (
     Server,
     free_port,
@@ -38,20 +39,26 @@ pytestmark = pytest.mark.integration
 
 
 def stream_until_first_token(
-    client: httpx.Client, cid: str, then: Any, message: str = "slow turn in flight"
+    server: Server, client: httpx.Client, cid: str, then: Any
 ) -> list[dict[str, Any]]:
-    """Stream a slow turn in `cid`, call `then()` at its first token, return its events."""
-    with client.stream("POST", "/api/chat", json={"message": message, "conversationId": cid}) as r:
+    """Stream a turn in `cid` that waits at a gate after its first token, call `then()`
+    while it waits, open the gate, return the turn's events."""
+    gate = new_gate()
+    body = {"message": f"a turn in flight gate-{gate}", "conversationId": cid}
+    with client.stream("POST", "/api/chat", json=body) as r:
         assert r.status_code == 200
-        body = ""
-        acted = False
-        for chunk in r.iter_text():
-            body += chunk
-            if not acted and "event: token" in body:
-                then()
-                acted = True
-        assert acted
-    return events_of(httpx.Response(200, text=body))
+        lines = r.iter_lines()
+        before = []
+        for line in lines:
+            before.append(line)
+            if line == "event: token":
+                break
+        else:
+            raise AssertionError("the turn streamed no token")
+        then()
+        server.open_gate(gate)
+        text = "\n".join([*before, *lines])
+    return events_of(httpx.Response(200, text=text))
 
 
 def thread_texts(client: httpx.Client, cid: str) -> list[str]:
@@ -69,7 +76,7 @@ def test_delete_during_a_turn_keeps_the_conversation_deleted(http_server: Server
         def delete() -> None:
             assert client.delete(f"/api/conversations/{cid}").status_code == 200
 
-        events = stream_until_first_token(client, cid, delete)
+        events = stream_until_first_token(http_server, client, cid, delete)
         done = events[-1]
         assert done["event"] == "done"
         assert done["result"]["memoryWritten"] is False
@@ -90,7 +97,7 @@ def test_pruning_during_a_turn_keeps_the_conversation_pruned(http_server: Server
         def create_eleventh() -> None:
             created.append(new_conversation(client, "the eleventh"))
 
-        events = stream_until_first_token(client, oldest, create_eleventh)
+        events = stream_until_first_token(http_server, client, oldest, create_eleventh)
         result = events[-1]["result"]
         assert (result["memoryWritten"], result["conversationDeleted"]) == (False, True)
         ids = listed(client)

@@ -24,8 +24,8 @@ from memory import ThreadIds, ThreadState
 from memory.conversations import ConversationMemory
 from memory.storage import iter_thread_ids, open_thread_store
 from tests.conftest import clean_postgres
+from tests.gates import new_gate
 from tests.integration.conftest import Server, start_uvicorn, stop
-from tests.integration.gates import new_gate
 from tests.integration.http_app import OUTAGE_SECONDS, OUTAGE_TRIGGER
 from tests.integration.http_support import after_first_token, api_client
 

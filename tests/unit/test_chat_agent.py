@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -14,11 +15,19 @@ from agent.settings import Settings
 from memory.storage import iter_thread_ids
 from tests.conftest import SECRET
 from tests.fakes import PacedModel, ScriptedModel
+from tests.gates import GATE_DIR_VARIABLE, GatedModel, gate_path, new_gate, open_gate
 
 
 @pytest.fixture
-def agent(open_agent: Callable[..., ChatAgent]) -> ChatAgent:
-    return open_agent(PacedModel())
+def gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the agent's model looks for the gates its held answers wait at."""
+    monkeypatch.setenv(GATE_DIR_VARIABLE, str(tmp_path / "gates"))
+    return tmp_path / "gates"
+
+
+@pytest.fixture
+def agent(open_agent: Callable[..., ChatAgent], gates: Path) -> ChatAgent:
+    return open_agent(GatedModel())
 
 
 def stored_texts(agent: ChatAgent, session: str, cid: str) -> list[str]:
@@ -85,44 +94,51 @@ def test_unknown_and_foreign_conversations_are_not_found(agent: ChatAgent) -> No
     assert stored_texts(agent, "alice", mine) == ["mine", "answer to: mine"]
 
 
-def test_a_second_turn_in_a_running_conversation_is_busy(agent: ChatAgent) -> None:
+def test_a_second_turn_in_a_running_conversation_is_busy(agent: ChatAgent, gates: Path) -> None:
     cid = agent.send("first", session_id="s1", create_conversation=True).conversation_id
     other = agent.send("other", session_id="s1", create_conversation=True).conversation_id
+    gate = new_gate()
+    held_message = f"held one gate-{gate}"
 
     async def scenario() -> tuple[Any, Any]:
-        slow = agent.astream("slow one", session_id="s1", conversation_id=cid)
-        async for event in slow:
-            if event["event"] == "token":  # the slow turn holds its conversation now
+        held = agent.astream(held_message, session_id="s1", conversation_id=cid)
+        async for event in held:
+            if event["event"] == "token":  # the held turn holds its conversation now
                 break
         with pytest.raises(ConversationBusy):
             await agent.asend("overlap", session_id="s1", conversation_id=cid)
         parallel = await agent.asend("in parallel", session_id="s1", conversation_id=other)
-        rest = [event async for event in slow]  # memory upkeep's events may follow done
+        open_gate(gates, gate)
+        rest = [event async for event in held]  # memory upkeep's events may follow done
         return next(e for e in rest if e["event"] == "done")["result"], parallel
 
-    slow, parallel = asyncio.run(scenario())
-    assert slow["status"] == parallel.status == "completed"
+    held, parallel = asyncio.run(scenario())
+    assert held["status"] == parallel.status == "completed"
     assert "overlap" not in stored_texts(agent, "s1", cid)
-    assert stored_texts(agent, "s1", cid)[-2] == "slow one"
+    assert stored_texts(agent, "s1", cid)[-2] == held_message
 
 
-def test_selection_mid_stream_cannot_redirect_the_write(agent: ChatAgent) -> None:
+def test_selection_mid_stream_cannot_redirect_the_write(agent: ChatAgent, gates: Path) -> None:
     first = agent.send("first", session_id="s1", create_conversation=True).conversation_id
     second = agent.send("second", session_id="s1", create_conversation=True).conversation_id
+    gate = new_gate()
+    held = f"held write gate-{gate}"
 
     async def scenario() -> list[Mapping[str, Any]]:
         events: list[Mapping[str, Any]] = []
-        async for event in agent.astream("slow write", session_id="s1", conversation_id=first):
+        async for event in agent.astream(held, session_id="s1", conversation_id=first):
             events.append(event)
-            if event["event"] == "token" and len(events) == 3:
+            if event["event"] == "token" and not gate_path(gates, gate).exists():
+                # the turn waits at its gate, after its first token
                 agent.select(session_id="s1", conversation_id=second)
+                open_gate(gates, gate)
         return events
 
     events = asyncio.run(scenario())
     assert events[0] == {"event": "conversation", "conversationId": first}
     assert [e["event"] for e in events].count("done") == 1  # memory upkeep may follow it
-    assert stored_texts(agent, "s1", first)[-2] == "slow write"
-    assert "slow write" not in stored_texts(agent, "s1", second)
+    assert stored_texts(agent, "s1", first)[-2] == held
+    assert held not in stored_texts(agent, "s1", second)
     assert agent.conversations(session_id="s1")["selectedConversationId"] == second
 
 
@@ -130,7 +146,8 @@ def test_closing_the_stream_mid_turn_cancels_it_and_writes_nothing(agent: ChatAg
     cid = agent.send("first", session_id="s1", create_conversation=True).conversation_id
 
     async def scenario() -> None:
-        stream = agent.astream("slow and abandoned", session_id="s1", conversation_id=cid)
+        # its gate stays shut: only the cancellation can end the turn
+        stream = agent.astream(f"abandoned gate-{new_gate()}", session_id="s1", conversation_id=cid)
         async for event in stream:
             if event["event"] == "token":
                 break
@@ -147,16 +164,22 @@ def test_closing_the_stream_mid_turn_cancels_it_and_writes_nothing(agent: ChatAg
     ]
 
 
-def deleted_mid_turn(agent: ChatAgent, cid: str, delete: Any) -> dict[str, Any]:
-    """Run a slow turn in `cid`, call `delete()` once its first token arrived, and
-    return the turn's `done` result."""
+HELD_TURN = "held second turn gate-{gate}"
+
+
+def deleted_mid_turn(agent: ChatAgent, cid: str, delete: Any, gates: Path) -> dict[str, Any]:
+    """Run a turn in `cid` that waits at a gate after its first token, call `delete()`
+    then, open the gate, and return the turn's `done` result."""
+    gate = new_gate()
 
     async def scenario() -> list[Mapping[str, Any]]:
         events: list[Mapping[str, Any]] = []
-        async for event in agent.astream("slow second turn", session_id="s1", conversation_id=cid):
+        held = HELD_TURN.format(gate=gate)
+        async for event in agent.astream(held, session_id="s1", conversation_id=cid):
             events.append(event)
             if event["event"] == "token" and sum(e["event"] == "token" for e in events) == 1:
                 await asyncio.to_thread(delete)
+                open_gate(gates, gate)
         return events
 
     events = asyncio.run(scenario())
@@ -164,12 +187,13 @@ def deleted_mid_turn(agent: ChatAgent, cid: str, delete: Any) -> dict[str, Any]:
     return cast(dict[str, Any], events[-1]["result"])
 
 
-def test_a_conversation_deleted_mid_turn_stays_deleted(agent: ChatAgent) -> None:
+def test_a_conversation_deleted_mid_turn_stays_deleted(agent: ChatAgent, gates: Path) -> None:
     cid = agent.send("private note", session_id="s1", create_conversation=True).conversation_id
     result = deleted_mid_turn(
-        agent, cid, lambda: agent.delete_conversation(session_id="s1", conversation_id=cid)
+        agent, cid, lambda: agent.delete_conversation(session_id="s1", conversation_id=cid), gates
     )
-    assert result["text"] == "answer to: slow second turn"  # the user still gets the answer
+    # the user still gets the answer
+    assert re.fullmatch("answer to: " + HELD_TURN.format(gate="[0-9a-f]+"), result["text"])
     assert (result["memoryWritten"], result["conversationDeleted"]) == (False, True)
     assert agent.conversations(session_id="s1")["conversations"] == []
     assert list(iter_thread_ids(agent.memory.threads)) == [agent.memory.ids.registry_thread("s1")]
@@ -177,12 +201,15 @@ def test_a_conversation_deleted_mid_turn_stays_deleted(agent: ChatAgent) -> None
         agent.hydrate(session_id="s1", conversation_id=cid)
 
 
-def test_a_conversation_pruned_mid_turn_stays_pruned(agent: ChatAgent) -> None:
+def test_a_conversation_pruned_mid_turn_stays_pruned(agent: ChatAgent, gates: Path) -> None:
     oldest = agent.send("oldest", session_id="s1", create_conversation=True).conversation_id
     for n in range(9):
         agent.send(f"conversation {n}", session_id="s1", create_conversation=True)
     result = deleted_mid_turn(
-        agent, oldest, lambda: agent.send("eleventh", session_id="s1", create_conversation=True)
+        agent,
+        oldest,
+        lambda: agent.send("eleventh", session_id="s1", create_conversation=True),
+        gates,
     )
     assert (result["memoryWritten"], result["conversationDeleted"]) == (False, True)
     listed = [c["id"] for c in agent.conversations(session_id="s1")["conversations"]]

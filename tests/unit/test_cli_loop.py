@@ -19,7 +19,7 @@ from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
-from tests.fakes import PacedModel
+from tests.gates import GATE_DIR_VARIABLE, GatedModel, new_gate
 from tests.unit.cli_support import REGISTRY, REVISION, STRATEGY, done
 
 # -- the loop, with a scripted backend -----------------------------------------------------
@@ -202,10 +202,13 @@ def test_switch_uses_the_numbers_of_the_last_list() -> None:
 
 
 @pytest.fixture
-def paced_agent(tmp_path: Path) -> Iterator[ChatAgent]:
+def gated_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatAgent]:
+    """An agent whose answers to messages naming a gate wait after their first word (the
+    gates stay shut: only a cancellation ends such a turn)."""
+    monkeypatch.setenv(GATE_DIR_VARIABLE, str(tmp_path / "gates"))
     with ChatAgent(
         database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
-        model=PacedModel(slow_pause=0.5),
+        model=GatedModel(),
         secret="s" * 40,
         settings=Settings(data_dir=tmp_path / "data"),
     ) as agent:
@@ -234,22 +237,23 @@ def terminal_sigint() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("terminal_sigint")
-def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(paced_agent: ChatAgent) -> None:
+def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(gated_agent: ChatAgent) -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     out, err = InterruptOnFirstAnswer(), io.StringIO()
-    lines = io.StringIO("slow one two three four five\n/memory\nquick\n/memory\n")
+    held = f"held one two three four five gate-{new_gate()}"
+    lines = io.StringIO(f"{held}\n/memory\nquick\n/memory\n")
     session = ChatSession(
-        paced_agent, session_id="s1", read_line=echo_reader(lines, out), out=out, err=err
+        gated_agent, session_id="s1", read_line=echo_reader(lines, out), out=out, err=err
     )
     assert session.run() == 0
     text = out.getvalue()
     first, second = text.split("> /memory\n")[1:]
     assert out.pressed and "[cancelled]" in text.split("> /memory")[0]
-    assert "answer to: slow one two three four five" not in text
+    assert f"answer to: {held}" not in text
     assert "recent messages: none" in first  # the cancelled turn wrote nothing
-    assert "  user: quick" in second and "slow" not in second
+    assert "  user: quick" in second and "held" not in second
     assert err.getvalue() == ""
-    registry = paced_agent.conversations(session_id="s1")
+    registry = gated_agent.conversations(session_id="s1")
     assert [c["title"] for c in registry["conversations"]] == ["quick"]
 
 

@@ -1,10 +1,11 @@
-"""Gates: a server's model stops mid-answer until the test opens the answer's gate.
+"""Gates: a model stops mid-answer until the test opens the answer's gate.
 
 A race test needs its concurrent request to arrive while a turn certainly runs. A
 message that contains `gate-NAME` is answered by `GatedModel` up to its first word;
-the model then waits until the file NAME exists in the directory named by
-`GATE_DIR_VARIABLE` (the server's environment; `Server.open_gate` creates the file).
-The test reads that first word from the stream, makes its request, opens the gate.
+the model then waits until the file NAME exists in the directory named by the
+environment's `GATE_DIR_VARIABLE` (`open_gate` creates the file). The test reads that
+first word from the stream, makes its request, opens the gate: no sleep, no timing.
+A file works alike for a model in the test's process and in a server's.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def new_gate() -> str:
 def gate_path(directory: Path, name: str) -> Path:
     """The file whose existence opens gate `name`."""
     return directory / name
+
+
+def open_gate(directory: Path, name: str) -> None:
+    """Let the answer that waits at gate `name` go on."""
+    directory.mkdir(parents=True, exist_ok=True)
+    gate_path(directory, name).touch()
 
 
 def gate_of(messages: list[BaseMessage]) -> str | None:
