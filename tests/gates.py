@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
+from agent.offline.local import LocalChatModel
 from tests.fakes import PacedModel
 
 GATE_DIR_VARIABLE = "TEST_GATE_DIR"
@@ -49,8 +50,9 @@ def open_gate(directory: Path, name: str) -> None:
 
 
 def gate_of(messages: list[BaseMessage]) -> str | None:
-    """The gate named by the latest message, if any."""
-    found = _GATE.search(messages[-1].text) if messages else None
+    """The gate named by the person's latest message, if any."""
+    latest = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+    found = _GATE.search(latest)
     return found.group(1) if found else None
 
 
@@ -68,9 +70,24 @@ async def wait_for_gate(name: str) -> None:
         await asyncio.sleep(POLL_S)
 
 
-class GatedModel(PacedModel):
-    """`PacedModel`, whose streamed answer to a message naming a gate stops after its
-    first word until that gate opens."""
+async def held_at_gate(
+    messages: list[BaseMessage], chunks: AsyncIterator[ChatGenerationChunk]
+) -> AsyncIterator[ChatGenerationChunk]:
+    """A model's streamed `chunks`, stopped after the first until the gate that the
+    person's latest message names opens (all of them at once when it names none)."""
+    gate = gate_of(messages)
+    first = True
+    async for chunk in chunks:
+        yield chunk
+        if first and gate is not None:
+            await wait_for_gate(gate)
+        first = False
+
+
+class Gated(LocalChatModel):
+    """A local model whose streamed answer to a message naming a gate stops after its
+    first piece until that gate opens: put it before the model in a class's bases.
+    `LocalChatModel` paces a whole answer, never one piece, hence this one override."""
 
     async def _astream(
         self,
@@ -79,10 +96,11 @@ class GatedModel(PacedModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        gate = gate_of(messages)
-        first = True
-        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+        chunks = super()._astream(messages, stop, run_manager, **kwargs)
+        async for chunk in held_at_gate(messages, chunks):
             yield chunk
-            if first and gate is not None:
-                await wait_for_gate(gate)
-            first = False
+
+
+class GatedModel(Gated, PacedModel):
+    """`PacedModel`, whose streamed answer to a message naming a gate stops after its
+    first word until that gate opens."""

@@ -18,6 +18,7 @@ from tests.browser.support import (
     open_page,
     stored_texts,
 )
+from tests.gates import new_gate
 from tests.integration.conftest import Server
 
 pytestmark = pytest.mark.integration
@@ -63,7 +64,8 @@ def test_stop_cancels_the_turn_and_nothing_is_kept(
 ) -> None:
     cid = api_chat(context.request, server.url, "before the stop", createConversation=True)
     open_page(page, server.url, f"#c={cid}")
-    page.fill("#message", "answer slowly, I will stop you")
+    # its gate stays shut: the answer waits after its first token until it is stopped
+    page.fill("#message", f"answer slowly, I will stop you gate-{new_gate()}")
     page.press("#message", "Enter")
     expect(last_answer(page).locator(".text")).not_to_have_text("")  # tokens are arriving
     page.click("#stop")
@@ -95,9 +97,10 @@ def test_a_busy_conversation_is_a_notice_not_an_error_page(
     )
     open_page(page, server.url, f"#c={cid}")
     other = open_page(context.new_page(), server.url, f"#c={cid}")
-    page.fill("#message", "take it slowly in the first tab")
+    gate = new_gate()
+    page.fill("#message", f"take it slowly in the first tab gate-{gate}")
     page.press("#message", "Enter")
-    expect(last_answer(page).locator(".text")).not_to_have_text("")  # the turn is running
+    expect(last_answer(page).locator(".text")).not_to_have_text("")  # the turn waits at its gate
 
     other.fill("#message", "from the second tab")
     other.press("#message", "Enter")
@@ -108,6 +111,7 @@ def test_a_busy_conversation_is_a_notice_not_an_error_page(
     expect(other.locator("#messages .message")).to_have_count(2)  # only the stored turn
     expect(other.locator("#chat-title")).to_have_text("one conversation, two tabs")
     other.close()
+    server.open_gate(gate)
     expect(last_answer(page)).to_have_attribute("data-state", "done")
 
 

@@ -17,7 +17,7 @@ from agent.offline.local import ModelCall
 from agent.service import ChatAgent
 from agent.settings import Settings
 from tests.fakes import PacedModel, ScriptedModel
-from tests.gates import GatedModel
+from tests.gates import Gated, GatedModel
 
 OUTAGE_TRIGGER = "take the database away"
 OUTAGE_SECONDS = 10.0
@@ -75,11 +75,11 @@ SLOW_WORD = "slowly"
 SLOW_PAUSE = 0.05
 
 
-class PacedOfflineModel(OfflineChatModel):
+class PacedOfflineModel(Gated, OfflineChatModel):
     """The offline model (answers, tools, task lists, compaction, all unchanged), whose
     answer pauses `SLOW_PAUSE` seconds before each streamed piece when the person's
     latest message contains `SLOW_WORD`: a page test can watch tokens arrive one by one
-    and find the conversation busy while they do."""
+    and find the conversation busy while they do (or hold it at a gate, tests/gates.py)."""
 
     def pause(self, call: ModelCall) -> float:
         humans = [m.text for m in call.messages if isinstance(m, HumanMessage)]
