@@ -99,9 +99,11 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=5)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`langgraph dev` serving this repo's langgraph.json from a clean working directory."""
+    """`langgraph dev` serving this repo's langgraph.json from a clean working directory
+    (one for the test run, or each pytest-xdist worker: its tests use threads, sessions
+    and conversations of their own)."""
     workdir = tmp_path_factory.mktemp("langgraph-dev")
     config = json.loads((REPO / "langgraph.json").read_text())
     # `langgraph dev` resolves paths against its working directory: point them at the repo
@@ -189,9 +191,10 @@ def start_uvicorn(
     return Server(url, process, workdir, log)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The HTTP app under a real uvicorn process (paced model, offline)."""
+    """The HTTP app under a real uvicorn process (paced model, offline), one for the test
+    run or each pytest-xdist worker (its tests use sessions of their own)."""
     server = start_uvicorn("create", tmp_path_factory.mktemp("http"))
     try:
         yield server
