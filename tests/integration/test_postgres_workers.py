@@ -43,16 +43,32 @@ def pg_url(postgres_server: str | None) -> str:
     return postgres_server
 
 
-@pytest.fixture
-def workers(pg_url: str, tmp_path: Path) -> Iterator[list[Server]]:
+def two_workers(url: str, workdir: Path) -> Iterator[list[Server]]:
     servers = [
-        start_uvicorn("create_for_workers", tmp_path, AGENT_DATABASE_URL=pg_url) for _ in range(2)
+        start_uvicorn("create_for_workers", workdir, AGENT_DATABASE_URL=url) for _ in range(2)
     ]
     try:
         yield servers
     finally:
         for server in servers:
             stop(server.process)
+
+
+@pytest.fixture(scope="module")
+def workers(
+    postgres_server: str | None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[Server]]:
+    """Two workers, shared by the tests that leave them running (each test's browsers are
+    sessions of their own)."""
+    if postgres_server is None:
+        pytest.skip("PostgreSQL is not reachable")
+    yield from two_workers(postgres_server, tmp_path_factory.mktemp("workers"))
+
+
+@pytest.fixture
+def own_workers(pg_url: str, tmp_path: Path) -> Iterator[list[Server]]:
+    """Two workers of the test's own (it kills one)."""
+    yield from two_workers(pg_url, tmp_path)
 
 
 class Session:
@@ -186,23 +202,57 @@ def test_overlapping_turns_are_refused_not_interleaved(workers: list[Server], pg
     session.close()
 
 
-def test_a_killed_worker_leaves_no_partial_turn_and_no_stale_lock(
-    workers: list[Server], pg_url: str
-) -> None:
+def test_two_workers_do_not_duplicate_an_item_said_concurrently(workers: list[Server]) -> None:
+    """The same statement reaches both workers at once, in turns of two conversations and
+    through the API: the session's advisory lock lets one write it, the other refresh it."""
     session = Session(workers)
+    try:
+        assert session.request(0, "GET", "/api/memories").status_code == 200  # the cookie
+        conversations = [
+            session.chat(n, "hello", createConversation=True).headers["X-Conversation-Id"]
+            for n in range(2)
+        ]
+        statement = "I am allergic to peanuts"
+
+        def say(n: int, by_turn: bool, start: threading.Barrier) -> httpx.Response:
+            start.wait()
+            if by_turn:
+                return session.chat(n, statement, conversationId=conversations[n])
+            return session.request(n, "POST", "/api/memories", json={"text": statement})
+
+        for _ in range(3):
+            start = threading.Barrier(4)
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                futures = [
+                    pool.submit(say, n, by_turn, start)
+                    for n in range(2)
+                    for by_turn in (True, False)
+                ]
+            assert all(f.result().status_code in (200, 201) for f in futures)
+        items = session.request(1, "GET", "/api/memories").json()["memories"]
+        assert [item["text"] for item in items] == [statement]
+    finally:
+        session.close()
+
+
+def test_a_killed_worker_leaves_no_partial_turn_and_no_stale_lock(
+    own_workers: list[Server], pg_url: str
+) -> None:
+    session = Session(own_workers)
     cid = run_conversation(session, "killed", {})
     before = session.texts(1, cid)
+    killed = f"words then a kill gate-{new_gate()}"  # its gate stays shut: the turn waits
     with session.clients[0].stream(
         "POST",
         "/api/chat",
-        json={"message": "slow words then a kill", "conversationId": cid},
+        json={"message": killed, "conversationId": cid},
         headers={"Cookie": f"{COOKIE_NAME}={session.cookie}"},
     ) as response:
         for line in response.iter_lines():
             if line == "event: token":
-                os.killpg(workers[0].process.pid, signal.SIGKILL)
+                os.killpg(own_workers[0].process.pid, signal.SIGKILL)
                 break
-    workers[0].process.wait(timeout=10)
+    own_workers[0].process.wait(timeout=10)
     deadline = time.monotonic() + 10
     while True:  # the server notices the dead worker's connection within moments
         after = session.chat(1, "after the kill", conversationId=cid)
@@ -211,7 +261,7 @@ def test_a_killed_worker_leaves_no_partial_turn_and_no_stale_lock(
         time.sleep(0.2)
     assert after.status_code == 200, after.text
     texts = session.texts(1, cid)
-    assert "slow words then a kill" not in texts
+    assert killed not in texts
     assert texts[-2:] == ["after the kill", "answer to: after the kill"]
     assert texts[:-2] == before[len(before) - len(texts) + 2 :]
     session.close()
@@ -248,36 +298,3 @@ def test_a_database_outage_mid_turn_degrades_that_turn_only(pg_url: str, tmp_pat
             conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         session.close()
         stop(server.process)
-
-
-def test_two_workers_do_not_duplicate_an_item_said_concurrently(workers: list[Server]) -> None:
-    """The same statement reaches both workers at once, in turns of two conversations and
-    through the API: the session's advisory lock lets one write it, the other refresh it."""
-    session = Session(workers)
-    try:
-        assert session.request(0, "GET", "/api/memories").status_code == 200  # the cookie
-        conversations = [
-            session.chat(n, "hello", createConversation=True).headers["X-Conversation-Id"]
-            for n in range(2)
-        ]
-        statement = "I am allergic to peanuts"
-
-        def say(n: int, by_turn: bool, start: threading.Barrier) -> httpx.Response:
-            start.wait()
-            if by_turn:
-                return session.chat(n, statement, conversationId=conversations[n])
-            return session.request(n, "POST", "/api/memories", json={"text": statement})
-
-        for _ in range(3):
-            start = threading.Barrier(4)
-            with ThreadPoolExecutor(max_workers=4) as pool:
-                futures = [
-                    pool.submit(say, n, by_turn, start)
-                    for n in range(2)
-                    for by_turn in (True, False)
-                ]
-            assert all(f.result().status_code in (200, 201) for f in futures)
-        items = session.request(1, "GET", "/api/memories").json()["memories"]
-        assert [item["text"] for item in items] == [statement]
-    finally:
-        session.close()
