@@ -155,26 +155,9 @@ def run_four_turns(stub: OpenAIStub, graph: Graph) -> None:
         assert final["compaction"] == "skipped"
 
 
-@pytest.mark.parametrize("method", ["json_schema", "function_calling"])
-def test_compaction_goes_through_chat_openai(
-    stub: OpenAIStub, memory: ConversationMemory, method: StructuredOutputMethod
-) -> None:
-    graph = compile_graph(settings_for(stub, method), memory)
-    run_four_turns(stub, graph)
-    stub.reply_text("answer 4")
-    stub.reply_json(
-        {
-            "summary": "The user asked questions 0 to 2.",
-            "pinned_decisions": ["Always answer in English."],
-            "retired_pins": [],
-        }
-    )
-
-    final, events = run(graph, "question 4")
-
-    assert (final["answer"], final["compaction"]) == ("answer 4", "succeeded")
-    assert len(stub.requests) == 6
-    request = stub.last_request
+def assert_compaction_request(request: dict[str, Any], method: StructuredOutputMethod) -> None:
+    """The compaction request: its model, its structured-output form for `method`, the
+    schema's fields, and the folded turns as its only input."""
     assert request["model"] == COMPACTION_MODEL
     assert request["temperature"] == 0
     if method == "json_schema":
@@ -198,6 +181,28 @@ def test_compaction_goes_through_chat_openai(
     assert folded[0] == {"role": "user", "text": "question 0"}
     assert folded[-1] == {"role": "assistant", "text": "answer 2"}
     assert all(m["content"] != AGENT_SYSTEM_PROMPT for m in request["messages"])
+
+
+@pytest.mark.parametrize("method", ["json_schema", "function_calling"])
+def test_compaction_goes_through_chat_openai(
+    stub: OpenAIStub, memory: ConversationMemory, method: StructuredOutputMethod
+) -> None:
+    graph = compile_graph(settings_for(stub, method), memory)
+    run_four_turns(stub, graph)
+    stub.reply_text("answer 4")
+    stub.reply_json(
+        {
+            "summary": "The user asked questions 0 to 2.",
+            "pinned_decisions": ["Always answer in English."],
+            "retired_pins": [],
+        }
+    )
+
+    final, events = run(graph, "question 4")
+
+    assert (final["answer"], final["compaction"]) == ("answer 4", "succeeded")
+    assert len(stub.requests) == 6
+    assert_compaction_request(stub.last_request, method)
 
     after = memory.read_memory(SESSION, CONVERSATION)
     assert [m.text for m in after.messages] == ["question 3", "answer 3", "question 4", "answer 4"]
