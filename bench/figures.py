@@ -160,6 +160,12 @@ def table(figures: Sequence[Figures]) -> str:
     """A fixed-width table: one row per agent."""
     rows = [["agent", *(title for title, _ in COLUMNS)]]
     rows += [[f.agent, *(cell(getattr(f, key)) for _, key in COLUMNS)] for f in figures]
+    return fixed_width(rows)
+
+
+def fixed_width(rows: Sequence[Sequence[str]]) -> str:
+    """`rows` as a table: the first column left-aligned, the others right-aligned, a
+    rule under the first row."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         "  ".join(

@@ -44,6 +44,7 @@ from agent.client_events import ClientEvent
 from agent.offline.local import ModelCall
 from agent.settings import Settings
 from bench.agent_bench import SECRET, SESSION, SYNCHRONOUS, summarization, user_message
+from bench.figures import fixed_width
 from bench.scripted import SUMMARIZATION_SOURCE, ScriptedChatModel
 
 CHAT_SECONDS = 0.3
@@ -207,16 +208,7 @@ def table(figures: list[Latency]) -> str:
     for f in figures:
         drain = "n/a" if f.drain_ms is None else f"{f.drain_ms:,}"
         rows.append([f.agent, str(f.turns), f"{f.p50_ms:,}", f"{f.p95_ms:,}", f.followups, drain])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in rows
-    ]
-    lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines)
+    return fixed_width(rows)
 
 
 def targets(ours: Latency, peer: Latency, chat_seconds: float) -> dict[str, bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from memory.errors import UNSUPPORTED_DATABASE_URL, UnsupportedDatabaseUrl
@@ -33,15 +34,7 @@ class DatabaseUrl:
 def _open_sqlite(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
     from memory.storage.sqlite.backend import open_sqlite
 
-    checkpointer, documents, locks, close, open_items = open_sqlite(url.sqlite_path)
-    return ThreadStore(
-        checkpointer,
-        documents,
-        locks,
-        lock_timeout=lock_timeout,
-        on_close=close,
-        open_items=open_items,
-    )
+    return _thread_store(open_sqlite(url.sqlite_path), lock_timeout)
 
 
 def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
@@ -50,7 +43,12 @@ def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
     except ImportError as exc:
         raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
 
-    checkpointer, documents, locks, close, open_items = open_postgres(url.location)
+    return _thread_store(open_postgres(url.location), lock_timeout)
+
+
+def _thread_store(opened: tuple[Any, ...], lock_timeout: float) -> ThreadStore:
+    """A `ThreadStore` over what a backend's `open_*` returned."""
+    checkpointer, documents, locks, close, open_items = opened
     return ThreadStore(
         checkpointer,
         documents,
