@@ -54,7 +54,7 @@ def counting(counts: collections.Counter[str]) -> Iterator[None]:
     patched: list[tuple[type, str, Callable[..., Any]]] = []
     for owner, name in [
         *((OWNERS[name], name) for name in (*READS, *WRITES)),
-        (ConversationMemory, "open"),
+        (ConversationMemory, "memory_for_turn"),
         (PooledPostgresStore, "batch"),
         (PostgresArchive, "search"),
     ]:
@@ -110,13 +110,13 @@ def measure(turns: int) -> dict[str, Any]:
             agent.close()
     per_turn = {
         name: round(counts[name] / turns, 2)
-        for name in (*READS, *WRITES, "open", "batch", "search")
+        for name in (*READS, *WRITES, "memory_for_turn", "batch", "search")
     }
-    start_reads = counts["get_tuple"] + counts["open"]
+    start_reads = counts["get_tuple"] + counts["memory_for_turn"]
     return {
         "turns": turns,
         "turn_start_reads": round(start_reads / turns, 2),
-        "writer_reads": round((counts["get_documents"] - counts["open"]) / turns, 2),
+        "writer_reads": round((counts["get_documents"] - counts["memory_for_turn"]) / turns, 2),
         "writes": round(sum(counts[name] for name in WRITES) / turns, 2),
         # recall of the user's long-term items: one store query a turn, beside the three
         "long_term_reads": round(counts["batch"] / turns, 2),
