@@ -4,6 +4,7 @@ in Chinese as in English, gone with its conversation (both backends)."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,11 @@ from memory import StorageError, ThreadState
 from memory.archive import FORGOTTEN, REDACTED
 from memory.archive.terms import query_terms
 from memory.conversations import ConversationMemory
+from memory.ids import ThreadIds
+from memory.storage import open_thread_store
+from memory.storage.sqlite.connection import sqlite_transaction
 from memory.turns import TurnStatus, chat_turn
+from tests.conftest import SECRET
 
 
 def say(memory: ConversationMemory, session: str, conversation: str, user: str, answer: str) -> str:
@@ -229,3 +234,28 @@ def test_a_crash_before_the_commit_leaves_conversation_and_lines_together(
     assert {h.text for h in memory.search("s1", "Alma", limit=10)} == {
         "My sister Alma lives in Lisbon"
     }
+
+
+@pytest.mark.sqlite_only
+def test_an_index_of_the_earlier_layout_is_rebuilt_on_open(db_url: str) -> None:
+    # the earlier index had one column of terms for every role: a database that has it
+    # is reindexed when it is opened, and its lines are found as before
+    store = open_thread_store(db_url)
+    memory = ConversationMemory(store, ThreadIds(SECRET))
+    say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted, Lisbon.")
+    documents: Any = store.documents  # the SQLite document store: its connection and lock
+    with sqlite_transaction(documents.conn, documents.lock) as cursor:
+        cursor.execute("DROP TABLE archive_vocab")
+        cursor.execute("DROP TABLE archive_index")
+        cursor.execute("CREATE VIRTUAL TABLE archive_index USING fts5(terms, scope)")
+        cursor.execute("CREATE VIRTUAL TABLE archive_vocab USING fts5vocab(archive_index, 'row')")
+    store.close()
+    store = open_thread_store(db_url)
+    try:
+        memory = ConversationMemory(store, ThreadIds(SECRET))
+        assert recalled_texts(memory, "s1", "c2", "Where does Alma live?") == [
+            "My sister Alma lives in Lisbon"
+        ]
+        assert {h.role for h in memory.search("s1", "Lisbon", limit=5)} == {"user", "assistant"}
+    finally:
+        store.close()
