@@ -8,19 +8,17 @@ per token, plus a few tokens per message for its role and framing.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable
 
 from langchain_core.messages import BaseMessage
 
-_CJK = re.compile("[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+from memory.text import approximate_tokens
+
 PER_MESSAGE = 3
 
 
 def count_text(text: str) -> int:
-    cjk = len(_CJK.findall(text))
-    return cjk + math.ceil((len(text) - cjk) / 4)
+    return approximate_tokens(text)
 
 
 def count_messages(messages: Iterable[BaseMessage]) -> int:

@@ -30,7 +30,7 @@ from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine
 from memory.archive.terms import QUERY_STOP_WORDS, line_terms, query_terms, term_weight
 from memory.prompts import RECALL_HEADING, RECALL_LINE
 from memory.schema import ThreadState
-from memory.text import clamp, quoted
+from memory.text import approximate_tokens, clamp, quoted
 
 RRF_K = 60
 RECENCY_WEIGHT = 0.25
@@ -58,7 +58,6 @@ _REFERS_BACK = re.compile(
     re.IGNORECASE,
 )
 _SPACES = re.compile(r"\s+")
-_CJK = re.compile("[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 _WORDS = re.compile(r"\w+")
 
 
@@ -121,7 +120,7 @@ def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
         before = [line.said_before, line.previous]
     if _QUESTION.search(line.text):
         after = [line.following, line.said_after]
-    group = {n.id: n for n in (*before, line, *after) if n is not None and n.role != "summary"}
+    group = {n.id: n for n in (*before, line, *after) if n is not None}
     return list(group.values())
 
 
@@ -147,17 +146,15 @@ class Recall:
         return [line.id for line in self.lines]
 
 
-def text_tokens(text: str) -> int:
-    """About how many tokens `text` takes: a CJK character is about one token, other
-    text four characters a token (LangChain's approximate counter alone would count a
-    Chinese line at a quarter of its size)."""
-    cjk = len(_CJK.findall(text))
-    return cjk + (len(text) - cjk + 3) // 4
-
-
 def shown(line: ArchivedLine) -> str:
     """`line`'s text as the block shows it (quoted, cut to its role's length)."""
-    return quoted(clamp(line.text, ANSWER_CHARS if line.role == "assistant" else LINE_CHARS))
+    return _shown(line.role, line.text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown(role: str, text: str) -> str:
+    # cached: a recall prices each of its candidates, and the next turn's mostly again
+    return quoted(clamp(text, ANSWER_CHARS if role == "assistant" else LINE_CHARS))
 
 
 def _heading(line: ArchivedLine) -> tuple[str, str]:
@@ -166,19 +163,12 @@ def _heading(line: ArchivedLine) -> tuple[str, str]:
 
 def line_tokens(line: ArchivedLine) -> int:
     """About how many tokens a line takes in the block, its heading not included."""
-    return _line_tokens(line.role, line.text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _line_tokens(role: str, text: str) -> int:
-    # cached: a recall prices each of its candidates, and the next turn's mostly again
-    clipped = clamp(text, ANSWER_CHARS if role == "assistant" else LINE_CHARS)
-    return text_tokens(RECALL_LINE.format(role=role, text=quoted(clipped))) + 1
+    return approximate_tokens(RECALL_LINE.format(role=line.role, text=shown(line))) + 1
 
 
 @functools.lru_cache(maxsize=1024)
 def _heading_tokens(title: str) -> int:
-    return text_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
+    return approximate_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
 
 
 def heading_tokens(line: ArchivedLine) -> int:

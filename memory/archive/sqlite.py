@@ -84,14 +84,14 @@ def scope_token(session_key: str, role: str) -> str:
     return ROLE_LETTERS[role] + session_key
 
 
-def columns(roles: Sequence[str]) -> list[str]:
-    """The index columns that hold the terms of lines of `roles`."""
-    return [column for column in INDEX_COLUMNS if any(column_of(r) == column for r in roles)]
-
-
 def column_of(role: str) -> str:
     """The index column of a line of `role`."""
     return "said" if role == "user" else "other"
+
+
+def columns(roles: Sequence[str]) -> list[str]:
+    """The index columns that hold the terms of lines of `roles`."""
+    return [column for column in INDEX_COLUMNS if column in map(column_of, roles)]
 
 
 def match_expression(session_key: str, terms: Sequence[str], roles: Sequence[str]) -> str:
@@ -102,10 +102,11 @@ def match_expression(session_key: str, terms: Sequence[str], roles: Sequence[str
     return f"scope : ({scopes}) AND {{{' '.join(columns(roles))}}} : ({wanted})"
 
 
-def index_values(role: str, text: str) -> tuple[str, str]:
-    """The (said, other) columns of a line's index row."""
+def index_row(line_id: int, session_key: str, role: str, text: str) -> tuple[Any, ...]:
+    """A line's row of the index: its id, its terms in its role's column, its scope."""
     terms = " ".join(index_terms(text))
-    return (terms, "") if column_of(role) == "said" else ("", terms)
+    said, other = (terms, "") if column_of(role) == "said" else ("", terms)
+    return line_id, said, other, scope_token(session_key, role)
 
 
 def stamp(moment: datetime) -> str:
@@ -161,17 +162,15 @@ class SqliteArchive:
         (one column of terms for every role); callers serialise processes around it."""
         with sqlite_transaction(self.conn, self.lock) as cur:
             found = {row[1] for row in cur.execute("PRAGMA table_info(archive_index)")}
-            if found and "said" not in found:
+            earlier = bool(found) and "said" not in found
+            if earlier:
                 cur.execute("DROP TABLE IF EXISTS archive_vocab")
                 cur.execute("DROP TABLE archive_index")
             for sql in SETUP_SQL:
                 cur.execute(sql)
-            if found and "said" not in found:
-                for line_id, key, role, text in cur.execute(
-                    "SELECT id, session_key, role, text FROM archive_lines"
-                ).fetchall():
-                    values = (line_id, *index_values(role, text), scope_token(key, role))
-                    cur.execute(INSERT_INDEX_SQL, values)
+            if earlier:
+                rows = cur.execute("SELECT id, session_key, role, text FROM archive_lines")
+                cur.executemany(INSERT_INDEX_SQL, [index_row(*row) for row in rows.fetchall()])
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
         """Delete the dropped conversations' lines and append the new ones with `cursor`,
@@ -199,14 +198,8 @@ class SqliteArchive:
                 ),
             )
             if cursor.rowcount == 1:
-                cursor.execute(
-                    INSERT_INDEX_SQL,
-                    (
-                        cursor.lastrowid,
-                        *index_values(row.role, row.text),
-                        scope_token(row.session_key, row.role),
-                    ),
-                )
+                index = index_row(cursor.lastrowid, row.session_key, row.role, row.text)
+                cursor.execute(INSERT_INDEX_SQL, index)
 
     def search(
         self,
@@ -280,9 +273,10 @@ class SqliteArchive:
             for line_id, role in owned:
                 new = wanted[line_id]
                 cur.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
+                _, said, other, _ = index_row(line_id, session_key, role, new)
                 cur.execute(
                     "UPDATE archive_index SET said = ?, other = ? WHERE rowid = ?",
-                    (*index_values(role, new), line_id),
+                    (said, other, line_id),
                 )
         return len(owned)
 

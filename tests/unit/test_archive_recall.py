@@ -17,7 +17,7 @@ from agent.runtime import open_memory
 from agent.settings import Settings
 from memory import ThreadState, UnsupportedDatabaseUrl, build_context
 from memory.archive import ArchivedLine, Recall
-from memory.archive.recall import ANSWER_CHARS, choose, render, text_tokens
+from memory.archive.recall import ANSWER_CHARS, choose, render
 from memory.archive.terms import query_terms
 from memory.budget import ContextBudget
 from memory.context_blocks import (
@@ -29,6 +29,7 @@ from memory.context_blocks import (
 from memory.longterm import MemoryItem
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage
+from memory.text import approximate_tokens
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 FACT = "My boat is called Marisol and it is moored in Vigo"
@@ -180,5 +181,5 @@ def test_one_heading_per_conversation_and_day_and_answers_cut_short() -> None:
 
 
 def test_the_budget_counts_a_chinese_character_as_a_token() -> None:
-    assert text_tokens("我每天早上喝两杯咖啡") == 10
-    assert text_tokens("abcdefgh") == 2
+    assert approximate_tokens("我每天早上喝两杯咖啡") == 10
+    assert approximate_tokens("abcdefgh") == 2
