@@ -24,7 +24,7 @@ from pathlib import Path
 
 from agent.offline import OfflineChatModel
 from evals.dialogue import Context, Dialogue, load_split, turn_text
-from evals.report import SPLITS
+from evals.report import QUESTION_TYPES, SPLITS
 from evals.runner import Tokens, Turns
 from evals.scenario import HELD_OUT_DIR, SCENARIO_DIR, Probe, Say, load_all
 from evals.systems import System, build
@@ -103,7 +103,7 @@ def play(system: System, dialogues: Sequence[Dialogue], turns: Sequence[Turn]) -
 
 
 def table(results: dict[tuple[str, str], list[Found]]) -> str:
-    kinds = ("single", "multi_hop", "temporal", "all")
+    kinds = (*QUESTION_TYPES, "all")
     lines = [
         "| split | system | questions | "
         + " | ".join(kind.replace("_", "-") for kind in kinds)
