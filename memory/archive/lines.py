@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -67,6 +68,11 @@ class ArchivedLine:
     following: ArchivedLine | None = field(default=None, compare=False)
     said_before: ArchivedLine | None = field(default=None, compare=False)
     said_after: ArchivedLine | None = field(default=None, compare=False)
+
+    @functools.cached_property
+    def day(self) -> str:
+        """The day it was said, `YYYY-MM-DD` (UTC)."""
+        return self.created_at.date().isoformat()
 
     def to_dto(self) -> dict[str, Any]:
         """The public shape: camelCase, no keys or scores."""

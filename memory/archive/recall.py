@@ -158,12 +158,17 @@ def _shown(role: str, text: str) -> str:
 
 
 def _heading(line: ArchivedLine) -> tuple[str, str]:
-    return line.created_at.date().isoformat(), line.conversation_id
+    return line.day, line.conversation_id
 
 
 def line_tokens(line: ArchivedLine) -> int:
     """About how many tokens a line takes in the block, its heading not included."""
-    return approximate_tokens(RECALL_LINE.format(role=line.role, text=shown(line))) + 1
+    return _line_tokens(line.role, line.text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_tokens(role: str, text: str) -> int:
+    return approximate_tokens(RECALL_LINE.format(role=role, text=_shown(role, text))) + 1
 
 
 @functools.lru_cache(maxsize=1024)
@@ -267,12 +272,15 @@ class _Held:
 
     def __init__(self) -> None:
         self.lines: list[frozenset[str]] = []
-        self.lines_with: dict[str, list[int]] = {}
+        self.lines_with: dict[str, int] = {}
+        """A bit set of the lines (bit i: `lines[i]`) holding each word."""
 
     def add(self, text: str) -> None:
         words = _subject_words(text)
+        bit = 1 << len(self.lines)
+        lines_with = self.lines_with
         for word in words:
-            self.lines_with.setdefault(word, []).append(len(self.lines))
+            lines_with[word] = lines_with.get(word, 0) | bit
         self.lines.append(words)
 
     def repeats(self, text: str) -> bool:
@@ -283,10 +291,16 @@ class _Held:
         need = math.ceil(NEAR_DUPLICATE * len(words))
         # a line that holds `need` of the words holds one of any len - need + 1 of them:
         # only the lines holding one of the rarest few are compared
-        rarest = sorted(words, key=lambda word: len(self.lines_with.get(word, ())))
-        found = {
-            line
-            for word in rarest[: len(words) - need + 1]
-            for line in self.lines_with.get(word, ())
-        }
-        return any(len(words & self.lines[line]) >= need for line in found)
+        lines_with = self.lines_with
+        rarest = sorted(words, key=lambda word: lines_with.get(word, 0).bit_count())
+        if not lines_with.get(rarest[len(words) - need], 0):
+            return False  # fewer than `need` of the words are held anywhere
+        found = 0
+        for word in rarest[: len(words) - need + 1]:
+            found |= lines_with.get(word, 0)
+        while found:
+            low = found & -found
+            if len(words & self.lines[low.bit_length() - 1]) >= need:
+                return True
+            found ^= low
+        return False

@@ -20,19 +20,27 @@ SETUP_SQL = (
     " conversation_id TEXT NOT NULL, title TEXT NOT NULL, message_id TEXT NOT NULL,"
     " role TEXT NOT NULL, created_at TEXT NOT NULL, text TEXT NOT NULL, covers TEXT,"
     " UNIQUE (session_key, conversation_key, message_id))",
-    "CREATE INDEX IF NOT EXISTS archive_lines_conversation ON archive_lines (conversation_key, id)",
+    # a line's neighbours of one role are one seek of this index (it also serves the
+    # deletion of a conversation's lines, as the (conversation_key, id) index it replaced)
+    "DROP INDEX IF EXISTS archive_lines_conversation",
+    "CREATE INDEX IF NOT EXISTS archive_lines_turns ON archive_lines"
+    " (conversation_key, role, id)",
     "CREATE INDEX IF NOT EXISTS archive_lines_session ON archive_lines (session_key, id)",
-    # the session is a column of the index, so a query intersects with its posting list
-    # instead of filtering every session's hits; the user's lines and the others are
-    # indexed in columns of their own, so that a search of what the user said weighs a
-    # word by how rare it is among the user's lines (`bm25()` counts rows per column):
-    # a word in every answer of the model is no common word of the user's
+    # each term is indexed under its session's prefix ("<prefix>lisbon"), so a session's
+    # posting lists are its own: a query reads and ranks none of another session's
+    # lines, and bm25 and the commonness cut count a word among this session's lines
+    # only; the user's lines and the others have columns of their own, so that a search
+    # of what the user said weighs a word by how rare it is among the user's lines (a
+    # word in every answer of the model is no common word of the user's)
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_index USING fts5("
-    " said, other, scope, tokenize = 'unicode61 remove_diacritics 0')",
+    " said, other, tokenize = 'unicode61 remove_diacritics 0')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vocab USING fts5vocab(archive_index, 'col')",
 )
 INDEX_COLUMNS = ("said", "other")
 """The index's columns of terms: the user's lines, every other line (answers, summaries)."""
+PREFIX_CHARS = 12
+"""Characters of the session key that prefix its terms (its lines are still checked
+against the whole key: two sessions sharing a prefix only share posting lists)."""
 COMMON_SHARE = 0.02
 COMMON_FLOOR = 200
 """A query term in more lines than max(2% of the session's lines, 200) is left out
@@ -43,45 +51,50 @@ INSERT_LINE_SQL = (
     "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
     " title, message_id, role, created_at, text, covers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, other, scope) VALUES (?, ?, ?, ?)"
+INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, other) VALUES (?, ?, ?)"
+
+
+def _near(direction: str, pick: str, role: str) -> str:
+    # the nearest line of `role` before or after a hit in its conversation: one seek of
+    # the (conversation_key, role, id) index
+    return (
+        f"(SELECT {pick}(q.id) FROM archive_lines q WHERE q.conversation_key ="
+        f" h.conversation_key AND q.role = '{role}' AND q.id {direction} h.id)"
+    )
+
+
 _COLUMNS = "l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text"
 SEARCH_SQL = f"""
 WITH ranked AS (
-  SELECT rowid AS id, -bm25(archive_index, 1.0, 1.0, 0.0) AS score FROM archive_index
-  WHERE archive_index MATCH ? ORDER BY bm25(archive_index, 1.0, 1.0, 0.0), rowid DESC LIMIT ?
+  SELECT rowid AS id, -bm25(archive_index) AS score FROM archive_index
+  WHERE archive_index MATCH ? ORDER BY bm25(archive_index), rowid DESC LIMIT ?
 ), hits AS MATERIALIZED (
   SELECT {_COLUMNS}, l.conversation_key, r.score
-  FROM ranked r JOIN archive_lines l ON l.id = r.id
+  FROM ranked r JOIN archive_lines l ON l.id = r.id AND l.session_key = ?
+), near AS MATERIALIZED (
+  SELECT h.*, {_near("<", "MAX", "user")} AS pu, {_near("<", "MAX", "assistant")} AS pa,
+         {_near(">", "MIN", "user")} AS nu, {_near(">", "MIN", "assistant")} AS na
+  FROM hits h WHERE ?
+  UNION ALL SELECT h.*, NULL, NULL, NULL, NULL FROM hits h WHERE NOT ?
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text, h.score,
        p.id, p.message_id, p.role, p.created_at, p.text,
        n.id, n.message_id, n.role, n.created_at, n.text,
        pu.id, pu.message_id, pu.role, pu.created_at, pu.text,
        nu.id, nu.message_id, nu.role, nu.created_at, nu.text
-FROM hits h
-LEFT JOIN archive_lines p ON ? AND p.id = (
-  SELECT MAX(q.id) FROM archive_lines q
-  WHERE q.conversation_key = h.conversation_key AND q.id < h.id AND q.role <> 'summary')
-LEFT JOIN archive_lines n ON ? AND n.id = (
-  SELECT MIN(q.id) FROM archive_lines q
-  WHERE q.conversation_key = h.conversation_key AND q.id > h.id AND q.role <> 'summary')
-LEFT JOIN archive_lines pu ON ? AND pu.id = (
-  SELECT MAX(q.id) FROM archive_lines q
-  WHERE q.conversation_key = h.conversation_key AND q.id < h.id AND q.role = 'user')
-LEFT JOIN archive_lines nu ON ? AND nu.id = (
-  SELECT MIN(q.id) FROM archive_lines q
-  WHERE q.conversation_key = h.conversation_key AND q.id > h.id AND q.role = 'user')
+FROM near h
+LEFT JOIN archive_lines p ON p.id = max(coalesce(h.pu, 0), coalesce(h.pa, 0))
+LEFT JOIN archive_lines n ON n.id = min(coalesce(h.nu, h.na), coalesce(h.na, h.nu))
+LEFT JOIN archive_lines pu ON pu.id = h.pu
+LEFT JOIN archive_lines nu ON nu.id = h.nu
 ORDER BY h.score DESC, h.id DESC
 """
 
 
-ROLE_LETTERS = {"user": "u", "assistant": "a", "summary": "m"}
-
-
-def scope_token(session_key: str, role: str) -> str:
-    """A line's token in the index's `scope` column: its session and role, one token (a
-    query of the user's lines scores only those)."""
-    return ROLE_LETTERS[role] + session_key
+def prefix(session_key: str) -> str:
+    """The session's prefix of its terms, and alone the term every line of it has (its
+    count is the session's number of lines)."""
+    return session_key[:PREFIX_CHARS]
 
 
 def column_of(role: str) -> str:
@@ -95,18 +108,19 @@ def columns(roles: Sequence[str]) -> list[str]:
 
 
 def match_expression(session_key: str, terms: Sequence[str], roles: Sequence[str]) -> str:
-    """`scope : ("u…" OR …) AND {said other} : ("a" OR "b")`: terms are letters and
-    digits, so they quote safely."""
-    scopes = " OR ".join(f'"{scope_token(session_key, role)}"' for role in roles)
-    wanted = " OR ".join(f'"{term}"' for term in terms)
-    return f"scope : ({scopes}) AND {{{' '.join(columns(roles))}}} : ({wanted})"
+    """`{said other} : ("<prefix>a" OR "<prefix>b")`: terms are letters and digits, and so
+    is the prefix (a hash), so they quote safely."""
+    wanted = " OR ".join(f'"{prefix(session_key)}{term}"' for term in terms)
+    return f"{{{' '.join(columns(roles))}}} : ({wanted})"
 
 
 def index_row(line_id: int, session_key: str, role: str, text: str) -> tuple[Any, ...]:
-    """A line's row of the index: its id, its terms in its role's column, its scope."""
-    terms = " ".join(index_terms(text))
+    """A line's row of the index: its id, and in its role's column the session's prefix
+    and its terms under that prefix."""
+    head = prefix(session_key)
+    terms = " ".join([head, *(head + term for term in index_terms(text))])
     said, other = (terms, "") if column_of(role) == "said" else ("", terms)
-    return line_id, said, other, scope_token(session_key, role)
+    return line_id, said, other
 
 
 def stamp(moment: datetime) -> str:
@@ -158,11 +172,12 @@ class SqliteArchive:
         self.lock = lock
 
     def setup(self) -> None:
-        """Create the tables (idempotent), and rebuild an index of the earlier layout
-        (one column of terms for every role); callers serialise processes around it."""
+        """Create the tables (idempotent), and rebuild an index of an earlier layout (one
+        column of terms for every role; terms without their session's prefix); callers
+        serialise processes around it."""
         with sqlite_transaction(self.conn, self.lock) as cur:
-            found = {row[1] for row in cur.execute("PRAGMA table_info(archive_index)")}
-            earlier = bool(found) and "said" not in found
+            found = [row[1] for row in cur.execute("PRAGMA table_info(archive_index)")]
+            earlier = bool(found) and tuple(found) != INDEX_COLUMNS
             if earlier:
                 cur.execute("DROP TABLE IF EXISTS archive_vocab")
                 cur.execute("DROP TABLE archive_index")
@@ -217,7 +232,9 @@ class SqliteArchive:
         with self.lock:
             terms = self._distinctive(session_key, terms, roles)
             expression = match_expression(session_key, terms, roles)
-            rows = self.conn.execute(SEARCH_SQL, (expression, limit, *[neighbours] * 4)).fetchall()
+            rows = self.conn.execute(
+                SEARCH_SQL, (expression, limit, session_key, neighbours, neighbours)
+            ).fetchall()
         return [_line(row) for row in rows]
 
     def _distinctive(
@@ -225,16 +242,18 @@ class SqliteArchive:
     ) -> list[str]:
         """`terms` without those too common among the lines of `roles` to matter (see
         `COMMON_SHARE`); the caller holds the lock."""
-        scopes = [scope_token(session_key, role) for role in roles]
-        marks = ", ".join("?" * (len(terms) + len(scopes)))
-        wanted = {*columns(roles), "scope"}
+        head = prefix(session_key)
+        marks = ", ".join("?" * (len(terms) + 1))
+        wanted = set(columns(roles))
         counts: dict[str, int] = {}
         for term, column, docs in self.conn.execute(
-            f"SELECT term, col, doc FROM archive_vocab WHERE term IN ({marks})", (*terms, *scopes)
+            f"SELECT term, col, doc FROM archive_vocab WHERE term IN ({marks})",
+            (head, *(head + term for term in terms)),
         ):
             if column in wanted:
                 counts[term] = counts.get(term, 0) + docs
-        lines = sum(counts.get(scope, 0) for scope in scopes)
+        lines = counts.pop(head, 0)
+        counts = {term.removeprefix(head): docs for term, docs in counts.items()}
         cap = max(COMMON_SHARE * lines, COMMON_FLOOR)
         rarest = sorted(terms, key=lambda term: counts.get(term, 0))
         return [t for i, t in enumerate(rarest) if i < KEEP_RAREST or counts.get(t, 0) <= cap]
@@ -273,7 +292,7 @@ class SqliteArchive:
             for line_id, role in owned:
                 new = wanted[line_id]
                 cur.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
-                _, said, other, _ = index_row(line_id, session_key, role, new)
+                _, said, other = index_row(line_id, session_key, role, new)
                 cur.execute(
                     "UPDATE archive_index SET said = ?, other = ? WHERE rowid = ?",
                     (said, other, line_id),

@@ -10,6 +10,7 @@ import pytest
 
 from memory import StorageError, ThreadState
 from memory.archive import FORGOTTEN, REDACTED
+from memory.archive import sqlite as sqlite_archive
 from memory.archive.terms import query_terms
 from memory.conversations import ConversationMemory
 from memory.ids import ThreadIds
@@ -236,10 +237,25 @@ def test_a_crash_before_the_commit_leaves_conversation_and_lines_together(
     }
 
 
+def test_how_common_a_word_is_is_counted_among_the_sessions_own_lines(
+    memory: ConversationMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a word another session says all the time is no common word of this one: it stays
+    # in the query (the commonness cut, and bm25's weights, see this session's lines only)
+    monkeypatch.setattr(sqlite_archive, "COMMON_FLOOR", 3)
+    say(memory, "s1", "c1", "The harbour lights were pretty tonight", "Lovely.")
+    for n in range(6):
+        say(memory, "s2", f"x{n}", f"Harbour fees went up again, note {n}", "Noted.")
+    hits = memory.search("s1", "harbour zebra quokka", limit=5)
+    assert [h.text for h in hits] == ["The harbour lights were pretty tonight"]
+
+
 @pytest.mark.sqlite_only
-def test_an_index_of_the_earlier_layout_is_rebuilt_on_open(db_url: str) -> None:
-    # the earlier index had one column of terms for every role: a database that has it
-    # is reindexed when it is opened, and its lines are found as before
+@pytest.mark.parametrize("layout", ["terms, scope", "said, other, scope"])
+def test_an_index_of_an_earlier_layout_is_rebuilt_on_open(db_url: str, layout: str) -> None:
+    # earlier indexes had one column of terms for every role, then terms without their
+    # session's prefix and a column of scopes: a database that has one is reindexed when
+    # it is opened, and its lines are found as before
     store = open_thread_store(db_url)
     memory = ConversationMemory(store, ThreadIds(SECRET))
     say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted, Lisbon.")
@@ -247,7 +263,7 @@ def test_an_index_of_the_earlier_layout_is_rebuilt_on_open(db_url: str) -> None:
     with sqlite_transaction(documents.conn, documents.lock) as cursor:
         cursor.execute("DROP TABLE archive_vocab")
         cursor.execute("DROP TABLE archive_index")
-        cursor.execute("CREATE VIRTUAL TABLE archive_index USING fts5(terms, scope)")
+        cursor.execute(f"CREATE VIRTUAL TABLE archive_index USING fts5({layout})")
         cursor.execute("CREATE VIRTUAL TABLE archive_vocab USING fts5vocab(archive_index, 'row')")
     store.close()
     store = open_thread_store(db_url)
