@@ -242,14 +242,15 @@ def choose(
     for hit in fuse(eligible):
         if max_tokens - used < MIN_LINE_TOKENS:
             break  # full: no line fits any more
-        if hit.id in seen or not wanted(hit) or held.repeats(hit.text):
+        if hit.id in seen or not wanted(hit):
             continue
+        alone = cost([hit])
+        if used + alone > max_tokens or held.repeats(hit.text):
+            continue  # (the price first: once the block is nearly full, most hits fail it)
         group = [line for line in _with_neighbours(hit) if line.id not in seen and wanted(line)]
         spent = cost(group)
         if used + spent > max_tokens:
-            group, spent = [hit], cost([hit])
-            if used + spent > max_tokens:
-                continue
+            group, spent = [hit], alone
         used += spent
         headed.update(_heading(line) for line in group)
         chosen.append(tuple(group))
