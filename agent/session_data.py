@@ -4,7 +4,7 @@ retention policy that removes what nobody uses any more (`SessionData`, which
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,7 +20,6 @@ from memory.errors import InvalidInput
 from memory.hydration import assert_client_safe
 from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
 from memory.longterm.store import LongTermMemory
-from memory.redaction import redact_session
 from memory.retention import SweepResult, chatted_sessions, sweep_conversations
 from memory.schema import utcnow
 from memory.storage import ThreadStore
@@ -213,32 +212,22 @@ class SessionData:
         `[forgotten]` wherever the session's memory kept it (messages, summaries, pins,
         titles, run checkpoints), so no later context carries it.
 
-        The archive and the memory are redacted first: should deleting the item fail,
-        the user forgets it again, and nothing forgotten was ever recalled meanwhile.
+        The archive's rewrite, the memory's redaction and the item's deletion commit in
+        one transaction: should any of them fail, nothing changed, and the item is still
+        listed for the user to forget again.
 
         Raises:
             MemoryNotFound: no such item in this session (another session's included).
         """
         session_id = check_id(session_id, "session id")
-        found = [item for item in self._long_term.items(session_id) if item.id == memory_id]
-        for item in found:
-            self._memory.archive.forget_text(session_id, item.text)
-        self._long_term.forget(session_id, memory_id, redact=self._redactor(session_id))
+        self._long_term.forget(session_id, memory_id, forget=self._memory.forgetter(session_id))
 
     def forget_all(self, *, session_id: str) -> int:
         """Delete every long-term item of the session, and redact the archived lines they
-        were learnt from and the session's memory as `forget` does; returns how many
-        items were deleted."""
+        were learnt from and the session's memory as `forget` does, all in one
+        transaction; returns how many items were deleted."""
         session_id = check_id(session_id, "session id")
-        for item in self._long_term.items(session_id):
-            self._memory.archive.forget_text(session_id, item.text)
-        return self._long_term.forget_all(session_id, redact=self._redactor(session_id))
-
-    def _redactor(self, session_id: str) -> Callable[[Sequence[str]], int]:
-        def redact(texts: Sequence[str]) -> int:
-            return redact_session(self._threads, self._memory.ids, session_id, texts)
-
-        return redact
+        return self._long_term.forget_all(session_id, forget=self._memory.forgetter(session_id))
 
     # -- the archive of earlier conversations -------------------------------------------
 

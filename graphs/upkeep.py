@@ -33,7 +33,7 @@ from memory import ThreadState, hydration_dto
 from memory.compaction import CompactionStatus, structured_compactor
 from memory.conversations import ConversationMemory
 from memory.longterm import Extractor
-from memory.longterm.store import LongTermMemory, MemoryWrite
+from memory.longterm.store import LongTermMemory
 
 logger = logging.getLogger(__name__)
 
@@ -94,16 +94,6 @@ def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
     return upkeep
 
 
-def forget_retired(memory: ConversationMemory, session_id: str, write: MemoryWrite) -> None:
-    """Forget the retired items' texts in the archive (a failure leaves the turn as it
-    is: the items themselves are already gone)."""
-    for item in write.retired_items:
-        try:
-            memory.archive.forget_text(session_id, item.text)
-        except Exception:
-            logger.exception("forgetting a retired item in the archive failed")
-
-
 def make_remember(
     long_term: Lazy[LongTermMemory],
     extractor: Lazy[Extractor],
@@ -111,7 +101,8 @@ def make_remember(
 ) -> Node:
     """Build `remember`: extract what the user said about themselves and write it
     through the long-term gate; what it retires (revoked or superseded) is forgotten in
-    the archive of `memory` too, so recall never brings the old statement back."""
+    the archive of `memory` in the write's own transaction, so recall never brings the
+    old statement back (the conversations' memory keeps it: it was said)."""
 
     def remember(state: AgentState) -> Command[Any]:
         """Extract lasting preferences, boundaries, goals, style and facts from the
@@ -120,19 +111,27 @@ def make_remember(
         goto = after_remember(state.get("memory_state") or ThreadState())
         remembered: list[str] = []
         failed = False
+        session_id = state["session_id"]
         for message in state.get("owed") or []:
             emit_memory("remember", "started")
             try:
+                forget = (
+                    None
+                    if memory is None
+                    else memory.get().forgetter(session_id, redact_memory=False)
+                )
                 write = long_term.get().remember_turn(
-                    state["session_id"], state["conversation_id"], message.text, extractor.get()
+                    session_id,
+                    state["conversation_id"],
+                    message.text,
+                    extractor.get(),
+                    forget=forget,
                 )
             except Exception:
                 logger.exception("long-term extraction failed; the turn stands")
                 emit_memory("remember", "failed")
                 failed = True
                 continue
-            if memory is not None:
-                forget_retired(memory.get(), state["session_id"], write)
             remembered += write.remembered
             emit_memory(
                 "remember",

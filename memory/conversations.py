@@ -14,8 +14,9 @@ model without any lock held.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -28,6 +29,7 @@ from memory.errors import ConversationNotFound, VersionConflict
 from memory.hydration import hydration_dto
 from memory.ids import ThreadIds
 from memory.limits import COMPACTION_KEEP_MESSAGES, validate_keep
+from memory.redaction import forget_texts
 from memory.registry import (
     RegistryState,
     accept_draft,
@@ -41,6 +43,7 @@ from memory.registry import (
 from memory.schema import Clock, ThreadState, utcnow, validate_id
 from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
+from memory.storage.documents import InTransaction
 from memory.turns import FinalTurn, SkipReason, plan_turn_write
 from memory.updates import rebase, settled, with_compaction, with_turn
 
@@ -372,6 +375,21 @@ class ConversationMemory:
         """The session's archived lines (any conversation, pruned ones included) that share
         words with `query`, most relevant first."""
         return self.archive.search(session_id, query, limit)
+
+    def forgetter(
+        self, session_id: str, *, redact_memory: bool = True
+    ) -> Callable[[Sequence[str], InTransaction], None]:
+        """What a long-term write that forgets items calls (`LongTermMemory`'s `forget=`):
+        their texts forgotten in the session's archive and, with `redact_memory`, in its
+        memory, in the transaction of the write itself (`memory.redaction.forget_texts`)."""
+        return partial(
+            forget_texts,
+            self.threads,
+            self.ids,
+            self.archive,
+            session_id,
+            redact_memory=redact_memory,
+        )
 
 
 def _title(registry: RegistryState, conversation_id: str) -> str:

@@ -2,10 +2,12 @@
 
 When the user forgets a long-term item, an earlier answer that listed it, a summary or
 a pin that took it in, a conversation title, or a workflow's run state could still
-carry it into a later context. `redact_session` replaces each occurrence with
-`[forgotten]` in every thread of the session (its registry, each conversation's memory
-and run threads, every checkpoint and pending write of those), in one transaction,
-under the session's lock. Matching ignores case and how whitespace is spread.
+carry it into a later context, and the archive could recall the turn it was learnt
+from. `forget_texts` replaces each occurrence with `[forgotten]` in every thread of the
+session (its registry, each conversation's memory and run threads, every checkpoint
+and pending write of those) and in the archived lines, and runs the item store's
+deletion, all in one transaction under the session's lock. Matching ignores case and
+how whitespace is spread.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from memory.archive.archive import Archive
 from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
 from memory.registry import RegistryState
 from memory.schema import ThreadState
 from memory.storage import ThreadStore
-from memory.storage.documents import Dialect
+from memory.storage.documents import Dialect, InTransaction, in_order
 
 FORGOTTEN = "[forgotten]"
 _MAX_DEPTH = 64
@@ -116,39 +119,60 @@ def redactor(pattern: re.Pattern[str]) -> Redactor:
     return redact
 
 
-def redact_session(
-    threads: ThreadStore, ids: ThreadIds, session_id: str, texts: Sequence[str]
-) -> int:
-    """Replace `texts` with `[forgotten]` in every thread of the session (its registry
-    and memory documents, its run threads' checkpoints and pending writes), in one
-    transaction under the session's lock; returns how many stored values changed.
+def forget_texts(
+    threads: ThreadStore,
+    ids: ThreadIds,
+    archive: Archive,
+    session_id: str,
+    texts: Sequence[str],
+    also: InTransaction,
+    *,
+    redact_memory: bool = True,
+) -> None:
+    """Forget profile items' `texts` and run `also` (the item store's write that deletes
+    or retires them) in one transaction, under the session's lock: the archived lines
+    they were learnt from read `[forgotten]` (`Archive.forgetter`) and, with
+    `redact_memory`, so does each occurrence in every thread of the session (its
+    registry and memory documents, its run threads' checkpoints and pending writes).
+    All or nothing: should any step fail, the items, the archive and the memory stay
+    as they were, and forgetting again starts afresh.
 
-    The caller holds whatever makes `texts` gone for good (the long-term lock, with
-    the item still there until this returns: a crash in between leaves it listed,
-    and forgetting it again finishes the job).
+    The caller holds the session's long-term lock (the items cannot change meanwhile);
+    this takes the session's documents lock after it, the one every writer of the
+    session's documents and archived lines holds (no turn lands a line between the
+    archive's plan and its rewrite), then the database transaction.
     """
-    pattern = forgotten_pattern(texts)
-    if pattern is None:
-        return 0
+    registry = ids.registry_thread(session_id)
+    with threads.lock(registry):
+        pattern = forgotten_pattern(texts) if redact_memory else None
+        documents, runs = (
+            ({}, None) if pattern is None else _session_redaction(threads, ids, session_id, pattern)
+        )
+        steps = in_order(runs, archive.forgetter(session_id, texts), also)
+        threads.put_many(documents, also=steps)
+
+
+def _session_redaction(
+    threads: ThreadStore, ids: ThreadIds, session_id: str, pattern: re.Pattern[str]
+) -> tuple[dict[str, Any], InTransaction]:
+    """The session's documents that `pattern` changes, redacted, and the step that
+    redacts its run threads' rows; the caller holds the session's lock."""
     redact = redactor(pattern)
     memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
     registry = ids.registry_thread(session_id)
-    with threads.lock(registry):
-        stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
-        documents = {
-            thread: redacted
-            for thread, document in stored.items()
-            if (redacted := redact(thread, document)) is not document
-        }
-        runs = threads.list_threads(run_prefix)
-        rewrite = _run_redactor(threads.documents.dialect)
-        counted = [len(documents)]
+    stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
+    documents = {
+        thread: redacted
+        for thread, document in stored.items()
+        if (redacted := redact(thread, document)) is not document
+    }
+    runs = threads.list_threads(run_prefix)
+    rewrite = _run_redactor(threads.documents.dialect)
 
-        def redact_runs(cursor: Any) -> None:
-            counted.append(rewrite(cursor, runs, redact, threads.checkpointer.serde))
+    def redact_runs(cursor: Any) -> None:
+        rewrite(cursor, runs, redact, threads.checkpointer.serde)
 
-        threads.put_many(documents, also=redact_runs)
-    return sum(counted)
+    return documents, redact_runs
 
 
 def _run_redactor(dialect: Dialect) -> Callable[..., int]:

@@ -32,6 +32,7 @@ from memory.limits import DEFAULT_RECALL_TOKENS
 from memory.longterm.secrets import find_secret
 from memory.schema import ChatThreadMessage, ThreadState
 from memory.storage import ThreadStore, storage_errors
+from memory.storage.documents import InTransaction
 
 logger = logging.getLogger(__name__)
 
@@ -202,21 +203,31 @@ class Archive:
         """Delete the lines of conversations idle since before `cutoff` (every session)."""
         return self.backend.sweep(cutoff)
 
-    @storage_errors
-    def forget_text(self, session_id: str, text: str) -> int:
-        """Forget a profile item's `text` in the session's archive
-        (`memory.archive.forgetting`): the lines it was learnt from and their answers
-        read `[forgotten]`, and so do the sentences elsewhere that repeat it. Returns
-        how many lines changed."""
-        terms = query_terms(text)
-        if not terms:
-            return 0
+    def forgetter(self, session_id: str, texts: Sequence[str]) -> InTransaction | None:
+        """The step a documents' transaction runs to forget profile items' `texts` in the
+        session's archive (`memory.archive.forgetting`): the lines each was learnt from
+        and their answers read `[forgotten]`, and so do the sentences elsewhere that
+        repeat it. None when no text has a searchable word.
+
+        Each text's lines are searched and planned on the transaction's cursor, so a
+        plan sees what the earlier texts' rewrites changed; the caller holds the
+        session's lock, the one every writer of its archived lines holds, so no turn
+        archives a line between a plan and its rewrite.
+        """
+        queries = [(text, terms) for text in texts if (terms := query_terms(text))]
+        if not queries:
+            return None
         session_key = self.ids.session_key(session_id)
-        hits = self.backend.search(session_key, terms, SEARCH_CANDIDATES)
-        plan = plan_forgetting(hits, text)
-        return self.backend.rewrite(
-            session_key, plan.changes, plan.answers, FORGOTTEN, titles=plan.titles
-        )
+
+        def forget(cursor: Any) -> None:
+            for text, terms in queries:
+                hits = self.backend.search(session_key, terms, SEARCH_CANDIDATES, cursor=cursor)
+                plan = plan_forgetting(hits, text)
+                self.backend.rewrite(
+                    cursor, session_key, plan.changes, plan.answers, FORGOTTEN, titles=plan.titles
+                )
+
+        return forget
 
     def count(self, session_id: str) -> int:
         """How many lines the session has archived."""

@@ -104,7 +104,8 @@ class ArchiveWrite:
 
 
 class ArchiveBackend(Protocol):
-    """The archive on one database; `write` runs inside the caller's transaction."""
+    """The archive on one database; `write` and `rewrite` run inside the caller's
+    transaction (and `search` too when given its cursor)."""
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
         """Apply `change` with `cursor`, inside the transaction that holds it."""
@@ -117,12 +118,15 @@ class ArchiveBackend(Protocol):
         *,
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
+        cursor: Any = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best first, in one query
-        (with `neighbours`, each with the lines said just before and after it)."""
+        (with `neighbours`, each with the lines said just before and after it; with
+        `cursor`, inside the transaction that holds it, its own changes seen)."""
 
     def rewrite(
         self,
+        cursor: Any,
         session_key: str,
         changes: Mapping[int, str],
         message_ids: Sequence[str] = (),
@@ -130,9 +134,9 @@ class ArchiveBackend(Protocol):
         *,
         titles: Mapping[str, str] | None = None,
     ) -> int:
-        """In one transaction: give the session's lines `changes` their new texts, its
-        lines of `message_ids` the text `text`, and its lines titled by a key of
-        `titles` that title's value (the index follows)."""
+        """With `cursor`, inside the transaction the caller commits: give the session's
+        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
+        its lines titled by a key of `titles` that title's value (the index follows)."""
 
     def forget_session(self, session_key: str) -> int:
         """Delete every line of the session; returns how many."""

@@ -180,10 +180,12 @@ class PostgresArchive:
         *,
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
+        cursor: Any = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best `ts_rank_cd` first,
         each with the lines said just before and after it when `neighbours`, in one
-        query."""
+        query (with `cursor`, in the transaction that holds it: its own changes are
+        seen)."""
         if not terms or limit <= 0 or not roles:
             return []
         params = {
@@ -193,12 +195,15 @@ class PostgresArchive:
             "limit": limit,
             "neighbours": neighbours,
         }
+        if cursor is not None:
+            return [_line(row) for row in cursor.execute(SEARCH_SQL, params).fetchall()]
         with self.pool.connection() as conn:
             rows = conn.execute(SEARCH_SQL, params).fetchall()
         return [_line(row) for row in rows]
 
     def rewrite(
         self,
+        cursor: Any,
         session_key: str,
         changes: Mapping[int, str],
         message_ids: Sequence[str] = (),
@@ -206,35 +211,29 @@ class PostgresArchive:
         *,
         titles: Mapping[str, str] | None = None,
     ) -> int:
-        """In one transaction: give the session's lines `changes` their new texts, its
-        lines of `message_ids` the text `text`, and its lines titled by a key of
-        `titles` that title's value, index included."""
-        if not changes and not message_ids and not titles:
-            return 0
-        rows = [
-            (new, tsvector_literal(new), session_key, line_id) for line_id, new in changes.items()
-        ]
-        with self.pool.connection() as conn, conn.transaction():
-            done = 0
-            for old, new in (titles or {}).items():
-                conn.execute(
-                    "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
-                    (new, session_key, old),
-                )
-            if message_ids:
-                done += conn.execute(
-                    "UPDATE archive_lines SET text = %s, terms = %s::tsvector "
-                    "WHERE session_key = %s AND message_id = ANY(%s)",
-                    (text, tsvector_literal(text), session_key, list(message_ids)),
-                ).rowcount
-            with conn.cursor() as cur:
-                for row in rows:
-                    cur.execute(
-                        "UPDATE archive_lines SET text = %s, terms = %s::tsvector "
-                        "WHERE session_key = %s AND id = %s",
-                        row,
-                    )
-                    done += cur.rowcount
+        """With `cursor`, inside the transaction the caller commits: give the session's
+        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
+        its lines titled by a key of `titles` that title's value, index included."""
+        done = 0
+        for old, new in (titles or {}).items():
+            cursor.execute(
+                "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
+                (new, session_key, old),
+            )
+        if message_ids:
+            cursor.execute(
+                "UPDATE archive_lines SET text = %s, terms = %s::tsvector "
+                "WHERE session_key = %s AND message_id = ANY(%s)",
+                (text, tsvector_literal(text), session_key, list(message_ids)),
+            )
+            done += cursor.rowcount
+        for line_id, new in changes.items():
+            cursor.execute(
+                "UPDATE archive_lines SET text = %s, terms = %s::tsvector "
+                "WHERE session_key = %s AND id = %s",
+                (new, tsvector_literal(new), session_key, line_id),
+            )
+            done += cursor.rowcount
         return done
 
     def forget_session(self, session_key: str) -> int:

@@ -23,8 +23,7 @@ SETUP_SQL = (
     # a line's neighbours of one role are one seek of this index (it also serves the
     # deletion of a conversation's lines, as the (conversation_key, id) index it replaced)
     "DROP INDEX IF EXISTS archive_lines_conversation",
-    "CREATE INDEX IF NOT EXISTS archive_lines_turns ON archive_lines"
-    " (conversation_key, role, id)",
+    "CREATE INDEX IF NOT EXISTS archive_lines_turns ON archive_lines (conversation_key, role, id)",
     "CREATE INDEX IF NOT EXISTS archive_lines_session ON archive_lines (session_key, id)",
     # each term is indexed under its session's prefix ("<prefix>lisbon"), so a session's
     # posting lists are its own: a query reads and ranks none of another session's
@@ -224,21 +223,40 @@ class SqliteArchive:
         *,
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
+        cursor: sqlite3.Cursor | None = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, each
-        with the lines said just before and after it when `neighbours`, in one query."""
+        with the lines said just before and after it when `neighbours`, in one query
+        (with `cursor`, in the transaction that holds it: its own changes are seen)."""
         if not terms or limit <= 0 or not roles:
             return []
+        if cursor is not None:  # its transaction holds the lock already
+            return self._search(cursor, session_key, terms, limit, neighbours, roles)
         with self.lock:
-            terms = self._distinctive(session_key, terms, roles)
-            expression = match_expression(session_key, terms, roles)
-            rows = self.conn.execute(
-                SEARCH_SQL, (expression, limit, session_key, neighbours, neighbours)
-            ).fetchall()
+            return self._search(self.conn, session_key, terms, limit, neighbours, roles)
+
+    def _search(
+        self,
+        db: sqlite3.Connection | sqlite3.Cursor,
+        session_key: str,
+        terms: Sequence[str],
+        limit: int,
+        neighbours: bool,
+        roles: Sequence[str],
+    ) -> list[ArchivedLine]:
+        terms = self._distinctive(db, session_key, terms, roles)
+        expression = match_expression(session_key, terms, roles)
+        rows = db.execute(
+            SEARCH_SQL, (expression, limit, session_key, neighbours, neighbours)
+        ).fetchall()
         return [_line(row) for row in rows]
 
+    @staticmethod
     def _distinctive(
-        self, session_key: str, terms: Sequence[str], roles: Sequence[str]
+        db: sqlite3.Connection | sqlite3.Cursor,
+        session_key: str,
+        terms: Sequence[str],
+        roles: Sequence[str],
     ) -> list[str]:
         """`terms` without those too common among the lines of `roles` to matter (see
         `COMMON_SHARE`); the caller holds the lock."""
@@ -246,10 +264,10 @@ class SqliteArchive:
         marks = ", ".join("?" * (len(terms) + 1))
         wanted = set(columns(roles))
         counts: dict[str, int] = {}
-        for term, column, docs in self.conn.execute(
+        for term, column, docs in db.execute(
             f"SELECT term, col, doc FROM archive_vocab WHERE term IN ({marks})",
             (head, *(head + term for term in terms)),
-        ):
+        ).fetchall():
             if column in wanted:
                 counts[term] = counts.get(term, 0) + docs
         lines = counts.pop(head, 0)
@@ -260,6 +278,7 @@ class SqliteArchive:
 
     def rewrite(
         self,
+        cursor: sqlite3.Cursor,
         session_key: str,
         changes: Mapping[int, str],
         message_ids: Sequence[str] = (),
@@ -267,36 +286,35 @@ class SqliteArchive:
         *,
         titles: Mapping[str, str] | None = None,
     ) -> int:
-        """In one transaction: give the session's lines `changes` their new texts, its
-        lines of `message_ids` the text `text`, and its lines titled by a key of
-        `titles` that title's value, index included."""
+        """With `cursor`, inside the transaction the caller commits: give the session's
+        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
+        its lines titled by a key of `titles` that title's value, index included."""
         if not changes and not message_ids and not titles:
             return 0
+        for old, new in (titles or {}).items():
+            cursor.execute(
+                "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
+                (new, session_key, old),
+            )
         marks = ", ".join("?" * len(message_ids)) or "NULL"
-        with sqlite_transaction(self.conn, self.lock) as cur:
-            for old, new in (titles or {}).items():
-                cur.execute(
-                    "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
-                    (new, session_key, old),
-                )
-            found = cur.execute(
-                f"SELECT id FROM archive_lines WHERE session_key = ? AND message_id IN ({marks})",
-                (session_key, *message_ids),
-            ).fetchall()
-            wanted = {**dict(changes), **{row[0]: text for row in found}}
-            ids = ", ".join("?" * len(wanted)) or "NULL"
-            owned = cur.execute(
-                f"SELECT id, role FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
-                (session_key, *wanted),
-            ).fetchall()
-            for line_id, role in owned:
-                new = wanted[line_id]
-                cur.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
-                _, said, other = index_row(line_id, session_key, role, new)
-                cur.execute(
-                    "UPDATE archive_index SET said = ?, other = ? WHERE rowid = ?",
-                    (said, other, line_id),
-                )
+        found = cursor.execute(
+            f"SELECT id FROM archive_lines WHERE session_key = ? AND message_id IN ({marks})",
+            (session_key, *message_ids),
+        ).fetchall()
+        wanted = {**dict(changes), **{row[0]: text for row in found}}
+        ids = ", ".join("?" * len(wanted)) or "NULL"
+        owned = cursor.execute(
+            f"SELECT id, role FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
+            (session_key, *wanted),
+        ).fetchall()
+        for line_id, role in owned:
+            new = wanted[line_id]
+            cursor.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
+            _, said, other = index_row(line_id, session_key, role, new)
+            cursor.execute(
+                "UPDATE archive_index SET said = ?, other = ? WHERE rowid = ?",
+                (said, other, line_id),
+            )
         return len(owned)
 
     def _delete(self, where: str, params: tuple[Any, ...]) -> int:

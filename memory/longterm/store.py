@@ -4,8 +4,10 @@ Items live in the namespace `("user-memory", H(session))`, one store item each. 
 write of a session's items happens under that session's long-term lock (the same
 keyed locks as the registry: file locks on SQLite, advisory locks on PostgreSQL),
 reads the current items, passes the gate, and commits its puts and deletes in one
-batch, which the backends run as one transaction. An extraction model is called
-before the lock is taken, never while holding it.
+batch, which the backends run as one transaction. A write that forgets items (a
+deletion, a revocation, a supersession) runs instead in the transaction that forgets
+their texts elsewhere (`Forget`): the items and the archive change together or not at
+all. An extraction model is called before the lock is taken, never while holding it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from memory.longterm.recall import recall
 from memory.longterm.rules import Extraction, Proposal, classify, importance, strip_remember
 from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
+from memory.storage.documents import InTransaction
+from memory.storage.items import items_step
 from memory.storage.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
 
 logger = logging.getLogger(__name__)
@@ -43,8 +47,10 @@ TEXT_EMPTY = "a memory must not be empty"
 _MAX_REFRESH_MARKS = 10_000
 _MAX_PARSED = 20_000
 _NAMESPACE_PAGE = 1_000
-Redact = Callable[[Sequence[str]], object]
-"""Takes forgotten texts out of the session's other memory (`memory.redaction`)."""
+Forget = Callable[[Sequence[str], InTransaction], object]
+"""Forgets the texts of items that go everywhere else the session keeps them (the
+archive; for a deletion, the session's memory too: `memory.redaction.forget_texts`) and
+runs the step it is given, the item store's own write, in the same transaction."""
 _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -176,38 +182,61 @@ class LongTermMemory:
     def _lock_key(self, session_id: str) -> str:
         return f"{LOCK_PREFIX}:{self.ids.session_key(session_id)}"
 
-    def _commit(self, session_id: str, plan: WritePlan) -> None:
+    def _ops(self, session_id: str, plan: WritePlan) -> list[PutOp]:
         namespace = self.namespace(session_id)
-        ops: list[Any] = [
+        ops = [
             PutOp(namespace, item.id, item.to_value(), ttl=self.ttl_minutes) for item in plan.puts
         ]
         ops.extend(PutOp(namespace, item_id, None) for item_id in plan.deletes)
-        if ops:
+        return ops
+
+    def _commit(
+        self, ops: Sequence[PutOp], forgotten: Sequence[str], forget: Forget | None
+    ) -> None:
+        """Write `ops` as one transaction: with `forget`, the one that forgets the
+        `forgotten` texts elsewhere too (all or nothing), else a batch of the store's."""
+        if forget is not None and forgotten:
+            forget(forgotten, items_step(self.store, ops))
+        elif ops:
             self.store.batch(ops)
 
     @storage_errors
     def _write(
-        self, session_id: str, extraction: Extraction, **context: Any
+        self, session_id: str, extraction: Extraction, forget: Forget | None = None, **context: Any
     ) -> tuple[WritePlan, tuple[MemoryItem, ...]]:
         """(the plan written, the items it retired as they were)."""
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             current = self.items(session_id)
             plan = plan_write(current, extraction, now=self.clock(), **context)
+            retired = tuple(item for item in current if item.id in plan.retired)
             if plan.changed:
-                self._commit(session_id, plan)
-        retired = tuple(item for item in current if item.id in plan.retired)
+                forgotten = [item.text for item in retired]
+                self._commit(self._ops(session_id, plan), forgotten, forget)
         return plan, retired
 
     def remember_turn(
-        self, session_id: str, conversation_id: str, user_text: str, extractor: Extractor
+        self,
+        session_id: str,
+        conversation_id: str,
+        user_text: str,
+        extractor: Extractor,
+        *,
+        forget: Forget | None = None,
     ) -> MemoryWrite:
         """Extract from the user's own text of a completed turn and write what the gate
-        lets through. The extractor runs before the session's lock is taken."""
+        lets through. The extractor runs before the session's lock is taken.
+
+        Args:
+            forget: given the texts of the items the write retires (revoked or
+                superseded), under the session's long-term lock, with the write itself
+                to run in the same transaction.
+        """
         current = self.items(session_id) if extractor.needs_items else ()
         extraction = extractor(user_text, current)
         plan, retired = self._write(
             session_id,
             extraction,
+            forget,
             user_text=user_text,
             conversation_id=conversation_id,
             source=extractor.source,
@@ -252,12 +281,12 @@ class LongTermMemory:
         return (plan.added or plan.refreshed)[0]
 
     @storage_errors
-    def forget(self, session_id: str, memory_id: object, *, redact: Redact | None = None) -> None:
+    def forget(self, session_id: str, memory_id: object, *, forget: Forget | None = None) -> None:
         """Delete one item; the very next turn no longer recalls it.
 
         Args:
-            redact: called with the item's text under the session's long-term lock,
-                before the item goes (`memory.redaction.redact_session`).
+            forget: given the item's text under the session's long-term lock, with the
+                item's deletion to run in the same transaction.
 
         Raises:
             MemoryNotFound: no such item in this session (another session's id included).
@@ -270,9 +299,8 @@ class LongTermMemory:
             if found is None:
                 raise MemoryNotFound()
             item = MemoryItem.from_value(found.key, found.value)
-            if redact is not None and item is not None:
-                redact([item.text])
-            self.store.delete(namespace, memory_id)
+            forgotten = [] if item is None else [item.text]
+            self._commit([PutOp(namespace, memory_id, None)], forgotten, forget)
 
     @storage_errors
     def sweep_expired(self) -> int:
@@ -317,18 +345,17 @@ class LongTermMemory:
                 return namespaces
 
     @storage_errors
-    def forget_all(self, session_id: str, *, redact: Redact | None = None) -> int:
+    def forget_all(self, session_id: str, *, forget: Forget | None = None) -> int:
         """Delete every item of the session; returns how many there were.
 
         Args:
-            redact: called with the items' texts under the session's long-term lock,
-                before they go.
+            forget: given the items' texts under the session's long-term lock, with their
+                deletion to run in the same transaction.
         """
         namespace = self.namespace(session_id)
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
-            if found and redact is not None:
-                redact([item.text for item in self._parse(found)])
             if found:
-                self.store.batch([PutOp(namespace, hit.key, None) for hit in found])
+                deletes = [PutOp(namespace, hit.key, None) for hit in found]
+                self._commit(deletes, [item.text for item in self._parse(found)], forget)
         return len(found)

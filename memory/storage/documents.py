@@ -28,6 +28,20 @@ InTransaction = Callable[[Any], None]
 """Extra statements for a document write's transaction, given its DB-API cursor."""
 
 
+def in_order(*steps: InTransaction | None) -> InTransaction | None:
+    """The steps (None ones left out) as one, run in the order given; None when none is
+    left. A step that raises stops the rest, and the transaction rolls back."""
+    chosen = [step for step in steps if step is not None]
+    if not chosen:
+        return None
+
+    def run(cursor: Any) -> None:
+        for step in chosen:
+            step(cursor)
+
+    return run
+
+
 @runtime_checkable
 class DocumentStore(Protocol):
     """Memory documents by thread id (the SQLite and PostgreSQL backends have one)."""

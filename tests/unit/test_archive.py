@@ -179,13 +179,32 @@ def test_a_secret_is_archived_redacted(memory: ConversationMemory) -> None:
     assert REDACTED == "[redacted]"
 
 
-def test_forget_text_redacts_the_source_turn(memory: ConversationMemory) -> None:
+def forget_in_archive(memory: ConversationMemory, session: str, *texts: str) -> None:
+    """Run the archive's forgetting of `texts` in a documents' transaction of its own."""
+    memory.threads.put_many({}, also=memory.archive.forgetter(session, texts))
+
+
+def test_forgetting_a_text_redacts_the_source_turn(memory: ConversationMemory) -> None:
     say(memory, "s1", "c1", "I prefer green tea over coffee", "Green tea it is.")
     say(memory, "s1", "c1", "Coffee beans from Kenya are on sale", "Good to know.")
-    assert memory.archive.forget_text("s1", "I prefer green tea over coffee") == 2
+    forget_in_archive(memory, "s1", "I prefer green tea over coffee")
     texts = {h.text for h in memory.search("s1", "coffee tea", limit=10)}
     assert texts == {"Coffee beans from Kenya are on sale"}
     assert FORGOTTEN == "[forgotten]"
+
+
+def test_each_text_forgotten_in_one_transaction_sees_the_ones_before(
+    memory: ConversationMemory,
+) -> None:
+    # both texts change the same answer, sentence by sentence: the second plan must see
+    # the first one's rewrite (uncommitted yet), or it would write the first name back
+    say(memory, "s1", "c1", "My dog is called Biscuit", "A fine name.")
+    say(memory, "s1", "c2", "My cat is called Pixel", "A fine name.")
+    say(memory, "s1", "c3", "My pets?", "Your dog is Biscuit. Your cat is Pixel. Adorable.")
+    forget_in_archive(memory, "s1", "My dog is called Biscuit", "My cat is called Pixel")
+    assert memory.search("s1", "Biscuit Pixel dog cat", limit=10) == []
+    (answer,) = memory.search("s1", "adorable", limit=10)
+    assert answer.text == f"{FORGOTTEN} Adorable."  # the marker and the next sentence go as one
 
 
 def test_forget_session_empties_only_that_session(memory: ConversationMemory) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from langgraph.store.base import IndexConfig
+from langgraph.store.base import IndexConfig, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from memory import StorageError, ThreadIds
@@ -16,6 +16,8 @@ from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
 from memory.longterm import RULES_EXTRACTOR
 from memory.longterm.store import NAMESPACE, LongTermMemory
 from memory.storage import ThreadStore
+from memory.storage.documents import in_order
+from memory.storage.items import items_step
 from memory.storage.locks import KeyedLocks
 from tests.conftest import SECRET
 from tests.fakes import StepClock
@@ -102,6 +104,32 @@ def test_a_batch_that_fails_half_way_writes_nothing(
         said(long_term, "s", "I no longer want Chinese, use English")
     monkeypatch.undo()
     assert texts(long_term, "s") == ["I prefer Chinese answers"]
+
+
+def test_the_item_stores_write_commits_and_rolls_back_with_a_documents_transaction(
+    long_term: LongTermMemory, store: ThreadStore
+) -> None:
+    # forgetting runs the store's puts and deletes on the documents' cursor (`put_in`:
+    # upstream's own statements, without the store's lock or transaction): they commit
+    # or roll back with it, and read back through the store as `batch` writes them
+    said(long_term, "s", "I prefer Chinese answers")
+    (old,) = long_term.items("s")
+    namespace = long_term.namespace("s")
+    new = old.to_value() | {"text": "Use English"}
+    ops = [PutOp(namespace, "m_new", new, ttl=60), PutOp(namespace, old.id, None)]
+
+    def fail(cursor: object) -> None:
+        raise RuntimeError("the transaction's last step fails")
+
+    with pytest.raises(StorageError):
+        store.put_many({}, also=in_order(items_step(long_term.store, ops), fail))
+    assert [item.id for item in long_term.items("s")] == [old.id]
+    store.put_many({}, also=items_step(long_term.store, ops))
+    assert [(item.id, item.text) for item in long_term.items("s")] == [("m_new", "Use English")]
+    stored = long_term.store.get(namespace, "m_new", refresh_ttl=False)
+    assert stored is not None and stored.value == new
+    with pytest.raises(TypeError):
+        items_step(InMemoryStore(), ops)
 
 
 def test_concurrent_writers_of_one_session_keep_one_item(long_term: LongTermMemory) -> None:

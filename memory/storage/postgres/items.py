@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, PutOp, TTLConfig
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.postgres.base import _pg_internal
 from psycopg import Cursor
@@ -24,6 +24,18 @@ class PooledPostgresStore(PostgresStore):
     on its own pooled connection, so a long-term write is all or nothing and writers of
     different sessions do not wait for each other.
     """
+
+    def put_in(self, cursor: Cursor[Any], ops: Sequence[PutOp]) -> None:
+        """Run `ops` on `cursor`'s connection, inside the documents' transaction its
+        caller holds and commits (`memory.storage.items`), instead of a pooled
+        connection and a transaction of the store's own.
+
+        The statements are upstream's own (`_batch_put_ops`, what `batch` runs for its
+        puts and deletes), on a cursor of the kind `batch` gives them (binary, dict
+        rows), so the store's table is written exactly as `batch` writes it.
+        """
+        with cursor.connection.cursor(binary=True, row_factory=dict_row) as own:
+            self._batch_put_ops(list(enumerate(ops)), own)
 
     @contextmanager
     def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result, TTLConfig
 from langgraph.store.sqlite import SqliteStore
 
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
@@ -50,6 +50,16 @@ class SharedSqliteStore(SqliteStore):
                 )
             }
         return [_without(result, expired) for result in results] if expired else results
+
+    def put_in(self, cursor: sqlite3.Cursor, ops: Sequence[PutOp]) -> None:
+        """Run `ops` with `cursor`, inside the documents' transaction its caller holds
+        (`memory.storage.items`): that caller already holds this store's lock (the
+        checkpointer's) and has begun the transaction, so neither is taken again here.
+
+        The statements are upstream's own (`_batch_put_ops`, what `batch` runs for its
+        puts and deletes), so the store's table is written exactly as `batch` writes it.
+        """
+        self._batch_put_ops(list(enumerate(ops)), cursor)
 
     @contextmanager
     def _cursor(self, *, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
