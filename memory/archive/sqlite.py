@@ -34,6 +34,24 @@ SETUP_SQL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_index USING fts5("
     " said, other, tokenize = 'unicode61 remove_diacritics 0')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vocab USING fts5vocab(archive_index, 'col')",
+    # how many lines of each role a session has (what the commonness cut compares a
+    # term's count with), kept by triggers in the transaction of every insert and delete:
+    # counting them at query time reads the session's whole posting list
+    "CREATE TABLE IF NOT EXISTS archive_sessions (session_key TEXT NOT NULL,"
+    " role TEXT NOT NULL, lines INTEGER NOT NULL, PRIMARY KEY (session_key, role))"
+    " WITHOUT ROWID",
+    "CREATE TRIGGER IF NOT EXISTS archive_lines_added AFTER INSERT ON archive_lines BEGIN"
+    " INSERT INTO archive_sessions VALUES (new.session_key, new.role, 1)"
+    " ON CONFLICT (session_key, role) DO UPDATE SET lines = lines + 1; END",
+    "CREATE TRIGGER IF NOT EXISTS archive_lines_removed AFTER DELETE ON archive_lines BEGIN"
+    " UPDATE archive_sessions SET lines = lines - 1"
+    " WHERE session_key = old.session_key AND role = old.role;"
+    " DELETE FROM archive_sessions"
+    " WHERE session_key = old.session_key AND role = old.role AND lines <= 0; END",
+)
+COUNT_SESSIONS_SQL = (
+    "INSERT INTO archive_sessions"
+    " SELECT session_key, role, COUNT(*) FROM archive_lines GROUP BY session_key, role"
 )
 INDEX_COLUMNS = ("said", "other")
 """The index's columns of terms: the user's lines, every other line (answers, summaries)."""
@@ -91,8 +109,7 @@ ORDER BY h.score DESC, h.id DESC
 
 
 def prefix(session_key: str) -> str:
-    """The session's prefix of its terms, and alone the term every line of it has (its
-    count is the session's number of lines)."""
+    """The session's prefix of its terms."""
     return session_key[:PREFIX_CHARS]
 
 
@@ -114,10 +131,10 @@ def match_expression(session_key: str, terms: Sequence[str], roles: Sequence[str
 
 
 def index_row(line_id: int, session_key: str, role: str, text: str) -> tuple[Any, ...]:
-    """A line's row of the index: its id, and in its role's column the session's prefix
-    and its terms under that prefix."""
+    """A line's row of the index: its id, and its terms under its session's prefix in its
+    role's column."""
     head = prefix(session_key)
-    terms = " ".join([head, *(head + term for term in index_terms(text))])
+    terms = " ".join(head + term for term in index_terms(text))
     said, other = (terms, "") if column_of(role) == "said" else ("", terms)
     return line_id, said, other
 
@@ -158,6 +175,45 @@ def _line(row: Sequence[Any]) -> ArchivedLine:
     )
 
 
+def _counts_up_to(
+    db: sqlite3.Connection | sqlite3.Cursor,
+    session_key: str,
+    terms: Sequence[str],
+    roles: Sequence[str],
+    bound: int,
+) -> dict[str, int]:
+    """How many of the session's lines of `roles` hold each term, counted up to `bound`:
+    a posting list is read only that far, however common its term."""
+    count = (
+        "(SELECT COUNT(*) FROM (SELECT 1 FROM archive_index WHERE archive_index MATCH ?"
+        f" LIMIT {int(bound)}))"
+    )
+    sql = " UNION ALL ".join([f"SELECT {count}"] * len(terms))
+    rows = db.execute(sql, [match_expression(session_key, [term], roles) for term in terms])
+    return {term: int(found) for term, (found,) in zip(terms, rows.fetchall(), strict=True)}
+
+
+def _counts(
+    db: sqlite3.Connection | sqlite3.Cursor,
+    session_key: str,
+    terms: Sequence[str],
+    roles: Sequence[str],
+) -> dict[str, int]:
+    """How many of the session's lines of `roles` hold each term (its whole posting list
+    is read)."""
+    head = prefix(session_key)
+    marks = ", ".join("?" * len(terms))
+    wanted = set(columns(roles))
+    counts = dict.fromkeys(terms, 0)
+    for term, column, docs in db.execute(
+        f"SELECT term, col, doc FROM archive_vocab WHERE term IN ({marks})",
+        [head + term for term in terms],
+    ).fetchall():
+        if column in wanted:
+            counts[term.removeprefix(head)] += docs
+    return counts
+
+
 class SqliteArchive:
     """The archive in a SQLite file (or in-memory database) shared with the checkpointer.
 
@@ -177,11 +233,14 @@ class SqliteArchive:
         with sqlite_transaction(self.conn, self.lock) as cur:
             found = [row[1] for row in cur.execute("PRAGMA table_info(archive_index)")]
             earlier = bool(found) and tuple(found) != INDEX_COLUMNS
+            uncounted = not cur.execute("PRAGMA table_info(archive_sessions)").fetchall()
             if earlier:
                 cur.execute("DROP TABLE IF EXISTS archive_vocab")
                 cur.execute("DROP TABLE archive_index")
             for sql in SETUP_SQL:
                 cur.execute(sql)
+            if uncounted:  # an archive from before the counts (none: an empty table)
+                cur.execute(COUNT_SESSIONS_SQL)
             if earlier:
                 rows = cur.execute("SELECT id, session_key, role, text FROM archive_lines")
                 cur.executemany(INSERT_INDEX_SQL, [index_row(*row) for row in rows.fetchall()])
@@ -260,21 +319,19 @@ class SqliteArchive:
     ) -> list[str]:
         """`terms` without those too common among the lines of `roles` to matter (see
         `COMMON_SHARE`); the caller holds the lock."""
-        head = prefix(session_key)
-        marks = ", ".join("?" * (len(terms) + 1))
-        wanted = set(columns(roles))
-        counts: dict[str, int] = {}
-        for term, column, docs in db.execute(
-            f"SELECT term, col, doc FROM archive_vocab WHERE term IN ({marks})",
-            (head, *(head + term for term in terms)),
-        ).fetchall():
-            if column in wanted:
-                counts[term] = counts.get(term, 0) + docs
-        lines = counts.pop(head, 0)
-        counts = {term.removeprefix(head): docs for term, docs in counts.items()}
-        cap = max(COMMON_SHARE * lines, COMMON_FLOOR)
-        rarest = sorted(terms, key=lambda term: counts.get(term, 0))
-        return [t for i, t in enumerate(rarest) if i < KEEP_RAREST or counts.get(t, 0) <= cap]
+        marks = ", ".join("?" * len(roles))
+        (lines,) = db.execute(
+            "SELECT COALESCE(SUM(lines), 0) FROM archive_sessions"
+            f" WHERE session_key = ? AND role IN ({marks})",
+            (session_key, *roles),
+        ).fetchone()
+        cap = int(max(COMMON_SHARE * lines, COMMON_FLOOR))
+        counts = _counts_up_to(db, session_key, terms, roles, cap + 1)
+        common = [term for term in terms if counts[term] > cap]
+        if len(terms) - len(common) < KEEP_RAREST:  # the rarest of the common ones stay
+            counts.update(_counts(db, session_key, common, roles))
+        rarest = sorted(terms, key=lambda term: counts[term])
+        return [t for i, t in enumerate(rarest) if i < KEEP_RAREST or counts[t] <= cap]
 
     def rewrite(
         self,

@@ -269,6 +269,34 @@ def test_how_common_a_word_is_is_counted_among_the_sessions_own_lines(
     assert [h.text for h in hits] == ["The harbour lights were pretty tonight"]
 
 
+def sqlite_rows(store: Any, sql: str) -> list[Any]:
+    documents: Any = store.documents  # the SQLite document store: its connection and lock
+    with documents.lock:
+        return sorted(documents.conn.execute(sql).fetchall())
+
+
+@pytest.mark.sqlite_only
+def test_a_sessions_line_counts_follow_every_write_and_go_with_its_lines(db_url: str) -> None:
+    # the commonness cut compares a term's count with the session's lines: the counts are
+    # kept by triggers, in the transaction of each insert and delete
+    store = open_thread_store(db_url)
+    try:
+        memory = ConversationMemory(store, ThreadIds(SECRET))
+        say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted.")
+        say(memory, "s1", "c2", "I play the cello on Sundays", "Lovely.")
+        say(memory, "s2", "x1", "Bruno lives in Porto", "Noted.")
+        counted = "SELECT role, lines FROM archive_sessions"
+        both = [("assistant", 1), ("assistant", 2), ("user", 1), ("user", 2)]
+        assert sqlite_rows(store, counted) == both
+        memory.delete_conversation("s1", "c1")
+        assert sqlite_rows(store, counted) == [("assistant", 1)] * 2 + [("user", 1)] * 2
+        memory.archive.forget_session("s1")
+        memory.archive.forget_session("s2")
+        assert sqlite_rows(store, counted) == []  # no session key is left behind
+    finally:
+        store.close()
+
+
 @pytest.mark.sqlite_only
 @pytest.mark.parametrize("layout", ["terms, scope", "said, other, scope"])
 def test_an_index_of_an_earlier_layout_is_rebuilt_on_open(db_url: str, layout: str) -> None:
@@ -282,6 +310,9 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_on_open(db_url: str, layout: s
     with sqlite_transaction(documents.conn, documents.lock) as cursor:
         cursor.execute("DROP TABLE archive_vocab")
         cursor.execute("DROP TABLE archive_index")
+        cursor.execute("DROP TABLE archive_sessions")  # the counts came later still
+        cursor.execute("DROP TRIGGER archive_lines_added")
+        cursor.execute("DROP TRIGGER archive_lines_removed")
         cursor.execute(f"CREATE VIRTUAL TABLE archive_index USING fts5({layout})")
         cursor.execute("CREATE VIRTUAL TABLE archive_vocab USING fts5vocab(archive_index, 'row')")
     store.close()
@@ -292,5 +323,7 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_on_open(db_url: str, layout: s
             "My sister Alma lives in Lisbon"
         ]
         assert {h.role for h in memory.search("s1", "Lisbon", limit=5)} == {"user", "assistant"}
+        counted = "SELECT role, lines FROM archive_sessions"
+        assert sqlite_rows(store, counted) == [("assistant", 1), ("user", 1)]
     finally:
         store.close()
