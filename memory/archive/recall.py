@@ -21,6 +21,7 @@ question, the assistant's question before a short reply ("yes, that one").
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -291,14 +292,11 @@ class _Held:
             return False  # a line of a word or two is no copy of anything: it is cheap
         need = math.ceil(NEAR_DUPLICATE * len(words))
         # a line that holds `need` of the words holds one of any len - need + 1 of them:
-        # only the lines holding one of the rarest few are compared
-        lines_with = self.lines_with
-        rarest = sorted(words, key=lambda word: lines_with.get(word, 0).bit_count())
-        if not lines_with.get(rarest[len(words) - need], 0):
-            return False  # fewer than `need` of the words are held anywhere
+        # only the lines holding one of those are compared
+        # (any len - need + 1 of them: sorting by rarity costs more than the checks saved)
         found = 0
-        for word in rarest[: len(words) - need + 1]:
-            found |= lines_with.get(word, 0)
+        for word in itertools.islice(words, len(words) - need + 1):
+            found |= self.lines_with.get(word, 0)
         while found:
             low = found & -found
             if len(words & self.lines[low.bit_length() - 1]) >= need:
