@@ -52,18 +52,23 @@ QUERY_STOP_WORDS = STOP_WORDS | frozenset(_PAST_WORDS_TEXT.split())
 """Words that only say the user is asking about the past: never a query term."""
 
 
+@functools.lru_cache(maxsize=16_384)
+def _word_term(word: str) -> tuple[str, bool, bool]:
+    """A word's entry in `_terms` (cached: every archived line is indexed, and the words
+    of a conversation repeat)."""
+    stop = word in QUERY_STOP_WORDS or (len(word) < 2 and not word.isdigit())
+    return _stem(word), False, stop
+
+
 def _terms(text: str) -> list[tuple[str, bool, bool]]:
     """(term, is CJK, is a stop word or a bigram with no subject) in text order (a word
     is a stop word as written, before stemming)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     found: list[tuple[str, bool, bool]] = []
-    for match in _RUN.finditer(folded):
-        run = match.group("cjk")
-        if run is None:
-            word = match.group("word")
+    for run, word in _RUN.findall(folded):  # one of the two groups is empty
+        if not run:
             if len(word) <= MAX_TERM_CHARS:
-                stop = word in QUERY_STOP_WORDS or (len(word) < 2 and not word.isdigit())
-                found.append((_stem(word), False, stop))
+                found.append(_word_term(word))
         elif len(run) == 1:
             found.append((run, True, False))
         else:

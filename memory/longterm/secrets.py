@@ -16,6 +16,11 @@ secret is found by what it is:
 - checksums: card numbers (Luhn; spaces, dashes or dots between groups), IBANs
   (mod-97), US SSNs, UK National Insurance and Chinese resident ids (python-stdnum),
   passport and other identity numbers after their name.
+
+Every archived text is scanned, so the scan is kept cheap: a pattern that the regex
+engine would try at every position sits behind a gate of the literals any match of it
+contains (`memory.longterm.prefilter`), and a text without them is not searched. A gate
+only skips what cannot match, so what is found does not change.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from stdnum import iban, luhn
 from stdnum.cn import ric
 from stdnum.us import ssn
 
+from memory.longterm.prefilter import Prefiltered, prefiltered
+
 
 class SecretKind(StrEnum):
     """What a refused text looked like it disclosed (said to the user, never the value)."""
@@ -52,20 +59,20 @@ class SecretKind(StrEnum):
 _INTRODUCED = r"\s*(?:is|was|:|=|：|是|为|為)\s*[\"'“‘(]?\S{2,}"
 _TOKEN_LIKE = r"\s+[\"'“‘(]?(?=\S*[\d!@#$%^&*])\S{4,}"
 _VALUE = f"(?:{_INTRODUCED}|{_TOKEN_LIKE})"
-_PASSWORD = re.compile(
+_PASSWORD = prefiltered(
     r"(?:\b(?:pass ?(?:word|phrase|code)|pwd|passwd)s?\b|密码|口令)"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE,
     re.IGNORECASE,
 )
-_SECRET_VALUE = re.compile(
+_SECRET_VALUE = prefiltered(
     r"(?:\b(?:secret(?: (?:word|phrase|question|answer|code))?|code ?word|safe ?word|"
     r"security (?:code|answer)|pin(?: code| number)?|cvv|cvc|otp|one-time code|"
     r"verification code|recovery (?:code|phrase)|seed phrase|mnemonic)\b|暗号|验证码|PIN码)"
     + _INTRODUCED,
     re.IGNORECASE,
 )
-_PIN_DIGITS = re.compile(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", re.IGNORECASE)
-_TOKEN_PREFIXES = re.compile(
+_PIN_DIGITS = prefiltered(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", re.IGNORECASE)
+_TOKEN_PREFIXES = prefiltered(
     r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
     r"|\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
@@ -76,7 +83,7 @@ _TOKEN_PREFIXES = re.compile(
     r"|\bbearer\s+[A-Za-z0-9._~+/-]{16,})",
     re.IGNORECASE,
 )
-_TOKEN_WORDS = re.compile(
+_TOKEN_WORDS = prefiltered(
     r"\b(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|auth(?:entication)?[ _-]?token|"
     r"access[ _-]?token|refresh[ _-]?token|bearer[ _-]?token|token|client[ _-]?secret|"
     r"private[ _-]?token|webhook[ _-]?secret|密钥|令牌)\b"
@@ -84,14 +91,14 @@ _TOKEN_WORDS = re.compile(
     r"[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
-_PRIVATE_KEY = re.compile(
+_PRIVATE_KEY = prefiltered(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File|"
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}",
     re.IGNORECASE,
 )
 _CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ .-]?){12,18}\d(?![\d-])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
-_IDENTITY_WORDS = re.compile(
+_IDENTITY_WORDS = prefiltered(
     r"(?:\b(?:passport|national (?:id|identity|insurance)(?: number| no\.?)?|"
     r"ni (?:number|no\.?)|id (?:card|number|no\.?)|"
     r"identity (?:card|number)|social security|ssn|sin|nino|tax (?:id|number)|tin|nif|nie|"
@@ -116,19 +123,19 @@ _SECRET_NAME = (
     r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
     r"|密码|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
 )
-_NAME = re.compile(_SECRET_NAME, re.I)
-_NAMED_VALUE_AFTER = re.compile(
+_NAME = prefiltered(_SECRET_NAME, re.I)
+_NAMED_VALUE_AFTER = prefiltered(
     _SECRET_NAME + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
     r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
     re.I,
 )
-_VALUE_BEFORE_NAME = re.compile(
+_VALUE_BEFORE_NAME = prefiltered(
     r"(?:\S*\d\S*|[\"'“][^\"'”]+[\"'”])\s+(?:is|was|=|are)\s+(?:my|the|our|his|her)\s+"
     r"(?:[\w-]+\s+){0,3}?" + _SECRET_NAME + r"|(?:use|used|using)\s+\S+\s+(?:as|for)\s+"
     r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME,
     re.I,
 )
-_CODE_NEAR_LOCK = re.compile(
+_CODE_NEAR_LOCK = prefiltered(
     r"\bcodes?\b[^.\n]{0,30}\b(?:door|gate|alarm|garage|safe|lock|locker|building|house|"
     r"keypad|phone|wifi|bank|account|vault)\b|\b(?:door|gate|alarm|garage|safe|lock|locker|"
     r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜|门锁|密码锁"
@@ -160,15 +167,16 @@ def _named_secret(text: str) -> bool:
 
 
 @functools.cache
-def _maintained_patterns() -> tuple[re.Pattern[str], ...]:
-    """The key formats of detect-secrets' regex plugins (its public-IP plugin aside)."""
+def _maintained_patterns() -> tuple[Prefiltered, ...]:
+    """The key formats of detect-secrets' regex plugins (its public-IP plugin aside),
+    each behind its gate: most need a prefix ("ghp_", "xox", "AKIA") no prose holds."""
     found: list[re.Pattern[str]] = []
     plugins: list[type] = list(get_mapping_from_secret_type_to_class().values())
     for plugin in plugins:
         if issubclass(plugin, RegexBasedDetector) and plugin is not IPPublicDetector:
             # each regex plugin keeps its patterns in a class attribute
             found.extend(cast("Iterable[re.Pattern[str]]", vars(plugin).get("denylist", ())))
-    return tuple(found)
+    return tuple(map(Prefiltered, found))
 
 
 def _key_format(text: str) -> bool:
@@ -179,7 +187,7 @@ def _key_format(text: str) -> bool:
 
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", re.I)
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
-_SSN_BARE = re.compile(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", re.I)
+_SSN_BARE = prefiltered(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", re.I)
 _UK_NINO = re.compile(r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", re.I)
 
 
