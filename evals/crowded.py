@@ -4,7 +4,7 @@ A dialogue of a few dozen messages fits whole in a 2,000-token recall budget, so
 system that recalls everything it shares a word with looks perfect. Here a split's
 dialogues and every user turn of the same split's scenarios are one user's history
 (one session): the dialogues' sessions in turn, each after its share of the scenario
-turns as conversations of their own (about 1,500 turns on the dev split). Then every
+turns as conversations of their own (about 2,200 turns on the dev split). Then every
 dialogue question is asked in a new conversation, and its evidence is looked for in
 what the model was sent, with the strict rule of `evals.dialogue`.
 
