@@ -54,6 +54,7 @@ class ArchivedLine:
         following: the line said just after it in its conversation, when asked for.
         said_before: the user's line before it in its conversation, when asked for.
         said_after: the user's line after it in its conversation, when asked for.
+        said_later: the user's line after that one, when asked for.
     """
 
     id: int
@@ -68,6 +69,7 @@ class ArchivedLine:
     following: ArchivedLine | None = field(default=None, compare=False)
     said_before: ArchivedLine | None = field(default=None, compare=False)
     said_after: ArchivedLine | None = field(default=None, compare=False)
+    said_later: ArchivedLine | None = field(default=None, compare=False)
 
     @functools.cached_property
     def day(self) -> str:

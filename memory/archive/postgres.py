@@ -54,7 +54,9 @@ SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.t
        pu.id AS pu_id, pu.message_id AS pu_message_id, pu.role AS pu_role,
        pu.created_at AS pu_created_at, pu.text AS pu_text,
        nu.id AS nu_id, nu.message_id AS nu_message_id, nu.role AS nu_role,
-       nu.created_at AS nu_created_at, nu.text AS nu_text
+       nu.created_at AS nu_created_at, nu.text AS nu_text,
+       nl.id AS nl_id, nl.message_id AS nl_message_id, nl.role AS nl_role,
+       nl.created_at AS nl_created_at, nl.text AS nl_text
 FROM hits h LEFT JOIN LATERAL (
   SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
   WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
@@ -79,6 +81,12 @@ LEFT JOIN LATERAL (
     AND q.role = 'user'
   ORDER BY q.id LIMIT 1
 ) nu ON true
+LEFT JOIN LATERAL (
+  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
+  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
+    AND q.role = 'user'
+  ORDER BY q.id LIMIT 1 OFFSET 1
+) nl ON true
 ORDER BY h.score DESC, h.id DESC
 """
 
@@ -124,6 +132,7 @@ def _line(row: dict[str, Any]) -> ArchivedLine:
         following=_neighbour(row, "n"),
         said_before=_neighbour(row, "pu"),
         said_after=_neighbour(row, "nu"),
+        said_later=_neighbour(row, "nl"),
     )
 
 

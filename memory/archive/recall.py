@@ -15,7 +15,10 @@ Hits are what the user said: the archive is the record of the user's own words, 
 an assistant's answer often repeats what its context held (a summary, remembered
 items, earlier lines), so ranking answers would bring a conversation's context back
 into another's. Answers come with the user lines they belong to: the answer to a
-question, the assistant's question before a short reply ("yes, that one").
+question, the assistant's question before a short reply ("yes, that one"). What the
+hits leave of the budget goes to the user's lines around them, best hit first (the
+two after it, then the one before): a fact is often said a line or two after the line
+that names what it is about.
 """
 
 from __future__ import annotations
@@ -198,6 +201,52 @@ def render(lines: Sequence[ArchivedLine]) -> str:
     return "\n".join(out)
 
 
+class _Block:
+    """The block being filled: which lines it holds, what they cost, what is left."""
+
+    def __init__(self, conversation_id: str, state: ThreadState, max_tokens: int) -> None:
+        self.conversation_id = conversation_id
+        self.in_context = {m.id for m in state.messages}
+        self.summary = _folded(state.summary)
+        self.max_tokens = max_tokens
+        self.used = 0
+        self.seen: set[int] = set()
+        self.headed: set[tuple[str, str]] = set()
+        self.held = _Held()
+        for message in state.messages:
+            self.held.add(message.text)
+
+    def wanted(self, line: ArchivedLine) -> bool:
+        """Whether `line` says something the context does not hold already."""
+        if line.text in (REDACTED, FORGOTTEN):
+            return False  # nothing left to say
+        if line.conversation_id == self.conversation_id and (
+            line.message_id in self.in_context or line.role == "summary"
+        ):
+            return False
+        summary = self.summary
+        return not (summary and len(line.text) > 20 and _folded(line.text) in summary)
+
+    def new(self, line: ArchivedLine | None) -> bool:
+        """Whether `line` is wanted and not in the block yet."""
+        return line is not None and line.id not in self.seen and self.wanted(line)
+
+    def cost(self, lines: Sequence[ArchivedLine]) -> int:
+        """What adding `lines` costs: theirs, and the headings the block lacks."""
+        headings = {_heading(line): line for line in lines if _heading(line) not in self.headed}
+        return sum(map(line_tokens, lines)) + sum(map(heading_tokens, headings.values()))
+
+    def full(self) -> bool:
+        return self.max_tokens - self.used < MIN_LINE_TOKENS
+
+    def take(self, lines: Sequence[ArchivedLine], spent: int) -> None:
+        self.used += spent
+        self.headed.update(_heading(line) for line in lines)
+        self.seen.update(line.id for line in lines)
+        for line in lines:  # what the block shows of them (an answer is cut short)
+            self.held.add(shown(line))
+
+
 def choose(
     hits: Sequence[ArchivedLine],
     terms: Sequence[str],
@@ -207,58 +256,52 @@ def choose(
     max_tokens: int,
 ) -> Recall:
     """The lines to recall among `hits` (see the module docstring)."""
-    in_context = {m.id for m in state.messages}
-    summary = _folded(state.summary)
-
-    def wanted(line: ArchivedLine) -> bool:
-        if line.text in (REDACTED, FORGOTTEN):
-            return False  # nothing left to say
-        if line.conversation_id == conversation_id and (
-            line.message_id in in_context or line.role == "summary"
-        ):
-            return False
-        return not (summary and len(line.text) > 20 and _folded(line.text) in summary)
-
-    chosen: list[tuple[ArchivedLine, ...]] = []
-    seen: set[int] = set()
-    headed: set[tuple[str, str]] = set()
-    used = 0
-
-    def cost(lines: Sequence[ArchivedLine]) -> int:
-        headings = {_heading(line): line for line in lines if _heading(line) not in headed}
-        return sum(map(line_tokens, lines)) + sum(map(heading_tokens, headings.values()))
-
+    block = _Block(conversation_id, state, max_tokens)
     said = [hit for hit in hits if hit.role == "user"]
     # what the context already holds answers the message as well as any line that does
     # not beat it: such a line would only compete with it (another project's budget); a
     # question the context holds answers nothing, so it sets no such bar
     bar = max(
-        (hit.score for hit in said if not wanted(hit) and not _QUESTION.search(hit.text)),
+        (hit.score for hit in said if not block.wanted(hit) and not _QUESTION.search(hit.text)),
         default=0.0,
     )
     eligible = [hit for hit in said if (bar == 0.0 or hit.score > bar) and clears_floor(hit, terms)]
-    held = _Held()
-    for message in state.messages:
-        held.add(message.text)
+    taken: list[tuple[ArchivedLine, list[ArchivedLine]]] = []
     for hit in fuse(eligible):
-        if max_tokens - used < MIN_LINE_TOKENS:
-            break  # full: no line fits any more
-        if hit.id in seen or not wanted(hit):
+        if block.full():
+            break
+        if not block.new(hit):
             continue
-        alone = cost([hit])
-        if used + alone > max_tokens or held.repeats(hit.text):
+        alone = block.cost([hit])
+        if block.used + alone > max_tokens or block.held.repeats(hit.text):
             continue  # (the price first: once the block is nearly full, most hits fail it)
-        group = [line for line in _with_neighbours(hit) if line.id not in seen and wanted(line)]
-        spent = cost(group)
-        if used + spent > max_tokens:
+        group = [line for line in _with_neighbours(hit) if block.new(line)]
+        spent = block.cost(group)
+        if block.used + spent > max_tokens:
             group, spent = [hit], alone
-        used += spent
-        headed.update(_heading(line) for line in group)
-        chosen.append(tuple(group))
-        seen.update(line.id for line in group)
-        for line in group:  # what the block shows of them (an answer is cut short)
-            held.add(shown(line))
-    return Recall(tuple(chosen))
+        block.take(group, spent)
+        taken.append((hit, group))
+    _widen(block, taken)
+    return Recall(tuple(tuple(group) for _, group in taken))
+
+
+def _widen(block: _Block, taken: Sequence[tuple[ArchivedLine, list[ArchivedLine]]]) -> None:
+    """Spend what the hits left of the budget on the user's lines around them, best hit
+    first (the two lines after a hit, then the one before): a fact is often said a line
+    or two after the one that names what the question asks about ("We have a dog." →
+    "Tell me everything." → "A rescue greyhound called Pickle"), and an unspent budget
+    recalls nothing. Only what the hits left: a hit is worth more than a hit's
+    surroundings."""
+    for hit, group in taken:
+        for line in (hit.said_after, hit.said_later, hit.said_before):
+            if block.full():
+                return
+            if line is None or not block.new(line) or block.held.repeats(line.text):
+                continue
+            spent = block.cost([line])
+            if block.used + spent <= block.max_tokens:
+                block.take([line], spent)
+                group.append(line)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -71,12 +71,12 @@ INSERT_LINE_SQL = (
 INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, other) VALUES (?, ?, ?)"
 
 
-def _near(direction: str, pick: str, role: str) -> str:
-    # the nearest line of `role` before or after a hit in its conversation: one seek of
-    # the (conversation_key, role, id) index
+def _near(direction: str, pick: str, role: str, line: str = "h.id") -> str:
+    # the nearest line of `role` before or after `line` in a hit's conversation: one
+    # seek of the (conversation_key, role, id) index
     return (
         f"(SELECT {pick}(q.id) FROM archive_lines q WHERE q.conversation_key ="
-        f" h.conversation_key AND q.role = '{role}' AND q.id {direction} h.id)"
+        f" h.conversation_key AND q.role = '{role}' AND q.id {direction} {line})"
     )
 
 
@@ -88,22 +88,26 @@ WITH ranked AS (
 ), hits AS MATERIALIZED (
   SELECT {_COLUMNS}, l.conversation_key, r.score
   FROM ranked r JOIN archive_lines l ON l.id = r.id AND l.session_key = ?
-), near AS MATERIALIZED (
+), nearest AS MATERIALIZED (
   SELECT h.*, {_near("<", "MAX", "user")} AS pu, {_near("<", "MAX", "assistant")} AS pa,
          {_near(">", "MIN", "user")} AS nu, {_near(">", "MIN", "assistant")} AS na
   FROM hits h WHERE ?
   UNION ALL SELECT h.*, NULL, NULL, NULL, NULL FROM hits h WHERE NOT ?
+), near AS MATERIALIZED (
+  SELECT h.*, {_near(">", "MIN", "user", "h.nu")} AS nl FROM nearest h
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text, h.score,
        p.id, p.message_id, p.role, p.created_at, p.text,
        n.id, n.message_id, n.role, n.created_at, n.text,
        pu.id, pu.message_id, pu.role, pu.created_at, pu.text,
-       nu.id, nu.message_id, nu.role, nu.created_at, nu.text
+       nu.id, nu.message_id, nu.role, nu.created_at, nu.text,
+       nl.id, nl.message_id, nl.role, nl.created_at, nl.text
 FROM near h
 LEFT JOIN archive_lines p ON p.id = max(coalesce(h.pu, 0), coalesce(h.pa, 0))
 LEFT JOIN archive_lines n ON n.id = min(coalesce(h.nu, h.na), coalesce(h.na, h.nu))
 LEFT JOIN archive_lines pu ON pu.id = h.pu
 LEFT JOIN archive_lines nu ON nu.id = h.nu
+LEFT JOIN archive_lines nl ON nl.id = h.nl
 ORDER BY h.score DESC, h.id DESC
 """
 
@@ -172,6 +176,7 @@ def _line(row: Sequence[Any]) -> ArchivedLine:
         following=_neighbour(row, 13),
         said_before=_neighbour(row, 18),
         said_after=_neighbour(row, 23),
+        said_later=_neighbour(row, 28),
     )
 
 

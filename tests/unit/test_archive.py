@@ -75,7 +75,9 @@ def test_a_probe_sharing_nothing_recalls_nothing(memory: ConversationMemory) -> 
 
 def test_chinese_is_found_by_a_two_character_word(memory: ConversationMemory) -> None:
     say(memory, "s1", "c1", "我每天早上喝两杯咖啡，不加糖", "好的，记住了。")
-    say(memory, "s1", "c1", "周末我去爬山", "听起来不错。")
+    # (in a conversation of its own: the lines after a hit come with it when the budget
+    # allows, test_archive_recall.py)
+    say(memory, "s1", "c3", "周末我去爬山", "听起来不错。")
     found = recalled_texts(memory, "s1", "c2", "当时我们聊过咖啡吗？")
     assert "我每天早上喝两杯咖啡，不加糖" in found
     assert all("爬山" not in text for text in found)

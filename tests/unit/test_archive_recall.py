@@ -17,7 +17,7 @@ from agent.runtime import open_memory
 from agent.settings import Settings
 from memory import ThreadState, UnsupportedDatabaseUrl, build_context
 from memory.archive import ArchivedLine, Recall
-from memory.archive.recall import ANSWER_CHARS, choose, render
+from memory.archive.recall import ANSWER_CHARS, choose, heading_tokens, line_tokens, render
 from memory.archive.terms import query_terms
 from memory.budget import ContextBudget
 from memory.context_blocks import (
@@ -164,6 +164,47 @@ def test_lines_that_repeat_the_context_or_each_other_are_recalled_once() -> None
         max_tokens=2_000,
     )
     assert held.lines == ()
+
+
+def exchange() -> list[ArchivedLine]:
+    """A hit, then the user's two lines after it and the one before it (one conversation)."""
+    said = [
+        "Sam is moving to Leeds in June",
+        "Big news. We have a dog.",
+        "No. Tell me everything.",
+        "A rescue greyhound from the trust, four years old, and his name is Pickle.",
+    ]
+    lines = [
+        ArchivedLine(n, "c1", "Dogs", f"m{n}-u", "user", NOW, text) for n, text in enumerate(said)
+    ]
+    hit = ArchivedLine(
+        1, "c1", "Dogs", "m1-u", "user", NOW, said[1], 2.0,
+        said_before=lines[0], said_after=lines[2], said_later=lines[3],
+    )  # fmt: skip
+    return [hit, *lines]
+
+
+def test_what_the_hits_leave_of_the_budget_goes_to_the_lines_around_them() -> None:
+    hit = exchange()[0]
+    terms = query_terms("What kind of dog do we have?")
+    wide = choose([hit], terms, conversation_id="now", state=ThreadState(), max_tokens=2_000)
+    assert [line.id for line in wide.lines] == [1, 2, 3, 0]  # two after it, then one before
+    assert render(wide.lines).count("Pickle") == 1
+    # a budget that holds the hit and little more: the hit, and the lines that still fit
+    # (the long line about Pickle does not; the one before the hit does)
+    tight = choose([hit], terms, conversation_id="now", state=ThreadState(), max_tokens=40)
+    assert [line.id for line in tight.lines] == [1, 2, 0]
+
+
+def test_a_hit_comes_before_any_other_hits_surroundings() -> None:
+    hit = exchange()[0]
+    other = line(7, "The dog show is on Saturday", "user")
+    terms = query_terms("What kind of dog do we have?")
+    cost = sum(line_tokens(hit) + heading_tokens(hit) for hit in (hit, other))
+    chosen = choose(
+        [hit, other], terms, conversation_id="now", state=ThreadState(), max_tokens=cost
+    )
+    assert {line.id for line in chosen.lines} == {1, 7}
 
 
 def test_one_heading_per_conversation_and_day_and_answers_cut_short() -> None:
