@@ -17,6 +17,7 @@ from memory.storage.sqlite.connection import (
     SQLITE_WAL_AUTOCHECKPOINT_PAGES,
     connect,
     create_private,
+    vector_driver,
 )
 from memory.storage.sqlite.documents import SqliteDocuments
 from memory.storage.sqlite.items import open_sqlite_items
@@ -37,6 +38,8 @@ def open_sqlite(
     Raises:
         UnsupportedDatabaseUrl: `vectors`, and the driver that gives them is missing.
     """
+    if vectors:
+        vector_driver()  # a missing driver refuses before any file is created
     if path is not None:
         create_private(path)
     conn = connect(str(path) if path else ":memory:", vectors=vectors)

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from memory.errors import VECTOR_DRIVER_MISSING, UnsupportedDatabaseUrl
 from memory.files import PRIVATE_FILE_MODE, make_private_dir
@@ -22,6 +22,21 @@ SETUP_LOCK_KEY = "sqlite-setup"
 SQLITE_SIDE_FILES = ("-wal", "-shm")
 VECTOR_PACKAGES = {"sqlean": "sqlean.py", "sqlite_vec": "sqlite-vec"}
 """The modules a connection with a vector index needs, by the package that installs them."""
+
+
+def vector_driver() -> tuple[Any, Any]:
+    """The modules of a connection with vectors: `sqlean` and `sqlite_vec`.
+
+    Raises:
+        UnsupportedDatabaseUrl: one of them is not installed (named by its package).
+    """
+    try:
+        import sqlean  # type: ignore[import-untyped]
+        import sqlite_vec  # type: ignore[import-untyped]
+    except ImportError as exc:
+        package = VECTOR_PACKAGES.get(exc.name or "", exc.name)
+        raise UnsupportedDatabaseUrl(VECTOR_DRIVER_MISSING.format(package=package)) from None
+    return sqlean, sqlite_vec
 
 
 def connect(target: str, *, vectors: bool = False) -> sqlite3.Connection:
@@ -38,12 +53,7 @@ def connect(target: str, *, vectors: bool = False) -> sqlite3.Connection:
     """
     if not vectors:
         return sqlite3.connect(target, check_same_thread=False, timeout=SQLITE_BUSY_TIMEOUT_S)
-    try:
-        import sqlean  # type: ignore[import-untyped]
-        import sqlite_vec  # type: ignore[import-untyped]
-    except ImportError as exc:
-        package = VECTOR_PACKAGES.get(exc.name or "", exc.name)
-        raise UnsupportedDatabaseUrl(VECTOR_DRIVER_MISSING.format(package=package)) from None
+    sqlean, sqlite_vec = vector_driver()
     conn = sqlean.connect(target, check_same_thread=False, timeout=SQLITE_BUSY_TIMEOUT_S)
     conn.enable_load_extension(True)
     try:
