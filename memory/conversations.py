@@ -96,7 +96,7 @@ class ConversationMemory:
         self.clock = clock
         self.archive = archive if archive is not None else open_archive(threads, ids)
         self.documents = SessionDocuments(threads, ids, self.archive)
-        # a turn's own upkeep: each embeds its user line when the archive has embeddings
+        # what a written turn leaves owed: with embeddings, its user line's vector too
         self._with_turn = partial(with_turn, keep=self.keep, owe_embedding=self.archive.embeds)
 
     # -- thread ids -------------------------------------------------------------------

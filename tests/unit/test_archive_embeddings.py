@@ -11,6 +11,7 @@ import sqlite3
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +220,11 @@ def test_deleting_a_conversation_deletes_its_vectors_with_its_lines(
     embedded.delete_conversation("s1", "c1")
     assert len(vectors(embedded.threads)) == 1
     assert hits(embedded, "s1", QUESTION) == [HATCHBACK]
+    say(embedded, "s2", "x1", SAVING)
+    embedded.archive.embed_lines("s2")
     embedded.archive.forget_session("s1")
+    assert [key for _, key in vectors(embedded.threads)] == [embedded.ids.session_key("s2")]
+    embedded.archive.sweep(datetime.now(UTC) + timedelta(days=1))  # the retention sweep
     assert vectors(embedded.threads) == []
 
 
