@@ -30,8 +30,9 @@ from graphs.delivery import build_delivery_graph
 from graphs.resources import Lazy
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
-from memory import ThreadIds, UnsupportedDatabaseUrl, resolve_secret
+from memory import ThreadIds, resolve_secret
 from memory.archive.archive import open_archive
+from memory.archive.embedding import ArchiveEmbeddings
 from memory.budget import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
@@ -43,30 +44,39 @@ REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 """The decision validators of every workflow's reviews, by interrupt kind."""
 
 
-ARCHIVE_EMBEDDINGS_UNSUPPORTED = (
-    "AGENT_EMBEDDINGS_MODEL is set, but the conversation archive (recall of earlier "
-    "conversations) has no embedding index yet; unset it: long-term memory and the "
-    "archive are then ranked lexically"
-)
+def archive_embeddings(settings: Settings) -> ArchiveEmbeddings | None:
+    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` is set (built, not called)."""
+    if not settings.embeddings_model:
+        return None
+    return ArchiveEmbeddings(
+        load_embeddings(settings),
+        settings.embeddings_model,
+        settings.embeddings_dims,
+        settings.embeddings_max_distance,
+    )
 
 
 def open_memory(
     settings: Settings, *, database_url: str | None = None, secret: str | None = None
 ) -> ConversationMemory:
     """The memory store (`AGENT_DATABASE_URL`) under the session secret, with the archive
-    of past turns. The secret is resolved first, so a bad one opens nothing. Explicit
-    arguments win.
+    of past turns, its lines embedded when `AGENT_EMBEDDINGS_MODEL` is set (SQLite then
+    opens with its vector index: sqlean.py with sqlite-vec). The secret is resolved
+    first, so a bad one opens nothing. Explicit arguments win.
 
     Raises:
-        UnsupportedDatabaseUrl: `AGENT_EMBEDDINGS_MODEL` is set: the archive would rank
-            lexically while the settings ask for embeddings, so nothing starts.
+        UnsupportedDatabaseUrl: embeddings were asked for, and the database cannot index
+            them (SQLite without sqlean.py or sqlite-vec installed; PostgreSQL, where the
+            archive has no pgvector index), so nothing starts.
     """
-    if settings.embeddings_model:
-        raise UnsupportedDatabaseUrl(ARCHIVE_EMBEDDINGS_UNSUPPORTED)
     ids = ThreadIds(resolve_secret(secret or settings.secret, settings.data_dir))
-    threads = open_thread_store(database_url or settings.database_url)
+    embeddings = archive_embeddings(settings)
+    url = database_url or settings.database_url
+    threads = open_thread_store(url, vectors=embeddings is not None)
     try:
-        archive = open_archive(threads, ids, recall_tokens=settings.recall_tokens)
+        archive = open_archive(
+            threads, ids, recall_tokens=settings.recall_tokens, embeddings=embeddings
+        )
     except BaseException:
         threads.close()
         raise
@@ -80,7 +90,7 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
 
     Raises:
         UnsupportedDatabaseUrl: embeddings were asked for, and the database cannot index
-            them (SQLite without loadable extensions, PostgreSQL without pgvector).
+            them (SQLite opened without its vector index, PostgreSQL without pgvector).
     """
     index: Any = None
     if settings.embeddings_model:

@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory.limits import (
     DEFAULT_CONTEXT_BUDGET_TOKENS,
+    DEFAULT_RECALL_DISTANCE,
     DEFAULT_RECALL_TOKENS,
     MIN_CONTEXT_BUDGET_TOKENS,
     MIN_SECRET_CHARS,
@@ -66,9 +67,13 @@ class Settings(BaseSettings):
             offline one) | rules | model | off (no extraction; items added directly
             are still recalled).
         embeddings_model: `AGENT_EMBEDDINGS_MODEL`: rank long-term items through the
-            store's vector index with these OpenAI-compatible embeddings (unset:
-            lexical ranking, no network).
+            store's vector index, and recall archived lines by their embeddings besides
+            their words, with these OpenAI-compatible embeddings (unset: lexical
+            ranking, no network).
         embeddings_dims: `AGENT_EMBEDDINGS_DIMS`, the embeddings' dimensions.
+        embeddings_max_distance: `AGENT_EMBEDDINGS_MAX_DISTANCE`: the farthest (cosine
+            distance, 0-2) an archived line sharing no word with a message may be from
+            it and still be recalled.
         memory_ttl_days: `AGENT_MEMORY_TTL_DAYS`: a long-term item not said or recalled
             for this long expires (0 keeps items until forgotten; at most 36,500).
         context_budget_tokens: `AGENT_CONTEXT_BUDGET_TOKENS`: the most tokens a turn's
@@ -124,6 +129,13 @@ class Settings(BaseSettings):
     embeddings_model: str | None = Field(None, validation_alias=_env("AGENT_EMBEDDINGS_MODEL"))
     embeddings_dims: int = Field(
         1536, gt=0, le=16_000, validation_alias=_env("AGENT_EMBEDDINGS_DIMS")
+    )
+    embeddings_max_distance: float = Field(
+        DEFAULT_RECALL_DISTANCE,
+        gt=0,
+        le=2,
+        allow_inf_nan=False,
+        validation_alias=_env("AGENT_EMBEDDINGS_MAX_DISTANCE"),
     )
     memory_ttl_days: float = Field(
         365.0,

@@ -1,6 +1,6 @@
 """The agent graph: `load_memory -(route)→ {chat, tool, …} → finalize`, and the memory
-upkeep `upkeep → remember → compact → settle`, reached from `finalize` (inline) or
-from START (`{"catch_up": true}`, a run of its own after the turn).
+upkeep `upkeep → embed → remember → compact → settle`, reached from `finalize` (inline)
+or from START (`{"catch_up": true}`, a run of its own after the turn).
 
 `build_agent_graph` takes its collaborators (models, tools, the memory) and returns
 an uncompiled `StateGraph`; callers compile it with their checkpointer. The module-
@@ -32,6 +32,7 @@ from graphs.state import AgentInput, AgentOutput, AgentState, Context, Node, Wor
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS, build_tool_graph
 from graphs.upkeep import (
     make_compact,
+    make_embed,
     make_remember,
     make_settle,
     make_upkeep,
@@ -177,10 +178,12 @@ def _add_upkeep(
     builder.add_node(
         "finalize", make_finalize(chat_memory, remember=remembers), destinations=("upkeep", END)
     )
-    upkeep_steps = ("remember", "compact", "settle") if remembers else ("compact", "settle")
+    after_embed = ("remember", "compact", "settle") if remembers else ("compact", "settle")
     builder.add_node(
-        "upkeep", make_upkeep(chat_memory, remember=remembers), destinations=upkeep_steps
+        "upkeep", make_upkeep(chat_memory, remember=remembers), destinations=("embed", *after_embed)
     )
+    # reached only when the record owes a vector: with embeddings, after every turn
+    builder.add_node("embed", make_embed(chat_memory, remember=remembers), destinations=after_embed)
     if remember is not None:
         builder.add_node("remember", remember, destinations=("compact", "settle"))
     builder.add_node("compact", make_compact(chat_memory, compactor, structured_output_method))

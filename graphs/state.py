@@ -204,6 +204,9 @@ class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     checkpointed)."""
     upkeep_failed: Annotated[bool, UntrackedValue(bool)]
     """Whether a step of this upkeep failed (never checkpointed)."""
+    embedded: Annotated[str, UntrackedValue(str)]
+    """The user message through which this upkeep embedded the archived lines ("" when
+    it embedded none) (never checkpointed)."""
 
 
 class AgentUpdate(AgentState, total=False):

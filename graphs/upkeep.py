@@ -1,11 +1,13 @@
-"""The nodes that look after memory once a turn is written: `upkeep`, `remember`,
-`compact` and `settle`.
+"""The nodes that look after memory once a turn is written: `upkeep`, `embed`,
+`remember`, `compact` and `settle`.
 
 `finalize` records in the turn's own transaction what upkeep the turn leaves owed (the
-user's message to extract from, when it has a cue; a compaction past eight messages).
-`upkeep` reads that record and pays it: `remember` extracts what the user said about
-themselves and writes it through the long-term gate, `compact` folds older turns into
-the summary and pinned decisions, and `settle` takes what was paid off the record.
+user's message to extract from, when it has a cue; a compaction past eight messages;
+with embeddings, the vector of the user's archived line). `upkeep` reads that record
+and pays it: `embed` embeds the session's newest archived lines that have none yet,
+`remember` extracts what the user said about themselves and writes it through the
+long-term gate, `compact` folds older turns into the summary and pinned decisions, and
+`settle` takes what was paid off the record.
 The upkeep runs after `finalize` in the same run (`Context.upkeep == "inline"`), or as
 a run of its own that starts at `upkeep` (`{"catch_up": true}`) once the caller's turn
 is done. A failure never fails the turn: the record says `failed`, and what a crash
@@ -54,6 +56,12 @@ def after_remember(state: ThreadState) -> str:
     return "compact" if state.compaction_owed else "settle"
 
 
+def after_embed(state: ThreadState, *, remember: bool) -> str:
+    """`remember` when extractions are owed (and the graph has it), else as
+    `after_remember`."""
+    return "remember" if state.upkeep_owed and remember else after_remember(state)
+
+
 def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
     """Build `upkeep`: read what the conversation owes and go to what pays it.
 
@@ -86,12 +94,42 @@ def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
             "owed": list(stored.upkeep_owed),
             "memory_state": stored,
             "upkeep_failed": False,
+            "embedded": "",
         }
-        if stored.upkeep_owed and remember:
-            return Command(update=update, goto="remember")
-        return Command(update=update, goto=after_remember(stored))
+        if stored.embedding_owed is not None:
+            return Command(update=update, goto="embed")
+        return Command(update=update, goto=after_embed(stored, remember=remember))
 
     return upkeep
+
+
+def make_embed(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
+    """Build `embed`: store the vectors of the session's newest archived lines that have
+    none (the turn's own, and those an earlier upkeep failed to embed).
+
+    Args:
+        memory: the chat memory (its archive has the embeddings).
+        remember: whether the graph has a `remember` node (long-term memory on).
+    """
+
+    def embed(state: AgentState) -> Command[Any]:
+        """Embed the archived lines owed a vector: one embeddings call, no lock held, the
+        vectors stored in a short transaction of their own. A failure leaves the lines
+        found by their words only; the turn stands."""
+        stored = state.get("memory_state") or ThreadState()
+        update: AgentUpdate = {"embedded": stored.embedding_owed or ""}
+        emit_memory("embed", "started")
+        try:
+            added = memory.get().archive.embed_lines(state["session_id"])
+        except Exception:
+            logger.exception("embedding archived lines failed; they are found by their words")
+            emit_memory("embed", "failed")
+            update |= {"upkeep_failed": True, "degraded": True}
+        else:
+            emit_memory("embed", "succeeded", lines=added)
+        return Command(update=update, goto=after_embed(stored, remember=remember))
+
+    return embed
 
 
 def make_remember(
@@ -197,6 +235,8 @@ def make_settle(memory: Lazy[ConversationMemory]) -> Node:
         `pending` while more is owed (a turn that landed meanwhile)."""
         session_id, conversation_id = state["session_id"], state["conversation_id"]
         paid = [message.id for message in state.get("owed") or []]
+        if state.get("embedded"):  # the embedding owed through that message
+            paid.append(state["embedded"])
         failed = bool(state.get("upkeep_failed"))
         try:
             stored = memory.get().settle_upkeep(session_id, conversation_id, paid, failed=failed)

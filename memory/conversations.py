@@ -96,6 +96,8 @@ class ConversationMemory:
         self.clock = clock
         self.archive = archive if archive is not None else open_archive(threads, ids)
         self.documents = SessionDocuments(threads, ids, self.archive)
+        # what a written turn leaves owed: with embeddings, its user line's vector too
+        self._with_turn = partial(with_turn, keep=self.keep, owe_embedding=self.archive.embeds)
 
     # -- thread ids -------------------------------------------------------------------
 
@@ -153,7 +155,8 @@ class ConversationMemory:
         the local fallback folds the oldest ones, so the bound holds even when no
         compaction ever succeeds. The upkeep the turn leaves owed is recorded in the same
         transaction (`owe_remember`: the user's message awaits long-term extraction;
-        more than eight messages: a compaction), so that no crash loses it.
+        more than eight messages: a compaction; with embeddings, the user's archived
+        line awaits its vector), so that no crash loses it.
         """
         now = self.clock()
         with self.documents.lock(session_id):
@@ -170,9 +173,7 @@ class ConversationMemory:
                 if ended.state is not snapshot.registry:
                     self.documents.commit(session_id, snapshot.registry, ended)
                 return TurnWrite(False, plan.skipped, current)
-            state = with_turn(
-                current, plan.messages, owe_remember=owe_remember, keep=self.keep, now=now
-            )
+            state = self._with_turn(current, plan.messages, owe_remember=owe_remember, now=now)
             key = self.ids.conversation_key(session_id, conversation_id)
             change = record_turn(
                 snapshot.registry,
@@ -295,9 +296,9 @@ class ConversationMemory:
     def settle_upkeep(
         self, session_id: str, conversation_id: str, paid: Collection[str], *, failed: bool
     ) -> ThreadState | None:
-        """Record that an upkeep run ended: the owed extractions of the messages `paid`
-        are off the record, and the status says what is left (`failed` when the run
-        failed, else `pending` while anything is still owed, else `done`).
+        """Record that an upkeep run ended: what the messages `paid` owed (extraction,
+        embedding) is off the record, and the status says what is left (`failed` when the
+        run failed, else `pending` while anything is still owed, else `done`).
 
         Returns:
             the memory as stored, or None when the conversation is gone.
@@ -368,12 +369,12 @@ class ConversationMemory:
     def recall(
         self, session_id: str, conversation_id: str, text: str, state: ThreadState
     ) -> Recall:
-        """Earlier lines of the session a turn about `text` gets (one archive query)."""
+        """Earlier lines of the session a turn about `text` gets (`Archive.recall`)."""
         return self.archive.recall(session_id, conversation_id, text, state)
 
     def search(self, session_id: str, query: str, limit: int) -> list[ArchivedLine]:
         """The session's archived lines (any conversation, pruned ones included) that share
-        words with `query`, most relevant first."""
+        words with `query`, most relevant first (ranked lexically: a search names words)."""
         return self.archive.search(session_id, query, limit)
 
     def forgetter(

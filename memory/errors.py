@@ -19,7 +19,11 @@ STORAGE_FAILED = "conversation storage is unavailable; please try again shortly"
 MEMORY_NOT_FOUND = "memory not found"
 EMBEDDINGS_UNSUPPORTED = (
     "AGENT_EMBEDDINGS_MODEL needs a vector index the database cannot provide: {why}; "
-    "unset it to rank long-term memory lexically"
+    "unset it to rank long-term memory and the archive lexically"
+)
+VECTOR_DRIVER_MISSING = EMBEDDINGS_UNSUPPORTED.format(
+    why="SQLite's vector index (sqlite-vec, loaded through the sqlean.py driver) needs "
+    "{package}, which is not installed (pip install {package})"
 )
 FORBIDDEN_KEY = "forbidden key {key!r} at {path} in a client-facing payload"
 

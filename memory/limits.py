@@ -77,6 +77,11 @@ MAX_IMPORTANCE: Final = 5
 
 DEFAULT_RECALL_TOKENS: Final = 2_000
 """Tokens of earlier conversations' lines a turn's context may hold (`AGENT_RECALL_TOKENS`)."""
+DEFAULT_RECALL_DISTANCE: Final = 0.6
+"""The farthest (cosine distance) an archived line sharing no subject term with a message
+may be from it to be recalled (`AGENT_EMBEDDINGS_MAX_DISTANCE`): a cosine similarity of at
+least 0.4, meant for text-embedding-3 models, which rate unrelated sentences lower (not
+measured here: the tests reach no model; ada-002 rates everything higher)."""
 
 MAX_SEARCH_QUERY_CHARS: Final = 500
 MAX_SEARCH_RESULTS: Final = 50

@@ -135,11 +135,13 @@ class ThreadState(BaseModel):
     covers, and `open_questions` what the user asked that is still unresolved. Threads
     stored before these fields existed load as version 0 with none.
 
-    Upkeep (long-term extraction and compaction) runs after a turn is done: `upkeep`
-    says whether some is owed (`pending`), finished (`done`) or last failed (`failed`),
-    and `upkeep_owed` holds the user messages whose extraction is still owed. Both are
-    written in the same transaction as the turn, so a process that dies before its
-    upkeep ran leaves the debt on record for the next one to pay.
+    Upkeep (long-term extraction, compaction, embedding the archived lines) runs after
+    a turn is done: `upkeep` says whether some is owed (`pending`), finished (`done`) or
+    last failed (`failed`), `upkeep_owed` holds the user messages whose extraction is
+    still owed, and `embedding_owed` the newest user message whose archived line awaits
+    its embedding (with `AGENT_EMBEDDINGS_MODEL`). They are written in the same
+    transaction as the turn, so a process that dies before its upkeep ran leaves the
+    debt on record for the next one to pay.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -158,6 +160,7 @@ class ThreadState(BaseModel):
     version: StrictInt = Field(default=0, ge=0)
     upkeep: UpkeepStatus = "done"
     upkeep_owed: list[ChatThreadMessage] = Field(default_factory=list, max_length=MAX_OWED_TEXTS)
+    embedding_owed: MessageId | None = None
 
     @property
     def compaction_owed(self) -> bool:
@@ -166,8 +169,8 @@ class ThreadState(BaseModel):
 
     @property
     def owes_upkeep(self) -> bool:
-        """Whether an extraction or a compaction is owed."""
-        return bool(self.upkeep_owed) or self.compaction_owed
+        """Whether an extraction, a compaction or an embedding is owed."""
+        return bool(self.upkeep_owed) or self.compaction_owed or self.embedding_owed is not None
 
     def to_document(self) -> dict[str, Any]:
         """JSON-compatible form kept in the checkpoint (no pickled objects)."""

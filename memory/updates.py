@@ -41,15 +41,19 @@ def with_turn(
     owe_remember: bool,
     keep: int,
     now: datetime,
+    owe_embedding: bool = False,
 ) -> ThreadState:
-    """`current` with a turn's messages appended and the upkeep it leaves owed: past
-    `HARD_MESSAGE_CAP` messages the local fallback folds the oldest ones, so the bound
-    holds even when no compaction ever succeeds."""
+    """`current` with a turn's messages appended and the upkeep it leaves owed (with
+    `owe_embedding`, its user line's embedding): past `HARD_MESSAGE_CAP` messages the
+    local fallback folds the oldest ones, so the bound holds even when no compaction
+    ever succeeds."""
+    said = [m.id for m in written if m.role == "user"]
     grown = current.model_copy(
         update={
             "messages": [*current.messages, *written],
             "version": current.version + 1,
             "upkeep_owed": owed_after_turn(current, written, owe_remember),
+            "embedding_owed": said[-1] if owe_embedding and said else current.embedding_owed,
         }
     )
     if len(grown.messages) > HARD_MESSAGE_CAP:
@@ -89,15 +93,18 @@ def with_compaction(compacted: ThreadState, current: ThreadState) -> ThreadState
             "version": current.version + 1,
             "upkeep": current.upkeep,
             "upkeep_owed": current.upkeep_owed,
+            "embedding_owed": current.embedding_owed,
         }
     )
 
 
 def settled(current: ThreadState, paid: Collection[str], *, failed: bool) -> ThreadState:
     """`current` once an upkeep run ended: the extractions of the messages `paid` off
-    the record, and the status of what is left (`failed` when the run failed, else
-    `pending` while anything is still owed, else `done`)."""
+    the record, and the embedding owed when it was owed through one of them (a turn that
+    landed meanwhile still owes its own), and the status of what is left (`failed` when
+    the run failed, else `pending` while anything is still owed, else `done`)."""
     owed = [m for m in current.upkeep_owed if m.id not in paid]
-    left = current.model_copy(update={"upkeep_owed": owed})
+    embedding = None if current.embedding_owed in paid else current.embedding_owed
+    left = current.model_copy(update={"upkeep_owed": owed, "embedding_owed": embedding})
     status = "failed" if failed else "pending" if left.owes_upkeep else "done"
     return left.model_copy(update={"upkeep": status, "version": current.version + 1})

@@ -18,15 +18,22 @@ def run_graph(
     session: str = "s1",
     conversation: str = "c1",
     mode: str = "auto",
+    upkeep: str = "inline",
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run one turn (`astream`, subgraphs included) on the run thread `run-<conversation>`;
-    returns the final top-level state and every custom event, in order."""
+    """Run one turn (`astream`, subgraphs included) on the run thread `run-<conversation>`,
+    its upkeep `inline` or `deferred` (`Context.upkeep`); returns the final top-level state
+    and every custom event, in order."""
 
     async def go() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         events: list[dict[str, Any]] = []
         final: dict[str, Any] = {}
         config: RunnableConfig = {"configurable": {"thread_id": f"run-{conversation}"}}
-        context = Context(session_id=session, conversation_id=conversation, mode=cast(Any, mode))
+        context = Context(
+            session_id=session,
+            conversation_id=conversation,
+            mode=cast(Any, mode),
+            upkeep=cast(Any, upkeep),
+        )
         stream = graph.astream(
             payload, config, context=context, stream_mode=["custom", "values"], subgraphs=True
         )

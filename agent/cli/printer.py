@@ -66,6 +66,9 @@ def memory_line(event: MemoryEvent) -> str | None:
     if stage == "upkeep":
         # the end of the upkeep after a turn: its steps said what they did
         return "[memory: upkeep failed]" if status == "failed" else None
+    if stage == "embed":  # lines embedded after every turn: worth a line only when it failed
+        failed = status == "failed"
+        return "[memory: embedding failed: lines are found by their words]" if failed else None
     if stage == "compact":
         detail = ""
         if event.get("summaryChars") is not None:

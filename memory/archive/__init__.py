@@ -3,7 +3,8 @@
 `Archive` (`memory.archive.archive`, imported from its module: the package loads no
 storage) writes through the documents' transaction, recalls earlier lines into a
 turn's context (`memory.archive.recall`) and answers deliberate searches; one
-backend per database (`memory.archive.sqlite`, `memory.archive.postgres`).
+backend per database (`memory.archive.sqlite`, `memory.archive.postgres`), and on
+SQLite the user's lines' vectors when embeddings are set (`memory.archive.sqlite_vectors`).
 """
 
 from memory.archive.lines import (

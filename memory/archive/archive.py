@@ -7,6 +7,12 @@ conversation's memory. A conversation pruned from the ten-conversation list keep
 its lines until the retention sweep; deleting a conversation deletes them with it.
 Text the long-term secret detector flags is archived as `[redacted]` (the
 conversation's own memory is unchanged). Searches are scoped to one session's key.
+
+With embeddings (`AGENT_EMBEDDINGS_MODEL`), the user's lines are embedded after the
+turn, off the reply path (`embed_lines`, a step of the turn's upkeep), and recall
+finds the lines nearest the message's embedding besides the lexical hits. Embeddings
+are network calls: none is made under a lock or inside a transaction. A line without
+a vector (not embedded yet, or its upkeep failed) is still found lexically.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, ArchiveEmbeddings, VectorBackend
 from memory.archive.forgetting import plan_forgetting
 from memory.archive.lines import (
     FORGOTTEN,
@@ -25,14 +32,23 @@ from memory.archive.lines import (
     ArchiveRow,
     ArchiveWrite,
 )
-from memory.archive.recall import CANDIDATES, Recall, choose, clears_floor, recall_query
+from memory.archive.recall import (
+    CANDIDATES,
+    Recall,
+    choose,
+    clears_floor,
+    recall_query,
+    recall_text,
+)
 from memory.archive.terms import query_terms
+from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.ids import ThreadIds
 from memory.limits import DEFAULT_RECALL_TOKENS
 from memory.longterm.secrets import find_secret
 from memory.schema import ChatThreadMessage, ThreadState
 from memory.storage import ThreadStore, storage_errors
 from memory.storage.documents import InTransaction
+from memory.text import clamp
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +75,8 @@ class Archive:
         backend: the database's archive (`memory.archive.sqlite`, `.postgres`).
         ids: derives the session and conversation keys.
         recall_tokens: `AGENT_RECALL_TOKENS`, the most tokens recall adds to a context.
+        embeddings: the lines' embeddings (None: lexical recall only).
+        vectors: where their vectors are kept (given with `embeddings`).
     """
 
     def __init__(
@@ -67,10 +85,21 @@ class Archive:
         ids: ThreadIds,
         *,
         recall_tokens: int = DEFAULT_RECALL_TOKENS,
+        embeddings: ArchiveEmbeddings | None = None,
+        vectors: VectorBackend | None = None,
     ) -> None:
+        if (embeddings is None) != (vectors is None):
+            raise ValueError("embeddings and their vectors come together")
         self.backend = backend
         self.ids = ids
         self.recall_tokens = recall_tokens
+        self.embeddings = embeddings
+        self.vectors = vectors
+
+    @property
+    def embeds(self) -> bool:
+        """Whether the user's lines are embedded (each turn leaves that owed)."""
+        return self.vectors is not None
 
     # -- what a transaction writes ------------------------------------------------------
 
@@ -160,21 +189,79 @@ class Archive:
         self, session_id: str, conversation_id: str, text: str, state: ThreadState
     ) -> Recall:
         """The earlier lines a turn about `text` gets (`memory.archive.recall`), in one
-        query of the session's archive."""
-        terms = recall_query(text, state)
-        if not terms or self.recall_tokens <= 0:
+        query of the session's archive; with embeddings, the message is embedded first
+        (one call, no lock held; a failure leaves this turn's recall lexical) and a
+        second query reads the lines nearest it."""
+        if self.recall_tokens <= 0:
             return Recall()
+        terms = recall_query(text, state)
+        vector = self._embedded_query(recall_text(text, state))
+        if not terms and vector is None:
+            return Recall()
+        session_key = self.ids.session_key(session_id)
         # the user's own lines are the hits (`memory.archive.recall`): only they are scored
-        hits = self.backend.search(
-            self.ids.session_key(session_id), terms, CANDIDATES, neighbours=True, roles=("user",)
-        )
+        hits = self.backend.search(session_key, terms, CANDIDATES, neighbours=True, roles=("user",))
+        nearest: list[ArchivedLine] = []
+        if vector is not None and self.vectors is not None:
+            nearest = self.vectors.nearest(session_key, vector, CANDIDATES)
         return choose(
             hits,
             terms,
             conversation_id=conversation_id,
             state=state,
             max_tokens=self.recall_tokens,
+            nearest=nearest,
+            max_distance=self.embeddings.max_distance if self.embeddings else 0.0,
         )
+
+    def _embedded_query(self, text: str) -> list[float] | None:
+        """The embedding of a turn's query, or None (no embeddings; or they failed: the
+        failure is logged, by its kind only, and the turn recalls lexically)."""
+        if self.embeddings is None:
+            return None
+        try:
+            vector = self.embeddings.embeddings.embed_query(clamp(text, EMBED_CHARS))
+        except Exception as exc:
+            logger.warning(
+                "embedding the message failed (%s): recall is lexical", type(exc).__name__
+            )
+            return None
+        if len(vector) != self.embeddings.dims:
+            logger.warning(
+                "the embeddings have %d dimensions, not AGENT_EMBEDDINGS_DIMS=%d: recall is "
+                "lexical",
+                len(vector),
+                self.embeddings.dims,
+            )
+            return None
+        return vector
+
+    def embed_lines(self, session_id: str) -> int:
+        """Embed the session's newest lines without a vector of their text (at most
+        `EMBED_BATCH`: a turn's own, and those a failed upkeep left), in one embeddings
+        call with no lock held, then store the vectors in a short transaction of their
+        own (a line deleted or rewritten meanwhile is left out). Returns how many were
+        stored (0 without embeddings).
+
+        Raises:
+            StorageError: reading the lines or storing their vectors failed.
+            Exception: whatever the embeddings raise; ValueError for vectors of the
+                wrong number or size.
+        """
+        if self.embeddings is None or self.vectors is None:
+            return 0
+        session_key = self.ids.session_key(session_id)
+        owed = storage_errors(self.vectors.unembedded)(session_key, EMBED_BATCH)
+        if not owed:
+            return 0
+        texts = [clamp(text, EMBED_CHARS) for _, text in owed]
+        vectors = self.embeddings.embeddings.embed_documents(texts)
+        if len(vectors) != len(owed) or any(len(v) != self.embeddings.dims for v in vectors):
+            raise ValueError("the embeddings returned vectors of another number or size")
+        embedded = [
+            (line_id, text, vector) for (line_id, text), vector in zip(owed, vectors, strict=True)
+        ]
+        return storage_errors(self.vectors.add)(session_key, embedded)
 
     @storage_errors
     def search(self, session_id: str, query: str, limit: int) -> list[ArchivedLine]:
@@ -235,28 +322,57 @@ class Archive:
 
 
 def open_archive(
-    threads: ThreadStore, ids: ThreadIds, *, recall_tokens: int = DEFAULT_RECALL_TOKENS
+    threads: ThreadStore,
+    ids: ThreadIds,
+    *,
+    recall_tokens: int = DEFAULT_RECALL_TOKENS,
+    embeddings: ArchiveEmbeddings | None = None,
 ) -> Archive:
     """The archive on a thread store's database, beside its memory documents (tables
-    created on first use).
+    created on first use), with its vectors when `embeddings` are given.
 
     Raises:
         TypeError: the document store speaks a dialect the archive has no backend for.
+        UnsupportedDatabaseUrl: `embeddings`, and the database holds no vector index: a
+            SQLite store opened without vectors (`open_thread_store(..., vectors=True)`),
+            or PostgreSQL (the archive's index there would need pgvector: not built).
     """
     documents: Any = threads.documents
     backend: Any
+    vectors: Any = None
     if documents.dialect == "sqlite":
         from memory.archive.sqlite import SqliteArchive
+        from memory.archive.sqlite_vectors import SqliteVectors
         from memory.storage.sqlite.connection import SETUP_LOCK_KEY
 
-        backend = SqliteArchive(documents.conn, documents.lock)
+        if embeddings is not None:
+            vectors = SqliteVectors(
+                documents.conn, documents.lock, model=embeddings.model, dims=embeddings.dims
+            )
+        backend = SqliteArchive(documents.conn, documents.lock, vectors)
         with threads.lock(SETUP_LOCK_KEY):
             backend.setup()
+            if vectors is not None:
+                vectors.setup()
     elif documents.dialect == "postgresql":
         from memory.archive.postgres import PostgresArchive
 
+        if embeddings is not None:
+            raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=_postgres_why(threads)))
         backend = PostgresArchive(documents.pool)
         backend.setup()
     else:
         raise TypeError(f"no archive for the {documents.dialect!r} dialect")
-    return Archive(backend, ids, recall_tokens=recall_tokens)
+    return Archive(
+        backend, ids, recall_tokens=recall_tokens, embeddings=embeddings, vectors=vectors
+    )
+
+
+def _postgres_why(threads: ThreadStore) -> str:
+    """Why the archive on `threads`' PostgreSQL server has no vector index."""
+    from memory.storage.postgres.items import has_pgvector
+
+    pool = threads.documents.pool  # type: ignore[attr-defined]
+    if not has_pgvector(pool):
+        return "the PostgreSQL server has no pgvector extension (the archive's index needs it)"
+    return "the conversation archive has no pgvector index on PostgreSQL yet (SQLite has one)"

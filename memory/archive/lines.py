@@ -10,6 +10,9 @@ from typing import Any, Literal, Protocol
 
 ArchiveRole = Literal["user", "assistant", "summary"]
 ROLES: tuple[ArchiveRole, ...] = ("user", "assistant", "summary")
+EMBEDDED_ROLES: tuple[ArchiveRole, ...] = ("user",)
+"""The roles whose lines are embedded (with `AGENT_EMBEDDINGS_MODEL`): recall scores the
+user's lines only (`memory.archive.recall`)."""
 REDACTED = "[redacted]"
 """An archived text that discloses a secret is kept as this (memory keeps the original)."""
 FORGOTTEN = "[forgotten]"
@@ -50,6 +53,8 @@ class ArchivedLine:
     Attributes:
         id: the row's id (what the `memory` event reports).
         score: lexical relevance, higher is better (0 when not ranked).
+        distance: for a hit found by its embedding, its cosine distance to the query's
+            (0 the same direction, 2 the opposite; None when not found that way).
         previous: the line said just before it in its conversation, when asked for.
         following: the line said just after it in its conversation, when asked for.
         said_before: the user's line before it in its conversation, when asked for.
@@ -65,6 +70,7 @@ class ArchivedLine:
     created_at: datetime
     text: str
     score: float = 0.0
+    distance: float | None = None
     previous: ArchivedLine | None = field(default=None, compare=False)
     following: ArchivedLine | None = field(default=None, compare=False)
     said_before: ArchivedLine | None = field(default=None, compare=False)

@@ -6,10 +6,12 @@ that?"). A hit must clear a relevance floor: it shares a subject term with the q
 (not a stop word, a number or a lone letter: `memory.archive.terms.term_weight`), so a
 message that shares nothing with the archive injects nothing; and it must score better
 than any line the context already holds (the current conversation answers first: a
-line that matches no better would only compete with it). Hits are ranked by
-reciprocal-rank fusion of their lexical rank and their recency rank; lines the context
-already holds (this conversation's recent messages, text its summary quotes) are left
-out.
+line that matches no better would only compete with it). With embeddings, the lines
+nearest the message's embedding are hits too: one sharing no subject term must be
+within a distance (`ArchiveEmbeddings.max_distance`), and nearer than any line the
+context already holds. Hits are ranked by reciprocal-rank fusion of their lexical rank,
+their embedding's rank and their recency rank; lines the context already holds (this
+conversation's recent messages, text its summary quotes) are left out.
 
 Hits are what the user said: the archive is the record of the user's own words, and
 an assistant's answer often repeats what its context held (a summary, remembered
@@ -27,11 +29,12 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine
 from memory.archive.terms import QUERY_STOP_WORDS, line_terms, query_terms, term_weight
+from memory.limits import DEFAULT_RECALL_DISTANCE
 from memory.prompts import RECALL_HEADING, RECALL_LINE
 from memory.schema import ThreadState
 from memory.text import approximate_tokens, clamp, quoted
@@ -68,16 +71,28 @@ _SPACES = re.compile(r"\s+")
 _WORDS = re.compile(r"\w+")
 
 
+def _previous(text: str, terms: Sequence[str], state: ThreadState) -> str | None:
+    """The previous user message, when the new one is short or refers back to it."""
+    if len(terms) >= SHORT_QUERY_TERMS and not _REFERS_BACK.search(text):
+        return None
+    return next((m.text for m in reversed(state.messages) if m.role == "user"), None)
+
+
 def recall_query(text: str, state: ThreadState) -> tuple[str, ...]:
     """The terms a turn looks for: its message's, and the previous user message's when
     the new one is short or refers back."""
     terms = query_terms(text)
-    if len(terms) >= SHORT_QUERY_TERMS and not _REFERS_BACK.search(text):
-        return terms
-    previous = next((m.text for m in reversed(state.messages) if m.role == "user"), None)
+    previous = _previous(text, terms, state)
     if previous is None:
         return terms
     return tuple(dict.fromkeys((*terms, *query_terms(previous))))
+
+
+def recall_text(text: str, state: ThreadState) -> str:
+    """What a turn's embedding is computed from: its message, after the previous user
+    message when `recall_query` looks for that one's terms too."""
+    previous = _previous(text, query_terms(text), state)
+    return text if previous is None else f"{previous}\n{text}"
 
 
 def clears_floor(line: ArchivedLine, terms: Sequence[str]) -> bool:
@@ -89,15 +104,21 @@ def _folded(text: str) -> str:
     return _SPACES.sub(" ", text).casefold().strip()
 
 
-def fuse(hits: Sequence[ArchivedLine]) -> list[ArchivedLine]:
-    """`hits` (best lexical rank first) re-ranked by reciprocal-rank fusion with recency."""
-    by_recency = sorted(hits, key=lambda line: (line.created_at, line.id), reverse=True)
-    recency = {line.id: rank for rank, line in enumerate(by_recency, start=1)}
-    scored = [
-        (1 / (RRF_K + rank) + RECENCY_WEIGHT / (RRF_K + recency[line.id]), line)
-        for rank, line in enumerate(hits, start=1)
-    ]
-    return [line for _, line in sorted(scored, key=lambda pair: pair[0], reverse=True)]
+def fuse(hits: Sequence[ArchivedLine], nearest: Sequence[ArchivedLine] = ()) -> list[ArchivedLine]:
+    """`hits` (best lexical rank first) and `nearest` (nearest embedding first) as one
+    ranking: reciprocal-rank fusion of each line's ranks in them and its recency rank
+    (ties keep the lexical order)."""
+    lines = {line.id: line for line in hits}
+    for line in nearest:
+        lines.setdefault(line.id, line)
+    by_recency = sorted(lines.values(), key=lambda line: (line.created_at, line.id), reverse=True)
+    scores = {
+        line.id: RECENCY_WEIGHT / (RRF_K + rank) for rank, line in enumerate(by_recency, start=1)
+    }
+    for ranking in (hits, nearest):
+        for rank, line in enumerate(ranking, start=1):
+            scores[line.id] += 1 / (RRF_K + rank)
+    return sorted(lines.values(), key=lambda line: scores[line.id], reverse=True)
 
 
 _QUESTION = re.compile(
@@ -250,6 +271,37 @@ class _Block:
             self.held.add(shown(line))
 
 
+def _eligible(
+    hits: Sequence[ArchivedLine],
+    nearest: Sequence[ArchivedLine],
+    terms: Sequence[str],
+    wanted: Callable[[ArchivedLine], bool],
+    max_distance: float,
+) -> tuple[list[ArchivedLine], list[ArchivedLine]]:
+    """The user's lines among `hits` and `nearest` that clear the floors (see the module
+    docstring), in their order."""
+
+    # what the context already holds answers the message as well as any line that does
+    # not beat it: such a line would only compete with it (another project's budget); a
+    # question the context holds answers nothing, so it sets no such bar
+    def held(hit: ArchivedLine) -> bool:
+        return not wanted(hit) and not _QUESTION.search(hit.text)
+
+    said = [hit for hit in hits if hit.role == "user"]
+    bar = max((hit.score for hit in said if held(hit)), default=0.0)
+    lexical = [hit for hit in said if (bar == 0.0 or hit.score > bar) and clears_floor(hit, terms)]
+    near = [(hit, hit.distance) for hit in nearest if hit.role == "user"]
+    found = [(hit, distance) for hit, distance in near if distance is not None]
+    nearest_held = min((distance for hit, distance in found if held(hit)), default=math.inf)
+    # a line sharing no subject term with the message is related by its embedding alone
+    close = [
+        hit
+        for hit, distance in found
+        if distance < nearest_held and (distance <= max_distance or clears_floor(hit, terms))
+    ]
+    return lexical, close
+
+
 def choose(
     hits: Sequence[ArchivedLine],
     terms: Sequence[str],
@@ -257,20 +309,15 @@ def choose(
     conversation_id: str,
     state: ThreadState,
     max_tokens: int,
+    nearest: Sequence[ArchivedLine] = (),
+    max_distance: float = DEFAULT_RECALL_DISTANCE,
 ) -> Recall:
-    """The lines to recall among `hits` (see the module docstring)."""
+    """The lines to recall among `hits` (best lexical rank first) and `nearest` (nearest
+    embedding first) (see the module docstring)."""
     block = _Block(conversation_id, state, max_tokens)
-    said = [hit for hit in hits if hit.role == "user"]
-    # what the context already holds answers the message as well as any line that does
-    # not beat it: such a line would only compete with it (another project's budget); a
-    # question the context holds answers nothing, so it sets no such bar
-    bar = max(
-        (hit.score for hit in said if not block.wanted(hit) and not _QUESTION.search(hit.text)),
-        default=0.0,
-    )
-    eligible = [hit for hit in said if (bar == 0.0 or hit.score > bar) and clears_floor(hit, terms)]
+    lexical, close = _eligible(hits, nearest, terms, block.wanted, max_distance)
     taken: list[tuple[ArchivedLine, list[ArchivedLine]]] = []
-    for hit in fuse(eligible):
+    for hit in fuse(lexical, close):
         if block.full():
             break
         if not block.new(hit):

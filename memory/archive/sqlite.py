@@ -7,11 +7,15 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory.archive.lines import FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
+from memory.archive.sqlite_search import read_line, search_sql
 from memory.archive.terms import index_terms
 from memory.storage.sqlite.connection import sqlite_transaction
+
+if TYPE_CHECKING:
+    from memory.archive.sqlite_vectors import SqliteVectors
 
 SETUP_SQL = (
     "CREATE TABLE IF NOT EXISTS archive_lines ("
@@ -71,45 +75,11 @@ INSERT_LINE_SQL = (
 INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, other) VALUES (?, ?, ?)"
 
 
-def _near(direction: str, pick: str, role: str, line: str = "h.id") -> str:
-    # the nearest line of `role` before or after `line` in a hit's conversation: one
-    # seek of the (conversation_key, role, id) index
-    return (
-        f"(SELECT {pick}(q.id) FROM archive_lines q WHERE q.conversation_key ="
-        f" h.conversation_key AND q.role = '{role}' AND q.id {direction} {line})"
-    )
-
-
-_COLUMNS = "l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text"
-SEARCH_SQL = f"""
-WITH ranked AS (
-  SELECT rowid AS id, -bm25(archive_index) AS score FROM archive_index
-  WHERE archive_index MATCH ? ORDER BY bm25(archive_index), rowid DESC LIMIT ?
-), hits AS MATERIALIZED (
-  SELECT {_COLUMNS}, l.conversation_key, r.score
-  FROM ranked r JOIN archive_lines l ON l.id = r.id AND l.session_key = ?
-), nearest AS MATERIALIZED (
-  SELECT h.*, {_near("<", "MAX", "user")} AS pu, {_near("<", "MAX", "assistant")} AS pa,
-         {_near(">", "MIN", "user")} AS nu, {_near(">", "MIN", "assistant")} AS na
-  FROM hits h WHERE ?
-  UNION ALL SELECT h.*, NULL, NULL, NULL, NULL FROM hits h WHERE NOT ?
-), near AS MATERIALIZED (
-  SELECT h.*, {_near(">", "MIN", "user", "h.nu")} AS nl FROM nearest h
+SEARCH_SQL = search_sql(
+    "SELECT rowid AS id, -bm25(archive_index) AS score, NULL AS distance, NULL AS mark"
+    " FROM archive_index WHERE archive_index MATCH ? ORDER BY bm25(archive_index), rowid DESC"
+    " LIMIT ?"
 )
-SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text, h.score,
-       p.id, p.message_id, p.role, p.created_at, p.text,
-       n.id, n.message_id, n.role, n.created_at, n.text,
-       pu.id, pu.message_id, pu.role, pu.created_at, pu.text,
-       nu.id, nu.message_id, nu.role, nu.created_at, nu.text,
-       nl.id, nl.message_id, nl.role, nl.created_at, nl.text
-FROM near h
-LEFT JOIN archive_lines p ON p.id = max(coalesce(h.pu, 0), coalesce(h.pa, 0))
-LEFT JOIN archive_lines n ON n.id = min(coalesce(h.nu, h.na), coalesce(h.na, h.nu))
-LEFT JOIN archive_lines pu ON pu.id = h.pu
-LEFT JOIN archive_lines nu ON nu.id = h.nu
-LEFT JOIN archive_lines nl ON nl.id = h.nl
-ORDER BY h.score DESC, h.id DESC
-"""
 
 
 def prefix(session_key: str) -> str:
@@ -146,38 +116,6 @@ def index_row(line_id: int, session_key: str, role: str, text: str) -> tuple[Any
 def stamp(moment: datetime) -> str:
     """A UTC time as fixed-width text, so that text order is time order."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
-
-
-def _neighbour(row: Sequence[Any], at: int) -> ArchivedLine | None:
-    if row[at] is None:
-        return None
-    return ArchivedLine(
-        id=row[at],
-        conversation_id=row[1],
-        title=row[2],
-        message_id=row[at + 1],
-        role=row[at + 2],
-        created_at=datetime.fromisoformat(row[at + 3]),
-        text=row[at + 4],
-    )
-
-
-def _line(row: Sequence[Any]) -> ArchivedLine:
-    return ArchivedLine(
-        id=row[0],
-        conversation_id=row[1],
-        title=row[2],
-        message_id=row[3],
-        role=row[4],
-        created_at=datetime.fromisoformat(row[5]),
-        text=row[6],
-        score=float(row[7]),
-        previous=_neighbour(row, 8),
-        following=_neighbour(row, 13),
-        said_before=_neighbour(row, 18),
-        said_after=_neighbour(row, 23),
-        said_later=_neighbour(row, 28),
-    )
 
 
 def _counts_up_to(
@@ -225,11 +163,16 @@ class SqliteArchive:
     Args:
         conn: the checkpointer's connection.
         lock: the checkpointer's lock (the connection is shared between threads).
+        vectors: the lines' embeddings (`AGENT_EMBEDDINGS_MODEL`), which every deletion
+            and rewrite of a line deletes in its own transaction.
     """
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, lock: threading.Lock, vectors: SqliteVectors | None = None
+    ) -> None:
         self.conn = conn
         self.lock = lock
+        self.vectors = vectors
 
     def setup(self) -> None:
         """Create the tables (idempotent), and rebuild an index of an earlier layout (one
@@ -254,12 +197,7 @@ class SqliteArchive:
         """Delete the dropped conversations' lines and append the new ones with `cursor`,
         inside the transaction the caller commits."""
         for key in change.drop_conversations:
-            cursor.execute(
-                "DELETE FROM archive_index WHERE rowid IN "
-                "(SELECT id FROM archive_lines WHERE conversation_key = ?)",
-                (key,),
-            )
-            cursor.execute("DELETE FROM archive_lines WHERE conversation_key = ?", (key,))
+            self._drop(cursor, "conversation_key = ?", (key,))
         for row in change.rows:
             cursor.execute(
                 INSERT_LINE_SQL,
@@ -313,7 +251,7 @@ class SqliteArchive:
         rows = db.execute(
             SEARCH_SQL, (expression, limit, session_key, neighbours, neighbours)
         ).fetchall()
-        return [_line(row) for row in rows]
+        return [read_line(row) for row in rows]
 
     @staticmethod
     def _distinctive(
@@ -377,16 +315,21 @@ class SqliteArchive:
                 "UPDATE archive_index SET said = ?, other = ? WHERE rowid = ?",
                 (said, other, line_id),
             )
+        if self.vectors is not None:  # an embedding of the old text would find it again
+            self.vectors.forget(cursor, [line_id for line_id, _ in owned])
         return len(owned)
+
+    def _drop(self, cursor: sqlite3.Cursor, where: str, params: tuple[Any, ...]) -> int:
+        """With `cursor`: delete the lines `where` selects, their terms and embeddings."""
+        chosen = f"SELECT id FROM archive_lines WHERE {where}"
+        cursor.execute(f"DELETE FROM archive_index WHERE rowid IN ({chosen})", params)
+        if self.vectors is not None:
+            self.vectors.forget_lines(cursor, where, params)
+        return int(cursor.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)
 
     def _delete(self, where: str, params: tuple[Any, ...]) -> int:
         with sqlite_transaction(self.conn, self.lock) as cur:
-            cur.execute(
-                "DELETE FROM archive_index WHERE rowid IN "
-                f"(SELECT id FROM archive_lines WHERE {where})",
-                params,
-            )
-            return int(cur.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)
+            return self._drop(cur, where, params)
 
     def forget_session(self, session_key: str) -> int:
         """Delete every line of the session, in one transaction."""

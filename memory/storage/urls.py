@@ -31,13 +31,15 @@ class DatabaseUrl:
         return None if self.location == ":memory:" else Path(self.location)
 
 
-def _open_sqlite(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
+def _open_sqlite(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> ThreadStore:
     from memory.storage.sqlite.backend import open_sqlite
 
-    return _thread_store(open_sqlite(url.sqlite_path), lock_timeout)
+    return _thread_store(open_sqlite(url.sqlite_path, vectors=vectors), lock_timeout)
 
 
-def _open_postgres(url: DatabaseUrl, lock_timeout: float) -> ThreadStore:
+def _open_postgres(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> ThreadStore:
+    # pgvector is the server's: whoever needs an index checks for it (the item store,
+    # the archive), the pool is the same either way
     try:
         from memory.storage.postgres.backend import open_postgres
     except ImportError as exc:
@@ -59,7 +61,7 @@ def _thread_store(opened: tuple[Any, ...], lock_timeout: float) -> ThreadStore:
     )
 
 
-_OPENERS: dict[str, Callable[[DatabaseUrl, float], ThreadStore]] = {
+_OPENERS: dict[str, Callable[[DatabaseUrl, float, bool], ThreadStore]] = {
     "sqlite": _open_sqlite,
     "postgresql": _open_postgres,
     "postgres": _open_postgres,
@@ -85,11 +87,20 @@ def parse_database_url(url: str) -> DatabaseUrl:
 
 
 def open_thread_store(
-    database_url: str = DEFAULT_DATABASE_URL, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    database_url: str = DEFAULT_DATABASE_URL,
+    *,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    vectors: bool = False,
 ) -> ThreadStore:
-    """Open the thread store that `database_url` names (see `parse_database_url`)."""
+    """Open the thread store that `database_url` names (see `parse_database_url`); with
+    `vectors`, on a connection that can hold vector indexes (SQLite: sqlean.py with
+    sqlite-vec; the standard library's sqlite3 otherwise).
+
+    Raises:
+        UnsupportedDatabaseUrl: an unsupported URL, or `vectors` without their driver.
+    """
     url = parse_database_url(database_url)
-    return _OPENERS[url.scheme](url, lock_timeout)
+    return _OPENERS[url.scheme](url, lock_timeout, vectors)
 
 
 def iter_thread_ids(store: ThreadStore) -> Iterator[str]:

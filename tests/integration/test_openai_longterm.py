@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,12 +13,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import IndexConfig
 from langgraph.store.memory import InMemoryStore
 
+from agent import ChatAgent
 from agent.models import load_chat_model, load_compaction_model, load_embeddings
-from agent.runtime import open_long_term
+from agent.offline import OfflineChatModel
+from agent.runtime import open_long_term, open_memory
 from agent.settings import Settings
 from graphs.agent import build_agent_graph
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from memory import ThreadIds, UnsupportedDatabaseUrl
+from memory.context_blocks import RECALL_BLOCK_ID
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
 from memory.prompts import LONG_TERM_BLOCK
@@ -98,19 +102,73 @@ def test_embeddings_rank_through_openai_embeddings(stub: OpenAIStub) -> None:
     assert sent and all(isinstance(r["input"], list) for r in sent)  # texts, not token ids
 
 
-def test_embeddings_need_a_vector_index_the_database_can_give(
-    stub: OpenAIStub, memory: ConversationMemory
-) -> None:
-    settings = Settings(
+def embedding_settings(stub: OpenAIStub, tmp_path: Path) -> Settings:
+    return Settings(
         openai_api_key="test-key",
         openai_base_url=stub.base_url,
         embeddings_model="stub-embed",
         embeddings_dims=EMBEDDING_DIMS,
+        max_retries=0,
+        data_dir=tmp_path / "data",
     )
-    if hasattr(sqlite3.Connection, "enable_load_extension"):
+
+
+def embedding_requests(stub: OpenAIStub) -> list[list[str]]:
+    return [r["input"] for r in stub.requests if r.get("model") == "stub-embed"]
+
+
+def test_long_term_memory_ranks_through_sqlites_vector_index(
+    stub: OpenAIStub, tmp_path: Path
+) -> None:
+    settings = embedding_settings(stub, tmp_path)
+    memory = open_memory(settings, database_url=f"sqlite:///{tmp_path / 'a.sqlite'}")
+    try:
         users = open_long_term(settings, memory)
         users.remember("s", "I play chess on weekends", kind="fact")
-        assert users.recall("s", "chess")[0].text == "I play chess on weekends"
-    else:  # this Python's sqlite3 cannot load sqlite-vec: say so, do not half-work
-        with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL .* sqlite3"):
-            open_long_term(settings, memory)
+        users.remember("s", "My cat is called Miso", kind="fact")
+        assert users.recall("s", "any chess openings for me?")[0].text == "I play chess on weekends"
+        documents: Any = memory.threads.documents  # SQLite: the shared connection
+        with documents.lock:
+            (indexed,) = documents.conn.execute("SELECT COUNT(*) FROM store_vectors").fetchone()
+        assert indexed == 2  # the store's own vector index, in the same file
+        assert ["any chess openings for me?"] in embedding_requests(stub)
+    finally:
+        memory.threads.close()
+
+
+def test_a_store_opened_without_its_vector_index_refuses_one(
+    stub: OpenAIStub, memory: ConversationMemory, tmp_path: Path
+) -> None:
+    # this Python's sqlite3 cannot load sqlite-vec: the store must be opened with vectors
+    # (as `open_memory` does when embeddings are set), or say so, never half-work
+    assert not hasattr(sqlite3.Connection, "enable_load_extension")
+    with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL .* sqlite3"):
+        open_long_term(embedding_settings(stub, tmp_path), memory)
+
+
+def test_the_archive_recalls_through_openai_embeddings(stub: OpenAIStub, tmp_path: Path) -> None:
+    model = OfflineChatModel(record=True)
+    agent = ChatAgent(
+        database_url=f"sqlite:///{tmp_path / 'agent.sqlite'}",
+        model=model,
+        secret="s" * 40,
+        settings=embedding_settings(stub, tmp_path),
+        long_term_memory="off",  # the archive alone carries it
+    )
+    try:
+        fact = "My boat is moored in the harbour of Vigo"
+        agent.send(fact, session_id="s1", create_conversation=True)
+        assert agent.wait_for_upkeep(30)  # the line is embedded after the turn
+        # the turn embedded its query (long-term recall, the archive's), the upkeep the line
+        assert embedding_requests(stub) == [[fact]] * 3
+        documents: Any = agent.memory.threads.documents
+        with documents.lock:
+            (embedded,) = documents.conn.execute("SELECT COUNT(*) FROM archive_vectors").fetchone()
+        assert embedded == 1
+        agent.send("Where is my boat?", session_id="s1", create_conversation=True)
+        block = next(m.text for m in model.calls[-1] if m.id == RECALL_BLOCK_ID)
+        assert fact in block
+        agent.send("Where is my boat?", session_id="s2", create_conversation=True)
+        assert all(fact not in m.text for m in model.calls[-1])  # never another session's
+    finally:
+        agent.close()

@@ -8,14 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langchain_core.messages.utils import count_tokens_approximately
 
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
-from agent.runtime import open_memory
 from agent.settings import Settings
-from memory import ThreadState, UnsupportedDatabaseUrl, build_context
+from memory import ThreadState, build_context
 from memory.archive import ArchivedLine, Recall
 from memory.archive.recall import ANSWER_CHARS, choose, heading_tokens, line_tokens, render
 from memory.archive.terms import query_terms
@@ -85,12 +83,6 @@ def test_the_budget_drops_recalled_lines_before_summary_and_recent_turns() -> No
     block = next((m.text for m in fitted if m.id == RECALL_BLOCK_ID), "")
     kept = [n for n in range(10) if f"line {n} about" in block]
     assert kept == list(range(len(kept))) and 0 < len(kept) < 10  # lowest ranked out first
-
-
-def test_embeddings_refuse_to_start_with_a_clear_message(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, embeddings_model="text-embedding-3-small")
-    with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL.*archive"):
-        open_memory(settings, database_url=f"sqlite:///{tmp_path / 'a.sqlite'}")
 
 
 def test_a_fact_from_one_conversation_is_recalled_in_another_until_deleted(

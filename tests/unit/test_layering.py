@@ -19,7 +19,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-STORAGE_PREFIXES = ("memory.storage", "memory.archive.sqlite", "memory.archive.postgres")
+STORAGE_PREFIXES = (
+    "memory.storage",
+    "memory.archive.sqlite",
+    "memory.archive.sqlite_search",
+    "memory.archive.sqlite_vectors",
+    "memory.archive.postgres",
+)
 """Modules that open or talk to a database."""
 SERVICES = frozenset(
     {

@@ -45,6 +45,7 @@ def test_message_has_exactly_four_fields() -> None:
         "version",
         "upkeep",
         "upkeep_owed",
+        "embedding_owed",
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +20,14 @@ from memory.storage import open_thread_store
 CAPABILITIES = {capability.value for capability in BASE_CAPABILITIES} | {Capability.PRUNE.value}
 
 
-def test_the_savers_pass_langgraphs_conformance_suite(db_url: str) -> None:
-    @checkpointer_test(name=f"agent saver ({db_url.split(':', 1)[0]})")
+def check_conformance(db_url: str, *, vectors: bool = False) -> None:
+    drivers: set[str] = set()
+
+    @checkpointer_test(name=f"agent saver ({db_url.split(':', 1)[0]}, vectors={vectors})")
     async def agent_saver() -> AsyncIterator[BaseCheckpointSaver]:
-        store = open_thread_store(db_url)  # a fresh saver per capability, as the suite asks
+        # a fresh saver per capability, as the suite asks
+        store = open_thread_store(db_url, vectors=vectors)
+        drivers.add(type(getattr(store.checkpointer, "conn", None)).__module__)
         try:
             yield store.checkpointer
         finally:
@@ -33,6 +38,18 @@ def test_the_savers_pass_langgraphs_conformance_suite(db_url: str) -> None:
     failures = {name: result.failures for name, result in report.results.items() if result.failures}
     assert outcome == dict.fromkeys(CAPABILITIES, True), failures
     assert sum(report.results[name].tests_passed for name in CAPABILITIES) > len(CAPABILITIES)
+    if db_url.startswith("sqlite"):
+        assert drivers == {"sqlean.dbapi2" if vectors else "sqlite3"}
+
+
+def test_the_savers_pass_langgraphs_conformance_suite(db_url: str) -> None:
+    check_conformance(db_url)
+
+
+def test_the_sqlite_saver_passes_it_on_the_vector_indexs_driver(tmp_path: Path) -> None:
+    # with embeddings, the SQLite file is opened by sqlean.py (sqlite-vec loaded), whose
+    # errors are not the standard library's: the saver must keep its contract there too
+    check_conformance(f"sqlite:///{tmp_path / 'vectors.sqlite'}", vectors=True)
 
 
 def test_prune_refuses_a_single_string_and_unknown_strategies(db_url: str) -> None:

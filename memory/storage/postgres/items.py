@@ -51,6 +51,15 @@ class PooledPostgresStore(PostgresStore):
             yield cur
 
 
+def has_pgvector(pool: Any) -> bool:
+    """Whether the server behind `pool` can create the pgvector extension."""
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+    return row is not None
+
+
 def open_postgres_items(
     pool: Any, lock_pool: Any, index: IndexConfig | None = None, ttl: TTLConfig | None = None
 ) -> BaseStore:
@@ -59,14 +68,9 @@ def open_postgres_items(
     Raises:
         UnsupportedDatabaseUrl: a vector index was asked for without pgvector.
     """
-    if index is not None:
-        with pool.connection() as conn:
-            row = conn.execute(
-                "SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'"
-            ).fetchone()
-        if row is None:
-            why = "the PostgreSQL server has no pgvector extension"
-            raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
+    if index is not None and not has_pgvector(pool):
+        why = "the PostgreSQL server has no pgvector extension"
+        raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
     store = PooledPostgresStore(pool, index=index, ttl=ttl)  # type: ignore[arg-type]
     run_setup(lock_pool, store.setup)
     return store

@@ -3,7 +3,6 @@ connection."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,30 +15,34 @@ from memory.storage.sqlite.connection import (
     SQLITE_BUSY_TIMEOUT_S,
     SQLITE_JOURNAL_SIZE_LIMIT,
     SQLITE_WAL_AUTOCHECKPOINT_PAGES,
+    connect,
     create_private,
+    vector_driver,
 )
 from memory.storage.sqlite.documents import SqliteDocuments
 from memory.storage.sqlite.items import open_sqlite_items
 
 
 def open_sqlite(
-    path: Path | None,
+    path: Path | None, *, vectors: bool = False
 ) -> tuple[
     SqliteCheckpointer, SqliteDocuments, KeyedLocks, Callable[[], None], Callable[..., BaseStore]
 ]:
     """The checkpointer, document store, locks, closer and long-term store opener of a
-    SQLite file (None: in memory, this process only), all on one connection.
+    SQLite file (None: in memory, this process only), all on one connection; with
+    `vectors`, one that holds vector indexes (`connection.connect`).
 
     SQLite creates the WAL and shared-memory files with the database file's mode, so
     creating that file 0600 first keeps all of them private.
+
+    Raises:
+        UnsupportedDatabaseUrl: `vectors`, and the driver that gives them is missing.
     """
+    if vectors:
+        vector_driver()  # a missing driver refuses before any file is created
     if path is not None:
         create_private(path)
-    conn = sqlite3.connect(
-        str(path) if path else ":memory:",
-        check_same_thread=False,
-        timeout=SQLITE_BUSY_TIMEOUT_S,
-    )
+    conn = connect(str(path) if path else ":memory:", vectors=vectors)
     conn.execute(f"PRAGMA journal_size_limit = {SQLITE_JOURNAL_SIZE_LIMIT}")
     conn.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
     # WAL + NORMAL never corrupts and survives process crashes; a power cut may lose

@@ -97,6 +97,23 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
     sync ones in worker threads (`memory.storage.checkpointers.ThreadedAsyncSaver`).
     """
 
+    def setup(self) -> None:
+        """Upstream's setup, on either driver of the connection (`connection.connect`).
+
+        Upstream's last statement adds the column `writes.task_path` to files from before
+        it, and catches the `sqlite3.OperationalError` "duplicate column name" that every
+        newer file gives. A `sqlean` connection raises `sqlean`'s own `OperationalError`,
+        which that clause does not catch: that one failure is ignored here, as upstream
+        means to; the tables exist by then, so the saver is set up.
+        """
+        try:
+            super().setup()
+        except Exception as exc:
+            expected = "duplicate column name: task_path" in str(exc)
+            if isinstance(exc, sqlite3.Error) or not expected:
+                raise
+            self.is_setup = True
+
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune the checkpoints of `thread_ids`, all in one transaction.
 

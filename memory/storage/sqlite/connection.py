@@ -1,4 +1,5 @@
-"""The shared SQLite connection: its transactions, its file's privacy, the setup lock."""
+"""The shared SQLite connection: its driver, its transactions, its file's privacy, the
+setup lock."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any, cast
 
+from memory.errors import VECTOR_DRIVER_MISSING, UnsupportedDatabaseUrl
 from memory.files import PRIVATE_FILE_MODE, make_private_dir
 
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -17,6 +20,48 @@ SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database ev
 SETUP_LOCK_KEY = "sqlite-setup"
 """Serialises `setup()` (tables, WAL mode) of processes opening a new file together."""
 SQLITE_SIDE_FILES = ("-wal", "-shm")
+VECTOR_PACKAGES = {"sqlean": "sqlean.py", "sqlite_vec": "sqlite-vec"}
+"""The modules a connection with a vector index needs, by the package that installs them."""
+
+
+def vector_driver() -> tuple[Any, Any]:
+    """The modules of a connection with vectors: `sqlean` and `sqlite_vec`.
+
+    Raises:
+        UnsupportedDatabaseUrl: one of them is not installed (named by its package).
+    """
+    try:
+        import sqlean  # type: ignore[import-untyped]
+        import sqlite_vec  # type: ignore[import-untyped]
+    except ImportError as exc:
+        package = VECTOR_PACKAGES.get(exc.name or "", exc.name)
+        raise UnsupportedDatabaseUrl(VECTOR_DRIVER_MISSING.format(package=package)) from None
+    return sqlean, sqlite_vec
+
+
+def connect(target: str, *, vectors: bool = False) -> sqlite3.Connection:
+    """A connection to `target` (a file, or `:memory:`) that any thread may use.
+
+    Without `vectors` it is the standard library's `sqlite3`. With `vectors` it is a
+    `sqlean` connection with sqlite-vec loaded: `sqlean` is the standard library's
+    DB-API module built with extension loading (this Python's `sqlite3` may have none),
+    so LangGraph's saver and store, the documents and the archive run on it unchanged,
+    and the vector index (vec0 tables) lives in the same file.
+
+    Raises:
+        UnsupportedDatabaseUrl: `vectors`, and `sqlean.py` or `sqlite-vec` is missing.
+    """
+    if not vectors:
+        return sqlite3.connect(target, check_same_thread=False, timeout=SQLITE_BUSY_TIMEOUT_S)
+    sqlean, sqlite_vec = vector_driver()
+    conn = sqlean.connect(target, check_same_thread=False, timeout=SQLITE_BUSY_TIMEOUT_S)
+    conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(conn)
+    finally:  # no later statement may load a library
+        conn.enable_load_extension(False)
+    # the same DB-API, another module: typed as the standard library's everywhere else
+    return cast(sqlite3.Connection, conn)
 
 
 @contextmanager

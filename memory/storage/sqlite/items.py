@@ -104,11 +104,15 @@ def open_sqlite_items(
     """The long-term store (`SqliteStore`) on the checkpointer's database.
 
     Raises:
-        UnsupportedDatabaseUrl: a vector index was asked for, and this Python's sqlite3
-            cannot load the sqlite-vec extension.
+        UnsupportedDatabaseUrl: a vector index was asked for, and the connection cannot
+            load the sqlite-vec extension (this Python's `sqlite3` without loadable
+            extensions: open the database with `vectors`, `connection.connect`).
     """
-    if index is not None and not hasattr(sqlite3.Connection, "enable_load_extension"):
-        why = "this Python's sqlite3 was built without loadable extensions (sqlite-vec)"
+    if index is not None and not hasattr(checkpointer.conn, "enable_load_extension"):
+        why = (
+            "the database was opened with this Python's sqlite3, which cannot load "
+            "extensions (sqlite-vec); open it with its vector index (sqlean.py)"
+        )
         raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
     store = SharedSqliteStore(checkpointer, index=index, ttl=ttl)
     with locks.hold(SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S):

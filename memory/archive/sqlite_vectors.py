@@ -1,0 +1,164 @@
+"""The archive's embeddings on SQLite: a sqlite-vec `vec0` table of the user's lines'
+vectors, partitioned by session, on the archive's connection (opened with vectors:
+`memory.storage.sqlite.connection.connect`).
+
+A vector is kept with a mark of the text it was computed from, and a nearest line
+counts only while its text still bears that mark: a line rewritten by a process that
+could not touch this table (one opened without embeddings) is never found by its old
+text's vector. Every writer that can reach the table deletes a line's vector in the
+transaction that deletes or rewrites the line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+
+import sqlite_vec  # type: ignore[import-untyped]
+
+from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine
+from memory.archive.sqlite_search import MARK_COLUMN, read_line, search_sql
+from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
+from memory.storage.sqlite.connection import sqlite_transaction
+
+CHUNK_SIZE = 8
+"""Vectors per chunk of a session's partition: vec0 allocates a partition's vectors a
+whole chunk at a time, so a session with few lines costs one small chunk (8 × 1,536
+floats: 48 KiB), while a search reads a large session at about the same speed."""
+MODEL_SQL = (
+    "CREATE TABLE IF NOT EXISTS archive_vector_model (model TEXT NOT NULL, dims INTEGER NOT NULL)"
+)
+INSERT_SQL = "INSERT INTO archive_vectors (id, session_key, embedding, mark) VALUES (?, ?, ?, ?)"
+NEAREST_SQL = search_sql(
+    "SELECT id, 0.0 AS score, distance, mark FROM archive_vectors"
+    " WHERE embedding MATCH ? AND k = ? AND session_key = ?"
+)
+_ROLES = ", ".join(f"'{role}'" for role in EMBEDDED_ROLES)
+# the newest lines of a session, each with the mark of its vector if it has one (a point
+# lookup of vec0 each: `id IN (...)` would scan every session's vectors)
+UNEMBEDDED_SQL = (
+    "SELECT l.id, l.text, (SELECT v.mark FROM archive_vectors v WHERE v.id = l.id)"
+    f" FROM archive_lines l WHERE l.session_key = ? AND l.role IN ({_ROLES})"
+    " AND l.text NOT IN (?, ?) ORDER BY l.id DESC LIMIT ?"
+)
+
+
+def vectors_sql(dims: int) -> str:
+    """The `vec0` table of `dims`-dimensional vectors, compared by cosine distance."""
+    return (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vectors USING vec0("
+        " id INTEGER PRIMARY KEY, session_key TEXT PARTITION KEY,"
+        f" embedding FLOAT[{int(dims)}] distance_metric=cosine, +mark TEXT,"
+        f" chunk_size={CHUNK_SIZE})"
+    )
+
+
+def mark(text: str) -> str:
+    """The mark of the text a vector was computed from."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+class SqliteVectors:
+    """The archived lines' embeddings in the archive's SQLite file.
+
+    Args:
+        conn: the archive's connection, with sqlite-vec loaded.
+        lock: the connection's lock.
+        model: the embeddings' model: vectors of another model are dropped on setup.
+        dims: the embeddings' dimensions.
+    """
+
+    def __init__(
+        self, conn: sqlite3.Connection, lock: threading.Lock, *, model: str, dims: int
+    ) -> None:
+        self.conn = conn
+        self.lock = lock
+        self.model = model
+        self.dims = dims
+
+    def setup(self) -> None:
+        """Create the table (idempotent); callers serialise processes around it. Vectors
+        of another model or size are dropped: none of them compares with this model's
+        (their lines are found lexically until embedded again).
+
+        Raises:
+            UnsupportedDatabaseUrl: the connection has no sqlite-vec.
+        """
+        with self.lock:
+            try:
+                self.conn.execute("SELECT vec_version()").fetchall()
+            except Exception:
+                why = "the database was opened without sqlite-vec (open it with vectors)"
+                raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why)) from None
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            cur.execute(MODEL_SQL)
+            if cur.execute("SELECT model, dims FROM archive_vector_model").fetchall() != [
+                (self.model, self.dims)
+            ]:
+                cur.execute("DROP TABLE IF EXISTS archive_vectors")
+                cur.execute("DELETE FROM archive_vector_model")
+                cur.execute(
+                    "INSERT INTO archive_vector_model VALUES (?, ?)", (self.model, self.dims)
+                )
+            cur.execute(vectors_sql(self.dims))
+
+    def nearest(self, session_key: str, vector: Sequence[float], limit: int) -> list[ArchivedLine]:
+        """The session's lines whose vectors are nearest `vector`, nearest first, each
+        with the lines said around it (as a lexical search reads them), in one query."""
+        params = (sqlite_vec.serialize_float32(vector), limit, session_key, session_key, True, True)
+        with self.lock:
+            rows = self.conn.execute(NEAREST_SQL, params).fetchall()
+        found = [(read_line(row), row[MARK_COLUMN]) for row in rows]
+        # a line rewritten since its vector was computed is not what the vector says (and a
+        # query of zeros has no distance to anything)
+        return [
+            line for line, kept in found if kept == mark(line.text) and line.distance is not None
+        ]
+
+    def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
+        """Among the session's newest `limit` lines of the embedded roles, those without
+        a vector of their text (newest first); a redacted or forgotten line has none."""
+        with self.lock:
+            rows = self.conn.execute(
+                UNEMBEDDED_SQL, (session_key, REDACTED, FORGOTTEN, limit)
+            ).fetchall()
+        return [(line_id, text) for line_id, text, kept in rows if kept != mark(text)]
+
+    def add(self, session_key: str, embedded: Iterable[tuple[int, str, Sequence[float]]]) -> int:
+        """Store the vectors of `(line id, text, vector)`, in a short transaction of its
+        own, for the lines still the session's and still reading the text embedded (a
+        line deleted or rewritten since is left out); returns how many were stored."""
+        added = 0
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            for line_id, text, vector in embedded:
+                row = cur.execute(
+                    "SELECT text FROM archive_lines WHERE id = ? AND session_key = ?",
+                    (line_id, session_key),
+                ).fetchone()
+                if row is None or row[0] != text:
+                    continue
+                cur.execute("DELETE FROM archive_vectors WHERE id = ?", (line_id,))
+                blob = sqlite_vec.serialize_float32(vector)
+                cur.execute(INSERT_SQL, (line_id, session_key, blob, mark(text)))
+                added += 1
+        return added
+
+    @staticmethod
+    def forget(cursor: sqlite3.Cursor, line_ids: Iterable[int]) -> None:
+        """With `cursor`, in the transaction that deletes or rewrites the lines: delete
+        their vectors (one point deletion each: vec0 would scan every session's vectors
+        for a set)."""
+        cursor.executemany(
+            "DELETE FROM archive_vectors WHERE id = ?", [(line_id,) for line_id in line_ids]
+        )
+
+    @classmethod
+    def forget_lines(cls, cursor: sqlite3.Cursor, where: str, params: Sequence[object]) -> None:
+        """With `cursor`, in the transaction that deletes them: delete the vectors of the
+        lines `where` selects (a condition on `archive_lines`)."""
+        rows = cursor.execute(
+            f"SELECT id FROM archive_lines WHERE ({where}) AND role IN ({_ROLES})", params
+        ).fetchall()
+        cls.forget(cursor, [row[0] for row in rows])
