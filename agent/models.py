@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory.budget import TokenCounter
+from memory.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 
@@ -52,17 +53,32 @@ def at_temperature_zero(model: BaseChatModel) -> BaseChatModel:
     return model
 
 
+EMBEDDINGS_NEED_AN_ENDPOINT = (
+    "AGENT_EMBEDDINGS_MODEL is set, but neither OPENAI_API_KEY nor OPENAI_BASE_URL (a local "
+    "OpenAI-compatible endpoint) is: the offline model has no embeddings; set one, or unset "
+    "AGENT_EMBEDDINGS_MODEL to rank memory lexically"
+)
+
+
 def load_embeddings(settings: Settings) -> Embeddings:
     """`OpenAIEmbeddings(AGENT_EMBEDDINGS_MODEL)` on the configured endpoint.
 
     Texts are sent as they are: checking their length would tokenise them with
     tiktoken, which downloads its encodings on first use, and memory items are short.
+
+    Raises:
+        InvalidInput: neither `OPENAI_API_KEY` nor `OPENAI_BASE_URL` is set.
     """
     if not settings.embeddings_model:
         raise ValueError("AGENT_EMBEDDINGS_MODEL is not set")
+    key = settings.openai_api_key
+    if key is None and settings.openai_base_url:
+        key = SecretStr("unused")  # a local OpenAI-compatible endpoint takes any key
+    if key is None:  # the offline model has no embeddings: say so before anything opens
+        raise InvalidInput(EMBEDDINGS_NEED_AN_ENDPOINT)
     return OpenAIEmbeddings(
         model=settings.embeddings_model,
-        openai_api_key=settings.openai_api_key or SecretStr(""),
+        openai_api_key=key,
         openai_api_base=settings.openai_base_url,
         request_timeout=settings.request_timeout,
         max_retries=settings.max_retries,

@@ -19,10 +19,11 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.memory import InMemorySaver
 
+from agent.models import load_embeddings
 from agent.runtime import open_memory
 from agent.settings import Settings
 from graphs.agent import build_agent_graph
-from memory import ThreadIds, UnsupportedDatabaseUrl
+from memory import InvalidInput, ThreadIds, UnsupportedDatabaseUrl
 from memory.archive.archive import open_archive
 from memory.archive.embedding import ArchiveEmbeddings
 from memory.conversations import ConversationMemory
@@ -370,3 +371,12 @@ def test_postgresql_refuses_embeddings_naming_pgvector(
         pytest.skip("PostgreSQL is not reachable")
     with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL.*pgvector"):
         open_memory(embedding_settings(tmp_path), database_url=postgres_server, secret=SECRET)
+
+
+def test_embeddings_without_an_endpoint_are_refused_with_a_clear_message() -> None:
+    # the offline model has no embeddings: a clear error, not the client's own at start-up
+    settings = Settings(embeddings_model="text-embedding-3-small", openai_api_key=None)
+    with pytest.raises(InvalidInput, match="neither OPENAI_API_KEY nor OPENAI_BASE_URL"):
+        load_embeddings(settings)
+    local = settings.model_copy(update={"openai_base_url": "http://127.0.0.1:9/v1"})
+    assert load_embeddings(local) is not None  # a local endpoint takes any key
