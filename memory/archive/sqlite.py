@@ -34,9 +34,12 @@ SETUP_SQL = (
     # lines, and bm25 and the commonness cut count a word among this session's lines
     # only; the user's lines and the others have columns of their own, so that a search
     # of what the user said weighs a word by how rare it is among the user's lines (a
-    # word in every answer of the model is no common word of the user's)
+    # word in every answer of the model is no common word of the user's); the index keeps
+    # no copy of its terms (contentless: they are computed again from a line's text to
+    # delete them), which would take more room than the lines themselves
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_index USING fts5("
-    " said, other, tokenize = 'unicode61 remove_diacritics 0')",
+    " said, other, content = '', tokenize = 'unicode61 remove_diacritics 0')",
+    "CREATE TABLE IF NOT EXISTS archive_index_layout (version INTEGER NOT NULL)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vocab USING fts5vocab(archive_index, 'col')",
     # how many lines of each role a session has (what the commonness cut compares a
     # term's count with), kept by triggers in the transaction of every insert and delete:
@@ -73,6 +76,15 @@ INSERT_LINE_SQL = (
     " title, message_id, role, created_at, text, covers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, other) VALUES (?, ?, ?)"
+DELETE_INDEX_SQL = (
+    "INSERT INTO archive_index (archive_index, rowid, said, other) VALUES ('delete', ?, ?, ?)"
+)
+"""A contentless index forgets a row given the very terms it was given (`index_row`)."""
+INDEX_VERSION = 1
+"""The version of the index's terms (`index_row`, `memory.archive.terms`): an index of
+another version is rebuilt on open. A contentless index is told a line's terms again to
+delete them, so terms computed another way would leave the old ones behind: change the
+terms, bump this (tests/unit/test_archive.py pins the terms of a few lines)."""
 
 
 SEARCH_SQL = search_sql(
@@ -157,6 +169,22 @@ def _counts(
     return counts
 
 
+def _earlier_index(cursor: sqlite3.Cursor) -> bool:
+    """Whether the file holds an index of another layout than this module's."""
+    found = cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'archive_index'").fetchone()
+    if found is None:
+        return False  # a new file: nothing to rebuild
+    columns = tuple(row[1] for row in cursor.execute("PRAGMA table_info(archive_index)"))
+    contentless = "content=''" in "".join(found[0].split())
+    layout = cursor.execute("PRAGMA table_info(archive_index_layout)").fetchall()
+    version = (
+        cursor.execute("SELECT MAX(version) FROM archive_index_layout").fetchone()[0]
+        if layout
+        else None
+    )
+    return columns != INDEX_COLUMNS or not contentless or version != INDEX_VERSION
+
+
 class SqliteArchive:
     """The archive in a SQLite file (or in-memory database) shared with the checkpointer.
 
@@ -176,11 +204,11 @@ class SqliteArchive:
 
     def setup(self) -> None:
         """Create the tables (idempotent), and rebuild an index of an earlier layout (one
-        column of terms for every role; terms without their session's prefix); callers
-        serialise processes around it."""
+        column of terms for every role; terms without their session's prefix; a copy of
+        its terms kept; terms of another `INDEX_VERSION`); callers serialise processes
+        around it."""
         with sqlite_transaction(self.conn, self.lock) as cur:
-            found = [row[1] for row in cur.execute("PRAGMA table_info(archive_index)")]
-            earlier = bool(found) and tuple(found) != INDEX_COLUMNS
+            earlier = _earlier_index(cur)
             uncounted = not cur.execute("PRAGMA table_info(archive_sessions)").fetchall()
             if earlier:
                 cur.execute("DROP TABLE IF EXISTS archive_vocab")
@@ -192,6 +220,8 @@ class SqliteArchive:
             if earlier:
                 rows = cur.execute("SELECT id, session_key, role, text FROM archive_lines")
                 cur.executemany(INSERT_INDEX_SQL, [index_row(*row) for row in rows.fetchall()])
+            cur.execute("DELETE FROM archive_index_layout")
+            cur.execute("INSERT INTO archive_index_layout VALUES (?)", (INDEX_VERSION,))
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
         """Delete the dropped conversations' lines and append the new ones with `cursor`,
@@ -304,25 +334,23 @@ class SqliteArchive:
         wanted = {**dict(changes), **{row[0]: text for row in found}}
         ids = ", ".join("?" * len(wanted)) or "NULL"
         owned = cursor.execute(
-            f"SELECT id, role FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
+            f"SELECT id, role, text FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
             (session_key, *wanted),
         ).fetchall()
-        for line_id, role in owned:
+        for line_id, role, old_text in owned:
             new = wanted[line_id]
+            cursor.execute(DELETE_INDEX_SQL, index_row(line_id, session_key, role, old_text))
             cursor.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
-            _, said, other = index_row(line_id, session_key, role, new)
-            cursor.execute(
-                "UPDATE archive_index SET said = ?, other = ? WHERE rowid = ?",
-                (said, other, line_id),
-            )
+            cursor.execute(INSERT_INDEX_SQL, index_row(line_id, session_key, role, new))
         if self.vectors is not None:  # an embedding of the old text would find it again
-            self.vectors.forget(cursor, [line_id for line_id, _ in owned])
+            self.vectors.forget(cursor, [line_id for line_id, _, _ in owned])
         return len(owned)
 
     def _drop(self, cursor: sqlite3.Cursor, where: str, params: tuple[Any, ...]) -> int:
         """With `cursor`: delete the lines `where` selects, their terms and embeddings."""
-        chosen = f"SELECT id FROM archive_lines WHERE {where}"
-        cursor.execute(f"DELETE FROM archive_index WHERE rowid IN ({chosen})", params)
+        chosen = f"SELECT id, session_key, role, text FROM archive_lines WHERE {where}"
+        rows = cursor.execute(chosen, params).fetchall()
+        cursor.executemany(DELETE_INDEX_SQL, [index_row(*row) for row in rows])
         if self.vectors is not None:
             self.vectors.forget_lines(cursor, where, params)
         return int(cursor.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)

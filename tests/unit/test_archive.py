@@ -11,7 +11,7 @@ import pytest
 from memory import StorageError, ThreadState
 from memory.archive import FORGOTTEN, REDACTED
 from memory.archive import sqlite as sqlite_archive
-from memory.archive.terms import query_terms
+from memory.archive.terms import index_terms, query_terms
 from memory.conversations import ConversationMemory
 from memory.ids import ThreadIds
 from memory.storage import open_thread_store
@@ -300,11 +300,11 @@ def test_a_sessions_line_counts_follow_every_write_and_go_with_its_lines(db_url:
 
 
 @pytest.mark.sqlite_only
-@pytest.mark.parametrize("layout", ["terms, scope", "said, other, scope"])
+@pytest.mark.parametrize("layout", ["terms, scope", "said, other, scope", "said, other"])
 def test_an_index_of_an_earlier_layout_is_rebuilt_on_open(db_url: str, layout: str) -> None:
     # earlier indexes had one column of terms for every role, then terms without their
-    # session's prefix and a column of scopes: a database that has one is reindexed when
-    # it is opened, and its lines are found as before
+    # session's prefix and a column of scopes, then a copy of their terms: a database
+    # that has one is reindexed when it is opened, and its lines are found as before
     store = open_thread_store(db_url)
     memory = ConversationMemory(store, ThreadIds(SECRET))
     say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted, Lisbon.")
@@ -327,5 +327,42 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_on_open(db_url: str, layout: s
         assert {h.role for h in memory.search("s1", "Lisbon", limit=5)} == {"user", "assistant"}
         counted = "SELECT role, lines FROM archive_sessions"
         assert sqlite_rows(store, counted) == [("assistant", 1), ("user", 1)]
+    finally:
+        store.close()
+
+
+def test_the_terms_of_a_line_are_those_the_index_version_was_built_with() -> None:
+    # the SQLite index keeps no copy of its terms: it is told a line's terms again to
+    # delete them. Terms computed another way would leave the old ones in the index:
+    # whoever changes these must bump `memory.archive.sqlite.INDEX_VERSION` (an index of
+    # another version is rebuilt on open) and then this test's expectations.
+    assert sqlite_archive.INDEX_VERSION == 1
+    assert index_terms("Decided: we deploy on Tuesdays, running the 2.5 build") == [
+        "decid", "we", "deploy", "on", "tuesday", "run", "the", "2", "5", "build",
+    ]  # fmt: skip
+    assert index_terms("我每天早上喝两杯咖啡，不加糖") == [
+        "我每", "每天", "天早", "早上", "上喝", "喝两", "两杯", "杯咖", "咖啡", "不加", "加糖",
+    ]  # fmt: skip
+
+
+@pytest.mark.sqlite_only
+def test_deleted_and_rewritten_lines_leave_no_terms_in_the_index(db_url: str) -> None:
+    store = open_thread_store(db_url)
+    try:
+        memory = ConversationMemory(store, ThreadIds(SECRET))
+        say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted, Lisbon.")
+        say(memory, "s1", "c2", "I prefer green tea over coffee", "Green tea it is.")
+        say(memory, "s1", "c3", "The harbour lights were pretty", "Lovely.")
+        memory.delete_conversation("s1", "c1")
+        forget_in_archive(memory, "s1", "I prefer green tea over coffee")
+        terms = {row[0] for row in sqlite_rows(store, "SELECT term FROM archive_vocab")}
+        head = sqlite_archive.prefix(memory.ids.session_key("s1"))
+        assert {head + word for word in ("alma", "lisbon", "tea", "coffee")}.isdisjoint(terms)
+        assert head + "harbour" in terms
+        documents: Any = store.documents
+        with sqlite_transaction(documents.conn, documents.lock) as cursor:  # raises if not
+            cursor.execute("INSERT INTO archive_index (archive_index) VALUES ('integrity-check')")
+        memory.archive.forget_session("s1")
+        assert sqlite_rows(store, "SELECT term FROM archive_vocab") == []
     finally:
         store.close()
