@@ -83,6 +83,28 @@ def test_chinese_is_found_by_a_two_character_word(memory: ConversationMemory) ->
     assert all("爬山" not in text for text in found)
 
 
+def test_a_hit_brings_the_two_lines_after_it_and_the_one_before(
+    memory: ConversationMemory,
+) -> None:
+    # what the hits leave of the budget goes to the user's lines around them: both
+    # backends read a hit's second line after it in the same query
+    for text in (
+        "Sam moves to Leeds in June",
+        "Big news. We have a dog.",
+        "No. Tell me everything.",
+        "A rescue greyhound from the trust, four years old, and his name is Pickle.",
+        "The weather was lovely all week",
+    ):
+        say(memory, "s1", "c1", text, "Noted.")
+    found = recalled_texts(memory, "s1", "c2", "What kind of dog do we have?")
+    assert found == [
+        "Big news. We have a dog.",  # the hit, then what is around it
+        "No. Tell me everything.",
+        "A rescue greyhound from the trust, four years old, and his name is Pickle.",
+        "Sam moves to Leeds in June",
+    ]
+
+
 def test_the_current_conversations_recent_messages_are_not_recalled(
     memory: ConversationMemory,
 ) -> None:
