@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -13,6 +14,8 @@ from memory.archive.lines import FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
 from memory.archive.sqlite_search import read_line, search_sql
 from memory.archive.terms import index_terms
 from memory.storage.sqlite.connection import sqlite_transaction
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from memory.archive.sqlite_vectors import SqliteVectors
@@ -185,6 +188,13 @@ def _earlier_index(cursor: sqlite3.Cursor) -> bool:
     return columns != INDEX_COLUMNS or not contentless or version != INDEX_VERSION
 
 
+VECTORS_LEFT_BEHIND = (
+    "the archive holds embeddings of its lines, and this process runs without "
+    "AGENT_EMBEDDINGS_MODEL: lines it deletes or rewrites keep their vectors in the file "
+    "until the agent runs with embeddings again (which deletes them)"
+)
+
+
 class SqliteArchive:
     """The archive in a SQLite file (or in-memory database) shared with the checkpointer.
 
@@ -222,6 +232,9 @@ class SqliteArchive:
                 cur.executemany(INSERT_INDEX_SQL, [index_row(*row) for row in rows.fetchall()])
             cur.execute("DELETE FROM archive_index_layout")
             cur.execute("INSERT INTO archive_index_layout VALUES (?)", (INDEX_VERSION,))
+            vectors = "SELECT 1 FROM sqlite_master WHERE name = 'archive_vectors'"
+            if self.vectors is None and cur.execute(vectors).fetchone() is not None:
+                logger.warning(VECTORS_LEFT_BEHIND)
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
         """Delete the dropped conversations' lines and append the new ones with `cursor`,

@@ -6,7 +6,9 @@ A vector is kept with a mark of the text it was computed from, and a nearest lin
 counts only while its text still bears that mark: a line rewritten by a process that
 could not touch this table (one opened without embeddings) is never found by its old
 text's vector. Every writer that can reach the table deletes a line's vector in the
-transaction that deletes or rewrites the line.
+transaction that deletes or rewrites the line, and opening the table deletes the vectors
+of lines such a process deleted or rewrote (an embedding can be partly turned back into
+its text): until the agent runs with embeddings again, they stay in the file.
 """
 
 from __future__ import annotations
@@ -60,6 +62,20 @@ def mark(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
+def _purge(cursor: sqlite3.Cursor) -> int:
+    """Delete the vectors of lines gone or rewritten since they were computed: a process
+    opened without embeddings (stdlib `sqlite3`, no sqlite-vec) deletes and rewrites
+    lines but cannot reach their vectors, and an embedding can be partly turned back into
+    its text. Returns how many went."""
+    rows = cursor.execute(
+        "SELECT v.id, v.mark, l.text FROM archive_vectors v"
+        " LEFT JOIN archive_lines l ON l.id = v.id"
+    ).fetchall()
+    stale = [(line_id,) for line_id, kept, text in rows if text is None or kept != mark(text)]
+    cursor.executemany("DELETE FROM archive_vectors WHERE id = ?", stale)
+    return len(stale)
+
+
 class SqliteVectors:
     """The archived lines' embeddings in the archive's SQLite file.
 
@@ -81,7 +97,8 @@ class SqliteVectors:
     def setup(self) -> None:
         """Create the table (idempotent); callers serialise processes around it. Vectors
         of another model or size are dropped: none of them compares with this model's
-        (their lines are found lexically until embedded again).
+        (their lines are found lexically until embedded again); so are those of lines
+        deleted or rewritten since (`_purge`).
 
         Raises:
             UnsupportedDatabaseUrl: the connection has no sqlite-vec.
@@ -103,6 +120,7 @@ class SqliteVectors:
                     "INSERT INTO archive_vector_model VALUES (?, ?)", (self.model, self.dims)
                 )
             cur.execute(vectors_sql(self.dims))
+            _purge(cur)
 
     def nearest(self, session_key: str, vector: Sequence[float], limit: int) -> list[ArchivedLine]:
         """The session's lines whose vectors are nearest `vector`, nearest first, each
