@@ -385,8 +385,8 @@ class _Held:
             return False  # a line of a word or two is no copy of anything: it is cheap
         need = math.ceil(NEAR_DUPLICATE * len(words))
         # a line that holds `need` of the words holds one of any len - need + 1 of them:
-        # only the lines holding one of those are compared
-        # (any len - need + 1 of them: sorting by rarity costs more than the checks saved)
+        # only the lines holding one of those are compared (which ones does not matter:
+        # sorting them by rarity cost more than the comparisons it saved)
         found = 0
         for word in itertools.islice(words, len(words) - need + 1):
             found |= self.lines_with.get(word, 0)
