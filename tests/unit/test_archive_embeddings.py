@@ -1,137 +1,46 @@
 """The archive with embeddings (`AGENT_EMBEDDINGS_MODEL`) on SQLite: the connection that
 holds the vector index, lines embedded after the turn, recall fused with the nearest
-lines, the session's own only, vectors gone with their lines, and a failure of the
-embeddings leaving recall lexical. Embeddings here are a deterministic stand-in (no
-network); `tests/integration/test_openai_longterm.py` runs the real client."""
+lines, the session's own only, and a failure of the embeddings leaving recall lexical
+(the vectors' lifecycle: `test_archive_vectors.py`). Embeddings here are a deterministic
+stand-in (no network, `tests/archive_vectors.py`); `tests/integration/
+test_openai_longterm.py` runs the real client."""
 
 from __future__ import annotations
 
 import re
 import sqlite3
 import sys
-import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.models import load_embeddings
 from agent.runtime import open_memory
 from agent.settings import Settings
 from graphs.agent import build_agent_graph
-from memory import InvalidInput, ThreadIds, UnsupportedDatabaseUrl
-from memory.archive.archive import open_archive
-from memory.archive.embedding import ArchiveEmbeddings
+from memory import InvalidInput, UnsupportedDatabaseUrl
 from memory.conversations import ConversationMemory
-from memory.storage import ThreadStore, open_thread_store
-from memory.turns import TurnStatus, chat_turn
+from memory.storage import open_thread_store
+from tests.archive_vectors import (
+    DIMS,
+    HATCHBACK,
+    INSURANCE,
+    QUESTION,
+    SAVING,
+    SOUP,
+    ConceptEmbeddings,
+    hits,
+    open_embedded,
+    say,
+    vectors,
+)
 from tests.conftest import SECRET
 from tests.fakes import ScriptedModel
 from tests.graph_support import run_graph
 
 pytestmark = pytest.mark.sqlite_only  # PostgreSQL has no archive index: it refuses, below
-
-DIMS = 8
-CONCEPTS = {
-    **dict.fromkeys(["car", "automobile", "sedan", "hatchback"], 0),
-    **dict.fromkeys(["buy", "purchase", "saving", "afford"], 1),
-    **dict.fromkeys(["insurance", "renewal", "form", "letter"], 2),
-    **dict.fromkeys(["soup", "lentil", "dinner"], 3),
-    **dict.fromkeys(["boat", "moored", "harbour", "vigo"], 4),
-}
-# "buy" and "purchase", "car" and "automobile" share no word: only their vectors meet
-SAVING = "Saving to purchase an automobile, a small car"
-HATCHBACK = "A hatchback or a sedan, we could afford one"
-INSURANCE = "Buy the car insurance renewal form letter"
-SOUP = "Lentil soup for dinner tonight"
-QUESTION = "Should I buy a car?"
-
-
-class ConceptEmbeddings(Embeddings):
-    """Each known word adds to its concept's dimension: synonyms share a direction.
-    Records every call, and whether the database's lock was held during it."""
-
-    def __init__(self, *, fail: bool = False) -> None:
-        self.fail = fail
-        self.documents: list[list[str]] = []
-        self.queries: list[str] = []
-        self.locked_during_a_call = False
-        self.lock: Any = None
-
-    def _vector(self, text: str) -> list[float]:
-        if self.lock is not None and self.lock.locked():
-            self.locked_during_a_call = True
-        if self.fail:
-            raise ConnectionError("the embeddings endpoint is down")
-        vector = [0.0] * DIMS
-        for word in re.findall(r"\w+", text.casefold()):
-            if word in CONCEPTS:
-                vector[CONCEPTS[word]] += 1.0
-        return vector
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.documents.append(list(texts))
-        return [self._vector(text) for text in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        self.queries.append(text)
-        return self._vector(text)
-
-
-def open_embedded(
-    url: str, embeddings: Embeddings | None, model: str = "concepts"
-) -> ConversationMemory:
-    threads = open_thread_store(url, vectors=embeddings is not None)
-    ids = ThreadIds(SECRET)
-    config = None if embeddings is None else ArchiveEmbeddings(embeddings, model, DIMS)
-    archive = open_archive(threads, ids, embeddings=config)
-    if isinstance(embeddings, ConceptEmbeddings):
-        embeddings.lock = threads.documents.lock  # type: ignore[attr-defined]
-    return ConversationMemory(threads, ids, archive=archive)
-
-
-@pytest.fixture
-def concepts() -> ConceptEmbeddings:
-    return ConceptEmbeddings()
-
-
-@pytest.fixture
-def url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'agent.sqlite'}"
-
-
-@pytest.fixture
-def embedded(url: str, concepts: ConceptEmbeddings) -> Iterator[ConversationMemory]:
-    memory = open_embedded(url, concepts)
-    yield memory
-    memory.threads.close()
-
-
-def say(memory: ConversationMemory, session: str, conversation: str, user: str) -> str:
-    """Write one turn (accepting the conversation first); returns its user message id."""
-    if not memory.registry(session).owns(conversation):
-        memory.accept_draft(session, conversation)
-    turn = uuid.uuid4().hex
-    ids = {"user_message_id": f"{turn}-u", "assistant_message_id": f"{turn}-a"}
-    memory.write_turn(session, conversation, chat_turn(user, "Noted.", TurnStatus.COMPLETED, **ids))
-    return f"{turn}-u"
-
-
-def hits(memory: ConversationMemory, session: str, text: str) -> list[str]:
-    """The user lines a new conversation's turn about `text` recalls, best first."""
-    state = memory.read_memory(session, "new")
-    recall = memory.recall(session, "new", text, state)
-    return [line.text for group in recall.groups for line in group if line.role == "user"]
-
-
-def vectors(threads: ThreadStore) -> list[tuple[int, str]]:
-    documents: Any = threads.documents
-    with documents.lock:
-        return sorted(documents.conn.execute("SELECT id, session_key FROM archive_vectors"))
 
 
 def embedding_settings(tmp_path: Path) -> Settings:
@@ -142,9 +51,9 @@ def embedding_settings(tmp_path: Path) -> Settings:
 
 
 def test_without_embeddings_the_database_is_the_standard_librarys_sqlite3(
-    tmp_path: Path, url: str
+    tmp_path: Path, vector_url: str
 ) -> None:
-    memory = open_memory(Settings(data_dir=tmp_path), database_url=url, secret=SECRET)
+    memory = open_memory(Settings(data_dir=tmp_path), database_url=vector_url, secret=SECRET)
     try:
         conn = memory.threads.documents.conn  # type: ignore[attr-defined]
         assert type(conn) is sqlite3.Connection and not memory.archive.embeds
@@ -157,8 +66,10 @@ def test_without_embeddings_the_database_is_the_standard_librarys_sqlite3(
         memory.threads.close()
 
 
-def test_with_embeddings_the_database_is_sqlean_with_sqlite_vec(tmp_path: Path, url: str) -> None:
-    memory = open_memory(embedding_settings(tmp_path), database_url=url, secret=SECRET)
+def test_with_embeddings_the_database_is_sqlean_with_sqlite_vec(
+    tmp_path: Path, vector_url: str
+) -> None:
+    memory = open_memory(embedding_settings(tmp_path), database_url=vector_url, secret=SECRET)
     try:
         conn: Any = memory.threads.documents.conn  # type: ignore[attr-defined]
         assert type(conn).__module__ == "sqlean.dbapi2" and memory.archive.embeds
@@ -171,20 +82,22 @@ def test_with_embeddings_the_database_is_sqlean_with_sqlite_vec(tmp_path: Path, 
     ("module", "package"), [("sqlean", "sqlean.py"), ("sqlite_vec", "sqlite-vec")]
 )
 def test_a_missing_driver_is_named_and_nothing_opens(
-    url: str, module: str, package: str, monkeypatch: pytest.MonkeyPatch
+    vector_url: str, module: str, package: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # an import of it fails, as when absent
     missing = rf"AGENT_EMBEDDINGS_MODEL.* needs {re.escape(package)}, which is not installed"
     with pytest.raises(UnsupportedDatabaseUrl, match=missing):
-        open_thread_store(url, vectors=True)
-    assert not Path(url.removeprefix("sqlite:///")).exists()  # refused before any file
+        open_thread_store(vector_url, vectors=True)
+    assert not Path(vector_url.removeprefix("sqlite:///")).exists()  # refused before any file
 
 
 def test_a_line_is_recalled_by_meaning_ahead_of_a_lexically_better_one(
-    url: str, concepts: ConceptEmbeddings
+    vector_url: str, concepts: ConceptEmbeddings
 ) -> None:
     for embeddings in (None, concepts):
-        memory = open_embedded(url.replace(".sqlite", f"-{embeddings is None}.sqlite"), embeddings)
+        memory = open_embedded(
+            vector_url.replace(".sqlite", f"-{embeddings is None}.sqlite"), embeddings
+        )
         for conversation, text in enumerate([SAVING, HATCHBACK, INSURANCE, SOUP]):
             say(memory, "s1", f"c{conversation}", text)
         assert memory.archive.embed_lines("s1") == (0 if embeddings is None else 4)
@@ -209,133 +122,6 @@ def test_the_nearest_lines_are_the_sessions_own(embedded: ConversationMemory) ->
     assert embedded.archive.vectors is not None
     nearest = embedded.archive.vectors.nearest(key, [1.0] * DIMS, 50)
     assert [line.text for line in nearest] == [SOUP]
-
-
-def test_deleting_a_conversation_deletes_its_vectors_with_its_lines(
-    embedded: ConversationMemory,
-) -> None:
-    say(embedded, "s1", "c1", SAVING)
-    say(embedded, "s1", "c2", HATCHBACK)
-    embedded.archive.embed_lines("s1")
-    assert len(vectors(embedded.threads)) == 2
-    embedded.delete_conversation("s1", "c1")
-    assert len(vectors(embedded.threads)) == 1
-    assert hits(embedded, "s1", QUESTION) == [HATCHBACK]
-    say(embedded, "s2", "x1", SAVING)
-    embedded.archive.embed_lines("s2")
-    embedded.archive.forget_session("s1")
-    assert [key for _, key in vectors(embedded.threads)] == [embedded.ids.session_key("s2")]
-    embedded.archive.sweep(datetime.now(UTC) + timedelta(days=1))  # the retention sweep
-    assert vectors(embedded.threads) == []
-
-
-def test_a_failed_deletion_keeps_lines_and_vectors_together(
-    embedded: ConversationMemory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    say(embedded, "s1", "c1", SAVING)
-    embedded.archive.embed_lines("s1")
-    backend: Any = embedded.archive.backend
-    original = backend.write
-
-    def write_then_fail(cursor: Any, change: Any) -> None:
-        original(cursor, change)
-        raise RuntimeError("the process died before the commit")
-
-    monkeypatch.setattr(backend, "write", write_then_fail)
-    with pytest.raises(Exception, match="unavailable"):
-        embedded.delete_conversation("s1", "c1")
-    monkeypatch.undo()
-    assert len(vectors(embedded.threads)) == 1  # rolled back with the lines
-    assert hits(embedded, "s1", QUESTION) == [SAVING]
-
-
-def nearest_texts(memory: ConversationMemory, session: str, text: str) -> list[str]:
-    """The session's lines nearest `text`'s embedding, as the vector index reads them."""
-    assert memory.archive.vectors is not None
-    vector = ConceptEmbeddings().embed_query(text)
-    found = memory.archive.vectors.nearest(memory.ids.session_key(session), vector, 50)
-    return [line.text for line in found]
-
-
-def test_forgetting_an_item_deletes_its_lines_vectors_in_its_transaction(
-    embedded: ConversationMemory,
-) -> None:
-    say(embedded, "s1", "c1", "I am saving to purchase a sedan")
-    say(embedded, "s1", "c2", SOUP)
-    embedded.archive.embed_lines("s1")
-    forget = embedded.archive.forgetter("s1", ["I am saving to purchase a sedan"])
-    assert forget is not None
-
-    def forget_then_fail(cursor: Any) -> None:
-        forget(cursor)
-        raise RuntimeError("the process died before the commit")
-
-    with pytest.raises(Exception, match="unavailable"):
-        embedded.threads.put_many({}, also=forget_then_fail)
-    assert len(vectors(embedded.threads)) == 2  # rolled back with the rewrite
-    embedded.threads.put_many({}, also=forget)
-    assert len(vectors(embedded.threads)) == 1  # the soup's
-    assert nearest_texts(embedded, "s1", "How do I purchase an automobile?") == [SOUP]
-    assert hits(embedded, "s1", "How do I purchase an automobile?") == []
-    assert embedded.archive.embed_lines("s1") == 0  # a forgotten line is never embedded
-
-
-def test_a_rewrite_that_could_not_reach_the_vectors_takes_them_out_of_use(
-    url: str, concepts: ConceptEmbeddings
-) -> None:
-    memory = open_embedded(url, concepts)
-    say(memory, "s1", "c1", "Lentil soup for dinner. Also saving to purchase a sedan")
-    memory.archive.embed_lines("s1")
-    memory.threads.close()
-    plain = open_embedded(url, None)  # a process without embeddings forgets the sentence
-    plain.threads.put_many({}, also=plain.archive.forgetter("s1", ["saving to purchase a sedan"]))
-    plain.threads.close()
-    memory = open_embedded(url, concepts)
-    try:
-        # that process had no vec0: the vector, computed from a text the line no longer
-        # reads, is deleted when a process with embeddings opens the file
-        assert vectors(memory.threads) == []
-        assert nearest_texts(memory, "s1", "How do I purchase an automobile?") == []
-        assert memory.archive.embed_lines("s1") == 0  # nor is "[forgotten]" embedded
-    finally:
-        memory.threads.close()
-
-
-def test_vectors_of_another_model_are_dropped(url: str, concepts: ConceptEmbeddings) -> None:
-    memory = open_embedded(url, concepts)
-    say(memory, "s1", "c1", SAVING)
-    memory.archive.embed_lines("s1")
-    memory.threads.close()
-    other = open_embedded(url, concepts, model="another")
-    try:
-        assert vectors(other.threads) == []  # another space: nothing to compare with
-        assert other.archive.embed_lines("s1") == 1
-    finally:
-        other.threads.close()
-
-
-def test_vectors_a_process_without_embeddings_left_behind_go_when_they_are_back(
-    url: str, concepts: ConceptEmbeddings, caplog: pytest.LogCaptureFixture
-) -> None:
-    # a process without embeddings cannot reach the vectors of the lines it deletes or
-    # rewrites (an embedding can be partly turned back into its text): it says so, and
-    # the next process with embeddings deletes them
-    memory = open_embedded(url, concepts)
-    say(memory, "s1", "c1", SAVING)
-    say(memory, "s2", "x1", SOUP)
-    memory.archive.embed_lines("s1")
-    memory.archive.embed_lines("s2")
-    memory.threads.close()
-    plain = open_embedded(url, None)
-    assert "keep their vectors in the file" in caplog.text
-    plain.archive.forget_session("s1")
-    plain.threads.close()
-    back = open_embedded(url, concepts)
-    try:
-        kept = vectors(back.threads)
-        assert [key for _, key in kept] == [back.ids.session_key("s2")]
-    finally:
-        back.threads.close()
 
 
 def agent_graph(memory: ConversationMemory, *replies: str) -> Any:
@@ -365,9 +151,9 @@ def test_the_upkeep_embeds_a_turns_line_after_the_reply(
     assert not concepts.locked_during_a_call
 
 
-def test_failing_embeddings_leave_recall_lexical_and_the_turn_standing(url: str) -> None:
+def test_failing_embeddings_leave_recall_lexical_and_the_turn_standing(vector_url: str) -> None:
     failing = ConceptEmbeddings(fail=True)
-    memory = open_embedded(url, failing)
+    memory = open_embedded(vector_url, failing)
     try:
         graph = agent_graph(memory, "Noted.", "Here is what you said.")
         final, events = run_graph(graph, {"message": INSURANCE}, conversation="c1")

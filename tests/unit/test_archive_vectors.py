@@ -1,0 +1,146 @@
+"""The archive's vectors go with their lines: a deleted conversation's, a forgotten
+session's, swept lines', a forgotten item's lines' (in the transaction that deletes or
+rewrites them); vectors of another model are dropped; those a process without embeddings
+could not reach are deleted when embeddings are back."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memory.conversations import ConversationMemory
+from tests.archive_vectors import (
+    HATCHBACK,
+    QUESTION,
+    SAVING,
+    SOUP,
+    ConceptEmbeddings,
+    hits,
+    nearest_texts,
+    open_embedded,
+    say,
+    vectors,
+)
+
+pytestmark = pytest.mark.sqlite_only  # PostgreSQL has no archive index
+
+
+def test_deleting_a_conversation_deletes_its_vectors_with_its_lines(
+    embedded: ConversationMemory,
+) -> None:
+    say(embedded, "s1", "c1", SAVING)
+    say(embedded, "s1", "c2", HATCHBACK)
+    embedded.archive.embed_lines("s1")
+    assert len(vectors(embedded.threads)) == 2
+    embedded.delete_conversation("s1", "c1")
+    assert len(vectors(embedded.threads)) == 1
+    assert hits(embedded, "s1", QUESTION) == [HATCHBACK]
+    say(embedded, "s2", "x1", SAVING)
+    embedded.archive.embed_lines("s2")
+    embedded.archive.forget_session("s1")
+    assert [key for _, key in vectors(embedded.threads)] == [embedded.ids.session_key("s2")]
+    embedded.archive.sweep(datetime.now(UTC) + timedelta(days=1))  # the retention sweep
+    assert vectors(embedded.threads) == []
+
+
+def test_a_failed_deletion_keeps_lines_and_vectors_together(
+    embedded: ConversationMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    say(embedded, "s1", "c1", SAVING)
+    embedded.archive.embed_lines("s1")
+    backend: Any = embedded.archive.backend
+    original = backend.write
+
+    def write_then_fail(cursor: Any, change: Any) -> None:
+        original(cursor, change)
+        raise RuntimeError("the process died before the commit")
+
+    monkeypatch.setattr(backend, "write", write_then_fail)
+    with pytest.raises(Exception, match="unavailable"):
+        embedded.delete_conversation("s1", "c1")
+    monkeypatch.undo()
+    assert len(vectors(embedded.threads)) == 1  # rolled back with the lines
+    assert hits(embedded, "s1", QUESTION) == [SAVING]
+
+
+def test_forgetting_an_item_deletes_its_lines_vectors_in_its_transaction(
+    embedded: ConversationMemory,
+) -> None:
+    say(embedded, "s1", "c1", "I am saving to purchase a sedan")
+    say(embedded, "s1", "c2", SOUP)
+    embedded.archive.embed_lines("s1")
+    forget = embedded.archive.forgetter("s1", ["I am saving to purchase a sedan"])
+    assert forget is not None
+
+    def forget_then_fail(cursor: Any) -> None:
+        forget(cursor)
+        raise RuntimeError("the process died before the commit")
+
+    with pytest.raises(Exception, match="unavailable"):
+        embedded.threads.put_many({}, also=forget_then_fail)
+    assert len(vectors(embedded.threads)) == 2  # rolled back with the rewrite
+    embedded.threads.put_many({}, also=forget)
+    assert len(vectors(embedded.threads)) == 1  # the soup's
+    assert nearest_texts(embedded, "s1", "How do I purchase an automobile?") == [SOUP]
+    assert hits(embedded, "s1", "How do I purchase an automobile?") == []
+    assert embedded.archive.embed_lines("s1") == 0  # a forgotten line is never embedded
+
+
+def test_a_rewrite_that_could_not_reach_the_vectors_takes_them_out_of_use(
+    vector_url: str, concepts: ConceptEmbeddings
+) -> None:
+    memory = open_embedded(vector_url, concepts)
+    say(memory, "s1", "c1", "Lentil soup for dinner. Also saving to purchase a sedan")
+    memory.archive.embed_lines("s1")
+    memory.threads.close()
+    plain = open_embedded(vector_url, None)  # a process without embeddings forgets the sentence
+    plain.threads.put_many({}, also=plain.archive.forgetter("s1", ["saving to purchase a sedan"]))
+    plain.threads.close()
+    memory = open_embedded(vector_url, concepts)
+    try:
+        # that process had no vec0: the vector, computed from a text the line no longer
+        # reads, is deleted when a process with embeddings opens the file
+        assert vectors(memory.threads) == []
+        assert nearest_texts(memory, "s1", "How do I purchase an automobile?") == []
+        assert memory.archive.embed_lines("s1") == 0  # nor is "[forgotten]" embedded
+    finally:
+        memory.threads.close()
+
+
+def test_vectors_of_another_model_are_dropped(vector_url: str, concepts: ConceptEmbeddings) -> None:
+    memory = open_embedded(vector_url, concepts)
+    say(memory, "s1", "c1", SAVING)
+    memory.archive.embed_lines("s1")
+    memory.threads.close()
+    other = open_embedded(vector_url, concepts, model="another")
+    try:
+        assert vectors(other.threads) == []  # another space: nothing to compare with
+        assert other.archive.embed_lines("s1") == 1
+    finally:
+        other.threads.close()
+
+
+def test_vectors_a_process_without_embeddings_left_behind_go_when_they_are_back(
+    vector_url: str, concepts: ConceptEmbeddings, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a process without embeddings cannot reach the vectors of the lines it deletes or
+    # rewrites (an embedding can be partly turned back into its text): it says so, and
+    # the next process with embeddings deletes them
+    memory = open_embedded(vector_url, concepts)
+    say(memory, "s1", "c1", SAVING)
+    say(memory, "s2", "x1", SOUP)
+    memory.archive.embed_lines("s1")
+    memory.archive.embed_lines("s2")
+    memory.threads.close()
+    plain = open_embedded(vector_url, None)
+    assert "keep their vectors in the file" in caplog.text
+    plain.archive.forget_session("s1")
+    plain.threads.close()
+    back = open_embedded(vector_url, concepts)
+    try:
+        kept = vectors(back.threads)
+        assert [key for _, key in kept] == [back.ids.session_key("s2")]
+    finally:
+        back.threads.close()
