@@ -195,7 +195,7 @@ class Archive:
         if self.recall_tokens <= 0:
             return Recall()
         terms = recall_query(text, state)
-        vector = self._embedded_query(recall_text(text, state))
+        vector = self._embedded_query(text, state)
         if not terms and vector is None:
             return Recall()
         session_key = self.ids.session_key(session_id)
@@ -214,13 +214,15 @@ class Archive:
             max_distance=self.embeddings.max_distance if self.embeddings else 0.0,
         )
 
-    def _embedded_query(self, text: str) -> list[float] | None:
-        """The embedding of a turn's query, or None (no embeddings; or they failed: the
-        failure is logged, by its kind only, and the turn recalls lexically)."""
+    def _embedded_query(self, text: str, state: ThreadState) -> list[float] | None:
+        """The embedding of a turn's query (`recall_text`), or None (no embeddings; or
+        they failed: the failure is logged, by its kind only, and the turn recalls
+        lexically)."""
         if self.embeddings is None:
             return None
+        query = clamp(recall_text(text, state), EMBED_CHARS)
         try:
-            vector = self.embeddings.embeddings.embed_query(clamp(text, EMBED_CHARS))
+            vector = self.embeddings.embeddings.embed_query(query)
         except Exception as exc:
             logger.warning(
                 "embedding the message failed (%s): recall is lexical", type(exc).__name__
@@ -342,10 +344,11 @@ def open_archive(
     vectors: Any = None
     if documents.dialect == "sqlite":
         from memory.archive.sqlite import SqliteArchive
-        from memory.archive.sqlite_vectors import SqliteVectors
         from memory.storage.sqlite.connection import SETUP_LOCK_KEY
 
-        if embeddings is not None:
+        if embeddings is not None:  # (only then is sqlite-vec loaded)
+            from memory.archive.sqlite_vectors import SqliteVectors
+
             vectors = SqliteVectors(
                 documents.conn, documents.lock, model=embeddings.model, dims=embeddings.dims
             )
