@@ -60,11 +60,9 @@ class MemoryWrite:
 
     Attributes:
         plan: the write the gate planned.
-        retired_items: the items it retired (revoked or superseded), as they were.
     """
 
     plan: WritePlan
-    retired_items: tuple[MemoryItem, ...] = ()
 
     @property
     def added(self) -> int:
@@ -203,16 +201,15 @@ class LongTermMemory:
     @storage_errors
     def _write(
         self, session_id: str, extraction: Extraction, forget: Forget | None = None, **context: Any
-    ) -> tuple[WritePlan, tuple[MemoryItem, ...]]:
-        """(the plan written, the items it retired as they were)."""
+    ) -> WritePlan:
+        """The plan written (the texts of the items it retires go to `forget`)."""
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             current = self.items(session_id)
             plan = plan_write(current, extraction, now=self.clock(), **context)
-            retired = tuple(item for item in current if item.id in plan.retired)
             if plan.changed:
-                forgotten = [item.text for item in retired]
+                forgotten = [item.text for item in current if item.id in plan.retired]
                 self._commit(self._ops(session_id, plan), forgotten, forget)
-        return plan, retired
+        return plan
 
     def remember_turn(
         self,
@@ -233,7 +230,7 @@ class LongTermMemory:
         """
         current = self.items(session_id) if extractor.needs_items else ()
         extraction = extractor(user_text, current)
-        plan, retired = self._write(
+        plan = self._write(
             session_id,
             extraction,
             forget,
@@ -243,7 +240,7 @@ class LongTermMemory:
         )
         if plan.refused:
             logger.info("long-term gate refused %d proposal(s)", len(plan.refused))
-        return MemoryWrite(plan, retired)
+        return MemoryWrite(plan)
 
     def remember(
         self,
@@ -269,7 +266,7 @@ class LongTermMemory:
             raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))
         chosen: MemoryKind = classify(body) if kind is None else check_kind(kind)
         proposal = Proposal(chosen, body, importance(body, chosen, explicit=True))
-        plan, _ = self._write(
+        plan = self._write(
             session_id,
             Extraction(proposals=(proposal,)),
             user_text=body,
