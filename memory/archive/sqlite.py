@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memory.archive.lines import FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
+from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
 from memory.archive.sqlite_search import read_line, search_sql
 from memory.archive.terms import index_terms
 from memory.storage.sqlite.connection import sqlite_transaction
@@ -365,7 +365,8 @@ class SqliteArchive:
         rows = cursor.execute(chosen, params).fetchall()
         cursor.executemany(DELETE_INDEX_SQL, [index_row(*row) for row in rows])
         if self.vectors is not None:
-            self.vectors.forget_lines(cursor, where, params)
+            embedded = [line_id for line_id, _, role, _ in rows if role in EMBEDDED_ROLES]
+            self.vectors.forget(cursor, embedded)
         return int(cursor.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)
 
     def _delete(self, where: str, params: tuple[Any, ...]) -> int:

@@ -171,12 +171,3 @@ class SqliteVectors:
         cursor.executemany(
             "DELETE FROM archive_vectors WHERE id = ?", [(line_id,) for line_id in line_ids]
         )
-
-    @classmethod
-    def forget_lines(cls, cursor: sqlite3.Cursor, where: str, params: Sequence[object]) -> None:
-        """With `cursor`, in the transaction that deletes them: delete the vectors of the
-        lines `where` selects (a condition on `archive_lines`)."""
-        rows = cursor.execute(
-            f"SELECT id FROM archive_lines WHERE ({where}) AND role IN ({_ROLES})", params
-        ).fetchall()
-        cls.forget(cursor, [row[0] for row in rows])
