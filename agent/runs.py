@@ -160,9 +160,11 @@ class TurnRunner:
             yield done
             return
         upkeep = await self._upkeep.start(turn.session_id, turn.conversation_id)
+        following = self._upkeep.follow(upkeep)  # joined before `done`: no event is missed
         yield done
-        async for event in self._upkeep.follow(upkeep):
-            yield event
+        async with aclosing(following):
+            async for event in following:
+                yield event
 
     async def _admit(self, turn: Turn, graph_input: Any) -> None:
         """Under the busy lock: own the draft, or re-check that a resume still has a

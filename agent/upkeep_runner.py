@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,13 +99,22 @@ class UpkeepRunner:
         task.add_done_callback(self._tasks.discard)
         return upkeep
 
-    async def follow(self, upkeep: Upkeep) -> AsyncIterator[UpkeepEvent]:
-        """The `memory` events of `upkeep` until it ends (closing this iterator only
-        stops following it)."""
-        if upkeep.finished.is_set():
-            return
+    def follow(self, upkeep: Upkeep) -> AsyncGenerator[UpkeepEvent, None]:
+        """The `memory` events of `upkeep` from this call until it ends (closing the
+        iterator only stops following it). The stream is joined here, not when the
+        iterator is first read: a caller that sends something else first (the turn's
+        `done`) misses none of the events the upkeep publishes meanwhile."""
         queue: asyncio.Queue[UpkeepEvent | None] = asyncio.Queue()
-        upkeep.listeners.append(queue)
+        if upkeep.finished.is_set():
+            queue.put_nowait(None)
+        else:
+            upkeep.listeners.append(queue)
+        return self._drain(upkeep, queue)
+
+    @staticmethod
+    async def _drain(
+        upkeep: Upkeep, queue: asyncio.Queue[UpkeepEvent | None]
+    ) -> AsyncGenerator[UpkeepEvent, None]:
         try:
             while (event := await queue.get()) is not None:
                 yield event

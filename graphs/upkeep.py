@@ -62,6 +62,13 @@ def after_embed(state: ThreadState, *, remember: bool) -> str:
     return "remember" if state.upkeep_owed and remember else after_remember(state)
 
 
+def _ended(ids: AgentUpdate, status: str) -> Command[Any]:
+    """End an upkeep that found nothing owed. A stream told `pending` (an earlier
+    upkeep paid the record since) still hears how the upkeep it follows ended."""
+    emit_memory("upkeep", status)
+    return Command(update={**ids, "upkeep": status}, goto=END)
+
+
 def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
     """Build `upkeep`: read what the conversation owes and go to what pays it.
 
@@ -86,9 +93,9 @@ def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
         snapshot = memory.get().read_with_registry(session_id, conversation_id)
         stored = snapshot.state
         if stored is None or not snapshot.registry.owns(conversation_id):
-            return Command(update={**ids, "upkeep": "done"}, goto=END)
+            return _ended(ids, "done")
         if not stored.owes_upkeep and stored.upkeep != "pending":  # paid already
-            return Command(update={**ids, "upkeep": stored.upkeep}, goto=END)
+            return _ended(ids, stored.upkeep)
         update: AgentUpdate = {
             **ids,
             "owed": list(stored.upkeep_owed),

@@ -179,3 +179,34 @@ def test_a_stream_follows_upkeep_after_done(open_agent: Callable[..., ChatAgent]
         ("memory", "upkeep", "done"),
     ]
     assert events[done + 2]["summaryVersion"] == 1
+
+
+def test_a_stream_told_pending_ends_with_upkeep_done_when_an_earlier_upkeep_paid_it(
+    open_agent: Callable[..., ChatAgent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = Gate()
+    model = ScriptedModel(replies=["ok"] * 2, structured=[gate.answer(keep("I prefer tea"))])
+    agent = open_agent(model, long_term_memory="model")
+    cid = agent.send("I prefer tea", session_id="s", create_conversation=True).conversation_id
+    assert gate.entered.wait(WAIT)  # the first turn's upkeep is in its extraction
+    start = agent.upkeep.start
+
+    async def start_once_idle(session_id: str, conversation_id: str, **kw: Any) -> Any:
+        # the interleaving a slow client sees: between the turn's write (which found
+        # the first upkeep's record still owed) and its own upkeep's start, the first
+        # upkeep pays the record and ends
+        gate.opened.set()
+        await agent.upkeep.idle()
+        return await start(session_id, conversation_id, **kw)
+
+    monkeypatch.setattr(agent.upkeep, "start", start_once_idle)
+
+    async def turn() -> list[Mapping[str, Any]]:
+        return [e async for e in agent.astream("hello", session_id="s", conversation_id=cid)]
+
+    events = asyncio.run(turn())
+    kinds = [(e["event"], e.get("stage"), e.get("status")) for e in events]
+    done = kinds.index(("done", None, None))
+    assert events[done]["result"]["upkeep"] == "pending"
+    assert kinds[done + 1 :] == [("memory", "upkeep", "done")]
+    assert stored(agent, cid)["upkeep"] == "done"
