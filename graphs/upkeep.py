@@ -157,14 +157,11 @@ def make_remember(
         remembered: list[str] = []
         failed = False
         session_id = state["session_id"]
+        # what the writes retire is forgotten in the archive, in their own transactions
+        forget = None if memory is None else memory.get().forgetter(session_id, redact_memory=False)
         for message in state.get("owed") or []:
             emit_memory("remember", "started")
             try:
-                forget = (
-                    None
-                    if memory is None
-                    else memory.get().forgetter(session_id, redact_memory=False)
-                )
                 write = long_term.get().remember_turn(
                     session_id,
                     state["conversation_id"],

@@ -192,7 +192,7 @@ def test_a_hit_comes_before_any_other_hits_surroundings() -> None:
     hit = exchange()[0]
     other = line(7, "The dog show is on Saturday", "user")
     terms = query_terms("What kind of dog do we have?")
-    cost = sum(line_tokens(hit) + heading_tokens(hit) for hit in (hit, other))
+    cost = sum(line_tokens(each) + heading_tokens(each) for each in (hit, other))
     chosen = choose(
         [hit, other], terms, conversation_id="now", state=ThreadState(), max_tokens=cost
     )
