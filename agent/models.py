@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -84,6 +85,44 @@ def load_embeddings(settings: Settings) -> Embeddings:
         max_retries=settings.max_retries,
         check_embedding_ctx_length=False,
     )
+
+
+RECENT_VECTORS = 64
+"""Texts whose vectors `RecentEmbeddings` keeps (a turn asks for one text up to three
+times within a second or so: a few turns at once fit)."""
+
+
+class RecentEmbeddings(Embeddings):
+    """`embeddings` keeping the vectors of the texts embedded one at a time lately.
+
+    A turn's message is asked for up to three times: by long-term recall (LangGraph's
+    store embeds a search's query), by the archive's recall (the same text unless the
+    message is short), and after the reply by the upkeep that stores its archived line's
+    vector. Each is a request to the endpoint, two of them on the reply path; kept here,
+    the message is sent once. A batch of several texts (lines an earlier upkeep left) is
+    sent as it is. OpenAI's embeddings are one vector per text whether it is a query or a
+    document (`OpenAIEmbeddings.embed_query` is `embed_documents` of one text), so both
+    share what is kept.
+
+    Written here rather than with LangChain's `CacheBackedEmbeddings`: that one keeps
+    every document's vector in a byte store with no bound, where a few are wanted.
+    """
+
+    def __init__(self, embeddings: Embeddings, size: int = RECENT_VECTORS) -> None:
+        self.embeddings = embeddings
+        # thread-safe and bounded; a failed request is not kept (the next one retries)
+        self._one = functools.lru_cache(maxsize=size)(self._embed_one)
+
+    def _embed_one(self, text: str) -> tuple[float, ...]:
+        return tuple(self.embeddings.embed_documents([text])[0])
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if len(texts) == 1:
+            return [list(self._one(texts[0]))]
+        return self.embeddings.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self._one(text))
 
 
 def token_counter(model: BaseChatModel | None) -> TokenCounter:

@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from agent.models import (
+    RecentEmbeddings,
     at_temperature_zero,
     load_chat_model,
     load_compaction_model,
@@ -49,7 +50,7 @@ def archive_embeddings(settings: Settings) -> ArchiveEmbeddings | None:
     if not settings.embeddings_model:
         return None
     return ArchiveEmbeddings(
-        load_embeddings(settings),
+        RecentEmbeddings(load_embeddings(settings)),
         settings.embeddings_model,
         settings.embeddings_dims,
         settings.embeddings_max_distance,
@@ -94,11 +95,10 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
     """
     index: Any = None
     if settings.embeddings_model:
-        index = {
-            "dims": settings.embeddings_dims,
-            "embed": load_embeddings(settings),
-            "fields": ["text"],
-        }
+        # the archive's client: a message both recalls look up is embedded once
+        archive = memory.archive.embeddings
+        embed = archive.embeddings if archive is not None else load_embeddings(settings)
+        index = {"dims": settings.embeddings_dims, "embed": embed, "fields": ["text"]}
     ttl_minutes = settings.memory_ttl_days * MINUTES_PER_DAY or None
     # the TTL is refreshed by recall itself (`LongTermMemory._refresh`), not on every read;
     # an expired item is gone for every read at once, not only after the hourly sweep

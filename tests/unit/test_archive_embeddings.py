@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent.models import load_embeddings
+from agent.models import RecentEmbeddings, load_embeddings
 from agent.runtime import open_memory
 from agent.settings import Settings
 from graphs.agent import build_agent_graph
@@ -191,3 +191,23 @@ def test_embeddings_without_an_endpoint_are_refused_with_a_clear_message() -> No
         load_embeddings(settings)
     local = settings.model_copy(update={"openai_base_url": "http://127.0.0.1:9/v1"})
     assert load_embeddings(local) is not None  # a local endpoint takes any key
+
+
+def test_a_text_asked_for_again_is_not_sent_again() -> None:
+    # a turn asks for its message's vector up to three times (long-term recall, the
+    # archive's recall, the archived line's): the endpoint is asked once
+    concepts = ConceptEmbeddings()
+    recent = RecentEmbeddings(concepts, size=2)
+    assert recent.embed_documents([SAVING]) == [recent.embed_query(SAVING)]
+    assert concepts.documents == [[SAVING]] and concepts.queries == []
+    recent.embed_documents([SOUP, SAVING])  # a batch (lines an upkeep left) is sent as it is
+    assert concepts.documents[-1] == [SOUP, SAVING]
+    concepts.fail = True  # a failed request is not kept: the next one asks again
+    with pytest.raises(ConnectionError):
+        recent.embed_query(QUESTION)
+    concepts.fail = False
+    recent.embed_query(QUESTION)
+    recent.embed_query(HATCHBACK)  # two texts kept at most: the oldest goes
+    concepts.documents.clear()
+    recent.embed_query(SAVING)
+    assert concepts.documents == [[SAVING]]
