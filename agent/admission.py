@@ -3,6 +3,7 @@ run thread is checkpointed, and the checks that admit a resume or a recovery."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -14,6 +15,7 @@ from agent.errors import NOTHING_TO_RECOVER, WAITING_FOR_REVIEW, InvalidRequest
 from graphs.request import WORKFLOW_ROUTES, TurnRequest
 from graphs.state import Context
 from memory.conversations import ConversationMemory
+from memory.errors import LockTimeout
 from memory.ids import turn_lock_key
 
 
@@ -27,6 +29,12 @@ class Turn:
     """None for a resume or a recovery: the run continues where it stopped."""
     config: RunnableConfig
     context: Context
+
+    @property
+    def input(self) -> dict[str, str]:
+        """The graph input of a new turn (its request travels validated in `context`)."""
+        assert self.request is not None
+        return {"message": self.request.text}
 
 
 Durability = Literal["exit", "sync"]
@@ -42,7 +50,7 @@ before the next starts: a run stopped by a crash resumes where it stopped
 def durability(turn: Turn) -> Durability:
     """How often the turn's run thread is checkpointed: after every step for a workflow
     (a resume or a recovery continues one), once at the end for chat and tool turns."""
-    if turn.request is None or turn.request["route"] in WORKFLOW_ROUTES:
+    if turn.request is None or turn.request.route in WORKFLOW_ROUTES:
         return WORKFLOW_DURABILITY
     return CHAT_DURABILITY
 
@@ -86,3 +94,30 @@ def busy_lock(
     a second turn is refused (`ConversationBusy`), and a run holding it is not stopped."""
     key = turn_lock_key(memory.memory_thread(session_id, conversation_id))
     return memory.threads.locks.hold(key, timeout=0)
+
+
+def unfinished_runs(
+    graph: Any, memory: ConversationMemory, session_id: str, conversation_ids: Sequence[str]
+) -> set[str]:
+    """The conversations whose last run stopped before its end, read in two queries: a
+    workflow's status reads `interrupted` (a task list) or `running` (a delivery) until
+    it finishes; of those, the ones not waiting for a review (or whose review was
+    answered before a crash) and not running right now."""
+    threads = {memory.run_thread(session_id, cid): cid for cid in conversation_ids}
+    store = memory.threads
+    statuses = store.run_channel_values(list(threads), "status")
+    open_runs = [t for t, status in statuses.items() if status in ("interrupted", "running")]
+    routes = store.run_channel_values(open_runs, "route") if open_runs else {}
+    stopped: set[str] = set()
+    for thread_id in open_runs:
+        if routes.get(thread_id) not in WORKFLOW_ROUTES:
+            continue
+        cid = threads[thread_id]
+        try:
+            with busy_lock(memory, session_id, cid):  # held while a run goes on
+                state = graph.get_state({"configurable": {"thread_id": thread_id}})
+        except LockTimeout:
+            continue
+        if is_unfinished(state, answered=review_answered(store.checkpointer, state)):
+            stopped.add(cid)
+    return stopped

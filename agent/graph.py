@@ -1,16 +1,48 @@
-"""The compiled agent graph served by `langgraph dev` and LangGraph Server (`langgraph.json`).
+"""The graphs served by `langgraph dev` and LangGraph Server (`langgraph.json`): `graph`,
+the agent, and `memory`, the read-only view of what it keeps (`graphs.memory_view`).
 
-Importing this module reads the settings and builds nothing else: models and the
-memory stores are created on the first run. The server supplies the checkpointer for
-run threads; chat memory and the users' long-term memory live in `AGENT_DATABASE_URL`,
-shared with the HTTP app, `ChatAgent` and the CLI.
+Both are async graph factories: importing this module builds nothing, and the first
+run (or the first look from Studio) opens the stores and builds the models, once, in a
+worker thread (opening a database blocks); every later call returns the same graphs.
+The server supplies the checkpointer for run threads; chat memory and the users'
+long-term memory live in `AGENT_DATABASE_URL`, shared with the HTTP app, `ChatAgent`
+and the CLI.
 """
 
-from agent.runtime import build_graph, open_long_term, open_memory
-from agent.settings import Settings
-from graphs.resources import Lazy
+from __future__ import annotations
 
-settings = Settings.from_env()
-memory = Lazy(lambda: open_memory(settings))
-long_term = Lazy(lambda: open_long_term(settings, memory.get()))
-graph = build_graph(settings, memory=memory, long_term=long_term).compile(name="agent")
+import asyncio
+import functools
+import threading
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from agent.runtime import assemble
+from agent.settings import Settings
+from graphs.memory_view import build_memory_view_graph
+
+Compiled = CompiledStateGraph[Any, Any, Any, Any]
+_building = threading.Lock()
+
+
+@functools.cache
+def _assembled() -> tuple[Compiled, Compiled]:
+    parts = assemble(Settings.from_env())
+    view = build_memory_view_graph(memory=parts.memory, long_term=parts.long_term)
+    return parts.graph.compile(name="agent"), view.compile(name="memory")
+
+
+def _built() -> tuple[Compiled, Compiled]:
+    with _building:  # two first runs at once open the stores once
+        return _assembled()
+
+
+async def graph() -> Compiled:
+    """The agent graph, assembled from the environment's settings on first use."""
+    return (await asyncio.to_thread(_built))[0]
+
+
+async def memory() -> Compiled:
+    """The memory view graph, over the same stores as `graph`."""
+    return (await asyncio.to_thread(_built))[1]

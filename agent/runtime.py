@@ -1,13 +1,15 @@
-"""The application's one wiring point: settings and explicit collaborators → the agent graph.
+"""The application's one wiring point: settings and explicit collaborators → an agent's
+stores and graphs (`assemble`).
 
-`ChatAgent` and the module-level graph of `langgraph dev` (`agent/graph.py`) both
-build their graph here, and open their memory here; only where the graph is compiled
-differs (the server supplies its own checkpointer for run threads).
+`ChatAgent` and the graph of `langgraph dev` (`agent/graph.py`) both assemble here;
+only where the graph is compiled differs (the server supplies its own checkpointer for
+run threads).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -25,10 +27,9 @@ from agent.offline import OfflineChatModel
 from agent.search_tool import search_conversations_tool
 from agent.settings import LongTermMode, Settings
 from agent.tools import BUILTIN_TOOLS
-from graphs.agent import AgentGraph, Extraction, Workflow, build_agent_graph
+from graphs.agent import AgentGraph, Compiled, Extraction, build_agent_graph, build_upkeep
 from graphs.decisions import Validator
 from graphs.delivery import build_delivery_graph
-from graphs.resources import Lazy
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
 from memory import ThreadIds, resolve_secret
@@ -135,10 +136,10 @@ def context_budget(settings: Settings, model: BaseChatModel | None = None) -> Co
 
 
 def workflow_graphs(
-    model: Lazy[BaseChatModel],
+    model: BaseChatModel,
     tools: Sequence[BaseTool],
     structured_output_method: str | None = None,
-) -> dict[str, Workflow]:
+) -> dict[str, Compiled]:
     """The workflow subgraphs offered beside chat and tool, by route name."""
     method = structured_output_method
     return {
@@ -151,58 +152,92 @@ def workflow_graphs(
     }
 
 
-def build_graph(
+@dataclass(frozen=True)
+class Assembly:
+    """An agent's parts, open and wired: its stores and its graphs.
+
+    Attributes:
+        memory: the chat memory (registry, archive, the run threads' store).
+        long_term: the users' long-term memory.
+        budget: the context budget a turn's message is checked against.
+        graph: the agent graph, uncompiled (each caller compiles it with its saver).
+        upkeep: the compiled upkeep graph, the agent graph's `upkeep` node, which a
+            caller also runs on its own after a turn.
+    """
+
+    memory: ConversationMemory
+    long_term: LongTermMemory
+    budget: ContextBudget
+    graph: AgentGraph
+    upkeep: Compiled
+
+
+def assemble(
     settings: Settings,
     *,
-    memory: Lazy[ConversationMemory],
+    database_url: str | None = None,
+    secret: str | None = None,
     model: BaseChatModel | None = None,
     compaction_model: BaseChatModel | None = None,
     tools: Sequence[BaseTool] | None = None,
-    long_term: Lazy[LongTermMemory] | None = None,
     long_term_memory: LongTermMode | None = None,
-    budget: ContextBudget | None = None,
-) -> AgentGraph:
-    """The agent graph with every route this application offers. Collaborators are
-    `Lazy`: importing the module-level graph of `langgraph dev` opens nothing.
+) -> Assembly:
+    """Open the stores and build the graphs of an agent. Explicit arguments win over the
+    settings.
 
     Args:
-        settings: where the models not given come from (built on first use).
-        memory: the chat memory (`Lazy.of` one already open).
+        settings: where what is not given comes from.
+        database_url: `AGENT_DATABASE_URL` otherwise.
+        secret: `AGENT_SESSION_SECRET` otherwise.
         model: the chat model (default: `ChatOpenAI` from the settings, or the offline
             model without a key).
         compaction_model: the compaction model (default: `model` at temperature 0, else
             the settings' compaction model).
         tools: the tool route's tools (default: the built-in tools and
             `search_conversations`).
-        long_term: the users' long-term memory (None: the graph has none).
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
-        budget: the context budget (default: `context_budget(settings, model)`).
     """
-    chat_model = Lazy.of(model) if model is not None else Lazy(lambda: load_chat_model(settings))
-    compactor = (
-        Lazy.of(compaction_model)
-        if compaction_model is not None
-        else Lazy.of(at_temperature_zero(model))
-        if model is not None
-        else Lazy(lambda: load_compaction_model(settings))
-    )
-    # a structured-output method names an OpenAI-compatible endpoint's dialect: it
-    # applies to models built from the settings, not to models passed in
-    method = settings.structured_output_method if model is None and not settings.offline else None
-    # the default tools add the search of the user's earlier conversations; a workflow
-    # runs without it (its steps work on the request, not on the user's history)
-    tool_list = BUILTIN_TOOLS if tools is None else list(tools)
-    chat_tools = [*tool_list, search_conversations_tool(memory)] if tools is None else tool_list
-    return build_agent_graph(
-        model=chat_model,
-        compaction_model=compactor,
-        memory=memory,
-        tools=chat_tools,
-        structured_output_method=method,
-        workflows=workflow_graphs(chat_model, tool_list, method),
-        long_term=long_term,
-        extraction=extraction_for(
+    memory = open_memory(settings, database_url=database_url, secret=secret)
+    try:
+        long_term = open_long_term(settings, memory)
+        chat_model = model or load_chat_model(settings)
+        compactor = (
+            compaction_model
+            or (at_temperature_zero(model) if model is not None else None)
+            or load_compaction_model(settings)
+        )
+        # a structured-output method names an OpenAI-compatible endpoint's dialect: it
+        # applies to models built from the settings, not to models passed in
+        method = (
+            settings.structured_output_method if model is None and not settings.offline else None
+        )
+        extraction = extraction_for(
             long_term_memory or settings.long_term_memory, settings, compaction_model or model
-        ),
-        budget=budget or context_budget(settings, model),
-    )
+        )
+        upkeep = build_upkeep(
+            memory=memory,
+            compaction_model=compactor,
+            structured_output_method=method,
+            long_term=long_term,
+            extraction=extraction,
+        )
+        # the default tools add the search of the user's earlier conversations; a workflow
+        # runs without it (its steps work on the request, not on the user's history)
+        tool_list = BUILTIN_TOOLS if tools is None else list(tools)
+        chat_tools = [*tool_list, search_conversations_tool(memory)] if tools is None else tool_list
+        budget = context_budget(settings, model)
+        graph = build_agent_graph(
+            model=chat_model,
+            memory=memory,
+            tools=chat_tools,
+            structured_output_method=method,
+            workflows=workflow_graphs(chat_model, tool_list, method),
+            long_term=long_term,
+            extraction=extraction,
+            budget=budget,
+            upkeep=upkeep,
+        )
+    except BaseException:
+        memory.threads.close()
+        raise
+    return Assembly(memory, long_term, budget, graph, upkeep)

@@ -14,7 +14,6 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import ToolRuntime
 
 from agent.tools import ToolInputError
-from graphs.resources import Lazy
 from memory.archive import ArchivedLine
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_SEARCH_QUERY_CHARS
@@ -45,8 +44,8 @@ def result_lines(lines: list[ArchivedLine]) -> str:
     )
 
 
-def search_conversations_tool(memory: Lazy[ConversationMemory]) -> BaseTool:
-    """The `search_conversations` tool over `memory`'s archive (opened on first use)."""
+def search_conversations_tool(memory: ConversationMemory) -> BaseTool:
+    """The `search_conversations` tool over `memory`'s archive."""
 
     @tool(SEARCH_TOOL_NAME, parse_docstring=True)
     def search_conversations(query: str, runtime: ToolRuntime[Any, Any], limit: int = 5) -> str:
@@ -73,7 +72,7 @@ def search_conversations_tool(memory: Lazy[ConversationMemory]) -> BaseTool:
         session_id = state.get("session_id")
         if not isinstance(session_id, str) or not session_id:
             raise ToolInputError(NO_SESSION)
-        found = memory.get().search(session_id, text, limit)
+        found = memory.search(session_id, text, limit)
         return result_lines(found) if found else NOTHING_FOUND.format(query=quoted(text))
 
     search_conversations.handle_tool_error = True

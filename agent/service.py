@@ -1,45 +1,48 @@
 """`ChatAgent`: conversations, sessions and turns over the agent graph.
 
-One set of rules for Python, HTTP and the CLI: a conversation is validated against
-its session before anything runs, is captured when the turn starts, and runs one
-turn at a time; memory is written to the conversation in which the turn started.
+One set of rules for Python, HTTP and the CLI: a request is validated once, here; a
+conversation is validated against its session when the turn reads its memory, is
+captured when the turn starts, and runs one turn at a time; memory is written to the
+conversation in which the turn started. Every turn runs one async path on the agent's
+own loop (`agent.runs`); the sync methods wait for it there.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from agent.admission import Turn, review_answered, unfinished_check
+from agent.admission import Turn, review_answered, unfinished_check, unfinished_runs
 from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from agent.loop import BackgroundLoop
-from agent.runs import TurnRunner, turn_input
-from agent.runtime import REVIEWS, build_graph, context_budget, open_long_term, open_memory
-from agent.session_data import SessionData
+from agent.runs import TurnRunner
+from agent.runtime import REVIEWS, assemble
 from agent.settings import LongTermMode, Settings
 from agent.turn_result import TurnResult
 from agent.upkeep_runner import UpkeepRunner
 from graphs.decisions import validate_decision
 from graphs.prompts import AGENT_SYSTEM_PROMPT
-from graphs.request import (
-    PYTHON,
-    WORKFLOW_ROUTES,
-    Surface,
-    TurnRequest,
-    check_id,
-    parse_request,
-)
-from graphs.resources import Lazy
+from graphs.request import PYTHON, Surface, check_id, parse_request
 from graphs.state import Context, Mode
 from memory import new_conversation_id
+from memory.errors import InvalidInput
+from memory.hydration import assert_client_safe
+from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
+from memory.retention import chatted_sessions, sweep_conversations
+from memory.schema import utcnow
+
+ROUTES = frozenset({"chat", "tool", "tasklist", "delivery"})
+EMPTY_SEARCH = "a search needs at least one word"
+SEARCH_TOO_LONG = "a search is at most {limit} characters (got {length})"
+BAD_SEARCH_LIMIT = "limit must be an integer from 1 to {limit}"
 
 
 class ChatAgent:
@@ -58,9 +61,7 @@ class ChatAgent:
         long_term_memory: how completed turns feed the user's long-term memory: auto |
             rules | model | off (default `AGENT_LONG_TERM_MEMORY`, else auto).
 
-    Explicit arguments always win over the environment. Turns run through the agent's
-    `TurnRunner`; the data methods (conversations, long-term memory, retention, the
-    archive) are its `SessionData`'s.
+    Explicit arguments always win over the environment.
     """
 
     def __init__(
@@ -75,41 +76,27 @@ class ChatAgent:
         long_term_memory: LongTermMode | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
-        self.memory = open_memory(self.settings, database_url=database_url, secret=secret)
-        self._threads = self.memory.threads
-        try:
-            self.long_term = open_long_term(self.settings, self.memory)
-        except BaseException:
-            self._threads.close()
-            raise
-        self.budget = context_budget(self.settings, model)
-        builder = build_graph(
+        parts = assemble(
             self.settings,
-            memory=Lazy.of(self.memory),
+            database_url=database_url,
+            secret=secret,
             model=model,
             compaction_model=compaction_model,
             tools=tools,
-            long_term=Lazy.of(self.long_term),
             long_term_memory=long_term_memory,
-            budget=self.budget,
         )
-        self.graph = builder.compile(checkpointer=self._threads.checkpointer, name="agent")
+        self.memory, self.long_term, self.budget = parts.memory, parts.long_term, parts.budget
+        self.graph = parts.graph.compile(
+            checkpointer=self.memory.threads.checkpointer, name="agent"
+        )
+        self.routes = frozenset(self.graph.nodes) & ROUTES
         self._loop = BackgroundLoop()
-        # the same graph, entered at `upkeep`: its runs keep no run thread (what they owe
-        # is recorded in the conversation's memory), and never hold the conversation
-        self.upkeep = UpkeepRunner(builder.compile(name="agent"), self.memory, self._loop)
+        self.upkeep = UpkeepRunner(parts.upkeep, self.memory, self._loop)
         self._runner = TurnRunner(
             graph=self.graph,
             memory=self.memory,
             upkeep=self.upkeep,
-            loop=self._loop,
             run_history=self.settings.run_history,
-        )
-        self._data = SessionData(
-            memory=self.memory,
-            long_term=self.long_term,
-            graph=self.graph,
-            retention_days=self.settings.retention_days,
         )
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -118,19 +105,11 @@ class ChatAgent:
         """Wait (briefly) for memory upkeep, stop the agent's loop, close its database."""
         self.upkeep.close()
         self._loop.close()
-        self._threads.close()
+        self.memory.threads.close()
 
     def wait_for_upkeep(self, timeout: float | None = None) -> bool:
         """Block until no memory upkeep runs in this agent; False if `timeout` passed."""
         return self.upkeep.wait(timeout)
-
-    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The conversation's hydration DTO (raises `ConversationNotFound`). Upkeep still
-        owed when nothing pays it (its process died) is started here."""
-        dto = self._data.hydrate(session_id=session_id, conversation_id=conversation_id)
-        if dto["upkeep"] == "pending":
-            self.upkeep.request(session_id, conversation_id, merge=False)
-        return dto
 
     def __enter__(self) -> ChatAgent:
         return self
@@ -138,29 +117,25 @@ class ChatAgent:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- turns --------------------------------------------------------------------------
+    # -- turns: validated once, here ------------------------------------------------------
 
-    @property
-    def routes(self) -> frozenset[str]:
-        """The routes this agent offers (chat always; tool with tools; the workflows)."""
-        return frozenset(self.graph.nodes) & {"chat", "tool", "tasklist", "delivery"}
-
-    def parse(
+    def _turn(
         self,
         message: object,
-        *,
-        mode: object = "auto",
-        conversation_id: object = None,
-        create_conversation: object = False,
+        session_id: object,
+        conversation_id: object,
+        create_conversation: object,
+        mode: object,
         surface: Surface = PYTHON,
-    ) -> tuple[str | None, TurnRequest]:
-        """Validate a turn request once (the HTTP app passes its own field names).
+    ) -> Turn:
+        """A new turn, its request validated (a draft's first message gets a new id).
 
         Raises:
             InvalidRequest: bad message, mode or ids, or both/neither conversation options.
             MessageTooLong: the message alone does not fit the model's context budget.
         """
-        return parse_request(
+        session = check_id(session_id, "session id")
+        conversation, request = parse_request(
             message,
             mode=mode,
             conversation_id=conversation_id,
@@ -170,65 +145,40 @@ class ChatAgent:
             budget=self.budget,
             system_prompt=AGENT_SYSTEM_PROMPT,
         )
+        return self._open(session, conversation or new_conversation_id(), request)
 
-    def open_turn(
-        self, session_id: str, conversation_id: str | None, request: TurnRequest | None
-    ) -> Turn:
-        """A turn in a conversation (a new one for a draft's first message). Whether the
-        session owns the conversation is checked when the turn reads its memory, in the
-        same read (`ConversationNotFound` then, before any event is streamed).
-
-        Raises:
-            InvalidRequest: a bad session id.
-        """
-        session_id = check_id(session_id, "session id")
-        if conversation_id is None:
-            conversation_id = new_conversation_id()
+    def _open(self, session_id: str, conversation_id: str, request: Any = None) -> Turn:
         run_thread = self.memory.run_thread(session_id, conversation_id)
-        return Turn(
-            session_id,
-            conversation_id,
-            request,
-            {"configurable": {"thread_id": run_thread}},
-            Context(session_id=session_id, conversation_id=conversation_id, upkeep="deferred"),
-        )
-
-    def _prepare(
-        self,
-        message: object,
-        session_id: str,
-        conversation_id: str | None,
-        create_conversation: bool,
-        mode: object,
-    ) -> Turn:
-        conversation, request = self.parse(
-            message,
-            mode=mode,
+        context = Context(
+            session_id=session_id,
             conversation_id=conversation_id,
-            create_conversation=create_conversation,
+            upkeep="deferred",
+            request=request,
         )
-        return self.open_turn(session_id, conversation, request)
+        config: RunnableConfig = {"configurable": {"thread_id": run_thread}}
+        return Turn(session_id, conversation_id, request, config, context)
 
-    async def asend(
-        self,
-        message: str,
-        *,
-        session_id: str,
-        conversation_id: str | None = None,
-        create_conversation: bool = False,
-        mode: Mode = "auto",
-    ) -> TurnResult:
-        """Run one turn and return its result.
+    def _paused_turn(self, session_id: object, conversation_id: object) -> Turn:
+        """A turn continuing the conversation's run (a resume or a recovery)."""
+        session = check_id(session_id, "session id")
+        turn = self._open(session, check_id(conversation_id, "conversation id"))
+        self.memory.require_conversation(turn.session_id, turn.conversation_id)
+        return turn
 
-        Raises:
-            InvalidRequest: bad message, mode or ids, or both/neither conversation options.
-            ConversationNotFound: unknown conversation, or another session's.
-            ConversationBusy: a turn is already running in the conversation.
-        """
-        turn = await asyncio.to_thread(
-            self._prepare, message, session_id, conversation_id, create_conversation, mode
-        )
-        return await self._loop.arun(self._runner.run(turn, turn_input(turn)))
+    def _resume(self, decision: object, session_id: object, conversation_id: object) -> Any:
+        turn = self._paused_turn(session_id, conversation_id)
+        state = self.graph.get_state(turn.config)
+        if not state.interrupts:
+            raise InvalidRequest(NOTHING_TO_RESUME)
+        checked = validate_decision(state.interrupts[0].value, decision, REVIEWS)
+        return turn, Command(resume=checked)
+
+    def _recover(self, session_id: object, conversation_id: object) -> Turn:
+        turn = self._paused_turn(session_id, conversation_id)
+        state = self.graph.get_state(turn.config)
+        saver = self.memory.threads.checkpointer
+        unfinished_check(state, answered=review_answered(saver, state))
+        return turn
 
     def send(
         self,
@@ -239,75 +189,28 @@ class ChatAgent:
         create_conversation: bool = False,
         mode: Mode = "auto",
     ) -> TurnResult:
-        """Synchronous `asend` (works in notebooks, whose own loop is busy). A chat or tool
-        turn runs here (`graph.stream`, no event loop); a workflow's on the agent's loop."""
-        turn = self._prepare(message, session_id, conversation_id, create_conversation, mode)
-        if turn.request is not None and turn.request["route"] not in WORKFLOW_ROUTES:
-            return self._runner.run_here(turn)
-        return self._loop.run(self._runner.run(turn, turn_input(turn)))
-
-    def _paused_turn(self, session_id: str, conversation_id: str) -> Turn:
-        """A turn continuing the conversation's run (a resume or a recovery)."""
-        turn = self.open_turn(session_id, check_id(conversation_id, "conversation id"), None)
-        self.memory.require_conversation(turn.session_id, turn.conversation_id)
-        return turn
-
-    def _resume_turn(
-        self, decision: object, session_id: str, conversation_id: str
-    ) -> tuple[Turn, dict[str, Any]]:
-        turn = self._paused_turn(session_id, conversation_id)
-        state = self.graph.get_state(turn.config)
-        if not state.interrupts:
-            raise InvalidRequest(NOTHING_TO_RESUME)
-        return turn, validate_decision(state.interrupts[0].value, decision, REVIEWS)
-
-    async def aresume(
-        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
-    ) -> TurnResult:
-        """Resume a turn waiting for a review with `decision` (e.g. `{"action": "approve"}`)."""
-        turn, checked = await asyncio.to_thread(
-            self._resume_turn, decision, session_id, conversation_id
-        )
-        return await self._loop.arun(self._runner.run(turn, Command(resume=checked)))
-
-    def resume(
-        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
-    ) -> TurnResult:
-        """Synchronous `aresume`."""
-        turn, checked = self._resume_turn(decision, session_id, conversation_id)
-        return self._loop.run(self._runner.run(turn, Command(resume=checked)))
-
-    def _recover_turn(self, session_id: str, conversation_id: str) -> Turn:
-        turn = self._paused_turn(session_id, conversation_id)
-        state = self.graph.get_state(turn.config)
-        unfinished_check(state, answered=review_answered(self._threads.checkpointer, state))
-        return turn
-
-    async def arecover(self, *, session_id: str, conversation_id: str) -> TurnResult:
-        """Continue a task list or delivery that a crash stopped, from its last finished
-        step: finished tasks and reviewers are not run again.
+        """Run one turn and return its result (works in notebooks, whose own loop is busy).
 
         Raises:
-            InvalidRequest: the conversation has no unfinished run (or it waits for a
-                review: `resume` it).
-            ConversationNotFound, ConversationBusy: as for `send`.
+            InvalidRequest: bad message, mode or ids, or both/neither conversation options.
+            ConversationNotFound: unknown conversation, or another session's.
+            ConversationBusy: a turn is already running in the conversation.
         """
-        turn = await asyncio.to_thread(self._recover_turn, session_id, conversation_id)
-        return await self._loop.arun(self._runner.run(turn, None))
+        turn = self._turn(message, session_id, conversation_id, create_conversation, mode)
+        return self._loop.run(self._runner.run(turn, turn.input))
 
-    def recover(self, *, session_id: str, conversation_id: str) -> TurnResult:
-        """Synchronous `arecover`."""
-        turn = self._recover_turn(session_id, conversation_id)
-        return self._loop.run(self._runner.run(turn, None))
-
-    async def astream_recover(
-        self, *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[ClientEvent, None]:
-        """`arecover` as a stream of events, like `astream`."""
-        turn = await asyncio.to_thread(self._recover_turn, session_id, conversation_id)
-        async with aclosing(self._runner.relay(turn, None)) as events:
-            async for event in events:
-                yield event
+    async def asend(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        conversation_id: str | None = None,
+        create_conversation: bool = False,
+        mode: Mode = "auto",
+    ) -> TurnResult:
+        """`send` from async code."""
+        turn = self._turn(message, session_id, conversation_id, create_conversation, mode)
+        return await self._loop.arun(self._runner.run(turn, turn.input))
 
     async def astream(
         self,
@@ -317,82 +220,243 @@ class ChatAgent:
         conversation_id: str | None = None,
         create_conversation: bool = False,
         mode: Mode = "auto",
+        surface: Surface = PYTHON,
     ) -> AsyncGenerator[ClientEvent, None]:
         """Run one turn, yielding events: `conversation` first, then `token`, `status`,
-        `memory`, `interrupt`, and `done` with the `TurnResult` (or `error`).
+        `memory`, `interrupt`, and `done` with the `TurnResult` (or `error`); the `memory`
+        events of the upkeep it left owed follow `done`.
 
         Closing the iterator early cancels the turn; a cancelled turn writes nothing.
+        `surface` names the fields in error messages as the caller spells them (the
+        HTTP app: `conversationId`).
         """
-        turn = await asyncio.to_thread(
-            self._prepare, message, session_id, conversation_id, create_conversation, mode
-        )
-        # each nested stream is closed explicitly: closing this one alone would leave the
-        # run holding its conversation until the garbage collector finalises them
-        async with aclosing(self.astream_turn(turn)) as events:
-            async for event in events:
-                yield event
+        turn = self._turn(message, session_id, conversation_id, create_conversation, mode, surface)
+        async for event in self._relay(turn, turn.input):
+            yield event
 
-    def astream_turn(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
-        """`astream` for a turn opened with `parse` and `open_turn` (the HTTP app's path)."""
-        return self._runner.relay(turn, turn_input(turn))
+    def resume(
+        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
+    ) -> TurnResult:
+        """Resume a turn waiting for a review with `decision` (e.g. `{"action": "approve"}`)."""
+        turn, command = self._resume(decision, session_id, conversation_id)
+        return self._loop.run(self._runner.run(turn, command))
+
+    async def aresume(
+        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
+    ) -> TurnResult:
+        """`resume` from async code."""
+        turn, command = await asyncio.to_thread(self._resume, decision, session_id, conversation_id)
+        return await self._loop.arun(self._runner.run(turn, command))
 
     async def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> AsyncGenerator[ClientEvent, None]:
         """`aresume` as a stream of events, like `astream`."""
-        turn, checked = await asyncio.to_thread(
-            self._resume_turn, decision, session_id, conversation_id
-        )
-        async with aclosing(self._runner.relay(turn, Command(resume=checked))) as events:
+        turn, command = await asyncio.to_thread(self._resume, decision, session_id, conversation_id)
+        async for event in self._relay(turn, command):
+            yield event
+
+    def recover(self, *, session_id: str, conversation_id: str) -> TurnResult:
+        """Continue a task list or delivery that a crash stopped, from its last finished
+        step: finished tasks and reviewers are not run again.
+
+        Raises:
+            InvalidRequest: the conversation has no unfinished run (or it waits for a
+                review: `resume` it).
+            ConversationNotFound, ConversationBusy: as for `send`.
+        """
+        turn = self._recover(session_id, conversation_id)
+        return self._loop.run(self._runner.run(turn, None))
+
+    async def arecover(self, *, session_id: str, conversation_id: str) -> TurnResult:
+        """`recover` from async code."""
+        turn = await asyncio.to_thread(self._recover, session_id, conversation_id)
+        return await self._loop.arun(self._runner.run(turn, None))
+
+    async def astream_recover(
+        self, *, session_id: str, conversation_id: str
+    ) -> AsyncGenerator[ClientEvent, None]:
+        """`arecover` as a stream of events, like `astream`."""
+        turn = await asyncio.to_thread(self._recover, session_id, conversation_id)
+        async for event in self._relay(turn, None):
+            yield event
+
+    async def _relay(self, turn: Turn, graph_input: Any) -> AsyncGenerator[ClientEvent, None]:
+        """The turn's events, run on the agent's loop and relayed to the caller's; closing
+        this iterator stops the turn (the nested streams are closed explicitly, so the
+        conversation is free at once, not when the garbage collector finalises them)."""
+        events = self._loop.astream(self._runner.stream(turn, graph_input))
+        try:
             async for event in events:
                 yield event
+        finally:
+            await events.aclose()
 
-    # -- the session's data (`SessionData`) ------------------------------------------------
+    # -- conversations ------------------------------------------------------------------
+
+    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
+        """The conversation's hydration DTO (raises `ConversationNotFound`), with `review`:
+        the review a task list in it waits for (its goal, plan and the answers it takes,
+        as the `interrupt` event carried it), or None. Upkeep still owed when nothing
+        pays it (its process died) is started here."""
+        session = check_id(session_id, "session id")
+        conversation = check_id(conversation_id, "conversation id")
+        dto = self.memory.hydrate(session, conversation)
+        dto["review"] = self._waiting_review(session, conversation)
+        assert_client_safe(dto)
+        if dto["upkeep"] == "pending":
+            self.upkeep.request(session, conversation, merge=False)
+        return dto
 
     def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
-        """The review the conversation waits for (the payload `resume` answers), or None."""
-        return self._data.pending_review(session_id=session_id, conversation_id=conversation_id)
+        """The review the conversation waits for (the payload `resume` answers), or None.
+
+        Raises:
+            ConversationNotFound: unknown, pruned, or another session's conversation.
+        """
+        session = check_id(session_id, "session id")
+        conversation = check_id(conversation_id, "conversation id")
+        self.memory.require_conversation(session, conversation)
+        return self._waiting_review(session, conversation)
+
+    def _waiting_review(self, session_id: str, conversation_id: str) -> dict[str, Any] | None:
+        thread_id = self.memory.run_thread(session_id, conversation_id)
+        interrupts = self.graph.get_state({"configurable": {"thread_id": thread_id}}).interrupts
+        if not interrupts:
+            return None
+        payload = interrupts[0].value
+        return dict(payload) if isinstance(payload, dict) else {"value": payload}
 
     def conversations(self, *, session_id: str) -> dict[str, Any]:
-        """`{selectedConversationId, conversations, limit}`, newest activity first."""
-        return self._data.conversations(session_id=session_id)
+        """`{selectedConversationId, conversations, limit}`, newest activity first; each
+        conversation says whether its last run is `unfinished` (a crash stopped a task
+        list or delivery: `recover` continues it)."""
+        session = check_id(session_id, "session id")
+        return self._with_unfinished(session, self.memory.conversations(session))
+
+    def _with_unfinished(self, session_id: str, listing: dict[str, Any]) -> dict[str, Any]:
+        ids = [entry["id"] for entry in listing["conversations"]]
+        stopped = unfinished_runs(self.graph, self.memory, session_id, ids)
+        for entry in listing["conversations"]:
+            entry["unfinished"] = entry["id"] in stopped
+        return listing
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Select a conversation without reordering the list."""
-        return self._data.select(session_id=session_id, conversation_id=conversation_id)
+        """Select a conversation without reordering the list (the listing as
+        `conversations` returns it)."""
+        session = check_id(session_id, "session id")
+        listing = self.memory.select(session, check_id(conversation_id, "conversation id"))
+        return self._with_unfinished(session, listing)
 
     def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Delete a conversation with its memory and run threads."""
-        return self._data.delete_conversation(
-            session_id=session_id, conversation_id=conversation_id
+        """Delete a conversation with its memory, run threads and archived lines. A turn
+        still running in it writes nothing when it ends (its result says
+        `conversation_deleted`)."""
+        return self.memory.delete_conversation(
+            check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
 
     def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
-        """Apply the retention policy (`AGENT_RETENTION_DAYS`); returns what it removed."""
-        return self._data.sweep(dry_run=dry_run, now=now)
+        """Apply the retention policy (`AGENT_RETENTION_DAYS`): remove conversations idle
+        for longer (registry entry, memory and run threads), the archived lines of
+        conversations idle that long (listed or pruned from the list), the long-term
+        items of sessions that never chatted and added none for as long, and long-term
+        items whose TTL ran out. Returns what was (or, with `dry_run`, would be) removed:
+        `{conversations, sessions, threads, memories, archivedLines, retentionDays,
+        dryRun}` (a dry run does not count archived lines)."""
+        days = self.settings.retention_days
+        swept, lines, unused = None, 0, (0, 0)
+        if days > 0:
+            cutoff = (now or utcnow()) - timedelta(days=days)
+            threads = self.memory.threads
+            swept = sweep_conversations(threads, cutoff, dry_run=dry_run)
+            # the archive outlives the list (a pruned conversation stays recallable)
+            # until its conversation has been idle this long
+            lines = 0 if dry_run else self.memory.archive.sweep(cutoff)
+            unused = self.long_term.sweep_unused_sessions(
+                cutoff, chatted=chatted_sessions(threads), dry_run=dry_run
+            )
+        expired = 0 if dry_run else self.long_term.sweep_expired()
+        return {
+            "conversations": swept.conversations if swept else 0,
+            "sessions": (swept.sessions if swept else 0) + unused[0],
+            "threads": swept.threads if swept else 0,
+            "memories": expired + unused[1],
+            "archivedLines": lines,
+            "retentionDays": days,
+            "dryRun": dry_run,
+        }
+
+    # -- long-term memory ---------------------------------------------------------------
 
     def memories(self, *, session_id: str) -> dict[str, Any]:
-        """`{"memories": [item…], "limit": 100}`: the session's long-term items."""
-        return self._data.memories(session_id=session_id)
+        """`{"memories": [item…], "limit": 100}`: the session's long-term items, newest
+        first, each `{id, kind, text, importance, createdAt, updatedAt, conversationId}`."""
+        items = self.long_term.items(check_id(session_id, "session id"))
+        return {"memories": [item.to_dto() for item in items], "limit": MAX_MEMORY_ITEMS}
 
     def remember(self, text: str, *, session_id: str, kind: str | None = None) -> dict[str, Any]:
-        """Add a long-term item directly, through the same gate as a turn's; returns it."""
-        return self._data.remember(text, session_id=session_id, kind=kind)
+        """Add a long-term item directly, through the same gate as a turn's; returns it
+        (an item it repeats comes back with `updatedAt` refreshed).
+
+        Raises:
+            InvalidRequest: the text was refused (a secret, a one-off request, too long…;
+                the message says why) or `kind` is unknown. Nothing was written.
+        """
+        session = check_id(session_id, "session id")
+        try:
+            item = self.long_term.remember(session, text, kind=kind)
+        except InvalidInput as exc:  # refused by the gate, or not a text, or a bad kind
+            raise InvalidRequest(str(exc)) from None
+        return item.to_dto()
 
     def forget(self, memory_id: str, *, session_id: str) -> None:
-        """Delete one long-term item, and redact what the session's memory kept of it."""
-        self._data.forget(memory_id, session_id=session_id)
+        """Delete one long-term item: the very next turn no longer recalls it, nor the
+        archived lines it was learnt from (they read `[forgotten]`), and its text reads
+        `[forgotten]` wherever the session's memory kept it (messages, summaries, pins,
+        titles, run checkpoints), so no later context carries it. The archive's rewrite,
+        the memory's redaction and the item's deletion commit in one transaction.
+
+        Raises:
+            MemoryNotFound: no such item in this session (another session's included).
+        """
+        session = check_id(session_id, "session id")
+        self.long_term.forget(session, memory_id, forget=self.memory.forgetter(session))
 
     def forget_all(self, *, session_id: str) -> int:
-        """Delete every long-term item of the session; returns how many were deleted."""
-        return self._data.forget_all(session_id=session_id)
+        """Delete every long-term item of the session, and redact what it was learnt from
+        as `forget` does, all in one transaction; returns how many items were deleted."""
+        session = check_id(session_id, "session id")
+        return self.long_term.forget_all(session, forget=self.memory.forgetter(session))
+
+    # -- the archive of earlier conversations -------------------------------------------
 
     def search_conversations(
         self, query: str, *, session_id: str, limit: int = 10
     ) -> list[dict[str, Any]]:
-        """The session's archived lines sharing words with `query`, most relevant first."""
-        return self._data.search_conversations(query, session_id=session_id, limit=limit)
+        """The session's archived lines (every conversation, also those pruned from the
+        list, until retention removes them) sharing words with `query`, most relevant
+        first: `[{id, conversationId, title, messageId, role, createdAt, text}]`.
+
+        Raises:
+            InvalidRequest: an empty or over-long query, or a limit out of 1-50.
+        """
+        session = check_id(session_id, "session id")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidRequest(EMPTY_SEARCH)
+        text = query.strip()
+        if len(text) > MAX_SEARCH_QUERY_CHARS:
+            too_long = SEARCH_TOO_LONG.format(limit=MAX_SEARCH_QUERY_CHARS, length=len(text))
+            raise InvalidRequest(too_long)
+        if (
+            not isinstance(limit, int)
+            or isinstance(limit, bool)
+            or not 0 < limit <= MAX_SEARCH_RESULTS
+        ):
+            raise InvalidRequest(BAD_SEARCH_LIMIT.format(limit=MAX_SEARCH_RESULTS))
+        return [line.to_dto() for line in self.memory.search(session, text, limit)]
 
     def forget_history(self, *, session_id: str) -> int:
-        """Delete every archived line of the session; returns how many were deleted."""
-        return self._data.forget_history(session_id=session_id)
+        """Delete every archived line of the session (its conversations, their memory and
+        its long-term items stay); returns how many lines were deleted."""
+        return self.memory.archive.forget_session(check_id(session_id, "session id"))

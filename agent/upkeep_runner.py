@@ -1,6 +1,6 @@
-"""Memory upkeep after a turn is done: `UpkeepRunner` runs the graph's upkeep entry
-(`{"catch_up": true}`: `upkeep → remember → compact → settle`) in a run of its own,
-off the reply path.
+"""Memory upkeep after a turn is done: `UpkeepRunner` runs the upkeep graph
+(`graphs.upkeep`: `read_owed → embed → remember → compact → settle`) on its own, off
+the reply path.
 
 The turn's run ends at `finalize`, whose transaction records what upkeep it leaves
 owed; the conversation is free for its next turn as soon as that commits. The runner
@@ -30,7 +30,6 @@ from langgraph.graph.state import CompiledStateGraph
 from agent.client_events import MemoryEvent, StatusEvent
 from agent.loop import BackgroundLoop
 from agent.streaming import custom_event
-from graphs.state import Context
 from memory import LockTimeout
 from memory.conversations import ConversationMemory
 
@@ -64,8 +63,8 @@ class UpkeepRunner:
     conversation.
 
     Args:
-        graph: the agent graph, compiled without a checkpointer (an upkeep's own run
-            keeps no run thread: its record is in the conversation's memory).
+        graph: the compiled upkeep graph (without a checkpointer: its record is in the
+            conversation's memory).
         memory: the chat memory (its locks order upkeep across processes).
         loop: the agent's event loop, where the upkeep is scheduled and followed.
     """
@@ -148,15 +147,13 @@ class UpkeepRunner:
     # -- in an upkeep worker thread ------------------------------------------------------
 
     def _pay(self, upkeep: Upkeep, loop: asyncio.AbstractEventLoop) -> None:
-        """Run the graph's upkeep entry for the conversation, under its upkeep lock."""
+        """Run the upkeep graph for the conversation, under its upkeep lock."""
         session_id, conversation_id = upkeep.session_id, upkeep.conversation_id
         key = "upkeep:" + self._memory.memory_thread(session_id, conversation_id)
-        context = Context(session_id=session_id, conversation_id=conversation_id)
+        ids = {"session_id": session_id, "conversation_id": conversation_id}
         try:
             with self._memory.threads.locks.hold(key, UPKEEP_LOCK_TIMEOUT):
-                for chunk in self._graph.stream(
-                    {"catch_up": True}, context=context, stream_mode="custom"
-                ):
+                for chunk in self._graph.stream(ids, stream_mode="custom"):
                     event = custom_event(chunk)
                     if event is not None:
                         loop.call_soon_threadsafe(self._publish, upkeep, event)

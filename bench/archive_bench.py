@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import memory.archive.archive as archive_module
+import memory.analysis as analysis_module
 from memory import ThreadIds, ThreadState
 from memory.archive import ArchiveRow, ArchiveWrite
 from memory.archive.archive import Archive, open_archive
@@ -69,11 +69,11 @@ def measure_write(turns: int, directory: Path, *, scan: bool = True) -> dict[str
     """`scan=False`: the secret detector answers "none" at once (the archive's storage
     cost alone; the detector is the long-term gate's, measured apart)."""
     if not scan:
-        archive_module.find_secret = lambda text: None  # type: ignore[assignment]
+        analysis_module.find_secret = lambda text: None  # type: ignore[assignment]
     try:
         return _measure_write(turns, directory)
     finally:
-        archive_module.find_secret = find_secret
+        analysis_module.find_secret = find_secret
 
 
 def _measure_write(turns: int, directory: Path) -> dict[str, float]:

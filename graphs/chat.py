@@ -20,7 +20,6 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from graphs.events import emit
-from graphs.resources import Lazy
 from graphs.state import MemoryContext
 
 S = TypeVar("S", bound=Mapping[str, Any])
@@ -85,24 +84,23 @@ class ModelNode(Runnable[S, U]):
 
 
 def build_chat_graph(
-    *, model: BaseChatModel | Lazy[BaseChatModel], tools: Sequence[BaseTool] = ()
+    *, model: BaseChatModel, tools: Sequence[BaseTool] = ()
 ) -> StateGraph[ChatState, None, ChatState, ChatOutput]:
     """`START → call_model → END`.
 
     Args:
-        model: the chat model (or a lazy provider of it).
+        model: the chat model.
         tools: offered to the model when `tools_allowed` is set.
     """
-    provider = Lazy.of(model)
-    with_tools = Lazy(lambda: provider.get().bind_tools(list(tools)))  # bound once
+    with_tools = model.bind_tools(list(tools)) if tools else model  # bound once
 
     def call(state: ChatState) -> tuple[Runnable[Any, Any], list[BaseMessage]]:
         """Answer from the memory context, or ask for a tool in auto mode."""
         allowed = bool(tools) and state.get("tools_allowed", False)
-        return (with_tools if allowed else provider).get(), model_input(state)
+        return (with_tools if allowed else model), model_input(state)
 
     def done(state: ChatState, reply: AIMessage) -> ChatOutput:
-        announce_tool_calls(reply)
+        # a tool request is announced where the turn goes on to the tool route
         return {"turn_messages": [*state["turn_messages"], reply]}
 
     builder = StateGraph(ChatState, output_schema=ChatOutput)

@@ -9,10 +9,10 @@ in the run state. Messages name fields the way the caller spells them
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from langchain_core.messages import HumanMessage, convert_to_messages
-from typing_extensions import TypedDict
 
 from memory.budget import ContextBudget
 from memory.errors import InvalidInput
@@ -73,8 +73,11 @@ HTTP: Surface = {
 }
 
 
-class TurnRequest(TypedDict):
-    """A validated turn, as the graph receives it (plain data: it is checkpointed).
+@dataclass(frozen=True)
+class TurnRequest:
+    """A validated turn: built only by `parse_request`, so a run that is handed one (in
+    its `Context`) never validates it again, and a client of the server cannot forge one
+    (its JSON arrives as a dict, not as this type).
 
     Attributes:
         text: the user's text, stripped, a workflow prefix removed.
@@ -222,6 +225,25 @@ def parse_request(
     check_budget(text, budget, system_prompt)
     return conversation, TurnRequest(
         text=text, route=route, tools_allowed=tools_allowed, create=create
+    )
+
+
+def run_ids(
+    given: Mapping[str, Any],
+    session_id: str,
+    conversation_id: str | None,
+    thread_id: str | None,
+) -> tuple[str, str]:
+    """(session id, conversation id) of a run: its input's, else its context's; the
+    conversation defaults to the run's thread (under `langgraph dev` a thread is a
+    conversation).
+
+    Raises:
+        InvalidRequest: an id is malformed.
+    """
+    return (
+        check_id(given.get("session_id") or session_id, "session id"),
+        check_id(given.get("conversation_id") or conversation_id or thread_id, "conversation id"),
     )
 
 

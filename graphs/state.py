@@ -1,28 +1,27 @@
 """State and context schemas of the agent graph, and the per-turn reset.
 
 The run state is turn-scoped: every key is replaced (never appended) from one turn
-to the next, so nothing in it grows with the length of the conversation. The
-conversation itself lives in its chat-memory thread (`memory/`). The memory context
-a model reads is carried in an untracked channel: it is never checkpointed, so a
-run thread (and a client reading its state) never holds prompts or memory.
+to the next, so nothing in it grows with the length of the conversation, and it holds
+the turn (its input and outcome), never the conversation's memory: the memory a
+model reads travels in untracked channels, which are never checkpointed, so a run
+thread (and a client reading its state) never holds memory, prompts or an earlier
+turn's words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final, Literal, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
-from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.request import MODES, Mode, RouteName, TurnRequest
-from memory import ThreadState
+from memory.analysis import UserText
 from memory.budget import ContextBudget
 from memory.context_blocks import ContextParts
-from memory.schema import ChatThreadMessage
 
 __all__ = [
     "DEFAULT_SESSION_ID",
@@ -31,11 +30,9 @@ __all__ = [
     "AgentInput",
     "AgentOutput",
     "AgentState",
-    "AgentUpdate",
     "Context",
     "MemoryContext",
     "Mode",
-    "Node",
     "RouteName",
     "WorkflowInput",
     "WorkflowOutput",
@@ -51,17 +48,21 @@ class Context:
     Attributes:
         session_id: whose conversations these are (Studio default: "studio").
         conversation_id: the conversation; defaults to the run's thread id.
-        mode: auto | chat | tool | tasklist | delivery.
+        mode: auto | chat | tool | tasklist | delivery (a raw input's route override).
         upkeep: `inline`: the run goes on from `finalize` to the memory upkeep it
             leaves owed (Studio, the server: the run shows every node); `deferred`:
-            the run ends at `finalize`, and the caller runs the upkeep afterwards as a
-            run of its own (`{"catch_up": true}`), off the reply path.
+            the run ends at `finalize`, and the caller runs the upkeep graph afterwards,
+            off the reply path.
+        request: the turn, validated by the caller (`ChatAgent`), whose conversation it
+            admitted before the run; None for a raw input (Studio, the SDK), which
+            `load_memory` validates.
     """
 
     session_id: str = DEFAULT_SESSION_ID
     conversation_id: str | None = None
     mode: Mode = "auto"
     upkeep: Literal["inline", "deferred"] = "inline"
+    request: TurnRequest | None = None
 
 
 @dataclass(frozen=True)
@@ -104,58 +105,51 @@ class AgentInput(TypedDict, total=False):
     """What a run accepts: `{"message": …}` or Studio chat input `{"messages": […]}`."""
 
     message: str | None
-    """The user's message (replaced each turn; cleared once read)."""
+    """The user's message (replaced each turn)."""
     messages: Annotated[list[AnyMessage], as_messages]
     """Studio chat input: only the last human message is used; client history is ignored.
     On output: this turn's user message and answer (replaced each turn)."""
     mode: str | None
-    """Optional route override for this turn (cleared once read)."""
+    """Optional route override for this turn (replaced each turn)."""
     session_id: str
     """Optional session id (Studio); the context's session id otherwise."""
     conversation_id: str
     """Optional conversation id; the context's, else the run's thread id."""
-    request: TurnRequest | None
-    """A request validated at the boundary (`ChatAgent` passes one): its route is not
-    decided again, and its conversation was admitted before the run (cleared once read)."""
-    catch_up: bool | None
-    """Run the memory upkeep the conversation owes (long-term extraction, compaction)
-    instead of a turn (cleared once read)."""
 
 
 class AgentOutput(TypedDict, total=False):
-    """What a run returns."""
+    """What a run returns: the turn's outcome (every key replaced each turn). The
+    conversation itself is read with `hydrate` / `GET /api/chat/thread`."""
 
     conversation_id: str
-    """The conversation the turn belongs to (replaced)."""
+    """The conversation the turn belongs to."""
     answer: str
-    """The final user-visible text (replaced)."""
+    """The final user-visible text."""
     route: RouteName
-    """The subgraph that answered (replaced)."""
+    """The subgraph that answered."""
     status: str
-    """completed | blocked | cancelled | failed once the turn ends (replaced). Until then
-    a task list reads `interrupted` (it stops for its review before it runs anything:
-    paused, with LangGraph's `__interrupt__`, or stopped by a crash), and any other
-    turn `running` (a delivery, which never pauses, stays `running` if a crash stops it)."""
+    """completed | blocked | cancelled | failed once the turn ends. Until then a task
+    list reads `interrupted` (it stops for its review before it runs anything: paused,
+    with LangGraph's `__interrupt__`, or stopped by a crash), and any other turn
+    `running` (a delivery, which never pauses, stays `running` if a crash stops it)."""
     memory_written: bool
-    """Whether the turn was written to chat memory (replaced)."""
+    """Whether the turn was written to chat memory."""
     conversation_deleted: bool
     """The conversation was deleted or pruned while the turn ran: it stays deleted, and
-    the turn wrote nothing (replaced)."""
+    the turn wrote nothing."""
     compaction: str
     """skipped | pending (left to the upkeep after the turn) | succeeded | failed |
-    fallback (replaced)."""
+    fallback."""
     remembered: list[str]
-    """Texts of the long-term items this turn added or said again (replaced; empty
-    while its upkeep is pending)."""
+    """Texts of the long-term items this turn added or said again (empty while its
+    upkeep is pending)."""
     upkeep: str
     """pending (owed, runs after the turn) | done | failed: the memory upkeep after
-    the turn (replaced)."""
+    the turn."""
     degraded: bool
-    """True when memory storage failed; the answer is still delivered (replaced)."""
-    hydration: dict[str, Any] | None
-    """The conversation's hydration DTO after the turn (replaced)."""
+    """True when memory storage failed; the answer is still delivered."""
     messages: Annotated[list[AnyMessage], as_messages]
-    """This turn's user message and answer, for Studio's chat view (replaced)."""
+    """This turn's user message and answer, for Studio's chat view."""
 
 
 class WorkflowInput(TypedDict, total=False):
@@ -181,47 +175,29 @@ class WorkflowOutput(TypedDict, total=False):
 class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     """The run state: input, output and the turn's working data, all replaced per turn."""
 
-    session_id: str
     turn_id: str
     """Random id of this turn; the stable ids of its memory messages derive from it."""
     user_text: str
-    """The validated user text (a workflow prefix stripped) (replaced)."""
+    """The validated user text (a workflow prefix stripped)."""
     tools_allowed: bool
-    """Whether the chat model may ask for tools (auto mode) (replaced)."""
+    """Whether the chat model may ask for tools (auto mode)."""
     turn_messages: list[AnyMessage]
-    """This turn's own messages: the user's, tool calls and results, the answer
-    (replaced; the subgraphs append to their copy)."""
+    """This turn's own messages: the user's, tool calls and results, the answer (the
+    subgraphs append to their copy)."""
+    said: Annotated[UserText, UntrackedValue(UserText)]
+    """The one reading of the user's text this turn makes (secrets, the user's own
+    words), handed to `finalize` (never checkpointed)."""
     context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
     """The memory context of this turn's model calls (never checkpointed)."""
     memory_summary: Annotated[str, UntrackedValue(str)]
     """The conversation's summary, a workflow's background (never checkpointed)."""
     memory_pins: Annotated[list[str], UntrackedValue(list)]
     """The conversation's pinned decisions, a workflow's background (never checkpointed)."""
-    memory_state: Annotated[ThreadState, UntrackedValue(ThreadState)]
-    """The memory as finalize stored it, where compaction starts (never checkpointed)."""
-    owed: Annotated[list[ChatThreadMessage], UntrackedValue(list)]
-    """The user messages whose long-term extraction this upkeep pays (never
-    checkpointed)."""
-    upkeep_failed: Annotated[bool, UntrackedValue(bool)]
-    """Whether a step of this upkeep failed (never checkpointed)."""
-    embedded: Annotated[str, UntrackedValue(str)]
-    """The user message through which this upkeep embedded the archived lines ("" when
-    it embedded none) (never checkpointed)."""
 
 
-class AgentUpdate(AgentState, total=False):
-    """What a node of the agent graph returns: any subset of the state's keys."""
-
-
-Node = Callable[..., AgentUpdate | Command[Any]]
-"""A node of the agent graph, as its `make_*` builder returns it."""
-
-
-FRESH_TURN: Final[AgentUpdate] = {
+FRESH_TURN: Final[dict[str, Any]] = {
     "message": None,
     "mode": None,
-    "request": None,
-    "catch_up": None,
     "messages": [],
     "answer": "",
     "status": "running",
@@ -231,7 +207,6 @@ FRESH_TURN: Final[AgentUpdate] = {
     "remembered": [],
     "upkeep": "done",
     "degraded": False,
-    "hydration": None,
     "turn_messages": [],
     "workflow_text": "",
     "workflow_status": "",

@@ -17,7 +17,6 @@ from typing_extensions import TypedDict
 
 from graphs.chat import ModelNode, announce_tool_calls
 from graphs.prompts import FINAL_ANSWER_NUDGE
-from graphs.resources import Lazy
 from graphs.routing import STOP
 from graphs.state import MemoryContext
 
@@ -65,7 +64,7 @@ def route_after_model(state: ToolState) -> Literal["tools", "__end__"]:
 
 def build_tool_graph(
     *,
-    model: BaseChatModel | Lazy[BaseChatModel],
+    model: BaseChatModel,
     tools: Sequence[BaseTool],
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
 ) -> StateGraph[ToolState, None, ToolState, ToolOutput]:
@@ -74,8 +73,7 @@ def build_tool_graph(
     Tool errors come back to the model as error messages (ToolNode's default); past
     `max_rounds` the model is asked, without tools, for its final answer.
     """
-    provider = Lazy.of(model)
-    with_tools = Lazy(lambda: provider.get().bind_tools(list(tools)))  # bound once
+    with_tools = model.bind_tools(list(tools))  # bound once
 
     def call(state: ToolState) -> tuple[Runnable[Any, Any], list[BaseMessage]]:
         """Ask the model, with tools bound, for a tool call or the final answer; past
@@ -83,8 +81,8 @@ def build_tool_graph(
         context = state.get("context") or MemoryContext()
         messages = context.with_turn(state["turn_messages"])
         if tool_rounds(state) >= max_rounds:
-            return provider.get(), [*messages, HumanMessage(content=FINAL_ANSWER_NUDGE)]
-        return with_tools.get(), messages
+            return model, [*messages, HumanMessage(content=FINAL_ANSWER_NUDGE)]
+        return with_tools, messages
 
     def done(state: ToolState, reply: AIMessage) -> ToolOutput:
         if tool_rounds(state) >= max_rounds:

@@ -1,38 +1,34 @@
-"""The nodes that look after memory once a turn is written: `upkeep`, `embed`,
-`remember`, `compact` and `settle`.
+"""The upkeep graph: what looks after a conversation's memory once a turn is written.
 
-`finalize` records in the turn's own transaction what upkeep the turn leaves owed (the
-user's message to extract from, when it has a cue; a compaction past eight messages;
-with embeddings, the vector of the user's archived line). `upkeep` reads that record
-and pays it: `embed` embeds the session's newest archived lines that have none yet,
-`remember` extracts what the user said about themselves and writes it through the
-long-term gate, `compact` folds older turns into the summary and pinned decisions, and
-`settle` takes what was paid off the record.
-The upkeep runs after `finalize` in the same run (`Context.upkeep == "inline"`), or as
-a run of its own that starts at `upkeep` (`{"catch_up": true}`) once the caller's turn
-is done. A failure never fails the turn: the record says `failed`, and what a crash
-left unpaid is still on it for the next upkeep.
+`read_owed → [embed] → [remember] → [compact] → settle`. `finalize` records, in the
+turn's own transaction, what upkeep the turn leaves owed (the user's message to
+extract from; a compaction past eight messages; with embeddings, the vector of the
+user's archived line). `read_owed` reads that record once and goes to what pays it:
+`embed` embeds the session's newest archived lines that have none yet, `remember`
+extracts what the user said about themselves and writes it through the long-term
+gate, `compact` folds older turns into the summary and pinned decisions, and `settle`
+takes what was paid off the record.
+
+The graph is compiled once and runs two ways: as the `upkeep` node of the agent graph
+(inline: Studio and the server show it in the turn's run), or on its own, after the
+caller's turn is done (`agent.upkeep_runner`). A failure never fails the turn: the
+record says `failed`, and what a crash left unpaid is still on it for the next upkeep.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
-from langgraph.constants import TAG_NOSTREAM
-from langgraph.graph import END
-from langgraph.runtime import Runtime
+from langchain_core.runnables import Runnable
+from langgraph.channels import UntrackedValue
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.events import emit_memory
-from graphs.resources import Lazy
-from graphs.run_input import run_ids
-from graphs.state import AgentState, AgentUpdate, Context, Node
-from memory import ThreadState, hydration_dto
-from memory.compaction import CompactionStatus, structured_compactor
+from memory import ThreadState
+from memory.compaction import CompactionStatus
 from memory.conversations import ConversationMemory
 from memory.longterm import Extractor
 from memory.longterm.store import LongTermMemory
@@ -40,134 +36,118 @@ from memory.longterm.store import LongTermMemory
 logger = logging.getLogger(__name__)
 
 
-class Entry(TypedDict, total=False):
-    """What `route_entry` reads of a run's input: one key, not the whole state."""
+class UpkeepInput(TypedDict):
+    """Whose conversation the upkeep looks after."""
 
-    catch_up: bool | None
-
-
-def route_entry(state: Entry) -> Literal["load_memory", "upkeep"]:
-    """A run starts a turn, or (`catch_up`) pays the upkeep its conversation owes."""
-    return "upkeep" if state.get("catch_up") else "load_memory"
+    session_id: str
+    conversation_id: str
 
 
-def after_remember(state: ThreadState) -> str:
-    """`compact` when the memory holds more than eight messages, else `settle`."""
-    return "compact" if state.compaction_owed else "settle"
+class UpkeepOutput(TypedDict, total=False):
+    """What the upkeep tells the turn (and its caller) it did (each replaced)."""
+
+    upkeep: str
+    """done | failed | pending (a turn that landed meanwhile owes more)."""
+    compaction: str
+    """succeeded | failed | fallback, when it compacted."""
+    remembered: list[str]
+    """Texts of the long-term items it added or said again."""
+    degraded: bool
+    """Set when a step failed (the turn stands)."""
 
 
-def after_embed(state: ThreadState, *, remember: bool) -> str:
-    """`remember` when extractions are owed (and the graph has it), else as
-    `after_remember`."""
-    return "remember" if state.upkeep_owed and remember else after_remember(state)
+class UpkeepState(UpkeepInput, UpkeepOutput, total=False):
+    """The upkeep's working state: never checkpointed (memory stays out of run threads)."""
+
+    record: Annotated[ThreadState, UntrackedValue(ThreadState)]
+    """The conversation's memory as `read_owed` found it, where compaction starts."""
+    failed: Annotated[bool, UntrackedValue(bool)]
+    """Whether a step of this upkeep failed."""
+    embedded: Annotated[str, UntrackedValue(str)]
+    """The user message through which this upkeep embedded the archived lines ("" when
+    it embedded none)."""
 
 
-def _ended(ids: AgentUpdate, status: str) -> Command[Any]:
-    """End an upkeep that found nothing owed. A stream told `pending` (an earlier
-    upkeep paid the record since) still hears how the upkeep it follows ended."""
-    emit_memory("upkeep", status)
-    return Command(update={**ids, "upkeep": status}, goto=END)
+UpkeepGraph = StateGraph[UpkeepState, None, UpkeepInput, UpkeepOutput]
 
 
-def make_upkeep(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
-    """Build `upkeep`: read what the conversation owes and go to what pays it.
-
-    Args:
-        memory: the chat memory.
-        remember: whether the graph has a `remember` node (long-term memory on).
-    """
-
-    def upkeep(
-        state: AgentState, config: RunnableConfig, runtime: Runtime[Context]
-    ) -> Command[Any]:
-        """Read the conversation's upkeep record (one read), then extract from the owed
-        user messages, compact, and settle the record."""
-        thread_id = config.get("configurable", {}).get("thread_id")
-        # a catch-up run names its conversation as a turn does
-        session_id, conversation_id = run_ids(state, runtime.context, thread_id)
-        ids: AgentUpdate = {
-            "catch_up": None,
-            "session_id": session_id,
-            "conversation_id": conversation_id,
-        }
-        snapshot = memory.get().read_with_registry(session_id, conversation_id)
-        stored = snapshot.state
-        if stored is None or not snapshot.registry.owns(conversation_id):
-            return _ended(ids, "done")
-        if not stored.owes_upkeep and stored.upkeep != "pending":  # paid already
-            return _ended(ids, stored.upkeep)
-        update: AgentUpdate = {
-            **ids,
-            "owed": list(stored.upkeep_owed),
-            "memory_state": stored,
-            "upkeep_failed": False,
-            "embedded": "",
-        }
-        if stored.embedding_owed is not None:
-            return Command(update=update, goto="embed")
-        return Command(update=update, goto=after_embed(stored, remember=remember))
-
-    return upkeep
-
-
-def make_embed(memory: Lazy[ConversationMemory], *, remember: bool) -> Node:
-    """Build `embed`: store the vectors of the session's newest archived lines that have
-    none (the turn's own, and those an earlier upkeep failed to embed).
+class UpkeepNodes:
+    """The upkeep's nodes over the chat memory, long-term memory and the compactor.
 
     Args:
-        memory: the chat memory (its archive has the embeddings).
-        remember: whether the graph has a `remember` node (long-term memory on).
+        memory: the chat memory (the record, the archive, compaction's commit).
+        compactor: the compaction model bound to its structured output.
+        long_term: the users' long-term memory and its extractor (None: no `remember`).
     """
 
-    def embed(state: AgentState) -> Command[Any]:
+    def __init__(
+        self,
+        memory: ConversationMemory,
+        compactor: Runnable[Any, Any],
+        long_term: tuple[LongTermMemory, Extractor] | None = None,
+    ) -> None:
+        self.memory = memory
+        self.compactor = compactor
+        self.long_term = long_term
+
+    def _after_remember(self, record: ThreadState) -> Literal["compact", "settle"]:
+        return "compact" if record.compaction_owed else "settle"
+
+    def _after_embed(self, record: ThreadState) -> Literal["remember", "compact", "settle"]:
+        if record.upkeep_owed and self.long_term is not None:
+            return "remember"
+        return self._after_remember(record)
+
+    def read_owed(self, state: UpkeepState) -> Command[Any]:
+        """Read the conversation's upkeep record (one read) and go to what pays it. An
+        upkeep that finds nothing owed still says how it ended: a stream told `pending`
+        (an earlier upkeep paid the record since) hears the end of the one it follows."""
+        snapshot = self.memory.read_with_registry(state["session_id"], state["conversation_id"])
+        record = snapshot.state
+        if record is None or not snapshot.registry.owns(state["conversation_id"]):
+            emit_memory("upkeep", "done")
+            return Command(update={"upkeep": "done"}, goto=END)
+        if not record.owes_upkeep and record.upkeep != "pending":  # paid already
+            emit_memory("upkeep", record.upkeep)
+            return Command(update={"upkeep": record.upkeep}, goto=END)
+        update = {"record": record, "failed": False, "embedded": ""}
+        goto = "embed" if record.embedding_owed is not None else self._after_embed(record)
+        return Command(update=update, goto=goto)
+
+    def embed(self, state: UpkeepState) -> Command[Any]:
         """Embed the archived lines owed a vector: one embeddings call, no lock held, the
         vectors stored in a short transaction of their own. A failure leaves the lines
         found by their words only; the turn stands."""
-        stored = state.get("memory_state") or ThreadState()
-        update: AgentUpdate = {"embedded": stored.embedding_owed or ""}
+        record = state["record"]
+        update: dict[str, Any] = {"embedded": record.embedding_owed or ""}
         emit_memory("embed", "started")
         try:
-            added = memory.get().archive.embed_lines(state["session_id"])
+            added = self.memory.archive.embed_lines(state["session_id"])
         except Exception:
             logger.exception("embedding archived lines failed; they are found by their words")
             emit_memory("embed", "failed")
-            update |= {"upkeep_failed": True, "degraded": True}
+            update |= {"failed": True, "degraded": True}
         else:
             emit_memory("embed", "succeeded", lines=added)
-        return Command(update=update, goto=after_embed(stored, remember=remember))
+        return Command(update=update, goto=self._after_embed(record))
 
-    return embed
-
-
-def make_remember(
-    long_term: Lazy[LongTermMemory],
-    extractor: Lazy[Extractor],
-    memory: Lazy[ConversationMemory] | None = None,
-) -> Node:
-    """Build `remember`: extract what the user said about themselves and write it
-    through the long-term gate; what it retires (revoked or superseded) is forgotten in
-    the archive of `memory` in the write's own transaction, so recall never brings the
-    old statement back (the conversations' memory keeps it: it was said)."""
-
-    def remember(state: AgentState) -> Command[Any]:
+    def remember(self, state: UpkeepState) -> Command[Any]:
         """Extract lasting preferences, boundaries, goals, style and facts from the
         user's own text of each completed turn owed (never the answer, tools or
-        artifacts)."""
-        goto = after_remember(state.get("memory_state") or ThreadState())
+        artifacts), and write them through the long-term gate; what a write retires is
+        forgotten in the archive in the write's own transaction."""
+        assert self.long_term is not None
+        long_term, extractor = self.long_term
+        record = state["record"]
+        session_id = state["session_id"]
         remembered: list[str] = []
         failed = False
-        session_id = state["session_id"]
-        # what the writes retire is forgotten in the archive, in their own transactions
-        forget = None if memory is None else memory.get().forgetter(session_id, redact_memory=False)
-        for message in state.get("owed") or []:
+        forget = self.memory.forgetter(session_id, redact_memory=False)
+        for message in record.upkeep_owed:
             emit_memory("remember", "started")
             try:
-                write = long_term.get().remember_turn(
-                    session_id,
-                    state["conversation_id"],
-                    message.text,
-                    extractor.get(),
-                    forget=forget,
+                write = long_term.remember_turn(
+                    session_id, state["conversation_id"], message.text, extractor, forget=forget
                 )
             except Exception:
                 logger.exception("long-term extraction failed; the turn stands")
@@ -181,41 +161,26 @@ def make_remember(
                 remembered=write.added,
                 retired=write.retired,
             )
-        update: AgentUpdate = {"remembered": remembered}
+        update: dict[str, Any] = {"remembered": remembered}
         if failed:
-            update |= {"upkeep_failed": True, "degraded": True}
-        return Command(update=update, goto=goto)
+            update |= {"failed": True, "degraded": True}
+        return Command(update=update, goto=self._after_remember(record))
 
-    return remember
-
-
-def make_compact(
-    memory: Lazy[ConversationMemory],
-    model: Lazy[BaseChatModel],
-    method: str | None = None,
-) -> Node:
-    """Build `compact`: fold older turns into the summary and pinned decisions."""
-    # built once: nostream, the compaction model's raw output is memory internals
-    compactor = Lazy(
-        lambda: structured_compactor(model.get(), method).with_config(tags=[TAG_NOSTREAM])
-    )
-
-    def compact(state: AgentState) -> AgentUpdate:
-        """Run the compaction model (structured output) over the conversation's memory."""
-        session_id, conversation_id = state["session_id"], state["conversation_id"]
+    def compact(self, state: UpkeepState) -> dict[str, Any]:
+        """Run the compaction model (structured output) over the conversation's memory,
+        without any lock held; store its result with a compare-and-set."""
         emit_memory("compact", "started")
         try:
-            result = memory.get().compact(
-                session_id, conversation_id, compactor.get(), snapshot=state.get("memory_state")
+            result = self.memory.compact(
+                state["session_id"],
+                state["conversation_id"],
+                self.compactor,
+                snapshot=state["record"],
             )
         except Exception:
             logger.exception("compaction failed before reaching the model")
             emit_memory("compact", "failed")
-            return {
-                "compaction": CompactionStatus.FAILED.value,
-                "degraded": True,
-                "upkeep_failed": True,
-            }
+            return {"compaction": CompactionStatus.FAILED.value, "degraded": True, "failed": True}
         emit_memory(
             "compact",
             result.status.value,
@@ -223,35 +188,58 @@ def make_compact(
             pinnedDecisions=result.pinned_count,
             summaryVersion=result.state.summary_version,
         )
-        update: AgentUpdate = {"compaction": result.status.value}
+        update: dict[str, Any] = {"compaction": result.status.value}
         if result.status is CompactionStatus.FAILED:
-            update["upkeep_failed"] = True
+            update["failed"] = True
         return update
 
-    return compact
-
-
-def make_settle(memory: Lazy[ConversationMemory]) -> Node:
-    """Build `settle`: take what this upkeep paid off the conversation's record."""
-
-    def settle(state: AgentState) -> AgentUpdate:
+    def settle(self, state: UpkeepState) -> dict[str, Any]:
         """Record the upkeep's end: the extractions paid, and `done`, `failed`, or
         `pending` while more is owed (a turn that landed meanwhile)."""
-        session_id, conversation_id = state["session_id"], state["conversation_id"]
-        paid = [message.id for message in state.get("owed") or []]
+        # every owed extraction is paid: without `remember` (long-term memory off since
+        # it was owed) it is given up rather than left owed for ever
+        paid = [message.id for message in state["record"].upkeep_owed]
         if state.get("embedded"):  # the embedding owed through that message
             paid.append(state["embedded"])
-        failed = bool(state.get("upkeep_failed"))
+        failed = bool(state.get("failed"))
         try:
-            stored = memory.get().settle_upkeep(session_id, conversation_id, paid, failed=failed)
+            stored = self.memory.settle_upkeep(
+                state["session_id"], state["conversation_id"], paid, failed=failed
+            )
         except Exception:  # the record still says pending: the next upkeep pays it
             logger.exception("settling the memory upkeep failed")
             stored, failed = None, True
         status = "failed" if failed else stored.upkeep if stored is not None else "done"
         emit_memory("upkeep", status)
-        update: AgentUpdate = {"upkeep": status}
-        if stored is not None:
-            update["hydration"] = hydration_dto(conversation_id, stored)
-        return update
+        return {"upkeep": status}
 
-    return settle
+
+def build_upkeep_graph(
+    *,
+    memory: ConversationMemory,
+    compactor: Runnable[Any, Any],
+    long_term: tuple[LongTermMemory, Extractor] | None = None,
+) -> UpkeepGraph:
+    """`read_owed → [embed] → [remember] → [compact] → settle`.
+
+    Args:
+        memory: the chat memory.
+        compactor: the compaction model, bound to its structured output
+            (`memory.compaction.structured_compactor`).
+        long_term: the users' long-term memory and its extractor (None: no `remember`).
+    """
+    nodes = UpkeepNodes(memory, compactor, long_term)
+    remembers = ("remember",) if long_term is not None else ()
+    builder: UpkeepGraph = StateGraph(
+        UpkeepState, input_schema=UpkeepInput, output_schema=UpkeepOutput
+    )
+    builder.add_node(nodes.read_owed, destinations=("embed", *remembers, "compact", "settle", END))
+    builder.add_node(nodes.embed, destinations=(*remembers, "compact", "settle"))
+    if long_term is not None:
+        builder.add_node(nodes.remember, destinations=("compact", "settle"))
+    builder.add_node(nodes.compact)
+    builder.add_node(nodes.settle)
+    builder.add_edge(START, "read_owed")
+    builder.add_edge("compact", "settle")
+    builder.add_edge("settle", END)
+    return builder

@@ -22,6 +22,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
+from memory.analysis import redact_secrets
 from memory.archive import ArchivedLine, Recall
 from memory.archive.archive import Archive, open_archive
 from memory.compaction import CompactionResult, CompactionStatus, compact
@@ -146,7 +147,13 @@ class ConversationMemory:
     # -- writes -----------------------------------------------------------------------
 
     def write_turn(
-        self, session_id: str, conversation_id: str, turn: FinalTurn, *, owe_remember: bool = False
+        self,
+        session_id: str,
+        conversation_id: str,
+        turn: FinalTurn,
+        *,
+        owe_remember: bool = False,
+        kept_user_text: str | None = None,
     ) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
@@ -156,9 +163,12 @@ class ConversationMemory:
         compaction ever succeeds. The upkeep the turn leaves owed is recorded in the same
         transaction (`owe_remember`: the user's message awaits long-term extraction;
         more than eight messages: a compaction; with embeddings, the user's archived
-        line awaits its vector), so that no crash loses it.
+        line awaits its vector), so that no crash loses it. The archive and a new title
+        keep the user's text secret-redacted (`kept_user_text`, when the caller's reading
+        of the text redacted it already).
         """
         now = self.clock()
+        kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
             snapshot = self.documents.read(session_id, conversation_id)
             current = snapshot.memory
@@ -178,7 +188,7 @@ class ConversationMemory:
             change = record_turn(
                 snapshot.registry,
                 conversation_id,
-                turn.user_text,
+                kept,
                 now,
                 key,
                 retitle=not current.messages,
@@ -190,6 +200,7 @@ class ConversationMemory:
                 _title(change.state, conversation_id),
                 plan.messages,
                 folded,
+                user_text=kept,
             )
             memory = {conversation_id: state}
             self.documents.commit(session_id, snapshot.registry, change, memory, lines)
@@ -210,7 +221,8 @@ class ConversationMemory:
         key = self.ids.conversation_key(session_id, conversation_id)
         with self.documents.lock(session_id):
             current = self.documents.read_registry(session_id)
-            change = await_review(current, conversation_id, goal or "Task list", now, key)
+            title = redact_secrets(goal) if goal else "Task list"
+            change = await_review(current, conversation_id, title, now, key)
             self.documents.commit(session_id, current, change)
         titles = {e.id: e.title for e in current.conversations}
         return tuple(titles[cid] for cid in change.pruned if cid in titles)

@@ -42,7 +42,6 @@ class ScriptedModel(LocalChatModel):
     replies: list[Any] = Field(default_factory=list)
     structured: list[Any] = Field(default_factory=list)
     structured_calls: list[dict[str, Any]] = Field(default_factory=list)
-    bound_tools: list[Any] = Field(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
@@ -59,8 +58,13 @@ class ScriptedModel(LocalChatModel):
         return AIMessage(content=reply) if isinstance(reply, str) else reply.model_copy()
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
-        self.bound_tools = list(tools)
-        return self
+        # a binding, as a provider's: each call records the tools it was offered
+        return self.bind(tools=[getattr(tool, "name", tool) for tool in tools])
+
+    @property
+    def bound_tools(self) -> list[str]:
+        """The names of the tools the last call was offered."""
+        return list(self.received[-1].options.get("tools", [])) if self.received else []
 
     def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
         def answer(messages: Any) -> Any:

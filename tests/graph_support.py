@@ -45,3 +45,19 @@ def run_graph(
         return final, events
 
     return asyncio.run(go())
+
+
+def run_upkeep(
+    upkeep: CompiledStateGraph[Any, Any, Any, Any], *, session: str = "s1", conversation: str = "c1"
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run the upkeep graph on its own for a conversation, as a caller does after a
+    deferred turn; returns its output and every custom event, in order."""
+    events: list[dict[str, Any]] = []
+    output: dict[str, Any] = {}
+    ids = {"session_id": session, "conversation_id": conversation}
+    for mode, chunk in upkeep.stream(ids, stream_mode=["custom", "values"]):
+        if mode == "custom":
+            events.append(cast(dict[str, Any], chunk))
+        else:
+            output = cast(dict[str, Any], chunk)
+    return output, events

@@ -3,7 +3,7 @@ hydration DTO."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
@@ -39,15 +39,15 @@ class ResumeBody(BaseModel):
 @router.post("", response_class=EventSourceResponse)
 async def chat(body: ChatBody, agent: AgentDep, session_id: SessionDep) -> EventSourceResponse:
     """Run one turn; events: conversation, token, status, memory, interrupt, done, error."""
-    conversation_id, request = agent.parse(
+    events = agent.astream(
         body.message,
-        mode=body.mode,
+        session_id=session_id,
         conversation_id=body.conversationId,
         create_conversation=body.createConversation,
+        mode=cast(Any, body.mode),
         surface=HTTP,
     )
-    turn = agent.open_turn(session_id, conversation_id, request)
-    return await event_stream(agent.astream_turn(turn))
+    return await event_stream(events)
 
 
 @router.post("/resume", response_class=EventSourceResponse)

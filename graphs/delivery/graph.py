@@ -54,7 +54,6 @@ from graphs.delivery.state import (
     TaskArtifact,
     Verdict,
 )
-from graphs.resources import Lazy
 from graphs.routing import STOP
 from graphs.state import WorkflowInput, WorkflowOutput
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
@@ -125,7 +124,7 @@ async def work_with_tools(sub_agent: TaskAgent, work: str) -> list[AnyMessage]:
 
 
 class DeliverySteps:
-    """The delivery's nodes, bound to one chat model (or a lazy provider of it), the task
+    """The delivery's nodes, bound to one chat model, the task
     sub-agent built on the tools, and the run's limits.
 
     Every node is a stage: a failure or a timeout ends the run `failed` with a clear text.
@@ -133,7 +132,7 @@ class DeliverySteps:
 
     def __init__(
         self,
-        model: Lazy[BaseChatModel],
+        model: BaseChatModel,
         *,
         tools: Sequence[BaseTool],
         max_tasks: int,
@@ -156,8 +155,7 @@ class DeliverySteps:
 
     async def ask(self, schema: type[M], system: str, human: str, *history: AnyMessage) -> M:
         """One structured call, bounded by the stage timeout, never streamed as tokens."""
-        chat_model = await self.model.aget()
-        runnable = chat_model.with_structured_output(schema, **self.options).with_config(NOSTREAM)
+        runnable = self.model.with_structured_output(schema, **self.options).with_config(NOSTREAM)
         messages = [SystemMessage(system), *history, HumanMessage(human)]
         return schema.model_validate(
             await asyncio.wait_for(runnable.ainvoke(messages), self.stage_timeout)
@@ -305,7 +303,7 @@ class DeliverySteps:
 
 def build_delivery_graph(
     *,
-    model: BaseChatModel | Lazy[BaseChatModel],
+    model: BaseChatModel,
     tools: Sequence[BaseTool],
     max_tasks: int = DEFAULT_MAX_TASKS,
     stage_timeout: float = DEFAULT_STAGE_TIMEOUT,
@@ -314,7 +312,7 @@ def build_delivery_graph(
     """Assemble the delivery subgraph.
 
     Args:
-        model: the model of every stage and sub-agent (or a `Lazy` of it).
+        model: the model of every stage and sub-agent.
         tools: the task sub-agents' tools (the tool subgraph); none: one call per task.
         max_tasks: tasks planned beyond this many are dropped (and named in the report).
         stage_timeout: seconds allowed for each unit of model work: the plan, each
@@ -325,7 +323,7 @@ def build_delivery_graph(
         ValueError: `max_tasks` or `stage_timeout` is not positive.
     """
     steps = DeliverySteps(
-        Lazy.of(model),
+        model,
         tools=tools,
         max_tasks=max_tasks,
         stage_timeout=stage_timeout,

@@ -29,7 +29,6 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from graphs.events import emit
-from graphs.resources import Lazy
 from graphs.routing import STOP
 from graphs.state import WorkflowInput, WorkflowOutput
 from graphs.tasklist import prompts as text
@@ -204,20 +203,19 @@ async def review_revision(state: TasklistState) -> Command[Literal["execute_task
 
 
 class TasklistSteps:
-    """The model-calling nodes, bound to one chat model (or a lazy provider of it).
+    """The model-calling nodes, bound to one chat model.
 
     A model failure (error or invalid output) ends the run `failed` with a safe text.
     """
 
-    def __init__(self, model: Lazy[BaseChatModel], method: str | None = None) -> None:
+    def __init__(self, model: BaseChatModel, method: str | None = None) -> None:
         self.model = model
         self.method = method
 
     async def ask(self, schema: type[SchemaT], system: str, request: str) -> SchemaT:
         """One structured-output call (never streamed as answer tokens)."""
-        chat_model = await self.model.aget()
         options: dict[str, Any] = {"method": self.method} if self.method else {}
-        runnable = chat_model.with_structured_output(schema, **options).with_config(
+        runnable = self.model.with_structured_output(schema, **options).with_config(
             tags=[TAG_NOSTREAM]
         )
         answer = await runnable.ainvoke([SystemMessage(system), HumanMessage(request)])
@@ -349,16 +347,16 @@ async def route_after_check(
 
 
 def build_tasklist_graph(
-    *, model: BaseChatModel | Lazy[BaseChatModel], structured_output_method: str | None = None
+    *, model: BaseChatModel, structured_output_method: str | None = None
 ) -> TasklistGraph:
     """Assemble the task-list subgraph (uncompiled; the agent graph adds it compiled).
 
     Args:
-        model: the chat model for planning, execution, self-check and summary (or a
-            `Lazy` that builds it on first use); it must support structured output.
+        model: the chat model for planning, execution, self-check and summary; it must
+            support structured output.
         structured_output_method: passed to `with_structured_output`.
     """
-    steps = TasklistSteps(Lazy.of(model), structured_output_method)
+    steps = TasklistSteps(model, structured_output_method)
     builder: TasklistGraph = StateGraph(
         TasklistState, input_schema=WorkflowInput, output_schema=WorkflowOutput
     )

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from memory.analysis import redact_secrets
 from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, ArchiveEmbeddings, VectorBackend
 from memory.archive.forgetting import plan_forgetting
 from memory.archive.lines import (
@@ -44,7 +45,6 @@ from memory.archive.terms import query_terms
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.ids import ThreadIds
 from memory.limits import DEFAULT_RECALL_TOKENS
-from memory.longterm.secrets import find_secret
 from memory.schema import ChatThreadMessage, ThreadState
 from memory.storage import ThreadStore, storage_errors
 from memory.storage.documents import InTransaction
@@ -54,18 +54,6 @@ logger = logging.getLogger(__name__)
 
 SEARCH_CANDIDATES = 200
 """Lines read when forgetting an item (every line sharing a term, up to this many)."""
-
-
-def archived_text(text: str) -> str:
-    """`text` as the archive keeps it: each line that discloses a secret replaced by
-    `[redacted]`, or the whole text when the secret spans lines."""
-    if find_secret(text) is None:
-        return text
-    lines = [REDACTED if find_secret(line) is not None else line for line in text.split("\n")]
-    if REDACTED not in lines:
-        return REDACTED
-    kept = "\n".join(lines)
-    return kept if find_secret(kept) is None else REDACTED
 
 
 class Archive:
@@ -110,11 +98,23 @@ class Archive:
         title: str,
         messages: Sequence[ChatThreadMessage],
         superseded: ThreadState | None = None,
+        *,
+        user_text: str | None = None,
     ) -> ArchiveWrite:
-        """The lines a written turn appends (and the summary it superseded, if any)."""
+        """The lines a written turn appends (and the summary it superseded, if any); its
+        texts are kept secret-redacted (`user_text`: the user's, redacted already by the
+        turn's reading of it)."""
         rows = [self._summary_row(session_id, conversation_id, title, superseded)]
         rows.extend(
-            self._row(session_id, conversation_id, title, m.id, m.role, m.created_at, m.text)
+            self._row(
+                session_id,
+                conversation_id,
+                title,
+                m.id,
+                m.role,
+                m.created_at,
+                user_text if m.role == "user" and user_text is not None else redact_secrets(m.text),
+            )
             for m in messages
         )
         return ArchiveWrite(rows=[row for row in rows if row is not None])
@@ -156,7 +156,7 @@ class Archive:
             message_id=message_id,
             role=role,
             created_at=created_at,
-            text=archived_text(text),
+            text=text,
             covers=covers,
         )
 
@@ -178,7 +178,7 @@ class Archive:
             f"summary-{old.summary_version}",
             "summary",
             moment,
-            old.summary,
+            redact_secrets(old.summary),
             covers=f"..{old.covered_until}" if old.covered_until else None,
         )
 

@@ -225,7 +225,7 @@ def is_negated(text: str) -> bool:
     return bool(_NEGATION.search(text))
 
 
-def _analysed(text: str) -> list[tuple[Clause, bool]]:
+def analysed(text: str) -> list[tuple[Clause, bool]]:
     """(clause, asked to be remembered) for every clause of the user's own words."""
     found: list[tuple[Clause, bool]] = []
     own = own_words(text)
@@ -267,7 +267,7 @@ def _candidates(text: str) -> list[tuple[Clause, bool]]:
     reads the whole text before any split."""
     if find_secret(text) is not None:
         return []
-    return [(clause, explicit) for clause, explicit in _analysed(text) if _worth(clause, explicit)]
+    return [(clause, explicit) for clause, explicit in analysed(text) if _worth(clause, explicit)]
 
 
 class Verdict(StrEnum):
@@ -291,18 +291,18 @@ def verdict(text: str, *, explicit: bool = False) -> Verdict | None:
     """
     if not own_words(text).strip(" .。…\n"):
         return Verdict.QUOTED if text.strip() and not _SLASH.match(text) else Verdict.EMPTY
-    analysed = _analysed(text)
-    if any(_worth(clause, explicit or asked, direct=explicit) for clause, asked in analysed):
+    clauses = analysed(text)
+    if any(_worth(clause, explicit or asked, direct=explicit) for clause, asked in clauses):
         return None
-    types = {clause.type for clause, _ in analysed}
+    types = {clause.type for clause, _ in clauses}
     if ClauseType.QUESTION in types:
         return Verdict.QUESTION
-    if any(c.subject is Subject.OTHER and c.type is ClauseType.STATEMENT for c, _ in analysed):
+    if any(c.subject is Subject.OTHER and c.type is ClauseType.STATEMENT for c, _ in clauses):
         return Verdict.OTHER
     if ClauseType.REQUEST in types:
         return Verdict.ONE_OFF
-    if any(c.type is ClauseType.STATEMENT and c.subject is Subject.USER for c, _ in analysed):
-        if any(is_one_off_want(c.text) for c, _ in analysed):
+    if any(c.type is ClauseType.STATEMENT and c.subject is Subject.USER for c, _ in clauses):
+        if any(is_one_off_want(c.text) for c, _ in clauses):
             return Verdict.ONE_OFF
         return Verdict.TRANSIENT
     return Verdict.EMPTY

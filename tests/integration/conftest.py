@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -238,3 +239,17 @@ def memory(tmp_path: Path) -> Iterator[ConversationMemory]:
     threads = open_thread_store(f"sqlite:///{tmp_path}/a.sqlite")
     yield ConversationMemory(threads, ThreadIds("x" * 32))
     threads.close()
+
+
+async def memory_of(server: Server, conversation_id: str, session_id: str | None = None) -> Any:
+    """A conversation's hydration DTO, as the `memory` view graph shows it (a stateless
+    run: no thread keeps a copy)."""
+    from langgraph_sdk import get_client
+
+    payload: dict[str, Any] = {"conversation_id": conversation_id}
+    if session_id is not None:
+        payload["session_id"] = session_id
+    client = get_client(url=server.url)
+    view: Any = await client.runs.wait(None, "memory", input=payload, raise_error=False)
+    # a conversation that stored nothing (its review was rejected) is not the session's
+    return view.get("conversation") or {"messages": []}

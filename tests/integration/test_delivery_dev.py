@@ -11,7 +11,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from memory import assert_client_safe
-from tests.integration.conftest import Server
+from tests.integration.conftest import Server, memory_of
 from tests.integration.http_support import api_client
 
 pytestmark = pytest.mark.integration
@@ -34,7 +34,7 @@ async def wait_run(server: Server, thread_id: str, payload: dict[str, Any]) -> A
 def test_completed_delivery_streams_progress_and_writes_request_and_report_once(
     langgraph_dev: Server,
 ) -> None:
-    async def go() -> tuple[list[Any], Any]:
+    async def go() -> tuple[list[Any], Any, Any]:
         client = get_client(url=langgraph_dev.url)
         thread_id = await new_thread(langgraph_dev)
         custom = [
@@ -49,9 +49,9 @@ def test_completed_delivery_streams_progress_and_writes_request_and_report_once(
             if part.event.startswith("custom")
         ]
         state = await client.threads.get_state(thread_id)
-        return custom, state["values"]
+        return custom, state["values"], await memory_of(langgraph_dev, thread_id)
 
-    custom, output = asyncio.run(go())
+    custom, output, hydration = asyncio.run(go())
     progress = [e for e in custom if isinstance(e, dict) and e.get("workflow") == "delivery"]
     assert {e["stage"] for e in progress} == STAGES
     reviewers = {e.get("reviewer") for e in progress if e["stage"] == "review_delivery"}
@@ -61,7 +61,6 @@ def test_completed_delivery_streams_progress_and_writes_request_and_report_once(
         "completed",
         True,
     )
-    hydration = output["hydration"]
     assert_client_safe(hydration)
     assert [m["text"] for m in hydration["messages"]] == [
         REQUEST.removeprefix("/delivery "),
@@ -75,7 +74,7 @@ def test_completed_delivery_streams_progress_and_writes_request_and_report_once(
 def test_blocked_delivery_is_written_once_and_the_next_turn_sees_it(
     langgraph_dev: Server,
 ) -> None:
-    async def go() -> tuple[Any, Any]:
+    async def go() -> tuple[Any, Any, Any, Any]:
         thread_id = await new_thread(langgraph_dev)
         blocked = await wait_run(
             langgraph_dev,
@@ -85,32 +84,34 @@ def test_blocked_delivery_is_written_once_and_the_next_turn_sees_it(
                 "mode": "delivery",
             },
         )
+        after_blocked = await memory_of(langgraph_dev, thread_id)
         chat = await wait_run(langgraph_dev, thread_id, {"message": "what did you deliver?"})
-        return blocked, chat
+        return blocked, after_blocked, chat, await memory_of(langgraph_dev, thread_id)
 
-    blocked, chat = asyncio.run(go())
+    blocked, after_blocked, chat, after_chat = asyncio.run(go())
     assert (blocked["status"], blocked["memory_written"]) == ("blocked", True)
     assert "**Risk review:** blocking:" in blocked["answer"]
-    assert len(blocked["hydration"]["messages"]) == 2
+    assert len(after_blocked["messages"]) == 2
     # the offline chat model reports the memory it was sent: the request and the report
     assert "I can see 2 earlier message(s)" in chat["answer"]
     assert "drop and recreate the production database" in chat["answer"]
-    assert chat["hydration"]["messages"][1]["text"] == blocked["answer"]
-    assert not any(text in json.dumps(chat["hydration"]) for text in RUNTIME_TEXTS)
+    assert after_chat["messages"][1]["text"] == blocked["answer"]
+    assert not any(text in json.dumps(after_chat) for text in RUNTIME_TEXTS)
 
 
 def test_a_long_report_is_cut_in_memory_and_delivered_whole(langgraph_dev: Server) -> None:
     parts = ", ".join(f"deliver part {n}" for n in range(700))  # one deliverable per clause
 
-    async def go() -> Any:
+    async def go() -> tuple[Any, Any]:
         thread_id = await new_thread(langgraph_dev)
-        return await wait_run(langgraph_dev, thread_id, {"message": f"/delivery {parts}"})
+        output = await wait_run(langgraph_dev, thread_id, {"message": f"/delivery {parts}"})
+        return output, await memory_of(langgraph_dev, thread_id)
 
-    output = asyncio.run(go())
+    output, hydration = asyncio.run(go())
     report = output["answer"]
     assert output["status"] == "completed" and len(report) > 20_000
     assert "deliver part 699" in report  # the user receives the whole report
-    kept = output["hydration"]["messages"][1]["text"]
+    kept = hydration["messages"][1]["text"]
     head, marker = kept.rsplit("\n", 1)
     assert len(kept) <= 8_000 and marker.startswith("[Report truncated:")
     assert report.startswith(head) and len(head) > 7_500
@@ -126,12 +127,12 @@ def test_bad_delivery_input_fails_the_run_clearly_and_writes_nothing(
         run = await client.runs.create(thread_id, "agent", input={"message": message})
         await client.runs.join(thread_id, run["run_id"])
         finished = await client.runs.get(thread_id, run["run_id"])
-        good = await wait_run(langgraph_dev, thread_id, {"message": "hello"})
-        return finished, good
+        await wait_run(langgraph_dev, thread_id, {"message": "hello"})
+        return finished, await memory_of(langgraph_dev, thread_id)
 
     finished, good = asyncio.run(go())
     assert finished["status"] == "error"
-    assert [m["text"] for m in good["hydration"]["messages"]][::2] == ["hello"]
+    assert [m["text"] for m in good["messages"]][::2] == ["hello"]
 
 
 def test_delivery_over_the_http_api_of_the_same_server(langgraph_dev: Server) -> None:

@@ -12,7 +12,7 @@ from langgraph_sdk import get_client
 
 from agent.api.sessions import COOKIE_NAME
 from memory import assert_client_safe
-from tests.integration.conftest import Server
+from tests.integration.conftest import Server, memory_of
 from tests.integration.http_support import api_client
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ async def wait_run(server: Server, thread_id: str, payload: dict[str, Any]) -> A
 
 
 def test_two_runs_on_one_thread_remember_the_first(langgraph_dev: Server) -> None:
-    async def go() -> tuple[Any, Any]:
+    async def go() -> tuple[Any, Any, Any]:
         client = get_client(url=langgraph_dev.url)
         thread = await client.threads.create()
         first = await wait_run(
@@ -33,11 +33,11 @@ def test_two_runs_on_one_thread_remember_the_first(langgraph_dev: Server) -> Non
         second = await wait_run(
             langgraph_dev, thread["thread_id"], {"message": "What did we decide?"}
         )
-        return thread, (first, second)
+        return thread, (first, second), await memory_of(langgraph_dev, thread["thread_id"])
 
-    thread, (first, second) = asyncio.run(go())
+    thread, (first, second), hydration = asyncio.run(go())
     assert first["status"] == "completed" and first["memory_written"] is True
-    hydration = second["hydration"]
+    assert "hydration" not in second  # a run holds its turn, not the memory
     assert_client_safe(hydration)
     assert hydration["conversationId"] == thread["thread_id"]
     assert [m["text"] for m in hydration["messages"]][0::2] == [
@@ -52,34 +52,35 @@ def test_studio_chat_input_and_tool_route(langgraph_dev: Server) -> None:
     async def go() -> Any:
         client = get_client(url=langgraph_dev.url)
         thread = await client.threads.create()
-        return await wait_run(
+        output = await wait_run(
             langgraph_dev,
             thread["thread_id"],
             {"messages": [{"role": "human", "content": "what is 12*(3+4)?"}]},
         )
+        return output, await memory_of(langgraph_dev, thread["thread_id"])
 
-    output = asyncio.run(go())
+    output, hydration = asyncio.run(go())
     assert (output["route"], output["status"]) == ("tool", "completed")
     assert "84" in output["answer"]
     assert [m["type"] for m in output["messages"]] == ["human", "ai"]
-    assert [m["role"] for m in output["hydration"]["messages"]] == ["user", "assistant"]
+    assert [m["role"] for m in hydration["messages"]] == ["user", "assistant"]
 
 
 def test_bad_input_fails_the_run_clearly_and_writes_nothing(langgraph_dev: Server) -> None:
-    async def go() -> tuple[Any, Any, Any]:
+    async def go() -> tuple[Any, Any]:
         client = get_client(url=langgraph_dev.url)
         thread = await client.threads.create()
         run = await client.runs.create(thread["thread_id"], "agent", input={"message": "   "})
         await client.runs.join(thread["thread_id"], run["run_id"])
         finished = await client.runs.get(thread["thread_id"], run["run_id"])
-        good = await wait_run(langgraph_dev, thread["thread_id"], {"message": "hello"})
-        return finished, good, thread
+        await wait_run(langgraph_dev, thread["thread_id"], {"message": "hello"})
+        return finished, await memory_of(langgraph_dev, thread["thread_id"])
 
-    finished, good, _ = asyncio.run(go())
+    finished, good = asyncio.run(go())
     assert finished["status"] == "error"
     # the failed turn left nothing behind: the next turn's memory holds only itself
-    assert good["hydration"]["messages"][0]["text"] == "hello"
-    assert len(good["hydration"]["messages"]) == 2
+    assert good["messages"][0]["text"] == "hello"
+    assert len(good["messages"]) == 2
 
 
 def test_the_http_api_is_served_in_the_same_process(langgraph_dev: Server) -> None:

@@ -70,8 +70,8 @@ def test_parallel_reviewers_all_survive_in_the_checkpoint_and_are_not_rerun(
     cid = kill_while_stalled(db_url, tmp_path, "report")
     counts: Counter[str] = Counter()
     with recovering_agent(db_url, tmp_path, counts) as agent:
-        turn = agent.open_turn(SESSION, cid, None)
-        state = agent.graph.get_state(turn.config, subgraphs=True)
+        config: Any = {"configurable": {"thread_id": agent.memory.run_thread(SESSION, cid)}}
+        state = agent.graph.get_state(config, subgraphs=True)
         delivery: Any = state.tasks[0].state
         verdicts = delivery.values["verdicts"]
         assert sorted(v["reviewer"] for v in verdicts) == ["boundary", "quality", "risk"]

@@ -21,7 +21,7 @@ from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory import assert_client_safe
 from tests.conftest import SECRET
-from tests.integration.conftest import REPO, Server, server_env
+from tests.integration.conftest import REPO, Server, memory_of, server_env
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,8 @@ async def resume(server: Server, thread_id: str, decision: dict[str, Any]) -> di
         thread_id, "agent", command={"resume": decision}, raise_error=False
     )
     assert isinstance(output, dict)
-    return output
+    assert "hydration" not in output  # a run holds its turn, not the memory
+    return {**output, "hydration": await memory_of(server, thread_id)}
 
 
 def pending(output: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from agent.tools import BUILTIN_TOOLS
 from graphs.agent import build_agent_graph
 from graphs.request import InvalidRequest
 from graphs.state import Context
+from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS
 from memory import CompactionOutput
 from memory.context_blocks import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.conversations import ConversationMemory
@@ -88,7 +89,7 @@ def test_tool_calls_and_results_never_reach_memory(memory: ConversationMemory) -
         ("assistant", "6*7 is 42."),
     ]
     assert {"event": "tool_call", "name": "calculator", "id": "c1"} in events
-    assert final["hydration"]["messages"][1]["text"] == "6*7 is 42."
+    assert memory.hydrate("s1", "c1")["messages"][1]["text"] == "6*7 is 42."
 
 
 def test_explicit_chat_mode_offers_no_tools(memory: ConversationMemory) -> None:
@@ -117,12 +118,13 @@ def test_explicit_tool_mode_loops_until_an_answer(memory: ConversationMemory) ->
 
 def test_tool_loop_is_bounded(memory: ConversationMemory) -> None:
     call = AIMessage(content="", tool_calls=[{"name": "current_time", "args": {}, "id": "t"}])
-    model = ScriptedModel(replies=[call, call, "done"])
-    final, _ = run(
-        compile_graph(memory, model, max_tool_rounds=2), {"message": "time?"}, mode="tool"
-    )
+    rounds = DEFAULT_MAX_TOOL_ROUNDS
+    # the model keeps asking: past the bound it is asked once more, without tools
+    model = ScriptedModel(replies=[call] * rounds + ["done"])
+    final, _ = run(compile_graph(memory, model), {"message": "time?"}, mode="tool")
     assert final["answer"] == "done"
-    assert len(model.calls) == 3
+    assert len(model.calls) == rounds + 1
+    assert model.bound_tools == []  # the last call offered no tool
 
 
 def test_finalize_writes_once_per_turn(memory: ConversationMemory) -> None:
@@ -148,7 +150,7 @@ def test_compaction_after_turn_five_keeps_four(memory: ConversationMemory) -> No
     assert len(model.structured_calls) == 1
     stored = memory.read_memory("s1", "c1")
     assert [m.text for m in stored.messages] == ["q3", "a3", "q4", "a4"]
-    final, events = results[-1]
+    _, events = results[-1]
     assert {
         "event": "memory",
         "stage": "compact",
@@ -157,7 +159,7 @@ def test_compaction_after_turn_five_keeps_four(memory: ConversationMemory) -> No
         "pinnedDecisions": 1,
         "summaryVersion": 1,
     } in events
-    assert final["hydration"]["summaryPreview"] == "sum"
+    assert memory.hydrate("s1", "c1")["summaryPreview"] == "sum"
 
 
 def test_compaction_failure_keeps_the_turn(memory: ConversationMemory) -> None:

@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent.models import RecentEmbeddings, load_embeddings
 from agent.runtime import open_memory
 from agent.settings import Settings
-from graphs.agent import build_agent_graph
+from graphs.agent import build_agent_graph, build_upkeep
 from memory import InvalidInput, UnsupportedDatabaseUrl
 from memory.conversations import ConversationMemory
 from memory.storage import open_thread_store
@@ -38,7 +38,7 @@ from tests.archive_vectors import (
 )
 from tests.conftest import SECRET
 from tests.fakes import ScriptedModel
-from tests.graph_support import run_graph
+from tests.graph_support import run_graph, run_upkeep
 
 pytestmark = pytest.mark.sqlite_only  # PostgreSQL has no archive index: it refuses, below
 
@@ -130,6 +130,10 @@ def agent_graph(memory: ConversationMemory, *replies: str) -> Any:
     return graph.compile(checkpointer=InMemorySaver())
 
 
+def upkeep_graph(memory: ConversationMemory) -> Any:
+    return build_upkeep(memory=memory, compaction_model=ScriptedModel(), extraction="off")
+
+
 def test_the_upkeep_embeds_a_turns_line_after_the_reply(
     embedded: ConversationMemory, concepts: ConceptEmbeddings
 ) -> None:
@@ -140,7 +144,7 @@ def test_the_upkeep_embeds_a_turns_line_after_the_reply(
     assert vectors(embedded.threads) == []
     stored = embedded.read_memory("s1", "c1")
     assert stored.embedding_owed is not None
-    _, events = run_graph(graph, {"catch_up": True}, conversation="c1")
+    _, events = run_upkeep(upkeep_graph(embedded), conversation="c1")
     assert concepts.documents == [[SAVING]] and len(vectors(embedded.threads)) == 1
     assert {"event": "memory", "stage": "embed", "status": "succeeded", "lines": 1} in events
     settled = embedded.read_memory("s1", "c1")

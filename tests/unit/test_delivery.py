@@ -132,8 +132,10 @@ def test_runtime_state_never_reaches_memory_and_the_next_turn_sees_the_report(
     graph = compile_agent(memory, model)
     delivered, _ = run(graph, f"/delivery {REQUEST}")
     final, _ = run(graph, "what did the delivery produce?", mode="chat")
-    assert_client_safe(final["hydration"])
-    hydration = str(final["hydration"])
+    assert "hydration" not in final  # the run holds the turn, not the memory
+    dto = memory.hydrate("s1", "c1")
+    assert_client_safe(dto)
+    hydration = str(dto)
     for runtime_text in (ARTIFACT, NOTE, "execute_tasks", "review_delivery", "verdict"):
         assert runtime_text not in hydration
     chat_input = model.seen("plain")[-1]

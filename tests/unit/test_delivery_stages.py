@@ -125,7 +125,7 @@ def test_offline_model_runs_the_chain_deterministically(open_agent: Any) -> None
         return [e async for e in agent.astream(message, session_id="s1", create_conversation=True)]
 
     events = asyncio.run(stream(f"/delivery {REQUEST}; what is 6*7?"))
-    result = events[-1]["result"]
+    result = next(e["result"] for e in events if e["event"] == "done")
     assert (result["status"], result["memoryWritten"]) == ("completed", True)
     assert "[offline model]" in result["text"] and "token" not in [e["event"] for e in events]
     stages = {e["stage"] for e in events if e.get("workflow") == "delivery"}

@@ -40,11 +40,10 @@ SERVICES = frozenset(
 """Modules that read and write through storage; every other module of `memory/` is pure."""
 
 TURN_NODES = (
-    "graphs.run_input",
-    "graphs.chat_view",
-    "graphs.load_memory",
-    "graphs.finalize",
+    "graphs.request",
+    "graphs.turn",
     "graphs.upkeep",
+    "graphs.agent",
 )
 """The memory nodes' modules in the order a turn runs them: a module may import an
 earlier one, never a later one."""

@@ -13,6 +13,7 @@ from langgraph.types import Command, StateSnapshot
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
+from graphs.state import Context
 from tests.unit.tasklist_support import PASSED, done, plan, scripted, start, summary, texts
 
 
@@ -80,9 +81,9 @@ def test_replay_from_the_plan_checkpoint(open_agent: Any, tmp_path: Path) -> Non
         s.config["configurable"]["checkpoint_id"]
         for s in agent.graph.get_state_history(run_config(agent, cid))
     }
-    turn = agent.open_turn("s1", cid, None)
+    context = Context(session_id="s1", conversation_id=cid, upkeep="deferred")
     output = agent.graph.invoke(
-        Command(resume={"action": "approve"}), planned.config, context=turn.context
+        Command(resume={"action": "approve"}), planned.config, context=context
     )
     assert output["status"] == "completed"
     assert output["answer"].startswith("### Outcome\nCompleted: CI and linting are in place.")

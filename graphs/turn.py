@@ -1,0 +1,290 @@
+"""The two memory nodes of a turn: `load_memory` opens it, `finalize` closes it.
+
+`load_memory` takes the run's request (validated by the caller, or here for a raw
+input), reads the conversation's memory with its registry in one query, the user's
+long-term items and the earlier lines the archive recalls, builds the model context
+and sends the turn to its route (with `Command`). `finalize` is the only writer of
+turns: it writes the turn's final text to chat memory and, in the same transaction,
+the upkeep the turn leaves owed, then ends the run or goes on to `upkeep`. A memory
+failure never fails the turn: it is logged, the answer stands, and the result says
+`degraded`.
+
+The nodes are plain functions: storage calls are direct, and under `graph.astream`
+LangGraph runs each in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from graphs.events import emit, emit_memory
+from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
+from graphs.request import (
+    WORKFLOW_ROUTES,
+    TurnRequest,
+    graph_message,
+    parse_request,
+    run_ids,
+)
+from graphs.state import FRESH_TURN, AgentState, Context, MemoryContext
+from memory import ConversationNotFound, ThreadState
+from memory.analysis import UserText, read
+from memory.archive import Recall
+from memory.budget import ContextBudget
+from memory.context import context_parts
+from memory.conversations import ConversationMemory, TurnWrite
+from memory.longterm import MemoryItem
+from memory.longterm.store import LongTermMemory
+from memory.turns import (
+    FinalTurn,
+    Route,
+    SkipReason,
+    TurnStatus,
+    chat_turn,
+    delivery_turn,
+    final_ai_message,
+    message_text,
+    tasklist_turn,
+    tool_turn,
+)
+
+logger = logging.getLogger(__name__)
+
+WORKFLOW_STATUSES = {
+    "completed": TurnStatus.COMPLETED,
+    "blocked": TurnStatus.BLOCKED,
+    "rejected": TurnStatus.CANCELLED,
+}
+WORKFLOW_ADAPTERS: dict[Route, Callable[..., FinalTurn]] = {
+    Route.TASKLIST: tasklist_turn,
+    Route.DELIVERY: delivery_turn,
+}
+
+
+def final_turn(state: AgentState) -> FinalTurn:
+    """The turn's user-visible outcome, with stable message ids derived from the turn id.
+
+    Chat and tool: only the last assistant message counts, and only if it is not a
+    tool request; tool calls and results never reach memory. Workflows: the goal or
+    request and the final text; `rejected` and `failed` runs are never written.
+    """
+    ids = {
+        "user_message_id": f"{state['turn_id']}-u",
+        "assistant_message_id": f"{state['turn_id']}-a",
+    }
+    route = Route(state["route"])
+    if route in WORKFLOW_ADAPTERS:
+        status = WORKFLOW_STATUSES.get(state.get("workflow_status", ""), TurnStatus.FAILED)
+        adapter = WORKFLOW_ADAPTERS[route]
+        return adapter(state["user_text"], state.get("workflow_text", ""), status, **ids)
+    messages = state.get("turn_messages", [])
+    final = final_ai_message(messages)
+    answered = final is not None and bool(message_text(final))
+    status = TurnStatus.COMPLETED if answered else TurnStatus.FAILED
+    if any(isinstance(m, ToolMessage) for m in messages):
+        return tool_turn(state["user_text"], messages, status, **ids)
+    # an explicit tool mode whose model answered without a tool keeps its route
+    return replace(chat_turn(state["user_text"], final or "", status, **ids), route=route)
+
+
+def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
+    """The turn as Studio's chat view shows it: the user's message and the answer, with
+    the ids they already had, so that a `messages` stream shows each one once."""
+    turn_messages = state.get("turn_messages") or []
+    user = turn_messages[0] if turn_messages else HumanMessage(content=state["user_text"])
+    final = final_ai_message(turn_messages)
+    answer_id = final.id if final is not None else f"{state['turn_id']}-a"
+    return [user, AIMessage(content=answer, id=answer_id)]
+
+
+def _input_message_id(state: AgentState) -> str | None:
+    """The id of Studio's input message, reused so that a `messages` stream that saw it
+    as input does not show it again as output."""
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    return last.id if isinstance(last, HumanMessage) and last.id else None
+
+
+def _emit_written(write: TurnWrite) -> None:
+    """The `memory` event of a turn's write: written or skipped, and why."""
+    emit_memory(
+        "write",
+        "succeeded" if write.written else "skipped",
+        reason=write.skipped.value if write.skipped else None,
+        messages=len(write.state.messages),
+        # the conversations this turn's listing pushed out, named for the notice
+        **({"pruned": list(write.pruned_titles)} if write.pruned_titles else {}),
+    )
+
+
+class TurnNodes:
+    """`load_memory` and `finalize` over a conversation memory and the users' long-term
+    memory.
+
+    Args:
+        memory: the chat memory (registry, archive).
+        routes: the routes the graph offers.
+        long_term: the users' long-term memory (None: no recall).
+        budget: the context budget every model call is fitted into (None: no budget).
+        remembers: whether the graph's upkeep extracts long-term items (a completed turn
+            then owes an extraction when its text may hold something).
+    """
+
+    def __init__(
+        self,
+        memory: ConversationMemory,
+        routes: frozenset[str],
+        *,
+        long_term: LongTermMemory | None = None,
+        budget: ContextBudget | None = None,
+        remembers: bool = False,
+    ) -> None:
+        self.memory = memory
+        self.routes = routes
+        self.long_term = long_term
+        self.budget = budget
+        self.remembers = remembers
+
+    def _request(self, state: AgentState, context: Context) -> TurnRequest:
+        """The turn's request: the one the caller validated, else the raw input's."""
+        if isinstance(context.request, TurnRequest):
+            return context.request
+        _, request = parse_request(
+            graph_message(state),
+            mode=state.get("mode") or context.mode,
+            create_conversation=True,
+            routes=self.routes,
+            budget=self.budget,
+            system_prompt=AGENT_SYSTEM_PROMPT,
+        )
+        return request
+
+    def _stored(self, session_id: str, conversation_id: str, admit: bool) -> ThreadState | None:
+        """The conversation's memory (None: reading it failed, logged)."""
+        try:
+            return self.memory.memory_for_turn(session_id, conversation_id, admit=admit)
+        except ConversationNotFound:
+            raise  # deleted since it was admitted, or never the session's
+        except Exception:
+            logger.exception("reading chat memory failed; answering without it")
+            return None
+
+    def _items(self, session_id: str, text: str) -> list[MemoryItem] | None:
+        """The long-term items this turn recalls (None: reading them failed, logged)."""
+        if self.long_term is None:
+            return []
+        try:
+            return self.long_term.recall(session_id, text)
+        except Exception:
+            logger.exception("recalling long-term memory failed; answering without it")
+            return None
+
+    def _lines(
+        self, session_id: str, conversation_id: str, text: str, stored: ThreadState
+    ) -> Recall | None:
+        """The earlier lines this turn recalls (None: reading them failed, logged)."""
+        try:
+            return self.memory.recall(session_id, conversation_id, text, stored)
+        except Exception:
+            logger.exception("recalling earlier conversations failed; answering without them")
+            return None
+
+    def load_memory(self, state: AgentState, runtime: Runtime[Context]) -> Command[Any]:
+        """Read the turn's memory, build the model context, and go to the turn's route
+        (decided once, when the request was validated)."""
+        context = runtime.context or Context()
+        if isinstance(context.request, TurnRequest) and context.conversation_id:
+            session_id, conversation_id = context.session_id, context.conversation_id
+        else:  # a raw input names them, or the run's thread is the conversation
+            thread_id = get_config().get("configurable", {}).get("thread_id")
+            session_id, conversation_id = run_ids(
+                state, context.session_id, context.conversation_id, thread_id
+            )
+        request = self._request(state, context)
+        text, route = request.text, request.route
+        # a request the caller validated was admitted by it; a raw input starts its thread
+        found = self._stored(session_id, conversation_id, admit=context.request is None)
+        stored = found or ThreadState()
+        items = self._items(session_id, text)
+        recall, recall_failed = None, False
+        if route not in WORKFLOW_ROUTES and found is not None:  # a workflow reads no context
+            recall = self._lines(session_id, conversation_id, text, stored)
+            recall_failed = recall is None
+        emit("route", route=route)
+        if recall is not None and recall.lines:
+            emit_memory("recall", "succeeded", lines=recall.ids)
+        turn_id = uuid.uuid4().hex
+        # kept in pieces: each model call of the turn fits them with its own messages
+        parts = context_parts(
+            stored, None, system_prompt=AGENT_SYSTEM_PROMPT, long_term=items or (), recalled=recall
+        )
+        update = {
+            **FRESH_TURN,
+            "session_id": session_id,
+            "conversation_id": conversation_id,
+            "turn_id": turn_id,
+            "user_text": text,
+            "route": route,
+            "tools_allowed": request.tools_allowed,
+            # a task list stops for its review before it runs anything: seen from
+            # outside, its state is paused (or stopped by a crash) until it finishes
+            "status": "interrupted" if route == "tasklist" else "running",
+            "turn_messages": [HumanMessage(content=text, id=_input_message_id(state) or turn_id)],
+            "said": read(text),
+            "context": MemoryContext(parts, self.budget),
+            "memory_summary": stored.summary,
+            "memory_pins": list(stored.pinned_decisions),
+            "degraded": found is None or items is None or recall_failed,
+        }
+        return Command(update=update, goto=route)
+
+    def finalize(self, state: AgentState, runtime: Runtime[Context]) -> Command[Any]:
+        """Write the user's text and the final answer to the conversation's memory, with
+        the upkeep it leaves owed (an extraction when a completed turn's text may hold
+        something about the user; a compaction past eight messages)."""
+        turn = final_turn(state)
+        # a workflow's user sees its whole text; memory may keep a truncated copy
+        answer = state.get("workflow_text") or turn.assistant_text or NO_ANSWER
+        result: dict[str, Any] = {
+            "route": cast(Any, turn.route.value),
+            "status": turn.status.value,
+            "answer": answer,
+            "messages": visible_messages(state, answer),
+        }
+        said = state.get("said") or UserText()
+        completed = turn.status is TurnStatus.COMPLETED
+        emit_memory("write", "started")
+        try:
+            write = self.memory.write_turn(
+                state["session_id"],
+                state["conversation_id"],
+                turn,
+                owe_remember=self.remembers and completed and said.says_something,
+                kept_user_text=said.kept or None,
+            )
+        except Exception:
+            logger.exception("writing the turn to chat memory failed")
+            emit_memory("write", "failed")
+            return Command(update={**result, "degraded": True}, goto=END)
+        _emit_written(write)
+        gone = write.skipped is SkipReason.GONE
+        owed = not gone and write.state.owes_upkeep
+        update = {
+            **result,
+            "upkeep": "pending" if owed else "done",
+            "compaction": "pending" if owed and write.state.compaction_owed else "skipped",
+            "memory_written": write.written,
+            "conversation_deleted": gone,
+        }
+        inline = (runtime.context or Context()).upkeep == "inline"
+        return Command(update=update, goto="upkeep" if owed and inline else END)
