@@ -19,11 +19,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from agent.admission import Turn, review_answered, unfinished_check, unfinished_runs
 from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from agent.loop import BackgroundLoop
-from agent.runs import TurnRunner
+from agent.runs import Turn, TurnRunner, review_answered, unfinished_check, unfinished_runs
 from agent.runtime import REVIEWS, assemble
 from agent.settings import LongTermMode, Settings
 from agent.turn_result import TurnResult

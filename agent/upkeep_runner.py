@@ -27,9 +27,8 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from agent.client_events import MemoryEvent, StatusEvent
+from agent.client_events import MemoryEvent, StatusEvent, custom_event
 from agent.loop import BackgroundLoop
-from agent.streaming import custom_event
 from memory import LockTimeout
 from memory.conversations import ConversationMemory
 

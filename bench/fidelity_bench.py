@@ -3,7 +3,7 @@
 Each scenario plants ten facts (a database, a budget, a launch date, a competitor, a
 rate limit, a role, a preference and three decisions), then talks on with filler.
 Every turn takes the real memory path: the offline model answers from
-`memory.build_context`, `ConversationMemory.write_turn` stores the turn and
+`memory.context.context_parts`, `ConversationMemory.write_turn` stores the turn and
 `ConversationMemory.compact` compacts with the offline model. After 10, 40 and 100
 filler turns it counts the facts found in the model's context (summary, pins and
 recent messages) and in the summary and pins alone (at least 9 of 10
@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agent.offline import OfflineChatModel
-from memory import ThreadIds, ThreadState, build_context
+from memory import ThreadIds, ThreadState
+from memory.context import context_parts
 from memory.conversations import ConversationMemory
 from memory.storage import open_thread_store
 from memory.turns import chat_turn
@@ -186,7 +187,7 @@ class Conversation:
     def say(self, text: str) -> ThreadState:
         """One turn: answer from the context, store the turn, compact past eight messages."""
         state = self.memory.read_memory(SESSION, self.conversation_id)
-        answer = self.model.invoke(build_context(state, text))
+        answer = self.model.invoke(context_parts(state, text).messages())
         self.memory.write_turn(SESSION, self.conversation_id, chat_turn(text, answer))
         self.memory.compact(SESSION, self.conversation_id, self.model)
         return self.memory.read_memory(SESSION, self.conversation_id)
@@ -194,7 +195,7 @@ class Conversation:
 
 def context_text(state: ThreadState) -> str:
     """Everything the model would read from memory for its next turn."""
-    return "\n".join(message.text for message in build_context(state, None))
+    return "\n".join(message.text for message in context_parts(state, None).messages())
 
 
 def checkpoint(facts: Sequence[Fact], state: ThreadState, filler_turns: int) -> Checkpoint:

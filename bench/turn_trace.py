@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=12, help="turns played before the traced one")
     parser.add_argument("--count", action="append", default=[], help="module:function to count")
     args = parser.parse_args(argv)
+    tracer = Tracer(args.count)
+    tracer.caller_stack = {"agent.service"}
+    # every thread the agent starts (its loop, LangGraph's workers) is traced, idle
+    # until the traced turn
+    threading.setprofile(tracer.profile)
     with tempfile.TemporaryDirectory() as tmp:
         agent = ChatAgent(
             database_url=f"sqlite:///{tmp}/trace.sqlite",
@@ -101,16 +106,13 @@ def main(argv: list[str] | None = None) -> None:
             for n in range(1, args.turns):
                 agent.send(MESSAGE.format(n=n), session_id="trace", conversation_id=cid)
                 agent.wait_for_upkeep()
-            tracer = Tracer(args.count)
-            tracer.caller_stack = {"agent.service"}
-            threading.setprofile(tracer.profile)
             sys.setprofile(tracer.profile)
             tracer.on = True
             agent.send(MESSAGE.format(n=args.turns), session_id="trace", conversation_id=cid)
             tracer.on = False
             sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type,unused-ignore]
             agent.wait_for_upkeep()
+    threading.setprofile(None)  # type: ignore[arg-type,unused-ignore]
     print(f"modules entered by one send: {len(tracer.entered)}")
     for module in tracer.entered:
         again = tracer.reentered.get(module, 0)

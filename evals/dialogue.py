@@ -309,7 +309,3 @@ class Context:
         if not wanted:  # a one-word message: the word itself
             return bool(words) and words <= self.words
         return len(wanted & self.pairs) >= share * len(wanted)
-
-
-def is_cjk(char: str) -> bool:
-    return bool(_CJK_CHAR.fullmatch(char))

@@ -81,10 +81,6 @@ class CallLog:
     def calls(self) -> int:
         return len(self.records)
 
-    @property
-    def memory_calls(self) -> int:
-        return sum(call.memory for call in self.records)
-
     def start(self, run_id: UUID, memory: bool, messages: list[BaseMessage]) -> None:
         with self._lock:
             self._pending[run_id] = len(self.records)

@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 from graphs.request import MODES, Mode, RouteName, TurnRequest
 from memory.analysis import UserText
 from memory.budget import ContextBudget
-from memory.context_blocks import ContextParts
+from memory.context import ContextParts
 
 __all__ = [
     "DEFAULT_SESSION_ID",

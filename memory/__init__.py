@@ -7,7 +7,6 @@ is imported from its module: `memory.conversations.ConversationMemory`, and
 """
 
 from memory.compaction import CompactionOutput, CompactionResult, CompactionStatus
-from memory.context import build_context
 from memory.errors import (
     ChatMemoryError,
     ConversationNotFound,
@@ -46,7 +45,6 @@ __all__ = [
     "UnsupportedDatabaseUrl",
     "VersionConflict",
     "assert_client_safe",
-    "build_context",
     "hydration_dto",
     "new_conversation_id",
     "resolve_secret",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, trim_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
-from memory.context_blocks import ContextParts
+from memory.context import ContextParts
 from memory.limits import (
     CLIP_FLOOR_CHARS,
     DEFAULT_CONTEXT_BUDGET_TOKENS,

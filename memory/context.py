@@ -2,22 +2,115 @@
 
 Order (a stable prefix first): system prompt, long-term block, the lines recalled from
 earlier conversations, pinned decisions block, summary block (with the open
-questions), recent messages, the latest user input.
-Client-sent history is never an input here. With a `ContextBudget` the context is
-fitted into it (`memory.budget`).
+questions), recent messages, the latest user input. Client-sent history is never an
+input here. `ContextParts` keeps the context in the pieces a `ContextBudget`
+(`memory.budget`) may shorten; each model call of a turn fits them again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from memory.archive.recall import Recall
-from memory.budget import ContextBudget
-from memory.context_blocks import ContextParts, pinned_block, summary_block
+from memory.archive.lines import ArchivedLine
+from memory.archive.recall import Recall, render
 from memory.longterm.items import MemoryItem
+from memory.prompts import (
+    LONG_TERM_BLOCK,
+    OPEN_QUESTIONS_BLOCK,
+    PINNED_BLOCK,
+    RECALL_BLOCK,
+    SUMMARY_BLOCK,
+)
 from memory.schema import ChatThreadMessage, ThreadState
+
+LONG_TERM_BLOCK_ID = "memory-long-term"
+PINNED_BLOCK_ID = "memory-pinned-decisions"
+SUMMARY_BLOCK_ID = "memory-summary"
+RECALL_BLOCK_ID = "memory-recall"
+
+
+def numbered(items: list[str]) -> str:
+    """`items` as a numbered list, one per line, starting at 1."""
+    return "\n".join(f"{index}. {item}" for index, item in enumerate(items, start=1))
+
+
+def long_term_block(items: Sequence[MemoryItem]) -> SystemMessage | None:
+    """The recalled long-term items, one `[kind] text` line each, or None when none."""
+    if not items:
+        return None
+    lines = "\n".join(f"- [{item.kind}] {item.text}" for item in items)
+    return SystemMessage(content=LONG_TERM_BLOCK.format(items=lines), id=LONG_TERM_BLOCK_ID)
+
+
+def recall_block(groups: Sequence[Sequence[ArchivedLine]]) -> SystemMessage | None:
+    """The lines recalled from earlier conversations, oldest first, under their date and
+    conversation title, or None when none."""
+    lines = [line for group in groups for line in group]
+    if not lines:
+        return None
+    return SystemMessage(content=RECALL_BLOCK.format(lines=render(lines)), id=RECALL_BLOCK_ID)
+
+
+def pinned_block(state: ThreadState) -> SystemMessage | None:
+    """The pinned-decisions block, or None when there are none."""
+    if not state.pinned_decisions:
+        return None
+    content = PINNED_BLOCK.format(pins=numbered(state.pinned_decisions))
+    return SystemMessage(content=content, id=PINNED_BLOCK_ID)
+
+
+def summary_block(state: ThreadState) -> SystemMessage | None:
+    """The summary block with the open questions, or None when the summary is empty."""
+    if not state.summary:
+        return None
+    content = SUMMARY_BLOCK.format(summary=state.summary)
+    if state.open_questions:
+        questions = "\n".join(f"- {question}" for question in state.open_questions)
+        content += OPEN_QUESTIONS_BLOCK.format(questions=questions)
+    return SystemMessage(content=content, id=SUMMARY_BLOCK_ID)
+
+
+@dataclass(frozen=True)
+class ContextParts:
+    """A turn's context in the pieces a `ContextBudget` may shorten.
+
+    Attributes:
+        system: the system prompt (always kept), or None.
+        long_term: the recalled long-term items, best first.
+        long_term_count: how many of them the context keeps.
+        pins: the pinned decisions block (always kept), or None.
+        summary: the summary block, or None.
+        recent: the recent messages, oldest first.
+        tail: the turn's own messages (the new input; in a tool turn also its calls and
+            results), always kept.
+        recalled: lines recalled from earlier conversations, in groups, best first.
+        recalled_count: how many of those groups the context keeps.
+    """
+
+    system: SystemMessage | None
+    long_term: tuple[MemoryItem, ...]
+    long_term_count: int
+    pins: SystemMessage | None
+    summary: SystemMessage | None
+    recent: tuple[BaseMessage, ...]
+    tail: tuple[BaseMessage, ...] = ()
+    recalled: tuple[tuple[ArchivedLine, ...], ...] = ()
+    recalled_count: int = 0
+
+    def messages(self, *, with_tail: bool = True) -> list[BaseMessage]:
+        """The context in its order: system, long-term, recalled lines, pins, summary,
+        recent, the turn."""
+        kept = long_term_block(self.long_term[: self.long_term_count])
+        earlier = recall_block(self.recalled[: self.recalled_count])
+        head = (self.system, kept, earlier, self.pins, self.summary)
+        context: list[BaseMessage] = [block for block in head if block is not None]
+        context.extend(self.recent)
+        if with_tail:
+            context.extend(self.tail)
+        return context
 
 
 def to_langchain(message: ChatThreadMessage) -> BaseMessage:
@@ -49,37 +142,3 @@ def context_parts(
         recalled=groups,
         recalled_count=len(groups),
     )
-
-
-def build_context(
-    state: ThreadState,
-    latest_input: str | None,
-    *,
-    system_prompt: str | None = None,
-    long_term: Sequence[MemoryItem] = (),
-    recalled: Recall | None = None,
-    budget: ContextBudget | None = None,
-    append_input: bool = True,
-) -> list[BaseMessage]:
-    """The messages a model receives for a turn.
-
-    Args:
-        state: the conversation's memory.
-        latest_input: the user's new message (None: none to count or append).
-        system_prompt: the route's instructions; omitted when None or empty.
-        long_term: the user's recalled long-term items, best first (within their budget).
-        recalled: lines recalled from the session's earlier conversations.
-        budget: fit the context into this many tokens (`memory.budget`); None: as is.
-        append_input: False when the caller appends the new input itself (it is still
-            counted against the budget).
-
-    Without a budget every stored message is included: compaction keeps them few (at
-    most `MAX_RECENT_MESSAGES` between turns, `HARD_MESSAGE_CAP` after failed
-    compactions), and a message is never dropped before it is folded into the summary.
-    """
-    parts = context_parts(
-        state, latest_input, system_prompt=system_prompt, long_term=long_term, recalled=recalled
-    )
-    if budget is not None:
-        parts = budget.fit(parts)
-    return parts.messages(with_tail=append_input)

@@ -45,8 +45,15 @@ from memory.schema import Clock, ThreadState, utcnow, validate_id
 from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.storage.documents import InTransaction
-from memory.turns import FinalTurn, SkipReason, plan_turn_write
-from memory.updates import rebase, settled, with_compaction, with_turn
+from memory.turns import (
+    FinalTurn,
+    SkipReason,
+    plan_turn_write,
+    rebase,
+    settled,
+    with_compaction,
+    with_turn,
+)
 
 logger = logging.getLogger(__name__)
 

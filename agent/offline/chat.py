@@ -21,7 +21,7 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import tool_call
 
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
-from memory.context_blocks import (
+from memory.context import (
     LONG_TERM_BLOCK_ID,
     PINNED_BLOCK_ID,
     RECALL_BLOCK_ID,
@@ -107,7 +107,7 @@ def _recalled_lines(body: str) -> list[str]:
 
 @dataclass(frozen=True)
 class ContextView:
-    """What the offline model reads from a `memory.context.build_context` message list.
+    """What the offline model reads from a context (`memory.context.ContextParts.messages`).
 
     Attributes:
         long_term: the user's recalled long-term items, as `[kind] text` lines.

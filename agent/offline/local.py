@@ -117,6 +117,12 @@ class LocalChatModel(BaseChatModel):
         """Seconds before each streamed piece of the answer to `call`; none here."""
         return 0.0
 
+    def _streaming_time(self, call: ModelCall, message: AIMessage) -> float:
+        """How long streaming `message` would have taken (its pieces are counted only
+        when the model pauses between them)."""
+        pause = self.pause(call)
+        return pause * len(message_chunks(message)) if pause > 0 else 0.0
+
     def _receive(
         self,
         messages: list[BaseMessage],
@@ -140,7 +146,7 @@ class LocalChatModel(BaseChatModel):
         call = self._receive(messages, stop, run_manager, kwargs)
         _wait(self.delay(call))
         message = self.respond(call)
-        _wait(self.pause(call) * len(message_chunks(message)))
+        _wait(self._streaming_time(call, message))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     async def _agenerate(
@@ -154,7 +160,7 @@ class LocalChatModel(BaseChatModel):
         call = self._receive(messages, stop, run_manager, kwargs)
         await _await(self.delay(call))
         message = await self.arespond(call)
-        await _await(self.pause(call) * len(message_chunks(message)))
+        await _await(self._streaming_time(call, message))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(

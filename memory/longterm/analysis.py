@@ -330,17 +330,6 @@ def analyse_clause(text: str, sentence: str, whole: str) -> Clause:
     return Clause(bare, ClauseType.STATEMENT, subject, durable)
 
 
-def analyse(text: str) -> list[Clause]:
-    """The clauses of what the user stated themselves in `text`, each analysed."""
-    own = own_words(text)
-    found: list[Clause] = []
-    whole = own.strip()
-    for sentence in sentences(own):
-        for clause in split_clauses(sentence):
-            found.append(analyse_clause(clause, sentence, whole))
-    return found
-
-
 def is_one_off_want(text: str) -> bool:
     """ "I need a summary of this", "I'd like a coffee", "I love it": for this moment."""
     return bool(
@@ -351,18 +340,12 @@ def is_one_off_want(text: str) -> bool:
     )
 
 
-def is_revocation(text: str) -> bool:
-    return bool(patterns.REVOCATION.search(text))
-
-
 __all__ = [
     "Clause",
     "ClauseType",
     "Subject",
-    "analyse",
     "is_filler",
     "is_question",
-    "is_revocation",
     "own_words",
     "strip_remember",
 ]

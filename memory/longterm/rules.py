@@ -33,7 +33,6 @@ from memory.longterm.analysis import (
     split_clauses,
     strip_lead,
 )
-from memory.longterm.analysis import is_revocation as analysis_is_revocation
 from memory.longterm.analysis import strip_remember as analysis_strip_remember
 from memory.longterm.items import MemoryKind
 from memory.longterm.secrets import find_secret
@@ -159,12 +158,6 @@ def has_cue(text: str) -> bool:
     return bool(_candidates(text))
 
 
-def clauses(text: str) -> list[str]:
-    """`text` split into sentences and clauses ("…, but …", Chinese commas): a comma
-    starts a new clause only where a new subject or instruction starts after it."""
-    return [part for sentence in sentences(text) for part in split_clauses(sentence)]
-
-
 def strip_remember(text: str) -> str:
     """`text` without a leading "please remember that" / "记住"."""
     body, explicit = analysis_strip_remember(text)
@@ -180,11 +173,6 @@ def tidy(text: str) -> str:
         cut = text[: MAX_MEMORY_TEXT_CHARS - 1]
         text = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;") + "…"
     return text
-
-
-def is_revocation(text: str) -> bool:
-    """Whether `text` revokes something said before ("I no longer …", "不再 …")."""
-    return analysis_is_revocation(text)
 
 
 def classify(text: str) -> MemoryKind:
@@ -311,16 +299,6 @@ def verdict(text: str, *, explicit: bool = False) -> Verdict | None:
 _SLASH = re.compile(r"^\s*/[a-z]+\b", re.I)
 
 
-def is_one_off(text: str) -> bool:
-    """A request for this moment ("translate this into English"), not a lasting wish."""
-    return verdict(text) is Verdict.ONE_OFF
-
-
-def is_transient(text: str) -> bool:
-    """A passing state ("I'm tired today"), not something that holds across conversations."""
-    return verdict(text) is Verdict.TRANSIENT
-
-
 def extract(text: str) -> Extraction:
     """The `rules` extractor over the user's own text of one turn."""
     proposals: list[Proposal] = []
@@ -339,14 +317,10 @@ __all__ = [
     "Extraction",
     "Proposal",
     "classify",
-    "clauses",
     "extract",
     "has_cue",
     "importance",
     "is_negated",
-    "is_one_off",
-    "is_revocation",
-    "is_transient",
     "strip_remember",
     "subject_of",
     "tidy",

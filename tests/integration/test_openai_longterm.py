@@ -21,7 +21,7 @@ from agent.settings import Settings
 from graphs.agent import build_agent_graph
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from memory import ThreadIds, UnsupportedDatabaseUrl
-from memory.context_blocks import RECALL_BLOCK_ID
+from memory.context import RECALL_BLOCK_ID
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
 from memory.prompts import LONG_TERM_BLOCK

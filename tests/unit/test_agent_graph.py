@@ -19,7 +19,7 @@ from graphs.request import InvalidRequest
 from graphs.state import Context
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS
 from memory import CompactionOutput
-from memory.context_blocks import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.conversations import ConversationMemory
 from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel

@@ -13,12 +13,12 @@ from langchain_core.messages.utils import count_tokens_approximately
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
-from memory import ThreadState, build_context
+from memory import ThreadState
 from memory.archive import ArchivedLine, Recall
 from memory.archive.recall import ANSWER_CHARS, choose, heading_tokens, line_tokens, render
 from memory.archive.terms import query_terms
 from memory.budget import ContextBudget
-from memory.context_blocks import (
+from memory.context import (
     LONG_TERM_BLOCK_ID,
     PINNED_BLOCK_ID,
     RECALL_BLOCK_ID,
@@ -28,6 +28,7 @@ from memory.longterm import MemoryItem
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage
 from memory.text import approximate_tokens
+from tests.context_support import build_context
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 FACT = "My boat is called Marisol and it is moored in Vigo"

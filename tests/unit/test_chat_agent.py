@@ -12,6 +12,7 @@ import pytest
 
 from agent import ChatAgent, ConversationBusy, ConversationNotFound, InvalidRequest
 from agent.settings import Settings
+from memory import CompactionOutput
 from memory.storage import iter_thread_ids
 from tests.conftest import SECRET
 from tests.fakes import PacedModel, ScriptedModel
@@ -316,3 +317,36 @@ def test_an_answer_survives_a_failed_final_checkpoint(
     done = next(e for e in asyncio.run(scenario()) if e["event"] == "done")
     assert (done["result"]["text"], done["result"]["degraded"]) == ("answer to: third", True)
     assert stored_texts(agent, "s1", cid)[::2] == ["first", "second", "third"]
+
+
+@pytest.mark.parametrize("history", ["latest", "all"])
+def test_a_run_thread_holds_its_turn_never_the_memory(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path, history: str
+) -> None:
+    """Every checkpoint and pending write of a conversation's run thread, after its turns
+    finished, holds only its own turn: never an earlier turn's words nor the summary."""
+    summary = "The user plans zebraquill trips to Lisbon; the budget is discussed."
+    model = ScriptedModel(
+        replies=[f"reply {n}" for n in range(8)],
+        structured=[CompactionOutput(summary=summary, pinned_decisions=[], retired_pins=[])],
+    )
+    settings = Settings(data_dir=tmp_path / "data", run_history=cast(Any, history))
+    agent = open_agent(model, settings=settings, long_term_memory="off")
+    first = agent.send("zebraquill plans for Lisbon", session_id="s1", create_conversation=True)
+    cid = first.conversation_id
+    for n in range(5):  # past eight messages: the summary is written
+        agent.send(f"filler turn {n} about the budget", session_id="s1", conversation_id=cid)
+        agent.wait_for_upkeep()
+    assert agent.memory.read_memory("s1", cid).summary == summary
+    agent.send("and the next step?", session_id="s1", conversation_id=cid)
+    agent.wait_for_upkeep()
+    config: Any = {"configurable": {"thread_id": agent.memory.run_thread("s1", cid)}}
+    saver = agent.memory.threads.checkpointer
+    assert "the next step" in repr(saver.get_tuple(config))
+    markers = ["zebraquill", *(f"filler turn {n} " for n in range(5)), "the next step"]
+    stored = list(saver.list(config))
+    for checkpoint in stored:
+        held = repr(checkpoint)
+        assert sum(marker in held for marker in markers) == 1, held[:300]
+        assert "budget is discussed" not in held
+    assert len(stored) == (1 if history == "latest" else 7)

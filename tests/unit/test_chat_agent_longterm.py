@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from agent import ChatAgent, InvalidRequest, MemoryNotFound
-from memory.context_blocks import LONG_TERM_BLOCK_ID
+from memory.context import LONG_TERM_BLOCK_ID
 from memory.longterm import ExtractionOutput
 from memory.longterm.extraction import ProposedMemory
 from tests.fakes import ScriptedModel

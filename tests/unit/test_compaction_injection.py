@@ -15,8 +15,8 @@ from langchain_core.messages import BaseMessage
 
 from agent.offline import OfflineChatModel
 from memory.compaction import CompactionOutput, compact, local_fallback, split_for_fold
-from memory.context import build_context
 from memory.schema import ThreadState
+from tests.context_support import build_context
 from tests.fakes import ScriptedModel
 from tests.unit.offline_support import thread_state
 

@@ -16,12 +16,13 @@ from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.state import Mode
-from memory import ThreadState, build_context
+from memory import ThreadState
 from memory.budget import CLIP_MARKER, ContextBudget
-from memory.context_blocks import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.longterm import MemoryItem, MemoryKind
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage
+from tests.context_support import build_context
 from tests.fakes import ScriptedModel
 
 pytestmark = pytest.mark.sqlite_only

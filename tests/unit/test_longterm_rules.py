@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.longterm.rules import (
-    classify,
-    clauses,
-    extract,
-    has_cue,
-    is_one_off,
-    is_revocation,
-    is_transient,
-    subject_of,
-)
+from memory.longterm.rules import Verdict, classify, extract, has_cue, subject_of, verdict
 
 
 @pytest.mark.parametrize(
@@ -84,30 +75,35 @@ def test_what_the_user_asks_to_be_remembered_ranks_highest() -> None:
     assert asked.proposals[0].importance == 5
 
 
-def test_clauses_split_sentences_and_new_statements_only() -> None:
-    assert clauses("I like tea, milk and honey. Call me Sam") == [
-        "I like tea, milk and honey.",
-        "Call me Sam",
-    ]
-    assert clauses("I love Paris, but I live in Berlin") == ["I love Paris", "I live in Berlin"]
+def test_a_statement_is_split_where_a_new_statement_starts_only() -> None:
+    said = extract("I like tea, milk and honey. Call me Sam")
+    assert [p.text for p in said.proposals] == ["I like tea, milk and honey.", "Call me Sam"]
+    said = extract("I love Paris, but I live in Berlin")
+    assert [p.text for p in said.proposals] == ["I love Paris", "I live in Berlin"]
 
 
 @pytest.mark.parametrize(
-    ("check", "text", "expected"),
+    ("text", "expected"),
     [
-        (is_one_off, "translate this into English", True),
-        (is_one_off, "always translate my messages into English", False),
-        (is_one_off, "just this once, answer in French", True),
-        (is_transient, "I'm busy right now", True),
-        (is_transient, "I am a nurse", False),
-        (is_revocation, "forget that I live in Berlin", True),
-        (is_revocation, "I live in Berlin", False),
-        (is_revocation, "我不再吃素了", True),
+        ("translate this into English", Verdict.ONE_OFF),
+        ("always translate my messages into English", None),
+        ("just this once, answer in French", Verdict.ONE_OFF),
+        ("I'm busy right now", Verdict.TRANSIENT),
+        ("I am a nurse", None),
     ],
 )
-def test_gate_predicates(check: object, text: str, expected: bool) -> None:
-    assert callable(check)
-    assert check(text) is expected
+def test_the_gate_tells_a_one_off_or_passing_state_from_what_holds(
+    text: str, expected: Verdict | None
+) -> None:
+    assert verdict(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "revokes"),
+    [("forget that I live in Berlin", True), ("I live in Berlin", False), ("我不再吃素了", True)],
+)
+def test_a_revocation_is_told_from_a_statement(text: str, revokes: bool) -> None:
+    assert bool(extract(text).revocations) is revokes
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from memory.context import build_context
-from memory.context_blocks import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.schema import ChatThreadMessage, ThreadState
+from tests.context_support import build_context
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -22,8 +22,8 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from agent.offline import OfflineChatModel
 from agent.offline.chat import OFFLINE_PREFIX
 from agent.tools import BUILTIN_TOOLS, calculator, current_time
-from memory.context import build_context
 from memory.schema import ThreadState
+from tests.context_support import build_context
 from tests.unit.offline_support import thread_state
 
 

@@ -18,7 +18,7 @@ from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.tasklist import CheckIssue, SelfCheck, TasklistTaskResult
 from memory import ThreadState
 from memory.compaction import structured_compactor
-from memory.context_blocks import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.schema import ChatThreadMessage
 from tests.unit.tasklist_support import done, plan, requests, scripted, start, summary, texts
 

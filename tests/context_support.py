@@ -1,0 +1,34 @@
+"""A turn's context as a list of messages, for tests and benchmarks that build one from
+memory without running the graph (the graph keeps it in pieces, `ContextParts`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage
+
+from memory.archive.recall import Recall
+from memory.budget import ContextBudget
+from memory.context import context_parts
+from memory.longterm.items import MemoryItem
+from memory.schema import ThreadState
+
+
+def build_context(
+    state: ThreadState,
+    latest_input: str | None,
+    *,
+    system_prompt: str | None = None,
+    long_term: Sequence[MemoryItem] = (),
+    recalled: Recall | None = None,
+    budget: ContextBudget | None = None,
+    append_input: bool = True,
+) -> list[BaseMessage]:
+    """The messages a model receives for a turn (fitted into `budget` when given;
+    `append_input=False`: the new input is counted but left out)."""
+    parts = context_parts(
+        state, latest_input, system_prompt=system_prompt, long_term=long_term, recalled=recalled
+    )
+    if budget is not None:
+        parts = budget.fit(parts)
+    return parts.messages(with_tail=append_input)
