@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory.limits import (
@@ -157,6 +164,14 @@ class Settings(BaseSettings):
         validation_alias=_env("AGENT_CONTEXT_BUDGET_TOKENS"),
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, given: Any) -> Any:
+        # `env_ignore_empty` drops "" only: "   " is as unset (`from_env` drops it too)
+        if isinstance(given, dict):
+            return {k: v for k, v in given.items() if not (isinstance(v, str) and not v.strip())}
+        return given
+
     @field_validator("session_secret")
     @classmethod
     def _long_enough(cls, secret: SecretStr | None) -> SecretStr | None:
@@ -190,8 +205,7 @@ class Settings(BaseSettings):
         try:
             if env is None:
                 return cls()
-            given = {key: value for key, value in env.items() if value.strip()}
-            return cls.model_validate(given)
+            return cls.model_validate(dict(env))
         except ValidationError as exc:
             raise SettingsError(describe(exc)) from None
 

@@ -16,14 +16,17 @@ router = APIRouter(prefix="/api", tags=["search"])
 
 @router.get("/search", response_model=None)
 def search(
-    agent: AgentDep, session_id: SessionDep, q: str = "", limit: int = 10
+    agent: AgentDep, session_id: SessionDep, q: str = "", limit: str = "10"
 ) -> dict[str, Any] | Response:
     """`{"query", "results": [{id, conversationId, title, messageId, role, createdAt,
     text}]}`: the session's own archived lines sharing words with `q`, most relevant
     first (conversations pruned from the list included). 422 `invalid_query` for an
-    empty or over-long `q` (500 characters) or a `limit` outside 1-50."""
+    empty or over-long `q` (500 characters) or a `limit` that is no integer of 1-50."""
+    # read here, not by FastAPI, whose parsing answers a non-number with a 400: a limit
+    # that is no number is out of range like any other
+    count = int(limit) if limit.isdecimal() else 0
     try:
-        results = agent.search_conversations(q, session_id=session_id, limit=limit)
+        results = agent.search_conversations(q, session_id=session_id, limit=count)
     except InvalidRequest as exc:
         return error_response(422, "invalid_query", str(exc))
     return {"query": q.strip(), "results": results, "limit": MAX_SEARCH_RESULTS}

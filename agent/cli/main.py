@@ -222,6 +222,8 @@ def run_gc(*, dry_run: bool) -> int:
     try:
         with ChatAgent(settings=settings) as agent:
             removed = agent.sweep(dry_run=dry_run)
+            if not dry_run:  # a clean file: no deleted text in free pages or index segments
+                agent.memory.threads.compact_storage()
     except ChatMemoryError as exc:
         return _fail(str(exc))
     if settings.retention_days == 0:

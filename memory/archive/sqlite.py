@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
 from memory.archive.sqlite_search import read_line, search_sql
 from memory.archive.terms import index_terms
-from memory.storage.sqlite.connection import sqlite_transaction
+from memory.storage.sqlite.connection import scrub_on_commit, sqlite_transaction
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,10 @@ DELETE_INDEX_SQL = (
     "INSERT INTO archive_index (archive_index, rowid, said, other) VALUES ('delete', ?, ?, ?)"
 )
 """A contentless index forgets a row given the very terms it was given (`index_row`)."""
+MERGE_INDEX_SQL = "INSERT INTO archive_index (archive_index) VALUES ('optimize')"
+"""Merges the index into one segment. FTS5 deletes a row's terms by writing a marker in
+a new segment; the terms stay in the older segments, in the file, until a merge of
+those segments drops them: a deletion or rewrite runs this before it commits."""
 INDEX_VERSION = 1
 """The version of the index's terms (`index_row`, `memory.archive.terms`): an index of
 another version is rebuilt on open. A contentless index is told a line's terms again to
@@ -357,6 +361,8 @@ class SqliteArchive:
             cursor.execute(INSERT_INDEX_SQL, index_row(line_id, session_key, role, new))
         if self.vectors is not None:  # an embedding of the old text would find it again
             self.vectors.forget(cursor, [line_id for line_id, _, _ in owned])
+        if owned or titles:  # the old texts are in the WAL, the old terms in the index
+            scrub_on_commit(cursor, *([MERGE_INDEX_SQL] if owned else []))
         return len(owned)
 
     def _drop(self, cursor: sqlite3.Cursor, where: str, params: tuple[Any, ...]) -> int:
@@ -367,6 +373,8 @@ class SqliteArchive:
         if self.vectors is not None:
             embedded = [line_id for line_id, _, role, _ in rows if role in EMBEDDED_ROLES]
             self.vectors.forget(cursor, embedded)
+        if rows:
+            scrub_on_commit(cursor, MERGE_INDEX_SQL)
         return int(cursor.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)
 
     def _delete(self, where: str, params: tuple[Any, ...]) -> int:

@@ -6,7 +6,9 @@ clause split, after NFKC normalisation (full-width digits become ASCII digits). 
 secret is found by what it is:
 - a value near a word that names a secret, in either order and in English or Chinese
   (password/pw/PIN/passcode/2FA/backup/door/gate/alarm code/security answer/密码/口令/
-  验证码 …: "4821 is my PIN", "Remember my bank password, I always use …");
+  验证码 …: "4821 is my PIN", "Remember my bank password, I always use …"), an
+  English word written against Chinese ("password是…") included;
+- a user name given with its password ("my login is jsmith / …", "username X password Y");
 - key formats from detect-secrets' maintained plugins (AWS, GitHub, GitLab, Slack,
   Stripe, JWT, PEM private keys, npm, PyPI, Twilio, …; its keyword and entropy plugins
   are built for source code and its public-IP plugin is no secret, so they are not
@@ -56,22 +58,27 @@ class SecretKind(StrEnum):
     IDENTITY = "an identity document number"
 
 
-_INTRODUCED = r"\s*(?:is|was|:|=|：|是|为|為)\s*[\"'“‘(]?\S{2,}"
+_WORDS = re.I | re.A
+"""The flags of the patterns: ASCII word boundaries, so that an English word or a number
+written against Chinese ("password是…", "我的pin是…") still begins and ends a word."""
+_ASKED = r"(?!什么|多少|啥|哪|怎么|几)"
+"""A question ("我的密码是多少") names a secret without telling it."""
+_INTRODUCED = r"\s*(?:is|was|:|=|：|是|为|為)\s*" + _ASKED + r"[\"'“‘(]?\S{2,}"
 _TOKEN_LIKE = r"\s+[\"'“‘(]?(?=\S*[\d!@#$%^&*])\S{4,}"
 _VALUE = f"(?:{_INTRODUCED}|{_TOKEN_LIKE})"
 _PASSWORD = prefiltered(
-    r"(?:\b(?:pass ?(?:word|phrase|code)|pwd|passwd)s?\b|密码|口令)"
+    r"(?:\b(?:pass ?(?:word|phrase|code)|pwd|passwd)s?\b|密码(?!学)|口令)"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE,
-    re.IGNORECASE,
+    _WORDS,
 )
 _SECRET_VALUE = prefiltered(
     r"(?:\b(?:secret(?: (?:word|phrase|question|answer|code))?|code ?word|safe ?word|"
     r"security (?:code|answer)|pin(?: code| number)?|cvv|cvc|otp|one-time code|"
     r"verification code|recovery (?:code|phrase)|seed phrase|mnemonic)\b|暗号|验证码|PIN码)"
     + _INTRODUCED,
-    re.IGNORECASE,
+    _WORDS,
 )
-_PIN_DIGITS = prefiltered(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", re.IGNORECASE)
+_PIN_DIGITS = prefiltered(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", _WORDS)
 _TOKEN_PREFIXES = prefiltered(
     r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
     r"|\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
@@ -81,7 +88,7 @@ _TOKEN_PREFIXES = prefiltered(
     r"|\bhf_[A-Za-z0-9]{30,}|\bnpm_[A-Za-z0-9]{30,}|\bpypi-[A-Za-z0-9_-]{30,}"
     r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
     r"|\bbearer\s+[A-Za-z0-9._~+/-]{16,})",
-    re.IGNORECASE,
+    _WORDS,
 )
 _TOKEN_WORDS = prefiltered(
     r"\b(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|auth(?:entication)?[ _-]?token|"
@@ -89,13 +96,35 @@ _TOKEN_WORDS = prefiltered(
     r"private[ _-]?token|webhook[ _-]?secret|密钥|令牌)\b"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?\s*(?:is|was|:|=|是|为)?\s*[\"'“]?"
     r"[A-Za-z0-9._~+/=-]{8,}",
-    re.IGNORECASE,
+    _WORDS,
 )
 _PRIVATE_KEY = prefiltered(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File|"
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}",
-    re.IGNORECASE,
+    _WORDS,
 )
+_LOGIN_PAIR = prefiltered(
+    r"(?:\b(?:log ?in|sign[ -]?in|credentials?|creds)s?\b|账号|帐号|账户|登录|登陆)"
+    r"(?:\s+(?:details|info))?\s*(?:is|are|was|:|=|：|是|为)\s*[\"'“]?"
+    r"[^\s/|]{2,}\s*[/|]\s*(?!pass|pw|pin\b|密码)(?=[!-~]{4})[^\s/|]{4,}",
+    _WORDS,
+)
+"""A user name and a password as a pair: "my bank login is jsmith / P@ssw0rd!77"."""
+_FILLER = (
+    r"(?!(?:and|or|then|is|are|was|were|the|a|an|my|your|this|that|for|from|to|of|in|on|"
+    r"at|by|with|as|if|but|can|must|should|will|please|name|field|fields|required|needed|"
+    r"reset|manager)\b)"
+)
+"""Prose words, which stand where a user name or a password would in a sentence about
+logging in ("username and password are required")."""
+_USER_THEN_PASSWORD = prefiltered(
+    r"(?:\b(?:user ?(?:name|id)?|log ?in|account)\b|账号|帐号|账户|用户名|登录名)"
+    r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[\w.@+-]{2,}[\s,，;；、/]*(?:and\s+)?"
+    r"(?:(?:my|the)\s+)?(?:\bpass(?:word|wd|code)?\b|\bpwd\b|\bpw\b|密码|口令)"
+    r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[!-~]{3,}",
+    _WORDS,
+)
+"""A user name followed by its password: "username jsmith password letmein"."""
 _CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ .-]?){12,18}\d(?![\d-])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
 _IDENTITY_WORDS = prefiltered(
@@ -105,7 +134,7 @@ _IDENTITY_WORDS = prefiltered(
     r"dni|aadhaar|driver'?s? licen[cs]e(?: number)?|licen[cs]e number)\b|身份证|护照|證件|证件)"
     r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:is|was|:|=|是|为|号码?)?\s*"
     r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}",
-    re.IGNORECASE,
+    _WORDS,
 )
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.-]{20,}")
 ENTROPY_SHARE = 0.75
@@ -121,26 +150,28 @@ _SECRET_NAME = (
     r"safe ?word|unlock code|combo|combination|disarm (?:code|number)|key ?code|"
     r"(?:door|gate|alarm|garage|safe|lock|locker|entry|access|"
     r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
-    r"|密码|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
+    r"|密码(?!学)|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
 )
-_NAME = prefiltered(_SECRET_NAME, re.I)
+_NAME = prefiltered(_SECRET_NAME, _WORDS)
 _NAMED_VALUE_AFTER = prefiltered(
-    _SECRET_NAME + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
-    r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
-    re.I,
+    _SECRET_NAME
+    + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
+    + _ASKED
+    + r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
+    _WORDS,
 )
 _VALUE_BEFORE_NAME = prefiltered(
     r"(?:\S*\d\S*|[\"'“][^\"'”]+[\"'”])\s+(?:is|was|=|are)\s+(?:my|the|our|his|her)\s+"
     r"(?:[\w-]+\s+){0,3}?" + _SECRET_NAME + r"|(?:use|used|using)\s+\S+\s+(?:as|for)\s+"
     r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME,
-    re.I,
+    _WORDS,
 )
 _CODE_NEAR_LOCK = prefiltered(
     r"\bcodes?\b[^.\n]{0,30}\b(?:door|gate|alarm|garage|safe|lock|locker|building|house|"
     r"keypad|phone|wifi|bank|account|vault)\b|\b(?:door|gate|alarm|garage|safe|lock|locker|"
     r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜|门锁|密码锁"
     r"|\b(?:alarm|locker|keypad|safe|vault|padlock|garage door|front door)\b",
-    re.I,
+    _WORDS,
 )
 _VALUE_TOKEN = re.compile(
     r"(?<![\w-])(?=[\w!@#$%^&*()+=~.-]*\d)[\w!@#$%^&*()+=~.#-]{3,}"
@@ -185,10 +216,12 @@ def _key_format(text: str) -> bool:
     )
 
 
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", re.I)
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _WORDS)
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
-_SSN_BARE = prefiltered(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", re.I)
-_UK_NINO = re.compile(r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", re.I)
+_SSN_BARE = prefiltered(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", _WORDS)
+_UK_NINO = re.compile(
+    r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", _WORDS
+)
 
 
 def _bank_account(text: str) -> bool:
@@ -245,6 +278,8 @@ _CHECKS: tuple[tuple[SecretKind, Callable[[str], bool]], ...] = (
     (SecretKind.API_KEY, _key_format),
     (SecretKind.API_KEY, lambda text: bool(_TOKEN_WORDS.search(text))),
     (SecretKind.PASSWORD, lambda text: bool(_PASSWORD.search(text))),
+    (SecretKind.PASSWORD, lambda text: bool(_LOGIN_PAIR.search(text))),
+    (SecretKind.PASSWORD, lambda text: bool(_USER_THEN_PASSWORD.search(text))),
     (SecretKind.SECRET_VALUE, _named_secret),
     (SecretKind.SECRET_VALUE, lambda text: bool(_SECRET_VALUE.search(text))),
     (SecretKind.SECRET_VALUE, lambda text: bool(_PIN_DIGITS.search(text))),

@@ -38,9 +38,11 @@ def test_an_empty_or_over_long_query_is_refused(alice: httpx.Client, query: str)
     assert_clean_error(alice.get("/api/search", params={"q": query}), 422, "invalid_query")
 
 
-def test_a_limit_out_of_range_is_refused(alice: httpx.Client) -> None:
-    response = alice.get("/api/search", params={"q": "boat", "limit": 0})
+@pytest.mark.parametrize("limit", ["0", "51", "-3", "ten", "2.5", "1e3", "", "9" * 40])
+def test_a_limit_that_is_no_integer_in_range_is_refused(alice: httpx.Client, limit: str) -> None:
+    response = alice.get("/api/search", params={"q": "boat", "limit": limit})
     assert_clean_error(response, 422, "invalid_query")
+    assert "limit" in response.json()["error"]["message"]
 
 
 def test_deleting_the_conversation_or_the_history_empties_search(alice: httpx.Client) -> None:

@@ -29,6 +29,20 @@ def send(agent: ChatAgent, text: str, **where: Any) -> Any:
     return result
 
 
+def archived_user_texts(agent: ChatAgent) -> list[str]:
+    """The texts of the archive's user lines, read from its table (search leaves redacted
+    lines out)."""
+    found: list[str] = []
+
+    def read(cursor: Any) -> None:
+        sql = "SELECT text FROM archive_lines WHERE role = 'user' ORDER BY id"
+        rows = cursor.execute(sql).fetchall()  # PostgreSQL's cursor reads dicts
+        found.extend(row["text"] if isinstance(row, dict) else row[0] for row in rows)
+
+    agent.memory.threads.put_many({}, also=read)
+    return found
+
+
 def context_text(model: OfflineChatModel) -> str:
     return "\n".join(m.text for m in model.calls[-1][:-1])
 
@@ -121,6 +135,27 @@ def test_the_sweep_removes_lines_of_conversations_idle_past_retention(
     assert agent.search_conversations("Marisol", session_id="s1")
     assert agent.sweep(now=utcnow() + timedelta(days=31))["archivedLines"] == 2
     assert agent.search_conversations("Marisol", session_id="s1") == []
+
+
+@pytest.mark.parametrize(
+    ("secret", "word"),
+    [
+        ("password是abc123XYZq", "abc123xyzq"),
+        ("my bank login is jsmith / P@ssw0rd!77", "jsmith"),
+        ("username jsmith password bluebirds", "bluebirds"),
+        ("用户名 zhang_wei，密码 qwerty", "qwerty"),
+    ],
+)
+def test_a_password_in_any_phrasing_is_refused_and_archived_redacted(
+    open_agent: Callable[..., ChatAgent], secret: str, word: str
+) -> None:
+    agent = open_agent(OfflineChatModel(record=True))
+    with pytest.raises(InvalidRequest, match="secrets are never remembered"):
+        agent.remember(secret, session_id="s1")
+    send(agent, secret, session_id="s1", create_conversation=True)
+    assert agent.memories(session_id="s1")["memories"] == []
+    assert agent.search_conversations(word, session_id="s1") == []
+    assert archived_user_texts(agent) == ["[redacted]"]
 
 
 def test_the_cli_parses_search() -> None:

@@ -21,6 +21,7 @@ from memory.longterm.prefilter import Prefiltered, folded, literal_needs
 from tests.unit.test_longterm_secrets import (
     FOUND_BY_KIND,
     ORDINARY,
+    PASSWORDS_BESIDE_CHINESE_OR_A_USER_NAME,
     PHRASINGS,
     PROFILE_STATEMENTS,
 )
@@ -82,6 +83,7 @@ def evals_corpus() -> list[str]:
 
 def corpus() -> list[str]:
     own = [text for text, _ in FOUND_BY_KIND] + ORDINARY + PHRASINGS + PROFILE_STATEMENTS
+    own += PASSWORDS_BESIDE_CHINESE_OR_A_USER_NAME
     return evals_corpus() + own
 
 

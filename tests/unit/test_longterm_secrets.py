@@ -51,6 +51,15 @@ ORDINARY = [
     "see https://example.com/docs/getting-started-with-langgraph",
     "I like the internationalization guidelines",
     "pin the decision to use PostgreSQL",
+    "my login is at 9am",
+    "密码学是一门学科",
+    "我的密码是多少来着？",
+    "Username and password are required on that form.",
+    "Use your user name and password from the onboarding email.",
+    "The login page is broken / slow today",
+    "My login is via Google / Apple ID.",
+    "用户名或者密码错误，怎么办？",
+    "账户是个人/企业账户两种",
 ]
 
 
@@ -92,6 +101,27 @@ PHRASINGS = [
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 ]
 """Secrets said in the many ways people say them."""
+
+PASSWORDS_BESIDE_CHINESE_OR_A_USER_NAME = [
+    "password是abc123XYZq",
+    "我的pin是4821",
+    "我的passcode是778899",
+    "公司VPN的password是 秘密花园",
+    "my bank login is jsmith / P@ssw0rd!77",
+    "credentials: admin / letmein",
+    "Netflix login: jane@example.com / Summer2024",
+    "username jsmith password letmein",
+    "user: alice  pass: wonderland",
+    "用户名admin，密码qwerty",
+    "我的账号是 lihua88 / 登录密码 hua2024",
+]
+"""An English secret word written against Chinese, and a user name given with its
+password ("login is user / password", "username X password Y")."""
+
+
+@pytest.mark.parametrize("text", PASSWORDS_BESIDE_CHINESE_OR_A_USER_NAME)
+def test_passwords_beside_chinese_or_a_user_name_are_found(text: str) -> None:
+    assert find_secret(text) in (SecretKind.PASSWORD, SecretKind.SECRET_VALUE)
 
 
 @pytest.mark.parametrize("text", PHRASINGS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.settings import Settings, SettingsError
+from agent.settings import DEFAULT_MODEL, Settings, SettingsError
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,22 @@ def test_unusable_numbers_are_refused_naming_the_variable(
     with pytest.raises(SettingsError) as read:
         Settings.from_env()
     assert variable in read.value.args[0]
+
+
+@pytest.mark.parametrize(
+    ("variable", "field"),
+    [
+        ("AGENT_EMBEDDINGS_MODEL", "embeddings_model"),
+        ("AGENT_COMPACTION_MODEL", "compaction_model"),
+        ("OPENAI_BASE_URL", "openai_base_url"),
+        ("AGENT_SESSION_SECRET", "session_secret"),
+    ],
+)
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_a_blank_variable_is_unset(
+    variable: str, field: str, blank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert getattr(Settings.from_env({variable: blank}), field) is None
+    monkeypatch.setenv(variable, blank)
+    assert getattr(Settings.from_env(), field) is None
+    assert Settings.from_env({"AGENT_MODEL": blank}).model == DEFAULT_MODEL

@@ -48,6 +48,9 @@ def open_sqlite(
     # WAL + NORMAL never corrupts and survives process crashes; a power cut may lose
     # the last transactions, an accepted trade for conversation memory.
     conn.execute("PRAGMA synchronous = NORMAL")
+    # a deleted row's bytes are zeroed, in its page and in pages freed, rather than left
+    # in free space until they happen to be reused or a VACUUM rewrites the file
+    conn.execute("PRAGMA secure_delete = ON")
     checkpointer = SqliteCheckpointer(conn)
     documents = SqliteDocuments(conn, checkpointer.lock)
     locks = FileLocks(path.with_name(path.name + ".locks")) if path else KeyedLocks()

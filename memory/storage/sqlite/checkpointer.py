@@ -12,7 +12,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from memory.storage.checkpointers import RunSaver, check_prune_arguments
-from memory.storage.sqlite.connection import sqlite_transaction
+from memory.storage.sqlite.connection import scrub_on_commit, sqlite_transaction
 
 CHECKPOINT_TABLES = ("checkpoints", "writes")
 DELTA_MARKERS = ('"counters_since_delta_snapshot"', '"delta_writes_versioned"')
@@ -28,10 +28,16 @@ SELECT_HEADS_SQL = (
 
 
 def delete_threads(cur: sqlite3.Cursor, thread_ids: Sequence[str]) -> None:
-    """Delete every checkpoint and write of `thread_ids` (in the caller's transaction)."""
+    """Delete every checkpoint and write of `thread_ids` (in the caller's transaction,
+    which then leaves none of their text in the WAL)."""
+    deleted = 0
     for thread_id in thread_ids:
         for table in CHECKPOINT_TABLES:
-            cur.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
+            deleted += cur.execute(
+                f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,)
+            ).rowcount
+    if deleted:
+        scrub_on_commit(cur)
 
 
 def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
@@ -203,4 +209,6 @@ def redact_runs(
             dumped = serde.dumps_typed(redacted_value)
             cur.execute("UPDATE writes SET type = ?, value = ? WHERE rowid = ?", (*dumped, rowid))
             changed += 1
+    if changed:
+        scrub_on_commit(cur)
     return changed

@@ -1,8 +1,9 @@
-"""The shared SQLite connection: its driver, its transactions, its file's privacy, the
-setup lock."""
+"""The shared SQLite connection: its driver, its transactions, its file's privacy (what
+a deletion leaves behind included), the setup lock."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -14,12 +15,20 @@ from typing import Any, cast
 from memory.errors import VECTOR_DRIVER_MISSING, UnsupportedDatabaseUrl
 from memory.files import PRIVATE_FILE_MODE, make_private_dir
 
+logger = logging.getLogger(__name__)
+
 SQLITE_BUSY_TIMEOUT_S = 30.0
+TRUNCATE_WAIT_MS = 1_000
+"""How long a deletion waits, once committed, for other processes' readers to let it
+truncate the WAL (it holds the connection, and its caller waits)."""
 SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after checkpoints
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
 SETUP_LOCK_KEY = "sqlite-setup"
 """Serialises `setup()` (tables, WAL mode) of processes opening a new file together."""
 SQLITE_SIDE_FILES = ("-wal", "-shm")
+_SCRUBS: dict[int, dict[str, None]] = {}
+"""By connection (its id, used under its lock): the statements its open transaction runs
+before it commits, because it deleted or rewrote what a user said (`scrub_on_commit`)."""
 VECTOR_PACKAGES = {"sqlean": "sqlean.py", "sqlite_vec": "sqlite-vec"}
 """The modules a connection with a vector index needs, by the package that installs them."""
 
@@ -78,10 +87,42 @@ def sqlite_transaction(conn: sqlite3.Connection, lock: threading.Lock) -> Iterat
         cur.execute("BEGIN IMMEDIATE")
         try:
             yield cur
+            for statement in _SCRUBS.get(id(conn), ()):
+                cur.execute(statement)
         except BaseException:
+            _SCRUBS.pop(id(conn), None)
             conn.rollback()
             raise
         conn.commit()
+        if _SCRUBS.pop(id(conn), None) is not None:
+            truncate_wal(conn)
+
+
+def scrub_on_commit(cursor: sqlite3.Cursor, *statements: str) -> None:
+    """Mark the transaction of `cursor` (a `sqlite_transaction`'s) as one that deleted or
+    rewrote what a user said: `statements` run just before it commits (once each), and
+    once it has committed, the WAL is checkpointed and truncated.
+
+    With `secure_delete` on (`backend.open_sqlite`), a deleted row's bytes are zeroed in
+    the pages the transaction writes, but the WAL still holds earlier versions of those
+    pages, the deleted text in them, until it is truncated; `statements` clear what is
+    no row of a table (an FTS5 index's merged-away terms).
+    """
+    _SCRUBS.setdefault(id(cursor.connection), {}).update(dict.fromkeys(statements))
+
+
+def truncate_wal(conn: sqlite3.Connection) -> None:
+    """Copy the WAL into the database file and truncate it to nothing (the caller holds
+    the connection's lock, outside a transaction). A reader of another process on an
+    older snapshot makes it wait, at most `TRUNCATE_WAIT_MS`, then leave the WAL as it
+    is: the next truncation (a deletion's, `gc`'s) clears it."""
+    conn.execute(f"PRAGMA busy_timeout = {TRUNCATE_WAIT_MS}")
+    try:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+    if busy:
+        logger.info("the WAL was not truncated after a deletion: another process reads")
 
 
 def create_private(path: Path) -> None:

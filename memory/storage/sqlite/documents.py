@@ -13,8 +13,12 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from memory.storage.documents import DOCUMENTS_TABLE, Dialect, InTransaction
 from memory.storage.sqlite.checkpointer import delete_threads
-from memory.storage.sqlite.connection import sqlite_transaction
+from memory.storage.sqlite.connection import sqlite_transaction, truncate_wal
 
+FTS5_TABLES_SQL = (
+    "SELECT name FROM sqlite_master"
+    " WHERE type = 'table' AND replace(sql, ' ', '') LIKE 'CREATEVIRTUALTABLE%USINGfts5(%'"
+)
 LEGACY_DOCUMENT_METADATA = json.dumps({"source": "update", "step": 0, "parents": {}}).encode()
 """The metadata of a memory document stored as a single-checkpoint thread (the
 layout before documents had their own table)."""
@@ -117,8 +121,14 @@ class SqliteDocuments:
         return [row[0] for row in rows]
 
     def compact_storage(self) -> None:
-        """VACUUM the file (outside any transaction), then truncate the WAL."""
+        """Merge every FTS5 index, VACUUM the file (outside any transaction), then
+        truncate the WAL: the file then holds only what its rows hold."""
         with self.lock:
             self.conn.commit()
+            # VACUUM copies an index's segments as they are, the terms of deleted rows in
+            # the segments not merged since included
+            for (name,) in self.conn.execute(FTS5_TABLES_SQL).fetchall():
+                self.conn.execute(f'INSERT INTO "{name}" ("{name}") VALUES (\'optimize\')')
+            self.conn.commit()
             self.conn.execute("VACUUM")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            truncate_wal(self.conn)

@@ -12,7 +12,12 @@ from langgraph.store.sqlite import SqliteStore
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.storage.locks import KeyedLocks
 from memory.storage.sqlite.checkpointer import SqliteCheckpointer
-from memory.storage.sqlite.connection import SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S
+from memory.storage.sqlite.connection import (
+    SETUP_LOCK_KEY,
+    SQLITE_BUSY_TIMEOUT_S,
+    scrub_on_commit,
+    truncate_wal,
+)
 
 
 class SharedSqliteStore(SqliteStore):
@@ -60,6 +65,17 @@ class SharedSqliteStore(SqliteStore):
         puts and deletes), so the store's table is written exactly as `batch` writes it.
         """
         self._batch_put_ops(list(enumerate(ops)), cursor)
+        if any(op.value is None for op in ops):
+            scrub_on_commit(cursor)
+
+    def sweep_ttl(self) -> int:
+        """Delete the items whose TTL ran out (upstream's sweep); then truncate the WAL,
+        which still holds their text."""
+        removed = super().sweep_ttl()
+        if removed:
+            with self.lock:
+                truncate_wal(self.conn)
+        return removed
 
     @contextmanager
     def _cursor(self, *, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
