@@ -138,17 +138,26 @@ def context_budget(settings: Settings, model: BaseChatModel | None = None) -> Co
 def workflow_graphs(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
+    memory: ConversationMemory,
     structured_output_method: str | None = None,
 ) -> dict[str, Compiled]:
-    """The workflow subgraphs offered beside chat and tool, by route name."""
+    """The workflow subgraphs offered beside chat and tool, by route name; each reads the
+    conversation's summary and pins from `memory` as its background."""
+
+    def background(session_id: str, conversation_id: str) -> tuple[str, list[str]]:
+        state = memory.read_memory(session_id, conversation_id)
+        return state.summary, list(state.pinned_decisions)
+
     method = structured_output_method
+    tasklist = build_tasklist_graph(
+        model=model, structured_output_method=method, background=background
+    )
+    delivery = build_delivery_graph(
+        model=model, tools=tools, structured_output_method=method, background=background
+    )
     return {
-        "tasklist": build_tasklist_graph(model=model, structured_output_method=method).compile(
-            name="tasklist"
-        ),
-        "delivery": build_delivery_graph(
-            model=model, tools=tools, structured_output_method=method
-        ).compile(name="delivery"),
+        "tasklist": tasklist.compile(name="tasklist"),
+        "delivery": delivery.compile(name="delivery"),
     }
 
 
@@ -231,7 +240,7 @@ def assemble(
             memory=memory,
             tools=chat_tools,
             structured_output_method=method,
-            workflows=workflow_graphs(chat_model, tool_list, method),
+            workflows=workflow_graphs(chat_model, tool_list, memory, method),
             long_term=long_term,
             extraction=extraction,
             budget=budget,

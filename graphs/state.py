@@ -10,7 +10,7 @@ turn's words.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final, Literal, cast
 
@@ -30,6 +30,7 @@ __all__ = [
     "AgentInput",
     "AgentOutput",
     "AgentState",
+    "Background",
     "Context",
     "MemoryContext",
     "Mode",
@@ -152,15 +153,20 @@ class AgentOutput(TypedDict, total=False):
     """This turn's user message and answer, for Studio's chat view."""
 
 
+Background = Callable[[str, str], tuple[str, list[str]]]
+"""(session id, conversation id) → the conversation's summary and pinned decisions: a
+workflow's background, read by the workflow when it needs it, so that it never travels
+in the workflow's input (a subgraph's first checkpoint stores its input)."""
+
+
 class WorkflowInput(TypedDict, total=False):
     """What a workflow subgraph (tasklist, delivery) reads from the main graph."""
 
     user_text: str
     """The goal or request (the route prefix already stripped)."""
-    memory_summary: str
-    """The conversation's summary, as background (replaced)."""
-    memory_pins: list[str]
-    """The conversation's pinned decisions, as background (replaced)."""
+    session_id: str
+    """Whose conversation it is (its background is read with these ids)."""
+    conversation_id: str
 
 
 class WorkflowOutput(TypedDict, total=False):
@@ -189,10 +195,6 @@ class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     words), handed to `finalize` (never checkpointed)."""
     context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
     """The memory context of this turn's model calls (never checkpointed)."""
-    memory_summary: Annotated[str, UntrackedValue(str)]
-    """The conversation's summary, a workflow's background (never checkpointed)."""
-    memory_pins: Annotated[list[str], UntrackedValue(list)]
-    """The conversation's pinned decisions, a workflow's background (never checkpointed)."""
 
 
 FRESH_TURN: Final[dict[str, Any]] = {

@@ -242,8 +242,6 @@ class TurnNodes:
             "turn_messages": [HumanMessage(content=text, id=_input_message_id(state) or turn_id)],
             "said": read(text),
             "context": MemoryContext(parts, self.budget),
-            "memory_summary": stored.summary,
-            "memory_pins": list(stored.pinned_decisions),
             "degraded": found is None or items is None or recall_failed,
         }
         return Command(update=update, goto=route)

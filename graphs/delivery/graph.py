@@ -1,7 +1,8 @@
 """The delivery subgraph: load the request, plan, run a sub-agent per task, review, report.
 
-`START → load_request → plan_delivery → execute_tasks (once per task) → review_delivery
-×3 (Send, in parallel) → synthesize_report → END`. A thin request, a planner that cannot
+`START → load_request → plan_delivery → execute_tasks (once per task) → review_quality,
+review_risk, review_boundary (in parallel) → synthesize_report → END`. A thin request, a
+planner that cannot
 act, or a failed stage ends the run early. Each task is a step of its own, keyed by
 its number: with a checkpoint after every step, a run stopped by a crash resumes at
 the first unfinished task, and finished tasks (and finished reviewers, whose writes
@@ -9,6 +10,10 @@ LangGraph keeps) are never run again. Everything the stages produce (the plan, t
 artifacts, reviewer verdicts, failures) lives in this subgraph's state in the run
 thread; `output_schema=WorkflowOutput` lets only the report text and the status out,
 so nothing else can reach chat memory (finalize writes `completed` and `blocked` runs).
+The conversation's summary and pins, the run's background, stay out of its checkpoints:
+the run reads them itself (`Background`), keeps them in an untracked channel that the
+reviewers read from the shared state (not from a `Send`), and reads them again after a
+crash.
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
 from pydantic import BaseModel
 
 from graphs.delivery import prompts as texts
@@ -55,7 +59,7 @@ from graphs.delivery.state import (
     Verdict,
 )
 from graphs.routing import STOP
-from graphs.state import WorkflowInput, WorkflowOutput
+from graphs.state import Background, WorkflowInput, WorkflowOutput
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
 from memory.text import clamp
 
@@ -92,16 +96,18 @@ async def route_after_plan(state: DeliveryState) -> Literal["execute_tasks", "__
     return STOP if state.get("workflow_status") else "execute_tasks"
 
 
-async def route_after_task(
-    state: DeliveryState,
-) -> list[Send] | Literal["execute_tasks", "__end__"]:
+REVIEW_NODES = tuple(f"review_{name}" for name in REVIEWERS)
+"""The reviewers' nodes, one per reviewer (run in parallel, each recovered on its own)."""
+
+
+async def route_after_task(state: DeliveryState) -> list[str] | Literal["execute_tasks", "__end__"]:
     """The next task while tasks remain; then the three reviewers, in parallel; a failed
     task ends the run."""
     if state.get("workflow_status"):
         return STOP
     if len(state.get("artifacts", [])) < len(state["plan"]["tasks"]):
         return "execute_tasks"
-    return [Send("review_delivery", ReviewAssignment(**state, reviewer=name)) for name in REVIEWERS]
+    return list(REVIEW_NODES)
 
 
 # -- the nodes --------------------------------------------------------------------------
@@ -138,10 +144,12 @@ class DeliverySteps:
         max_tasks: int,
         stage_timeout: float,
         method: str | None,
+        background: Background | None = None,
     ) -> None:
         if max_tasks < 1 or stage_timeout <= 0:
             raise ValueError("max_tasks and stage_timeout must be positive")
         self.model = model
+        self.background = background
         self.max_tasks = max_tasks
         self.stage_timeout = stage_timeout
         self.options: dict[str, Any] = {"method": method} if method else {}
@@ -152,6 +160,17 @@ class DeliverySteps:
             if tools
             else None
         )
+
+    async def context(self, state: DeliveryState) -> str:
+        """The summary and pins as a prompt block: as `load_request` read them, or read
+        again after a crash (they are never checkpointed)."""
+        if state.get("context"):
+            return state["context"]
+        session_id, conversation_id = state.get("session_id"), state.get("conversation_id")
+        summary, pins = "", list[str]()
+        if self.background is not None and session_id and conversation_id:
+            summary, pins = await asyncio.to_thread(self.background, session_id, conversation_id)
+        return context_block(summary, pins)
 
     async def ask(self, schema: type[M], system: str, human: str, *history: AnyMessage) -> M:
         """One structured call, bounded by the stage timeout, never streamed as tokens."""
@@ -170,8 +189,7 @@ class DeliverySteps:
             progress("load_request", "blocked", words=words)
             return blocked_for_missing([texts.MISSING_DELIVERABLE.format(words=MIN_REQUEST_WORDS)])
         progress("load_request", "succeeded", words=words)
-        context = context_block(state.get("memory_summary", ""), state.get("memory_pins", []))
-        return {"user_text": request, "context": context}
+        return {"user_text": request, "context": await self.context(state)}
 
     @stage()
     async def plan_delivery(self, state: DeliveryState) -> dict[str, Any]:
@@ -179,7 +197,7 @@ class DeliverySteps:
         plan = await self.ask(
             DeliveryPlan,
             texts.PLANNER_PROMPT.format(max_tasks=self.max_tasks),
-            texts.PLAN_INPUT.format(request=state["user_text"], context=state["context"]),
+            texts.PLAN_INPUT.format(request=state["user_text"], context=await self.context(state)),
         )
         if not plan.tasks:
             progress("plan_delivery", "blocked", tasks=0)
@@ -209,7 +227,7 @@ class DeliverySteps:
         task = state["plan"]["tasks"][number - 1]
         work = texts.TASK_INPUT.format(
             request=state["user_text"],
-            context=state["context"],
+            context=await self.context(state),
             number=number,
             total=len(state["plan"]["tasks"]),
             title=task["title"],
@@ -249,6 +267,14 @@ class DeliverySteps:
             progress("execute_tasks", "succeeded", tasks=total, done=done)
         return {"artifacts": artifacts}
 
+    def reviewer(self, name: str) -> Any:
+        """The node of the reviewer `name`."""
+
+        async def review(state: DeliveryState) -> dict[str, Any]:
+            return await self.review_delivery(ReviewAssignment(**state, reviewer=name))
+
+        return review
+
     @stage(parallel=True)
     async def review_delivery(self, state: ReviewAssignment) -> dict[str, Any]:
         """One reviewer of the group: a structured verdict on the plan and the results."""
@@ -259,7 +285,7 @@ class DeliverySteps:
             texts.REVIEW_INPUT.format(
                 reviewer=name,
                 request=state["user_text"],
-                context=state["context"],
+                context=await self.context(state),
                 plan=as_json(state["plan"]),
                 results=as_json(state["artifacts"]),
             ),
@@ -308,6 +334,7 @@ def build_delivery_graph(
     max_tasks: int = DEFAULT_MAX_TASKS,
     stage_timeout: float = DEFAULT_STAGE_TIMEOUT,
     structured_output_method: str | None = None,
+    background: Background | None = None,
 ) -> StateGraph[DeliveryState, None, WorkflowInput, WorkflowOutput]:
     """Assemble the delivery subgraph.
 
@@ -318,6 +345,8 @@ def build_delivery_graph(
         stage_timeout: seconds allowed for each unit of model work: the plan, each
             task's sub-agent, each reviewer, the report. A timeout fails the run.
         structured_output_method: passed to `with_structured_output` when set.
+        background: reads the conversation's summary and pins, the stages' context
+            (None: none, as when the graph runs on its own).
 
     Raises:
         ValueError: `max_tasks` or `stage_timeout` is not positive.
@@ -328,19 +357,21 @@ def build_delivery_graph(
         max_tasks=max_tasks,
         stage_timeout=stage_timeout,
         method=structured_output_method,
+        background=background,
     )
     builder = StateGraph(DeliveryState, input_schema=WorkflowInput, output_schema=WorkflowOutput)
     builder.add_node(steps.load_request)
     builder.add_node(steps.plan_delivery)
     builder.add_node(steps.execute_tasks)
-    builder.add_node(steps.review_delivery, input_schema=ReviewAssignment)
+    for name, node in zip(REVIEWERS, REVIEW_NODES, strict=True):
+        builder.add_node(node, steps.reviewer(name))
     builder.add_node(steps.synthesize_report)
     builder.add_edge(START, "load_request")
     builder.add_conditional_edges("load_request", route_after_load)
     builder.add_conditional_edges("plan_delivery", route_after_plan)
     builder.add_conditional_edges(
-        "execute_tasks", route_after_task, ["execute_tasks", "review_delivery", END]
+        "execute_tasks", route_after_task, ["execute_tasks", *REVIEW_NODES, END]
     )
-    builder.add_edge("review_delivery", "synthesize_report")
+    builder.add_edge(list(REVIEW_NODES), "synthesize_report")
     builder.add_edge("synthesize_report", END)
     return builder

@@ -9,6 +9,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated
 
+from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
 from graphs.state import WorkflowInput, WorkflowOutput
@@ -45,8 +46,8 @@ class Verdict(TypedDict):
 class DeliveryState(WorkflowInput, WorkflowOutput, total=False):
     """The run state of one delivery; all of it stays inside the subgraph."""
 
-    context: str
-    """The summary and pinned decisions as one prompt block (replaced)."""
+    context: Annotated[str, UntrackedValue(str)]
+    """The summary and pinned decisions as one prompt block (never checkpointed)."""
     plan: PlanRecord
     """The capped plan (replaced)."""
     artifacts: list[TaskArtifact]

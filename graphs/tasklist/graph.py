@@ -17,6 +17,7 @@ decisions stay in the run thread's checkpoints.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any, Literal, TypeVar
@@ -30,7 +31,7 @@ from pydantic import BaseModel
 
 from graphs.events import emit
 from graphs.routing import STOP
-from graphs.state import WorkflowInput, WorkflowOutput
+from graphs.state import Background, WorkflowInput, WorkflowOutput
 from graphs.tasklist import prompts as text
 from graphs.tasklist.prompts import Outcome, one_line, render_summary
 from graphs.tasklist.reviews import (
@@ -208,9 +209,19 @@ class TasklistSteps:
     A model failure (error or invalid output) ends the run `failed` with a safe text.
     """
 
-    def __init__(self, model: BaseChatModel, method: str | None = None) -> None:
+    def __init__(
+        self, model: BaseChatModel, method: str | None = None, background: Background | None = None
+    ) -> None:
         self.model = model
         self.method = method
+        self.background = background
+
+    async def read_background(self, state: TasklistState) -> tuple[str, list[str]]:
+        """The conversation's summary and pins (none when the graph runs on its own)."""
+        session_id, conversation_id = state.get("session_id"), state.get("conversation_id")
+        if self.background is None or not session_id or not conversation_id:
+            return "", []
+        return await asyncio.to_thread(self.background, session_id, conversation_id)
 
     async def ask(self, schema: type[SchemaT], system: str, request: str) -> SchemaT:
         """One structured-output call (never streamed as answer tokens)."""
@@ -226,10 +237,11 @@ class TasklistSteps:
         _progress("plan", status="started")
         feedback = state.get("feedback", "")
         previous = [public_task(task) for task in state.get("tasks", [])] if feedback else []
-        pins = "\n".join(f"{n}. {pin}" for n, pin in enumerate(state.get("memory_pins", []), 1))
+        summary, background_pins = await self.read_background(state)
+        pins = "\n".join(f"{n}. {pin}" for n, pin in enumerate(background_pins, 1))
         request = text.PLAN_REQUEST.format(
             goal=state["user_text"],
-            summary=state.get("memory_summary") or text.NONE_TEXT,
+            summary=summary or text.NONE_TEXT,
             pins=pins or text.NONE_TEXT,
             previous_plan=_json(previous) if previous else text.NONE_TEXT,
             feedback=feedback or text.NONE_TEXT,
@@ -347,7 +359,10 @@ async def route_after_check(
 
 
 def build_tasklist_graph(
-    *, model: BaseChatModel, structured_output_method: str | None = None
+    *,
+    model: BaseChatModel,
+    structured_output_method: str | None = None,
+    background: Background | None = None,
 ) -> TasklistGraph:
     """Assemble the task-list subgraph (uncompiled; the agent graph adds it compiled).
 
@@ -355,8 +370,10 @@ def build_tasklist_graph(
         model: the chat model for planning, execution, self-check and summary; it must
             support structured output.
         structured_output_method: passed to `with_structured_output`.
+        background: reads the conversation's summary and pins for the planner (None:
+            none, as when the graph runs on its own).
     """
-    steps = TasklistSteps(model, structured_output_method)
+    steps = TasklistSteps(model, structured_output_method, background)
     builder: TasklistGraph = StateGraph(
         TasklistState, input_schema=WorkflowInput, output_schema=WorkflowOutput
     )

@@ -11,6 +11,7 @@ from typing import Any, cast
 import pytest
 
 from agent import ChatAgent, ConversationBusy, ConversationNotFound, InvalidRequest
+from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory import CompactionOutput
 from memory.storage import iter_thread_ids
@@ -350,3 +351,39 @@ def test_a_run_thread_holds_its_turn_never_the_memory(
         assert sum(marker in held for marker in markers) == 1, held[:300]
         assert "budget is discussed" not in held
     assert len(stored) == (1 if history == "latest" else 7)
+
+
+def test_a_workflow_run_keeps_the_conversations_background_out_of_its_checkpoints(
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
+) -> None:
+    """A delivery reads the conversation's summary and pins as background: they reach its
+    stages, never a checkpoint or a pending write of its run thread."""
+    settings = Settings(data_dir=tmp_path / "data", run_history="all")
+    agent = open_agent(OfflineChatModel(), settings=settings, long_term_memory="off")
+    cid = agent.send(
+        "We use the quokkaform build system.", session_id="s1", create_conversation=True
+    ).conversation_id
+    for n in range(5):
+        agent.send(f"note {n}: the budget is fixed", session_id="s1", conversation_id=cid)
+        agent.wait_for_upkeep()
+    summary = agent.memory.read_memory("s1", cid).summary
+    assert "quokkaform" in summary
+    report = agent.send(
+        "/delivery Write a release checklist for the beta, with owners and dates",
+        session_id="s1",
+        conversation_id=cid,
+    )
+    assert report.status in ("completed", "blocked")
+    config: Any = {"configurable": {"thread_id": agent.memory.run_thread("s1", cid)}}
+    saver = agent.memory.threads.checkpointer
+    namespaces = {c.config["configurable"]["checkpoint_ns"] for c in saver.list(config)}
+    delivery = [ns for ns in namespaces if ns.startswith("delivery:")]
+    held = [repr(c) for ns in delivery for c in saver.list(_in(config, ns))]
+    # (the root's checkpoints hold the turns' own answers, which this model fills with
+    # what it remembers: the workflow's own state is what must not copy the memory)
+    assert held and all("release checklist" in text for text in held)
+    assert not any("quokkaform" in text for text in held)
+
+
+def _in(config: Any, namespace: str) -> Any:
+    return {"configurable": {**config["configurable"], "checkpoint_ns": namespace}}

@@ -32,10 +32,11 @@ pytestmark = pytest.mark.sqlite_only  # graph logic: storage is tested on every 
 
 def test_only_the_workflow_output_leaves_the_subgraph() -> None:
     model = scripted(plan("Set up CI"), done(), PASSED, summary())
-    graph = build_tasklist_graph(model=model).compile(checkpointer=InMemorySaver())
+    graph = build_tasklist_graph(
+        model=model, background=lambda s, c: ("We use GitHub.", ["Always use ruff."])
+    ).compile(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "t"}}
-    background = {"memory_summary": "We use GitHub.", "memory_pins": ["Always use ruff."]}
-    paused = invoke(graph, {"user_text": GOAL, **background}, config)
+    paused = invoke(graph, {"user_text": GOAL, "session_id": "s", "conversation_id": "c"}, config)
     assert set(paused) == {"__interrupt__"}
     plan_request = requests(model, TaskPlan)[0]
     assert "We use GitHub." in plan_request and "1. Always use ruff." in plan_request
