@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from langchain_core.runnables import ensure_config
+
 from graphs.request import (
     ROUTE_UNAVAILABLE,
     InvalidRequest,
@@ -18,22 +20,36 @@ from graphs.request import (
     graph_message,
     parse_request,
 )
-from graphs.state import AgentState, Context
+from graphs.state import DEFAULT_SESSION_ID, AgentState, Context
 from memory.budget import ContextBudget
 
 MISSING_FLAGS = "request must carry tools_allowed and create flags"
+OTHER_SESSION = "session_id names another session: a signed-in user's session is their own"
+
+
+def signed_in_user() -> str | None:
+    """The identity of the run's signed-in user (`langgraph_auth_user`, which LangGraph's
+    server sets from its auth handler and no client can set), else None."""
+    user = ensure_config().get("configurable", {}).get("langgraph_auth_user")
+    identity = user.get("identity") if isinstance(user, Mapping) else getattr(user, "identity", "")
+    return identity if isinstance(identity, str) and identity else None
 
 
 def run_ids(state: AgentState, context: Context | None, thread_id: str | None) -> tuple[str, str]:
-    """(session id, conversation id) of a run: its input's, else its context's; the
-    conversation defaults to the run's thread (under `langgraph dev` a thread is a
-    conversation).
+    """(session id, conversation id) of a run: the signed-in user's (LangGraph's
+    `langgraph_auth_user`), else its input's, else its context's; the conversation
+    defaults to the run's thread (under `langgraph dev` a thread is a conversation).
 
     Raises:
-        InvalidRequest: an id is malformed.
+        InvalidRequest: an id is malformed, or the input or context names a session
+            other than the signed-in user's.
     """
     context = context or Context()
-    session_id = check_id(state.get("session_id") or context.session_id, "session id")
+    named = state.get("session_id") or context.session_id
+    user = signed_in_user()
+    if user is not None and {named, context.session_id} - {user, DEFAULT_SESSION_ID}:
+        raise InvalidRequest(OTHER_SESSION)
+    session_id = check_id(user or named, "session id")
     conversation_id = check_id(
         state.get("conversation_id") or context.conversation_id or thread_id, "conversation id"
     )
