@@ -6,19 +6,23 @@ rest from the environment; `Settings.from_env(mapping)` reads only `mapping`.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
+from urllib.parse import urlsplit
 
 from pydantic import (
     AliasChoices,
+    BeforeValidator,
     Field,
     SecretStr,
     ValidationError,
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from memory.limits import (
     DEFAULT_CONTEXT_BUDGET_TOKENS,
@@ -40,6 +44,54 @@ SHORT_SECRET = (
     "AGENT_SESSION_SECRET must be at least {limit} characters long (got {length}); "
     "leave it unset in development to use a generated one"
 )
+
+
+BAD_API_KEY = (
+    "entry {number} is not USER:SHA256 (a user id of letters, digits, '_', '.', '@' or '-', "
+    "a colon, then the 64 hex digits of the key's SHA-256, never the key itself)"
+)
+SHARED_KEY = "one key hash is given to two users ({first} and {second})"
+JWT_TOGETHER = "AGENT_JWT_ISSUER, AGENT_JWT_AUDIENCE and AGENT_JWKS go together: {missing} missing"
+PROXY_TOGETHER = "AGENT_PROXY_USER_HEADER and AGENT_TRUSTED_PROXIES go together: {missing} missing"
+PLAIN_JWKS_URL = "must be an https URL (http only on this machine) or a file path"
+BAD_HEADER = "must be a header name (letters, digits and '-')"
+_USER_ID = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+_HEADER_NAME = re.compile(r"[A-Za-z0-9-]{1,64}")
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+IdentityMode = Literal["key", "jwt", "proxy"]
+ProxyNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class ApiKey(NamedTuple):
+    """One entry of `AGENT_API_KEYS`: a user id and the SHA-256 (hex) of their key."""
+
+    user: str
+    digest: str
+
+
+def _api_keys(value: object) -> object:
+    """`user:sha256hex,…` (commas or whitespace between entries) as `ApiKey`s."""
+    if not isinstance(value, str):
+        return value
+    keys: list[ApiKey] = []
+    owners: dict[str, str] = {}
+    for number, entry in enumerate(value.replace(",", " ").split(), start=1):
+        user, _, digest = entry.rpartition(":")
+        digest = digest.lower()
+        if not _USER_ID.fullmatch(user) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise ValueError(BAD_API_KEY.format(number=number))  # never echo: it may be a key
+        if owners.setdefault(digest, user) != user:
+            raise ValueError(SHARED_KEY.format(first=owners[digest], second=user))
+        keys.append(ApiKey(user, digest))
+    return tuple(keys)
+
+
+def _networks(value: object) -> object:
+    """Comma- or space-separated addresses and CIDR blocks as networks."""
+    if not isinstance(value, str):
+        return value
+    items = value.replace(",", " ").split()
+    return tuple(ipaddress.ip_network(item, strict=False) for item in items)
 
 
 class SettingsError(ValueError):
@@ -94,6 +146,15 @@ class Settings(BaseSettings):
         run_history: `AGENT_RUN_HISTORY`: what a run thread keeps once its turn finished:
             latest (its latest checkpoint, enough to continue; storage stays flat) | all
             (every checkpoint, for Studio's time travel: history, replay, forks).
+        api_keys: `AGENT_API_KEYS`: `user:sha256hex,…`, the users who sign in with an
+            API key (the SHA-256 of each key, never the key itself).
+        jwt_issuer: `AGENT_JWT_ISSUER`, the `iss` bearer tokens must carry.
+        jwt_audience: `AGENT_JWT_AUDIENCE`, the `aud` bearer tokens must carry.
+        jwks: `AGENT_JWKS`, the issuer's signing keys: a JWKS URL or a JWKS file.
+        proxy_user_header: `AGENT_PROXY_USER_HEADER`, the header in which a trusted
+            reverse proxy names the signed-in user.
+        trusted_proxies: `AGENT_TRUSTED_PROXIES`, the addresses and CIDR blocks that
+            header is taken from (from any other address it is refused).
     """
 
     model_config = SettingsConfigDict(
@@ -164,6 +225,51 @@ class Settings(BaseSettings):
         validation_alias=_env("AGENT_CONTEXT_BUDGET_TOKENS"),
     )
 
+    api_keys: Annotated[tuple[ApiKey, ...], NoDecode, BeforeValidator(_api_keys)] = Field(
+        (), validation_alias=_env("AGENT_API_KEYS"), repr=False
+    )
+    jwt_issuer: str | None = Field(None, validation_alias=_env("AGENT_JWT_ISSUER"))
+    jwt_audience: str | None = Field(None, validation_alias=_env("AGENT_JWT_AUDIENCE"))
+    jwks: str | None = Field(None, validation_alias=_env("AGENT_JWKS"))
+    proxy_user_header: str | None = Field(None, validation_alias=_env("AGENT_PROXY_USER_HEADER"))
+    trusted_proxies: Annotated[tuple[ProxyNetwork, ...], NoDecode, BeforeValidator(_networks)] = (
+        Field((), validation_alias=_env("AGENT_TRUSTED_PROXIES"))
+    )
+
+    @field_validator("jwks")
+    @classmethod
+    def _jwks_source(cls, jwks: str | None) -> str | None:
+        parts = urlsplit(jwks or "")
+        if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+            raise ValueError(PLAIN_JWKS_URL)
+        if parts.scheme not in ("", "http", "https"):
+            raise ValueError(PLAIN_JWKS_URL)
+        return jwks
+
+    @field_validator("proxy_user_header")
+    @classmethod
+    def _header_name(cls, name: str | None) -> str | None:
+        if name is not None and not _HEADER_NAME.fullmatch(name):
+            raise ValueError(BAD_HEADER)
+        return None if name is None else name.lower()
+
+    @model_validator(mode="after")
+    def _modes_complete(self) -> Settings:
+        jwt = {
+            "AGENT_JWT_ISSUER": self.jwt_issuer,
+            "AGENT_JWT_AUDIENCE": self.jwt_audience,
+            "AGENT_JWKS": self.jwks,
+        }
+        proxy = {
+            "AGENT_PROXY_USER_HEADER": self.proxy_user_header,
+            "AGENT_TRUSTED_PROXIES": self.trusted_proxies or None,
+        }
+        for names, message in ((jwt, JWT_TOGETHER), (proxy, PROXY_TOGETHER)):
+            missing = [name for name, value in names.items() if value is None]
+            if 0 < len(missing) < len(names):
+                raise ValueError(message.format(missing=", ".join(missing)))
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _blank_is_unset(cls, given: Any) -> Any:
@@ -195,6 +301,18 @@ class Settings(BaseSettings):
         """The model API key, or None (offline)."""
         return None if self.openai_api_key is None else self.openai_api_key.get_secret_value()
 
+    @property
+    def identity_modes(self) -> tuple[IdentityMode, ...]:
+        """The ways a user may sign in; empty: anonymous sessions (cookies, chosen ids)."""
+        modes: list[IdentityMode] = []
+        if self.api_keys:
+            modes.append("key")
+        if self.jwks:
+            modes.append("jwt")
+        if self.proxy_user_header:
+            modes.append("proxy")
+        return tuple(modes)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Read the settings from `env` (default: the process environment and `.env`).
@@ -214,9 +332,13 @@ def describe(error: ValidationError) -> str:
     """One line per problem, naming the environment variable (never echoing a secret)."""
     problems = []
     for item in error.errors():
-        field = str(item["loc"][0]) if item["loc"] else "settings"
+        message = item["msg"].removeprefix("Value error, ")
+        if not item["loc"]:  # a rule across variables names them itself
+            problems.append(message)
+            continue
+        field = str(item["loc"][0])
         info = Settings.model_fields.get(field)
         alias = info.validation_alias if info is not None else None
         name = alias.choices[0] if isinstance(alias, AliasChoices) else field
-        problems.append(f"{name}: {item['msg'].removeprefix('Value error, ')}")
+        problems.append(f"{name}: {message}")
     return "; ".join(problems)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from langchain_core.messages import HumanMessage, convert_to_messages
+from langchain_core.runnables import ensure_config
 
 from memory.budget import ContextBudget
 from memory.errors import InvalidInput
@@ -28,6 +29,9 @@ WORKFLOW_ROUTES: frozenset[RouteName] = frozenset({"tasklist", "delivery"})
 MAX_DEPTH = 16
 """Deepest nesting accepted in a structured request value (a review decision)."""
 
+DEFAULT_SESSION_ID = "studio"
+"""The session of a run that names none (Studio, the SDK, without sign-in)."""
+OTHER_SESSION = "session_id names another session: a signed-in user's session is their own"
 MISSING_MESSAGE = (
     "a turn needs a message: pass {'message': '...'} or Studio chat input "
     "{'messages': [{'role': 'user', 'content': '...'}]}"
@@ -228,21 +232,34 @@ def parse_request(
     )
 
 
+def signed_in_user() -> str | None:
+    """The identity of the run's signed-in user (`langgraph_auth_user`, which LangGraph's
+    server sets from its auth handler and no client can set), else None."""
+    user = ensure_config().get("configurable", {}).get("langgraph_auth_user")
+    identity = user.get("identity") if isinstance(user, Mapping) else getattr(user, "identity", "")
+    return identity if isinstance(identity, str) and identity else None
+
+
 def run_ids(
     given: Mapping[str, Any],
     session_id: str,
     conversation_id: str | None,
     thread_id: str | None,
 ) -> tuple[str, str]:
-    """(session id, conversation id) of a run: its input's, else its context's; the
-    conversation defaults to the run's thread (under `langgraph dev` a thread is a
-    conversation).
+    """(session id, conversation id) of a run: the signed-in user's (LangGraph's
+    `langgraph_auth_user`), else its input's, else its context's; the conversation
+    defaults to the run's thread (under `langgraph dev` a thread is a conversation).
 
     Raises:
-        InvalidRequest: an id is malformed.
+        InvalidRequest: an id is malformed, or the input or context names a session
+            other than the signed-in user's.
     """
+    named = given.get("session_id") or session_id
+    user = signed_in_user()
+    if user is not None and {named, session_id} - {user, DEFAULT_SESSION_ID}:
+        raise InvalidRequest(OTHER_SESSION)
     return (
-        check_id(given.get("session_id") or session_id, "session id"),
+        check_id(user or named, "session id"),
         check_id(given.get("conversation_id") or conversation_id or thread_id, "conversation id"),
     )
 

@@ -18,7 +18,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
-from graphs.request import MODES, Mode, RouteName, TurnRequest
+from graphs.request import DEFAULT_SESSION_ID, MODES, Mode, RouteName, TurnRequest
 from memory.analysis import UserText
 from memory.budget import ContextBudget
 from memory.context import ContextParts
@@ -38,8 +38,6 @@ __all__ = [
     "WorkflowInput",
     "WorkflowOutput",
 ]
-
-DEFAULT_SESSION_ID = "studio"
 
 
 @dataclass(kw_only=True)

@@ -36,6 +36,10 @@ Role = Literal["user", "assistant"]
 UpkeepStatus = Literal["done", "pending", "failed"]
 
 _ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
+SESSION_ID = "session id"
+_SESSION_ID_PATTERN = re.compile(rf"(?:[a-z]{{1,16}}:)?[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
+"""A session id may open with one `mode:` (a signed-in user's session: `key:alice`);
+other ids never hold a colon, so `session:conversation` splits one way only."""
 
 
 def validate_id(value: object, what: str = "id") -> str:
@@ -43,9 +47,10 @@ def validate_id(value: object, what: str = "id") -> str:
 
     Raises:
         InvalidInput: for a non-string, an empty or over-long id, or a character
-            outside `[A-Za-z0-9_-]`.
+            outside `[A-Za-z0-9_-]` (past a session id's `mode:` prefix).
     """
-    if not isinstance(value, str) or not _ID_PATTERN.fullmatch(value):
+    pattern = _SESSION_ID_PATTERN if what == SESSION_ID else _ID_PATTERN
+    if not isinstance(value, str) or not pattern.fullmatch(value):
         raise InvalidInput(INVALID_ID.format(what=what, limit=MAX_ID_CHARS))
     return value
 

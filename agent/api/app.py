@@ -19,11 +19,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Match, Mount
 
 from agent import web
-from agent.api import chat, conversations, error_responses, memories, search
+from agent.api import chat, conversations, error_responses, memories, search, signin
 from agent.api.body import BodyLimit
-from agent.api.error_responses import OWN_PATHS
+from agent.api.error_responses import DOCS_PATH, OWN_PATHS, SCHEMA_PATH, SESSIONLESS
 from agent.api.headers import NoSniff
 from agent.api.sessions import SessionCookies
+from agent.identity import Authenticator
 from agent.service import ChatAgent
 from agent.settings import Settings, SettingsError
 
@@ -57,8 +58,7 @@ CATCH_ALL = "/api/{rest:path}"
 def allowed_methods(app: FastAPI, request: Request) -> set[str]:
     """The methods the app's routes take at the request's path (none: an unknown path).
 
-    Each method is tried against every route but the catch-all (included routers are
-    routes of their own, so a route's `methods` cannot simply be read) and mounts (under
+    Each method is tried against every route but the catch-all and mounts (under
     `langgraph dev`, LangGraph's own routes sit in a mount that takes every path)."""
     routes = [
         r
@@ -89,6 +89,16 @@ def agent_lifespan(
             except SettingsError as exc:
                 logger.error("cannot start the agent: %s", exc)
                 raise
+        opened: ChatAgent = app.state.agent
+        try:
+            app.state.identity = Authenticator.from_settings(
+                opened.settings, lambda: opened.memory.ids.secret
+            )
+        except SettingsError as exc:
+            logger.error("cannot start the agent: %s", exc)
+            if owned:
+                await run_in_threadpool(opened.close)
+            raise
         sweeper = asyncio.create_task(sweep_periodically(app.state.agent, SWEEP_SECONDS))
         try:
             yield
@@ -115,15 +125,14 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
 
     app = FastAPI(
         title="LangGraph memory agent",
-        docs_url="/api/docs",
-        openapi_url="/api/openapi.json",
+        docs_url=DOCS_PATH,
+        openapi_url=SCHEMA_PATH,
         lifespan=agent_lifespan(agent, settings),
     )
-    app.include_router(chat.router)
-    app.include_router(conversations.router)
-    app.include_router(memories.router)
-    app.include_router(search.router)
-    app.include_router(web.router)  # the chat page at `/` (agent/web/)
+    # each endpoint a route of the app's own, not an included router: LangGraph's server
+    # wraps every route of the app in its auth middleware (`enable_custom_route_auth`)
+    for module in (chat, conversations, memories, search, signin, web):  # web: the page
+        app.router.routes.extend(module.router.routes)
 
     @app.get("/api/health", tags=["meta"])
     async def health() -> dict[str, str]:
@@ -145,7 +154,8 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
         secure=lambda: app.state.agent.settings.secure_cookies,
         per_minute=lambda: app.state.agent.settings.new_sessions_per_minute,
         prefixes=OWN_PATHS,
-        sessionless=frozenset({"/api/health", app.docs_url or "", app.openapi_url or ""}),
+        sessionless=SESSIONLESS,
+        identity=lambda: app.state.identity,
     )
     app.add_middleware(BodyLimit, prefixes=OWN_PATHS)  # before anything reads
     app.add_middleware(NoSniff, prefixes=(*OWN_PATHS, web.ASSET_PREFIX))  # outermost

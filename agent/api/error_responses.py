@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 OWN_PATHS = ("/api/",)
 """Path prefixes that are this app's (others belong to LangGraph under `langgraph dev`)."""
+DOCS_PATH, SCHEMA_PATH = "/api/docs", "/api/openapi.json"
+SESSIONLESS = frozenset({"/api/health", DOCS_PATH, SCHEMA_PATH})
+"""The app's paths that need no session nor sign-in (they hold nothing of a user)."""
 
 CODES = {
     400: "bad_request",

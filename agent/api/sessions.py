@@ -16,6 +16,11 @@ other sites and bounds how many are made:
   and no cookie: a cross-site form post can never replace the victim's session.
 - One client address may start at most `per_minute` sessions a minute (429
   `too_many_sessions` past that): a session is free to make, its stored items are not.
+
+With an identity mode configured (`agent/identity.py`) the session is the signed-in
+user's instead: every request to the app's paths carries a key, a token, the trusted
+proxy's header or the page's sign-in cookie, or gets 401 `unauthenticated`; no
+anonymous cookie is read or made.
 """
 
 from __future__ import annotations
@@ -30,11 +35,14 @@ from urllib.parse import urlsplit
 from limits import RateLimitItemPerMinute
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.api.error_responses import error_response
+from agent.identity import COOKIE_NAME as SIGN_IN_COOKIE
+from agent.identity import Authenticator, Unauthenticated
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +74,8 @@ def sign(secret: str, session_id: str) -> str:
 def read_cookie(secret: str, raw: str) -> str | None:
     """The session id of a valid cookie value, else None (missing or tampered)."""
     session_id, _, signature = raw.partition(".")
-    if session_id and hmac.compare_digest(signature, sign(secret, session_id)):
+    # as bytes: a client may send any character, which a `str` comparison refuses
+    if session_id and hmac.compare_digest(signature.encode(), sign(secret, session_id).encode()):
         return session_id
     return None
 
@@ -111,6 +120,8 @@ class SessionCookies:
         prefixes: paths that carry a session.
         sessionless: paths that need no session (health checks, the API's schema): none
             is started for them.
+        identity: returns the authenticator of the configured identity modes, or None
+            (anonymous sessions).
     """
 
     def __init__(
@@ -122,9 +133,10 @@ class SessionCookies:
         per_minute: Callable[[], int] = lambda: 0,
         prefixes: tuple[str, ...] = ("/api/",),
         sessionless: frozenset[str] = frozenset(),
+        identity: Callable[[], Authenticator | None] = lambda: None,
     ) -> None:
         self.app, self.secret, self.secure, self.prefixes = app, secret, secure, prefixes
-        self.sessionless = sessionless
+        self.sessionless, self.identity = sessionless, identity
         self.per_minute = per_minute
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
 
@@ -140,6 +152,10 @@ class SessionCookies:
             return
         if safe and scope["path"] in self.sessionless:
             await self.app(scope, receive, send)
+            return
+        authenticator = self.identity()
+        if authenticator is not None:
+            await self._signed_in(authenticator, scope, receive, send)
             return
         secret = self.secret()
         session_id = read_cookie(secret, Request(scope).cookies.get(COOKIE_NAME, ""))
@@ -166,6 +182,25 @@ class SessionCookies:
 
         await self.app(scope, receive, send_with_cookie)
 
+    async def _signed_in(
+        self, authenticator: Authenticator, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Serve the request as its signed-in user, else answer 401."""
+        connection = Request(scope)
+        try:
+            signed = await run_in_threadpool(  # fetching a JWKS may block
+                authenticator.authenticate,
+                connection.headers,
+                connection.client.host if connection.client else None,
+                cookie=connection.cookies.get(SIGN_IN_COOKIE),
+            )
+        except Unauthenticated as exc:
+            await self._refuse(401, "unauthenticated", str(exc), scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        state["session_id"], state["signed_in"] = signed.session_id, signed
+        await self.app(scope, receive, send)
+
     def _may_start(self, scope: Scope) -> bool:
         """Count a new session against the client address's bound."""
         limit = self.per_minute()
@@ -185,4 +220,6 @@ class SessionCookies:
         response = error_response(status, code, message)
         if status == 429:
             response.headers["Retry-After"] = "60"
+        if status == 401:
+            response.headers["WWW-Authenticate"] = "Bearer"
         await response(scope, receive, send)

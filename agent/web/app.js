@@ -11,6 +11,7 @@ import { closeSidebarOnNarrow, installPanels } from "./panels.js";
 import { decisionWords, renderReview } from "./review.js";
 import { Search } from "./search.js";
 import { Sidebar } from "./sidebar.js";
+import { askToSignIn } from "./signin.js";
 import { memoryNotes, progressLine, prunedNotice, prunedTitles, statusNote } from "./words.js";
 
 const BUSY_NOTICE =
@@ -517,6 +518,10 @@ async function start() {
     if (id) await openConversation(id);
     else newChat();
   } catch (error) {
+    if (error instanceof ApiError && error.status === 401) {
+      askToSignIn(layout); // the server asks who this is: nothing to show before that
+      return;
+    }
     noticeFor(error);
     newChat();
   }

@@ -106,16 +106,33 @@ def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     (one for the test run, or each pytest-xdist worker: its tests use threads, sessions
     and conversations of their own)."""
     workdir = tmp_path_factory.mktemp("langgraph-dev")
+    server = start_langgraph_dev(workdir)
+    try:
+        yield server
+    finally:
+        stop(server.process)
+
+
+def write_config(workdir: Path) -> Path:
+    """This repo's langgraph.json in `workdir`, its paths pointing at the repo (`langgraph
+    dev` resolves them against its working directory) and without `.env`."""
     config = json.loads((REPO / "langgraph.json").read_text())
-    # `langgraph dev` resolves paths against its working directory: point them at the repo
     config["dependencies"] = [str(REPO)]
     config["graphs"] = {
         name: str(REPO / spec.removeprefix("./")) for name, spec in config["graphs"].items()
     }
-    if "http" in config:
-        config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
+    config["auth"]["path"] = str(REPO / config["auth"]["path"].removeprefix("./"))
+    config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
     config.pop("env", None)
-    (workdir / "langgraph.json").write_text(json.dumps(config))
+    path = workdir / "langgraph.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def start_langgraph_dev(workdir: Path, **env: str) -> Server:
+    """`langgraph dev` on a free port of 127.0.0.1 in `workdir`, with `env` added to
+    `server_env`; up when it returns."""
+    config = write_config(workdir)
     port = free_port()
     log = workdir / "server.log"
     with log.open("wb") as sink:
@@ -130,10 +147,10 @@ def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                 "--port",
                 str(port),
                 "--config",
-                str(workdir / "langgraph.json"),
+                str(config),
             ],
             cwd=workdir,
-            env=server_env(workdir),
+            env=server_env(workdir, **env),
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -141,9 +158,10 @@ def langgraph_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, process, log)
-        yield Server(url, process, workdir, log)
-    finally:
+    except BaseException:
         stop(process)
+        raise
+    return Server(url, process, workdir, log)
 
 
 def launch_uvicorn(

@@ -3,7 +3,6 @@ quiet log while idle (hardening 17 and 21)."""
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
@@ -12,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import REPO, free_port, server_env, stop, wait_until_up
+from tests.integration.conftest import (
+    free_port,
+    server_env,
+    stop,
+    wait_until_up,
+    write_config,
+)
 from tests.integration.http_support import api_client
 
 pytestmark = pytest.mark.integration
@@ -33,12 +38,7 @@ def wait_until_the_watcher_reloads(workdir: Path) -> None:
 
 def workdir_with_config(tmp_path: Path) -> Path:
     """A working directory whose langgraph.json points at this repository."""
-    config = json.loads((REPO / "langgraph.json").read_text())
-    config["dependencies"] = [str(REPO)]
-    config["graphs"] = {k: str(REPO / v.removeprefix("./")) for k, v in config["graphs"].items()}
-    config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
-    config.pop("env", None)
-    (tmp_path / "langgraph.json").write_text(json.dumps(config))
+    write_config(tmp_path)
     return tmp_path
 
 

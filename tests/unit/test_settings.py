@@ -56,3 +56,73 @@ def test_a_blank_variable_is_unset(
     monkeypatch.setenv(variable, blank)
     assert getattr(Settings.from_env(), field) is None
     assert Settings.from_env({"AGENT_MODEL": blank}).model == DEFAULT_MODEL
+
+
+DIGEST = "ab" * 32
+
+
+def test_identity_modes_are_read_typed() -> None:
+    settings = Settings.from_env(
+        {
+            "AGENT_API_KEYS": f"alice:{DIGEST}, bob:{DIGEST.upper().replace('AB', 'CD')}\n",
+            "AGENT_JWT_ISSUER": "https://idp.example",
+            "AGENT_JWT_AUDIENCE": "agent",
+            "AGENT_JWKS": "https://idp.example/.well-known/jwks.json",
+            "AGENT_PROXY_USER_HEADER": "X-Forwarded-User",
+            "AGENT_TRUSTED_PROXIES": "10.0.0.0/8 192.168.1.7,fd00::/8",
+        }
+    )
+    assert [(key.user, key.digest) for key in settings.api_keys] == [
+        ("alice", DIGEST),
+        ("bob", "cd" * 32),
+    ]
+    assert settings.identity_modes == ("key", "jwt", "proxy")
+    assert settings.proxy_user_header == "x-forwarded-user"
+    assert [str(network) for network in settings.trusted_proxies] == [
+        "10.0.0.0/8",
+        "192.168.1.7/32",
+        "fd00::/8",
+    ]
+    assert Settings.from_env({}).identity_modes == ()
+    # a key's hash is never shown
+    assert DIGEST not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"AGENT_API_KEYS": "alice"}, "AGENT_API_KEYS"),
+        ({"AGENT_API_KEYS": "alice:1234"}, "AGENT_API_KEYS"),
+        ({"AGENT_API_KEYS": f":{DIGEST}"}, "AGENT_API_KEYS"),
+        ({"AGENT_API_KEYS": f"al ice:{DIGEST}"}, "AGENT_API_KEYS"),
+        ({"AGENT_API_KEYS": f"alice:{DIGEST},bob:{DIGEST}"}, "AGENT_API_KEYS"),
+        ({"AGENT_JWT_ISSUER": "https://idp.example"}, "AGENT_JWKS"),
+        ({"AGENT_JWKS": "jwks.json", "AGENT_JWT_ISSUER": "i"}, "AGENT_JWT_AUDIENCE"),
+        (
+            {"AGENT_JWKS": "http://idp.example/jwks", "AGENT_JWT_ISSUER": "i"},
+            "AGENT_JWKS",
+        ),
+        ({"AGENT_JWKS": "ftp://idp.example/jwks"}, "AGENT_JWKS"),
+        ({"AGENT_PROXY_USER_HEADER": "X-User"}, "AGENT_TRUSTED_PROXIES"),
+        ({"AGENT_TRUSTED_PROXIES": "10.0.0.1"}, "AGENT_PROXY_USER_HEADER"),
+        ({"AGENT_PROXY_USER_HEADER": "X User", "AGENT_TRUSTED_PROXIES": "::1"}, "HEADER"),
+        ({"AGENT_PROXY_USER_HEADER": "X-User", "AGENT_TRUSTED_PROXIES": "a.b"}, "PROXIES"),
+    ],
+)
+def test_an_unusable_identity_setting_is_refused_naming_it(env: dict[str, str], named: str) -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env(env)
+    assert named in refused.value.args[0]
+
+
+def test_a_raw_key_given_by_mistake_is_never_echoed() -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"AGENT_API_KEYS": f"alice:{DIGEST},bob:my-raw-secret-key"})
+    assert "entry 2" in refused.value.args[0]
+    assert "my-raw-secret-key" not in refused.value.args[0]
+
+
+def test_a_jwks_over_http_is_taken_on_this_machine_only() -> None:
+    for url in ("http://127.0.0.1:8080/jwks.json", "http://localhost/jwks"):
+        env = {"AGENT_JWKS": url, "AGENT_JWT_ISSUER": "i", "AGENT_JWT_AUDIENCE": "a"}
+        assert Settings.from_env(env).jwks == url
