@@ -58,6 +58,10 @@ TOOL_ERROR_ANSWER = "The {name} tool reported an error: {error}"
 TOOL_RESULT_ANSWER = "The {name} tool returned: {result}"
 SEARCH_ANSWER = "In our earlier conversations I found:\n{result}"
 
+PARAGRAPH = "\n\n"
+"""Between the parts of an answer: in Markdown a line right after a list continues the
+list's last item, so each part (a list among them) is a paragraph of its own."""
+
 ECHO_CHARS = 300
 SUMMARY_CHARS = 300
 PREVIOUS_CHARS = 120
@@ -208,7 +212,7 @@ def plain_answer(messages: Sequence[BaseMessage]) -> str:
         lines.append(HISTORY_NO_USER_LINE.format(count=len(view.history)))
     else:
         lines.append(NO_HISTORY_LINE)
-    return "\n".join(lines)
+    return PARAGRAPH.join(lines)
 
 
 def _clean_expression(candidate: str) -> str:
@@ -333,4 +337,4 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
             lines.append(
                 TOOL_RESULT_ANSWER.format(name=name, result=_one_line(text, TOOL_RESULT_CHARS))
             )
-    return f"{OFFLINE_PREFIX} " + "\n".join(lines)
+    return f"{OFFLINE_PREFIX} " + PARAGRAPH.join(lines)

@@ -74,7 +74,8 @@ def uncovered_in_viewport(page: Page, selector: str) -> bool:
                 const box = node.getBoundingClientRect();
                 if (box.width === 0 || box.top < 0 || box.left < 0) return false;
                 if (box.bottom > innerHeight || box.right > innerWidth) return false;
-                const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+                const [x, y] = [box.x + box.width / 2, box.y + box.height / 2];
+                const hit = document.elementFromPoint(x, y);
                 return hit !== null && node.contains(hit);
             }""",
             selector,

@@ -304,6 +304,46 @@ def test_answers_render_as_markdown_on_a_terminal() -> None:
     assert plain.rstrip().endswith("[memory: written]")
 
 
+def test_a_sentence_after_an_offline_answers_list_is_a_paragraph_of_its_own() -> None:
+    """The offline answer's list of long-term items is followed by a sentence: Markdown
+    (markdown-it, which `rich` renders with) makes it a paragraph, not part of the last item,
+    and the terminal shows it on a line of its own."""
+    from markdown_it import MarkdownIt
+
+    from agent.cli.markdown import MarkdownView
+    from memory.context import build_context
+    from memory.longterm.items import MemoryItem, normalise
+    from memory.schema import ThreadState, utcnow
+
+    now = utcnow()
+    items = [
+        MemoryItem(
+            id=f"m_{n}",
+            kind="fact",
+            text=text,
+            importance=3,
+            created_at=now,
+            updated_at=now,
+            key=normalise(text),
+        )
+        for n, text in enumerate(("I am vegetarian", "I live in Porto"))
+    ]
+    answer = OfflineChatModel().invoke(build_context(ThreadState(), "hi", long_term=items)).text
+    tokens = [t.type for t in MarkdownIt().parse(answer)]
+    after_list = tokens[tokens.index("bullet_list_close") + 1 :]
+    assert after_list[:3] == ["paragraph_open", "inline", "paragraph_close"]
+
+    out = io.StringIO()
+    MarkdownView(out, width=200, force=True).show(answer)
+    lines = [
+        line.strip() for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).splitlines()
+    ]
+    last_item = next(n for n, line in enumerate(lines) if line.endswith("I live in Porto"))
+    assert lines[last_item] == "• [fact] I live in Porto"
+    following = [line for line in lines[last_item + 1 :] if line]
+    assert following == ["I see no earlier messages in this conversation."]
+
+
 def test_long_term_memory_commands(tmp_path: Path) -> None:
     with ChatAgent(
         database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",

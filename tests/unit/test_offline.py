@@ -20,7 +20,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from agent.offline import OfflineChatModel
-from agent.offline.chat import OFFLINE_PREFIX
+from agent.offline.chat import OFFLINE_PREFIX, PARAGRAPH
 from agent.tools import BUILTIN_TOOLS, calculator, current_time
 from memory.context import build_context
 from memory.schema import ThreadState
@@ -70,15 +70,16 @@ def test_plain_answer_reports_what_the_memory_context_holds(model: OfflineChatMo
         pins=["Always answer in English.", "We decided to use Postgres."],
     )
     context = build_context(state, "What do you remember?", system_prompt="Be brief.")
-    lines = model.invoke(context).text.splitlines()
-    assert lines[1] == 'You said: "What do you remember?"'
-    pins = lines.index("Pinned decisions I keep to:")
-    assert lines[pins + 1 : pins + 3] == [
-        "1. Always answer in English.",
-        "2. We decided to use Postgres.",
-    ]
-    assert "Summary of our earlier conversation: We planned a trip to Kyoto." in lines
-    assert lines[-1] == 'I can see 4 earlier message(s); your previous message was: "I like tea."'
+    paragraphs = model.invoke(context).text.split(PARAGRAPH)
+    assert paragraphs[1] == 'You said: "What do you remember?"'
+    assert (
+        "Pinned decisions I keep to:\n1. Always answer in English.\n2. We decided to use Postgres."
+        in paragraphs
+    )
+    assert "Summary of our earlier conversation: We planned a trip to Kyoto." in paragraphs
+    assert paragraphs[-1] == (
+        'I can see 4 earlier message(s); your previous message was: "I like tea."'
+    )
 
 
 def test_plain_answer_without_memory_says_so(model: OfflineChatModel) -> None:
