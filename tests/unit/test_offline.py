@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import pytest
@@ -202,6 +202,36 @@ def test_final_answer_reports_a_tool_error(with_tools: Any) -> None:
     answer = with_tools.invoke(_asked_and_answered("Division by zero in '1/0'.", "error"))
     assert answer.tool_calls == []
     assert "calculator tool reported an error: Division by zero" in answer.text
+
+
+def test_a_search_answer_reads_the_quoted_records_back_as_words(with_tools: Any) -> None:
+    """The search tool quotes each line as a JSON string (for the model); the offline
+    answer shows the words, not their escapes."""
+    from agent.search_tool import result_lines
+    from memory.archive import ArchivedLine
+
+    said = 'My config: {"name": "boiler"}\nand a second line'
+    line = ArchivedLine(
+        id=1,
+        conversation_id="c1",
+        title='Config "boiler"',
+        message_id="t1-u",
+        role="user",
+        created_at=datetime(2026, 3, 1, 9, 30, tzinfo=UTC),
+        text=said,
+    )
+    call = tool_call(name="search_conversations", args={"query": "boiler"}, id="call_s")
+    answer = with_tools.invoke(
+        [
+            HumanMessage("what did I say about the boiler?"),
+            AIMessage(content="", tool_calls=[call]),
+            ToolMessage(content=result_lines([line]), tool_call_id="call_s", name=call["name"]),
+        ]
+    ).text
+    assert "\\" not in answer
+    assert answer.splitlines()[-1] == (
+        '- 2026-03-01 · Config "boiler" · you: My config: {"name": "boiler"} and a second line'
+    )
 
 
 # --- streaming and async -----------------------------------------------------------
