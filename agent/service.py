@@ -388,10 +388,13 @@ class ChatAgent:
         return self._data.forget_all(session_id=session_id)
 
     def search_conversations(
-        self, query: str, *, session_id: str, limit: int = 10
+        self, query: str, *, session_id: str, limit: int = 10, conversation_id: str | None = None
     ) -> list[dict[str, Any]]:
-        """The session's archived lines sharing words with `query`, most relevant first."""
-        return self._data.search_conversations(query, session_id=session_id, limit=limit)
+        """The session's archived lines sharing words with `query`, most relevant first
+        (only `conversation_id`'s when given)."""
+        return self._data.search_conversations(
+            query, session_id=session_id, limit=limit, conversation_id=conversation_id
+        )
 
     def forget_history(self, *, session_id: str) -> int:
         """Delete every archived line of the session; returns how many were deleted."""

@@ -232,16 +232,20 @@ class SessionData:
     # -- the archive of earlier conversations -------------------------------------------
 
     def search_conversations(
-        self, query: str, *, session_id: str, limit: int = 10
+        self, query: str, *, session_id: str, limit: int = 10, conversation_id: str | None = None
     ) -> list[dict[str, Any]]:
         """The session's archived lines (every conversation, also those pruned from the
-        list, until retention removes them) sharing words with `query`, most relevant
-        first: `[{id, conversationId, title, messageId, role, createdAt, text}]`.
+        list, until retention removes them; only `conversation_id`'s when given) sharing
+        words with `query`, most relevant first:
+        `[{id, conversationId, title, messageId, role, createdAt, text}]`.
 
         Raises:
-            InvalidRequest: an empty or over-long query, or a limit out of 1-50.
+            InvalidRequest: an empty or over-long query, a limit out of 1-50, or an
+                invalid conversation id.
         """
         session_id = check_id(session_id, "session id")
+        if conversation_id is not None:
+            conversation_id = check_id(conversation_id, "conversation id")
         text = check_search_query(query)
         if (
             isinstance(limit, bool)
@@ -249,7 +253,8 @@ class SessionData:
             or not 1 <= limit <= MAX_SEARCH_RESULTS
         ):
             raise InvalidRequest(BAD_SEARCH_LIMIT.format(limit=MAX_SEARCH_RESULTS))
-        return [line.to_dto() for line in self._memory.search(session_id, text, limit)]
+        found = self._memory.search(session_id, text, limit, conversation_id=conversation_id)
+        return [line.to_dto() for line in found]
 
     def forget_history(self, *, session_id: str) -> int:
         """Delete every archived line of the session (its conversations, their memory and
