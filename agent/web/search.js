@@ -85,6 +85,19 @@ export function turnResults(hits) {
 
 const SPEAKERS = { user: "You", assistant: "Agent", summary: "Summary" };
 
+/** An archived line as a list item: its date and speaker, then its text, words marked. */
+export function archivedLine(line, words) {
+  return h(
+    "li",
+    { attrs: { "data-role": line.role } },
+    h("span", {
+      class: "muted small",
+      text: `${shortDate(line.createdAt)} · ${SPEAKERS[line.role] || line.role}: `,
+    }),
+    ...markedText(String(line.text || ""), words),
+  );
+}
+
 /** `text` as nodes: the searched words in <mark>, the rest as text. */
 export function markedText(text, words) {
   if (!words.length) return [text];
@@ -232,17 +245,7 @@ export class Search {
       h(
         "ul",
         { class: "archived-lines" },
-        lines.map((line) =>
-          h(
-            "li",
-            {},
-            h("span", {
-              class: "muted small",
-              text: `${shortDate(line.createdAt)} · ${line.role === "user" ? "You" : "Agent"}: `,
-            }),
-            ...markedText(String(line.text || ""), words),
-          ),
-        ),
+        lines.map((line) => archivedLine(line, words)),
       ),
     ]);
   }
