@@ -6,7 +6,7 @@ import io
 import os
 import re
 import signal
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,61 +20,9 @@ from agent.errors import NOTHING_TO_RESUME
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from tests.gates import GATE_DIR_VARIABLE, GatedModel, new_gate
-from tests.unit.cli_support import REGISTRY, REVISION, STRATEGY, done
+from tests.unit.cli_support import REVISION, STRATEGY, FakeBackend, chat, done
 
 # -- the loop, with a scripted backend -----------------------------------------------------
-
-
-class FakeBackend:
-    """Scripted turns: each call to astream/astream_resume plays the next script entry."""
-
-    def __init__(self, *scripts: list[dict[str, Any]] | Exception) -> None:
-        self.scripts = list(scripts)
-        self.calls: list[tuple[str, Any, dict[str, Any]]] = []
-
-    async def _play(
-        self, name: str, arg: Any, kwargs: dict[str, Any]
-    ) -> AsyncGenerator[dict[str, Any], None]:
-        self.calls.append((name, arg, kwargs))
-        script = self.scripts.pop(0)
-        if isinstance(script, Exception):
-            raise script
-        for event in script:
-            yield event
-
-    def astream(self, message: str, **kwargs: Any) -> AsyncGenerator[dict[str, Any], None]:
-        return self._play("astream", message, kwargs)
-
-    def astream_resume(
-        self, decision: dict[str, Any], **kwargs: Any
-    ) -> AsyncGenerator[dict[str, Any], None]:
-        return self._play("resume", decision, kwargs)
-
-    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        return {"conversationId": conversation_id, "messages": [], "pinnedDecisions": []}
-
-    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
-        return None
-
-    def conversations(self, *, session_id: str) -> dict[str, Any]:
-        return REGISTRY
-
-    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        return {**REGISTRY, "selectedConversationId": conversation_id}
-
-
-def chat(backend: Any, *lines: str, conversation_id: str | None = None) -> tuple[str, str, int]:
-    out, err = io.StringIO(), io.StringIO()
-    session = ChatSession(
-        backend,
-        session_id="s1",
-        conversation_id=conversation_id,
-        read_line=echo_reader(io.StringIO("".join(f"{line}\n" for line in lines)), out),
-        out=out,
-        err=err,
-    )
-    code = session.run()
-    return out.getvalue(), err.getvalue(), code
 
 
 def interrupted(payload: dict[str, Any]) -> list[dict[str, Any]]:
