@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,8 @@ def test_an_upkeep_that_outlasts_the_wait_says_so_and_prints_with_the_next_comma
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(session, "UPKEEP_WAIT", 0.05)
-    slow = [TURN, done(route="chat", text="Noted."), 0.5, REMEMBERED, UPKEEP_DONE]
+    slow: list[dict[str, Any] | float] = [TURN, done(route="chat", text="Noted.")]
+    slow += [0.5, REMEMBERED, UPKEEP_DONE]  # the upkeep's lines come half a second later
     out, err, _ = chat(FakeBackend(slow), "I am vegetarian.", "/list")
     turn, listing = out.split("> /list\n")
     assert turn.rstrip().endswith(session.UPKEEP_LATER)
