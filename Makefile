@@ -40,7 +40,8 @@ typecheck: $(STAMP) ## mypy over the packages and tests.
 unit: $(STAMP) ## pytest: unit and integration tests, in TEST_WORKERS parallel workers.
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory, the archive (figures, not tests).
+bench: $(STAMP) ## Benchmarks: start-up imports, memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory, the archive (figures, not tests).
+	$(BIN)/python -m bench.startup_bench
 	$(BIN)/python -m bench.memory_bench
 	$(BIN)/python -m bench.agent_bench
 	$(BIN)/python -m bench.agent_bench --cue

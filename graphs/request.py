@@ -9,15 +9,16 @@ in the run state. Messages name fields the way the caller spells them
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from langchain_core.messages import HumanMessage, convert_to_messages
 from typing_extensions import TypedDict
 
-from memory.budget import ContextBudget
 from memory.errors import InvalidInput
 from memory.limits import MAX_MESSAGE_CHARS
 from memory.schema import validate_id
+
+if TYPE_CHECKING:
+    from memory.budget import ContextBudget
 
 Mode = Literal["auto", "chat", "tool", "tasklist", "delivery"]
 RouteName = Literal["chat", "tool", "tasklist", "delivery"]
@@ -226,6 +227,10 @@ def parse_request(
 
 
 def _latest_human_text(messages: object) -> str:
+    # LangChain's messages are for Studio's chat input only: the HTTP app validates its
+    # requests here too, and imports nothing of LangChain's to do it
+    from langchain_core.messages import HumanMessage, convert_to_messages
+
     try:
         parsed = convert_to_messages(cast(Any, messages))
     except (TypeError, ValueError, NotImplementedError) as exc:
