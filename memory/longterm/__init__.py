@@ -2,13 +2,17 @@
 
 Knows nothing of graphs or agents: the write gate, the rules and model extractors,
 and recall within a budget, all pure; `memory.longterm.store.LongTermMemory` reads
-and writes the items (imported from its module: the package loads no storage). Each
-export is imported on first use (the HTTP app reads the item kinds without the extractors).
+and writes the items (imported from its module: the package loads no storage). The
+extractors, built on LangChain, are imported on first use.
 """
 
 from typing import TYPE_CHECKING
 
 from memory.lazy import lazy_exports
+from memory.longterm.gate import Refusal, WritePlan, plan_write
+from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
+from memory.longterm.rules import Extraction, Proposal, extract, has_cue
+from memory.longterm.secrets import SecretKind, find_secret
 
 if TYPE_CHECKING:
     from memory.longterm.extraction import (
@@ -18,10 +22,6 @@ if TYPE_CHECKING:
         model_extractor,
         structured_extractor,
     )
-    from memory.longterm.gate import Refusal, WritePlan, plan_write
-    from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
-    from memory.longterm.rules import Extraction, Proposal, extract, has_cue
-    from memory.longterm.secrets import SecretKind, find_secret
 
 __getattr__ = lazy_exports(
     __name__,
@@ -32,11 +32,7 @@ __getattr__ = lazy_exports(
             "Extractor",
             "model_extractor",
             "structured_extractor",
-        ),
-        "memory.longterm.gate": ("Refusal", "WritePlan", "plan_write"),
-        "memory.longterm.items": ("MEMORY_KINDS", "MemoryItem", "MemoryKind"),
-        "memory.longterm.rules": ("Extraction", "Proposal", "extract", "has_cue"),
-        "memory.longterm.secrets": ("SecretKind", "find_secret"),
+        )
     },
 )
 
