@@ -10,7 +10,7 @@ PORT ?= 2024
 # one worker, with its own servers, ports, temporary files and PostgreSQL database
 TEST_WORKERS ?= 2
 
-.PHONY: help dev test lint typecheck unit bench eval install clean
+.PHONY: help dev test lint typecheck unit bench eval screenshots install clean
 
 help: ## List the targets.
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:[^#]*## /\t/' | expand -t 12
@@ -40,7 +40,8 @@ typecheck: $(STAMP) ## mypy over the packages and tests.
 unit: $(STAMP) ## pytest: unit and integration tests, in TEST_WORKERS parallel workers.
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory, the archive (figures, not tests).
+bench: $(STAMP) ## Benchmarks: start-up imports, memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory, the archive (figures, not tests).
+	$(BIN)/python -m bench.startup_bench
 	$(BIN)/python -m bench.memory_bench
 	$(BIN)/python -m bench.agent_bench
 	$(BIN)/python -m bench.agent_bench --cue
@@ -55,6 +56,16 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and 
 eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd (offline, about 5 min).
 	$(BIN)/python -m evals
 	$(BIN)/python -m evals.crowded
+
+# the browser tests that take the README's screenshots, with the offline model; CI=true makes
+# a missing Chromium an error rather than a skip (nothing would be rewritten)
+SCREENSHOT_TESTS := \
+	tests/browser/test_memory_panel.py::test_the_memory_panel_shows_compaction_pins_and_long_term_items \
+	tests/browser/test_reviews.py::test_a_pending_review_is_listed_and_restored_after_a_reload \
+	tests/browser/test_reviews.py::test_a_delivery_report_renders_as_markdown
+
+screenshots: $(STAMP) ## Rewrite the README's screenshots from the browser tests (offline, headless Chromium).
+	CI=true UPDATE_DOCS_SCREENSHOT=1 $(BIN)/pytest -q -p no:xdist $(SCREENSHOT_TESTS)
 
 clean: ## Remove the virtual environment and tool caches.
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from pydantic import SecretStr
 
 from agent.offline import OfflineChatModel
@@ -18,10 +19,18 @@ from agent.settings import Settings
 from memory.budget import TokenCounter
 from memory.errors import InvalidInput
 
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
+
+# langchain-openai (and the openai client under it) is imported where a model or
+# embeddings client is built: importing the app, the graph or the offline agent stays cheap
+
 logger = logging.getLogger(__name__)
 
 
 def _openai(settings: Settings, model: str, temperature: float | None) -> ChatOpenAI:
+    from langchain_openai import ChatOpenAI
+
     return ChatOpenAI(
         model=model,
         api_key=settings.openai_api_key or SecretStr(""),
@@ -77,6 +86,8 @@ def load_embeddings(settings: Settings) -> Embeddings:
         key = SecretStr("unused")  # a local OpenAI-compatible endpoint takes any key
     if key is None:  # the offline model has no embeddings: say so before anything opens
         raise InvalidInput(EMBEDDINGS_NEED_AN_ENDPOINT)
+    from langchain_openai import OpenAIEmbeddings
+
     return OpenAIEmbeddings(
         model=settings.embeddings_model,
         openai_api_key=key,
@@ -134,7 +145,9 @@ def token_counter(model: BaseChatModel | None) -> TokenCounter:
     class's counter downloads a GPT-2 tokenizer. Nothing may download at run time, so
     those count approximately.
     """
-    if model is None or isinstance(model, ChatOpenAI):
+    # a ChatOpenAI exists only once its module is loaded: recognising one imports nothing
+    openai = sys.modules.get("langchain_openai")
+    if model is None or (openai is not None and isinstance(model, openai.ChatOpenAI)):
         return count_tokens_approximately
     own = type(model).get_num_tokens_from_messages
     if own is BaseLanguageModel.get_num_tokens_from_messages or own is (

@@ -431,16 +431,20 @@ class ChatAgent:
     # -- the archive of earlier conversations -------------------------------------------
 
     def search_conversations(
-        self, query: str, *, session_id: str, limit: int = 10
+        self, query: str, *, session_id: str, limit: int = 10, conversation_id: str | None = None
     ) -> list[dict[str, Any]]:
         """The session's archived lines (every conversation, also those pruned from the
-        list, until retention removes them) sharing words with `query`, most relevant
-        first: `[{id, conversationId, title, messageId, role, createdAt, text}]`.
+        list, until retention removes them; only `conversation_id`'s when given) sharing
+        words with `query`, most relevant first:
+        `[{id, conversationId, title, messageId, role, createdAt, text}]`.
 
         Raises:
-            InvalidRequest: an empty or over-long query, or a limit out of 1-50.
+            InvalidRequest: an empty or over-long query, a limit out of 1-50, or an
+                invalid conversation id.
         """
         session = check_id(session_id, "session id")
+        if conversation_id is not None:
+            conversation_id = check_id(conversation_id, "conversation id")
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequest(EMPTY_SEARCH)
         text = query.strip()
@@ -453,7 +457,8 @@ class ChatAgent:
             or not 0 < limit <= MAX_SEARCH_RESULTS
         ):
             raise InvalidRequest(BAD_SEARCH_LIMIT.format(limit=MAX_SEARCH_RESULTS))
-        return [line.to_dto() for line in self.memory.search(session, text, limit)]
+        found = self.memory.search(session, text, limit, conversation_id=conversation_id)
+        return [line.to_dto() for line in found]
 
     def forget_history(self, *, session_id: str) -> int:
         """Delete every archived line of the session (its conversations, their memory and

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from langchain_core.messages import HumanMessage, convert_to_messages
-from langchain_core.runnables import ensure_config
-
-from memory.budget import ContextBudget
 from memory.errors import InvalidInput
 from memory.limits import MAX_MESSAGE_CHARS
 from memory.schema import validate_id
+
+if TYPE_CHECKING:
+    from memory.budget import ContextBudget
 
 Mode = Literal["auto", "chat", "tool", "tasklist", "delivery"]
 RouteName = Literal["chat", "tool", "tasklist", "delivery"]
@@ -235,6 +234,8 @@ def parse_request(
 def signed_in_user() -> str | None:
     """The identity of the run's signed-in user (`langgraph_auth_user`, which LangGraph's
     server sets from its auth handler and no client can set), else None."""
+    from langchain_core.runnables import ensure_config  # (this module loads no LangChain)
+
     user = ensure_config().get("configurable", {}).get("langgraph_auth_user")
     identity = user.get("identity") if isinstance(user, Mapping) else getattr(user, "identity", "")
     return identity if isinstance(identity, str) and identity else None
@@ -265,6 +266,10 @@ def run_ids(
 
 
 def _latest_human_text(messages: object) -> str:
+    # LangChain's messages are for Studio's chat input only: the HTTP app validates its
+    # requests here too, and imports nothing of LangChain's to do it
+    from langchain_core.messages import HumanMessage, convert_to_messages
+
     try:
         parsed = convert_to_messages(cast(Any, messages))
     except (TypeError, ValueError, NotImplementedError) as exc:

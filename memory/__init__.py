@@ -1,12 +1,15 @@
 """Chat memory with no agent logic: bounded, final-text only, isolated per conversation.
 
 The package exports its pure parts (schema, ids, write rules, compaction, context,
-hydration, errors): importing them loads no storage. What reads and writes a database
+hydration, errors): importing them loads no storage, and those built on LangChain
+(compaction, context, turns) are imported on first use, so that importing one module of
+the package (`memory.errors`) loads none of LangChain. What reads and writes a database
 is imported from its module: `memory.conversations.ConversationMemory`, and
 `memory.storage` (`ThreadStore`, `open_thread_store`).
 """
 
-from memory.compaction import CompactionOutput, CompactionResult, CompactionStatus
+from typing import TYPE_CHECKING
+
 from memory.errors import (
     ChatMemoryError,
     ConversationNotFound,
@@ -20,9 +23,21 @@ from memory.errors import (
 )
 from memory.hydration import assert_client_safe, hydration_dto
 from memory.ids import ThreadIds, resolve_secret
+from memory.lazy import lazy_exports
 from memory.registry import new_conversation_id
 from memory.schema import ChatThreadMessage, ThreadState
-from memory.turns import FinalTurn, Route, SkipReason, TurnStatus
+
+if TYPE_CHECKING:
+    from memory.compaction import CompactionOutput, CompactionResult, CompactionStatus
+    from memory.turns import FinalTurn, Route, SkipReason, TurnStatus
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "memory.compaction": ("CompactionOutput", "CompactionResult", "CompactionStatus"),
+        "memory.turns": ("FinalTurn", "Route", "SkipReason", "TurnStatus"),
+    },
+)
 
 __all__ = [
     "ChatMemoryError",

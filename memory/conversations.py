@@ -391,10 +391,13 @@ class ConversationMemory:
         """Earlier lines of the session a turn about `text` gets (`Archive.recall`)."""
         return self.archive.recall(session_id, conversation_id, text, state)
 
-    def search(self, session_id: str, query: str, limit: int) -> list[ArchivedLine]:
-        """The session's archived lines (any conversation, pruned ones included) that share
-        words with `query`, most relevant first (ranked lexically: a search names words)."""
-        return self.archive.search(session_id, query, limit)
+    def search(
+        self, session_id: str, query: str, limit: int, *, conversation_id: str | None = None
+    ) -> list[ArchivedLine]:
+        """The session's archived lines (any conversation, pruned ones included; only
+        `conversation_id`'s when given) that share words with `query`, most relevant first
+        (ranked lexically: a search names words)."""
+        return self.archive.search(session_id, query, limit, conversation_id=conversation_id)
 
     def forgetter(
         self, session_id: str, *, redact_memory: bool = True

@@ -86,8 +86,9 @@ def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, 
         conversation_id: the client's own handle for the conversation.
         state: the stored memory, or None when nothing is stored yet.
 
-    `upkeep` says whether memory upkeep after the last turn is `pending`, `done` or
-    `failed`.
+    `summary` is the whole summary (a page shows it where the folded messages were),
+    `summaryPreview` its first characters. `upkeep` says whether memory upkeep after the
+    last turn is `pending`, `done` or `failed`.
     """
     current = state or ThreadState()
     dto: dict[str, Any] = {
@@ -104,6 +105,7 @@ def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, 
     }
     if current.summary:
         dto["summaryPreview"] = summary_preview(current.summary)
+        dto["summary"] = current.summary
     dto["summaryVersion"] = current.summary_version
     dto["pinnedDecisions"] = list(current.pinned_decisions)
     dto["openQuestions"] = list(current.open_questions)

@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Union
 
 from fastapi import FastAPI, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
@@ -25,20 +26,23 @@ from agent.api.error_responses import DOCS_PATH, OWN_PATHS, SCHEMA_PATH, SESSION
 from agent.api.headers import NoSniff
 from agent.api.sessions import SessionCookies
 from agent.identity import Authenticator
-from agent.service import ChatAgent
 from agent.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from agent.service import ChatAgent
 
 logger = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 3600.0
 """How often a running server applies the retention policy (and once at start-up)."""
 
-AgentSource = ChatAgent | Callable[[], ChatAgent] | None
+AgentSource = Union["ChatAgent", Callable[[], "ChatAgent"], None]
 """An open agent (its owner closes it), a factory, or None for one from the environment
-(both opened and closed by the app's lifespan)."""
+(both opened and closed by the app's lifespan). The agent's module is imported when the
+app starts, not when it is imported: `langgraph dev` imports the app before it serves."""
 
 
-async def sweep_periodically(agent: ChatAgent, seconds: float) -> None:
+async def sweep_periodically(agent: "ChatAgent", seconds: float) -> None:
     """Apply the retention policy now and every `seconds`; a failure is logged and the
     next round tries again."""
     while True:
@@ -80,6 +84,8 @@ def agent_lifespan(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from agent.service import ChatAgent
+
         if isinstance(agent, ChatAgent):
             app.state.agent, owned = agent, False
         else:

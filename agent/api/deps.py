@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
 
-from agent.service import ChatAgent
+if TYPE_CHECKING:
+    from agent.service import ChatAgent
 
 
 def get_agent(request: Request) -> ChatAgent:
@@ -21,5 +22,8 @@ def get_session(request: Request) -> str:
     return session_id
 
 
-AgentDep = Annotated[ChatAgent, Depends(get_agent)]
+if TYPE_CHECKING:
+    AgentDep = Annotated[ChatAgent, Depends(get_agent)]
+else:  # FastAPI reads the hint when a route is declared: the agent is imported at start-up
+    AgentDep = Annotated[Any, Depends(get_agent)]
 SessionDep = Annotated[str, Depends(get_session)]

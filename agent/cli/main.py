@@ -11,11 +11,17 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.cli.session import ChatSession, Reader, echo_reader, terminal_reader
-from agent.service import ChatAgent
 from agent.settings import Settings, SettingsError
 from memory.errors import ChatMemoryError
+
+if TYPE_CHECKING:
+    from agent.service import ChatAgent
+
+# `ChatAgent` is imported by the commands that open one: `python -m agent dev` only starts
+# `langgraph dev`, whose server imports the agent itself
 
 logger = logging.getLogger("agent.cli")
 
@@ -176,6 +182,8 @@ def run_chat(session_id: str, conversation_id: str | None, *, verbose: bool = Fa
     except SettingsError as exc:
         return _fail(str(exc))
     configure_logging(settings.data_dir, verbose)
+    from agent.service import ChatAgent
+
     try:
         agent = ChatAgent(settings=settings)
     except ChatMemoryError as exc:
@@ -219,6 +227,8 @@ def run_gc(*, dry_run: bool) -> int:
     except SettingsError as exc:
         return _fail(str(exc))
     configure_logging(settings.data_dir, verbose=False)
+    from agent.service import ChatAgent
+
     try:
         with ChatAgent(settings=settings) as agent:
             removed = agent.sweep(dry_run=dry_run)

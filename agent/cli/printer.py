@@ -20,6 +20,11 @@ SKIP_REASONS = {
     "conversation_gone": "the conversation was deleted meanwhile",
 }
 """Why a turn was not written, in words (the event carries a stable code)."""
+REJECTED = {
+    False: "[plan rejected: nothing was run, and nothing of it was kept]",
+    True: "[plan rejected: nothing was run; memory keeps a note of it]",
+}
+"""A rejected workflow's one line (status `cancelled`), by whether memory was written."""
 
 DELIVERY_STEPS = {
     ("load_request", "started"): "reading the request",
@@ -208,7 +213,8 @@ class TurnPrinter:
         self.markdown = markdown
         self.outcome = TurnOutcome()
         self._route = self._route_shown = route
-        self._held: list[str] = []
+        self._held: list[tuple[str, str]] = []
+        """Memory lines waiting for the answer: (stage, line)."""
         self._streamed = False
         self._mid_line = False
 
@@ -231,7 +237,7 @@ class TurnPrinter:
 
     def _release(self) -> None:
         held, self._held = self._held, []
-        for text in held:
+        for _, text in held:
             self.line(text)
 
     def handle(self, event: ClientEvent) -> None:
@@ -245,7 +251,7 @@ class TurnPrinter:
         elif event["event"] == "memory":
             text = memory_line(event)
             if text:
-                self._held.append(text)
+                self._held.append((str(event.get("stage")), text))
                 if self._streamed:
                     self._release()
         elif event["event"] == "interrupt":
@@ -287,11 +293,16 @@ class TurnPrinter:
             self._write(str(result["text"]))
         if self._mid_line:
             self._write("\n")
+        status = result.get("status")
+        if status == "cancelled":  # a rejected plan: one line says what was kept
+            self._held = [(stage, text) for stage, text in self._held if stage != "write"]
         self._release()
         if result.get("degraded"):
             self.line("[memory: degraded]")
-        if result.get("status") not in ("completed", "interrupted", None):
-            self.line(f"[status: {result['status']}]")
+        if status == "cancelled":
+            self.line(REJECTED[bool(result.get("memoryWritten"))])
+        elif status not in ("completed", "interrupted", None):
+            self.line(f"[status: {status}]")
 
     def flush(self) -> None:
         """Print the memory lines still held (the turn's stream has ended)."""

@@ -69,24 +69,31 @@ def render_review(payload: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_listing(registry: Mapping[str, Any], *, in_draft: bool) -> str:
-    """The registry as a numbered list, the selected conversation marked with `*`."""
+def render_listing(registry: Mapping[str, Any], *, current: str | None) -> str:
+    """The registry as a numbered list, the conversation the chat is in (`current`, None
+    in a new one) marked with `*`; what waits in a conversation says which command
+    answers it (and `/switch` first, in another conversation)."""
     entries = registry.get("conversations") or []
     if not entries:
         lines = ["no conversations yet"]
     else:
         lines = [f"conversations ({len(entries)} of {registry.get('limit', '?')}):"]
         for number, entry in enumerate(entries, 1):
-            mark = "*" if entry["id"] == registry.get("selectedConversationId") else " "
-            stopped = (
-                "  [unfinished: /switch to it, then /recover]" if entry.get("unfinished") else ""
+            here = entry["id"] == current
+            switch = "" if here else "/switch to it, then "
+            waiting = "".join(
+                f"  [{label}: {switch}{command}]"
+                for key, label, command in (
+                    ("unfinished", "unfinished", "/recover"),
+                    ("reviewPending", "review pending", "/review"),
+                )
+                if entry.get(key)
             )
-            if entry.get("reviewPending"):
-                stopped += "  [review pending: /switch to it, then /review]"
             lines.append(
-                f"{mark} {number}. {one_line(entry['title'], 70)}  ({entry['id']}){stopped}"
+                f"{'*' if here else ' '} {number}. {one_line(entry['title'], 70)}"
+                f"  ({entry['id']}){waiting}"
             )
-    if in_draft:
+    if current is None:
         lines.append("(you are in a new conversation: your next message creates it)")
     return "\n".join(lines)
 

@@ -46,6 +46,11 @@ DROP_PROMPT = (
 REVIEW_KEPT = "(not sent: the review still waits; /review answers it)"
 REVIEW_DROPPED = "(you dropped the pending review: its plan was discarded, nothing of it was kept)"
 ANSWER_LATER = "(Ctrl-D or a /command leaves the review for later)"
+UPKEEP_WAIT = 3.0
+"""Seconds the prompt waits after a turn for its memory upkeep, whose lines print as they
+arrive; a line printed while someone types would break their line, so an upkeep still
+running then prints the rest before the next command's output."""
+UPKEEP_LATER = "[memory: upkeep still running; what it did prints with your next command]"
 
 Reader = Callable[[str], str]
 """Prints a prompt and returns the next line; raises `EOFError` at the end of input."""
@@ -111,8 +116,8 @@ class ChatSession:
         self._next_line: str | None = None
         """A command typed at a review prompt, run once the review is left."""
         self._runner = asyncio.Runner()
-        self._upkeep: tuple[AsyncGenerator[ClientEvent, None], TurnPrinter] | None = None
-        """The last turn's stream, open after `done` for its memory upkeep's events."""
+        self._upkeep: asyncio.Task[None] | None = None
+        """The last turn's memory upkeep, still printing its lines (`UPKEEP_WAIT`)."""
 
     def _say(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -150,13 +155,30 @@ class ChatSession:
             self._runner.close()
 
     def _settle(self) -> None:
-        """Print what the last turn's memory upkeep did, once it ends (the prompt came
-        back at `done`; the next command runs after the upkeep's lines)."""
-        tail, self._upkeep = self._upkeep, None
-        if tail is None:
-            return
+        """Print the rest of what the last turn's memory upkeep did, once it ends (one that
+        outlasted `UPKEEP_WAIT`): the next command runs after its lines."""
+        upkeep, self._upkeep = self._upkeep, None
+        if upkeep is not None:
+            self._join(upkeep, None)
+
+    def _follow_upkeep(
+        self, events: AsyncGenerator[ClientEvent, None], printer: TurnPrinter
+    ) -> None:
+        """Print the memory upkeep's lines that follow a turn's `done` as they arrive, for
+        up to `UPKEEP_WAIT` seconds; past that the prompt comes back and says so."""
+        upkeep = self._runner.get_loop().create_task(print_upkeep(events, printer))
+        if not self._join(upkeep, UPKEEP_WAIT):
+            self._upkeep = upkeep
+            printer.line(UPKEEP_LATER)
+
+    def _join(self, upkeep: asyncio.Task[None], timeout: float | None) -> bool:
+        """Run the upkeep's printing until it ends or `timeout`; whether it ended."""
         with contextlib.suppress(KeyboardInterrupt):  # the upkeep goes on in the agent
-            self._runner.run(print_upkeep(*tail))
+            self._runner.run(asyncio.wait({upkeep}, timeout=timeout))
+        if not upkeep.done():
+            return False
+        upkeep.result()  # a failure of its stream is the command's (logged, in words)
+        return True
 
     def dispatch(self, command: Command) -> None:
         """Run one command; typed errors become one `error: ...` line, never a traceback."""
@@ -201,7 +223,7 @@ class ChatSession:
         try:
             events = start()
             if self._runner.run(print_turn(events, printer)):
-                self._upkeep = (events, printer)
+                self._follow_upkeep(events, printer)
         except KeyboardInterrupt:
             printer.cancelled()
         finally:
@@ -337,7 +359,7 @@ class ChatSession:
         registry = self.agent.conversations(session_id=self.session_id)
         self._listing = [entry["id"] for entry in registry["conversations"]]
         if show:
-            self._say(render_listing(registry, in_draft=self.conversation_id is None))
+            self._say(render_listing(registry, current=self.conversation_id))
 
     def _switch(self, command: Command) -> None:
         if not self._listing:

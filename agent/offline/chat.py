@@ -57,6 +57,12 @@ TIME_ANSWER = "The current time in {timezone} is {result}."
 TOOL_ERROR_ANSWER = "The {name} tool reported an error: {error}"
 TOOL_RESULT_ANSWER = "The {name} tool returned: {result}"
 SEARCH_ANSWER = "In our earlier conversations I found:\n{result}"
+FOUND_LINE = "- {date} · {title} · {speaker}: {text}"
+SPEAKERS = {"user": "you", "assistant": "me", "summary": "summary"}
+
+PARAGRAPH = "\n\n"
+"""Between the parts of an answer: in Markdown a line right after a list continues the
+list's last item, so each part (a list among them) is a paragraph of its own."""
 
 ECHO_CHARS = 300
 SUMMARY_CHARS = 300
@@ -90,6 +96,12 @@ _ASKS_ABOUT_THE_PAST = re.compile(
     r"|当时我们聊|我们聊过|我们之前聊|我说过|我之前说|我提到过|之前聊过|上次聊|上次说",
     re.IGNORECASE,
 )
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"'
+_SEARCH_RECORD = re.compile(
+    rf"- (?P<date>\S+) · (?P<title>{_JSON_STRING}) · (?P<role>\w+) · message \S+: "
+    rf"(?P<text>{_JSON_STRING})"
+)
+"""A line of the search tool's result (`agent.search_tool.RESULT_LINE`)."""
 _IANA_ZONE = re.compile(r"\b[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z0-9_+-]+)+\b")
 
 
@@ -128,6 +140,23 @@ class ContextView:
 
 def _one_line(text: str, limit: int) -> str:
     return clamp(" ".join(text.split()), limit)
+
+
+def _found_lines(result: str) -> str:
+    """The search tool's records as an answer shows them: the quoted title and text read
+    back as the words they are, without the message ids (other lines as they are)."""
+    lines = []
+    for line in result.splitlines():
+        record = _SEARCH_RECORD.fullmatch(line)
+        if record is not None:
+            line = FOUND_LINE.format(
+                date=record["date"],
+                title=json.loads(record["title"]),
+                speaker=SPEAKERS.get(record["role"], record["role"]),
+                text=_one_line(json.loads(record["text"]), TOOL_RESULT_CHARS),
+            )
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _template_body(content: str, template: str, placeholder: str) -> str:
@@ -208,7 +237,7 @@ def plain_answer(messages: Sequence[BaseMessage]) -> str:
         lines.append(HISTORY_NO_USER_LINE.format(count=len(view.history)))
     else:
         lines.append(NO_HISTORY_LINE)
-    return "\n".join(lines)
+    return PARAGRAPH.join(lines)
 
 
 def _clean_expression(candidate: str) -> str:
@@ -325,7 +354,7 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
         elif name == CALCULATOR and "expression" in args:
             lines.append(CALCULATION_ANSWER.format(expression=args["expression"], result=text))
         elif name == SEARCH_CONVERSATIONS:
-            lines.append(SEARCH_ANSWER.format(result=text))
+            lines.append(SEARCH_ANSWER.format(result=_found_lines(text)))
         elif name == CURRENT_TIME:
             zone = args.get("timezone") or "UTC"
             lines.append(TIME_ANSWER.format(timezone=zone, result=text))
@@ -333,4 +362,4 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
             lines.append(
                 TOOL_RESULT_ANSWER.format(name=name, result=_one_line(text, TOOL_RESULT_CHARS))
             )
-    return f"{OFFLINE_PREFIX} " + "\n".join(lines)
+    return f"{OFFLINE_PREFIX} " + PARAGRAPH.join(lines)

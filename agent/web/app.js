@@ -5,6 +5,7 @@
 // only says which conversation this tab shows.
 
 import { ApiError, requestJson, streamEvents } from "./api.js";
+import { foldedNote } from "./folded.js";
 import { MemoryPanel } from "./memory.js";
 import { MessageList } from "./messages.js";
 import { closeSidebarOnNarrow, installPanels } from "./panels.js";
@@ -52,13 +53,17 @@ const search = new Search({
 });
 const FOLDED_LINE =
   "That line is no longer among the conversation's recent messages: compaction folded " +
-  "it into the summary (Memory shows it).";
+  "it into the summary (the note at the top of the conversation shows it, and finds " +
+  "its folded lines).";
 
 /** Open a conversation at a search hit's line. */
 async function openAtLine(conversationId, messageId) {
   if (state.turn) return;
   if (state.currentId !== conversationId) await openConversation(conversationId);
-  if (state.currentId === conversationId && !messages.reveal(messageId)) showNotice(FOLDED_LINE);
+  if (state.currentId === conversationId && !messages.reveal(messageId)) {
+    showNotice(FOLDED_LINE);
+    $("messages").querySelector(".folded")?.scrollIntoView({ block: "start" });
+  }
 }
 
 // -- notices ------------------------------------------------------------------------------
@@ -117,7 +122,7 @@ function showConversation(id, dto) {
   const entry = entryOf(id);
   const first = dto.messages.find((m) => m.role === "user");
   state.draftTitle = entry ? null : first ? oneLine(first.text) : null;
-  messages.show(dto.messages);
+  messages.show(dto.messages, foldedNote(dto));
   // a review waiting in the conversation is the server's (another tab, a reload, the
   // CLI may have started it): shown with its goal, and its form below
   if (dto.review) {

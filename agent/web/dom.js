@@ -52,6 +52,7 @@ const DAY_TIME = new Intl.DateTimeFormat(undefined, {
   hour: "2-digit",
   minute: "2-digit",
 });
+const DAY = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
 const DATE = new Intl.DateTimeFormat(undefined, {
   year: "numeric",
   month: "short",
@@ -66,10 +67,12 @@ export function shortTime(iso) {
   return when.toDateString() === today.toDateString() ? TIME.format(when) : DAY_TIME.format(when);
 }
 
-/** A local date for an ISO-8601 string. */
+/** A short local date for an ISO-8601 string: day and month, with the year unless it
+ * is this one. */
 export function shortDate(iso) {
   const when = new Date(iso);
-  return Number.isNaN(when.getTime()) ? "" : DATE.format(when);
+  if (Number.isNaN(when.getTime())) return "";
+  return (when.getFullYear() === new Date().getFullYear() ? DAY : DATE).format(when);
 }
 
 /** A `<time>` element showing `shortTime(iso)` (the full value as its tooltip). */

@@ -22,10 +22,12 @@ export class MessageList {
     });
   }
 
-  /** Show a conversation's stored messages (the hydration DTO's), or the empty state. */
-  show(messages) {
+  /** Show a conversation's stored messages (the hydration DTO's) after `lead` (the note
+   * of its folded messages, when there is one), or the empty state. */
+  show(messages, lead = null) {
     clear(this.root);
-    if (!messages.length) {
+    if (lead) this.root.append(lead);
+    else if (!messages.length) {
       this.root.append(h("li", { class: "empty", text: EMPTY_TEXT }));
       return;
     }

@@ -70,25 +70,29 @@ export function renderReview(root, payload, onDecision) {
     return node;
   };
 
-  root.append(h("h2", { text: TITLES[payload.kind] || "Review" }));
+  // what is reviewed scrolls; the answers stay below it, all in view however long the
+  // task list is
+  const body = h("div", { class: "review-body" });
+  const foot = h("div", { class: "review-foot" });
+  root.append(h("h2", { text: TITLES[payload.kind] || "Review" }), body, foot);
   if (typeof payload.goal === "string" && payload.goal.trim()) {
-    root.append(h("p", { class: "goal" }, h("strong", { text: "Goal: " }), payload.goal));
+    body.append(h("p", { class: "goal" }, h("strong", { text: "Goal: " }), payload.goal));
   }
   for (const key of ["message", "question", "summary"]) {
     if (typeof payload[key] === "string" && payload[key].trim()) {
-      root.append(h("p", { text: payload[key] }));
+      body.append(h("p", { text: payload[key] }));
     }
   }
   if (typeof payload.error === "string" && payload.error) {
-    root.append(
+    body.append(
       h("p", { class: "form-error small", text: `The last answer was refused: ${payload.error}` }),
     );
   }
 
   const tasks = Array.isArray(payload.tasks) ? payload.tasks : null;
   const editor = tasks ? taskEditor(tasks, actions.includes("edit")) : null;
-  if (editor) root.append(editor.node);
-  if (Array.isArray(payload.issues)) root.append(issueList(payload.issues));
+  if (editor) body.append(editor.node);
+  if (Array.isArray(payload.issues)) body.append(issueList(payload.issues));
 
   const row = h("div", { class: "review-actions" });
   if (actions.includes("approve")) {
@@ -117,12 +121,12 @@ export function renderReview(root, payload, onDecision) {
     }
   }
   if (actions.includes("reject")) {
-    root.append(
+    foot.append(
       textAnswer("reject", "Reason for rejecting the plan", "Reject", "danger", "reason"),
     );
   }
   if (actions.includes("respond")) {
-    root.append(
+    foot.append(
       textAnswer("respond", "Feedback for a new plan", "Re-plan with feedback", "", "feedback"),
     );
   }
@@ -130,8 +134,7 @@ export function renderReview(root, payload, onDecision) {
   for (const name of actions.filter((action) => !known.has(action))) {
     row.append(button(name, "", () => onDecision({ action: name }), name));
   }
-  // last, and kept in view at the foot of the review however long the task list is
-  root.append(error, row);
+  foot.append(error, row);
   root.hidden = false;
 
   function textAnswer(action, label, buttonLabel, className, field) {

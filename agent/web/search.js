@@ -1,6 +1,7 @@
-// The sidebar's search of earlier conversations (GET /api/search): each hit with its
-// date, its conversation's title and a snippet with the searched words marked (built
-// as text nodes and <mark> elements, never as HTML). A hit opens its conversation at
+// The sidebar's search of earlier conversations (GET /api/search): the lines found, one
+// result per turn (what you said and the answer, when both matched), each with its
+// date, its conversation's title and snippets with the searched words marked (built as
+// text nodes and <mark> elements, never as HTML). A result opens its conversation at
 // the line; a conversation pruned from the list is said to be so, with its archived
 // lines shown here.
 
@@ -25,15 +26,76 @@ function escapeRegExp(text) {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-/** A window of `text` around the first searched word, with "…" where it was cut. */
-export function snippet(text, words, limit = SNIPPET_CHARS) {
-  const flat = String(text || "").replace(/\s+/g, " ").trim();
-  if (flat.length <= limit) return flat;
+function flatten(text) {
+  return String(text || "").replace(/\s+/g, " ").trim();
+}
+
+/** Where `part` occurs in `text`, as [start, end) ranges. */
+function occurrences(text, part) {
+  const found = [];
+  for (let at = part ? text.indexOf(part) : -1; at >= 0; at = text.indexOf(part, at + 1)) {
+    found.push([at, at + part.length]);
+  }
+  return found;
+}
+
+/**
+ * A window of `text` around the first searched word, with "…" where it was cut. With
+ * `echoed` (the line the text answers), a word inside a copy of that line does not
+ * count, and a text whose every searched word is in such a copy has no snippet (null):
+ * an answer that repeats the question would only show the same words twice.
+ */
+export function snippet(text, words, { limit = SNIPPET_CHARS, echoed = "" } = {}) {
+  const flat = flatten(text);
   const lower = flat.toLowerCase();
-  const at = Math.min(...words.map((w) => lower.indexOf(w)).filter((i) => i >= 0), flat.length);
-  const start = at === flat.length ? 0 : Math.max(0, at - Math.floor(limit / 3));
+  const copies = occurrences(lower, flatten(echoed).toLowerCase());
+  const matches = words
+    .flatMap((word) => occurrences(lower, word))
+    .filter(([at]) => !copies.some(([start, end]) => at >= start && at < end))
+    .map(([at]) => at);
+  if (echoed && !matches.length) return null;
+  if (flat.length <= limit) return flat;
+  const at = matches.length ? Math.min(...matches) : 0;
+  const start = Math.max(0, at - Math.floor(limit / 3));
   const end = Math.min(flat.length, start + limit);
   return `${start > 0 ? "…" : ""}${flat.slice(start, end)}${end < flat.length ? "…" : ""}`;
+}
+
+/** The turn of a line: a user line and its answer share one (`<turn>-u`, `<turn>-a`). */
+function turnOf(hit) {
+  const id = String(hit.messageId || "");
+  return `${hit.conversationId}/${/-[ua]$/.test(id) ? id.slice(0, -2) : id}`;
+}
+
+const ROLE_ORDER = { user: 0, assistant: 1 };
+
+/** Hits as one result per turn (in the order of each turn's best hit), its lines in the
+ * order they were said. */
+export function turnResults(hits) {
+  const turns = new Map();
+  for (const hit of hits) {
+    const key = turnOf(hit);
+    if (!turns.has(key)) turns.set(key, []);
+    turns.get(key).push(hit);
+  }
+  return [...turns.values()].map((lines) =>
+    lines.sort((a, b) => (ROLE_ORDER[a.role] ?? 2) - (ROLE_ORDER[b.role] ?? 2)),
+  );
+}
+
+const SPEAKERS = { user: "You", assistant: "Agent", summary: "Summary" };
+
+/** An archived line as a list item: its date and speaker, then its text, words marked. */
+export function archivedLine(line, words) {
+  return h(
+    "li",
+    { attrs: { "data-role": line.role } },
+    h("span", {
+      class: "muted small",
+      text: `${shortDate(line.createdAt)} · ${SPEAKERS[line.role] || line.role}: `,
+    }),
+    ...markedText(String(line.text || ""), words),
+  );
 }
 
 /** `text` as nodes: the searched words in <mark>, the rest as text. */
@@ -126,11 +188,14 @@ export class Search {
       this.show([h("p", { class: "muted small", text: `Nothing found for “${query}”.` })]);
       return;
     }
+    const results = turnResults(hits);
     const list = h(
       "ul",
       { class: "search-hits" },
-      hits.map((hit) =>
-        h(
+      results.map((lines) => {
+        const [first] = lines;
+        const said = lines.find((line) => line.role === "user");
+        return h(
           "li",
           {},
           h(
@@ -138,21 +203,34 @@ export class Search {
             {
               type: "button",
               class: "search-hit",
-              attrs: { "data-conversation-id": String(hit.conversationId || "") },
-              on: { click: () => this.open(hit, hits, words) },
+              attrs: { "data-conversation-id": String(first.conversationId || "") },
+              on: { click: () => this.open(first, hits, words) },
             },
             h(
               "span",
               { class: "search-meta" },
-              h("time", { text: shortDate(hit.createdAt), attrs: { datetime: hit.createdAt } }),
-              h("span", { class: "search-title", text: String(hit.title || "") }),
+              h("time", {
+                text: shortDate(first.createdAt),
+                attrs: { datetime: first.createdAt, title: first.createdAt },
+              }),
+              h("span", { class: "search-title", text: String(first.title || "") }),
             ),
-            h("span", { class: "search-snippet" }, ...markedText(snippet(hit.text, words), words)),
+            ...lines.map((line) => {
+              const echoed = line.role === "assistant" && said ? said.text : "";
+              const text = snippet(line.text, words, { echoed });
+              if (text === null) return null;
+              return h(
+                "span",
+                { class: "search-snippet", attrs: { "data-role": line.role } },
+                h("span", { class: "muted", text: `${SPEAKERS[line.role] || line.role}: ` }),
+                ...markedText(text, words),
+              );
+            }),
           ),
-        ),
-      ),
+        );
+      }),
     );
-    this.show([h("p", { class: "muted small", text: plural(hits.length, "line") }), list]);
+    this.show([h("p", { class: "muted small", text: plural(results.length, "result") }), list]);
   }
 
   open(hit, hits, words) {
@@ -167,17 +245,7 @@ export class Search {
       h(
         "ul",
         { class: "archived-lines" },
-        lines.map((line) =>
-          h(
-            "li",
-            {},
-            h("span", {
-              class: "muted small",
-              text: `${shortDate(line.createdAt)} · ${line.role === "user" ? "You" : "Agent"}: `,
-            }),
-            ...markedText(String(line.text || ""), words),
-          ),
-        ),
+        lines.map((line) => archivedLine(line, words)),
       ),
     ]);
   }

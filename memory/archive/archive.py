@@ -266,13 +266,19 @@ class Archive:
         return storage_errors(self.vectors.add)(session_key, embedded)
 
     @storage_errors
-    def search(self, session_id: str, query: str, limit: int) -> list[ArchivedLine]:
+    def search(
+        self, session_id: str, query: str, limit: int, *, conversation_id: str | None = None
+    ) -> list[ArchivedLine]:
         """The session's lines (summaries included) that share words with `query`, most
-        relevant first; nothing when it has no searchable word."""
+        relevant first, of the conversation `conversation_id` only when given; nothing when
+        it has no searchable word."""
         terms = query_terms(query)
         if not terms:
             return []
-        hits = self.backend.search(self.ids.session_key(session_id), terms, limit)
+        key = conversation_id and self.ids.conversation_key(session_id, conversation_id)
+        hits = self.backend.search(
+            self.ids.session_key(session_id), terms, limit, conversation_key=key
+        )
         # a line found only by a short word or a lone digit ("1" of "1.5 bar") is noise
         return [
             hit

@@ -126,11 +126,13 @@ class ArchiveBackend(Protocol):
         *,
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
+        conversation_key: str | None = None,
         cursor: Any = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best first, in one query
         (with `neighbours`, each with the lines said just before and after it; with
-        `cursor`, inside the transaction that holds it, its own changes seen)."""
+        `conversation_key`, of that conversation only; with `cursor`, inside the
+        transaction that holds it, its own changes seen)."""
 
     def rewrite(
         self,

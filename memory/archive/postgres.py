@@ -44,6 +44,7 @@ WITH hits AS (
          l.conversation_key, ts_rank_cd(l.terms, q.query, 1) AS score
   FROM archive_lines l, (SELECT %(query)s::tsquery AS query) q
   WHERE l.session_key = %(session)s AND l.role = ANY(%(roles)s) AND l.terms @@ q.query
+    AND (%(conversation)s::text IS NULL OR l.conversation_key = %(conversation)s)
   ORDER BY score DESC, l.id DESC LIMIT %(limit)s
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
@@ -189,12 +190,13 @@ class PostgresArchive:
         *,
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
+        conversation_key: str | None = None,
         cursor: Any = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best `ts_rank_cd` first,
-        each with the lines said just before and after it when `neighbours`, in one
-        query (with `cursor`, in the transaction that holds it: its own changes are
-        seen)."""
+        each with the lines said just before and after it when `neighbours`, of the
+        conversation of `conversation_key` only when given, in one query (with `cursor`,
+        in the transaction that holds it: its own changes are seen)."""
         if not terms or limit <= 0 or not roles:
             return []
         params = {
@@ -203,6 +205,7 @@ class PostgresArchive:
             "session": session_key,
             "limit": limit,
             "neighbours": neighbours,
+            "conversation": conversation_key,
         }
         if cursor is not None:
             return [_line(row) for row in cursor.execute(SEARCH_SQL, params).fetchall()]

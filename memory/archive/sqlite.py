@@ -96,8 +96,9 @@ terms, bump this (tests/unit/test_archive.py pins the terms of a few lines)."""
 
 SEARCH_SQL = search_sql(
     "SELECT rowid AS id, -bm25(archive_index) AS score, NULL AS distance, NULL AS mark"
-    " FROM archive_index WHERE archive_index MATCH ? ORDER BY bm25(archive_index), rowid DESC"
-    " LIMIT ?"
+    " FROM archive_index WHERE archive_index MATCH ?"
+    " AND (? IS NULL OR rowid IN (SELECT id FROM archive_lines WHERE conversation_key = ?))"
+    " ORDER BY bm25(archive_index), rowid DESC LIMIT ?"
 )
 
 
@@ -272,17 +273,20 @@ class SqliteArchive:
         *,
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
+        conversation_key: str | None = None,
         cursor: sqlite3.Cursor | None = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, each
-        with the lines said just before and after it when `neighbours`, in one query
-        (with `cursor`, in the transaction that holds it: its own changes are seen)."""
+        with the lines said just before and after it when `neighbours`, of the conversation
+        of `conversation_key` only when given, in one query (with `cursor`, in the
+        transaction that holds it: its own changes are seen)."""
         if not terms or limit <= 0 or not roles:
             return []
+        where = (session_key, terms, limit, neighbours, roles, conversation_key)
         if cursor is not None:  # its transaction holds the lock already
-            return self._search(cursor, session_key, terms, limit, neighbours, roles)
+            return self._search(cursor, *where)
         with self.lock:
-            return self._search(self.conn, session_key, terms, limit, neighbours, roles)
+            return self._search(self.conn, *where)
 
     def _search(
         self,
@@ -292,11 +296,13 @@ class SqliteArchive:
         limit: int,
         neighbours: bool,
         roles: Sequence[str],
+        conversation_key: str | None,
     ) -> list[ArchivedLine]:
         terms = self._distinctive(db, session_key, terms, roles)
         expression = match_expression(session_key, terms, roles)
+        conversation = (conversation_key, conversation_key)
         rows = db.execute(
-            SEARCH_SQL, (expression, limit, session_key, neighbours, neighbours)
+            SEARCH_SQL, (expression, *conversation, limit, session_key, neighbours, neighbours)
         ).fetchall()
         return [read_line(row) for row in rows]
 

@@ -2,20 +2,39 @@
 
 Knows nothing of graphs or agents: the write gate, the rules and model extractors,
 and recall within a budget, all pure; `memory.longterm.store.LongTermMemory` reads
-and writes the items (imported from its module: the package loads no storage).
+and writes the items (imported from its module: the package loads no storage). The
+extractors, built on LangChain, are imported on first use.
 """
 
-from memory.longterm.extraction import (
-    RULES_EXTRACTOR,
-    ExtractionOutput,
-    Extractor,
-    model_extractor,
-    structured_extractor,
-)
+from typing import TYPE_CHECKING
+
+from memory.lazy import lazy_exports
 from memory.longterm.gate import Refusal, WritePlan, plan_write
 from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
 from memory.longterm.rules import Extraction, Proposal, extract, has_cue
 from memory.longterm.secrets import SecretKind, find_secret
+
+if TYPE_CHECKING:
+    from memory.longterm.extraction import (
+        RULES_EXTRACTOR,
+        ExtractionOutput,
+        Extractor,
+        model_extractor,
+        structured_extractor,
+    )
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "memory.longterm.extraction": (
+            "RULES_EXTRACTOR",
+            "ExtractionOutput",
+            "Extractor",
+            "model_extractor",
+            "structured_extractor",
+        )
+    },
+)
 
 __all__ = [
     "MEMORY_KINDS",

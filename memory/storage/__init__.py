@@ -4,16 +4,24 @@ long-term items, on one database (SQLite or PostgreSQL), with cross-process lock
 `ThreadStore` (`memory.storage.threads`) is what memory's services read and write
 through; `open_thread_store` (`memory.storage.urls`) opens the one a URL names. The
 pure parts of memory (schema, limits, context, budget, registry, write rules, ...)
-never import this package (`tests/unit/test_layering.py`).
+never import this package (`tests/unit/test_layering.py`). `ThreadStore` is imported on
+first use: the settings read the default URL without loading a store.
 """
 
-from memory.storage.threads import ThreadStore, storage_errors
+from typing import TYPE_CHECKING
+
+from memory.lazy import lazy_exports
 from memory.storage.urls import (
     DEFAULT_DATABASE_URL,
     iter_thread_ids,
     open_thread_store,
     parse_database_url,
 )
+
+if TYPE_CHECKING:
+    from memory.storage.threads import ThreadStore, storage_errors
+
+__getattr__ = lazy_exports(__name__, {"memory.storage.threads": ("ThreadStore", "storage_errors")})
 
 __all__ = [
     "DEFAULT_DATABASE_URL",

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from memory.errors import UNSUPPORTED_DATABASE_URL, UnsupportedDatabaseUrl
 from memory.storage.locks import DEFAULT_LOCK_TIMEOUT
-from memory.storage.threads import ThreadStore
+
+if TYPE_CHECKING:
+    from memory.storage.threads import ThreadStore
 
 DEFAULT_DATABASE_URL = "sqlite:///.agent-data/agent.sqlite"
 POSTGRES_EXTRA_MISSING = (
@@ -50,6 +52,8 @@ def _open_postgres(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> Thre
 
 def _thread_store(opened: tuple[Any, ...], lock_timeout: float) -> ThreadStore:
     """A `ThreadStore` over what a backend's `open_*` returned."""
+    from memory.storage.threads import ThreadStore  # with the store: the settings read the URL
+
     checkpointer, documents, locks, close, open_items = opened
     return ThreadStore(
         checkpointer,

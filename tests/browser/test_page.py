@@ -47,6 +47,18 @@ def test_markup_in_messages_is_shown_as_text(page: Page, log: PageLog, server: S
     assert log.dialogs == []
 
 
+def test_a_sentence_after_a_list_in_an_answer_is_a_paragraph(page: Page, server: Server) -> None:
+    """The offline answer lists the long-term items, then goes on: the sentence after the
+    list is a paragraph of its own, not the end of the last item."""
+    open_page(page, server.url)
+    added = page.request.post(f"{server.url}/api/memories", data={"text": "I live in Porto"})
+    assert added.status == 201, added.text()
+    send(page, "Where should I go for a walk?")
+    text = last_answer(page).locator(".text")
+    expect(text.locator("ul > li")).to_have_text(["[fact] I live in Porto"])
+    expect(text.locator("ul + p")).to_have_text("I see no earlier messages in this conversation.")
+
+
 def test_the_page_fits_a_360_pixel_screen(browser: Browser, server: Server) -> None:
     narrow = browser.new_context(viewport={"width": 360, "height": 740})
     page = narrow.new_page()

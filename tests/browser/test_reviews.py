@@ -64,6 +64,39 @@ def test_a_pending_review_is_listed_and_restored_after_a_reload(
     other.close()
 
 
+IN_VIEW_AND_UNCOVERED = """(selectors) => selectors.every((selector) => {
+    const node = document.querySelector(selector);
+    if (node === null) return false;
+    const box = node.getBoundingClientRect();
+    if (box.width === 0 || box.top < 0 || box.left < 0) return false;
+    if (box.bottom > innerHeight || box.right > innerWidth) return false;
+    const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+    return hit !== null && node.contains(hit);
+})"""
+"""Whether each element is inside the viewport and is what a click at its centre hits (not
+clipped by a scroll area, nor under another element)."""
+
+
+def test_every_answer_of_a_review_is_in_view_at_1280_by_800(page: Page, server: Server) -> None:
+    """Approve, Reject and Re-plan stay in view, also under the longest task list."""
+    assert page.viewport_size == {"width": 1280, "height": 800}
+    open_page(page, server.url)
+    send(page, TASKLIST)
+    answers = [f"#review [data-action={a}]" for a in ("approve", "reject", "respond")]
+    # waits for the form to settle; times out (fails) when a button stays hidden
+    page.wait_for_function(IN_VIEW_AND_UNCOVERED, arg=answers, timeout=5000)
+
+    add = page.locator("#review button", has_text="Add a task")
+    while add.is_enabled():
+        add.click()
+    expect(page.locator("#review [data-field=title]")).to_have_count(7)
+    page.wait_for_function(IN_VIEW_AND_UNCOVERED, arg=answers, timeout=5000)
+    # the tasks scroll instead: the last one can be reached
+    last = page.locator("#review [data-field=title]").last
+    last.scroll_into_view_if_needed()
+    expect(last).to_be_in_viewport()
+
+
 def test_the_api_lists_a_pending_review_and_reads_it_back(
     context: BrowserContext, server: Server
 ) -> None:

@@ -45,6 +45,33 @@ def test_a_limit_that_is_no_integer_in_range_is_refused(alice: httpx.Client, lim
     assert "limit" in response.json()["error"]["message"]
 
 
+def test_the_limit_applied_is_the_one_returned(alice: httpx.Client) -> None:
+    """Without `limit`, at most 10 lines, and the body's `limit` says 10."""
+    for n in range(6):
+        new_conversation(alice, f"Anchor chain number {n} is rusty")
+    body = alice.get("/api/search", params={"q": "anchor chain"}).json()
+    assert (body["limit"], len(body["results"])) == (10, 10)
+    body = alice.get("/api/search", params={"q": "anchor chain", "limit": 3}).json()
+    assert (body["limit"], len(body["results"])) == (3, 3)
+
+
+def test_a_search_in_one_conversation(alice: httpx.Client, bob: httpx.Client) -> None:
+    first = new_conversation(alice, "The dinghy is orange")
+    second = new_conversation(alice, "The dinghy leaks a little")
+    response = alice.get("/api/search", params={"q": "dinghy", "conversationId": second})
+    assert response.status_code == 200, response.text
+    hits = response.json()["results"]
+    assert hits and {hit["conversationId"] for hit in hits} == {second}
+    assert {hit["conversationId"] for hit in found(alice, "dinghy")} == {first, second}
+    # another session's conversation id finds nothing of it
+    assert (
+        bob.get("/api/search", params={"q": "dinghy", "conversationId": second}).json()["results"]
+        == []
+    )
+    bad = alice.get("/api/search", params={"q": "dinghy", "conversationId": "../x"})
+    assert_clean_error(bad, 422, "invalid_query")
+
+
 def test_deleting_the_conversation_or_the_history_empties_search(alice: httpx.Client) -> None:
     kept = new_conversation(alice, "My bike is blue and has a basket")
     gone = new_conversation(alice, "The bike is blue and called Rocinante")

@@ -195,6 +195,21 @@ def test_a_pruned_conversation_stays_searchable(memory: ConversationMemory) -> N
     assert hits[0].title == "The boat is called Marisol"
 
 
+def test_a_search_can_keep_to_one_conversation(memory: ConversationMemory) -> None:
+    say(memory, "s1", "c1", "The boat is called Marisol", "A fine name.")
+    say(memory, "s1", "c2", "Marisol needs new sails", "Noted.")
+    say(memory, "s2", "c1", "My Marisol is a cat", "Nice.")
+    everywhere = memory.search("s1", "Marisol", limit=10)
+    assert {h.conversation_id for h in everywhere} == {"c1", "c2"}
+    only = memory.search("s1", "Marisol", limit=10, conversation_id="c2")
+    assert [(h.conversation_id, h.text) for h in only] == [("c2", "Marisol needs new sails")]
+    assert memory.search("s1", "Marisol", limit=10, conversation_id="c9") == []
+    # another session's conversation of the same id stays its own
+    assert [h.text for h in memory.search("s2", "Marisol", limit=10, conversation_id="c1")] == [
+        "My Marisol is a cat"
+    ]
+
+
 def test_a_secret_is_archived_redacted(memory: ConversationMemory) -> None:
     say(memory, "s1", "c1", "my password is hunter2-Blue!", "I will not keep it.")
     assert memory.search("s1", "hunter2", limit=10) == []

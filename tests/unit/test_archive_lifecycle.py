@@ -109,7 +109,13 @@ def test_the_offline_model_searches_when_asked_what_was_said(
     )
     assert english.route == "tool"
     assert "In our earlier conversations I found" in english.text
-    assert re.search(r"· message [0-9a-f]{32}-u: ", english.text)  # date, title, message id
+    # the tool's quoted records read back as words: date, title, speaker and text
+    assert re.search(
+        r"^- \d{4}-\d\d-\d\d · My boat Marisol is moored in Vigo · you: "
+        r"My boat Marisol is moored in Vigo$",
+        english.text,
+        re.MULTILINE,
+    )
     assert "Marisol" in english.text and "Esperanza" not in english.text
     send(agent, "我每天早上喝两杯咖啡", session_id="s1", create_conversation=True)
     chinese = send(agent, "当时我们聊过咖啡吗？", session_id="s1", create_conversation=True)

@@ -6,7 +6,7 @@ import io
 import os
 import re
 import signal
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,61 +20,9 @@ from agent.errors import NOTHING_TO_RESUME
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from tests.gates import GATE_DIR_VARIABLE, GatedModel, new_gate
-from tests.unit.cli_support import REGISTRY, REVISION, STRATEGY, done
+from tests.unit.cli_support import REVISION, STRATEGY, FakeBackend, chat, done
 
 # -- the loop, with a scripted backend -----------------------------------------------------
-
-
-class FakeBackend:
-    """Scripted turns: each call to astream/astream_resume plays the next script entry."""
-
-    def __init__(self, *scripts: list[dict[str, Any]] | Exception) -> None:
-        self.scripts = list(scripts)
-        self.calls: list[tuple[str, Any, dict[str, Any]]] = []
-
-    async def _play(
-        self, name: str, arg: Any, kwargs: dict[str, Any]
-    ) -> AsyncGenerator[dict[str, Any], None]:
-        self.calls.append((name, arg, kwargs))
-        script = self.scripts.pop(0)
-        if isinstance(script, Exception):
-            raise script
-        for event in script:
-            yield event
-
-    def astream(self, message: str, **kwargs: Any) -> AsyncGenerator[dict[str, Any], None]:
-        return self._play("astream", message, kwargs)
-
-    def astream_resume(
-        self, decision: dict[str, Any], **kwargs: Any
-    ) -> AsyncGenerator[dict[str, Any], None]:
-        return self._play("resume", decision, kwargs)
-
-    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        return {"conversationId": conversation_id, "messages": [], "pinnedDecisions": []}
-
-    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
-        return None
-
-    def conversations(self, *, session_id: str) -> dict[str, Any]:
-        return REGISTRY
-
-    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        return {**REGISTRY, "selectedConversationId": conversation_id}
-
-
-def chat(backend: Any, *lines: str, conversation_id: str | None = None) -> tuple[str, str, int]:
-    out, err = io.StringIO(), io.StringIO()
-    session = ChatSession(
-        backend,
-        session_id="s1",
-        conversation_id=conversation_id,
-        read_line=echo_reader(io.StringIO("".join(f"{line}\n" for line in lines)), out),
-        out=out,
-        err=err,
-    )
-    code = session.run()
-    return out.getvalue(), err.getvalue(), code
 
 
 def interrupted(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -302,6 +250,46 @@ def test_answers_render_as_markdown_on_a_terminal() -> None:
     assert "**" not in plain and "# Plan" not in plain and "`code`" not in plain
     assert "Plan" in plain and "• one" in plain
     assert plain.rstrip().endswith("[memory: written]")
+
+
+def test_a_sentence_after_an_offline_answers_list_is_a_paragraph_of_its_own() -> None:
+    """The offline answer's list of long-term items is followed by a sentence: Markdown
+    (markdown-it, which `rich` renders with) makes it a paragraph, not part of the last item,
+    and the terminal shows it on a line of its own."""
+    from markdown_it import MarkdownIt
+
+    from agent.cli.markdown import MarkdownView
+    from memory.longterm.items import MemoryItem, normalise
+    from memory.schema import ThreadState, utcnow
+    from tests.context_support import build_context
+
+    now = utcnow()
+    items = [
+        MemoryItem(
+            id=f"m_{n}",
+            kind="fact",
+            text=text,
+            importance=3,
+            created_at=now,
+            updated_at=now,
+            key=normalise(text),
+        )
+        for n, text in enumerate(("I am vegetarian", "I live in Porto"))
+    ]
+    answer = OfflineChatModel().invoke(build_context(ThreadState(), "hi", long_term=items)).text
+    tokens = [t.type for t in MarkdownIt().parse(answer)]
+    after_list = tokens[tokens.index("bullet_list_close") + 1 :]
+    assert after_list[:3] == ["paragraph_open", "inline", "paragraph_close"]
+
+    out = io.StringIO()
+    MarkdownView(out, width=200, force=True).show(answer)
+    lines = [
+        line.strip() for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).splitlines()
+    ]
+    last_item = next(n for n, line in enumerate(lines) if line.endswith("I live in Porto"))
+    assert lines[last_item] == "• [fact] I live in Porto"
+    following = [line for line in lines[last_item + 1 :] if line]
+    assert following == ["I see no earlier messages in this conversation."]
 
 
 def test_long_term_memory_commands(tmp_path: Path) -> None:

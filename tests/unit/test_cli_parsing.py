@@ -246,16 +246,33 @@ def test_status_line(event: dict[str, Any], line: str | None) -> None:
     assert status_line(cast(StatusEvent, {"event": "status", **event})) == line
 
 
-def test_render_listing_numbers_conversations_and_marks_the_selected_one() -> None:
-    assert render_listing(REGISTRY, in_draft=False).splitlines() == [
+def test_render_listing_numbers_conversations_and_marks_the_current_one() -> None:
+    assert render_listing(REGISTRY, current="b" * 32).splitlines() == [
         "conversations (2 of 10):",
         f"  1. another  ({'a' * 32})",
         f"* 2. hello  ({'b' * 32})",
     ]
-    assert render_listing(REGISTRY, in_draft=True).splitlines()[-1].startswith("(you are in a new")
-    assert render_listing({"conversations": [], "limit": 10}, in_draft=True).startswith(
+    assert render_listing(REGISTRY, current=None).splitlines()[-1].startswith("(you are in a new")
+    assert render_listing({"conversations": [], "limit": 10}, current=None).startswith(
         "no conversations yet"
     )
+
+
+def test_render_listing_says_how_to_answer_what_waits_without_switching_to_here() -> None:
+    waiting = {"reviewPending": True, "unfinished": True}
+    registry = {
+        "conversations": [
+            {"id": "a" * 32, "title": "another", **waiting},
+            {"id": "b" * 32, "title": "hello", **waiting},
+        ],
+        "limit": 10,
+    }
+    other, here = render_listing(registry, current="b" * 32).splitlines()[1:]
+    assert other.endswith(
+        "[unfinished: /switch to it, then /recover]  [review pending: /switch to it, then /review]"
+    )
+    assert here.startswith("* 2.")
+    assert here.endswith("[unfinished: /recover]  [review pending: /review]")
 
 
 def test_render_memory() -> None:

@@ -24,6 +24,7 @@ def test_keys_exactly_as_designed() -> None:
         "conversationId",
         "messages",
         "summaryPreview",
+        "summary",
         "summaryVersion",
         "pinnedDecisions",
         "openQuestions",
@@ -35,13 +36,14 @@ def test_keys_exactly_as_designed() -> None:
     ]
     assert len(dto["summaryPreview"]) == 240
     assert dto["summaryPreview"].endswith("…")
+    assert dto["summary"] == "s" * 500
     assert dto["pinnedDecisions"] == ["p"]
     assert dto["restored"] is True
     assert dto["conversationId"] == "c1"
 
 
 def test_summary_preview_absent_when_summary_empty_and_short_summary_verbatim() -> None:
-    assert "summaryPreview" not in hydration_dto("c1", ThreadState())
+    assert not {"summaryPreview", "summary"} & set(hydration_dto("c1", ThreadState()))
     assert hydration_dto("c1", ThreadState(summary="short"))["summaryPreview"] == "short"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import pytest
@@ -20,7 +20,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from agent.offline import OfflineChatModel
-from agent.offline.chat import OFFLINE_PREFIX
+from agent.offline.chat import OFFLINE_PREFIX, PARAGRAPH
 from agent.tools import BUILTIN_TOOLS, calculator, current_time
 from memory.schema import ThreadState
 from tests.context_support import build_context
@@ -70,15 +70,16 @@ def test_plain_answer_reports_what_the_memory_context_holds(model: OfflineChatMo
         pins=["Always answer in English.", "We decided to use Postgres."],
     )
     context = build_context(state, "What do you remember?", system_prompt="Be brief.")
-    lines = model.invoke(context).text.splitlines()
-    assert lines[1] == 'You said: "What do you remember?"'
-    pins = lines.index("Pinned decisions I keep to:")
-    assert lines[pins + 1 : pins + 3] == [
-        "1. Always answer in English.",
-        "2. We decided to use Postgres.",
-    ]
-    assert "Summary of our earlier conversation: We planned a trip to Kyoto." in lines
-    assert lines[-1] == 'I can see 4 earlier message(s); your previous message was: "I like tea."'
+    paragraphs = model.invoke(context).text.split(PARAGRAPH)
+    assert paragraphs[1] == 'You said: "What do you remember?"'
+    assert (
+        "Pinned decisions I keep to:\n1. Always answer in English.\n2. We decided to use Postgres."
+        in paragraphs
+    )
+    assert "Summary of our earlier conversation: We planned a trip to Kyoto." in paragraphs
+    assert paragraphs[-1] == (
+        'I can see 4 earlier message(s); your previous message was: "I like tea."'
+    )
 
 
 def test_plain_answer_without_memory_says_so(model: OfflineChatModel) -> None:
@@ -201,6 +202,36 @@ def test_final_answer_reports_a_tool_error(with_tools: Any) -> None:
     answer = with_tools.invoke(_asked_and_answered("Division by zero in '1/0'.", "error"))
     assert answer.tool_calls == []
     assert "calculator tool reported an error: Division by zero" in answer.text
+
+
+def test_a_search_answer_reads_the_quoted_records_back_as_words(with_tools: Any) -> None:
+    """The search tool quotes each line as a JSON string (for the model); the offline
+    answer shows the words, not their escapes."""
+    from agent.search_tool import result_lines
+    from memory.archive import ArchivedLine
+
+    said = 'My config: {"name": "boiler"}\nand a second line'
+    line = ArchivedLine(
+        id=1,
+        conversation_id="c1",
+        title='Config "boiler"',
+        message_id="t1-u",
+        role="user",
+        created_at=datetime(2026, 3, 1, 9, 30, tzinfo=UTC),
+        text=said,
+    )
+    call = tool_call(name="search_conversations", args={"query": "boiler"}, id="call_s")
+    answer = with_tools.invoke(
+        [
+            HumanMessage("what did I say about the boiler?"),
+            AIMessage(content="", tool_calls=[call]),
+            ToolMessage(content=result_lines([line]), tool_call_id="call_s", name=call["name"]),
+        ]
+    ).text
+    assert "\\" not in answer
+    assert answer.splitlines()[-1] == (
+        '- 2026-03-01 · Config "boiler" · you: My config: {"name": "boiler"} and a second line'
+    )
 
 
 # --- streaming and async -----------------------------------------------------------
