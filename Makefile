@@ -52,9 +52,10 @@ bench: $(STAMP) ## Benchmarks: memory, agent beside its peers (zero latency and 
 	$(BIN)/python -m bench.fidelity_bench
 	$(BIN)/python -m bench.archive_bench
 
-eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd (offline, about 5 min).
+eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd, then recall and off-topic injection on a long archive (offline, about 10 min).
 	$(BIN)/python -m evals
 	$(BIN)/python -m evals.crowded
+	$(BIN)/python -m evals.long_archive
 
 clean: ## Remove the virtual environment and tool caches.
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
