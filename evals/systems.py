@@ -39,7 +39,7 @@ from langchain.agents.middleware import (
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from memory.context_blocks import RECALL_BLOCK_ID
+from memory.context import RECALL_BLOCK_ID
 from rank_bm25 import BM25Okapi
 
 from agent import ChatAgent
