@@ -39,7 +39,6 @@ from langchain.agents.middleware import (
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from memory.context import RECALL_BLOCK_ID
 from rank_bm25 import BM25Okapi
 
 from agent import ChatAgent
@@ -48,6 +47,7 @@ from evals.dialogue import content_words
 from evals.recording import CallLog, recorded
 from evals.tokens import count_text
 from graphs.prompts import AGENT_SYSTEM_PROMPT
+from memory.context import RECALL_BLOCK_ID
 
 SECRET = "evaluation-secret-" + "x" * 32
 LAST_MESSAGES = 8
