@@ -182,7 +182,7 @@ class UpkeepNodes:
                 "succeeded" if write.plan.altered else "skipped",
                 remembered=write.added,
                 retired=write.retired,
-                refused=write.refused or None,
+                **({"refused": write.refused} if write.refused else {}),
             )
         update: dict[str, Any] = {"remembered": remembered}
         if failed:

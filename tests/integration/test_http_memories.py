@@ -14,7 +14,16 @@ from tests.integration.http_support import (
 
 pytestmark = pytest.mark.integration
 
-ITEM_FIELDS = {"id", "kind", "text", "importance", "createdAt", "updatedAt", "conversationId"}
+ITEM_FIELDS = {
+    "id",
+    "kind",
+    "text",
+    "importance",
+    "createdAt",
+    "updatedAt",
+    "conversationId",
+    "provenance",
+}
 
 
 def texts(client: httpx.Client) -> list[str]:

@@ -10,7 +10,16 @@ from tests.integration.http_support import assert_clean_error, new_conversation
 
 pytestmark = pytest.mark.integration
 
-HIT_FIELDS = {"id", "conversationId", "title", "messageId", "role", "createdAt", "text"}
+HIT_FIELDS = {
+    "id",
+    "conversationId",
+    "title",
+    "messageId",
+    "role",
+    "createdAt",
+    "text",
+    "superseded",
+}
 
 
 def found(client: httpx.Client, query: str) -> list[dict[str, object]]:

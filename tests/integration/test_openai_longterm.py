@@ -54,8 +54,16 @@ def test_model_extraction_goes_through_chat_openai(
     stub.reply_text("Noted.")
     stub.reply_json(
         {
-            "memories": [{"kind": "style", "text": "Answer in English", "importance": 4}],
-            "retire": [],
+            "operations": [
+                {
+                    "op": "add",
+                    "turn": 1,
+                    "quote": "From now on, answer in English",
+                    "kind": "style",
+                    "text": "Answer in English",
+                    "importance": 4,
+                }
+            ]
         }
     )
     final, events = run(graph, "From now on, answer in English please.")
@@ -68,10 +76,16 @@ def test_model_extraction_goes_through_chat_openai(
     request = stub.last_request
     assert (request["model"], request["temperature"]) == (COMPACTION_MODEL, 0)
     schema = request["response_format"]["json_schema"]["schema"]
-    assert set(schema["properties"]) == {"memories", "retire"}
+    assert set(schema["properties"]) == {"operations"}
     document = json.loads(request["messages"][-1]["content"])
     assert document == {
-        "user_text": "From now on, answer in English please.",
+        "turns": [
+            {
+                "turn": 1,
+                "assistant_before": "",
+                "user": "From now on, answer in English please.",
+            }
+        ],
         "current_memories": [],
     }
     # an ordinary turn makes no extraction request, and its context carries the item
