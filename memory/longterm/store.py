@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -179,6 +180,11 @@ class LongTermMemory:
 
     def _lock_key(self, session_id: str) -> str:
         return f"{LOCK_PREFIX}:{self.ids.session_key(session_id)}"
+
+    def lock(self, session_id: str) -> AbstractContextManager[None]:
+        """The lock every writer of the session's items holds (taken before the lock of
+        the session's documents, when a write holds both)."""
+        return self.locks.hold(self._lock_key(session_id), self.lock_timeout)
 
     def _ops(self, session_id: str, plan: WritePlan) -> list[PutOp]:
         namespace = self.namespace(session_id)
