@@ -137,6 +137,7 @@ class MemoryEvent(TypedDict):
     summaryVersion: NotRequired[int]
     remembered: NotRequired[int]
     retired: NotRequired[int]
+    refused: NotRequired[dict[str, int]]
     lines: NotRequired[list[int]]
     pruned: NotRequired[list[str]]
 

@@ -389,11 +389,21 @@ class ChatAgent:
 
     # -- long-term memory ---------------------------------------------------------------
 
-    def memories(self, *, session_id: str) -> dict[str, Any]:
-        """`{"memories": [item…], "limit": 100}`: the session's long-term items, newest
-        first, each `{id, kind, text, importance, createdAt, updatedAt, conversationId}`."""
-        items = self.long_term.items(check_id(session_id, "session id"))
-        return {"memories": [item.to_dto() for item in items], "limit": MAX_MEMORY_ITEMS}
+    def memories(self, *, session_id: str, include_history: bool = False) -> dict[str, Any]:
+        """`{"memories": [item…], "limit": 100}`: the session's current long-term items,
+        newest first, each `{id, kind, text, importance, createdAt, updatedAt,
+        conversationId, provenance}` (`provenance`: `{messageId, conversationId, quote,
+        at}`, where it was said). With `include_history`, also `"history"`: the items later
+        statements changed (with `invalidAt` and `supersededBy`), most recently changed
+        first, at most 100."""
+        session = check_id(session_id, "session id")
+        listing: dict[str, Any] = {
+            "memories": [item.to_dto() for item in self.long_term.items(session)],
+            "limit": MAX_MEMORY_ITEMS,
+        }
+        if include_history:
+            listing["history"] = [item.to_dto() for item in self.long_term.history(session)]
+        return listing
 
     def remember(self, text: str, *, session_id: str, kind: str | None = None) -> dict[str, Any]:
         """Add a long-term item directly, through the same gate as a turn's; returns it
@@ -459,7 +469,15 @@ class ChatAgent:
         ):
             raise InvalidRequest(BAD_SEARCH_LIMIT.format(limit=MAX_SEARCH_RESULTS))
         found = self.memory.search(session, text, limit, conversation_id=conversation_id)
-        return [line.to_dto() for line in found]
+        if not found:
+            return []
+        # a line a later statement changed ("I moved to Porto") is found, marked so
+        changed = {
+            item.provenance.message_id
+            for item in self.long_term.history(session)
+            if item.provenance is not None
+        }
+        return [{**line.to_dto(), "superseded": line.message_id in changed} for line in found]
 
     def forget_history(self, *, session_id: str) -> int:
         """Delete every archived line of the session (its conversations, their memory and

@@ -141,7 +141,7 @@ class ScriptedChatModel(LocalChatModel):
 
             def extract(_prompt: LanguageModelInput) -> dict[str, Any] | BaseModel:
                 log.extraction_calls += 1
-                return ExtractionOutput(memories=[], retire=[])
+                return ExtractionOutput(operations=[])
 
             return RunnableLambda(extract, name="scripted_extraction")
         if schema is not CompactionOutput:

@@ -39,7 +39,7 @@ from langchain_core.messages import BaseMessage
 
 from evals.dialogue import Context, Dialogue, turn_text
 from evals.scenario import Fact, Forget, Probe, Say, Scenario
-from evals.systems import Metric, System, build
+from evals.systems import Metric, Recalled, System, build
 from evals.tokens import count_messages
 
 RECENT_TURNS = 4
@@ -184,10 +184,20 @@ class Turns:
         own message)."""
         before = len(self.system.log.chats)
         answer = self.system.turn(session, conversation, text)
+        return answer, self._seen(before)
+
+    def recalling(self, session: str, conversation: str, text: str) -> tuple[str, Recalled]:
+        """One turn played with `System.recalling`: the context the model was sent
+        (without the turn's own message), and what it recalled from other conversations."""
+        before = len(self.system.log.chats)
+        recalled = self.system.recalling(session, conversation, text)
+        return self._seen(before), recalled
+
+    def _seen(self, before: int) -> str:
         chats = self.system.log.chats[before:]
         context = chats[0] if chats else []
         self.tokens.context.append(count_messages(context))
-        return answer, context_text(context)
+        return context_text(context)
 
     def settle(self) -> None:
         """Count every call made since the first turn (late memory calls included)."""

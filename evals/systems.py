@@ -11,20 +11,22 @@
 - `summarization`: `create_agent` + `SummarizationMiddleware(("messages", 10),
   ("messages", 4))`.
 Each system keeps one thread per (session, conversation) of a scenario. Every model
-request is recorded with its tokens in and out, so that the evaluation checks what the
-model was sent and counts every call, not only the chat request.
+request is recorded with its tokens in and out (`evals.recording`), so that the
+evaluation checks what the model was sent and counts every call, not only the chat
+request; a turn played with `recalling` also says what its context brought back from
+the session's other conversations.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
-from uuid import UUID
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
@@ -34,20 +36,18 @@ from langchain.agents.middleware import (
     SummarizationMiddleware,
     wrap_model_call,
 )
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from rank_bm25 import BM25Okapi
 
 from agent import ChatAgent
-from agent.offline.model import STRUCTURED_OUTPUT_KWARG
-from agent.offline.summaries import summary_request
 from agent.settings import Settings
 from evals.dialogue import content_words
-from evals.tokens import count_messages, count_text
+from evals.recording import CallLog, recorded
+from evals.tokens import count_text
 from graphs.prompts import AGENT_SYSTEM_PROMPT
+from memory.context import RECALL_BLOCK_ID
 
 SECRET = "evaluation-secret-" + "x" * 32
 LAST_MESSAGES = 8
@@ -59,83 +59,12 @@ Metric = Literal["fidelity", "leakage", "deletion", "store"]
 
 
 @dataclass(frozen=True)
-class Call:
-    """One model call: a chat request (its messages are the context under evaluation)
-    or a call spent on memory (compaction, extraction, summaries)."""
+class Recalled:
+    """What a turn's context held from the session's past beyond its own conversation:
+    how many lines, and the tokens of the block that shows them."""
 
-    memory: bool
-    tokens_in: int
-    tokens_out: int = 0
-
-
-@dataclass
-class CallLog:
-    """The requests a model answered, in order, with their token counts."""
-
-    chats: list[list[BaseMessage]] = field(default_factory=list)
-    records: list[Call] = field(default_factory=list)
-    _pending: dict[UUID, int] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def calls(self) -> int:
-        return len(self.records)
-
-    def start(self, run_id: UUID, memory: bool, messages: list[BaseMessage]) -> None:
-        with self._lock:
-            self._pending[run_id] = len(self.records)
-            self.records.append(Call(memory, count_messages(messages)))
-            if not memory:
-                self.chats.append(list(messages))
-
-    def end(self, run_id: UUID, tokens_out: int) -> None:
-        with self._lock:
-            index = self._pending.pop(run_id, None)
-            if index is not None:
-                call = self.records[index]
-                self.records[index] = Call(call.memory, call.tokens_in, tokens_out)
-
-
-class Recorder(BaseCallbackHandler):
-    """Records every chat-model request into a `CallLog`: a chat request, or a call
-    spent on memory: structured output (compaction, extraction) or a summary of
-    `SummarizationMiddleware`. Every call's input and output are counted."""
-
-    def __init__(self, log: CallLog) -> None:
-        self.log = log
-
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
-        params = kwargs.get("invocation_params") or {}
-        metadata = kwargs.get("metadata") or {}
-        memory = (
-            STRUCTURED_OUTPUT_KWARG in params
-            or "response_format" in params
-            or isinstance(params.get("tool_choice"), dict)
-            or metadata.get("lc_source") == "summarization"
-            or summary_request(messages[0]) is not None
-        )
-        self.log.start(run_id, memory, messages[0])
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        out = [
-            generation.message
-            for generations in response.generations
-            for generation in generations
-            if isinstance(generation, ChatGeneration)
-        ]
-        self.log.end(run_id, count_messages(out))
-
-
-def recorded(model: BaseChatModel, log: CallLog) -> BaseChatModel:
-    """`model` recording its requests into `log` (the same way for every system)."""
-    return model.model_copy(update={"callbacks": [Recorder(log)]})
+    lines: int = 0
+    tokens: int = 0
 
 
 class System(Protocol):
@@ -148,6 +77,10 @@ class System(Protocol):
 
     def turn(self, session: str, conversation: str, text: str) -> str:
         """Play one user turn; returns the answer."""
+        ...
+
+    def recalling(self, session: str, conversation: str, text: str) -> Recalled:
+        """Play one user turn, as `turn` does, and say what its context recalled."""
         ...
 
     def forget(self, session: str, match: str) -> int:
@@ -171,7 +104,9 @@ class Ours:
     name = "ours"
     by_construction: frozenset[Metric] = frozenset()
 
-    def __init__(self, model: BaseChatModel, workdir: Path) -> None:
+    def __init__(
+        self, model: BaseChatModel, workdir: Path, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.log = CallLog()
         model = recorded(model, self.log)
         settings = Settings(data_dir=workdir / "data", long_term_memory="auto")
@@ -182,6 +117,10 @@ class Ours:
             secret=SECRET,
             settings=settings,
         )
+        if clock is not None:
+            # the memory dates what it stores (archived lines too) by this clock: a
+            # replayed history keeps the dates it was said on
+            self.agent.memory.clock = clock
         self.conversations: dict[tuple[str, str], str] = {}
 
     def turn(self, session: str, conversation: str, text: str) -> str:
@@ -193,6 +132,32 @@ class Ours:
         # the memory upkeep after the turn, before the next: a scenario is a sequence
         self.agent.wait_for_upkeep()
         return result.text
+
+    def recalling(self, session: str, conversation: str, text: str) -> Recalled:
+        """The turn streamed: its `memory` event of stage `recall` names the lines
+        recalled; their block is the one the model was sent under `RECALL_BLOCK_ID`."""
+        known = self.conversations.get((session, conversation))
+        before = len(self.log.chats)
+
+        async def stream() -> tuple[str, int]:
+            opened, lines = known or "", 0
+            async for event in self.agent.astream(
+                text, session_id=session, conversation_id=known, create_conversation=not known
+            ):
+                if event["event"] == "conversation":
+                    opened = event["conversationId"]
+                elif event["event"] == "memory" and event["stage"] == "recall":
+                    lines = len(event.get("lines") or ())
+                elif event["event"] == "error":
+                    raise RuntimeError(f"{event['code']}: {event['message']}")
+            return opened, lines
+
+        opened, lines = asyncio.run(stream())
+        self.conversations[(session, conversation)] = opened
+        self.agent.wait_for_upkeep()
+        sent = self.log.chats[before] if len(self.log.chats) > before else []
+        block = next((m.text for m in sent if m.id == RECALL_BLOCK_ID), "")
+        return Recalled(lines, count_text(block) if block else 0)
 
     def forget(self, session: str, match: str) -> int:
         items = self.agent.memories(session_id=session)["memories"]
@@ -246,6 +211,10 @@ class Peer:
         output = self.agent.invoke({"messages": [HumanMessage(content=text)]}, config)
         return str(output["messages"][-1].text)
 
+    def recalling(self, session: str, conversation: str, text: str) -> Recalled:
+        self.turn(session, conversation, text)
+        return Recalled()  # it sees its own conversation only
+
     def forget(self, session: str, match: str) -> int:
         return 0  # no long-term memory: nothing to delete
 
@@ -281,6 +250,11 @@ class Line:
     conversation: str
     role: str
     text: str
+    terms: tuple[str, ...] = field(init=False)
+    """Its BM25 terms, found once: every search ranks every past line."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", tuple(bm25_words(self.text)) or ("\x00",))
 
 
 class Bm25History:
@@ -297,6 +271,7 @@ class Bm25History:
         self.log = CallLog()
         self.lines: dict[str, list[Line]] = {}
         self.recall = ""
+        self.recalled = Recalled()
         model = recorded(model, self.log)
 
         @wrap_model_call
@@ -318,7 +293,7 @@ class Bm25History:
         )
         self.turns: dict[tuple[str, str], int] = {}
 
-    def search(self, session: str, conversation: str, query: str) -> str:
+    def search(self, session: str, conversation: str, query: str) -> list[Line]:
         """The best past lines for `query`, in the order they were said, within budget;
         the current conversation's last messages are left out (they are shown anyway)."""
         lines = self.lines.get(session, [])
@@ -327,8 +302,8 @@ class Bm25History:
         candidates = [i for i in range(len(lines)) if i not in visible]
         terms = bm25_words(query)
         if not candidates or not terms:
-            return ""
-        corpus = [bm25_words(lines[i].text) or ["\x00"] for i in candidates]
+            return []
+        corpus = [lines[i].terms for i in candidates]
         scores = BM25Okapi(corpus).get_scores(terms)
         ranked = sorted(
             ((score, i) for i, score in zip(candidates, scores, strict=True) if score > 0),
@@ -340,10 +315,12 @@ class Bm25History:
             if used + cost <= RECALL_BUDGET_TOKENS:
                 chosen.append(i)
                 used += cost
-        return "\n".join(f"{lines[i].role}: {lines[i].text}" for i in sorted(chosen))
+        return [lines[i] for i in sorted(chosen)]
 
     def turn(self, session: str, conversation: str, text: str) -> str:
-        self.recall = self.search(session, conversation, text)
+        found = self.search(session, conversation, text)
+        self.recall = "\n".join(f"{line.role}: {line.text}" for line in found)
+        self.recalled = Recalled(len(found), count_text(self.recall))
         config: Any = {"configurable": {"thread_id": f"{session}:{conversation}"}}
         output = self.agent.invoke({"messages": [HumanMessage(content=text)]}, config)
         answer = str(output["messages"][-1].text)
@@ -351,6 +328,10 @@ class Bm25History:
             [Line(conversation, "user", text), Line(conversation, "assistant", answer)]
         )
         return answer
+
+    def recalling(self, session: str, conversation: str, text: str) -> Recalled:
+        self.turn(session, conversation, text)
+        return self.recalled
 
     def forget(self, session: str, match: str) -> int:
         lines = self.lines.get(session, [])
@@ -372,10 +353,13 @@ class Bm25History:
 SYSTEM_NAMES = ("ours", "bm25_history", "full_history", "last_8", "summarization")
 
 
-def build(name: str, model: BaseChatModel, workdir: Path) -> System:
-    """A fresh system `name` over `model` (its own storage under `workdir`)."""
+def build(
+    name: str, model: BaseChatModel, workdir: Path, clock: Callable[[], datetime] | None = None
+) -> System:
+    """A fresh system `name` over `model` (its own storage under `workdir`; `clock` dates
+    what `ours` stores, when given)."""
     if name == "ours":
-        return Ours(model, Path(tempfile.mkdtemp(dir=workdir)))
+        return Ours(model, Path(tempfile.mkdtemp(dir=workdir)), clock)
     if name == "bm25_history":
         return Bm25History(model)
     if name == "full_history":  # keeps every message: nothing to lose

@@ -179,22 +179,31 @@ class TurnNodes:
             logger.exception("reading chat memory failed; answering without it")
             return None
 
-    def _items(self, session_id: str, text: str) -> list[MemoryItem] | None:
-        """The long-term items this turn recalls (None: reading them failed, logged)."""
+    def _items(self, session_id: str, text: str) -> tuple[list[MemoryItem] | None, frozenset[str]]:
+        """The long-term items this turn recalls (None: reading them failed, logged), and
+        the messages whose statements later ones changed."""
         if self.long_term is None:
-            return []
+            return [], frozenset()
         try:
-            return self.long_term.recall(session_id, text)
+            return self.long_term.recall_with_changes(session_id, text)
         except Exception:
             logger.exception("recalling long-term memory failed; answering without it")
-            return None
+            return None, frozenset()
 
     def _lines(
-        self, session_id: str, conversation_id: str, text: str, stored: ThreadState
+        self,
+        session_id: str,
+        conversation_id: str,
+        text: str,
+        stored: ThreadState,
+        changed: frozenset[str],
     ) -> Recall | None:
-        """The earlier lines this turn recalls (None: reading them failed, logged)."""
+        """The earlier lines this turn recalls, never one that a later statement changed
+        (None: reading them failed, logged)."""
         try:
-            return self.memory.recall(session_id, conversation_id, text, stored)
+            return self.memory.recall(
+                session_id, conversation_id, text, stored, exclude_message_ids=changed
+            )
         except Exception:
             logger.exception("recalling earlier conversations failed; answering without them")
             return None
@@ -215,10 +224,10 @@ class TurnNodes:
         # a request the caller validated was admitted by it; a raw input starts its thread
         found = self._stored(session_id, conversation_id, admit=context.request is None)
         stored = found or ThreadState()
-        items = self._items(session_id, text)
+        items, changed = self._items(session_id, text)
         recall, recall_failed = None, False
         if route not in WORKFLOW_ROUTES and found is not None:  # a workflow reads no context
-            recall = self._lines(session_id, conversation_id, text, stored)
+            recall = self._lines(session_id, conversation_id, text, stored, changed)
             recall_failed = recall is None
         emit("route", route=route)
         if recall is not None and recall.lines:
@@ -261,6 +270,8 @@ class TurnNodes:
         }
         said = state.get("said") or UserText()
         completed = turn.status is TurnStatus.COMPLETED
+        parts = (state.get("context") or MemoryContext()).parts
+        recalled = {item.id: item.text for item in parts.long_term} if parts else {}
         emit_memory("write", "started")
         try:
             write = self.memory.write_turn(
@@ -269,6 +280,7 @@ class TurnNodes:
                 turn,
                 owe_remember=self.remembers and completed and said.says_something,
                 kept_user_text=said.kept or None,
+                recalled=recalled,
             )
         except Exception:
             logger.exception("writing the turn to chat memory failed")

@@ -30,7 +30,8 @@ from graphs.events import emit_memory
 from memory import ThreadState
 from memory.compaction import CompactionStatus
 from memory.conversations import ConversationMemory
-from memory.longterm import Extractor
+from memory.limits import MAX_OWED_IN_ONE_CALL
+from memory.longterm import Extractor, OwedTurn
 from memory.longterm.store import LongTermMemory
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,26 @@ class UpkeepState(UpkeepInput, UpkeepOutput, total=False):
 
 
 UpkeepGraph = StateGraph[UpkeepState, None, UpkeepInput, UpkeepOutput]
+
+
+def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
+    """The turns the record owes an extraction, each with the assistant's line it
+    answered (when the conversation's memory still holds it)."""
+    before = {
+        message.id: previous.text
+        for previous, message in zip(record.messages, record.messages[1:], strict=False)
+        if previous.role == "assistant"
+    }
+    return [
+        OwedTurn(
+            message_id=message.id,
+            conversation_id=conversation_id,
+            user_text=message.text,
+            assistant_before=before.get(message.id, ""),
+            at=message.created_at,
+        )
+        for message in record.upkeep_owed
+    ]
 
 
 class UpkeepNodes:
@@ -133,22 +154,23 @@ class UpkeepNodes:
 
     def remember(self, state: UpkeepState) -> Command[Any]:
         """Extract lasting preferences, boundaries, goals, style and facts from the
-        user's own text of each completed turn owed (never the answer, tools or
-        artifacts), and write them through the long-term gate; what a write retires is
-        forgotten in the archive in the write's own transaction."""
+        user's own words in the owed turns (one extraction call for a batch of them, each
+        with the assistant's line it answered; never the answer, tools or artifacts),
+        and write what the gate lets through; what a write forgets is forgotten
+        everywhere in the write's own transaction."""
         assert self.long_term is not None
         long_term, extractor = self.long_term
         record = state["record"]
         session_id = state["session_id"]
+        turns = owed_turns(record, state["conversation_id"])
         remembered: list[str] = []
         failed = False
-        forget = self.memory.forgetter(session_id, redact_memory=False)
-        for message in record.upkeep_owed:
+        forget = self.memory.forgetter(session_id)
+        for start in range(0, len(turns), MAX_OWED_IN_ONE_CALL):
             emit_memory("remember", "started")
+            batch = turns[start : start + MAX_OWED_IN_ONE_CALL]
             try:
-                write = long_term.remember_turn(
-                    session_id, state["conversation_id"], message.text, extractor, forget=forget
-                )
+                write = long_term.remember_turns(session_id, batch, extractor, forget=forget)
             except Exception:
                 logger.exception("long-term extraction failed; the turn stands")
                 emit_memory("remember", "failed")
@@ -157,9 +179,10 @@ class UpkeepNodes:
             remembered += write.remembered
             emit_memory(
                 "remember",
-                "succeeded" if write.plan.changed else "skipped",
+                "succeeded" if write.plan.altered else "skipped",
                 remembered=write.added,
                 retired=write.retired,
+                refused=write.refused or None,
             )
         update: dict[str, Any] = {"remembered": remembered}
         if failed:

@@ -14,8 +14,9 @@ model without any lock held.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -30,7 +31,8 @@ from memory.errors import ConversationNotFound, VersionConflict
 from memory.hydration import hydration_dto
 from memory.ids import ThreadIds
 from memory.limits import COMPACTION_KEEP_MESSAGES, validate_keep
-from memory.redaction import forget_texts
+from memory.longterm.items import MemoryItem
+from memory.redaction import FORGOTTEN, forget_texts, forgotten_pattern
 from memory.registry import (
     RegistryState,
     accept_draft,
@@ -41,7 +43,7 @@ from memory.registry import (
     select,
     settle_review,
 )
-from memory.schema import Clock, ThreadState, utcnow, validate_id
+from memory.schema import ChatThreadMessage, Clock, ThreadState, utcnow, validate_id
 from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.storage.documents import InTransaction
@@ -161,6 +163,7 @@ class ConversationMemory:
         *,
         owe_remember: bool = False,
         kept_user_text: str | None = None,
+        recalled: Mapping[str, str] | None = None,
     ) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
@@ -172,7 +175,9 @@ class ConversationMemory:
         more than eight messages: a compaction; with embeddings, the user's archived
         line awaits its vector), so that no crash loses it. The archive and a new title
         keep the user's text secret-redacted (`kept_user_text`, when the caller's reading
-        of the text redacted it already).
+        of the text redacted it already). The texts of long-term items the turn recalled
+        (`recalled`, by id) that were forgotten while it ran read `[forgotten]` in what
+        it writes: a forgetting's tombstone holds over a turn that raced it.
         """
         now = self.clock()
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
@@ -182,6 +187,13 @@ class ConversationMemory:
             if not snapshot.registry.owns(conversation_id):
                 return TurnWrite(False, SkipReason.GONE, current)
             plan = plan_turn_write(current, turn, now)
+            gone = [
+                text for key, text in (recalled or {}).items() if key in snapshot.registry.forgotten
+            ]
+            pattern = forgotten_pattern(gone)
+            if pattern is not None:
+                plan = replace(plan, messages=tuple(redacted(m, pattern) for m in plan.messages))
+                kept = pattern.sub(FORGOTTEN, kept)
             if plan.skipped is not None:
                 # a review this turn ended is over; with nothing stored, nothing is listed
                 ended = settle_review(
@@ -386,10 +398,18 @@ class ConversationMemory:
     # -- the archive --------------------------------------------------------------------
 
     def recall(
-        self, session_id: str, conversation_id: str, text: str, state: ThreadState
+        self,
+        session_id: str,
+        conversation_id: str,
+        text: str,
+        state: ThreadState,
+        *,
+        exclude_message_ids: Collection[str] = (),
     ) -> Recall:
         """Earlier lines of the session a turn about `text` gets (`Archive.recall`)."""
-        return self.archive.recall(session_id, conversation_id, text, state)
+        return self.archive.recall(
+            session_id, conversation_id, text, state, exclude_message_ids=exclude_message_ids
+        )
 
     def search(
         self, session_id: str, query: str, limit: int, *, conversation_id: str | None = None
@@ -399,20 +419,16 @@ class ConversationMemory:
         (ranked lexically: a search names words)."""
         return self.archive.search(session_id, query, limit, conversation_id=conversation_id)
 
-    def forgetter(
-        self, session_id: str, *, redact_memory: bool = True
-    ) -> Callable[[Sequence[str], InTransaction], None]:
+    def forgetter(self, session_id: str) -> Callable[[Sequence[MemoryItem], InTransaction], None]:
         """What a long-term write that forgets items calls (`LongTermMemory`'s `forget=`):
-        their texts forgotten in the session's archive and, with `redact_memory`, in its
-        memory, in the transaction of the write itself (`memory.redaction.forget_texts`)."""
-        return partial(
-            forget_texts,
-            self.threads,
-            self.ids,
-            self.archive,
-            session_id,
-            redact_memory=redact_memory,
-        )
+        their texts forgotten in the session's archive and memory, with a tombstone of
+        each, in the transaction of the write itself (`memory.redaction.forget_texts`)."""
+        return partial(forget_texts, self.threads, self.ids, self.archive, session_id)
+
+
+def redacted(message: ChatThreadMessage, pattern: re.Pattern[str]) -> ChatThreadMessage:
+    """`message` with every match of `pattern` read `[forgotten]`."""
+    return message.model_copy(update={"text": pattern.sub(FORGOTTEN, message.text)})
 
 
 def _title(registry: RegistryState, conversation_id: str) -> str:

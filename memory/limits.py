@@ -61,8 +61,18 @@ def validate_keep(keep: int) -> int:
 MAX_MEMORY_ITEMS: Final = 100
 """Long-term items kept per session; past it the least important, then oldest, go."""
 
+MAX_TOMBSTONES: Final = 200
+"""Forgotten items' ids a session keeps, so that a turn racing a forgetting redacts them."""
+
+MAX_HISTORY_ITEMS: Final = 100
+"""Items a later statement changed, kept as history per session; past it the oldest go."""
+
 MAX_NEW_MEMORIES_PER_TURN: Final = 2
 MAX_MEMORY_TEXT_CHARS: Final = 300
+MAX_QUOTE_CHARS: Final = 600
+"""The longest quote kept as an item's provenance (the user's words that state it)."""
+MAX_OWED_IN_ONE_CALL: Final = 8
+"""Owed turns sent to the extraction model in one call (a batch)."""
 RECALL_MAX_ITEMS: Final = 8
 """Long-term items injected into one turn's context."""
 

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ValidationError
 
 from memory.archive.archive import Archive
 from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
+from memory.limits import MAX_TOMBSTONES
+from memory.longterm.items import MemoryItem
 from memory.registry import RegistryState
 from memory.schema import ThreadState
 from memory.storage import ThreadStore
@@ -93,7 +95,9 @@ def _walk(value: Any, pattern: re.Pattern[str], keep_length: bool, depth: int) -
 
 def _redact_document(thread_id: str, value: Any, pattern: re.Pattern[str]) -> Any:
     """A memory or registry document redacted so that it still validates: a string that
-    the marker would push past its limit keeps its length instead."""
+    the marker would push past its limit keeps its length instead. A changed document's
+    `version` moves on, so that a compaction computed from the text before fails its
+    compare-and-set instead of writing the text back."""
     redacted = redact_value(value, pattern)
     if redacted is value:
         return value
@@ -103,8 +107,8 @@ def _redact_document(thread_id: str, value: Any, pattern: re.Pattern[str]) -> An
     try:
         model.model_validate(redacted)
     except ValidationError:
-        return redact_value(value, pattern, keep_length=True)
-    return redacted
+        redacted = redact_value(value, pattern, keep_length=True)
+    return {**redacted, "version": int(redacted.get("version", 0)) + 1}
 
 
 def redactor(pattern: re.Pattern[str]) -> Redactor:
@@ -124,30 +128,38 @@ def forget_texts(
     ids: ThreadIds,
     archive: Archive,
     session_id: str,
-    texts: Sequence[str],
+    items: Sequence[MemoryItem],
     also: InTransaction,
-    *,
-    redact_memory: bool = True,
 ) -> None:
-    """Forget profile items' `texts` and run `also` (the item store's write that deletes
-    or retires them) in one transaction, under the session's lock: the archived lines
-    they were learnt from read `[forgotten]` (`Archive.forgetter`) and, with
-    `redact_memory`, so does each occurrence in every thread of the session (its
-    registry and memory documents, its run threads' checkpoints and pending writes).
-    All or nothing: should any step fail, the items, the archive and the memory stay
-    as they were, and forgetting again starts afresh.
+    """Forget long-term `items` and run `also` (the item store's write that deletes them)
+    in one transaction, under the session's lock: the archived lines they were learnt
+    from read `[forgotten]` (`Archive.forgetter`), so does each occurrence in every thread
+    of the session (its registry and memory documents, its run threads' checkpoints and
+    pending writes), and the registry keeps a tombstone of each id (a turn that recalled
+    one before it was forgotten redacts it from what it writes). All or nothing: should
+    any step fail, the items, the archive and the memory stay as they were, and
+    forgetting again starts afresh.
 
     The caller holds the session's long-term lock (the items cannot change meanwhile);
     this takes the session's documents lock after it, the one every writer of the
     session's documents and archived lines holds (no turn lands a line between the
     archive's plan and its rewrite), then the database transaction.
     """
+    texts = [item.text for item in items]
     registry = ids.registry_thread(session_id)
     with threads.lock(registry):
-        pattern = forgotten_pattern(texts) if redact_memory else None
+        pattern = forgotten_pattern(texts)
         documents, runs = (
             ({}, None) if pattern is None else _session_redaction(threads, ids, session_id, pattern)
         )
+        stored = documents.get(registry) or threads.get(registry)
+        if stored is not None:  # (a session that never chatted has no turn to race)
+            tombstones = [*stored.get("forgotten", []), *(item.id for item in items)]
+            documents[registry] = {
+                **stored,
+                "forgotten": tombstones[-MAX_TOMBSTONES:],
+                "version": int(stored.get("version", 0)) + 1,
+            }
         steps = in_order(runs, archive.forgetter(session_id, texts), also)
         threads.put_many(documents, also=steps)
 

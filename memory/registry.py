@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
-from memory.limits import MAX_CONVERSATIONS, MAX_TITLE_CHARS
+from memory.limits import MAX_CONVERSATIONS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.schema import MessageId, UtcDatetime
 
 
@@ -50,6 +50,13 @@ class RegistryState(BaseModel):
     pending: list[MessageId] = Field(default_factory=list, max_length=MAX_CONVERSATIONS)
     selected_conversation_id: MessageId | None = None
     version: StrictInt = Field(default=0, ge=0)
+    forgotten: list[StrictStr] = Field(default_factory=list, max_length=MAX_TOMBSTONES)
+    """Tombstones: the ids of the long-term items the user forgot, newest last (at most
+    `MAX_TOMBSTONES`). A turn that recalled one of them before it was forgotten redacts
+    its text from what it writes."""
+    history_cleared_at: UtcDatetime | None = None
+    """When the session's archive was last forgotten: a summary that may quote turns from
+    before it is never archived afterwards."""
 
     def owns(self, conversation_id: str) -> bool:
         """Whether the conversation is listed or pending in this session."""

@@ -23,9 +23,11 @@ class MemoryBody(BaseModel):
 
 
 @router.get("")
-def memories(agent: AgentDep, session_id: SessionDep) -> dict[str, Any]:
-    """`{"memories": [item…], "limit": 100}`, newest first."""
-    return agent.memories(session_id=session_id)
+def memories(agent: AgentDep, session_id: SessionDep, history: bool = False) -> dict[str, Any]:
+    """`{"memories": [item…], "limit": 100}`, the current items newest first; with
+    `history=true` also `"history": [item…]`, the items later statements changed (each
+    with `invalidAt` and `supersededBy`), most recently changed first."""
+    return agent.memories(session_id=session_id, include_history=history)
 
 
 @router.post("", status_code=201)

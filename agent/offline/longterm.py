@@ -1,9 +1,9 @@
 """The offline model's long-term extraction: the rules extractor, answering as a model.
 
 It reads the extraction input written by `memory.longterm.extraction.extraction_prompt`
-(the user's text and their current items, with ids) and answers with an
-`ExtractionOutput`: the rules' proposals, and the ids of the items that the user's
-revocations are about. So `AGENT_LONG_TERM_MEMORY=model` works without a network too.
+(the owed turns and the user's current items, with ids) and answers with an
+`ExtractionOutput`: the rules' operations (`memory.longterm.extraction.rules_operations`),
+each with its quote. So `AGENT_LONG_TERM_MEMORY=model` works without a network too.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from memory.longterm.extraction import ExtractionOutput, ProposedMemory
-from memory.longterm.gate import revoked_by
-from memory.longterm.rules import extract
+from memory.longterm import ExtractionOutput
+from memory.longterm.extraction import rules_operations
 
 NOT_AN_EXTRACTION_INPUT = (
     "the offline extraction handler needs the JSON document of "
@@ -41,18 +40,10 @@ def extraction_output(messages: Sequence[BaseMessage]) -> ExtractionOutput:
     human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     try:
         document = json.loads(str(human.content)) if human is not None else {}
-        user_text = document["user_text"]
+        turns = [(str(turn["user"]), None) for turn in document["turns"]]
         shown = [
             ShownItem(str(item["id"]), str(item["text"])) for item in document["current_memories"]
         ]
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(NOT_AN_EXTRACTION_INPUT) from exc
-    found = extract(str(user_text))
-    retire: list[str] = []
-    for clause in found.revocations:
-        retire.extend(item_id for item_id in revoked_by(clause, shown) if item_id not in retire)
-    memories = [
-        ProposedMemory(kind=proposal.kind, text=proposal.text, importance=proposal.importance)
-        for proposal in found.proposals
-    ]
-    return ExtractionOutput(memories=memories, retire=retire)
+    return ExtractionOutput(operations=rules_operations(turns, shown))

@@ -18,7 +18,7 @@ a vector (not embedded yet, or its upkeep failed) is still found lexically.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -186,12 +186,19 @@ class Archive:
 
     @storage_errors
     def recall(
-        self, session_id: str, conversation_id: str, text: str, state: ThreadState
+        self,
+        session_id: str,
+        conversation_id: str,
+        text: str,
+        state: ThreadState,
+        *,
+        exclude_message_ids: Collection[str] = (),
     ) -> Recall:
         """The earlier lines a turn about `text` gets (`memory.archive.recall`), in one
         query of the session's archive; with embeddings, the message is embedded first
         (one call, no lock held; a failure leaves this turn's recall lexical) and a
-        second query reads the lines nearest it."""
+        second query reads the lines nearest it. The lines of `exclude_message_ids` (what
+        later statements changed) are never recalled: they no longer hold."""
         if self.recall_tokens <= 0:
             return Recall()
         terms = recall_query(text, state)
@@ -204,6 +211,9 @@ class Archive:
         nearest: list[ArchivedLine] = []
         if vector is not None and self.vectors is not None:
             nearest = self.vectors.nearest(session_key, vector, CANDIDATES)
+        if exclude_message_ids:
+            hits = [hit for hit in hits if hit.message_id not in exclude_message_ids]
+            nearest = [hit for hit in nearest if hit.message_id not in exclude_message_ids]
         return choose(
             hits,
             terms,

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from memory.lazy import lazy_exports
 from memory.longterm.gate import Refusal, WritePlan, plan_write
 from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
+from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
 from memory.longterm.rules import Extraction, Proposal, extract, has_cue
 from memory.longterm.secrets import SecretKind, find_secret
 
 if TYPE_CHECKING:
     from memory.longterm.extraction import (
         RULES_EXTRACTOR,
-        ExtractionOutput,
         Extractor,
         model_extractor,
         structured_extractor,
@@ -28,7 +28,6 @@ __getattr__ = lazy_exports(
     {
         "memory.longterm.extraction": (
             "RULES_EXTRACTOR",
-            "ExtractionOutput",
             "Extractor",
             "model_extractor",
             "structured_extractor",
@@ -44,6 +43,8 @@ __all__ = [
     "Extractor",
     "MemoryItem",
     "MemoryKind",
+    "Operation",
+    "OwedTurn",
     "Proposal",
     "Refusal",
     "SecretKind",

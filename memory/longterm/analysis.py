@@ -103,7 +103,19 @@ def split_clauses(sentence: str) -> list[str]:
             parts[-1] = f"{parts[-1]}{'，' if splitter else ', '}{piece}"
         else:
             parts.append(bare if parts else piece)
-    return parts
+    return [clause for part in parts for clause in _split_and(part)]
+
+
+_I_DO = re.compile(r"^\W*(?:i|i'm|i've|i'd)\s+\w+", re.IGNORECASE)
+
+
+def _split_and(clause: str) -> list[str]:
+    """`clause` split where "and I …" starts a statement of its own, after a verb."""
+    found = patterns.AND_SPLIT.search(clause)
+    left = clause[: found.start()] if found is not None else ""
+    if found is None or not (_I_DO.match(left) or patterns.HAS_VERB.search(left)):
+        return [clause]
+    return [clause[: found.start()], *_split_and(clause[found.end() :])]
 
 
 # -- the parts of a clause ---------------------------------------------------------

@@ -20,7 +20,17 @@ HANDOFF = re.compile(
     r"|(?:下面|以下|这)是[^\n：:]{0,20}[：:]"
     r"|[^\n：:]{0,12}(?:发来的|转发的|写道|说道|原文)[^\n：:]{0,6}[：:]"
     r"|\b(?:proofread|translate|rewrite|edit|polish|check|summari[sz]e)\b[^\n:：]{0,30}[:：]"
-    r"|(?:润色|翻译|改写|检查)[^\n：:]{0,10}[：:])",
+    r"|(?:润色|翻译|改写|检查)[^\n：:]{0,10}[：:]"
+    # a line that speaks as someone else ("assistant: …", "> system: …", "助手：…")
+    r"|^[\s>]*(?:assistant|system|user|ai|bot|model|助手|系统|用户)\s*[:：]"
+    # a prompt injection: what follows is an attack on the assistant, not the user's say
+    r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
+    r"(?:previous|prior|above|earlier|system)\s+(?:instructions|prompts?|rules|messages)\b"
+    r"|忽略(?:之前|以上|前面|上面)的?(?:所有)?(?:指令|指示|提示|规则)"
+    # a pasted memory block, or a pasted JSON document
+    r"|^\s*(?:pinned decisions|summary of (?:the|our) earlier conversation|from earlier"
+    r" conversations|what i remember about you|long-term memory)\b[^\n]{0,40}[:：(]"
+    r"|^\s*[\[{]\s*[\"\[{])",
     re.I | re.M,
 )
 SLASH_COMMAND = re.compile(r"^\s*/[a-z]+\b", re.I)
@@ -29,6 +39,9 @@ SLASH_COMMAND = re.compile(r"^\s*/[a-z]+\b", re.I)
 
 SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；\n!?;])\s*|\s+-\s+|\s*…\s*")
 EN_SPLIT = re.compile(r"\s*,\s*|\s+(?=(?:but|so|and then|because)\s+(?:i|i'm|my|we)\b)", re.I)
+AND_SPLIT = re.compile(r"\s+and\s+(?=(?:i|i'm|my)\s)", re.I)
+"""Where "and" starts a clause of its own ("I live in Lisbon and I work as …"); split
+only after a clause with a verb ("my wife and I live in Leeds" stays one)."""
 ZH_SPLIT = re.compile(r"[，,、]\s*")
 HAS_VERB = re.compile(
     r"\b(?:is|are|was|were|am|'s|has|have|had|got|gets|called|named|does|did|do|will|can|"

@@ -1,9 +1,10 @@
-"""Extraction: turn the user's own text of a completed turn into proposals for the gate.
+"""Extraction: the owed turns of a conversation → operations on the user's long-term items.
 
-`rules` is deterministic (`memory.longterm.rules`); `model` asks the compaction model
-(structured output, temperature 0) with the user's current items, so that it can
-name the ones to retire. Either way the gate (`memory.longterm.gate`) decides what is
-written, and a model's proposals are checked against the user's words.
+`model` asks the compaction model (structured output, temperature 0) once per upkeep for
+every owed turn, each with the assistant line it answered, and the user's current items;
+`rules` is the deterministic offline stand-in (`memory.longterm.rules`). Either way an
+operation carries `quote`, the user's own words that state it, and the gate
+(`memory.longterm.gate`) verifies every operation in code before anything is written.
 """
 
 from __future__ import annotations
@@ -16,71 +17,47 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from memory.limits import (
-    MAX_IMPORTANCE,
-    MAX_MEMORY_TEXT_CHARS,
-    MAX_NEW_MEMORIES_PER_TURN,
-    MIN_IMPORTANCE,
-)
-from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind, Source
-from memory.longterm.rules import Extraction, Proposal, extract
+from memory.limits import MAX_MEMORY_TEXT_CHARS, MAX_NEW_MEMORIES_PER_TURN
+from memory.longterm.items import MemoryItem, Source
+from memory.longterm.operations import ExtractionOutput, Operation, OperationName, OwedTurn
+from memory.longterm.revocation import Said, forgets, named_by, newest_said_in
+from memory.longterm.rules import extract, revoked_words
 from memory.prompts import EXTRACTION_SYSTEM
-
-
-@dataclass(frozen=True)
-class Extractor:
-    """(user text, current items) → proposals, revocations and ids to retire.
-
-    Attributes:
-        source: what wrote the items it proposes (`rules` or `model`).
-        run: the extraction itself.
-        needs_items: whether `run` reads the current items (the model names the ones to
-            retire; the rules leave matching to the gate).
-    """
-
-    source: Source
-    run: Callable[[str, Sequence[MemoryItem]], Extraction]
-    needs_items: bool = False
-
-    def __call__(self, user_text: str, items: Sequence[MemoryItem]) -> Extraction:
-        return self.run(user_text, items)
-
-
-class ProposedMemory(BaseModel):
-    """One item the extraction model proposes."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: MemoryKind = Field(description="boundary, preference, goal, style or fact")
-    text: str = Field(description="What the user said, in their own words.")
-    importance: int = Field(description="1 (minor) to 5 (must always be respected).")
-
-
-class ExtractionOutput(BaseModel):
-    """What the extraction model returns (its structured-output schema)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    memories: list[ProposedMemory] = Field(
-        description="Lasting things the user stated explicitly; empty when none."
-    )
-    retire: list[str] = Field(description="Ids of current memories the user revoked or replaced.")
 
 
 class InvalidExtractionOutput(ValueError):
     """The extraction model answered, but not with a usable result."""
 
 
-def extraction_prompt(user_text: str, items: Sequence[MemoryItem]) -> list[BaseMessage]:
-    """The extraction model's input: the instruction, then the user text and the current
-    items as one JSON document (texts are values, never instructions)."""
+@dataclass(frozen=True)
+class Extractor:
+    """(owed turns, the user's current items) → operations.
+
+    Attributes:
+        source: what wrote the items it proposes (`rules` or `model`).
+        run: the extraction itself.
+    """
+
+    source: Source
+    run: Callable[[Sequence[OwedTurn], Sequence[MemoryItem]], list[Operation]]
+
+    def __call__(self, turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
+        return self.run(turns, items)
+
+
+def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[BaseMessage]:
+    """The extraction model's input: the instruction, then the turns and the current items
+    as one JSON document (texts are values, never instructions)."""
     system = EXTRACTION_SYSTEM.format(
         max_new=MAX_NEW_MEMORIES_PER_TURN, max_chars=MAX_MEMORY_TEXT_CHARS
     )
     document = {
-        "user_text": user_text,
+        "turns": [
+            {"turn": n, "assistant_before": turn.assistant_before, "user": turn.user_text}
+            for n, turn in enumerate(turns, start=1)
+        ],
         "current_memories": [
             {"id": item.id, "kind": item.kind, "text": item.text} for item in items
         ],
@@ -96,8 +73,8 @@ def structured_extractor(model: BaseChatModel, method: str | None = None) -> Run
     return model.with_structured_output(ExtractionOutput, method=method)
 
 
-def parse_extraction(raw: object) -> Extraction:
-    """The model's answer as an `Extraction` (importance clamped to 1-5).
+def parse_extraction(raw: object) -> list[Operation]:
+    """The model's answer as operations.
 
     Raises:
         InvalidExtractionOutput: when it does not match `ExtractionOutput`.
@@ -108,25 +85,63 @@ def parse_extraction(raw: object) -> Extraction:
         raise InvalidExtractionOutput(
             f"invalid extraction output: {exc.error_count()} errors"
         ) from exc
-    proposals = tuple(
-        Proposal(
-            memory.kind if memory.kind in MEMORY_KINDS else "fact",
-            memory.text,
-            min(max(memory.importance, MIN_IMPORTANCE), MAX_IMPORTANCE),
-        )
-        for memory in output.memories
-    )
-    return Extraction(proposals=proposals, retire=tuple(output.retire))
+    return list(output.operations)
 
 
-RULES_EXTRACTOR = Extractor("rules", lambda user_text, items: extract(user_text))
-"""The deterministic extractor; the gate matches its revocations to the current items."""
+@dataclass(frozen=True)
+class _Added:
+    """An item a turn of the batch adds, as a later turn's revocation may name it."""
+
+    id: str
+    text: str
+
+
+def rules_operations(
+    turns: Sequence[tuple[str, str | None]], items: Sequence[Said]
+) -> list[Operation]:
+    """The rules stand-in's operations for a batch of `(user text, conversation id)`
+    turns, given the user's current `items`: an `add` per statement worth keeping
+    (`memory.longterm.rules.extract`), a `retire` (a change) or a `forget` per item a
+    revocation names (`memory.longterm.revocation`); an item a turn of the batch added
+    is named `turn:N:K` (its turn, its place in the turn)."""
+    operations: list[Operation] = []
+    added: list[_Added] = []
+    for n, (text, conversation_id) in enumerate(turns, start=1):
+        found = extract(text)
+        for clause in found.revocations:
+            named = named_by(clause, [*items, *added])
+            if not named and not revoked_words(clause):  # a later bare "scratch that"
+                kept = [item for item in items if isinstance(item, MemoryItem)]
+                named = newest_said_in(kept, conversation_id)
+            op: OperationName = "forget" if forgets(clause) else "retire"
+            operations += [Operation(op=op, turn=n, quote=clause, id=key) for key in named]
+        for k, proposal in enumerate(found.proposals, start=1):
+            operations.append(
+                Operation(
+                    op="add",
+                    turn=n,
+                    quote=proposal.quote,
+                    kind=proposal.kind,
+                    text=proposal.text,
+                    importance=proposal.importance,
+                )
+            )
+            added.append(_Added(f"turn:{n}:{k}", proposal.text))
+    return operations
+
+
+RULES_EXTRACTOR = Extractor(
+    "rules",
+    lambda turns, items: rules_operations([(t.user_text, t.conversation_id) for t in turns], items),
+)
+"""The deterministic extractor (the offline stand-in)."""
 
 
 def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
-    """The `model` extractor over a structured-output runnable (`structured_extractor`)."""
+    """The `model` extractor over a structured-output runnable (`structured_extractor`):
+    one call for the whole batch of owed turns."""
 
-    def run(user_text: str, items: Sequence[MemoryItem]) -> Extraction:
-        return parse_extraction(runnable.invoke(extraction_prompt(user_text, items)))
+    def run(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
+        return parse_extraction(runnable.invoke(extraction_prompt(turns, items)))
 
-    return Extractor("model", run, needs_items=True)
+    return Extractor("model", run)

@@ -1,164 +1,163 @@
-"""The write gate: what an extraction may change, decided in code.
+"""The write gate: every operation an extractor proposes is verified in code.
 
-For both extractors and for items added directly, in order:
-1. explicit: only what the user said; a model's proposal must be grounded in the
-   user's own words, never inferred;
-2. reusable: a one-off request or a passing state is no lasting fact;
-3. no secrets, ever (`memory.longterm.secrets`);
-4. duplicate: a normalised duplicate refreshes `updated_at` and adds nothing;
-5. conflict: a statement on the same subject supersedes the old item, and a
-   revocation retires it; superseded and retired items are deleted, so they are never
-   recalled again.
-At most `MAX_NEW_MEMORIES_PER_TURN` new items per turn; past `MAX_MEMORY_ITEMS` the
-least important, then the oldest, items go (never the ones this turn added).
+Whatever proposed it (a model, the rules, the user through the memory form), an
+operation stands only when:
+1. its `quote` is the user's own words in that turn: found in what they said
+   (whitespace, width and case aside), outside quoted, pasted, forwarded or role-forged
+   parts, never taken from the assistant's line;
+2. neither the item nor its quote discloses a secret;
+3. an item restates its quote (they share what they are about) and fits the limits;
+4. an item it changes, retires or forgets is one of this session's;
+5. a normalised duplicate refreshes the item it repeats; at most
+   `MAX_NEW_MEMORIES_PER_TURN` new items per turn.
+What it changes is kept as history: `update` (or an `add` on a subject an item already
+holds: "I moved to Porto" after "I live in Lisbon") and `retire` invalidate the old item
+(`invalid_at`, `superseded_by`); only `forget` deletes one. Past `MAX_MEMORY_ITEMS`
+current items the least important, then the oldest, go; past `MAX_HISTORY_ITEMS`, the
+oldest history. A refusal says why (`Reason`), in words safe to show.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from enum import StrEnum
 
-from memory.limits import MAX_MEMORY_ITEMS, MAX_NEW_MEMORIES_PER_TURN
-from memory.longterm.analysis import is_question
-from memory.longterm.items import MemoryItem, MemoryKind, Source, memory_id, normalise
-from memory.longterm.recall import tokens
-from memory.longterm.rules import (
-    Extraction,
-    Proposal,
-    Verdict,
-    has_cue,
-    is_negated,
-    strip_remember,
-    subject_of,
-    tidy,
-    verdict,
+from memory.limits import (
+    MAX_HISTORY_ITEMS,
+    MAX_IMPORTANCE,
+    MAX_MEMORY_ITEMS,
+    MAX_NEW_MEMORIES_PER_TURN,
+    MAX_QUOTE_CHARS,
+    MIN_IMPORTANCE,
 )
+from memory.longterm.analysis import own_words
+from memory.longterm.items import MemoryItem, MemoryKind, Provenance, Source, memory_id, normalise
+from memory.longterm.operations import Operation, OwedTurn
+from memory.longterm.recall import tokens
+from memory.longterm.rules import Verdict, is_negated, strip_remember, subject_of, tidy
 from memory.longterm.secrets import find_secret
 
-REFUSED_EMPTY = "there is nothing to remember in that text"
-REFUSED_ONE_OFF = "that reads as a one-off request, not something that holds in future"
-REFUSED_TRANSIENT = "that reads as a passing state, not something that holds in future"
-REFUSED_INFERRED = "only what the user said is remembered, never what was inferred"
-REFUSED_SECRET = "that looks like {kind}; secrets are never remembered"
-REFUSED_QUESTION = "a question is not something to remember"
-REFUSED_OTHER = "that is about someone else, not about you"
-REFUSED_QUOTED = "quoted, pasted or forwarded text is not something you said about yourself"
-REFUSED_NOT_STATED = "that does not state something about you that holds in future"
-_REASONS = {
-    Verdict.EMPTY: REFUSED_EMPTY,
-    Verdict.QUOTED: REFUSED_QUOTED,
-    Verdict.QUESTION: REFUSED_QUESTION,
-    Verdict.OTHER: REFUSED_OTHER,
-    Verdict.ONE_OFF: REFUSED_ONE_OFF,
-    Verdict.TRANSIENT: REFUSED_TRANSIENT,
-}
-REFUSED_TURN_LIMIT = "at most {limit} new items are remembered per turn"
 
-GROUNDED_SHARE = 0.6
-"""Share of a model proposal's words that must appear in what the user said."""
+class Reason(StrEnum):
+    """Why the gate refused an operation."""
+
+    NO_QUOTE = "no_quote"
+    NOT_SAID = "quote_not_said"
+    PASTED = "quote_in_pasted_text"
+    SECRET = "secret"
+    EMPTY = "empty"
+    NOT_GROUNDED = "not_grounded"
+    UNKNOWN_ITEM = "unknown_item"
+    UNKNOWN_TURN = "unknown_turn"
+    TURN_LIMIT = "turn_limit"
+    NOT_STATED = "not_stated"
+
+
+MESSAGES = {
+    Reason.NO_QUOTE: "nothing the user said was given for it",
+    Reason.NOT_SAID: "the user never said that",
+    Reason.PASTED: "quoted, pasted or forwarded text is not something you said about yourself",
+    Reason.SECRET: "that looks like {kind}; secrets are never remembered",
+    Reason.EMPTY: "there is nothing to remember in that text",
+    Reason.NOT_GROUNDED: "only what the user said is remembered, never what was inferred",
+    Reason.UNKNOWN_ITEM: "there is no such memory",
+    Reason.UNKNOWN_TURN: "there is no such turn",
+    Reason.TURN_LIMIT: f"at most {MAX_NEW_MEMORIES_PER_TURN} new items are remembered per turn",
+    Reason.NOT_STATED: "that does not state something about you that holds in future",
+}
+VERDICTS = {
+    Verdict.EMPTY: MESSAGES[Reason.EMPTY],
+    Verdict.QUOTED: MESSAGES[Reason.PASTED],
+    Verdict.QUESTION: "a question is not something to remember",
+    Verdict.OTHER: "that is about someone else, not about you",
+    Verdict.ONE_OFF: "that reads as a one-off request, not something that holds in future",
+    Verdict.TRANSIENT: "that reads as a passing state, not something that holds in future",
+}
+"""Why the memory form's text holds nothing to keep, by the clause analysis (no model
+judges what the user adds directly)."""
 NEAR_DUPLICATE = 0.8
 """Token overlap (Jaccard) at which two statements of one kind say the same thing."""
-_META_TOKENS = tokens(
-    "user users user's prefers prefer preference wants want likes like name named called "
-    "says said stated mentioned answers answer responses response replies reply language "
-    "they them their 用户 偏好"
-)
-_REVOCATION_TOKENS = tokens(
-    "no longer anymore any more forget that about stop never mind disregard not want like "
-    "use using prefer true scratch said what earlier ignore actually these days now "
-    "不再 别再 忘记 忘掉 取消 喜欢 我不 现在 最近 已经 说过 之前 刚才 吧"
-)
-_ZH_SCAFFOLD = re.compile(
-    r"我们|我|现在|最近|已经|早就|如今|目前|不再|别再|再|不|没|了|都|也|吧|呢|啦"
-)
-"""The words of a Chinese revocation that say it is one ("我最近不跑步了" is about 跑步)."""
 _POLARITY_TOKENS = tokens("not don't do no never dislike hate like love prefer want avoid")
+_QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "`": "'"})
+_SPACES = re.compile(r"\s+")
+_EDGES = " \t\n.,;:!?。，；：！？…\"'()[]「」"
 
 
 @dataclass(frozen=True)
 class Refusal:
-    """A proposal the gate turned down, and why (the reason is safe to show)."""
+    """An operation the gate turned down: the text concerned and why."""
 
     text: str
-    reason: str
+    reason: Reason
+    message: str
 
 
 @dataclass(frozen=True)
 class WritePlan:
-    """What one write changes: items to put and ids to delete, applied together.
+    """What one write changes, applied together.
 
     Attributes:
         added: new items.
-        refreshed: existing items said again (their `updated_at` moves on).
-        retired: ids superseded by a new statement or revoked.
-        evicted: ids removed to keep the session within `MAX_MEMORY_ITEMS`.
-        refused: proposals the gate turned down.
+        refreshed: items said again (their `updated_at` moves on).
+        changed: items a later statement changed, as kept in history.
+        forgotten: items the user asked to forget: deleted, their texts redacted.
+        evicted: ids removed to keep within the limits.
+        refused: the operations turned down.
     """
 
     added: tuple[MemoryItem, ...] = ()
     refreshed: tuple[MemoryItem, ...] = ()
-    retired: tuple[str, ...] = ()
+    changed: tuple[MemoryItem, ...] = ()
+    forgotten: tuple[MemoryItem, ...] = ()
     evicted: tuple[str, ...] = ()
     refused: tuple[Refusal, ...] = field(default=())
 
     @property
     def puts(self) -> tuple[MemoryItem, ...]:
-        return self.added + self.refreshed
+        return self.added + self.refreshed + self.changed
 
     @property
     def deletes(self) -> tuple[str, ...]:
-        return self.retired + self.evicted
+        return tuple(item.id for item in self.forgotten) + self.evicted
 
     @property
-    def changed(self) -> bool:
+    def altered(self) -> bool:
+        """Whether anything is written."""
         return bool(self.puts or self.deletes)
 
     @property
     def remembered(self) -> tuple[str, ...]:
-        """Texts of the items added or refreshed, as `TurnResult.remembered` reports."""
-        return tuple(item.text for item in self.puts)
+        """Texts of the items added or said again, as `TurnResult.remembered` reports."""
+        return tuple(item.text for item in self.added + self.refreshed)
 
 
-def grounded(proposal: str, user_text: str) -> bool:
-    """Whether a model's proposal restates the user's words (explicit, not inferred)."""
-    own = tokens(proposal) - _META_TOKENS
-    if not own:
-        return False
-    said = tokens(user_text)
-    return len(own & said) / len(own) >= GROUNDED_SHARE
+def normalised_words(text: str) -> str:
+    """`text` as a quote is compared: NFKC, case-folded, curly quotes straightened, every
+    run of whitespace one space, punctuation at its ends left out."""
+    folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
+    return _SPACES.sub(" ", folded).strip(_EDGES)
 
 
-def refusal_reason(text: str, said: str | None = None, source: Source = "explicit") -> str | None:
-    """Why the gate's checks 2-3 turn `text` down, or None when they let it through.
-
-    Args:
-        text: the proposed item.
-        said: what the user said, when a model wrote `text`.
-        source: `rules` proposals were judged clause by clause already (only the secret
-            check is repeated); an `explicit` text is judged as the user typed it; a
-            `model` proposal stands only if what the user said holds something to keep
-            by the same analysis (a model's restatement, "Answer in English", may drop
-            the words that made it lasting, "from now on"), and is no question itself.
-    """
-    for checked in (text, said):
-        secret = find_secret(checked) if checked else None
-        if secret is not None:
-            return REFUSED_SECRET.format(kind=secret.value)
-    if source == "rules":
+def quote_refusal(quote: str, said: str) -> Reason | None:
+    """Why `quote` is not the user's own words in `said` (None when it is)."""
+    wanted = normalised_words(quote)
+    if not wanted:
+        return Reason.NO_QUOTE
+    if wanted in normalised_words(own_words(said)):
         return None
-    if source == "model":
-        if said is not None and not has_cue(said):
-            found = verdict(said)
-            return _REASONS[found] if found is not None else REFUSED_NOT_STATED
-        return REFUSED_QUESTION if is_question(text) else None
-    found = verdict(text, explicit=True)
-    return None if found is None else _REASONS[found]
+    return Reason.PASTED if wanted in normalised_words(said) else Reason.NOT_SAID
 
 
-def _same_statement(item: MemoryItem, key: str, kind: MemoryKind, words: frozenset[str]) -> bool:
+def _grounded(text: str, quote: str) -> bool:
+    """Whether an item restates its quote: they share what they are about."""
+    return bool(tokens(text) & tokens(quote)) or normalised_words(text) in normalised_words(quote)
+
+
+def _same_statement(item: MemoryItem, key: str, kind: str, words: frozenset[str]) -> bool:
     if item.key == key:
         return True
     if item.kind != kind:
@@ -169,200 +168,200 @@ def _same_statement(item: MemoryItem, key: str, kind: MemoryKind, words: frozens
 
 
 def _supersedes(item: MemoryItem, subject: str | None, text: str) -> bool:
-    """Whether a new statement `text` on `subject` replaces `item`."""
+    """Whether a new statement `text` on `subject` replaces `item` (the same subject, or
+    the same words said the other way round: "I like X" after "I don't like X")."""
     if subject is not None and item.subject == subject:
         return True
     core = tokens(text) - _POLARITY_TOKENS
     return (
         bool(core)
         and core == tokens(item.text) - _POLARITY_TOKENS
-        and (is_negated(text) != is_negated(item.text))
+        and is_negated(text) != is_negated(item.text)
     )
 
 
-class Said(Protocol):
-    """Anything with an id and a text (an item, or an item as a model was shown it)."""
+class _Plan:
+    """A write being planned: the session's items as the operations change them."""
 
-    @property
-    def id(self) -> str: ...
+    def __init__(self, items: Sequence[MemoryItem], now: datetime, source: Source) -> None:
+        self.now, self.source = now, source
+        self.items = {item.id: item for item in items}
+        self.added: dict[str, MemoryItem] = {}
+        self.refreshed: dict[str, MemoryItem] = {}
+        self.changed: dict[str, MemoryItem] = {}
+        self.forgotten: dict[str, MemoryItem] = {}
+        self.refused: list[Refusal] = []
+        self.batch: dict[str, str] = {}  # `turn:N:K` → the id it was given
+        self.per_turn: dict[int, int] = {}
 
-    @property
-    def text(self) -> str: ...
+    def current(self) -> list[MemoryItem]:
+        return [item for item in self.items.values() if item.current]
 
+    def refuse(self, text: str, reason: Reason, **fields: str) -> None:
+        self.refused.append(Refusal(text, reason, MESSAGES[reason].format(**fields)))
 
-def revoked_by(clause: str, items: Iterable[Said]) -> list[str]:
-    """Ids of the items a revocation clause ("I no longer want Chinese") is about: those
-    sharing the most of its words, when they share two, or a third of them."""
-    words = tokens(_ZH_SCAFFOLD.sub(" ", clause)) - _REVOCATION_TOKENS
-    if not words:
-        return []
-    overlaps = [(len(words & tokens(item.text)), item.id) for item in items]
-    best = max((count for count, _ in overlaps), default=0)
-    # one shared word is enough when it is a third of what the clause is about (a short
-    # Chinese clause, "我不再吃辣了", is about a few character pairs)
-    if best == 0 or (best < 2 and best * 3 < len(words)):
-        return []
-    return [item_id for count, item_id in overlaps if count == best]
+    def invalidate(self, item: MemoryItem, by: str | None) -> None:
+        """Keep `item` as history: a later statement changed it."""
+        gone = item.model_copy(update={"invalid_at": self.now, "superseded_by": by})
+        self.items[item.id] = self.changed[item.id] = gone
+        # (an item this write added and a later turn of it changed is stored as history)
+        self.added.pop(item.id, None)
+        self.refreshed.pop(item.id, None)
 
+    def target(self, op: Operation) -> MemoryItem | None:
+        key = self.batch.get(op.id or "", op.id or "")
+        return self.items.get(key)
 
-def _revoked(clause: str, items: Sequence[MemoryItem], conversation_id: str | None) -> list[str]:
-    """What a revocation retires: the items on its subject ("I'm no longer vegetarian"
-    retires the diet), else those it names by its words; a bare "scratch that" /
-    "忘了吧" retires the newest item said in this conversation."""
-    subject = subject_of(clause)
-    if subject is not None:
-        on_subject = [item.id for item in items if item.subject == subject]
-        if on_subject:
-            return on_subject
-    if not tokens(_ZH_SCAFFOLD.sub(" ", clause)) - _REVOCATION_TOKENS:
-        said_here = [item for item in items if item.conversation_id == conversation_id]
-        if conversation_id is None or not said_here:
-            return []
-        return [max(said_here, key=lambda item: item.updated_at).id]
-    return revoked_by(clause, items)
+    def apply(self, op: Operation, turn: OwedTurn) -> None:
+        if op.op == "add" or op.op == "update":
+            self.put(op, turn)
+            return
+        item = self.target(op)
+        if item is None or (op.op == "retire" and not item.current):
+            self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
+        elif op.op == "retire":
+            self.invalidate(item, None)
+        else:  # forget: the item and what it was learnt from go
+            self.items.pop(item.id)
+            for kept in (self.added, self.refreshed, self.changed):
+                kept.pop(item.id, None)
+            self.forgotten[item.id] = item
 
-
-def _retired(
-    extraction: Extraction, active: dict[str, MemoryItem], conversation_id: str | None
-) -> list[str]:
-    """The ids an extraction retires: those it names, then those its revocations hit."""
-    retired = [item_id for item_id in extraction.retire if item_id in active]
-    for clause in extraction.revocations:
-        remaining = [item for item in active.values() if item.id not in retired]
-        retired.extend(_revoked(clause, remaining, conversation_id))
-    return retired
-
-
-def _evicted(kept: Sequence[MemoryItem], new: int) -> list[str]:
-    """The least important, then oldest, of `kept` that must go for `new` items to fit
-    within `MAX_MEMORY_ITEMS`."""
-    overflow = len(kept) + new - MAX_MEMORY_ITEMS
-    if overflow <= 0:
-        return []
-    by_worth = sorted(kept, key=lambda item: (item.importance, item.updated_at))
-    return [item.id for item in by_worth[:overflow]]
-
-
-def _admit_all(
-    extraction: Extraction,
-    active: dict[str, MemoryItem],
-    retired: list[str],
-    user_text: str,
-    conversation_id: str | None,
-    now: datetime,
-    source: Source,
-) -> tuple[list[MemoryItem], dict[str, MemoryItem], list[Refusal]]:
-    """(the items added, the items said again, the refusals) of an extraction's
-    proposals; what a new item supersedes is appended to `retired`."""
-    added: list[MemoryItem] = []
-    refreshed: dict[str, MemoryItem] = {}
-    refused: list[Refusal] = []
-    for proposal in extraction.proposals:
-        outcome = _admit(proposal, active, retired, added, user_text, source)
-        if outcome is None:
-            continue
-        if isinstance(outcome, Refusal):
-            refused.append(outcome)
-            continue
-        text, key, subject, duplicate = outcome
-        if duplicate is not None:
-            importance = max(duplicate.importance, proposal.importance)
-            refreshed[duplicate.id] = duplicate.model_copy(
-                update={"updated_at": now, "importance": importance}
-            )
-            continue
-        if len(added) >= MAX_NEW_MEMORIES_PER_TURN:
-            refused.append(
-                Refusal(text, REFUSED_TURN_LIMIT.format(limit=MAX_NEW_MEMORIES_PER_TURN))
-            )
-            continue
-        retired.extend(
-            item.id
-            for item in active.values()
-            if item.id not in retired
-            and item.id not in refreshed
-            and _supersedes(item, subject, text)
+    def put(self, op: Operation, turn: OwedTurn) -> None:
+        """An `add`, or an `update` of an item (which it supersedes)."""
+        old = self.target(op) if op.op == "update" else None
+        if op.op == "update" and (old is None or not old.current):
+            self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
+            return
+        text = tidy(strip_remember(op.text or ""))
+        key = normalise(text)
+        if not key:
+            self.refuse(op.text or "", Reason.EMPTY)
+            return
+        if not _grounded(text, op.quote):
+            self.refuse(text, Reason.NOT_GROUNDED)
+            return
+        kind = op.kind or (old.kind if old is not None else "fact")
+        words = tokens(text)
+        for item in self.current():
+            if item.id in self.added and _same_statement(item, key, kind, words):
+                return  # said twice in one write
+            if item.id not in self.added and _same_statement(item, key, kind, words):
+                grade = max(item.importance, _importance(op))
+                self.refreshed[item.id] = item.model_copy(
+                    update={"updated_at": self.now, "importance": grade}
+                )
+                return
+        if self.per_turn.get(op.turn, 0) >= MAX_NEW_MEMORIES_PER_TURN:
+            self.refuse(text, Reason.TURN_LIMIT)
+            return
+        subject = subject_of(text)
+        new = MemoryItem(
+            id=memory_id(),
+            kind=kind,
+            text=text,
+            importance=_importance(op),
+            created_at=self.now,
+            updated_at=self.now,
+            conversation_id=turn.conversation_id or None,
+            key=key,
+            subject=subject,
+            source=self.source,
+            provenance=Provenance(
+                message_id=turn.message_id or None,
+                conversation_id=turn.conversation_id or None,
+                quote=op.quote.strip()[:MAX_QUOTE_CHARS],
+                at=turn.at,
+            ),
         )
-        added.append(
-            MemoryItem(
-                id=memory_id(),
-                kind=proposal.kind,
-                text=text,
-                importance=proposal.importance,
-                created_at=now,
-                updated_at=now,
-                conversation_id=conversation_id,
-                key=key,
-                subject=subject,
-                source=source,
-            )
-        )
-    return added, refreshed, refused
+        for item in self.current():
+            if item.id == (old.id if old else None) or _supersedes(item, subject, text):
+                self.invalidate(item, new.id)
+        self.items[new.id] = self.added[new.id] = new
+        self.per_turn[op.turn] = self.per_turn.get(op.turn, 0) + 1
+        self.batch[f"turn:{op.turn}:{self.per_turn[op.turn]}"] = new.id
+
+    def evictions(self) -> list[str]:
+        """The ids that must go to keep the session within its limits: the least
+        important, then oldest, current items (never this write's own), and the oldest
+        history."""
+        current = [item for item in self.current() if item.id not in self.added]
+        over = len(self.current()) - MAX_MEMORY_ITEMS
+        by_worth = sorted(current, key=lambda item: (item.importance, item.updated_at))
+        gone = [item.id for item in by_worth[: max(over, 0)]]
+        history = [item for item in self.items.values() if not item.current]
+        history.sort(key=lambda item: item.invalid_at or item.updated_at)
+        gone += [item.id for item in history[: max(len(history) - MAX_HISTORY_ITEMS, 0)]]
+        return gone
+
+
+def _importance(op: Operation) -> int:
+    return min(max(op.importance or 3, MIN_IMPORTANCE), MAX_IMPORTANCE)
+
+
+def verify(op: Operation, turns: Sequence[OwedTurn]) -> tuple[Reason, str] | None:
+    """Checks 1-3 for one operation (None: it passes): its turn, its quote, secrets."""
+    if not 1 <= op.turn <= len(turns):
+        return Reason.UNKNOWN_TURN, ""
+    reason = quote_refusal(op.quote, turns[op.turn - 1].user_text)
+    if reason is not None:
+        return reason, ""
+    for text in (op.text, op.quote):
+        secret = find_secret(text) if text else None
+        if secret is not None:
+            return Reason.SECRET, secret.value
+    return None
 
 
 def plan_write(
-    current: Sequence[MemoryItem],
-    extraction: Extraction,
+    items: Sequence[MemoryItem],
+    operations: Sequence[Operation],
+    turns: Sequence[OwedTurn],
     *,
-    user_text: str,
-    conversation_id: str | None,
     now: datetime,
     source: Source,
 ) -> WritePlan:
-    """Pass `extraction` through the gate against the session's `current` items.
+    """Pass `operations` through the gate against the session's stored `items` (current
+    and history), in the order of their turns.
 
     Args:
-        current: the session's items, as stored.
-        extraction: proposals, revocation clauses and ids to retire.
-        user_text: what the user said (model proposals must be grounded in it).
-        conversation_id: where it was said (None for items added directly).
+        items: the session's items, as stored.
+        operations: what the extractor proposes, each naming its turn (1-based).
+        turns: the turns the operations come from.
         now: the write's time.
         source: rules, model or explicit.
     """
-    active = {item.id: item for item in current}
-    retired = _retired(extraction, active, conversation_id)
-    added, refreshed, refused = _admit_all(
-        extraction, active, retired, user_text, conversation_id, now, source
-    )
-    for item_id in retired:  # an item said again and revoked in one turn is revoked
-        refreshed.pop(item_id, None)
-    kept = [item for item in active.values() if item.id not in retired]
-    evicted = _evicted(kept, len(added))
+    plan = _Plan(items, now, source)
+    for op in sorted(operations, key=lambda op: op.turn):
+        refused = verify(op, turns)
+        if refused is not None:
+            reason, kind = refused
+            plan.refuse(op.text or op.quote, reason, kind=kind)
+            continue
+        plan.apply(op, turns[op.turn - 1])
+    evicted = plan.evictions()
     for item_id in evicted:
-        refreshed.pop(item_id, None)
+        plan.added.pop(item_id, None)
+        plan.refreshed.pop(item_id, None)
+        plan.changed.pop(item_id, None)
     return WritePlan(
-        added=tuple(added),
-        refreshed=tuple(refreshed.values()),
-        retired=tuple(dict.fromkeys(retired)),
+        added=tuple(plan.added.values()),
+        refreshed=tuple(plan.refreshed.values()),
+        changed=tuple(plan.changed.values()),
+        forgotten=tuple(plan.forgotten.values()),
         evicted=tuple(evicted),
-        refused=tuple(refused),
+        refused=tuple(plan.refused),
     )
 
 
-def _admit(
-    proposal: Proposal,
-    active: dict[str, MemoryItem],
-    retired: Sequence[str],
-    added: Sequence[MemoryItem],
-    user_text: str,
-    source: Source,
-) -> Refusal | tuple[str, str, str | None, MemoryItem | None] | None:
-    """Checks 1-4 for one proposal: a refusal, (text, key, subject, duplicate of), or
-    None for a statement this turn already made."""
-    text = tidy(strip_remember(proposal.text))
-    key = normalise(text)
-    if not key:
-        return Refusal(proposal.text, REFUSED_EMPTY)
-    if source == "model" and not grounded(text, user_text):
-        return Refusal(text, REFUSED_INFERRED)
-    reason = refusal_reason(text, user_text if source == "model" else None, source)
-    if reason is not None:
-        return Refusal(text, reason)
-    words = tokens(text)
-    for item in added:
-        if _same_statement(item, key, proposal.kind, words):
-            return None
-    for item in active.values():
-        if item.id not in retired and _same_statement(item, key, proposal.kind, words):
-            return text, key, subject_of(text), item
-    return text, key, subject_of(text), None
+def explicit(
+    text: str, kind: MemoryKind, importance: int, now: datetime
+) -> tuple[Operation, OwedTurn]:
+    """What the user adds through the memory form, as an operation of its own (its text
+    is its quote)."""
+    turn = OwedTurn(message_id="", conversation_id="", user_text=text, assistant_before="", at=now)
+    operation = Operation(op="add", turn=1, quote=text, kind=kind, text=text, importance=importance)
+    return operation, turn
+
+
+__all__ = ["MESSAGES", "VERDICTS", "Reason", "Refusal", "WritePlan", "explicit", "plan_write"]

@@ -1,4 +1,12 @@
-"""Long-term memory items: the stored value, its public DTO, and text normalisation."""
+"""Long-term memory items: the stored value, its public DTO, and text normalisation.
+
+An item is current until a later statement changes it ("I moved to Porto" after "I
+live in Lisbon"): it is then history, `invalid_at` set and `superseded_by` the item
+that replaced it (None for a plain revocation, "I'm no longer vegetarian"). History is
+kept, never injected into a context, and listed apart; only a forgetting deletes an
+item (and redacts its text everywhere). Every item carries its provenance: the
+message, conversation, the user's own words (`quote`) and the time it came from.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from memory.errors import InvalidInput
-from memory.limits import MAX_IMPORTANCE, MAX_MEMORY_TEXT_CHARS, MIN_IMPORTANCE
+from memory.limits import MAX_IMPORTANCE, MAX_MEMORY_TEXT_CHARS, MAX_QUOTE_CHARS, MIN_IMPORTANCE
 from memory.schema import UtcDatetime
 
 MemoryKind = Literal["boundary", "preference", "goal", "style", "fact"]
@@ -70,6 +78,26 @@ StoredText = Annotated[
 ]
 
 
+class Provenance(BaseModel):
+    """Where an item came from: the user's message (None when added directly), its
+    conversation, the user's own words that state it, and when they were said."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    message_id: StrictStr | None = None
+    conversation_id: StrictStr | None = None
+    quote: Annotated[StrictStr, Field(max_length=MAX_QUOTE_CHARS)] = ""
+    at: UtcDatetime
+
+    def to_dto(self) -> dict[str, Any]:
+        return {
+            "messageId": self.message_id,
+            "conversationId": self.conversation_id,
+            "quote": self.quote,
+            "at": self.at.isoformat(),
+        }
+
+
 class MemoryItem(BaseModel):
     """One long-term item as stored (the store item's value) and used internally.
 
@@ -83,6 +111,10 @@ class MemoryItem(BaseModel):
         key: the normalised text (duplicates), never exposed.
         subject: what a later statement on the same subject supersedes, never exposed.
         source: which path wrote it: rules, model or explicit.
+        provenance: the message and words it came from (None for items stored before
+            items kept it).
+        invalid_at: when a later statement changed it (None while it is current).
+        superseded_by: the item that replaced it (None: revoked, or current).
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -97,6 +129,14 @@ class MemoryItem(BaseModel):
     key: StrictStr
     subject: StrictStr | None = None
     source: Source = "rules"
+    provenance: Provenance | None = None
+    invalid_at: UtcDatetime | None = None
+    superseded_by: StrictStr | None = None
+
+    @property
+    def current(self) -> bool:
+        """Whether it holds now (not changed by a later statement)."""
+        return self.invalid_at is None
 
     def to_value(self) -> dict[str, Any]:
         """The store item's value (JSON; the id is the store key)."""
@@ -111,8 +151,9 @@ class MemoryItem(BaseModel):
             return None
 
     def to_dto(self) -> dict[str, Any]:
-        """The public shape, camelCase; internals stay out."""
-        return {
+        """The public shape, camelCase; internals stay out. History says when it stopped
+        holding and what replaced it."""
+        dto: dict[str, Any] = {
             "id": self.id,
             "kind": self.kind,
             "text": self.text,
@@ -120,4 +161,9 @@ class MemoryItem(BaseModel):
             "createdAt": self.created_at.isoformat(),
             "updatedAt": self.updated_at.isoformat(),
             "conversationId": self.conversation_id,
+            "provenance": None if self.provenance is None else self.provenance.to_dto(),
         }
+        if self.invalid_at is not None:
+            dto["invalidAt"] = self.invalid_at.isoformat()
+            dto["supersededBy"] = self.superseded_by
+        return dto

@@ -50,10 +50,14 @@ STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 
 def _stem(word: str) -> str:
+    """A word as a person would match it: a possessive is its noun ("daughter's"), and
+    plurals and simple inflections meet their word ("named", "names", "name" → "nam")."""
+    word = word.removesuffix("'s").rstrip("'")
     for suffix in ("ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    return word[:-1] if word.endswith("e") and len(word) >= 4 else word
 
 
 @functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)
@@ -61,7 +65,8 @@ def tokens(text: str) -> frozenset[str]:
     """Lexical tokens: stemmed English words without stop words, and CJK bigrams (a lone
     CJK character counts as itself). Cached: a session's items are ranked every turn."""
     lowered = text.casefold()
-    found = {_stem(word) for word in _WORD.findall(lowered) if word not in STOP_WORDS}
+    words = (word.removesuffix("'s").rstrip("'") for word in _WORD.findall(lowered))
+    found = {_stem(word) for word in words if word not in STOP_WORDS}
     for run in _CJK_RUN.findall(lowered):
         if len(run) == 1:
             found.add(run)

@@ -35,6 +35,7 @@ from memory.longterm.analysis import (
 )
 from memory.longterm.analysis import strip_remember as analysis_strip_remember
 from memory.longterm.items import MemoryKind
+from memory.longterm.recall import tokens
 from memory.longterm.secrets import find_secret
 
 _DIRECTIVE = re.compile(
@@ -128,11 +129,13 @@ _NEGATION = re.compile(r"\b(?:not|don'?t|do not|never|no|dislike|hate|avoid)\b|�
 
 @dataclass(frozen=True)
 class Proposal:
-    """One candidate item: what the user said, and what kind of thing it is."""
+    """One candidate item: what the user said (`quote`: their words), what it keeps of it,
+    and what kind of thing it is."""
 
     kind: MemoryKind
     text: str
     importance: int
+    quote: str = ""
 
 
 @dataclass(frozen=True)
@@ -200,8 +203,13 @@ def importance(text: str, kind: MemoryKind, *, explicit: bool) -> int:
     return 3
 
 
+_NO_LONGER = re.compile(r"\b(?:no|any)\s+longer\b|\bnot\s+anymore\b", re.IGNORECASE)
+
+
 def subject_of(text: str) -> str | None:
-    """The subject a statement is about, when it is one a later statement replaces."""
+    """The subject a statement is about, when it is one a later statement replaces ("no
+    longer" says the statement changed, not that it is about length)."""
+    text = _NO_LONGER.sub(" ", text)
     for subject, pattern in _SUBJECTS:
         if pattern.search(text):
             return subject
@@ -299,17 +307,39 @@ def verdict(text: str, *, explicit: bool = False) -> Verdict | None:
 _SLASH = re.compile(r"^\s*/[a-z]+\b", re.I)
 
 
+_REVOCATION_TOKENS = tokens(
+    "no longer anymore any more forget that about stop never mind disregard not want like "
+    "use using prefer true scratch said what earlier ignore actually these days now "
+    "不再 别再 忘记 忘掉 取消 喜欢 我不 现在 最近 已经 说过 之前 刚才 吧"
+)
+_ZH_SCAFFOLD = re.compile(
+    r"我们|我|现在|最近|已经|早就|如今|目前|不再|别再|再|不|没|了|都|也|吧|呢|啦"
+)
+"""The words of a Chinese revocation that say it is one ("我最近不跑步了" is about 跑步)."""
+
+
+def revoked_words(clause: str) -> frozenset[str]:
+    """What a revoking clause is about, its scaffold ("no longer", "不再…了") left out:
+    nothing for a bare "scratch that" / "忘了吧"."""
+    return tokens(_ZH_SCAFFOLD.sub(" ", clause)) - _REVOCATION_TOKENS
+
+
 def extract(text: str) -> Extraction:
-    """The `rules` extractor over the user's own text of one turn."""
+    """The `rules` extractor over the user's own text of one turn. A bare retraction
+    ("…. Scratch that.") takes back what the same message said before it."""
     proposals: list[Proposal] = []
     revocations: list[str] = []
     for clause, explicit in _candidates(text):
         if clause.type is ClauseType.REVOCATION:
-            revocations.append(clause.text)
+            if proposals and not revoked_words(clause.text):
+                proposals.clear()
+            else:
+                revocations.append(clause.text)
             continue
         body = clause.text
         kind = classify(body)
-        proposals.append(Proposal(kind, tidy(body), importance(body, kind, explicit=explicit)))
+        keep = importance(body, kind, explicit=explicit)
+        proposals.append(Proposal(kind, tidy(body), keep, quote=body))
     return Extraction(tuple(proposals), tuple(revocations))
 
 

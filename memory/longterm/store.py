@@ -1,36 +1,39 @@
 """`LongTermMemory`: a session's long-term items in LangGraph's `BaseStore`.
 
-Items live in the namespace `("user-memory", H(session))`, one store item each. Every
-write of a session's items happens under that session's long-term lock (the same
-keyed locks as the registry: file locks on SQLite, advisory locks on PostgreSQL),
-reads the current items, passes the gate, and commits its puts and deletes in one
-batch, which the backends run as one transaction. A write that forgets items (a
-deletion, a revocation, a supersession) runs instead in the transaction that forgets
-their texts elsewhere (`Forget`): the items and the archive change together or not at
-all. An extraction model is called before the lock is taken, never while holding it.
+Items live in the namespace `("user-memory", H(session))`, one store item each, the
+current ones and the history (items a later statement changed). Every write of a
+session's items happens under that session's long-term lock (the same keyed locks as
+the registry: file locks on SQLite, advisory locks on PostgreSQL), reads the items,
+passes the gate, and commits its puts and deletes in one batch, which the backends run
+as one transaction. A write that forgets items runs instead in the transaction that
+forgets their texts everywhere else (`Forget`): the items and the rest change together
+or not at all. An extraction model is called before the lock is taken, never while
+holding it.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
 
-from langgraph.store.base import BaseStore, GetOp, Item, PutOp
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
 
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.ids import ThreadIds
-from memory.limits import MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
+from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
 from memory.longterm.analysis import is_filler
 from memory.longterm.extraction import Extractor
-from memory.longterm.gate import WritePlan, plan_write
-from memory.longterm.items import MemoryItem, MemoryKind, check_kind
+from memory.longterm.gate import MESSAGES, VERDICTS, Reason, WritePlan, explicit, plan_write
+from memory.longterm.items import MemoryItem, MemoryKind, Source, check_kind
+from memory.longterm.operations import Operation, OwedTurn
 from memory.longterm.recall import recall
-from memory.longterm.rules import Extraction, Proposal, classify, importance, strip_remember
+from memory.longterm.rules import classify, importance, strip_remember, verdict
+from memory.longterm.secrets import find_secret
 from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
 from memory.storage.documents import InTransaction
@@ -41,23 +44,23 @@ logger = logging.getLogger(__name__)
 
 NAMESPACE = "user-memory"
 LOCK_PREFIX = "user-memory-lock"
-READ_LIMIT = MAX_MEMORY_ITEMS * 2
-"""Items read per session: the limit, with room for what a crashed writer left over."""
+READ_LIMIT = (MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS) * 2
+"""Items read per session: the limits, with room for what a crashed writer left over."""
 TEXT_TOO_LONG = "a memory is at most {limit} characters (got {length})"
 TEXT_EMPTY = "a memory must not be empty"
 _MAX_REFRESH_MARKS = 10_000
 _MAX_PARSED = 20_000
 _NAMESPACE_PAGE = 1_000
-Forget = Callable[[Sequence[str], InTransaction], object]
-"""Forgets the texts of items that go everywhere else the session keeps them (the
-archive; for a deletion, the session's memory too: `memory.redaction.forget_texts`) and
+Forget = Callable[[Sequence[MemoryItem], InTransaction], object]
+"""Forgets the items that go everywhere else the session keeps their texts (the archive,
+the session's memory, with a tombstone of each: `memory.redaction.forget_texts`) and
 runs the step it is given, the item store's own write, in the same transaction."""
 _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
 class MemoryWrite:
-    """What a turn's extraction changed (counts for the `memory` event).
+    """What an upkeep's extraction changed (counts for the `memory` event).
 
     Attributes:
         plan: the write the gate planned.
@@ -71,11 +74,16 @@ class MemoryWrite:
 
     @property
     def retired(self) -> int:
-        return len(self.plan.retired)
+        return len(self.plan.changed) + len(self.plan.forgotten)
 
     @property
     def remembered(self) -> tuple[str, ...]:
         return self.plan.remembered
+
+    @property
+    def refused(self) -> dict[str, int]:
+        """How many operations the gate refused, by reason."""
+        return dict(Counter(refusal.reason.value for refusal in self.plan.refused))
 
 
 def _utc(moment: datetime) -> datetime:
@@ -117,9 +125,10 @@ class LongTermMemory:
         self.clock = clock
         self.lock_timeout = lock_timeout
         self._refreshed: dict[tuple[str, ...], date] = {}
-        self._parsed: dict[tuple[str, str, datetime], MemoryItem | None] = {}
-        """Validated items by (namespace key, item key, stored `updated_at`): every turn
-        reads a session's items, and most of them have not changed since the last."""
+        self._parsed: dict[tuple[str, str, object, object], MemoryItem | None] = {}
+        """Validated items by (namespace key, item key, the value's `updated_at` and
+        `invalid_at`): every turn reads a session's items, and most of them have not
+        changed since the last."""
 
     def namespace(self, session_id: str) -> tuple[str, str]:
         """`("user-memory", H(session))`."""
@@ -133,7 +142,10 @@ class LongTermMemory:
             self._parsed.clear()
         items = []
         for hit in hits:
-            mark = (hit.namespace[-1], hit.key, hit.updated_at)
+            # the value's own times, not only the store's (SQLite's has whole seconds): an
+            # item changed within a second of its last write is a new value
+            value = hit.value
+            mark = (hit.namespace[-1], hit.key, value.get("updated_at"), value.get("invalid_at"))
             if mark not in self._parsed:
                 self._parsed[mark] = MemoryItem.from_value(hit.key, hit.value)
             item = self._parsed[mark]
@@ -141,27 +153,53 @@ class LongTermMemory:
                 items.append(item)
         return items
 
+    def _read(self, session_id: str, query: str | None = None) -> list[SearchItem]:
+        namespace = self.namespace(session_id)
+        return self.store.search(namespace, query=query, limit=READ_LIMIT, refresh_ttl=False)
+
     @storage_errors
     def items(self, session_id: str) -> list[MemoryItem]:
-        """The session's items, newest first."""
-        found = self.store.search(self.namespace(session_id), limit=READ_LIMIT, refresh_ttl=False)
-        return sorted(self._parse(found), key=lambda item: item.updated_at, reverse=True)
+        """The session's current items, newest first."""
+        return [item for item in self.all_items(session_id) if item.current]
+
+    @storage_errors
+    def history(self, session_id: str) -> list[MemoryItem]:
+        """The items later statements changed, most recently changed first (at most
+        `MAX_HISTORY_ITEMS`)."""
+        changed = [item for item in self.all_items(session_id) if not item.current]
+        changed.sort(key=lambda item: item.invalid_at or item.updated_at, reverse=True)
+        return changed[:MAX_HISTORY_ITEMS]
+
+    @storage_errors
+    def all_items(self, session_id: str) -> list[MemoryItem]:
+        """Every item of the session, current and history, newest first."""
+        found = self._parse(self._read(session_id))
+        return sorted(found, key=lambda item: item.updated_at, reverse=True)
 
     @storage_errors
     def recall(self, session_id: str, query: str) -> list[MemoryItem]:
-        """What a turn about `query` gets: at most 8 items and 1,200 characters,
+        """What a turn about `query` gets: at most 8 current items and 1,200 characters,
         boundaries first (`memory.longterm.recall`)."""
-        namespace = self.namespace(session_id)
-        scores: dict[str, float] | None = None
-        if self.semantic:
-            hits = self.store.search(namespace, query=query, limit=READ_LIMIT, refresh_ttl=False)
-            scores = {hit.key: float(hit.score or 0.0) for hit in hits}
-            items = self._parse(hits)
-        else:
-            items = self.items(session_id)
-        chosen = recall(items, query, self.clock(), scores=scores)
-        self._refresh(namespace, chosen)
-        return chosen
+        return self.recall_with_changes(session_id, query)[0]
+
+    @storage_errors
+    def recall_with_changes(
+        self, session_id: str, query: str
+    ) -> tuple[list[MemoryItem], frozenset[str]]:
+        """`recall`, and the messages that said what later statements changed (their
+        archived lines are never recalled as current), in one read."""
+        hits = self._read(session_id, query if self.semantic else None)
+        scores = {hit.key: float(hit.score or 0.0) for hit in hits} if self.semantic else None
+        items = self._parse(hits)
+        current = [item for item in items if item.current]
+        changed = frozenset(
+            item.provenance.message_id
+            for item in items
+            if not item.current and item.provenance and item.provenance.message_id
+        )
+        chosen = recall(current, query, self.clock(), scores=scores)
+        self._refresh(self.namespace(session_id), chosen)
+        return chosen, changed
 
     def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
         """Move the TTL of recalled items on, at most once a day per session (a write on
@@ -195,10 +233,10 @@ class LongTermMemory:
         return ops
 
     def _commit(
-        self, ops: Sequence[PutOp], forgotten: Sequence[str], forget: Forget | None
+        self, ops: Sequence[PutOp], forgotten: Sequence[MemoryItem], forget: Forget | None
     ) -> None:
         """Write `ops` as one transaction: with `forget`, the one that forgets the
-        `forgotten` texts elsewhere too (all or nothing), else a batch of the store's."""
+        `forgotten` items everywhere else too (all or nothing), else a batch of the store's."""
         if forget is not None and forgotten:
             forget(forgotten, items_step(self.store, ops))
         elif ops:
@@ -206,46 +244,43 @@ class LongTermMemory:
 
     @storage_errors
     def _write(
-        self, session_id: str, extraction: Extraction, forget: Forget | None = None, **context: Any
-    ) -> WritePlan:
-        """The plan written (the texts of the items it retires go to `forget`)."""
-        with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
-            current = self.items(session_id)
-            plan = plan_write(current, extraction, now=self.clock(), **context)
-            if plan.changed:
-                forgotten = [item.text for item in current if item.id in plan.retired]
-                self._commit(self._ops(session_id, plan), forgotten, forget)
-        return plan
-
-    def remember_turn(
         self,
         session_id: str,
-        conversation_id: str,
-        user_text: str,
+        operations: Sequence[Operation],
+        turns: Sequence[OwedTurn],
+        source: Source,
+        forget: Forget | None = None,
+    ) -> WritePlan:
+        """The plan the gate makes of `operations`, written (what it forgets goes to
+        `forget`)."""
+        with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
+            items = self.all_items(session_id)
+            plan = plan_write(items, operations, turns, now=self.clock(), source=source)
+            if plan.altered:
+                self._commit(self._ops(session_id, plan), plan.forgotten, forget)
+        return plan
+
+    def remember_turns(
+        self,
+        session_id: str,
+        turns: Sequence[OwedTurn],
         extractor: Extractor,
         *,
         forget: Forget | None = None,
     ) -> MemoryWrite:
-        """Extract from the user's own text of a completed turn and write what the gate
-        lets through. The extractor runs before the session's lock is taken.
+        """Extract from the owed turns (one call of a model extractor for all of them,
+        before the session's lock is taken) and write what the gate lets through.
 
         Args:
-            forget: given the texts of the items the write retires (revoked or
-                superseded), under the session's long-term lock, with the write itself
-                to run in the same transaction.
+            forget: given the items the user asked to forget, under the session's
+                long-term lock, with the write itself to run in the same transaction.
         """
-        current = self.items(session_id) if extractor.needs_items else ()
-        extraction = extractor(user_text, current)
-        plan = self._write(
-            session_id,
-            extraction,
-            forget,
-            user_text=user_text,
-            conversation_id=conversation_id,
-            source=extractor.source,
-        )
-        if plan.refused:
-            logger.info("long-term gate refused %d proposal(s)", len(plan.refused))
+        if not turns:
+            return MemoryWrite(WritePlan())
+        operations = extractor(turns, self.items(session_id))
+        plan = self._write(session_id, operations, turns, extractor.source, forget)
+        for refusal in plan.refused:
+            logger.info("long-term gate refused an operation: %s", refusal.reason.value)
         return MemoryWrite(plan)
 
     def remember(
@@ -271,16 +306,15 @@ class LongTermMemory:
         if len(body) > MAX_MEMORY_TEXT_CHARS:
             raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))
         chosen: MemoryKind = classify(body) if kind is None else check_kind(kind)
-        proposal = Proposal(chosen, body, importance(body, chosen, explicit=True))
-        plan = self._write(
-            session_id,
-            Extraction(proposals=(proposal,)),
-            user_text=body,
-            conversation_id=conversation_id,
-            source="explicit",
-        )
+        # no model judges what the form adds: the clause analysis does
+        found = verdict(body, explicit=True)
+        if found is not None and find_secret(body) is None:
+            raise MemoryRefused(VERDICTS.get(found, MESSAGES[Reason.NOT_STATED]))
+        grade = importance(body, chosen, explicit=True)
+        operation, turn = explicit(body, chosen, grade, self.clock())
+        plan = self._write(session_id, [operation], [turn], "explicit")
         if plan.refused:
-            raise MemoryRefused(plan.refused[0].reason)
+            raise MemoryRefused(plan.refused[0].message)
         return (plan.added or plan.refreshed)[0]
 
     @storage_errors
@@ -302,7 +336,7 @@ class LongTermMemory:
             if found is None:
                 raise MemoryNotFound()
             item = MemoryItem.from_value(found.key, found.value)
-            forgotten = [] if item is None else [item.text]
+            forgotten = [] if item is None else [item]
             self._commit([PutOp(namespace, memory_id, None)], forgotten, forget)
 
     @storage_errors
@@ -360,5 +394,5 @@ class LongTermMemory:
             found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
             if found:
                 deletes = [PutOp(namespace, hit.key, None) for hit in found]
-                self._commit(deletes, [item.text for item in self._parse(found)], forget)
+                self._commit(deletes, self._parse(found), forget)
         return len(found)

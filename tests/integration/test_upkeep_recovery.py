@@ -93,7 +93,7 @@ def test_an_upkeep_waits_for_another_process_upkeep_of_the_conversation(
 
     def extract(messages: Sequence[BaseMessage]) -> BaseModel:
         seen.append(worker[0].poll() is not None)
-        return ExtractionOutput(memories=[KEPT], retire=[])
+        return ExtractionOutput(operations=[KEPT])
 
     agent = ChatAgent(
         database_url=db_url,

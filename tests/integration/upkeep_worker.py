@@ -26,15 +26,14 @@ from agent import ChatAgent
 from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
 from agent.settings import Settings
 from memory import CompactionOutput
-from memory.longterm import ExtractionOutput
-from memory.longterm.extraction import ProposedMemory
+from memory.longterm import ExtractionOutput, Operation
 from tests.integration.stalling import kill_when_stalled, stall
 
 STALL_TIMEOUT = 60.0
 SECRET = "u" * 40
 SESSION = "upkeep"
 CUE_TURN = "I prefer green tea in the afternoon."
-KEPT = ProposedMemory(kind="preference", text=CUE_TURN, importance=3)
+KEPT = Operation(op="add", turn=1, quote=CUE_TURN, kind="preference", text=CUE_TURN, importance=3)
 TURNS_BEFORE_COMPACTION = 4
 """Turns without a cue after the first: ten messages, past the eight compaction allows."""
 
@@ -53,7 +52,7 @@ def keeping_model(calls: list[str]) -> OfflineChatModel:
 
     def extract(messages: Sequence[BaseMessage]) -> BaseModel:
         calls.append("extraction")
-        return ExtractionOutput(memories=[KEPT], retire=[])
+        return ExtractionOutput(operations=[KEPT])
 
     return extracting(extract)
 

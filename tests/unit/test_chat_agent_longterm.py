@@ -4,6 +4,7 @@ gate on every path, forgetting on the very next turn, and faults that only degra
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,8 +13,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from agent import ChatAgent, InvalidRequest, MemoryNotFound
 from memory.context import LONG_TERM_BLOCK_ID
-from memory.longterm import ExtractionOutput
-from memory.longterm.extraction import ProposedMemory
+from memory.longterm import ExtractionOutput, Operation
 from tests.fakes import ScriptedModel
 
 pytestmark = pytest.mark.sqlite_only
@@ -85,8 +85,11 @@ def test_a_preference_said_in_one_conversation_is_in_the_next(
         "createdAt",
         "updatedAt",
         "conversationId",
+        "provenance",
     }
     assert item["conversationId"] == first.conversation_id
+    assert item["provenance"]["conversationId"] == first.conversation_id
+    assert item["provenance"]["quote"] == "I prefer short answers."
 
 
 def test_a_revoked_preference_leaves_no_trace_in_storage_or_context(
@@ -198,31 +201,46 @@ def test_a_failing_store_leaves_the_turn_completed_and_degraded(
     assert agent.memories(session_id="s")["memories"] == []
 
 
-def test_model_extraction_is_gated_and_only_runs_on_cues(
+def add(text: str, quote: str | None = None, turn: int = 1, kind: str = "fact") -> Operation:
+    return Operation.model_validate(
+        {"op": "add", "turn": turn, "quote": quote or text, "kind": kind, "text": text}
+    )
+
+
+def test_a_model_operation_stands_when_its_quote_is_the_users_own_words(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
     model = chat_model()
     agent = open_agent(model, long_term_memory="model")
     cid = new_chat(agent, "s", "What is the capital of France?").conversation_id
-    assert model.structured_calls == []  # no cue: no extraction call
+    assert model.structured_calls == []  # a question that says nothing: no extraction
     model.structured = [
         ExtractionOutput(
-            memories=[
-                ProposedMemory(kind="preference", text="I prefer Chinese answers", importance=3),
-                ProposedMemory(kind="fact", text="User is probably a student", importance=2),
-            ],
-            retire=[],
+            operations=[
+                add("I prefer Chinese answers", kind="preference"),
+                add("I am a student", quote="I'm probably a student"),  # never said
+            ]
         )
     ]
     settled(agent, "I prefer Chinese answers", "s", cid)
-    (item,) = agent.memories(session_id="s")["memories"]  # the inference was refused
+    (item,) = agent.memories(session_id="s")["memories"]  # the invented quote was refused
     assert item["text"] == "I prefer Chinese answers"
-    model.structured = [ExtractionOutput(memories=[], retire=[item["id"]])]
+    assert item["provenance"]["quote"] == "I prefer Chinese answers"
+    assert item["provenance"]["conversationId"] == cid
+    retire = Operation(op="retire", turn=1, quote="I no longer want Chinese", id=item["id"])
+    model.structured = [ExtractionOutput(operations=[retire])]
     settled(agent, "I no longer want Chinese", "s", cid)
-    # the model saw the user's items with their ids, as data
-    prompt = str(model.structured_calls[-1]["messages"][-1].content)
-    assert item["id"] in prompt and "I prefer Chinese answers" in prompt
-    assert agent.memories(session_id="s")["memories"] == []
+    # the model saw the user's items with their ids, and the assistant's line before, as data
+    prompt = json.loads(str(model.structured_calls[-1]["messages"][-1].content))
+    assert prompt["current_memories"] == [
+        {"id": item["id"], "kind": "preference", "text": "I prefer Chinese answers"}
+    ]
+    assert prompt["turns"][0]["user"] == "I no longer want Chinese"
+    assert prompt["turns"][0]["assistant_before"]  # the answer it replied to
+    listing = agent.memories(session_id="s", include_history=True)
+    assert listing["memories"] == []  # changed: history, never recalled, never erased
+    (old,) = listing["history"]
+    assert (old["id"], old["supersededBy"]) == (item["id"], None) and old["invalidAt"]
 
 
 def test_a_failing_extractor_leaves_the_turn_completed_and_degraded(
@@ -275,12 +293,7 @@ def test_model_extraction_is_not_called_on_requests_questions_or_pastes(
     assert agent.wait_for_upkeep(30)
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
     assert extraction_calls == []
-    model.structured = [
-        ExtractionOutput(
-            memories=[ProposedMemory(kind="fact", text="我养的狗叫豆豆", importance=3)],
-            retire=[],
-        )
-    ]
+    model.structured = [ExtractionOutput(operations=[add("我养的狗叫豆豆", quote="我养的狗叫豆豆")])]
     result = settled(agent, "我养的狗叫豆豆。", "s", cid)
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
     assert len(extraction_calls) == 1 and result.upkeep == "pending"

@@ -95,7 +95,7 @@ def test_a_failed_deletion_leaves_the_item_the_archive_and_the_memory_unredacted
     assert ITEM.casefold() not in stored_values(agent)
 
 
-def test_a_revocation_rewrites_the_archive_in_the_transaction_that_retires_the_item(
+def test_a_forgetting_rewrites_the_archive_in_the_transaction_that_deletes_the_item(
     open_agent: Callable[..., ChatAgent], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent = open_agent(OfflineChatModel(record=True))
@@ -104,9 +104,9 @@ def test_a_revocation_rewrites_the_archive_in_the_transaction_that_retires_the_i
     rewrites = spy(monkeypatch, agent.memory.archive.backend, "rewrite")
     retirements = spy(monkeypatch, agent.long_term.store, "put_in", fail=True)
 
-    send(agent, "I no longer like spicy food", session_id="s", create_conversation=True)
+    send(agent, "Forget that I love spicy food", session_id="s", create_conversation=True)
 
-    # the retirement failed after the archive's rewrite ran on its cursor: neither stuck
+    # the deletion failed after the archive's rewrite ran on its cursor: neither stuck
     assert rewrites and retirements and rewrites[0] is retirements[0]
     assert [m["id"] for m in agent.memories(session_id="s")["memories"]] == [item["id"]]
     assert "I love spicy food" in archived(agent, "s", "spicy food")
@@ -114,7 +114,7 @@ def test_a_revocation_rewrites_the_archive_in_the_transaction_that_retires_the_i
     monkeypatch.undo()
     rewrites = spy(monkeypatch, agent.memory.archive.backend, "rewrite")
     retirements = spy(monkeypatch, agent.long_term.store, "put_in")
-    send(agent, "I no longer like spicy food", session_id="s", create_conversation=True)
+    send(agent, "Forget that I love spicy food", session_id="s", create_conversation=True)
     assert rewrites and retirements and rewrites[0] is retirements[0]
     assert agent.memories(session_id="s")["memories"] == []
     assert "I love spicy food" not in archived(agent, "s", "spicy food")

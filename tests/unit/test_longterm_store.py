@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from langgraph.store.memory import InMemoryStore
 from memory import StorageError, ThreadIds
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
-from memory.longterm import RULES_EXTRACTOR
+from memory.longterm import RULES_EXTRACTOR, OwedTurn
 from memory.longterm.store import NAMESPACE, LongTermMemory
 from memory.storage import ThreadStore
 from memory.storage.documents import in_order
@@ -31,8 +32,9 @@ def long_term(store: ThreadStore) -> LongTermMemory:
 
 
 def said(memory: LongTermMemory, session: str, *texts: str) -> None:
-    for text in texts:
-        memory.remember_turn(session, "conv", text, RULES_EXTRACTOR)
+    for n, text in enumerate(texts):
+        turn = OwedTurn(f"m{n}", "conv", text, "", datetime(2026, 1, 1, tzinfo=UTC))
+        memory.remember_turns(session, [turn], RULES_EXTRACTOR)
 
 
 def texts(memory: LongTermMemory, session: str) -> list[str]:
@@ -61,7 +63,7 @@ def test_a_revocation_leaves_only_the_new_preference(long_term: LongTermMemory) 
 def test_forget_takes_effect_at_once_and_foreign_ids_are_not_found(
     long_term: LongTermMemory,
 ) -> None:
-    said(long_term, "s", "I am vegetarian and I like jazz")
+    said(long_term, "s", "I like vegetarian jazz")
     said(long_term, "other", "I like cats")
     (item,) = long_term.items("s")
     (foreign,) = long_term.items("other")

@@ -16,8 +16,7 @@ from agent import ChatAgent
 from memory import CompactionOutput
 from memory.conversations import ConversationMemory
 from memory.limits import HARD_MESSAGE_CAP
-from memory.longterm import ExtractionOutput
-from memory.longterm.extraction import ProposedMemory
+from memory.longterm import ExtractionOutput, Operation
 from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 
@@ -51,9 +50,8 @@ class Gate:
 
 
 def keep(text: str) -> ExtractionOutput:
-    return ExtractionOutput(
-        memories=[ProposedMemory(kind="preference", text=text, importance=3)], retire=[]
-    )
+    add = Operation(op="add", turn=1, quote=text, kind="preference", text=text, importance=3)
+    return ExtractionOutput(operations=[add])
 
 
 def stored(agent: ChatAgent, cid: str) -> dict[str, Any]:

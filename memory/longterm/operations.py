@@ -1,0 +1,63 @@
+"""Operations on a user's long-term items, as an extractor proposes them: what each
+changes, and the user's words (`quote`) that state it. `ExtractionOutput` is the
+extraction model's structured-output schema."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.longterm.items import MemoryKind
+
+OperationName = Literal["add", "update", "retire", "forget"]
+
+
+@dataclass(frozen=True)
+class OwedTurn:
+    """A completed turn owed an extraction.
+
+    Attributes:
+        message_id: the user's message.
+        conversation_id: where it was said.
+        user_text: what the user said.
+        assistant_before: the assistant's line it answered ("" when none is known).
+        at: when it was said.
+    """
+
+    message_id: str
+    conversation_id: str
+    user_text: str
+    assistant_before: str
+    at: datetime
+
+
+class Operation(BaseModel):
+    """One change to the user's items, with the user's words that state it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: OperationName = Field(
+        description="add a new item; update an item that changed (its id); retire an item "
+        "that no longer holds (its id); forget an item the user asked you to forget (its id)"
+    )
+    turn: int = Field(description="the number of the turn the quote comes from")
+    quote: str = Field(description="the user's exact words in that turn that state it")
+    id: str | None = Field(default=None, description="for update, retire, forget: the item")
+    kind: MemoryKind | None = Field(
+        default=None, description="for add, update: boundary, preference, goal, style or fact"
+    )
+    text: str | None = Field(
+        default=None, description="for add, update: the item, one subject, first person"
+    )
+    importance: int | None = Field(default=None, description="1 (minor) to 5 (always respect)")
+
+
+class ExtractionOutput(BaseModel):
+    """What the extraction model returns (its structured-output schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    operations: list[Operation] = Field(description="The changes; empty when there are none.")
