@@ -488,8 +488,9 @@ class ChatAgent:
 
     def export(self, *, session_id: str) -> dict[str, Any]:
         """Everything the session owns as one versioned JSON document (`memory.transfer`):
-        its listed conversations with their memory, its long-term items, its archived
-        lines. It holds no session id, thread id or key."""
+        its listed conversations with their memory, its long-term items with their
+        history, its archived lines, its tombstones. It holds no session id, thread id
+        or key."""
         return export_session(self.memory, self.long_term, check_id(session_id, "session id"))
 
     def import_(self, document: object, *, session_id: str) -> dict[str, Any]:
@@ -501,8 +502,9 @@ class ChatAgent:
 
         Raises:
             InvalidRequest: not an export document of this version, past a limit (10 MB,
-                ten conversations, 100 items, 20,000 lines), or the session would hold
-                more than 100 items; the message says what. Nothing was written.
+                ten conversations, 200 items, 20,000 lines), or the session would hold
+                more than 100 current items or 100 of history; the message says what.
+                Nothing was written.
         """
         session = check_id(session_id, "session id")
         try:

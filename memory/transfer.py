@@ -2,14 +2,17 @@
 that document brought back into a session.
 
 The document is `{"format", "version", "exportedAt", "conversations", "memories",
-"archive", "tombstones"}`. Each conversation is its listing (id, title, times) with its
-memory as stored (`ThreadState`: messages, summary and its version, what it covers,
-pins, open questions, upkeep); each long-term item is its stored value with its id,
-whatever fields the item has; each archived line is what the archive's index and its
-searches read (conversation, title, message id, role, time, text, what a summary
-covered), in the order the lines were archived, which breaks a search's ties; the
-tombstones are the ids of forgotten items. No session id, thread id or hashed key is
-in it: an import files everything again under the importing session's own keys.
+"archive", "tombstones", "historyClearedAt"}`. Each conversation is its listing (id,
+title, times) with its memory as stored (`ThreadState`: messages, summary and its
+version, what it covers, pins, open questions, upkeep); each long-term item, current or
+history, is its stored value with its id, whatever fields the item has (provenance,
+what changed it: the marks a search puts on lines that no longer hold); each archived
+line is what the archive's index and its searches read (conversation, title, message
+id, role, time, text, what a summary covered), in the order the lines were archived,
+which breaks a search's ties; the tombstones are the ids of forgotten items, and
+`historyClearedAt` when the archive was last forgotten. No session id, thread id or
+hashed key is in it: an import files everything again under the importing session's
+own keys.
 
 An import is validated whole (the schema, its limits, text that every backend can
 store) before anything is read, then written in one transaction under the session's
@@ -19,9 +22,11 @@ locks, or not at all. Its rules:
   changes nothing, and an import never overwrites what a session holds;
 - the imported conversations are listed by their last activity; past ten, the least
   recently active are pruned as a turn prunes them (their archived lines stay);
-- an item whose id or text the session already has, or that the document's tombstones
-  name, is skipped; one whose text the secret detector flags is refused (counted,
-  never stored); the session keeps at most 100 items, or nothing is imported;
+- an item whose id the session already has, a current item whose text it holds as a
+  current one, and an item a tombstone names are skipped; one whose text or quote the
+  secret detector flags is refused (counted, never stored); the session keeps at most
+  100 current items and 100 of history, or nothing is imported; the tombstones join
+  the session's, and the later time its archive was forgotten holds;
 - an archived line the session has (same conversation and message id) is skipped;
   lines and titles the secret detector flags are stored `[redacted]`, as the archive
   stores a turn's. A conversation's memory keeps its text as a turn's write does.
@@ -55,14 +60,23 @@ from memory.limits import (
     MAX_EXPORT_BYTES,
     MAX_EXPORT_LINES,
     MAX_EXPORT_TEXT_CHARS,
+    MAX_HISTORY_ITEMS,
     MAX_ID_CHARS,
     MAX_MEMORY_ITEMS,
     MAX_TITLE_CHARS,
+    MAX_TOMBSTONES,
 )
 from memory.longterm.items import MemoryItem
 from memory.longterm.secrets import find_secret
 from memory.longterm.store import LongTermMemory
-from memory.registry import ConversationEntry, RegistryState, add_listed, make_title, ordered
+from memory.registry import (
+    ConversationEntry,
+    RegistryChange,
+    RegistryState,
+    add_listed,
+    make_title,
+    ordered,
+)
 from memory.schema import MessageId, ThreadState, UtcDatetime, require_storable
 from memory.storage.items import items_step
 
@@ -74,8 +88,8 @@ INVALID_DOCUMENT = "invalid export document: {problems}"
 TEXT_TOO_LONG = f"a text is at most {MAX_EXPORT_TEXT_CHARS:,} characters"
 DUPLICATE = "each {what} appears once"
 TOO_MANY_ITEMS = (
-    "the import would leave {count} long-term items; a session keeps at most {limit}: "
-    "forget some first"
+    "the import would leave {count} long-term items ({what}); a session keeps at most "
+    "{limit}: forget some first"
 )
 _SHOWN_PROBLEMS = 3
 
@@ -137,9 +151,10 @@ class ExportDocument(_Part):
     version: Literal[1]
     exported_at: UtcDatetime
     conversations: list[ExportedConversation] = Field(max_length=MAX_CONVERSATIONS)
-    memories: list[ExportedItem] = Field(max_length=MAX_MEMORY_ITEMS)
+    memories: list[ExportedItem] = Field(max_length=MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS)
     archive: list[ExportedLine] = Field(max_length=MAX_EXPORT_LINES)
-    tombstones: list[ItemId] = Field(max_length=MAX_MEMORY_ITEMS * 10)
+    tombstones: list[ItemId] = Field(max_length=MAX_TOMBSTONES)
+    history_cleared_at: UtcDatetime | None = None
 
     @model_validator(mode="after")
     def _unique(self) -> ExportDocument:
@@ -210,11 +225,13 @@ def export_session(
     """Everything `session_id` owns, as a document `read_document` takes back: read
     under the session's locks, so no turn's write lands half in it."""
     with long_term.lock(session_id), memory.documents.lock(session_id):
-        listed = ordered(memory.registry(session_id).conversations)
+        registry = memory.registry(session_id)
+        listed = ordered(registry.conversations)
         threads = [memory.memory_thread(session_id, entry.id) for entry in listed]
         stored = memory.threads.get_many(threads)
-        items = long_term.items(session_id)
+        items = long_term.all_items(session_id)
         lines = memory.archive.lines(session_id)
+    cleared = registry.history_cleared_at
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -242,7 +259,8 @@ def export_session(
             }
             for row in lines
         ],
-        "tombstones": [],  # the item store keeps no tombstones of forgotten items
+        "tombstones": list(registry.forgotten),
+        "historyClearedAt": None if cleared is None else cleared.isoformat(),
     }
     assert_client_safe(document)
     return document
@@ -269,11 +287,11 @@ def import_session(
 
     Raises:
         InvalidInput: see `read_document`; or the session would hold more than 100
-            items. Nothing was written.
+            current items or 100 of history. Nothing was written.
     """
     document = read_document(raw)
     # the secret scans, before any lock is taken
-    safe = [item for item in document.memories if find_secret(item.text) is None]
+    safe = [item for item in document.memories if not _holds_secret(item)]
     scanned = _rows(memory, session_id, document.archive)
     redacted = {
         (row.conversation_id, row.message_id)
@@ -282,24 +300,21 @@ def import_session(
     }
     with long_term.lock(session_id), memory.documents.lock(session_id):
         registry = memory.registry(session_id)
-        held = long_term.items(session_id)
-        known = {item.id for item in held} | {item.key for item in held}
-        known |= set(document.tombstones)
-        items = [item for item in safe if not {item.id, item.key} & known]
-        if len(held) + len(items) > MAX_MEMORY_ITEMS:
-            count = len(held) + len(items)
-            raise InvalidInput(TOO_MANY_ITEMS.format(count=count, limit=MAX_MEMORY_ITEMS))
+        held = long_term.all_items(session_id)
+        items = _new_items(safe, held, {*registry.forgotten, *document.tombstones})
         new = [c for c in document.conversations if not registry.owns(c.id)]
-        change = add_listed(registry, [_entry(memory, session_id, c) for c in new])
+        listed = add_listed(registry, [_entry(memory, session_id, c) for c in new])
+        change = RegistryChange(_with_marks(listed.state, document), listed.pruned)
         states = {c.id: c.memory for c in new if c.id not in change.pruned}
         rows = _unarchived(scanned, registry, memory.archive.lines(session_id))
         namespace = long_term.namespace(session_id)
         puts = [PutOp(namespace, i.id, i.to_value(), ttl=long_term.ttl_minutes) for i in items]
-        if new or rows or puts:
+        listing = change if change.state != registry else None
+        if listing or rows or puts:
             memory.documents.commit(
                 session_id,
                 registry,
-                change if new else None,
+                listing,
                 states,
                 ArchiveWrite(rows=rows),
                 also=items_step(long_term.store, puts) if puts else None,
@@ -321,6 +336,49 @@ def import_session(
             "redacted": sum((row.conversation_id, row.message_id) in redacted for row in rows),
         },
     }
+
+
+def _holds_secret(item: MemoryItem) -> bool:
+    quote = item.provenance.quote if item.provenance is not None else ""
+    return find_secret(item.text) is not None or find_secret(quote) is not None
+
+
+def _new_items(
+    items: list[ExportedItem], held: list[MemoryItem], forgotten: set[str]
+) -> list[ExportedItem]:
+    """The `items` to import beside the `held` ones (see the module's rules).
+
+    Raises:
+        InvalidInput: the session would hold more current items, or more of history,
+            than it keeps.
+    """
+    skipped = {item.id for item in held} | forgotten
+    keys = {item.key for item in held if item.current}
+    new = [
+        item for item in items if item.id not in skipped and not (item.current and item.key in keys)
+    ]
+    for what, current, limit in (
+        ("current", True, MAX_MEMORY_ITEMS),
+        ("history", False, MAX_HISTORY_ITEMS),
+    ):
+        count = sum(item.current == current for item in [*held, *new])
+        if count > limit:
+            raise InvalidInput(TOO_MANY_ITEMS.format(count=count, what=what, limit=limit))
+    return new
+
+
+def _with_marks(registry: RegistryState, document: ExportDocument) -> RegistryState:
+    """`registry` with the document's tombstones after its own (the newest kept) and the
+    later of the two times the archive was forgotten."""
+    forgotten = [*registry.forgotten]
+    forgotten += [t for t in dict.fromkeys(document.tombstones) if t not in forgotten]
+    times = [t for t in (registry.history_cleared_at, document.history_cleared_at) if t]
+    return registry.model_copy(
+        update={
+            "forgotten": forgotten[-MAX_TOMBSTONES:],
+            "history_cleared_at": max(times, default=None),
+        }
+    )
 
 
 def _entry(

@@ -27,7 +27,7 @@ from tests.conftest import POSTGRES_ADMIN_URL, SECRET
 from tests.unit.cli_support import chat
 
 T0 = "2025-03-01T10:00:00+00:00"
-QUERIES = ("Lisbon trams", "hiking trails", "sourdough", "bikes")
+QUERIES = ("Lisbon trams", "live in Lisbon", "hiking trails", "sourdough", "bikes", "bees")
 SECRET_TEXT = "my password is hunter2"
 
 
@@ -72,16 +72,20 @@ def talk(agent: ChatAgent, session: str, *messages: str) -> str:
 
 
 def fill(agent: ChatAgent, session: str) -> None:
-    """A session with a compacted conversation, long-term items, and a conversation
-    pruned from the list (its lines archived still)."""
+    """A session with a compacted conversation, long-term items and their history, a
+    forgotten item, and a conversation pruned from the list (its lines archived still)."""
     talk(agent, session, "Tell me how to bake sourdough.", "And the starter?")
-    for n in range(9):
+    for n in range(8):
         talk(agent, session, f"Chat number {n} about bikes")
+    talk(agent, session, "I keep bees.")
+    (bees,) = [m for m in agent.memories(session_id=session)["memories"] if "bees" in m["text"]]
+    agent.forget(bees["id"], session_id=session)
     talk(
         agent,
         session,
         "I prefer short answers. I live in Lisbon.",
         *(f"Tell me about the Lisbon trams, line {n}" for n in range(8)),
+        "I moved to Porto.",
         "Any hiking trails near Sintra?",
     )
 
@@ -97,9 +101,9 @@ def views(agent: ChatAgent, session: str) -> dict[str, Any]:
     return {
         "listing": listing,
         "hydrate": [agent.hydrate(session_id=session, conversation_id=c["id"]) for c in listing],
-        "memories": agent.memories(session_id=session),
+        "memories": agent.memories(session_id=session, include_history=True),
         "search": {
-            query: without_ids(agent.search_conversations(query, session_id=session))
+            query: without_ids(agent.search_conversations(query, session_id=session, limit=50))
             for query in QUERIES
         },
     }
@@ -118,8 +122,12 @@ def test_a_round_trip_into_a_fresh_database_gives_the_same_memory_and_search(
     # what the round trip has to carry is there
     assert len(before["listing"]) == len(document["conversations"]) == 10
     assert any(h["summaryVersion"] > 0 and h["summary"] for h in before["hydrate"])
-    assert len(before["memories"]["memories"]) == len(document["memories"]) >= 2
-    assert all(before["search"].values())
+    memories = before["memories"]
+    assert len(memories["memories"]) + len(memories["history"]) == len(document["memories"])
+    assert memories["history"] and memories["memories"]
+    assert len(document["tombstones"]) == 1
+    assert all(before["search"][query] for query in QUERIES[:-1])
+    assert any(hit["superseded"] for hit in before["search"]["live in Lisbon"])
     listed = {c["id"] for c in before["listing"]}
     assert any(hit["conversationId"] not in listed for hit in before["search"]["sourdough"])
     assert any(line["role"] == "summary" for line in document["archive"])
@@ -278,12 +286,18 @@ def test_a_secret_in_a_line_or_a_title_is_redacted_and_an_item_holding_one_refus
             line("c1", "m1-u", "user", f"hello\n{SECRET_TEXT}"),
             line("old", "m2-u", "user", "sourdough again", title=SECRET_TEXT),
         ],
-        memories=[item(SECRET_TEXT), item("I bake bread on Sundays", 2)],
+        memories=[
+            item(SECRET_TEXT),
+            item("I bake bread on Sundays", 2),
+            item("I forgot this one", 3),  # named by a tombstone
+            item(
+                "I work nights", 4, provenance={"quote": f"I work nights, {SECRET_TEXT}", "at": T0}
+            ),
+        ],
         tombstones=["m_" + "0" * 15 + "3"],
     )
-    sent["memories"].append(item("I forgot this one", 3))  # named by a tombstone
     summary = agent.import_(sent, session_id="bob")
-    assert summary["memories"] == {"imported": 1, "skipped": 1, "refused": 1}
+    assert summary["memories"] == {"imported": 1, "skipped": 1, "refused": 2}
     assert summary["archive"] == {"imported": 2, "skipped": 0, "redacted": 1}
     assert [m["text"] for m in agent.memories(session_id="bob")["memories"]] == [
         "I bake bread on Sundays"
@@ -296,10 +310,28 @@ def test_a_secret_in_a_line_or_a_title_is_redacted_and_an_item_holding_one_refus
     assert "hunter2" not in json.dumps(agent.export(session_id="bob"))
 
 
+def test_tombstones_join_the_sessions_and_the_later_clearing_holds(agent: ChatAgent) -> None:
+    talk(agent, "bob", "hello")  # a session keeps tombstones in its registry
+    agent.remember("I keep bees", session_id="bob")
+    (bees,) = agent.memories(session_id="bob")["memories"]
+    agent.forget(bees["id"], session_id="bob")
+    later = "2025-04-01T00:00:00+00:00"
+    sent = document(tombstones=["m_1", bees["id"]], historyClearedAt=later)
+    sent["memories"].append({**sent["memories"][0], "id": bees["id"], "text": "I keep bees"})
+    summary = agent.import_(sent, session_id="bob")
+    assert summary["memories"] == {"imported": 1, "skipped": 1, "refused": 0}
+    exported = agent.export(session_id="bob")
+    assert exported["tombstones"] == [bees["id"], "m_1"]
+    assert exported["historyClearedAt"] == later
+    earlier = document(historyClearedAt="2025-01-01T00:00:00+00:00", conversations=[])
+    agent.import_(earlier, session_id="bob")
+    assert agent.export(session_id="bob")["historyClearedAt"] == later
+
+
 def test_a_document_past_the_item_limit_is_refused_whole(agent: ChatAgent) -> None:
     agent.remember("I keep bees", session_id="bob")
     many = [item(f"I own {n} bikes", n) for n in range(100)]
-    with pytest.raises(InvalidRequest, match="at most 100"):
+    with pytest.raises(InvalidRequest, match=r"101 long-term items \(current\).*at most 100"):
         agent.import_(document(memories=many), session_id="bob")
     assert [m["text"] for m in agent.memories(session_id="bob")["memories"]] == ["I keep bees"]
     assert agent.conversations(session_id="bob")["conversations"] == []
