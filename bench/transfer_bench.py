@@ -25,8 +25,8 @@ from agent import ChatAgent
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from bench.archive_bench import vocabulary
+from memory.export_document import read_document
 from memory.longterm.items import normalise
-from memory.transfer import read_document
 
 T0 = "2025-03-01T10:00:00+00:00"
 
