@@ -482,7 +482,7 @@ class ChatAgent:
     def forget_history(self, *, session_id: str) -> int:
         """Delete every archived line of the session (its conversations, their memory and
         its long-term items stay); returns how many lines were deleted."""
-        return self.memory.archive.forget_session(check_id(session_id, "session id"))
+        return self.memory.forget_history(check_id(session_id, "session id"))
 
     # -- take it away, bring it back ----------------------------------------------------
 

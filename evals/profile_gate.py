@@ -77,7 +77,7 @@ def stored_from(text: str) -> list[tuple[str, str]]:
     """(kind, text) of what one turn's `text` would add to an empty profile."""
     now = datetime.now(UTC)
     turn = OwedTurn("m", "eval", text, "", now)
-    plan = plan_write([], RULES_EXTRACTOR([turn], []), [turn], now=now, source="rules")
+    plan = plan_write([], RULES_EXTRACTOR([turn], []), [turn], source="rules")
     return [(item.kind, item.text) for item in plan.added]
 
 

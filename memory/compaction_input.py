@@ -11,6 +11,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.limits import MAX_OPEN_QUESTION_CHARS, MAX_PINNED_DECISION_CHARS, MAX_SUMMARY_CHARS
+from memory.longterm.analysis import own_words
 from memory.prompts import COMPACTION_SYSTEM
 from memory.schema import ChatThreadMessage, Role, ThreadState
 
@@ -23,6 +24,9 @@ class FoldedMessage(BaseModel):
 
     role: Role
     text: str
+    own_words: str | None = None
+    """What the speaker said themselves, when the text also holds pasted, quoted or
+    forwarded material (None: all of it is theirs)."""
 
 
 class NumberedItem(BaseModel):
@@ -60,9 +64,19 @@ def compaction_document(
         "old_summary": state.summary,
         "old_pinned_decisions": numbered_items(state.pinned_decisions),
         "old_open_questions": numbered_items(state.open_questions),
-        "messages_to_fold": [{"role": m.role, "text": m.text} for m in fold],
-        "kept_messages": [{"role": m.role, "text": m.text} for m in kept],
+        "messages_to_fold": [folded(m) for m in fold],
+        "kept_messages": [folded(m) for m in kept],
     }
+
+
+def folded(message: ChatThreadMessage) -> dict[str, Any]:
+    """A message as the compaction model reads it: pasted material marked by giving the
+    speaker's own words apart."""
+    said = {"role": message.role, "text": message.text}
+    own = " ".join(own_words(message.text).split())
+    if own != " ".join(message.text.split()):
+        said["own_words"] = own
+    return said
 
 
 def compaction_prompt(

@@ -26,6 +26,7 @@ from langchain_core.runnables import Runnable
 from memory.analysis import redact_secrets
 from memory.archive import ArchivedLine, Recall
 from memory.archive.archive import Archive, open_archive
+from memory.archive.lines import ArchiveWrite
 from memory.compaction import CompactionResult, CompactionStatus, compact
 from memory.errors import ConversationNotFound, VersionConflict
 from memory.hydration import hydration_dto
@@ -34,6 +35,7 @@ from memory.limits import COMPACTION_KEEP_MESSAGES, validate_keep
 from memory.longterm.items import MemoryItem
 from memory.redaction import FORGOTTEN, forget_texts, forgotten_pattern
 from memory.registry import (
+    RegistryChange,
     RegistryState,
     accept_draft,
     await_review,
@@ -212,7 +214,12 @@ class ConversationMemory:
                 key,
                 retitle=not current.messages,
             )
-            folded = current if state.summary_version != current.summary_version else None
+            compacted = state.summary_version != current.summary_version
+            folded = (
+                current
+                if compacted and _archives_summaries(snapshot.registry, conversation_id)
+                else None
+            )
             lines = self.archive.turn(
                 session_id,
                 conversation_id,
@@ -315,7 +322,8 @@ class ConversationMemory:
                 state = rebased
             stored = with_compaction(state, current)
             lines = None
-            if stored.summary_version != current.summary_version:
+            compacted = stored.summary_version != current.summary_version
+            if compacted and _archives_summaries(latest.registry, conversation_id):
                 title = _title(latest.registry, conversation_id)
                 lines = self.archive.superseded(
                     session_id, conversation_id, title, current, self.clock()
@@ -419,6 +427,19 @@ class ConversationMemory:
         (ranked lexically: a search names words)."""
         return self.archive.search(session_id, query, limit, conversation_id=conversation_id)
 
+    def forget_history(self, session_id: str) -> int:
+        """Delete every archived line of the session, and remember when: a summary that
+        may quote what was said before is never archived afterwards (one transaction,
+        under the session's lock). Returns how many lines were deleted."""
+        with self.documents.lock(session_id):
+            lines = self.archive.count(session_id)
+            current = self.documents.read_registry(session_id)
+            cleared = current.model_copy(update={"history_cleared_at": self.clock()})
+            change = RegistryChange(cleared) if current.version else None
+            drop = ArchiveWrite(drop_session=self.ids.session_key(session_id))
+            self.documents.commit(session_id, current, change, archive=drop)
+        return lines
+
     def forgetter(self, session_id: str) -> Callable[[Sequence[MemoryItem], InTransaction], None]:
         """What a long-term write that forgets items calls (`LongTermMemory`'s `forget=`):
         their texts forgotten in the session's archive and memory, with a tombstone of
@@ -429,6 +450,15 @@ class ConversationMemory:
 def redacted(message: ChatThreadMessage, pattern: re.Pattern[str]) -> ChatThreadMessage:
     """`message` with every match of `pattern` read `[forgotten]`."""
     return message.model_copy(update={"text": pattern.sub(FORGOTTEN, message.text)})
+
+
+def _archives_summaries(registry: RegistryState, conversation_id: str) -> bool:
+    """Whether a summary this conversation's compaction replaces may be archived: not when
+    the session's archive was forgotten since the conversation began (its summary may
+    quote turns from before, and a cleared archive stays cleared)."""
+    cleared = registry.history_cleared_at
+    entry = next((e for e in registry.conversations if e.id == conversation_id), None)
+    return cleared is None or (entry is not None and entry.created_at > cleared)
 
 
 def _title(registry: RegistryState, conversation_id: str) -> str:

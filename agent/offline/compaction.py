@@ -88,7 +88,7 @@ def parse_compaction_input(messages: Sequence[BaseMessage]) -> ParsedInput:
     return ParsedInput(
         summary=document.old_summary.strip(),
         pins=[(pin.number, pin.text.strip()) for pin in document.old_pinned_decisions],
-        fold=[(m.role, m.text) for m in document.messages_to_fold],
+        fold=[(m.role, m.own_words or m.text) for m in document.messages_to_fold],
         kept=[(m.role, m.text) for m in document.kept_messages],
         questions=[(q.number, q.text.strip()) for q in document.old_open_questions],
     )
@@ -133,7 +133,7 @@ def pins_and_retirements(
     """
     new_pins: list[str] = []
     retired: list[int] = []
-    for role, text in fold:
+    for role, text in fold:  # (the speaker's own words: pasted material never pins)
         if role != "user":
             continue
         for sentence in sentences(text):

@@ -170,6 +170,10 @@ class PostgresArchive:
                 "DELETE FROM archive_lines WHERE conversation_key = ANY(%s)",
                 (list(change.drop_conversations),),
             )
+        if change.drop_session is not None:
+            cursor.execute(
+                "DELETE FROM archive_lines WHERE session_key = %s", (change.drop_session,)
+            )
         if change.rows:
             cursor.executemany(
                 INSERT_LINE_SQL,

@@ -255,6 +255,8 @@ class SqliteArchive:
         inside the transaction the caller commits."""
         for key in change.drop_conversations:
             self._drop(cursor, "conversation_key = ?", (key,))
+        if change.drop_session is not None:
+            self._drop(cursor, "session_key = ?", (change.drop_session,))
         for row in change.rows:
             cursor.execute(
                 INSERT_LINE_SQL,

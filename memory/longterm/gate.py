@@ -183,8 +183,8 @@ def _supersedes(item: MemoryItem, subject: str | None, text: str) -> bool:
 class _Plan:
     """A write being planned: the session's items as the operations change them."""
 
-    def __init__(self, items: Sequence[MemoryItem], now: datetime, source: Source) -> None:
-        self.now, self.source = now, source
+    def __init__(self, items: Sequence[MemoryItem], source: Source) -> None:
+        self.source = source
         self.items = {item.id: item for item in items}
         self.added: dict[str, MemoryItem] = {}
         self.refreshed: dict[str, MemoryItem] = {}
@@ -200,9 +200,9 @@ class _Plan:
     def refuse(self, text: str, reason: Reason, **fields: str) -> None:
         self.refused.append(Refusal(text, reason, MESSAGES[reason].format(**fields)))
 
-    def invalidate(self, item: MemoryItem, by: str | None) -> None:
-        """Keep `item` as history: a later statement changed it."""
-        gone = item.model_copy(update={"invalid_at": self.now, "superseded_by": by})
+    def invalidate(self, item: MemoryItem, by: str | None, at: datetime) -> None:
+        """Keep `item` as history: a later statement, said `at`, changed it."""
+        gone = item.model_copy(update={"invalid_at": at, "superseded_by": by})
         self.items[item.id] = self.changed[item.id] = gone
         # (an item this write added and a later turn of it changed is stored as history)
         self.added.pop(item.id, None)
@@ -220,7 +220,7 @@ class _Plan:
         if item is None or (op.op == "retire" and not item.current):
             self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
         elif op.op == "retire":
-            self.invalidate(item, None)
+            self.invalidate(item, None, turn.at)
         else:  # forget: the item and what it was learnt from go
             self.items.pop(item.id)
             for kept in (self.added, self.refreshed, self.changed):
@@ -248,8 +248,9 @@ class _Plan:
                 return  # said twice in one write
             if item.id not in self.added and _same_statement(item, key, kind, words):
                 grade = max(item.importance, _importance(op))
+                said = max(item.updated_at, turn.at)
                 self.refreshed[item.id] = item.model_copy(
-                    update={"updated_at": self.now, "importance": grade}
+                    update={"updated_at": said, "importance": grade}
                 )
                 return
         if self.per_turn.get(op.turn, 0) >= MAX_NEW_MEMORIES_PER_TURN:
@@ -261,8 +262,9 @@ class _Plan:
             kind=kind,
             text=text,
             importance=_importance(op),
-            created_at=self.now,
-            updated_at=self.now,
+            # when it was said: the turns of one batch keep their order
+            created_at=turn.at,
+            updated_at=turn.at,
             conversation_id=turn.conversation_id or None,
             key=key,
             subject=subject,
@@ -276,7 +278,7 @@ class _Plan:
         )
         for item in self.current():
             if item.id == (old.id if old else None) or _supersedes(item, subject, text):
-                self.invalidate(item, new.id)
+                self.invalidate(item, new.id, turn.at)
         self.items[new.id] = self.added[new.id] = new
         self.per_turn[op.turn] = self.per_turn.get(op.turn, 0) + 1
         self.batch[f"turn:{op.turn}:{self.per_turn[op.turn]}"] = new.id
@@ -318,7 +320,6 @@ def plan_write(
     operations: Sequence[Operation],
     turns: Sequence[OwedTurn],
     *,
-    now: datetime,
     source: Source,
 ) -> WritePlan:
     """Pass `operations` through the gate against the session's stored `items` (current
@@ -327,11 +328,10 @@ def plan_write(
     Args:
         items: the session's items, as stored.
         operations: what the extractor proposes, each naming its turn (1-based).
-        turns: the turns the operations come from.
-        now: the write's time.
+        turns: the turns the operations come from (their times are the items').
         source: rules, model or explicit.
     """
-    plan = _Plan(items, now, source)
+    plan = _Plan(items, source)
     for op in sorted(operations, key=lambda op: op.turn):
         refused = verify(op, turns)
         if refused is not None:

@@ -255,7 +255,7 @@ class LongTermMemory:
         `forget`)."""
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             items = self.all_items(session_id)
-            plan = plan_write(items, operations, turns, now=self.clock(), source=source)
+            plan = plan_write(items, operations, turns, source=source)
             if plan.altered:
                 self._commit(self._ops(session_id, plan), plan.forgotten, forget)
         return plan

@@ -293,7 +293,9 @@ def test_model_extraction_is_not_called_on_requests_questions_or_pastes(
     assert agent.wait_for_upkeep(30)
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
     assert extraction_calls == []
-    model.structured = [ExtractionOutput(operations=[add("我养的狗叫豆豆", quote="我养的狗叫豆豆")])]
+    model.structured = [
+        ExtractionOutput(operations=[add("我养的狗叫豆豆", quote="我养的狗叫豆豆")])
+    ]
     result = settled(agent, "我养的狗叫豆豆。", "s", cid)
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
     assert len(extraction_calls) == 1 and result.upkeep == "pending"

@@ -52,11 +52,11 @@ def plan(current: list[MemoryItem], *said: str) -> WritePlan:
     """What the rules stand-in makes of `said` (one turn each) against `current`."""
     turns = [turn(text, message=f"u{n}") for n, text in enumerate(said, start=1)]
     operations = RULES_EXTRACTOR(turns, [i for i in current if i.current])
-    return plan_write(current, operations, turns, now=NOW, source="rules")
+    return plan_write(current, operations, turns, source="rules")
 
 
 def modelled(current: list[MemoryItem], said: list[OwedTurn], *ops: Operation) -> WritePlan:
-    return plan_write(current, list(ops), said, now=NOW, source="model")
+    return plan_write(current, list(ops), said, source="model")
 
 
 def reasons(result: WritePlan) -> list[Reason]:
