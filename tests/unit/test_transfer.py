@@ -312,19 +312,21 @@ def test_a_secret_in_a_line_or_a_title_is_redacted_and_an_item_holding_one_refus
 
 def test_tombstones_join_the_sessions_and_the_later_clearing_holds(agent: ChatAgent) -> None:
     talk(agent, "bob", "hello")  # a session keeps tombstones in its registry
+    agent.forget_history(session_id="bob")
+    cleared = agent.export(session_id="bob")["historyClearedAt"]
+    assert cleared is not None
     agent.remember("I keep bees", session_id="bob")
     (bees,) = agent.memories(session_id="bob")["memories"]
     agent.forget(bees["id"], session_id="bob")
-    later = "2025-04-01T00:00:00+00:00"
-    sent = document(tombstones=["m_1", bees["id"]], historyClearedAt=later)
+    sent = document(tombstones=["m_1", bees["id"]], historyClearedAt="2025-01-01T00:00:00+00:00")
     sent["memories"].append({**sent["memories"][0], "id": bees["id"], "text": "I keep bees"})
     summary = agent.import_(sent, session_id="bob")
     assert summary["memories"] == {"imported": 1, "skipped": 1, "refused": 0}
     exported = agent.export(session_id="bob")
     assert exported["tombstones"] == [bees["id"], "m_1"]
-    assert exported["historyClearedAt"] == later
-    earlier = document(historyClearedAt="2025-01-01T00:00:00+00:00", conversations=[])
-    agent.import_(earlier, session_id="bob")
+    assert exported["historyClearedAt"] == cleared  # the earlier clearing changes nothing
+    later = "2999-01-01T00:00:00+00:00"
+    agent.import_(document(historyClearedAt=later, conversations=[]), session_id="bob")
     assert agent.export(session_id="bob")["historyClearedAt"] == later
 
 
