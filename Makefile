@@ -40,7 +40,7 @@ typecheck: $(STAMP) ## mypy over the packages and tests.
 unit: $(STAMP) ## pytest: unit and integration tests, in TEST_WORKERS parallel workers.
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-bench: $(STAMP) ## Benchmarks: start-up imports, memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory, the archive (figures, not tests).
+bench: $(STAMP) ## Benchmarks: start-up imports, memory, agent beside its peers (zero latency and time-to-done), HTTP workers, long-term memory, the archive, export and import (figures, not tests).
 	$(BIN)/python -m bench.startup_bench
 	$(BIN)/python -m bench.memory_bench
 	$(BIN)/python -m bench.agent_bench
@@ -52,6 +52,7 @@ bench: $(STAMP) ## Benchmarks: start-up imports, memory, agent beside its peers 
 	$(BIN)/python -m bench.recovery_bench
 	$(BIN)/python -m bench.fidelity_bench
 	$(BIN)/python -m bench.archive_bench
+	$(BIN)/python -m bench.transfer_bench
 
 eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd, then recall and off-topic injection on a long archive (offline, about 10 min).
 	$(BIN)/python -m evals

@@ -37,6 +37,7 @@ from memory.hydration import assert_client_safe
 from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
 from memory.retention import chatted_sessions, sweep_conversations
 from memory.schema import utcnow
+from memory.transfer import export_session, import_session
 
 ROUTES = frozenset({"chat", "tool", "tasklist", "delivery"})
 EMPTY_SEARCH = "a search needs at least one word"
@@ -482,3 +483,31 @@ class ChatAgent:
         """Delete every archived line of the session (its conversations, their memory and
         its long-term items stay); returns how many lines were deleted."""
         return self.memory.forget_history(check_id(session_id, "session id"))
+
+    # -- take it away, bring it back ----------------------------------------------------
+
+    def export(self, *, session_id: str) -> dict[str, Any]:
+        """Everything the session owns as one versioned JSON document (`memory.transfer`):
+        its listed conversations with their memory, its long-term items with their
+        history, its archived lines, its tombstones. It holds no session id, thread id
+        or key."""
+        return export_session(self.memory, self.long_term, check_id(session_id, "session id"))
+
+    def import_(self, document: object, *, session_id: str) -> dict[str, Any]:
+        """Bring an export (JSON text or bytes, or the parsed document) into the session,
+        all or nothing, by the rules of `memory.transfer` (what the session has stays;
+        importing twice changes nothing); returns `{conversations: {imported, skipped,
+        pruned}, memories: {imported, skipped, refused}, archive: {imported, skipped,
+        redacted}}`.
+
+        Raises:
+            InvalidRequest: not an export document of this version, past a limit (10 MB,
+                ten conversations, 200 items, 20,000 lines), or the session would hold
+                more than 100 current items or 100 of history; the message says what.
+                Nothing was written.
+        """
+        session = check_id(session_id, "session id")
+        try:
+            return import_session(self.memory, self.long_term, session, document)
+        except InvalidInput as exc:
+            raise InvalidRequest(str(exc)) from None

@@ -95,3 +95,14 @@ measured here: the tests reach no model; ada-002 rates everything higher)."""
 
 MAX_SEARCH_QUERY_CHARS: Final = 500
 MAX_SEARCH_RESULTS: Final = 50
+
+
+# -- export and import ----------------------------------------------------------------
+
+MAX_EXPORT_BYTES: Final = 10 * 1024 * 1024
+"""The largest export document an import reads (`POST /api/import`'s body limit too)."""
+MAX_EXPORT_LINES: Final = 20_000
+"""Archived lines an export document may hold."""
+MAX_EXPORT_TEXT_CHARS: Final = 64_000
+"""The longest message or archived line an export document may hold (four times the
+longest message a user may send: an answer can be longer than its question)."""

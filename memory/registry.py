@@ -140,6 +140,13 @@ def _listed(
                 review=review,
             )
         )
+    pending = [cid for cid in state.pending if cid != conversation_id]
+    return _newest(state.model_copy(update={"pending": pending}), entries)
+
+
+def _newest(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
+    """`state` listing `entries`, newest activity first; past `MAX_CONVERSATIONS` the least
+    recently active are pruned."""
     entries = ordered(entries)
     kept, pruned = entries[:MAX_CONVERSATIONS], tuple(e.id for e in entries[MAX_CONVERSATIONS:])
     selected = state.selected_conversation_id
@@ -147,12 +154,18 @@ def _listed(
         state.model_copy(
             update={
                 "conversations": kept,
-                "pending": [cid for cid in state.pending if cid != conversation_id],
                 "selected_conversation_id": None if selected in pruned else selected,
             }
         ),
         pruned,
     )
+
+
+def add_listed(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
+    """List `entries`, conversations the session does not own yet (an import's), beside
+    its own; past `MAX_CONVERSATIONS` the least recently active are pruned, whichever
+    they are."""
+    return _newest(state, [*state.conversations, *entries])
 
 
 def record_turn(

@@ -17,6 +17,7 @@ from memory.ids import ThreadIds
 from memory.registry import RegistryChange, RegistryState, RegistryUpdate
 from memory.schema import ThreadState
 from memory.storage import ThreadStore
+from memory.storage.documents import InTransaction, in_order
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,11 @@ class SessionDocuments:
         change: RegistryChange | None,
         memory: dict[str, ThreadState] | None = None,
         archive: ArchiveWrite | None = None,
+        also: InTransaction | None = None,
     ) -> RegistryChange | None:
         """Store new memory states (by conversation id), the registry change, the pruned
-        conversations' deletion and the archive's change in one transaction (the
-        caller holds the session's lock). Returns the change as stored."""
+        conversations' deletion, the archive's change and then `also` in one
+        transaction (the caller holds the session's lock). Returns the change as stored."""
         documents = {
             self.ids.memory_thread(session_id, conversation_id): state.to_document()
             for conversation_id, state in (memory or {}).items()
@@ -93,8 +95,10 @@ class SessionDocuments:
             documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
             stored = RegistryChange(state, change.pruned)
         pruned = change.pruned if change is not None else ()
-        also = None if archive is None else self.archive.writer(archive)
-        self.threads.put_many(documents, delete=self._threads_of(session_id, pruned), also=also)
+        lines = None if archive is None else self.archive.writer(archive)
+        self.threads.put_many(
+            documents, delete=self._threads_of(session_id, pruned), also=in_order(lines, also)
+        )
         return stored or change
 
     def update_registry(

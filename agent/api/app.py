@@ -20,13 +20,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Match, Mount
 
 from agent import web
-from agent.api import chat, conversations, error_responses, memories, search, signin
+from agent.api import chat, conversations, error_responses, memories, search, signin, transfer
 from agent.api.body import BodyLimit
 from agent.api.error_responses import DOCS_PATH, OWN_PATHS, SCHEMA_PATH, SESSIONLESS
 from agent.api.headers import NoSniff
 from agent.api.sessions import SessionCookies
 from agent.identity import Authenticator
 from agent.settings import Settings, SettingsError
+from memory.limits import MAX_EXPORT_BYTES
 
 if TYPE_CHECKING:
     from agent.service import ChatAgent
@@ -137,7 +138,7 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     )
     # each endpoint a route of the app's own, not an included router: LangGraph's server
     # wraps every route of the app in its auth middleware (`enable_custom_route_auth`)
-    for module in (chat, conversations, memories, search, signin, web):  # web: the page
+    for module in (chat, conversations, memories, search, signin, transfer, web):  # web: the page
         app.router.routes.extend(module.router.routes)
 
     @app.get("/api/health", tags=["meta"])
@@ -163,7 +164,9 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
         sessionless=SESSIONLESS,
         identity=lambda: app.state.identity,
     )
-    app.add_middleware(BodyLimit, prefixes=OWN_PATHS)  # before anything reads
+    # before anything reads; an import's document may be larger than a message
+    larger = {transfer.IMPORT_PATH: MAX_EXPORT_BYTES}
+    app.add_middleware(BodyLimit, prefixes=OWN_PATHS, larger=larger)
     app.add_middleware(NoSniff, prefixes=(*OWN_PATHS, web.ASSET_PREFIX))  # outermost
     error_responses.install(app)
     return app

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.api.error_responses import error_response
@@ -19,20 +21,28 @@ class BodyLimit:
         app: the wrapped ASGI app.
         limit: the largest body accepted, in bytes.
         prefixes: paths the limit applies to (LangGraph's own routes are left alone).
+        larger: paths that take more than `limit`, and how much (an import's document).
     """
 
     def __init__(
-        self, app: ASGIApp, *, limit: int = MAX_BODY_BYTES, prefixes: tuple[str, ...] = ("/",)
+        self,
+        app: ASGIApp,
+        *,
+        limit: int = MAX_BODY_BYTES,
+        prefixes: tuple[str, ...] = ("/",),
+        larger: Mapping[str, int] | None = None,
     ) -> None:
         self.app, self.limit, self.prefixes = app, limit, prefixes
+        self.larger = dict(larger or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
             await self.app(scope, receive, send)
             return
+        limit = self.larger.get(scope["path"], self.limit)
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            await self._too_large(scope, receive, send)
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await self._too_large(limit, scope, receive, send)
             return
         body = bytearray()
         while True:
@@ -40,15 +50,15 @@ class BodyLimit:
             if message["type"] == "http.disconnect":
                 return
             body += message.get("body", b"")
-            if len(body) > self.limit:
-                await self._too_large(scope, receive, send)
+            if len(body) > limit:
+                await self._too_large(limit, scope, receive, send)
                 return
             if not message.get("more_body", False):
                 break
         await self.app(scope, _replay(bytes(body), receive), send)
 
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_response(413, "payload_too_large", TOO_LARGE.format(limit=self.limit))
+    async def _too_large(self, limit: int, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(413, "payload_too_large", TOO_LARGE.format(limit=limit))
         response.headers["Connection"] = "close"
         await response(scope, receive, send)
 

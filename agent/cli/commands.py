@@ -22,6 +22,8 @@ Type a message and press Enter to chat. Commands:
   /remember TEXT    ask it to remember TEXT about you (no secrets: they are refused)
   /forget N         forget item N of the last /memories
   /search WORDS     find WORDS in your earlier conversations (also unlisted ones)
+  /export FILE      save all this session holds (conversations, memories, archive) to FILE
+  /import FILE      bring an export back into this session (what it has stays)
   /tasklist GOAL    plan GOAL as a task list (stops for your review)
   /delivery REQUEST run the delivery workflow on REQUEST
   /recover          continue a task list or delivery that a crash stopped
@@ -55,6 +57,7 @@ SWITCH_USAGE = "usage: /switch N, with N a number from /list"
 FORGET_USAGE = "usage: /forget N, with N a number from /memories"
 REMEMBER_USAGE = "usage: /remember TEXT"
 SEARCH_USAGE = "usage: /search WORDS"
+FILE_USAGE = "usage: /{name} FILE"
 EDIT_FORMAT = (
     "edit takes the new task list: titles separated by ';' (edit Write the tests; "
     "Ship it), or JSON for acceptance criteria too "
@@ -104,6 +107,10 @@ class ChatBackend(Protocol):
         self, query: str, *, session_id: str, limit: int = 10
     ) -> list[dict[str, Any]]: ...
 
+    def export(self, *, session_id: str) -> dict[str, Any]: ...
+
+    def import_(self, document: object, *, session_id: str) -> dict[str, Any]: ...
+
 
 @dataclass(frozen=True)
 class Command:
@@ -111,7 +118,8 @@ class Command:
 
     Attributes:
         name: `message` for text to send, else the slash command without its slash.
-        text: the message to send, the text of `/remember`, the words of `/search`.
+        text: the message to send, the text of `/remember`, the words of `/search`, the
+            file of `/export` and `/import`.
         number: the conversation number of `/switch`, the item number of `/forget`.
     """
 
@@ -141,6 +149,10 @@ def parse_command(line: str) -> Command | None:
     if name in ("remember", "search"):
         if not rest:
             raise UsageError(REMEMBER_USAGE if name == "remember" else SEARCH_USAGE)
+        return Command(name, text=rest)
+    if name in ("export", "import"):
+        if not rest:
+            raise UsageError(FILE_USAGE.format(name=name))
         return Command(name, text=rest)
     if name in NO_ARGUMENT_COMMANDS:
         if rest:

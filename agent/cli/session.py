@@ -28,6 +28,7 @@ from agent.cli.render import (
     render_review,
     render_search,
 )
+from agent.cli.transfer import export_to, import_from
 from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
@@ -193,6 +194,8 @@ class ChatSession:
             "remember": self._remember,
             "forget": self._forget,
             "search": self._search,
+            "export": lambda c: self._say(export_to(self.agent, self.session_id, c.text)),
+            "import": self._import,
             "review": self._review,
             "sync": lambda _: self._sync_review(announce=True),
             "help": lambda _: self._say(HELP),
@@ -388,6 +391,10 @@ class ChatSession:
     def _search(self, command: Command) -> None:
         results = self.agent.search_conversations(command.text, session_id=self.session_id)
         self._say(render_search(command.text, results))
+
+    def _import(self, command: Command) -> None:
+        self._say(import_from(self.agent, self.session_id, command.text))
+        self._listing, self._memories = [], []  # numbers change: list again
 
     def _forget(self, command: Command) -> None:
         if not self._memories:

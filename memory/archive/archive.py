@@ -338,6 +338,11 @@ class Archive:
         """How many lines the session has archived."""
         return self.backend.count(self.ids.session_key(session_id))
 
+    @storage_errors
+    def lines(self, session_id: str) -> list[ArchiveRow]:
+        """Every line the session has archived, in the order they were (an export)."""
+        return self.backend.lines(self.ids.session_key(session_id))
+
 
 def open_archive(
     threads: ThreadStore,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,13 @@ class ArchiveRow:
     created_at: datetime
     text: str
     covers: str | None = None
+
+
+def lines_sql(mark: str) -> str:
+    """The statement that reads a session's lines back as `ArchiveRow`s (the session key
+    its one parameter, written `mark`), in the order they were archived."""
+    columns = ", ".join(f.name for f in dataclasses.fields(ArchiveRow))
+    return f"SELECT {columns} FROM archive_lines WHERE session_key = {mark} ORDER BY id"
 
 
 @dataclass(frozen=True)
@@ -159,3 +167,7 @@ class ArchiveBackend(Protocol):
 
     def count(self, session_key: str) -> int:
         """How many lines the session has."""
+
+    def lines(self, session_key: str) -> list[ArchiveRow]:
+        """Every line of the session as it was written, oldest first (in the order they
+        were archived, which breaks a search's ties)."""

@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memory.archive.lines import FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
+from memory.archive.lines import (
+    FORGOTTEN,
+    ROLES,
+    ArchivedLine,
+    ArchiveRow,
+    ArchiveWrite,
+    lines_sql,
+)
 from memory.archive.terms import index_terms
 
 SETUP_LOCK_KEY = -(1 << 62) - 23
@@ -38,6 +45,7 @@ INSERT_LINE_SQL = (
     " message_id, role, created_at, text, covers, terms)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) ON CONFLICT DO NOTHING"
 )
+LINES_SQL = lines_sql("%s")
 SEARCH_SQL = """
 WITH hits AS (
   SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
@@ -276,3 +284,9 @@ class PostgresArchive:
                 "SELECT COUNT(*) AS n FROM archive_lines WHERE session_key = %s", (session_key,)
             ).fetchone()
         return int(row["n"])
+
+    def lines(self, session_key: str) -> list[ArchiveRow]:
+        """Every line of the session, in the order they were archived."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(LINES_SQL, (session_key,)).fetchall()
+        return [ArchiveRow(**row) for row in rows]

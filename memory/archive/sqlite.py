@@ -10,7 +10,15 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite
+from memory.archive.lines import (
+    EMBEDDED_ROLES,
+    FORGOTTEN,
+    ROLES,
+    ArchivedLine,
+    ArchiveRow,
+    ArchiveWrite,
+    lines_sql,
+)
 from memory.archive.sqlite_search import read_line, search_sql
 from memory.archive.terms import index_terms
 from memory.storage.sqlite.connection import scrub_on_commit, sqlite_transaction
@@ -78,6 +86,7 @@ INSERT_LINE_SQL = (
     "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
     " title, message_id, role, created_at, text, covers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+LINES_SQL = lines_sql("?")
 INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, other) VALUES (?, ?, ?)"
 DELETE_INDEX_SQL = (
     "INSERT INTO archive_index (archive_index, rowid, said, other) VALUES ('delete', ?, ?, ?)"
@@ -408,3 +417,14 @@ class SqliteArchive:
                 "SELECT COUNT(*) FROM archive_lines WHERE session_key = ?", (session_key,)
             ).fetchone()
         return int(row[0])
+
+    def lines(self, session_key: str) -> list[ArchiveRow]:
+        """Every line of the session, in the order they were archived."""
+        with self.lock:
+            cursor = self.conn.execute(LINES_SQL, (session_key,))
+            names = [column[0] for column in cursor.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return [
+            ArchiveRow(**{**row, "created_at": datetime.fromisoformat(row["created_at"])})
+            for row in rows
+        ]

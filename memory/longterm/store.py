@@ -17,6 +17,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -217,6 +218,11 @@ class LongTermMemory:
 
     def _lock_key(self, session_id: str) -> str:
         return f"{LOCK_PREFIX}:{self.ids.session_key(session_id)}"
+
+    def lock(self, session_id: str) -> AbstractContextManager[None]:
+        """The lock every writer of the session's items holds (taken before the lock of
+        the session's documents, when a write holds both)."""
+        return self.locks.hold(self._lock_key(session_id), self.lock_timeout)
 
     def _ops(self, session_id: str, plan: WritePlan) -> list[PutOp]:
         namespace = self.namespace(session_id)

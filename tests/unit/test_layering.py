@@ -35,6 +35,7 @@ SERVICES = frozenset(
         "memory.archive.archive",
         "memory.retention",
         "memory.redaction",
+        "memory.transfer",
     }
 )
 """Modules that read and write through storage; every other module of `memory/` is pure."""

@@ -1,0 +1,179 @@
+"""The export document: everything a session owns as one versioned JSON document, its
+schema and its checks.
+
+The document is `{"format", "version", "exportedAt", "conversations", "memories",
+"archive", "tombstones", "historyClearedAt"}`. Each conversation is its listing (id,
+title, times) with its memory as stored (`ThreadState`: messages, summary and its
+version, what it covers, pins, open questions, upkeep); each long-term item, current or
+history, is its stored value with its id, whatever fields the item has (provenance,
+what changed it: the marks a search puts on lines that no longer hold); each archived
+line is what the archive's index and its searches read (conversation, title, message
+id, role, time, text, what a summary covered), in the order the lines were archived,
+which breaks a search's ties; the tombstones are the ids of forgotten items, and
+`historyClearedAt` when the archive was last forgotten. No session id, thread id or
+hashed key is in it (`memory.transfer` files everything again under the importing
+session's own keys).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from memory.archive.lines import ArchiveRole
+from memory.errors import InvalidInput
+from memory.limits import (
+    MAX_CONVERSATIONS,
+    MAX_EXPORT_BYTES,
+    MAX_EXPORT_LINES,
+    MAX_EXPORT_TEXT_CHARS,
+    MAX_HISTORY_ITEMS,
+    MAX_ID_CHARS,
+    MAX_MEMORY_ITEMS,
+    MAX_TITLE_CHARS,
+    MAX_TOMBSTONES,
+)
+from memory.longterm.items import MemoryItem
+from memory.schema import MessageId, ThreadState, UtcDatetime, require_storable
+
+FORMAT = "langgraph-memory-agent.export"
+VERSION = 1
+TOO_LARGE = "an export document is at most {limit:,} bytes"
+NOT_JSON = "the export document is not JSON"
+INVALID_DOCUMENT = "invalid export document: {problems}"
+TEXT_TOO_LONG = f"a text is at most {MAX_EXPORT_TEXT_CHARS:,} characters"
+DUPLICATE = "each {what} appears once"
+_SHOWN_PROBLEMS = 3
+
+ItemId = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+"""A long-term item's id, as `LongTermMemory.forget` takes it."""
+Text = Annotated[StrictStr, Field(min_length=1, max_length=MAX_EXPORT_TEXT_CHARS)]
+Title = Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)]
+
+
+class _Part(BaseModel):
+    """A part of the document: camelCase keys, no others."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel)
+
+
+class ExportedConversation(_Part):
+    """A listed conversation and its memory, as stored."""
+
+    id: MessageId
+    title: Title
+    created_at: UtcDatetime
+    last_active_at: UtcDatetime
+    memory: ThreadState
+
+    @field_validator("memory")
+    @classmethod
+    def _texts_fit(cls, memory: ThreadState) -> ThreadState:
+        if any(
+            len(m.text) > MAX_EXPORT_TEXT_CHARS for m in [*memory.messages, *memory.upkeep_owed]
+        ):
+            raise ValueError(TEXT_TOO_LONG)
+        return memory
+
+
+class ExportedLine(_Part):
+    """An archived line: what the archive's index and its searches read."""
+
+    conversation_id: MessageId
+    title: Title
+    message_id: MessageId
+    role: ArchiveRole
+    created_at: UtcDatetime
+    text: Text
+    covers: Annotated[StrictStr, Field(max_length=2 * MAX_ID_CHARS + 2)] | None = None
+
+
+class ExportedItem(MemoryItem):
+    """A long-term item's stored value and its id: the item's own fields, no others."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: ItemId
+
+
+class ExportDocument(_Part):
+    """Everything a session owns (see the module docstring)."""
+
+    format: Literal["langgraph-memory-agent.export"]
+    version: Literal[1]
+    exported_at: UtcDatetime
+    conversations: list[ExportedConversation] = Field(max_length=MAX_CONVERSATIONS)
+    memories: list[ExportedItem] = Field(max_length=MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS)
+    archive: list[ExportedLine] = Field(max_length=MAX_EXPORT_LINES)
+    tombstones: list[ItemId] = Field(max_length=MAX_TOMBSTONES)
+    history_cleared_at: UtcDatetime | None = None
+
+    @model_validator(mode="after")
+    def _unique(self) -> ExportDocument:
+        for what, ids in (
+            ("conversation id", [c.id for c in self.conversations]),
+            ("memory id", [item.id for item in self.memories]),
+        ):
+            if len(set(ids)) < len(ids):
+                raise ValueError(DUPLICATE.format(what=what))
+        return self
+
+
+def read_document(raw: object) -> ExportDocument:
+    """The export document in `raw` (JSON text or bytes, or the parsed object), checked.
+
+    Raises:
+        InvalidInput: larger than `MAX_EXPORT_BYTES`, not JSON, not a document of this
+            format and version, past a limit, or holding text a backend cannot store;
+            the message names the first problems (never the document's values).
+    """
+    try:
+        if isinstance(raw, str | bytes | bytearray):
+            size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
+            if size <= MAX_EXPORT_BYTES:
+                raw = json.loads(raw)
+        else:
+            size = len(json.dumps(raw, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nested past Python's limit
+        raise InvalidInput(NOT_JSON) from None
+    if size > MAX_EXPORT_BYTES:
+        raise InvalidInput(TOO_LARGE.format(limit=MAX_EXPORT_BYTES))
+    try:
+        document = ExportDocument.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidInput(INVALID_DOCUMENT.format(problems=_problems(exc))) from None
+    _require_storable(raw)
+    return document
+
+
+def _problems(exc: ValidationError) -> str:
+    shown = [
+        f"{'.'.join(map(str, error['loc'])) or 'document'}: {error['msg']}"
+        for error in exc.errors()[:_SHOWN_PROBLEMS]
+    ]
+    more = exc.error_count() - len(shown)
+    return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _require_storable(value: object) -> None:
+    """Every string of a validated document is one that every backend can store."""
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, str):
+            require_storable(current, "a text of the export document")
+        elif isinstance(current, dict):
+            pending.extend([*current.keys(), *current.values()])
+        elif isinstance(current, list):
+            pending.extend(current)

@@ -1,0 +1,281 @@
+"""Export and import: a session's export document (`memory.export_document`) read from
+its stores, and brought back into a session.
+
+An export is read under the session's locks, so that no turn's write lands half in it.
+An import is checked whole (`read_document`) and its secrets scanned before any lock is
+taken, then written in one transaction under the session's locks, or not at all. Its
+rules:
+- a conversation the session already has (listed or pending) stays as it is: the
+  document's copy and its archived lines are skipped. So importing a document twice
+  changes nothing, and an import never overwrites what a session holds;
+- the imported conversations are listed by their last activity; past ten, the least
+  recently active are pruned as a turn prunes them (their archived lines stay);
+- an item whose id the session already has, a current item whose text it holds as a
+  current one, and an item a tombstone names are skipped; one whose text or quote the
+  secret detector flags is refused (counted, never stored); the session keeps at most
+  100 current items and 100 of history, or nothing is imported; the tombstones join
+  the session's, and the later time its archive was forgotten holds;
+- an archived line the session has (same conversation and message id) is skipped;
+  lines and titles the secret detector flags are stored `[redacted]`, as the archive
+  stores a turn's. A conversation's memory keeps its text as a turn's write does.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from langgraph.store.base import PutOp
+
+from memory.analysis import redact_secrets
+from memory.archive.lines import ArchiveRow, ArchiveWrite
+from memory.conversations import ConversationMemory
+from memory.errors import InvalidInput
+from memory.export_document import (
+    FORMAT,
+    VERSION,
+    ExportDocument,
+    ExportedConversation,
+    ExportedItem,
+    ExportedLine,
+    read_document,
+)
+from memory.hydration import assert_client_safe
+from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_TOMBSTONES
+from memory.longterm.items import MemoryItem
+from memory.longterm.secrets import find_secret
+from memory.longterm.store import LongTermMemory
+from memory.registry import (
+    ConversationEntry,
+    RegistryChange,
+    RegistryState,
+    add_listed,
+    make_title,
+    ordered,
+)
+from memory.schema import ThreadState
+from memory.storage.items import items_step
+
+TOO_MANY_ITEMS = (
+    "the import would leave {count} long-term items ({what}); a session keeps at most "
+    "{limit}: forget some first"
+)
+
+
+# -- export --------------------------------------------------------------------------------
+
+
+def export_session(
+    memory: ConversationMemory, long_term: LongTermMemory, session_id: str
+) -> dict[str, Any]:
+    """Everything `session_id` owns, as a document `read_document` takes back: read
+    under the session's locks, so no turn's write lands half in it."""
+    with long_term.lock(session_id), memory.documents.lock(session_id):
+        registry = memory.registry(session_id)
+        listed = ordered(registry.conversations)
+        threads = [memory.memory_thread(session_id, entry.id) for entry in listed]
+        stored = memory.threads.get_many(threads)
+        items = long_term.all_items(session_id)
+        lines = memory.archive.lines(session_id)
+    cleared = registry.history_cleared_at
+    document = {
+        "format": FORMAT,
+        "version": VERSION,
+        "exportedAt": memory.clock().isoformat(),
+        "conversations": [
+            {
+                "id": entry.id,
+                "title": entry.title,
+                "createdAt": entry.created_at.isoformat(),
+                "lastActiveAt": entry.last_active_at.isoformat(),
+                "memory": ThreadState.from_document(stored.get(thread, {})).to_document(),
+            }
+            for entry, thread in zip(listed, threads, strict=True)
+        ],
+        "memories": [_item(item) for item in items],
+        "archive": [
+            {
+                "conversationId": row.conversation_id,
+                "title": row.title,
+                "messageId": row.message_id,
+                "role": row.role,
+                "createdAt": row.created_at.isoformat(),
+                "text": row.text,
+                "covers": row.covers,
+            }
+            for row in lines
+        ],
+        "tombstones": list(registry.forgotten),
+        "historyClearedAt": None if cleared is None else cleared.isoformat(),
+    }
+    assert_client_safe(document)
+    return document
+
+
+def _item(item: MemoryItem) -> dict[str, Any]:
+    value = {"id": item.id, **item.to_value()}
+    # which path wrote an item is internal: `source` is a key no client payload carries
+    value.pop("source", None)
+    return value
+
+
+# -- import --------------------------------------------------------------------------------
+
+
+def import_session(
+    memory: ConversationMemory, long_term: LongTermMemory, session_id: str, raw: object
+) -> dict[str, Any]:
+    """Import the document in `raw` into `session_id` by the module's rules, in one
+    transaction; returns what it did: `{"conversations": {imported, skipped, pruned},
+    "memories": {imported, skipped, refused}, "archive": {imported, skipped, redacted}}`
+    (`pruned`: listed conversations, the session's or imported ones, that the import
+    pushed past ten; `refused`: items holding a secret).
+
+    Raises:
+        InvalidInput: see `read_document`; or the session would hold more than 100
+            current items or 100 of history. Nothing was written.
+    """
+    document = read_document(raw)
+    # the secret scans, before any lock is taken
+    safe = [item for item in document.memories if not _holds_secret(item)]
+    scanned = _rows(memory, session_id, document.archive)
+    redacted = {
+        (row.conversation_id, row.message_id)
+        for row, line in zip(scanned, document.archive, strict=True)
+        if row.text != line.text
+    }
+    with long_term.lock(session_id), memory.documents.lock(session_id):
+        registry = memory.registry(session_id)
+        held = long_term.all_items(session_id)
+        items = _new_items(safe, held, {*registry.forgotten, *document.tombstones})
+        new = [c for c in document.conversations if not registry.owns(c.id)]
+        listed = add_listed(registry, [_entry(memory, session_id, c) for c in new])
+        change = RegistryChange(_with_marks(listed.state, document), listed.pruned)
+        states = {c.id: c.memory for c in new if c.id not in change.pruned}
+        rows = _unarchived(scanned, registry, memory.archive.lines(session_id))
+        namespace = long_term.namespace(session_id)
+        puts = [PutOp(namespace, i.id, i.to_value(), ttl=long_term.ttl_minutes) for i in items]
+        listing = change if change.state != registry else None
+        if listing or rows or puts:
+            memory.documents.commit(
+                session_id,
+                registry,
+                listing,
+                states,
+                ArchiveWrite(rows=rows),
+                also=items_step(long_term.store, puts) if puts else None,
+            )
+    return {
+        "conversations": {
+            "imported": len(states),
+            "skipped": len(document.conversations) - len(new),
+            "pruned": len(change.pruned),
+        },
+        "memories": {
+            "imported": len(items),
+            "skipped": len(safe) - len(items),
+            "refused": len(document.memories) - len(safe),
+        },
+        "archive": {
+            "imported": len(rows),
+            "skipped": len(document.archive) - len(rows),
+            "redacted": sum((row.conversation_id, row.message_id) in redacted for row in rows),
+        },
+    }
+
+
+def _holds_secret(item: MemoryItem) -> bool:
+    quote = item.provenance.quote if item.provenance is not None else ""
+    return find_secret(item.text) is not None or find_secret(quote) is not None
+
+
+def _new_items(
+    items: list[ExportedItem], held: list[MemoryItem], forgotten: set[str]
+) -> list[ExportedItem]:
+    """The `items` to import beside the `held` ones (see the module's rules).
+
+    Raises:
+        InvalidInput: the session would hold more current items, or more of history,
+            than it keeps.
+    """
+    skipped = {item.id for item in held} | forgotten
+    keys = {item.key for item in held if item.current}
+    new = [
+        item for item in items if item.id not in skipped and not (item.current and item.key in keys)
+    ]
+    for what, current, limit in (
+        ("current", True, MAX_MEMORY_ITEMS),
+        ("history", False, MAX_HISTORY_ITEMS),
+    ):
+        count = sum(item.current == current for item in [*held, *new])
+        if count > limit:
+            raise InvalidInput(TOO_MANY_ITEMS.format(count=count, what=what, limit=limit))
+    return new
+
+
+def _with_marks(registry: RegistryState, document: ExportDocument) -> RegistryState:
+    """`registry` with the document's tombstones after its own (the newest kept) and the
+    later of the two times the archive was forgotten."""
+    forgotten = [*registry.forgotten]
+    forgotten += [t for t in dict.fromkeys(document.tombstones) if t not in forgotten]
+    times = [t for t in (registry.history_cleared_at, document.history_cleared_at) if t]
+    return registry.model_copy(
+        update={
+            "forgotten": forgotten[-MAX_TOMBSTONES:],
+            "history_cleared_at": max(times, default=None),
+        }
+    )
+
+
+def _entry(
+    memory: ConversationMemory, session_id: str, c: ExportedConversation
+) -> ConversationEntry:
+    return ConversationEntry(
+        id=c.id,
+        title=_kept(c.title),
+        created_at=c.created_at,
+        last_active_at=c.last_active_at,
+        key=memory.ids.conversation_key(session_id, c.id),
+    )
+
+
+def _unarchived(
+    rows: list[ArchiveRow], registry: RegistryState, archived: list[ArchiveRow]
+) -> list[ArchiveRow]:
+    """The `rows` to import: not of a conversation the session owns, nor archived (a
+    line the document repeats is imported once)."""
+    seen = {(row.conversation_id, row.message_id) for row in archived}
+    chosen = []
+    for row in rows:
+        mark = (row.conversation_id, row.message_id)
+        if not registry.owns(row.conversation_id) and mark not in seen:
+            chosen.append(row)
+            seen.add(mark)
+    return chosen
+
+
+def _rows(
+    memory: ConversationMemory, session_id: str, lines: list[ExportedLine]
+) -> list[ArchiveRow]:
+    """`lines` as the session's archived lines, secrets redacted."""
+    session_key = memory.ids.session_key(session_id)
+    return [
+        ArchiveRow(
+            session_key=session_key,
+            conversation_key=memory.ids.conversation_key(session_id, line.conversation_id),
+            conversation_id=line.conversation_id,
+            title=_kept(line.title),
+            message_id=line.message_id,
+            role=line.role,
+            created_at=line.created_at,
+            text=redact_secrets(line.text),
+            covers=line.covers,
+        )
+        for line in lines
+    ]
+
+
+@functools.lru_cache(maxsize=1024)  # a conversation's lines share its title
+def _kept(title: str) -> str:
+    """A title as the registry and the archive keep it: secrets redacted, one line."""
+    return make_title(redact_secrets(title))
