@@ -19,8 +19,9 @@ Type a message and press Enter to chat. Commands:
   /switch N         continue conversation N of the last /list
   /memory           show what the agent remembers of this conversation
   /memories         list what it remembers about you across conversations
+  /memories history list what a later statement of yours changed
   /remember TEXT    ask it to remember TEXT about you (no secrets: they are refused)
-  /forget N         forget item N of the last /memories
+  /forget N         forget item N of the last /memories (or /memories history)
   /search WORDS     find WORDS in your earlier conversations (also unlisted ones)
   /export FILE      save all this session holds (conversations, memories, archive) to FILE
   /import FILE      bring an export back into this session (what it has stays)
@@ -48,9 +49,7 @@ DEFAULT_ACTIONS = {
 TEXT_FIELDS = {"reject": "reason", "respond": "feedback"}
 """Actions that need text, and the decision field that carries it (others take none)."""
 
-NO_ARGUMENT_COMMANDS = frozenset(
-    {"new", "list", "memory", "memories", "recover", "review", "help", "quit"}
-)
+NO_ARGUMENT_COMMANDS = frozenset({"new", "list", "memory", "recover", "review", "help", "quit"})
 ALIASES = {"exit": "quit"}
 UNKNOWN_COMMAND = "unknown command {head}; type /help for the commands"
 SWITCH_USAGE = "usage: /switch N, with N a number from /list"
@@ -58,6 +57,7 @@ FORGET_USAGE = "usage: /forget N, with N a number from /memories"
 REMEMBER_USAGE = "usage: /remember TEXT"
 SEARCH_USAGE = "usage: /search WORDS"
 FILE_USAGE = "usage: /{name} FILE"
+MEMORIES_USAGE = "usage: /memories, or /memories history"
 EDIT_FORMAT = (
     "edit takes the new task list: titles separated by ';' (edit Write the tests; "
     "Ship it), or JSON for acceptance criteria too "
@@ -97,7 +97,7 @@ class ChatBackend(Protocol):
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
 
-    def memories(self, *, session_id: str) -> dict[str, Any]: ...
+    def memories(self, *, session_id: str, include_history: bool = False) -> dict[str, Any]: ...
 
     def remember(self, text: str, *, session_id: str) -> dict[str, Any]: ...
 
@@ -119,7 +119,7 @@ class Command:
     Attributes:
         name: `message` for text to send, else the slash command without its slash.
         text: the message to send, the text of `/remember`, the words of `/search`, the
-            file of `/export` and `/import`.
+            file of `/export` and `/import`, `history` for `/memories history`.
         number: the conversation number of `/switch`, the item number of `/forget`.
     """
 
@@ -154,6 +154,10 @@ def parse_command(line: str) -> Command | None:
         if not rest:
             raise UsageError(FILE_USAGE.format(name=name))
         return Command(name, text=rest)
+    if name == "memories":
+        if rest.lower() not in ("", "history"):
+            raise UsageError(MEMORIES_USAGE)
+        return Command(name, text=rest.lower())
     if name in NO_ARGUMENT_COMMANDS:
         if rest:
             raise UsageError(f"/{name} takes no arguments")

@@ -62,7 +62,7 @@ def memory_line(event: MemoryEvent) -> str | None:
         if status == "succeeded":
             added, retired = int(event.get("remembered") or 0), int(event.get("retired") or 0)
             parts = [f"remembered {added}"] if added else []
-            parts += [f"forgot {retired} older"] if retired else []
+            parts += [f"{retired} older no longer used"] if retired else []
             return f"[long-term memory: {', '.join(parts) or 'refreshed'}]"
         return f"[long-term memory: {status}]"
     if stage == "recall":

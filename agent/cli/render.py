@@ -121,16 +121,45 @@ def render_memory(dto: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _source(item: Mapping[str, Any]) -> str:
+    """Where an item came from: the day and the user's words, or that it was added here."""
+    source = item.get("provenance") or {}
+    day = str(source.get("at") or item.get("createdAt", ""))[:10]
+    if not (source.get("conversationId") or item.get("conversationId")):
+        return f"       added by you on {day}"
+    quote = source.get("quote")
+    return f"       said on {day}" + (f": “{one_line(quote)}”" if quote else "")
+
+
+def _item_line(number: int, item: Mapping[str, Any]) -> str:
+    return f"  {number}. [{item.get('kind')}] {one_line(str(item.get('text', '')))}"
+
+
 def render_memories(listing: Mapping[str, Any]) -> str:
-    """The long-term items, numbered for `/forget N`, newest first."""
+    """The long-term items, numbered for `/forget N`, newest first, each with where it
+    was said."""
     items = listing.get("memories") or []
     if not items:
         return "long-term memory: nothing yet (say a preference, or /remember TEXT)"
     lines = [f"long-term memory ({len(items)} of {listing.get('limit', '?')}):"]
-    lines.extend(
-        f"  {n}. [{item.get('kind')}] {one_line(str(item.get('text', '')))}"
-        for n, item in enumerate(items, 1)
-    )
+    for number, item in enumerate(items, 1):
+        lines += [_item_line(number, item), _source(item)]
+    return "\n".join(lines)
+
+
+def render_history(listing: Mapping[str, Any]) -> str:
+    """The items later statements changed, most recently changed first, numbered for
+    `/forget N`: when each changed, what replaced it (while that holds), where it was said."""
+    items = listing.get("history") or []
+    if not items:
+        return "long-term memory history: nothing you said has changed an item yet"
+    current = {item["id"]: item for item in listing.get("memories") or []}
+    lines = [f"long-term memory history ({len(items)}; never used again, /forget N forgets one):"]
+    for number, item in enumerate(items, 1):
+        by = current.get(item.get("supersededBy") or "")
+        change = f"replaced by “{one_line(by['text'])}”" if by else "no longer holds"
+        day = str(item.get("invalidAt", ""))[:10]
+        lines += [_item_line(number, item), f"       changed on {day}: {change}", _source(item)]
     return "\n".join(lines)
 
 

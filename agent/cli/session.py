@@ -22,6 +22,7 @@ from agent.cli.commands import (
 from agent.cli.markdown import MarkdownView
 from agent.cli.printer import TurnOutcome, TurnPrinter, print_turn, print_upkeep
 from agent.cli.render import (
+    render_history,
     render_listing,
     render_memories,
     render_memory,
@@ -111,7 +112,7 @@ class ChatSession:
         self._markdown = MarkdownView(self.out) if markdown else None
         self._listing: list[str] = []
         self._memories: list[str] = []
-        """Ids of the long-term items of the last `/memories`, for `/forget N`."""
+        """Ids of the long-term items of the last `/memories` (or its history), for `/forget N`."""
         self._pending: tuple[str, dict[str, Any], str | None] | None = None
         """The review waiting for an answer: conversation, payload, route."""
         self._next_line: str | None = None
@@ -377,11 +378,12 @@ class ChatSession:
         self._say(f"switched to {number}. {titles.get(conversation_id, conversation_id)}")
         self._sync_review(announce=True)
 
-    def _list_memories(self, _: Command | None = None, *, show: bool = True) -> None:
-        listing = self.agent.memories(session_id=self.session_id)
-        self._memories = [item["id"] for item in listing["memories"]]
+    def _list_memories(self, command: Command | None = None, *, show: bool = True) -> None:
+        history = command is not None and command.text == "history"
+        listing = self.agent.memories(session_id=self.session_id, include_history=history)
+        self._memories = [item["id"] for item in listing["history" if history else "memories"]]
         if show:
-            self._say(render_memories(listing))
+            self._say(render_history(listing) if history else render_memories(listing))
 
     def _remember(self, command: Command) -> None:
         item = self.agent.remember(command.text, session_id=self.session_id)

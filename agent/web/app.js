@@ -8,7 +8,7 @@ import { ApiError, requestJson, streamEvents } from "./api.js";
 import { foldedNote } from "./folded.js";
 import { MemoryPanel } from "./memory.js";
 import { MessageList } from "./messages.js";
-import { closeSidebarOnNarrow, installPanels } from "./panels.js";
+import { closeMemoryOnNarrow, closeSidebarOnNarrow, installPanels } from "./panels.js";
 import { decisionWords, renderReview } from "./review.js";
 import { Search } from "./search.js";
 import { Sidebar } from "./sidebar.js";
@@ -46,7 +46,14 @@ const sidebar = new Sidebar({
   onDelete: deleteConversation,
   onNew: newChat,
 });
-const memory = new MemoryPanel({ notice: (error) => noticeFor(error) });
+const memory = new MemoryPanel({
+  notice: (error) => noticeFor(error),
+  titleOf: (id) => entryOf(id)?.title ?? null,
+  onOpen: (conversationId, messageId) => {
+    closeMemoryOnNarrow();
+    openAtLine(conversationId, messageId);
+  },
+});
 const search = new Search({
   isListed: (id) => Boolean(entryOf(id)),
   onOpen: openAtLine,
@@ -56,7 +63,7 @@ const FOLDED_LINE =
   "it into the summary (the note at the top of the conversation shows it, and finds " +
   "its folded lines).";
 
-/** Open a conversation at a search hit's line. */
+/** Open a conversation at a line (a search hit's, the source of a long-term item). */
 async function openAtLine(conversationId, messageId) {
   if (state.turn) return;
   if (state.currentId !== conversationId) await openConversation(conversationId);

@@ -2,9 +2,9 @@
 // summary. The note reads the summary and searches the folded lines (GET /api/search with
 // the conversation's id: the archive keeps every line a turn wrote).
 
-import { ApiError, requestJson } from "./api.js";
+import { ApiError } from "./api.js";
 import { h, plural } from "./dom.js";
-import { archivedLine, queryWords } from "./search.js";
+import { archivedLine, conversationLines, queryWords } from "./search.js";
 
 const FOLDED_LINES = 20;
 
@@ -53,19 +53,16 @@ export function foldedNote(dto) {
 }
 
 async function searchFolded(conversationId, query, shown, results) {
-  const params = new URLSearchParams({ q: query, conversationId, limit: String(FOLDED_LINES) });
-  let body;
+  let found;
   try {
-    body = await requestJson("GET", `/api/search?${params}`);
+    found = await conversationLines(conversationId, query, FOLDED_LINES);
   } catch (error) {
     const message = error instanceof ApiError ? error.message : "The search failed.";
     results.replaceChildren(h("p", { class: "form-error small", text: message }));
     return;
   }
   const words = queryWords(query);
-  const folded = (Array.isArray(body && body.results) ? body.results : []).filter(
-    (line) => !shown.has(line.messageId),
-  );
+  const folded = found.filter((line) => !shown.has(line.messageId));
   if (!folded.length) {
     results.replaceChildren(
       h("p", { class: "muted small", text: `Nothing folded matches “${query}”.` }),

@@ -25,6 +25,11 @@ export function closeSidebarOnNarrow() {
   if (layout && narrow.matches) setSidebarOpen(false);
 }
 
+/** Close the memory panel's overlay of a narrow screen (a line it links to was opened). */
+export function closeMemoryOnNarrow() {
+  if (layout && narrow.matches) setMemoryOpen(false);
+}
+
 /** Wire the panel toggles of `root` (the page's layout element). */
 export function installPanels(root) {
   layout = root;

@@ -3,12 +3,14 @@
 // date, its conversation's title and snippets with the searched words marked (built as
 // text nodes and <mark> elements, never as HTML). A result opens its conversation at
 // the line; a conversation pruned from the list is said to be so, with its archived
-// lines shown here.
+// lines shown here. A line whose statement a later one changed ("I moved to Porto" after
+// "I live in Lisbon") is marked so, in words.
 
 import { ApiError, requestJson } from "./api.js";
 import { clear, h, plural, shortDate } from "./dom.js";
 
 const SNIPPET_CHARS = 160;
+const CHANGED = "A later statement changed what this line says (see History in the memory panel)";
 const PRUNED =
   "This conversation is no longer in the list (only the 10 most recently active are " +
   "kept), so it cannot be opened; its archived lines:";
@@ -85,6 +87,11 @@ export function turnResults(hits) {
 
 const SPEAKERS = { user: "You", assistant: "Agent", summary: "Summary" };
 
+/** The mark of a line whose statement a later one changed (words, not colour only). */
+export function changedMark() {
+  return h("span", { class: "changed-mark", text: "changed since", title: CHANGED });
+}
+
 /** An archived line as a list item: its date and speaker, then its text, words marked. */
 export function archivedLine(line, words) {
   return h(
@@ -94,8 +101,38 @@ export function archivedLine(line, words) {
       class: "muted small",
       text: `${shortDate(line.createdAt)} · ${SPEAKERS[line.role] || line.role}: `,
     }),
+    line.superseded ? changedMark() : null,
     ...markedText(String(line.text || ""), words),
   );
+}
+
+/**
+ * The archived lines of one conversation that share words with `query` (GET /api/search
+ * with its id), most relevant first.
+ * @throws {ApiError}
+ */
+export async function conversationLines(conversationId, query, limit) {
+  const params = new URLSearchParams({ q: query, conversationId, limit: String(limit) });
+  const body = await requestJson("GET", `/api/search?${params}`);
+  return Array.isArray(body && body.results) ? body.results : [];
+}
+
+/** A conversation pruned from the list, said to be so, with its archived `lines` (the
+ * one of id `found` marked). */
+export function prunedLines(title, lines, words, found = null) {
+  return [
+    h("p", { class: "small", attrs: { "data-role": "pruned-hit" }, text: PRUNED }),
+    h("p", { class: "search-title", text: String(title || "") }),
+    h(
+      "ul",
+      { class: "archived-lines" },
+      lines.map((line) => {
+        const item = archivedLine(line, words);
+        if (found && line.messageId === found) item.classList.add("found");
+        return item;
+      }),
+    ),
+  ];
 }
 
 /** `text` as nodes: the searched words in <mark>, the rest as text. */
@@ -214,6 +251,7 @@ export class Search {
                 attrs: { datetime: first.createdAt, title: first.createdAt },
               }),
               h("span", { class: "search-title", text: String(first.title || "") }),
+              lines.some((line) => line.superseded) ? changedMark() : null,
             ),
             ...lines.map((line) => {
               const echoed = line.role === "assistant" && said ? said.text : "";
@@ -239,14 +277,6 @@ export class Search {
       return;
     }
     const lines = hits.filter((other) => other.conversationId === hit.conversationId);
-    this.show([
-      h("p", { class: "small", attrs: { "data-role": "pruned-hit" }, text: PRUNED }),
-      h("p", { class: "search-title", text: String(hit.title || "") }),
-      h(
-        "ul",
-        { class: "archived-lines" },
-        lines.map((line) => archivedLine(line, words)),
-      ),
-    ]);
+    this.show(prunedLines(hit.title, lines, words));
   }
 }

@@ -145,7 +145,8 @@ export function memoryNotes(events, result, hydration) {
   }
   const retired = sumOf(events, "retired");
   if (retired) {
-    notes.push({ text: `Forgot ${plural(retired, "older long-term item")}`, tone: "info" });
+    // changed (kept as history) or forgotten: either way no longer used
+    notes.push({ text: `${plural(retired, "older long-term item")} no longer used`, tone: "info" });
   }
   if (result && result.degraded) {
     notes.push({

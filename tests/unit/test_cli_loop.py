@@ -330,6 +330,52 @@ def test_long_term_memory_commands(tmp_path: Path) -> None:
         ]
 
 
+def test_memories_show_their_quotes_and_history_what_changed(tmp_path: Path) -> None:
+    with ChatAgent(
+        database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
+        model=OfflineChatModel(),
+        secret="s" * 40,
+        settings=Settings(data_dir=tmp_path / "data"),
+    ) as agent:
+        out, err, code = chat(
+            agent,
+            "I live in Lisbon and I work as a data engineer.",
+            "I moved to Porto.",
+            "/remember I drink green tea",
+            "/memories",
+            "/memories history",
+        )
+        assert (code, err) == (0, "")
+        listing = agent.memories(session_id="s1", include_history=True)
+        said = {item["text"]: item["provenance"]["at"][:10] for item in listing["memories"]}
+        (lisbon,) = listing["history"]
+        listings = out.split("> /memories")
+        assert listings[1].splitlines()[1:7] == [
+            "long-term memory (3 of 100):",
+            "  1. [fact] I drink green tea",
+            f"       added by you on {said['I drink green tea']}",
+            "  2. [fact] I moved to Porto.",
+            f"       said on {said['I moved to Porto.']}: “I moved to Porto.”",
+            "  3. [fact] I work as a data engineer.",
+        ]
+        assert listings[2].splitlines()[1:5] == [
+            "long-term memory history (1; never used again, /forget N forgets one):",
+            "  1. [fact] I live in Lisbon",
+            f"       changed on {lisbon['invalidAt'][:10]}: replaced by “I moved to Porto.”",
+            f"       said on {lisbon['provenance']['at'][:10]}: “I live in Lisbon”",
+        ]
+
+        # /forget N takes the number from the last listing: here the history's
+        out, err, code = chat(agent, "/memories history", "/forget 1", "/memories history")
+        assert (code, err) == (0, "")
+        assert "forgot item 1" in out
+        assert out.rstrip().endswith(
+            "long-term memory history: nothing you said has changed an item yet"
+        )
+        texts = [item["text"] for item in agent.memories(session_id="s1")["memories"]]
+        assert texts == ["I drink green tea", "I moved to Porto.", "I work as a data engineer."]
+
+
 # -- the command line ----------------------------------------------------------------------
 
 
