@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -300,3 +301,54 @@ def test_model_extraction_is_not_called_on_requests_questions_or_pastes(
     extraction_calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
     assert len(extraction_calls) == 1 and result.upkeep == "pending"
     assert memory_texts(agent, "s") == ["我养的狗叫豆豆"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"operations": [{"op": "add", "text": "I like tea"}]},  # no turn, no quote
+        {"memories": [{"kind": "fact", "text": "I like tea"}]},  # the old shape
+        "not even an object",
+        TimeoutError("the extraction model took too long"),
+    ],
+)
+def test_a_malformed_or_late_extraction_stores_nothing_and_the_turn_stands(
+    open_agent: Callable[..., ChatAgent], answer: Any
+) -> None:
+    model = chat_model()
+    model.structured = [answer]
+    agent = open_agent(model, long_term_memory="model")
+    result = new_chat(agent, "s", "I like tea.")
+    assert result.status == "completed" and result.text == "ok"
+    assert agent.memories(session_id="s")["memories"] == []
+    dto = agent.hydrate(session_id="s", conversation_id=result.conversation_id)
+    assert dto["upkeep"] == "failed"
+
+
+def test_turns_owed_together_go_to_the_model_in_one_call_with_the_line_each_answered(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = ScriptedModel(replies=["Hello!", "Did you move?", "Noted."])
+    held = threading.Event()
+
+    def first(_: list[BaseMessage]) -> ExtractionOutput:
+        assert held.wait(30)  # the next turns land while this extraction runs
+        return ExtractionOutput(operations=[])
+
+    second = ExtractionOutput(operations=[add("I live in Denver", quote="Yes, Denver.", turn=2)])
+    model.structured = [first, second]
+    agent = open_agent(model, long_term_memory="model")
+    cid = agent.send("I have news.", session_id="s", create_conversation=True).conversation_id
+    agent.send("Guess where I live now.", session_id="s", conversation_id=cid)
+    agent.send("Yes, Denver.", session_id="s", conversation_id=cid)
+    held.set()
+    assert agent.wait_for_upkeep(30)
+    calls = [c for c in model.structured_calls if c["schema"] is ExtractionOutput]
+    assert len(calls) == 2  # the first turn, then the two owed meanwhile in one call
+    turns = json.loads(str(calls[1]["messages"][-1].content))["turns"]
+    assert [(t["turn"], t["user"], t["assistant_before"]) for t in turns] == [
+        (1, "Guess where I live now.", "Hello!"),
+        (2, "Yes, Denver.", "Did you move?"),
+    ]
+    (item,) = agent.memories(session_id="s")["memories"]
+    assert (item["text"], item["provenance"]["quote"]) == ("I live in Denver", "Yes, Denver.")
