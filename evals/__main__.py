@@ -4,7 +4,9 @@ splits against every system, with tables, JSON and a chart under bench/results/.
 Offline by default: every system is driven by the deterministic offline model. With
 `OPENAI_API_KEY` set (or an OpenAI-compatible `OPENAI_BASE_URL`), the same sets run
 against the configured endpoint (`AGENT_MODEL`), and a judge model (`evals/judge.py`)
-also reads each probe's and each dialogue question's answer.
+also reads each probe's and each dialogue question's answer. `ours_oracle` and
+`ours_hostile` play the scenarios with a scripted extractor (`evals/oracle.py`) in
+either case.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from evals.dialogue import load_split
 from evals.judge import JUDGE_PROMPT, dialogue_answers, judge_outcomes
+from evals.longterm_report import markdown as longterm_markdown
 from evals.profile_gate import section as profile_section
 from evals.report import SPLITS, dialogue_markdown, markdown, write_chart, write_json
 from evals.runner import DialogueOutcome, Outcome, evaluate, evaluate_dialogues
@@ -91,6 +94,8 @@ def main() -> None:
     }
     if outcomes:
         print(markdown(outcomes))
+        longterm = longterm_markdown(outcomes)
+        print("\n" + longterm if longterm else "")
     if dialogues:
         print("\n" + dialogue_markdown(dialogues))
     print("\n" + profile_section())

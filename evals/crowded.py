@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.offline import OfflineChatModel
+from evals.contract import System
 from evals.dialogue import Context, Dialogue, load_split, turn_text
 from evals.report import QUESTION_TYPES, SPLITS
 from evals.runner import Tokens, Turns
 from evals.scenario import HELD_OUT_DIR, SCENARIO_DIR, Probe, Say, load_all
-from evals.systems import System, build
+from evals.systems import build
 
 SESSION = "crowd"
 SYSTEMS = ("ours", "bm25_history")

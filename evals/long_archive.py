@@ -42,10 +42,11 @@ from agent.offline import OfflineChatModel
 from agent.offline.local import ModelCall
 from agent.offline.model import STRUCTURED_OUTPUT_KWARG
 from agent.offline.summaries import summary_request
+from evals.contract import Recalled, System
 from evals.dialogue import DIALOGUE_DIR, Context, Dialogue, Question
 from evals.report import QUESTION_TYPES, SPLITS
 from evals.runner import Tokens, Turns
-from evals.systems import Recalled, System, build
+from evals.systems import build
 from evals.threads import (
     ARCHIVE_DIR,
     OFFTOPIC_DIR,

@@ -15,8 +15,10 @@ Per system and scenario:
   `evals.tokens` (a CJK character is about one token);
 - deletion propagation: turns after a `forget` until the fact is gone from that
   session's contexts (0: the very next turn), or never;
-- the store: at the end, no long-term item of a session may still hold one of its
-  revoked, superseded, deleted or secret facts.
+- the store: at the end, no current long-term item of a session may still hold one of
+  its revoked, superseded, deleted or secret facts (history may);
+- the write gate: what it refused, by reason, and whether a hostile extractor's
+  operations stored anything (`evals.oracle`).
 The context checked is everything the model was sent for the turn's first chat
 request, except the turn's own new message.
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,9 +40,11 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from evals.contract import Metric, Recalled, System
 from evals.dialogue import Context, Dialogue, turn_text
+from evals.oracle import GateOutcome
 from evals.scenario import Fact, Forget, Probe, Say, Scenario
-from evals.systems import Metric, Recalled, System, build
+from evals.systems import SCRIPTED, build
 from evals.tokens import count_messages
 
 RECENT_TURNS = 4
@@ -105,7 +110,13 @@ class Outcome:
     """Turns until each forgotten fact was gone (None: never, within the scenario)."""
     store_checks: int = 0
     store_left: int = 0
-    """Revoked, superseded, deleted or secret facts still held by a long-term item."""
+    """Revoked, superseded, deleted or secret facts still held by a current item."""
+    store_left_why: Counter[str] = field(default_factory=Counter)
+    store_checks_why: Counter[str] = field(default_factory=Counter)
+    wrong_why: Counter[str] = field(default_factory=Counter)
+    """Forbidden facts found in a context, by why they were forbidden."""
+    gate: GateOutcome | None = None
+    """What the write gate refused (systems with one)."""
     by_construction: frozenset[Metric] = frozenset()
     misses: list[str] = field(default_factory=list)
     """Probe failures, for the report: what was missing or wrongly present, and where."""
@@ -162,13 +173,6 @@ class DialogueOutcome:
 def context_text(context: Sequence[BaseMessage]) -> str:
     """The text of a context without its last message (the turn's own new input)."""
     return "\n".join(message.text for message in context[:-1])
-
-
-def _overlaps(a: Fact, b: Fact) -> bool:
-    """Whether two facts name the same thing (one's wording contains the other's)."""
-    return any(
-        x.casefold() in y.casefold() or y.casefold() in x.casefold() for x in a.any for y in b.any
-    )
 
 
 class Turns:
@@ -257,6 +261,7 @@ def play(scenario: Scenario, system: System, split: str = "dev") -> Outcome:
         typed.setdefault(where, []).append(text)
     outcome.deletions.extend(None for _ in pending)
     check_store(system, banned, outcome)
+    outcome.gate = system.gate({step.session for step in scenario.steps})
     turns.settle()
     outcome.seconds = time.perf_counter() - started
     return outcome
@@ -270,7 +275,7 @@ def _retire(
         return
     for where, facts in said.items():
         if where[0] == session:
-            facts[:] = [(f, at) for f, at in facts if not any(_overlaps(f, g) for g in gone)]
+            facts[:] = [(f, at) for f, at in facts if not any(f.overlaps(g) for g in gone)]
 
 
 def check_probe(step: Probe, seen: str, typed_here: Sequence[str], outcome: Outcome) -> None:
@@ -291,6 +296,7 @@ def check_probe(step: Probe, seen: str, typed_here: Sequence[str], outcome: Outc
         outcome.forbidden += 1
         if fact.found_in(seen):
             outcome.wrong += 1
+            outcome.wrong_why[fact.why or "forbidden"] += 1
             outcome.leaks += fact.why == "foreign"
             outcome.misses.append(f"{fact.why or 'forbidden'} {fact.any[0]!r} at {step.probe!r}")
 
@@ -304,8 +310,10 @@ def check_store(system: System, banned: dict[str, list[Fact]], outcome: Outcome)
         unique = {tuple(fact.any): fact for fact in facts}
         for fact in unique.values():
             outcome.store_checks += 1
+            outcome.store_checks_why[fact.why or "banned"] += 1
             if any(fact.found_in(item) for item in items):
                 outcome.store_left += 1
+                outcome.store_left_why[fact.why or "banned"] += 1
                 outcome.misses.append(f"store still holds {fact.why} {fact.any[0]!r}")
 
 
@@ -363,7 +371,7 @@ def evaluate(
     for n, (scenario, name) in enumerate(pairs, start=1):
         if progress:
             _progress(n, len(pairs), name, f"{split}/{scenario.name}", scenario.turns)
-        system = build(name, model(), workdir)
+        system = build(name, model(), workdir, scenario=scenario)
         try:
             outcomes.append(play(scenario, system, split))
         finally:
@@ -382,7 +390,7 @@ def evaluate_dialogues(
 ) -> list[DialogueOutcome]:
     """Every dialogue against every system, each on fresh storage and a fresh model."""
     outcomes = []
-    pairs = [(dialogue, name) for dialogue in dialogues for name in systems]
+    pairs = [(d, name) for d in dialogues for name in systems if name not in SCRIPTED]
     for n, (dialogue, name) in enumerate(pairs, start=1):
         if progress:
             _progress(n, len(pairs), name, f"{split}/{dialogue.name}", dialogue.turns)

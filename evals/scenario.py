@@ -48,6 +48,14 @@ class Fact(BaseModel):
         folded = context.casefold()
         return any(text.casefold() in folded for text in self.any)
 
+    def overlaps(self, other: Fact) -> bool:
+        """Whether two facts name the same thing (one's wording contains the other's)."""
+        return any(
+            x.casefold() in y.casefold() or y.casefold() in x.casefold()
+            for x in self.any
+            for y in other.any
+        )
+
 
 class Where(BaseModel):
     """The session and conversation a turn belongs to."""

@@ -1,6 +1,9 @@
 """The systems an evaluation compares, all driven by the same model.
 
 - `ours`: this agent through `ChatAgent` (chat memory, compaction, long-term memory);
+- `ours_oracle`, `ours_hostile`: the same agent whose extraction is a scripted model
+  playing the scenario's annotations (`evals.oracle`), to measure what comes after
+  extraction; the hostile one also proposes what the gate must refuse (scenarios only);
 - `bm25_history`: `create_agent` whose model sees the last 8 messages and, within a
   2,000-token recall budget, the past user and assistant turns of the whole session
   that BM25 ranks best for the new message (a baseline that carries things across
@@ -22,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import tempfile
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
@@ -43,11 +47,15 @@ from rank_bm25 import BM25Okapi
 
 from agent import ChatAgent
 from agent.settings import Settings
+from evals.contract import Metric, Recalled, System
 from evals.dialogue import content_words
+from evals.oracle import GateOutcome, Script, ScriptedExtraction, scripted
 from evals.recording import CallLog, recorded
+from evals.scenario import Scenario
 from evals.tokens import count_text
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from memory.context import RECALL_BLOCK_ID
+from memory.longterm.store import MemoryWrite
 
 SECRET = "evaluation-secret-" + "x" * 32
 LAST_MESSAGES = 8
@@ -55,61 +63,32 @@ SUMMARY_TRIGGER, SUMMARY_KEEP = 10, 4
 RECALL_BUDGET_TOKENS = 2_000
 """What `bm25_history` may add from past turns: the recall budget of a long-term memory."""
 
-Metric = Literal["fidelity", "leakage", "deletion", "store"]
-
-
-@dataclass(frozen=True)
-class Recalled:
-    """What a turn's context held from the session's past beyond its own conversation:
-    how many lines, and the tokens of the block that shows them."""
-
-    lines: int = 0
-    tokens: int = 0
-
-
-class System(Protocol):
-    """One system under evaluation."""
-
-    name: str
-    log: CallLog
-    by_construction: frozenset[Metric]
-    """Metrics this system cannot fail by construction (reported as n/a)."""
-
-    def turn(self, session: str, conversation: str, text: str) -> str:
-        """Play one user turn; returns the answer."""
-        ...
-
-    def recalling(self, session: str, conversation: str, text: str) -> Recalled:
-        """Play one user turn, as `turn` does, and say what its context recalled."""
-        ...
-
-    def forget(self, session: str, match: str) -> int:
-        """Delete the session's long-term items containing `match`; how many."""
-        ...
-
-    def drop(self, session: str, conversation: str) -> None:
-        """Delete a conversation (a question asked on its own, in a new conversation)."""
-        ...
-
-    def memories(self, session: str) -> list[str] | None:
-        """The texts the session's long-term store holds (None: the system has none)."""
-        ...
-
-    def close(self) -> None: ...
-
 
 class Ours:
-    """This agent, as its users drive it (`ChatAgent.send`)."""
+    """This agent, as its users drive it (`ChatAgent.send`), counting what its write gate
+    refuses. With a `script` (`evals.oracle`), its model is the offline one answering
+    extraction requests with that script (`long_term_memory="model"`), whatever `model`
+    was given."""
 
-    name = "ours"
     by_construction: frozenset[Metric] = frozenset()
 
     def __init__(
-        self, model: BaseChatModel, workdir: Path, clock: Callable[[], datetime] | None = None
+        self,
+        model: BaseChatModel,
+        workdir: Path,
+        clock: Callable[[], datetime] | None = None,
+        *,
+        name: str = "ours",
+        script: ScriptedExtraction | None = None,
     ) -> None:
+        self.name = name
         self.log = CallLog()
-        model = recorded(model, self.log)
-        settings = Settings(data_dir=workdir / "data", long_term_memory="auto")
+        self.script = script
+        self.refused: Counter[str] = Counter()
+        model = recorded(script.model() if script is not None else model, self.log)
+        settings = Settings(
+            data_dir=workdir / "data", long_term_memory="auto" if script is None else "model"
+        )
         self.agent = ChatAgent(
             database_url=f"sqlite:///{workdir / 'ours.sqlite'}",
             model=model,
@@ -122,6 +101,22 @@ class Ours:
             # replayed history keeps the dates it was said on
             self.agent.memory.clock = clock
         self.conversations: dict[tuple[str, str], str] = {}
+        self._count_refusals()
+
+    def _count_refusals(self) -> None:
+        """Add up what the write gate refused in each upkeep's extraction: the
+        `MemoryWrite` that `remember_turns` returns is what the upkeep's `memory` event of
+        stage `remember` reports (`refused`, by reason). Read here rather than from a
+        stream, which relays every answer token across threads (twice the time)."""
+        long_term = self.agent.long_term
+        remember = long_term.remember_turns
+
+        def counted(*args: Any, **kwargs: Any) -> MemoryWrite:
+            write = remember(*args, **kwargs)
+            self.refused.update(write.refused)
+            return write
+
+        long_term.remember_turns = counted  # type: ignore[method-assign]
 
     def turn(self, session: str, conversation: str, text: str) -> str:
         known = self.conversations.get((session, conversation))
@@ -174,6 +169,20 @@ class Ours:
     def memories(self, session: str) -> list[str] | None:
         return [item["text"] for item in self.agent.memories(session_id=session)["memories"]]
 
+    def gate(self, sessions: Iterable[str]) -> GateOutcome:
+        """The refusals, and (with a hostile script) whether anything it planted was
+        stored, as a current item or as history."""
+        planted = self.script.planted if self.script is not None else set()
+        stored = [
+            item["text"].casefold()
+            for session in sessions
+            for listing in [self.agent.memories(session_id=session, include_history=True)]
+            for item in [*listing["memories"], *listing["history"]]
+        ]
+        left = sum(any(text.casefold() in item for item in stored) for text in planted)
+        attacks = self.script.attacks if self.script is not None else Counter()
+        return GateOutcome(Counter(self.refused), Counter(attacks), len(planted), left)
+
     def close(self) -> None:
         self.agent.close()
 
@@ -222,6 +231,9 @@ class Peer:
         pass  # a thread never reused: nothing else sees it
 
     def memories(self, session: str) -> list[str] | None:
+        return None
+
+    def gate(self, sessions: Iterable[str]) -> GateOutcome | None:
         return None
 
     def close(self) -> None:
@@ -346,20 +358,34 @@ class Bm25History:
     def memories(self, session: str) -> list[str] | None:
         return None  # the transcript itself: it keeps everything by design
 
+    def gate(self, sessions: Iterable[str]) -> GateOutcome | None:
+        return None
+
     def close(self) -> None:
         pass
 
 
-SYSTEM_NAMES = ("ours", "bm25_history", "full_history", "last_8", "summarization")
+SCRIPTED: dict[str, Script] = {"ours_oracle": "oracle", "ours_hostile": "hostile"}
+"""Systems whose extraction plays a scenario's annotations: they run on scenarios only."""
+SYSTEM_NAMES = ("ours", *SCRIPTED, "bm25_history", "full_history", "last_8", "summarization")
 
 
 def build(
-    name: str, model: BaseChatModel, workdir: Path, clock: Callable[[], datetime] | None = None
+    name: str,
+    model: BaseChatModel,
+    workdir: Path,
+    clock: Callable[[], datetime] | None = None,
+    scenario: Scenario | None = None,
 ) -> System:
     """A fresh system `name` over `model` (its own storage under `workdir`; `clock` dates
-    what `ours` stores, when given)."""
+    what `ours` stores, when given; a scripted system plays `scenario`'s annotations)."""
     if name == "ours":
         return Ours(model, Path(tempfile.mkdtemp(dir=workdir)), clock)
+    if name in SCRIPTED:
+        if scenario is None:
+            raise ValueError(f"{name} plays a scenario's annotations: give the scenario")
+        script = scripted(scenario, SCRIPTED[name])
+        return Ours(model, Path(tempfile.mkdtemp(dir=workdir)), clock, name=name, script=script)
     if name == "bm25_history":
         return Bm25History(model)
     if name == "full_history":  # keeps every message: nothing to lose

@@ -4,12 +4,14 @@ with systems whose figures can be worked out by hand; and the dev set follows it
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from evals.contract import Metric, Recalled
 from evals.dialogue import Context, load_split
 from evals.long_archive import (
     ReplayClock,
@@ -20,8 +22,9 @@ from evals.long_archive import (
     play,
     table,
 )
+from evals.oracle import GateOutcome
 from evals.recording import CallLog
-from evals.systems import Metric, Recalled, build
+from evals.systems import build
 from evals.threads import (
     OPENERS,
     Thread,
@@ -202,6 +205,9 @@ class Scripted:
         return 0
 
     def memories(self, session: str) -> list[str] | None:
+        return None
+
+    def gate(self, sessions: Iterable[str]) -> GateOutcome | None:
         return None
 
     def close(self) -> None:
