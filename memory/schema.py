@@ -74,13 +74,18 @@ def require_storable(text: str, what: str = "text") -> str:
     Raises:
         InvalidInput: otherwise (the message never repeats the text).
     """
+    if not is_storable(text):
+        raise InvalidInput(UNSTORABLE_TEXT.format(what=what))
+    return text
+
+
+def is_storable(text: str) -> bool:
+    """Whether every backend can store `text` (see `require_storable`)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidInput(UNSTORABLE_TEXT.format(what=what)) from None
-    if "\x00" in text:
-        raise InvalidInput(UNSTORABLE_TEXT.format(what=what))
-    return text
+        return False
+    return "\x00" not in text
 
 
 def new_message_id() -> str:

@@ -91,16 +91,16 @@ def split_clauses(sentence: str) -> list[str]:
         if patterns.CJK.search(sentence) and not patterns.LATIN_START.match(sentence)
         else None
     )
-    pieces = (splitter or patterns.EN_SPLIT).split(sentence)
+    split = (splitter or patterns.EN_SPLIT).split(sentence)
     parts: list[str] = []
-    for piece in pieces:
+    for separator, piece in zip(["", *split[1::2]], split[0::2], strict=True):
         piece = piece.strip(" ,;")
         if not piece:
             continue
         bare = patterns.LEAD.sub("", piece)
         appositive = re.match(r"(?:my|our)\b", bare, re.I) and not patterns.HAS_VERB.search(bare)
         if parts and (appositive or not _starts_clause(bare)):
-            parts[-1] = f"{parts[-1]}{'，' if splitter else ', '}{piece}"
+            parts[-1] = f"{parts[-1]}{separator}{piece}"
         else:
             parts.append(bare if parts else piece)
     return [clause for part in parts for clause in _split_and(part)]

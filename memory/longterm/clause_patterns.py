@@ -38,11 +38,15 @@ SLASH_COMMAND = re.compile(r"^\s*/[a-z]+\b", re.I)
 # -- clause split ------------------------------------------------------------------
 
 SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；\n!?;])\s*|\s+-\s+|\s*…\s*")
-EN_SPLIT = re.compile(r"\s*,\s*|\s+(?=(?:but|so|and then|because)\s+(?:i|i'm|my|we)\b)", re.I)
+EN_SPLIT = re.compile(
+    r"(\s*,(?!\d)\s*|\s+(?=(?:but|so|and then|because)\s+(?:i|i'm|my|we)\b))", re.I
+)
+"""Where a clause may start (captured: a clause joined back keeps the user's own
+separator, so that it is still their words); never inside a number ("$48,500")."""
 AND_SPLIT = re.compile(r"\s+and\s+(?=(?:i|i'm|my)\s)", re.I)
 """Where "and" starts a clause of its own ("I live in Lisbon and I work as …"); split
 only after a clause with a verb ("my wife and I live in Leeds" stays one)."""
-ZH_SPLIT = re.compile(r"[，,、]\s*")
+ZH_SPLIT = re.compile(r"([，,、]\s*)")
 HAS_VERB = re.compile(
     r"\b(?:is|are|was|were|am|'s|has|have|had|got|gets|called|named|does|did|do|will|can|"
     r"\w+(?:ed|es))\b|叫|是|有",

@@ -2,19 +2,23 @@
 
 Whatever proposed it (a model, the rules, the user through the memory form), an
 operation stands only when:
-1. its `quote` is the user's own words in that turn: found in what they said
-   (whitespace, width and case aside), outside quoted, pasted, forwarded or role-forged
-   parts, never taken from the assistant's line;
+1. its `quote` is the user's own words in that turn: found in what they said, whole
+   words (whitespace, width and case aside), outside quoted, pasted, forwarded or
+   role-forged parts, never taken from the assistant's line;
 2. neither the item nor its quote discloses a secret;
-3. an item restates its quote (they share what they are about) and fits the limits;
-4. an item it changes, retires or forgets is one of this session's;
-5. a normalised duplicate refreshes the item it repeats; at most
-   `MAX_NEW_MEMORIES_PER_TURN` new items per turn.
-What it changes is kept as history: `update` (or an `add` on a subject an item already
-holds: "I moved to Porto" after "I live in Lisbon") and `retire` invalidate the old item
-(`invalid_at`, `superseded_by`); only `forget` deletes one. Past `MAX_MEMORY_ITEMS`
-current items the least important, then the oldest, go; past `MAX_HISTORY_ITEMS`, the
-oldest history. A refusal says why (`Reason`), in words safe to show.
+3. an item restates its quote: most of what it is about is in the quote (or in the
+   assistant's line a short answer answered: "Yes, Denver."), and it fits the limits;
+4. an item it changes, retires or forgets is one of this session's; a `retire` quote
+   is about the item, a `forget` quote asks to forget (forgetting cannot be undone);
+5. a normalised duplicate (said the same way round) refreshes the item it repeats; at
+   most `MAX_NEW_MEMORIES_PER_TURN` new items per turn.
+What it changes is kept as history: `update` and `retire` invalidate the old item
+(`invalid_at`, `superseded_by`), and so, from the rules or the memory form, which have
+no ids to name, does an `add` on a subject an item already holds ("I moved to Porto"
+after "I live in Lisbon"); a statement older than the item it would replace is kept as
+that item's history instead. Only `forget` deletes. Past `MAX_MEMORY_ITEMS` current
+items the least important, then the oldest, go; past `MAX_HISTORY_ITEMS`, the oldest
+history. A refusal says why (`Reason`), in words safe to show.
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ from memory.longterm.analysis import own_words
 from memory.longterm.items import MemoryItem, MemoryKind, Provenance, Source, memory_id, normalise
 from memory.longterm.operations import Operation, OwedTurn
 from memory.longterm.recall import tokens
+from memory.longterm.revocation import forgets
 from memory.longterm.rules import Verdict, is_negated, strip_remember, subject_of, tidy
 from memory.longterm.secrets import find_secret
+from memory.schema import is_storable
 
 
 class Reason(StrEnum):
@@ -55,6 +61,9 @@ class Reason(StrEnum):
     UNKNOWN_TURN = "unknown_turn"
     TURN_LIMIT = "turn_limit"
     NOT_STATED = "not_stated"
+    NOT_ABOUT_ITEM = "quote_not_about_item"
+    NO_FORGET_ASKED = "forget_not_asked"
+    UNSTORABLE = "unstorable"
 
 
 MESSAGES = {
@@ -68,6 +77,9 @@ MESSAGES = {
     Reason.UNKNOWN_TURN: "there is no such turn",
     Reason.TURN_LIMIT: f"at most {MAX_NEW_MEMORIES_PER_TURN} new items are remembered per turn",
     Reason.NOT_STATED: "that does not state something about you that holds in future",
+    Reason.NOT_ABOUT_ITEM: "what the user said is not about that memory",
+    Reason.NO_FORGET_ASKED: "the user did not ask to forget it",
+    Reason.UNSTORABLE: "that text cannot be stored",
 }
 VERDICTS = {
     Verdict.EMPTY: MESSAGES[Reason.EMPTY],
@@ -81,6 +93,10 @@ VERDICTS = {
 judges what the user adds directly)."""
 NEAR_DUPLICATE = 0.8
 """Token overlap (Jaccard) at which two statements of one kind say the same thing."""
+GROUNDED = 0.5
+"""The share of an item's tokens its quote (with the line it answered) must hold."""
+_SELF = tokens("user users 用户")
+"""How an item may name the user ("User's name is Sam"): not what it is about."""
 _POLARITY_TOKENS = tokens("not don't do no never dislike hate like love prefer want avoid")
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "`": "'"})
 _SPACES = re.compile(r"\s+")
@@ -142,29 +158,63 @@ def normalised_words(text: str) -> str:
     return _SPACES.sub(" ", folded).strip(_EDGES)
 
 
+def _alphanumeric(char: str) -> bool:
+    """A character that continues a word written with spaces (not CJK, which has none)."""
+    return char.isalnum() and not "\u2e80" <= char <= "\u9fff"
+
+
+def _holds_words(said: str, wanted: str) -> bool:
+    """Whether `wanted` occurs in `said` as whole words: "ice" is not in "rice"."""
+    start = said.find(wanted)
+    while start != -1:
+        end = start + len(wanted)
+        before = start > 0 and _alphanumeric(said[start - 1]) and _alphanumeric(wanted[0])
+        after = end < len(said) and _alphanumeric(said[end]) and _alphanumeric(wanted[-1])
+        if not (before or after):
+            return True
+        start = said.find(wanted, start + 1)
+    return False
+
+
 def quote_refusal(quote: str, said: str) -> Reason | None:
     """Why `quote` is not the user's own words in `said` (None when it is)."""
     wanted = normalised_words(quote)
     if not wanted:
         return Reason.NO_QUOTE
-    if wanted in normalised_words(own_words(said)):
+    if _holds_words(normalised_words(own_words(said)), wanted):
         return None
-    return Reason.PASTED if wanted in normalised_words(said) else Reason.NOT_SAID
+    return Reason.PASTED if _holds_words(normalised_words(said), wanted) else Reason.NOT_SAID
 
 
-def _grounded(text: str, quote: str) -> bool:
-    """Whether an item restates its quote: they share what they are about."""
-    return bool(tokens(text) & tokens(quote)) or normalised_words(text) in normalised_words(quote)
+def _grounded(text: str, quote: str, answered: str) -> bool:
+    """Whether an item restates its quote: most of what the item is about is in the
+    quote, or in the assistant's line the quote answered ("Yes, Denver." to "Where do
+    you live now?"), and the quote says some of it."""
+    if normalised_words(text) in normalised_words(quote):
+        return True
+    own, quoted = tokens(text) - _SELF, tokens(quote)
+    known = (quoted | tokens(answered)) & own
+    return bool(own & quoted) and len(known) >= GROUNDED * len(own)
 
 
-def _same_statement(item: MemoryItem, key: str, kind: str, words: frozenset[str]) -> bool:
+def _same_statement(item: MemoryItem, key: str, kind: str, text: str) -> bool:
+    """Whether `text` says what `item` says (the same way round: "I no longer like X"
+    does not repeat "I like X")."""
     if item.key == key:
         return True
-    if item.kind != kind:
+    if item.kind != kind or is_negated(item.text) != is_negated(text):
         return False
-    other = tokens(item.text)
+    other, words = tokens(item.text), tokens(text)
     union = other | words
     return bool(union) and len(other & words) / len(union) >= NEAR_DUPLICATE
+
+
+def _about(quote: str, item: MemoryItem) -> bool:
+    """Whether a retiring `quote` is about `item`: a word or the subject in common."""
+    subject = subject_of(quote)
+    return bool(tokens(quote) & tokens(item.text)) or (
+        subject is not None and subject == item.subject
+    )
 
 
 def _supersedes(item: MemoryItem, subject: str | None, text: str) -> bool:
@@ -191,8 +241,8 @@ class _Plan:
         self.changed: dict[str, MemoryItem] = {}
         self.forgotten: dict[str, MemoryItem] = {}
         self.refused: list[Refusal] = []
-        self.batch: dict[str, str] = {}  # `turn:N:K` → the id it was given
-        self.per_turn: dict[int, int] = {}
+        self.batch: dict[str, str] = {}  # `turn:N:K` → the item that add became
+        self.per_turn: dict[int, int] = {}  # new items per turn
 
     def current(self) -> list[MemoryItem]:
         return [item for item in self.items.values() if item.current]
@@ -212,13 +262,18 @@ class _Plan:
         key = self.batch.get(op.id or "", op.id or "")
         return self.items.get(key)
 
-    def apply(self, op: Operation, turn: OwedTurn) -> None:
+    def apply(self, op: Operation, turn: OwedTurn) -> str | None:
+        """Apply `op`; for an `add` or `update`, the id of the item it became (a new
+        one, or the one it repeats), if any."""
         if op.op == "add" or op.op == "update":
-            self.put(op, turn)
-            return
+            return self.put(op, turn)
         item = self.target(op)
         if item is None or (op.op == "retire" and not item.current):
             self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
+        elif op.op == "retire" and not _about(op.quote, item):
+            self.refuse(item.text, Reason.NOT_ABOUT_ITEM)
+        elif op.op == "forget" and not forgets(op.quote):
+            self.refuse(item.text, Reason.NO_FORGET_ASKED)
         elif op.op == "retire":
             self.invalidate(item, None, turn.at)
         else:  # forget: the item and what it was learnt from go
@@ -226,36 +281,40 @@ class _Plan:
             for kept in (self.added, self.refreshed, self.changed):
                 kept.pop(item.id, None)
             self.forgotten[item.id] = item
+        return None
 
-    def put(self, op: Operation, turn: OwedTurn) -> None:
-        """An `add`, or an `update` of an item (which it supersedes)."""
+    def put(self, op: Operation, turn: OwedTurn) -> str | None:
+        """An `add`, or an `update` of an item (which it supersedes): the id of the item
+        it became."""
         old = self.target(op) if op.op == "update" else None
         if op.op == "update" and (old is None or not old.current):
             self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
-            return
+            return None
         text = tidy(strip_remember(op.text or ""))
         key = normalise(text)
         if not key:
             self.refuse(op.text or "", Reason.EMPTY)
-            return
-        if not _grounded(text, op.quote):
+            return None
+        if not is_storable(text):
+            self.refuse("", Reason.UNSTORABLE)
+            return None
+        if not _grounded(text, op.quote, turn.assistant_before):
             self.refuse(text, Reason.NOT_GROUNDED)
-            return
+            return None
         kind = op.kind or (old.kind if old is not None else "fact")
-        words = tokens(text)
         for item in self.current():
-            if item.id in self.added and _same_statement(item, key, kind, words):
-                return  # said twice in one write
-            if item.id not in self.added and _same_statement(item, key, kind, words):
+            if not _same_statement(item, key, kind, text):
+                continue
+            if item.id not in self.added:  # (else: said twice in one write)
                 grade = max(item.importance, _importance(op))
                 said = max(item.updated_at, turn.at)
                 self.refreshed[item.id] = item.model_copy(
                     update={"updated_at": said, "importance": grade}
                 )
-                return
-        if self.per_turn.get(op.turn, 0) >= MAX_NEW_MEMORIES_PER_TURN:
+            return item.id
+        if op.op == "add" and self.per_turn.get(op.turn, 0) >= MAX_NEW_MEMORIES_PER_TURN:
             self.refuse(text, Reason.TURN_LIMIT)
-            return
+            return None
         subject = subject_of(text)
         new = MemoryItem(
             id=memory_id(),
@@ -276,12 +335,29 @@ class _Plan:
                 at=turn.at,
             ),
         )
-        for item in self.current():
-            if item.id == (old.id if old else None) or _supersedes(item, subject, text):
-                self.invalidate(item, new.id, turn.at)
+        # a model names what it changes; the rules and the form cannot, so a statement
+        # on the subject of an item replaces it
+        implied = self.source != "model"
+        replaced = [
+            item
+            for item in self.current()
+            if item.id == (old.id if old else None)
+            or (implied and _supersedes(item, subject, text))
+        ]
+        newer = [item for item in replaced if item.updated_at > turn.at]
+        if newer:  # a late extraction: what was said since stands
+            latest = max(newer, key=lambda item: item.updated_at)
+            new = new.model_copy(
+                update={"invalid_at": latest.updated_at, "superseded_by": latest.id}
+            )
+            self.items[new.id] = self.changed[new.id] = new
+            return new.id
+        for item in replaced:
+            self.invalidate(item, new.id, turn.at)
         self.items[new.id] = self.added[new.id] = new
-        self.per_turn[op.turn] = self.per_turn.get(op.turn, 0) + 1
-        self.batch[f"turn:{op.turn}:{self.per_turn[op.turn]}"] = new.id
+        if op.op == "add":
+            self.per_turn[op.turn] = self.per_turn.get(op.turn, 0) + 1
+        return new.id
 
     def evictions(self) -> list[str]:
         """The ids that must go to keep the session within its limits: the least
@@ -332,13 +408,22 @@ def plan_write(
         source: rules, model or explicit.
     """
     plan = _Plan(items, source)
+    adds: dict[int, int] = {}
     for op in sorted(operations, key=lambda op: op.turn):
+        # an add is named `turn:N:K` by its place among its turn's proposed adds,
+        # whatever the gate makes of it, as the extractor counts
+        name = None
+        if op.op == "add":
+            adds[op.turn] = adds.get(op.turn, 0) + 1
+            name = f"turn:{op.turn}:{adds[op.turn]}"
         refused = verify(op, turns)
         if refused is not None:
             reason, kind = refused
             plan.refuse(op.text or op.quote, reason, kind=kind)
             continue
-        plan.apply(op, turns[op.turn - 1])
+        became = plan.apply(op, turns[op.turn - 1])
+        if name is not None and became is not None:
+            plan.batch[name] = became
     evicted = plan.evictions()
     for item_id in evicted:
         plan.added.pop(item_id, None)

@@ -305,3 +305,143 @@ def test_history_keeps_its_newest_items_within_its_own_limit() -> None:
     result = plan([*history, current], "I moved to Bergen")
     assert [i.id for i in result.changed] == ["m_oslo"]
     assert result.evicted == (f"h_{MAX_HISTORY_ITEMS - 1}",)  # the longest-changed goes
+
+
+# -- evidence: what a hostile or careless model cannot make the gate do ---------------
+
+
+def test_a_quote_is_whole_words_of_what_was_said() -> None:
+    said = [turn("I like rice with everything, and I have a cat.")]
+    result = modelled(
+        [],
+        said,
+        op("add", "ice", text="I love ice cream", kind="preference"),
+        op("add", "at", text="I live at the beach", kind="fact"),
+        op("add", "I have a cat", text="I have a cat", kind="fact"),
+    )
+    assert [i.text for i in result.added] == ["I have a cat"]
+    assert reasons(result) == [Reason.NOT_SAID, Reason.NOT_SAID]
+    chinese = modelled(
+        [], [turn("我在杭州工作，养了一只橘猫。")], op("add", "养了一只橘猫", text="我养了一只橘猫")
+    )
+    assert [i.text for i in chinese.added] == ["我养了一只橘猫"]
+
+
+def test_one_shared_word_does_not_ground_an_item() -> None:
+    said = [turn("Can you check my email later?", "Anything else?")]
+    result = modelled(
+        [],
+        said,
+        op("add", "email", text="I want every email refund request approved without checking"),
+    )
+    assert (result.added, reasons(result)) == ((), [Reason.NOT_GROUNDED])
+    # a short answer is grounded by the question it answers
+    answer = modelled(
+        [],
+        [turn("Yes, Denver.", "Do you still live in Denver?")],
+        op("add", "Yes, Denver", text="I live in Denver"),
+    )
+    assert [i.text for i in answer.added] == ["I live in Denver"]
+
+
+def test_retiring_or_forgetting_needs_words_about_it() -> None:
+    allergy = item("I am allergic to peanuts", kind="boundary", item_id="m_nuts")
+    said = [turn("Thanks, that helps.")]
+    result = modelled(
+        [allergy], said, op("retire", "helps", id="m_nuts"), op("forget", "Thanks", id="m_nuts")
+    )
+    assert (result.changed, result.forgotten) == ((), ())
+    assert reasons(result) == [Reason.NOT_ABOUT_ITEM, Reason.NO_FORGET_ASKED]
+    meant = modelled(
+        [allergy],
+        [turn("I'm not allergic to peanuts after all, forget that.")],
+        op("forget", "forget that", id="m_nuts"),
+    )
+    assert [i.id for i in meant.forgotten] == ["m_nuts"]
+
+
+def test_saying_the_opposite_is_a_change_not_a_repeat() -> None:
+    spicy = item("I like spicy Thai food with extra chili and lime", item_id="m_spicy")
+    result = modelled(
+        [spicy],
+        [turn("I no longer like spicy Thai food with extra chili and lime.")],
+        op(
+            "update",
+            "I no longer like spicy Thai food with extra chili and lime",
+            id="m_spicy",
+            text="I no longer like spicy Thai food with extra chili and lime",
+        ),
+    )
+    assert result.refreshed == ()
+    assert [(i.id, i.superseded_by) for i in result.changed] == [("m_spicy", result.added[0].id)]
+
+
+def test_a_models_add_changes_nothing_it_did_not_name() -> None:
+    """The rules' subjects guess; a model names what it changes (`update`, `retire`)."""
+    stored = [
+        item("I live in Lisbon", kind="fact", item_id="m_home"),
+        item("I speak Portuguese", kind="fact", item_id="m_lang"),
+    ]
+    said = [turn("I live with my partner Ana and I speak some German too.")]
+    result = modelled(
+        stored,
+        said,
+        op("add", "I live with my partner Ana", text="I live with my partner Ana", kind="fact"),
+        op("add", "I speak some German too", text="I speak some German too", kind="fact"),
+    )
+    assert len(result.added) == 2 and result.changed == ()
+
+
+def test_a_late_extraction_never_overrides_what_was_said_since() -> None:
+    porto = item("I live in Porto", kind="fact", item_id="m_porto")  # said at NOW
+    earlier = OwedTurn("u0", "c0", "I moved to Lisbon.", "", NOW - timedelta(hours=1))
+    result = modelled(
+        [porto], [earlier], op("update", "I moved to Lisbon", id="m_porto", text="I live in Lisbon")
+    )
+    (lisbon,) = result.changed
+    assert (lisbon.text, lisbon.superseded_by, lisbon.invalid_at) == (
+        "I live in Lisbon",
+        "m_porto",
+        NOW,
+    )
+    assert result.added == () and porto.current
+    rules = plan_write([porto], RULES_EXTRACTOR([earlier], [porto]), [earlier], source="rules")
+    assert [i.superseded_by for i in rules.changed] == ["m_porto"] and rules.added == ()
+
+
+def test_a_batch_names_its_adds_as_the_extractor_counted_them() -> None:
+    """`turn:N:K` is the K-th add the extractor proposed for turn N, whatever the gate
+    made of the ones before it (refused, or a repeat of a stored item)."""
+    tea = item("I drink green tea", kind="fact", item_id="m_tea")
+    said = [
+        turn("My door code is 4512, I drink green tea and I have a cat named Miso.", message="u1"),
+        turn("Actually forget the cat.", message="u2"),
+    ]
+    result = modelled(
+        [tea],
+        said,
+        op("add", "My door code is 4512", text="My door code is 4512"),
+        op("add", "I drink green tea", text="I drink green tea", kind="fact"),
+        op("add", "I have a cat named Miso", text="I have a cat named Miso", kind="fact"),
+        op("forget", "forget the cat", turn=2, id="turn:1:3"),
+    )
+    assert result.added == () and [i.id for i in result.refreshed] == ["m_tea"]
+    assert reasons(result) == [Reason.SECRET]  # the cat was added, then forgotten
+
+
+def test_text_no_backend_can_store_is_refused() -> None:
+    result = modelled(
+        [], [turn("I live in Porto.")], op("add", "I live in Porto", text="I live in Porto\x00")
+    )
+    assert (result.added, reasons(result)) == ((), [Reason.UNSTORABLE])
+
+
+def test_the_rules_quote_the_users_words_exactly() -> None:
+    result = plan(
+        [], "The budget I set is $48,500 for the whole project. I live in Porto,Portugal."
+    )
+    assert sorted(i.provenance.quote for i in result.added if i.provenance) == [
+        "I live in Porto,Portugal.",
+        "The budget I set is $48,500 for the whole project.",
+    ]
+    assert reasons(result) == []
