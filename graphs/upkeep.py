@@ -28,6 +28,7 @@ from typing_extensions import TypedDict
 
 from graphs.events import emit_memory
 from memory import ThreadState
+from memory.analysis import redact_secrets
 from memory.compaction import CompactionStatus
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_OWED_IN_ONE_CALL
@@ -74,7 +75,8 @@ UpkeepGraph = StateGraph[UpkeepState, None, UpkeepInput, UpkeepOutput]
 
 def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
     """The turns the record owes an extraction, each with the assistant's line it
-    answered (when the conversation's memory still holds it)."""
+    answered (when the conversation's memory still holds it): the user's text as the
+    archive keeps it, so that no extractor is ever shown a secret."""
     before = {
         message.id: previous.text
         for previous, message in zip(record.messages, record.messages[1:], strict=False)
@@ -84,7 +86,7 @@ def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
         OwedTurn(
             message_id=message.id,
             conversation_id=conversation_id,
-            user_text=message.text,
+            user_text=redact_secrets(message.text),
             assistant_before=before.get(message.id, ""),
             at=message.created_at,
         )

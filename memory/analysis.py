@@ -28,9 +28,15 @@ _GREETING = re.compile(
 """A greeting or thanks, with a word or two after it ("hi there", "thanks a lot")."""
 
 
+_SENTENCE_ENDS = re.compile(r"(\n|(?<=[.!?;])\s+|(?<=[。！？；])\s*)")
+"""Where a line or sentence ends (captured, so that what is kept keeps its layout): a
+Latin stop only before a space, never inside a value ("P@ssw0rd!77")."""
+
+
 def redact_secrets(text: str, secret: SecretKind | None = None) -> str:
-    """`text` as it is kept (the archive, a title): each line that discloses a secret
-    replaced by `[redacted]`, or the whole text when the secret spans lines.
+    """`text` as it is kept (the archive, a title, what an extractor reads): each
+    sentence that discloses a secret replaced by `[redacted]`, or the whole text when
+    the secret spans sentences ("Remember my bank password. It's hunter2!").
 
     Args:
         text: the text.
@@ -38,17 +44,21 @@ def redact_secrets(text: str, secret: SecretKind | None = None) -> str:
     """
     if secret is None and find_secret(text) is None:
         return text
-    lines = [REDACTED if find_secret(line) is not None else line for line in text.split("\n")]
-    if REDACTED not in lines:
+    pieces = _SENTENCE_ENDS.split(text)
+    for i in range(0, len(pieces), 2):  # the sentences; the odd places are their ends
+        if find_secret(pieces[i]) is not None:
+            pieces[i] = REDACTED
+    kept = "".join(pieces)
+    if REDACTED not in pieces or find_secret(kept) is not None:
         return REDACTED
-    kept = "\n".join(lines)
-    return kept if find_secret(kept) is None else REDACTED
+    return kept
 
 
 def says_something(text: str) -> bool:
     """Whether `text` may state something to remember: False only for what plainly
     holds nothing (see the module docstring), by the clause analysis of the rules."""
-    if _GREETING.match(text.strip()):
+    text = text.replace(REDACTED, " ")
+    if not text.strip() or _GREETING.match(text.strip()):
         return False
     return any(asked or _may_state(clause) for clause, asked in analysed(text))
 
@@ -80,9 +90,7 @@ class UserText:
 def read(text: str) -> UserText:
     """The one reading of a user's text a turn makes (one secret scan)."""
     secret = find_secret(text)
-    return UserText(
-        text=text,
-        secret=secret,
-        kept=redact_secrets(text, secret) if secret is not None else text,
-        says_something=secret is None and says_something(text),
-    )
+    kept = redact_secrets(text, secret) if secret is not None else text
+    # a secret beside something lasting ("I'm allergic to peanuts. My wifi password
+    # is …") leaves the rest to extract: an extractor reads the kept text
+    return UserText(text=text, secret=secret, kept=kept, says_something=says_something(kept))

@@ -105,11 +105,15 @@ _PRIVATE_KEY = prefiltered(
 )
 _LOGIN_PAIR = prefiltered(
     r"(?:\b(?:log ?in|sign[ -]?in|credentials?|creds)s?\b|账号|帐号|账户|登录|登陆)"
-    r"(?:\s+(?:details|info))?\s*(?:is|are|was|:|=|：|是|为)\s*[\"'“]?"
-    r"[^\s/|]{2,}\s*[/|]\s*(?!pass|pw|pin\b|密码)(?=[!-~]{4})[^\s/|]{4,}",
+    r"(?:\s+(?:details|info))?(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?"
+    r"\s*(?:is|are|was|:|=|：|是|为)\s*[\"'“]?[^\s/|:]{2,}"
+    r"(?:\s*[/|]\s*(?!pass|pw|pin\b|密码)(?=[!-~]{4})[^\s/|]{4,}"
+    r"|(?::|\s+(?:and\s+)?)(?!pass|pw|pin\b|密码)(?=\S*[\d!@#$%^&*])[!-~]{6,})",
     _WORDS,
 )
-"""A user name and a password as a pair: "my bank login is jsmith / P@ssw0rd!77"."""
+"""A user name and a password as a pair: "my bank login is jsmith / P@ssw0rd!77",
+"my netflix login is jsmith:P@ssw0rd!77", "… is jsmith and P@ssw0rd!77" (without a
+slash, the second must look like a password: a digit or a symbol in it)."""
 _FILLER = (
     r"(?!(?:and|or|then|is|are|was|were|the|a|an|my|your|this|that|for|from|to|of|in|on|"
     r"at|by|with|as|if|but|can|must|should|will|please|name|field|fields|required|needed|"
@@ -132,7 +136,7 @@ _IDENTITY_WORDS = prefiltered(
     r"ni (?:number|no\.?)|id (?:card|number|no\.?)|"
     r"identity (?:card|number)|social security|ssn|sin|nino|tax (?:id|number)|tin|nif|nie|"
     r"dni|aadhaar|driver'?s? licen[cs]e(?: number)?|licen[cs]e number)\b|身份证|护照|證件|证件)"
-    r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:is|was|:|=|是|为|号码?)?\s*"
+    r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:号码?)?\s*(?:is|was|:|=|是|为)?\s*"
     r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}",
     _WORDS,
 )

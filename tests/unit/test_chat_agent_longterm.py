@@ -150,6 +150,15 @@ def test_secrets_are_refused_on_every_path(agent: ChatAgent, secret: str) -> Non
     assert agent.memories(session_id="s")["memories"] == []
 
 
+def test_a_secret_beside_something_lasting_keeps_the_rest(agent: ChatAgent) -> None:
+    """The skip filter lets the turn through; the gate refuses only the secret."""
+    result = new_chat(agent, "s", "I am allergic to peanuts. My wifi password is sunflower2024.")
+    assert result.status == "completed"
+    texts = memory_texts(agent, "s")
+    assert texts == ["I am allergic to peanuts."]
+    assert "sunflower2024" not in json.dumps(agent.memories(session_id="s"))
+
+
 def test_remember_checks_kind_and_text(agent: ChatAgent) -> None:
     with pytest.raises(InvalidRequest, match="kind must be one of"):
         agent.remember("I like jazz", session_id="s", kind="secretive")

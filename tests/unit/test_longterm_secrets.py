@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from memory.analysis import redact_secrets
 from memory.longterm import SecretKind, find_secret
 from memory.longterm.secrets import shannon_entropy
 
@@ -31,6 +32,7 @@ FOUND_BY_KIND = [
     ("card 5500-0000-0000-0004 exp 12/29", SecretKind.CARD),
     ("my SSN is 123-45-6789", SecretKind.IDENTITY),
     ("passport number X12345678", SecretKind.IDENTITY),
+    ("我的身份证号码是 E48213975", SecretKind.IDENTITY),
     ("我的身份证号码是11010519491231002X", SecretKind.IDENTITY),
 ]
 """Statements of every kind of secret, with the kind each discloses."""
@@ -60,6 +62,9 @@ ORDINARY = [
     "My login is via Google / Apple ID.",
     "用户名或者密码错误，怎么办？",
     "账户是个人/企业账户两种",
+    "Login is slow, took 30s",
+    "the login for the portal is at 9am",
+    "my sign-in is via Google SSO and 2FA",
 ]
 
 
@@ -114,6 +119,9 @@ PASSWORDS_BESIDE_CHINESE_OR_A_USER_NAME = [
     "user: alice  pass: wonderland",
     "用户名admin，密码qwerty",
     "我的账号是 lihua88 / 登录密码 hua2024",
+    "my netflix login is jsmith:P@ssw0rd!77",
+    "my bank login is jsmith P@ssw0rd!77",
+    "My login for the bank is jsmith and P@ssw0rd!77",
 ]
 """An English secret word written against Chinese, and a user name given with its
 password ("login is user / password", "username X password Y")."""
@@ -151,3 +159,26 @@ PROFILE_STATEMENTS = [
 @pytest.mark.parametrize("text", PROFILE_STATEMENTS)
 def test_profile_statements_with_numbers_are_not_secrets(text: str) -> None:
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "I am allergic to peanuts. My wifi password is sunflower2024.",
+            "I am allergic to peanuts. [redacted]",
+        ),
+        (
+            "I live in Porto.\nmy pin is 4821\nI like tea",
+            "I live in Porto.\n[redacted]\nI like tea",
+        ),
+        # the secret's name in one sentence, its value in the next: nothing is kept
+        ("Remember my bank password. It's hunter2!", "[redacted]"),
+        ("I like tea.", "I like tea."),
+        ("I bank online. my bank login is jsmith / P@ssw0rd!77", "I bank online. [redacted]"),
+    ],
+)
+def test_what_is_kept_of_a_text_leaves_out_each_sentence_with_a_secret(
+    text: str, kept: str
+) -> None:
+    assert redact_secrets(text) == kept
