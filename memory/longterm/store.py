@@ -31,7 +31,7 @@ from memory.longterm.extraction import Extractor
 from memory.longterm.gate import MESSAGES, VERDICTS, Reason, WritePlan, explicit, plan_write
 from memory.longterm.items import MemoryItem, MemoryKind, Source, check_kind
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import recall
+from memory.longterm.recall import Recalled, recall
 from memory.longterm.rules import classify, importance, strip_remember, verdict
 from memory.longterm.secrets import find_secret
 from memory.schema import Clock, require_storable, require_text, utcnow
@@ -183,11 +183,8 @@ class LongTermMemory:
         return self.recall_with_changes(session_id, query)[0]
 
     @storage_errors
-    def recall_with_changes(
-        self, session_id: str, query: str
-    ) -> tuple[list[MemoryItem], frozenset[str]]:
-        """`recall`, and the messages that said what later statements changed (their
-        archived lines are never recalled as current), in one read."""
+    def recall_with_changes(self, session_id: str, query: str) -> Recalled:
+        """`recall`, with what else a turn needs of the session's items, in one read."""
         hits = self._read(session_id, query if self.semantic else None)
         scores = {hit.key: float(hit.score or 0.0) for hit in hits} if self.semantic else None
         items = self._parse(hits)
@@ -199,7 +196,7 @@ class LongTermMemory:
         )
         chosen = recall(current, query, self.clock(), scores=scores)
         self._refresh(self.namespace(session_id), chosen)
-        return chosen, changed
+        return Recalled(chosen, changed, tuple(items))
 
     def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
         """Move the TTL of recalled items on, at most once a day per session (a write on
