@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,14 @@ import pytest
 from agent import ChatAgent, InvalidRequest
 from agent.offline import OfflineChatModel
 from memory import CompactionOutput
-from memory.longterm import ExtractionOutput, Operation
+from memory.conversations import ConversationMemory
+from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS
+from memory.longterm import ExtractionOutput, MemoryItem, Operation
+from memory.longterm.items import memory_id, normalise
+from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 from tests.gates import GATE_DIR_VARIABLE, Gated, new_gate, open_gate
+from tests.unit.test_archive import say
 from tests.unit.test_chat_agent_longterm import long_term_block
 from tests.unit.test_forget_redaction import stored_values
 
@@ -126,6 +132,35 @@ def test_a_racing_turn_forgets_what_its_recalled_lines_told_it(
     assert "lisbonqq" not in stored_values(agent) + repr(agent.export(session_id="s")).casefold()
     assert agent.search_conversations("lisbonqq", session_id="s") == []
     assert result.text == "[forgotten]"
+
+
+def item(text: str) -> MemoryItem:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    return MemoryItem(
+        id=memory_id(), kind="fact", text=text, importance=3, created_at=now, updated_at=now,
+        key=normalise(text),
+    )  # fmt: skip
+
+
+def test_forgetting_everything_keeps_the_tombstone_a_racing_turn_needs(
+    memory: ConversationMemory,
+) -> None:
+    say(memory, "s", "c1", "hello", "hi")  # the session's registry keeps the tombstones
+    lisbon = item("I live in Lisbonqq")  # a turn recalled it, and is still answering
+    forget = memory.forgetter("s")
+    forget([lisbon], lambda cursor: None)
+    # meanwhile the session fills up again and the user forgets everything, twice over
+    # the most items a session holds
+    forget(
+        [item(f"I keep note {n}") for n in range(2 * (MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS))],
+        lambda cursor: None,
+    )
+    write = memory.write_turn(
+        "s", "c1", chat_turn("Where do I live?", "You live in Lisbonqq."), held=[lisbon]
+    )
+    assert write.written and write.forgotten == ("I live in Lisbonqq",)
+    assert "Lisbonqq" not in repr(memory.read_memory("s", "c1"))
+    assert memory.search("s", "lisbonqq", limit=10) == []
 
 
 def test_a_cleared_archive_stays_cleared_after_the_next_compaction(
