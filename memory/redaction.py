@@ -3,12 +3,13 @@
 When the user forgets a long-term item, an earlier answer that listed it, a summary or
 a pin that took it in, a conversation title, or a workflow's run state could still
 carry it into a later context, and the archive could recall the turn it was learnt
-from. `forget_texts` replaces each occurrence with `[forgotten]` in every thread of the
-session (its registry, each conversation's memory and run threads, every checkpoint
-and pending write of those) and in the archived lines, and runs the item store's
-deletion, all in one transaction under the session's lock. Matching ignores case and
-how whitespace is spread. A turn that raced the forgetting takes out, from what it
-writes, the sentences that repeat the item as well (`repeats_forgotten`).
+from. `forget_texts` replaces each occurrence of the item's text, and of the user's
+words that stated it, with `[forgotten]` in every thread of the session (its registry,
+each conversation's memory and run threads, every checkpoint and pending write of
+those) and in the archived lines, and runs the item store's deletion, all in one
+transaction under the session's lock. Matching ignores case and how whitespace is
+spread. A turn that raced the forgetting takes out, from what it writes, the sentences
+that repeat the item as well (`repeats_forgotten`).
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def forget_texts(
     session's documents and archived lines holds (no turn lands a line between the
     archive's plan and its rewrite), then the database transaction.
     """
-    texts = [item.text for item in items]
+    texts = said_of(items)
     registry = ids.registry_thread(session_id)
     with threads.lock(registry):
         pattern = forgotten_pattern(texts)
