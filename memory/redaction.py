@@ -6,10 +6,11 @@ carry it into a later context, and the archive could recall the turn it was lear
 from. `forget_texts` replaces each occurrence of the item's text, and of the user's
 words that stated it, with `[forgotten]` in every thread of the session (its registry,
 each conversation's memory and run threads, every checkpoint and pending write of
-those) and in the archived lines, and runs the item store's deletion, all in one
-transaction under the session's lock. Matching ignores case and how whitespace is
-spread. A turn that raced the forgetting takes out, from what it writes, the sentences
-that repeat the item as well (`repeats_forgotten`).
+those) and in the archived lines, and runs the item store's deletion (which also takes
+the item out of the other items' quotes), all in one transaction under the session's
+lock. Matching ignores case and how whitespace is spread. A turn that raced the
+forgetting takes out, from what it writes, the sentences that repeat the item as well
+(`repeats_forgotten`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from memory.archive.archive import Archive
 from memory.archive.forgetting import forget_sentences
 from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
-from memory.limits import MAX_TOMBSTONES
+from memory.limits import MAX_QUOTE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.registry import RegistryState
 from memory.schema import ThreadState
@@ -63,6 +64,29 @@ def said_of(items: Iterable[MemoryItem]) -> list[str]:
         if quote.strip() and (own is None or own.search(quote) is None):
             texts.append(quote)
     return texts
+
+
+def without_traces(
+    items: Iterable[MemoryItem], forgotten: Sequence[MemoryItem]
+) -> list[MemoryItem]:
+    """The `items` that keep a trace of the `forgotten` ones, rewritten without it: a
+    quote that holds their words (two items said in one sentence) reads `[forgotten]`
+    there, and a history item that one of them replaced names no successor (what
+    replaced it is gone)."""
+    pattern = forgotten_pattern(said_of(forgotten))
+    gone = {item.id for item in forgotten}
+    rewritten = []
+    for item in items:
+        update: dict[str, Any] = {}
+        if item.superseded_by in gone:
+            update["superseded_by"] = None
+        provenance = item.provenance
+        if pattern is not None and provenance is not None and pattern.search(provenance.quote):
+            quote = pattern.sub(FORGOTTEN, provenance.quote)[:MAX_QUOTE_CHARS]
+            update["provenance"] = provenance.model_copy(update={"quote": quote})
+        if update:
+            rewritten.append(item.model_copy(update=update))
+    return rewritten
 
 
 def repeats_forgotten(texts: Sequence[str]) -> Substitute | None:

@@ -1,8 +1,9 @@
-"""What a forgetting reaches: the user's own words that stated the item; on both
-backends."""
+"""What a forgetting reaches: the user's own words that stated the item, the quotes of
+the items said with it, the history that names it; on both backends."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -48,3 +49,35 @@ def test_forgetting_takes_out_the_users_words_that_stated_the_item(
     assert titles == ["Honestly, [forgotten]."]
     assert "since 2019" not in stored_values(agent)
     assert agent.search_conversations("vegetarian 2019", session_id="s") == []
+
+
+def test_forgetting_an_item_leaves_no_trace_in_the_quote_of_one_said_with_it(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    words = "I live in Lisbonqq and I work as a data engineer"
+    both = [add(words, "I live in Lisbonqq"), add(words, "I work as a data engineer")]
+    model = ScriptedModel(replies=["ok"], structured=[ExtractionOutput(operations=both)])
+    agent = open_agent(model, long_term_memory="model")
+    said(agent, f"{words}.")
+    lisbon = next(item for item in listed(agent)[0] if "Lisbonqq" in item["text"])
+
+    agent.forget(lisbon["id"], session_id="s")
+
+    ((kept,), _) = listed(agent)
+    assert kept["text"] == "I work as a data engineer"
+    assert kept["provenance"]["quote"] == "[forgotten] and I work as a data engineer"
+    assert "lisbonqq" not in json.dumps(agent.export(session_id="s")).casefold()
+
+
+def test_forgetting_what_replaced_an_item_leaves_its_history_naming_nothing(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    agent = open_agent(ScriptedModel(replies=["ok"] * 4), long_term_memory="rules")
+    cid = said(agent, "I live in Lisbonqq.")
+    said(agent, "I moved to Portoqq.", conversation_id=cid)
+    ((porto,), (lisbon,)) = listed(agent)
+    assert lisbon["supersededBy"] == porto["id"]
+
+    agent.forget(porto["id"], session_id="s")
+
+    assert listed(agent) == ([], [{**lisbon, "supersededBy": None}])
