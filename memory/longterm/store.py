@@ -56,6 +56,9 @@ Forget = Callable[[Sequence[MemoryItem], InTransaction], object]
 """Forgets the items that go everywhere else the session keeps their texts (the archive,
 the session's memory, with a tombstone of each: `memory.redaction.forget_texts`) and
 runs the step it is given, the item store's own write, in the same transaction."""
+Reread = Callable[[Sequence[OwedTurn]], Sequence[OwedTurn]]
+"""The owed turns as their conversation stores them now, in the same order (a turn no
+longer stored reads empty); a forgetting redacts the stored copies."""
 _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -262,10 +265,13 @@ class LongTermMemory:
         turns: Sequence[OwedTurn],
         source: Source,
         forget: Forget | None = None,
+        reread: Reread | None = None,
     ) -> WritePlan:
         """The plan the gate makes of `operations`, written (what it forgets goes to
-        `forget`)."""
+        `forget`), each checked against its turn as `reread` finds it under the lock."""
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
+            if reread is not None:
+                turns = reread(turns)
             items = self.all_items(session_id)
             plan = plan_write(items, operations, turns, source=source)
             if plan.altered:
@@ -281,6 +287,7 @@ class LongTermMemory:
         extractor: Extractor,
         *,
         forget: Forget | None = None,
+        reread: Reread | None = None,
     ) -> MemoryWrite:
         """Extract from the owed turns (one call of a model extractor for all of them,
         before the session's lock is taken) and write what the gate lets through.
@@ -288,11 +295,14 @@ class LongTermMemory:
         Args:
             forget: given the items the user asked to forget, under the session's
                 long-term lock, with the write itself to run in the same transaction.
+            reread: the turns as stored once the lock is held: the gate checks each
+                operation's quote against them, so that what a forgetting took out of a
+                turn while its extraction ran is never written back.
         """
         if not turns:
             return MemoryWrite(WritePlan())
         operations = extractor(turns, self.items(session_id))
-        plan = self._write(session_id, operations, turns, extractor.source, forget)
+        plan = self._write(session_id, operations, turns, extractor.source, forget, reread)
         for refusal in plan.refused:
             logger.info("long-term gate refused an operation: %s", refusal.reason.value)
         return MemoryWrite(plan)

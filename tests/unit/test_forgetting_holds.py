@@ -134,6 +134,27 @@ def test_a_racing_turn_forgets_what_its_recalled_lines_told_it(
     assert result.text == "[forgotten]"
 
 
+def test_a_forgetting_while_the_extraction_model_answers_is_not_written_back(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    add = Operation(op="add", turn=1, quote="I live in Lisbonqq", text="I live in Lisbonqq")
+    model = ScriptedModel(replies=["ok"] * 4, structured=[ExtractionOutput(operations=[add])])
+    agent = open_agent(model, long_term_memory="model")
+    cid = said(agent, "I live in Lisbonqq.")
+    (item,) = agent.memories(session_id="s")["memories"]
+
+    def extracting(messages: Any) -> ExtractionOutput:
+        agent.forget(item["id"], session_id="s")  # lands while the model extracts
+        return ExtractionOutput(operations=[add])  # from a turn read before it
+
+    model.structured.append(extracting)
+    said(agent, "By the way, I live in Lisbonqq, near the river.", conversation_id=cid)
+    listed = agent.memories(session_id="s", include_history=True)
+    assert (listed["memories"], listed["history"]) == ([], [])
+    assert "lisbonqq" not in stored_values(agent)
+    assert agent.search_conversations("lisbonqq", session_id="s") == []
+
+
 def item(text: str) -> MemoryItem:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     return MemoryItem(
