@@ -301,7 +301,7 @@ class LongTermMemory:
         """
         if not turns:
             return MemoryWrite(WritePlan())
-        operations = extractor(turns, self.items(session_id))
+        operations = extractor(turns, self.all_items(session_id))
         plan = self._write(session_id, operations, turns, extractor.source, forget, reread)
         for refusal in plan.refused:
             logger.info("long-term gate refused an operation: %s", refusal.reason.value)

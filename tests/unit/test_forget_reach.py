@@ -1,11 +1,14 @@
 """What a forgetting reaches: the user's own words that stated the item, the quotes of
-the items said with it, the history that names it; on both backends."""
+the items said with it, the history it replaced or that replaced it; on both backends."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
 
 from agent import ChatAgent
 from memory.longterm import ExtractionOutput, Operation
@@ -81,3 +84,54 @@ def test_forgetting_what_replaced_an_item_leaves_its_history_naming_nothing(
     agent.forget(porto["id"], session_id="s")
 
     assert listed(agent) == ([], [{**lisbon, "supersededBy": None}])
+
+
+@pytest.mark.parametrize(
+    "request_", ["Please forget that I lived in Lisbonqq.", "Forget that I live in Lisbonqq."]
+)
+def test_forget_that_i_lived_there_reaches_the_history_item(
+    open_agent: Callable[..., ChatAgent], request_: str
+) -> None:
+    agent = open_agent(ScriptedModel(replies=["ok"] * 6), long_term_memory="rules")
+    cid = said(agent, "I live in Lisbonqq.")
+    said(agent, "I moved to Portoqq.", conversation_id=cid)
+
+    said(agent, request_)
+
+    ((porto,), history) = listed(agent)
+    assert (porto["text"], history) == ("I moved to Portoqq.", [])
+    assert agent.search_conversations("lisbonqq", session_id="s") == []
+
+
+def test_the_extraction_model_is_shown_history_it_may_only_forget(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = ScriptedModel(
+        replies=["ok"] * 3,
+        structured=[
+            ExtractionOutput(operations=[add("I live in Lisbonqq", "I live in Lisbonqq")]),
+            ExtractionOutput(operations=[add("I moved to Portoqq", "I moved to Portoqq")]),
+        ],
+    )
+    agent = open_agent(model, long_term_memory="model")
+    cid = said(agent, "I live in Lisbonqq.")
+    said(agent, "I moved to Portoqq.", conversation_id=cid)
+    ((porto,), (lisbon,)) = listed(agent)
+    request_ = "Please forget that I lived in Lisbonqq"
+    shown: dict[str, Any] = {}
+
+    def extracting(messages: list[BaseMessage]) -> ExtractionOutput:
+        shown.update(json.loads(str(messages[-1].content)))
+        return ExtractionOutput(
+            operations=[
+                Operation(op=op, turn=1, quote=request_, id=lisbon["id"])
+                for op in ("retire", "forget")
+            ]
+        )
+
+    model.structured.append(extracting)
+    said(agent, f"{request_}.")
+
+    assert [m["id"] for m in shown["current_memories"]] == [porto["id"]]
+    assert shown["history"] == [{"id": lisbon["id"], "text": "I live in Lisbonqq"}]
+    assert listed(agent) == ([porto], [])  # the retire of history was refused
