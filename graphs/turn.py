@@ -146,26 +146,13 @@ def _without(forgotten: Sequence[str], state: AgentState, result: dict[str, Any]
 
 
 def _forget_in(message: AnyMessage, redact: Substitute) -> AnyMessage:
-    """`message` with `redact` applied to its text and its tool calls' arguments (never
-    to its type, ids or metadata)."""
-    content = message.content
-    if isinstance(content, str):
-        content = redact(content)
-    else:  # content blocks: only their text
-        content = [_forget_in_block(block, redact) for block in content]
-    update: dict[str, Any] = {"content": content}
+    """`message` with `redact` applied to its content and its tool calls' arguments."""
+    update: dict[str, Any] = {"content": redact_value(message.content, redact)}
     if isinstance(message, AIMessage) and message.tool_calls:
         update["tool_calls"] = [
             {**call, "args": redact_value(call["args"], redact)} for call in message.tool_calls
         ]
     return message.model_copy(update=update)
-
-
-def _forget_in_block(block: str | dict[str, Any], redact: Substitute) -> str | dict[str, Any]:
-    if isinstance(block, str):
-        return redact(block)
-    text = block.get("text")
-    return {**block, "text": redact(text)} if isinstance(text, str) else block
 
 
 class TurnNodes:
