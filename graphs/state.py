@@ -22,6 +22,7 @@ from graphs.request import DEFAULT_SESSION_ID, MODES, Mode, RouteName, TurnReque
 from memory.analysis import UserText
 from memory.budget import ContextBudget
 from memory.context import ContextParts
+from memory.longterm.items import MemoryItem
 
 __all__ = [
     "DEFAULT_SESSION_ID",
@@ -76,10 +77,13 @@ class MemoryContext:
         parts: the context's pieces (None: no memory context at all).
         budget: the context budget each model call of the turn is fitted into (None:
             the context as it is).
+        held: the session's long-term items as the turn read them (those forgotten while
+            it runs are taken out of what it writes).
     """
 
     parts: ContextParts | None = None
     budget: ContextBudget | None = None
+    held: tuple[MemoryItem, ...] = ()
 
     def with_turn(self, turn: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The memory context followed by the turn's own messages, fitted into the budget

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -43,8 +43,9 @@ from memory.archive import Recall
 from memory.budget import ContextBudget
 from memory.context import context_parts
 from memory.conversations import ConversationMemory, TurnWrite
-from memory.longterm import MemoryItem
+from memory.longterm.recall import Recalled
 from memory.longterm.store import LongTermMemory
+from memory.redaction import Substitute, redact_value, repeats_forgotten
 from memory.turns import (
     FinalTurn,
     Route,
@@ -127,6 +128,33 @@ def _emit_written(write: TurnWrite) -> None:
     )
 
 
+def _without(forgotten: Sequence[str], state: AgentState, result: dict[str, Any]) -> dict[str, Any]:
+    """The turn's outcome without the texts of items forgotten while it ran, as its write
+    took them out of memory: the answer, the messages, and the run state's own copies of
+    the turn's texts (the run checkpoint keeps what it is told last)."""
+    redact = repeats_forgotten(forgotten)
+    if redact is None:
+        return result
+    texts = {key: redact(state[key]) for key in ("user_text", "workflow_text") if state.get(key)}
+    return {
+        **result,
+        **texts,
+        "answer": redact(result["answer"]),
+        "messages": [_forget_in(message, redact) for message in result["messages"]],
+        "turn_messages": [_forget_in(m, redact) for m in state.get("turn_messages") or []],
+    }
+
+
+def _forget_in(message: AnyMessage, redact: Substitute) -> AnyMessage:
+    """`message` with `redact` applied to its content and its tool calls' arguments."""
+    update: dict[str, Any] = {"content": redact_value(message.content, redact)}
+    if isinstance(message, AIMessage) and message.tool_calls:
+        update["tool_calls"] = [
+            {**call, "args": redact_value(call["args"], redact)} for call in message.tool_calls
+        ]
+    return message.model_copy(update=update)
+
+
 class TurnNodes:
     """`load_memory` and `finalize` over a conversation memory and the users' long-term
     memory.
@@ -179,16 +207,15 @@ class TurnNodes:
             logger.exception("reading chat memory failed; answering without it")
             return None
 
-    def _items(self, session_id: str, text: str) -> tuple[list[MemoryItem] | None, frozenset[str]]:
-        """The long-term items this turn recalls (None: reading them failed, logged), and
-        the messages whose statements later ones changed."""
+    def _items(self, session_id: str, text: str) -> Recalled | None:
+        """What this turn reads of the long-term items (None: reading them failed, logged)."""
         if self.long_term is None:
-            return [], frozenset()
+            return Recalled([], frozenset(), ())
         try:
             return self.long_term.recall_with_changes(session_id, text)
         except Exception:
             logger.exception("recalling long-term memory failed; answering without it")
-            return None, frozenset()
+            return None
 
     def _lines(
         self,
@@ -224,9 +251,10 @@ class TurnNodes:
         # a request the caller validated was admitted by it; a raw input starts its thread
         found = self._stored(session_id, conversation_id, admit=context.request is None)
         stored = found or ThreadState()
-        items, changed = self._items(session_id, text)
+        profile = self._items(session_id, text)
         recall, recall_failed = None, False
         if route not in WORKFLOW_ROUTES and found is not None:  # a workflow reads no context
+            changed = profile.changed if profile is not None else frozenset()
             recall = self._lines(session_id, conversation_id, text, stored, changed)
             recall_failed = recall is None
         emit("route", route=route)
@@ -235,7 +263,11 @@ class TurnNodes:
         turn_id = uuid.uuid4().hex
         # kept in pieces: each model call of the turn fits them with its own messages
         parts = context_parts(
-            stored, None, system_prompt=AGENT_SYSTEM_PROMPT, long_term=items or (), recalled=recall
+            stored,
+            None,
+            system_prompt=AGENT_SYSTEM_PROMPT,
+            long_term=profile.items if profile is not None else (),
+            recalled=recall,
         )
         update = {
             **FRESH_TURN,
@@ -250,8 +282,10 @@ class TurnNodes:
             "status": "interrupted" if route == "tasklist" else "running",
             "turn_messages": [HumanMessage(content=text, id=_input_message_id(state) or turn_id)],
             "said": read(text),
-            "context": MemoryContext(parts, self.budget),
-            "degraded": found is None or items is None or recall_failed,
+            "context": MemoryContext(
+                parts, self.budget, profile.held if profile is not None else ()
+            ),
+            "degraded": found is None or profile is None or recall_failed,
         }
         return Command(update=update, goto=route)
 
@@ -270,8 +304,7 @@ class TurnNodes:
         }
         said = state.get("said") or UserText()
         completed = turn.status is TurnStatus.COMPLETED
-        parts = (state.get("context") or MemoryContext()).parts
-        recalled = {item.id: item.text for item in parts.long_term} if parts else {}
+        held = (state.get("context") or MemoryContext()).held
         emit_memory("write", "started")
         try:
             write = self.memory.write_turn(
@@ -280,13 +313,14 @@ class TurnNodes:
                 turn,
                 owe_remember=self.remembers and completed and said.says_something,
                 kept_user_text=said.kept or None,
-                recalled=recalled,
+                held=held,
             )
         except Exception:
             logger.exception("writing the turn to chat memory failed")
             emit_memory("write", "failed")
             return Command(update={**result, "degraded": True}, goto=END)
         _emit_written(write)
+        result = _without(write.forgotten, state, result)
         gone = write.skipped is SkipReason.GONE
         owed = not gone and write.state.owes_upkeep
         update = {

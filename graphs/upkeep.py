@@ -18,6 +18,9 @@ record says `failed`, and what a crash left unpaid is still on it for the next u
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import Runnable
@@ -168,11 +171,14 @@ class UpkeepNodes:
         remembered: list[str] = []
         failed = False
         forget = self.memory.forgetter(session_id)
+        reread = partial(self._stored_turns, session_id, state["conversation_id"])
         for start in range(0, len(turns), MAX_OWED_IN_ONE_CALL):
             emit_memory("remember", "started")
             batch = turns[start : start + MAX_OWED_IN_ONE_CALL]
             try:
-                write = long_term.remember_turns(session_id, batch, extractor, forget=forget)
+                write = long_term.remember_turns(
+                    session_id, batch, extractor, forget=forget, reread=reread
+                )
             except Exception:
                 logger.exception("long-term extraction failed; the turn stands")
                 emit_memory("remember", "failed")
@@ -190,6 +196,18 @@ class UpkeepNodes:
         if failed:
             update |= {"failed": True, "degraded": True}
         return Command(update=update, goto=self._after_remember(record))
+
+    def _stored_turns(
+        self, session_id: str, conversation_id: str, turns: Sequence[OwedTurn]
+    ) -> list[OwedTurn]:
+        """`turns` as the conversation's record holds them now: a forgetting since they
+        were read redacted them there; a turn the record no longer owes reads empty."""
+        record = self.memory.read_memory(session_id, conversation_id)
+        stored = {turn.message_id: turn for turn in owed_turns(record, conversation_id)}
+        return [
+            stored.get(turn.message_id) or replace(turn, user_text="", assistant_before="")
+            for turn in turns
+        ]
 
     def compact(self, state: UpkeepState) -> dict[str, Any]:
         """Run the compaction model (structured output) over the conversation's memory,

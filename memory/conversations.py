@@ -14,8 +14,7 @@ model without any lock held.
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -33,7 +32,7 @@ from memory.hydration import hydration_dto
 from memory.ids import ThreadIds
 from memory.limits import COMPACTION_KEEP_MESSAGES, validate_keep
 from memory.longterm.items import MemoryItem
-from memory.redaction import FORGOTTEN, forget_texts, forgotten_pattern
+from memory.redaction import forget_texts, repeats_forgotten, said_of
 from memory.registry import (
     RegistryChange,
     RegistryState,
@@ -45,7 +44,7 @@ from memory.registry import (
     select,
     settle_review,
 )
-from memory.schema import ChatThreadMessage, Clock, ThreadState, utcnow, validate_id
+from memory.schema import Clock, ThreadState, utcnow, validate_id
 from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.storage.documents import InTransaction
@@ -72,6 +71,9 @@ class TurnWrite:
         state: the memory after the write (as stored).
         pruned: conversations pruned from the registry (their threads are deleted).
         pruned_titles: their titles, for a notice that names them.
+        forgotten: the texts of items forgotten while the turn ran, taken out of what it
+            wrote (`memory.redaction.repeats_forgotten`): the turn's own outcome must
+            lose them too.
     """
 
     written: bool
@@ -79,6 +81,7 @@ class TurnWrite:
     state: ThreadState
     pruned: tuple[str, ...] = ()
     pruned_titles: tuple[str, ...] = ()
+    forgotten: tuple[str, ...] = ()
 
 
 class ConversationMemory:
@@ -165,7 +168,7 @@ class ConversationMemory:
         *,
         owe_remember: bool = False,
         kept_user_text: str | None = None,
-        recalled: Mapping[str, str] | None = None,
+        held: Sequence[MemoryItem] = (),
     ) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
@@ -177,25 +180,25 @@ class ConversationMemory:
         more than eight messages: a compaction; with embeddings, the user's archived
         line awaits its vector), so that no crash loses it. The archive and a new title
         keep the user's text secret-redacted (`kept_user_text`, when the caller's reading
-        of the text redacted it already). The texts of long-term items the turn recalled
-        (`recalled`, by id) that were forgotten while it ran read `[forgotten]` in what
-        it writes: a forgetting's tombstone holds over a turn that raced it.
+        of the text redacted it already). The long-term items the turn read (`held`)
+        that were forgotten while it ran are taken out of what it writes, their texts and
+        the sentences that repeat them (`memory.redaction.repeats_forgotten`): a
+        forgetting's tombstone holds over a turn that raced it.
         """
         now = self.clock()
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
             snapshot = self.documents.read(session_id, conversation_id)
             current = snapshot.memory
+            tombstones = set(snapshot.registry.forgotten)
+            forgotten = tuple(said_of(item for item in held if item.id in tombstones))
             if not snapshot.registry.owns(conversation_id):
-                return TurnWrite(False, SkipReason.GONE, current)
+                return TurnWrite(False, SkipReason.GONE, current, forgotten=forgotten)
             plan = plan_turn_write(current, turn, now)
-            gone = [
-                text for key, text in (recalled or {}).items() if key in snapshot.registry.forgotten
-            ]
-            pattern = forgotten_pattern(gone)
-            if pattern is not None:
-                plan = replace(plan, messages=tuple(redacted(m, pattern) for m in plan.messages))
-                kept = pattern.sub(FORGOTTEN, kept)
+            redact = repeats_forgotten(forgotten)
+            if redact is not None:
+                texts = tuple(m.model_copy(update={"text": redact(m.text)}) for m in plan.messages)
+                plan, kept = replace(plan, messages=texts), redact(kept)
             if plan.skipped is not None:
                 # a review this turn ended is over; with nothing stored, nothing is listed
                 ended = settle_review(
@@ -203,7 +206,7 @@ class ConversationMemory:
                 )
                 if ended.state is not snapshot.registry:
                     self.documents.commit(session_id, snapshot.registry, ended)
-                return TurnWrite(False, plan.skipped, current)
+                return TurnWrite(False, plan.skipped, current, forgotten=forgotten)
             state = self._with_turn(current, plan.messages, owe_remember=owe_remember, now=now)
             key = self.ids.conversation_key(session_id, conversation_id)
             change = record_turn(
@@ -232,7 +235,7 @@ class ConversationMemory:
             self.documents.commit(session_id, snapshot.registry, change, memory, lines)
         titles = {e.id: e.title for e in snapshot.registry.conversations}
         pruned_titles = tuple(titles[cid] for cid in change.pruned if cid in titles)
-        return TurnWrite(True, None, state, change.pruned, pruned_titles)
+        return TurnWrite(True, None, state, change.pruned, pruned_titles, forgotten)
 
     def await_review(self, session_id: str, conversation_id: str, goal: str) -> tuple[str, ...]:
         """A task list in the conversation stopped for its review: list it as waiting
@@ -445,11 +448,6 @@ class ConversationMemory:
         their texts forgotten in the session's archive and memory, with a tombstone of
         each, in the transaction of the write itself (`memory.redaction.forget_texts`)."""
         return partial(forget_texts, self.threads, self.ids, self.archive, session_id)
-
-
-def redacted(message: ChatThreadMessage, pattern: re.Pattern[str]) -> ChatThreadMessage:
-    """`message` with every match of `pattern` read `[forgotten]`."""
-    return message.model_copy(update={"text": pattern.sub(FORGOTTEN, message.text)})
 
 
 def _archives_summaries(registry: RegistryState, conversation_id: str) -> bool:

@@ -61,11 +61,14 @@ def validate_keep(keep: int) -> int:
 MAX_MEMORY_ITEMS: Final = 100
 """Long-term items kept per session; past it the least important, then oldest, go."""
 
-MAX_TOMBSTONES: Final = 200
-"""Forgotten items' ids a session keeps, so that a turn racing a forgetting redacts them."""
-
 MAX_HISTORY_ITEMS: Final = 100
 """Items a later statement changed, kept as history per session; past it the oldest go."""
+
+MAX_TOMBSTONES: Final = 4 * (MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS)
+"""Forgotten items' ids a session keeps, so that a turn racing a forgetting redacts them:
+twice the most one forgetting names (every item a session holds, with room for what a
+crashed writer left over), so that even forgetting everything keeps the tombstones of
+the forgettings just before it."""
 
 MAX_NEW_MEMORIES_PER_TURN: Final = 2
 MAX_MEMORY_TEXT_CHARS: Final = 300

@@ -3,11 +3,14 @@
 When the user forgets a long-term item, an earlier answer that listed it, a summary or
 a pin that took it in, a conversation title, or a workflow's run state could still
 carry it into a later context, and the archive could recall the turn it was learnt
-from. `forget_texts` replaces each occurrence with `[forgotten]` in every thread of the
-session (its registry, each conversation's memory and run threads, every checkpoint
-and pending write of those) and in the archived lines, and runs the item store's
-deletion, all in one transaction under the session's lock. Matching ignores case and
-how whitespace is spread.
+from. `forget_texts` replaces each occurrence of the item's text, and of the user's
+words that stated it, with `[forgotten]` in every thread of the session (its registry,
+each conversation's memory and run threads, every checkpoint and pending write of
+those) and in the archived lines, and runs the item store's deletion (which also takes
+the item out of the other items' quotes), all in one transaction under the session's
+lock. Matching ignores case and how whitespace is spread. A turn that raced the
+forgetting takes out, from what it writes, the sentences that repeat the item as well
+(`repeats_forgotten`).
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from memory.archive.archive import Archive
+from memory.archive.forgetting import forget_sentences
 from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
-from memory.limits import MAX_TOMBSTONES
+from memory.limits import MAX_QUOTE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.registry import RegistryState
 from memory.schema import ThreadState
@@ -31,6 +36,8 @@ from memory.storage.documents import Dialect, InTransaction, in_order
 FORGOTTEN = "[forgotten]"
 _MAX_DEPTH = 64
 
+Substitute = Callable[[str], str]
+"""A string's forgotten parts replaced by `[forgotten]` (the very same string when none)."""
 Redactor = Callable[[str, Any], Any]
 """`(thread_id, stored value) -> value`: the value itself when nothing in it changed."""
 
@@ -45,46 +52,94 @@ def forgotten_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(ordered), re.IGNORECASE)
 
 
-def redact_value(value: Any, pattern: re.Pattern[str], *, keep_length: bool = False) -> Any:
-    """`value` with every match of `pattern` in its strings replaced by `[forgotten]`:
-    strings, dicts, lists, tuples, messages and other pydantic models, dataclasses.
-    Anything else is kept as is. The very same object comes back when nothing changed.
+def said_of(items: Iterable[MemoryItem]) -> list[str]:
+    """What forgetting `items` takes out of a text: each one's text, and the user's words
+    that stated it (its provenance quote) unless the text is within them, where the rest
+    of the quote may state another item ("I live in Lisbon and I work as an engineer")."""
+    texts = []
+    for item in items:
+        texts.append(item.text)
+        quote = item.provenance.quote if item.provenance is not None else ""
+        own = forgotten_pattern([item.text])
+        if quote.strip() and (own is None or own.search(quote) is None):
+            texts.append(quote)
+    return texts
+
+
+def without_traces(
+    items: Iterable[MemoryItem], forgotten: Sequence[MemoryItem]
+) -> list[MemoryItem]:
+    """The `items` that keep a trace of the `forgotten` ones, rewritten without it: a
+    quote that holds their words (two items said in one sentence) reads `[forgotten]`
+    there, and a history item that one of them replaced names no successor (what
+    replaced it is gone)."""
+    pattern = forgotten_pattern(said_of(forgotten))
+    gone = {item.id for item in forgotten}
+    rewritten = []
+    for item in items:
+        update: dict[str, Any] = {}
+        if item.superseded_by in gone:
+            update["superseded_by"] = None
+        provenance = item.provenance
+        if pattern is not None and provenance is not None and pattern.search(provenance.quote):
+            quote = pattern.sub(FORGOTTEN, provenance.quote)[:MAX_QUOTE_CHARS]
+            update["provenance"] = provenance.model_copy(update={"quote": quote})
+        if update:
+            rewritten.append(item.model_copy(update=update))
+    return rewritten
+
+
+def repeats_forgotten(texts: Sequence[str]) -> Substitute | None:
+    """What a turn that raced the forgetting of `texts` does to each string it writes:
+    the texts themselves, and each sentence that repeats one of them ("Since you live in
+    Lisbon, …"), read `[forgotten]`, as the forgetting did to the archive. None when
+    nothing was forgotten."""
+    pattern = forgotten_pattern(texts)
+    if pattern is None:
+        return None
+    return lambda text: forget_sentences(pattern.sub(FORGOTTEN, text), texts)
+
+
+def redact_value(value: Any, redact: Substitute, *, keep_length: bool = False) -> Any:
+    """`value` with `redact` applied to its strings: strings, dicts, lists, tuples,
+    messages and other pydantic models, dataclasses. Anything else is kept as is. The
+    very same object comes back when nothing changed.
 
     Args:
         keep_length: never let a string grow past its length (a short match replaced by
             the longer marker is cut back), for documents with length limits.
     """
-    return _walk(value, pattern, keep_length, 0)
+    return _walk(value, redact, keep_length, 0)
 
 
-def _walk(value: Any, pattern: re.Pattern[str], keep_length: bool, depth: int) -> Any:
+def _walk(value: Any, redact: Substitute, keep_length: bool, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         return value
     if isinstance(value, str):
-        redacted = pattern.sub(FORGOTTEN, value)
+        redacted = redact(value)
         if redacted == value:
             return value
         return redacted[: len(value)] if keep_length else redacted
     if isinstance(value, dict):
-        items = {key: _walk(item, pattern, keep_length, depth + 1) for key, item in value.items()}
+        items = {key: _walk(item, redact, keep_length, depth + 1) for key, item in value.items()}
         if all(items[key] is item for key, item in value.items()):
             return value
         return items if type(value) is dict else type(value)(items)
     if isinstance(value, list | tuple):
-        walked = [_walk(item, pattern, keep_length, depth + 1) for item in value]
+        walked = [_walk(item, redact, keep_length, depth + 1) for item in value]
         if all(new is old for new, old in zip(walked, value, strict=True)):
             return value
         return walked if isinstance(value, list) else type(value)(walked)
     if isinstance(value, BaseModel):
         fields = {
-            name: _walk(getattr(value, name), pattern, keep_length, depth + 1)
+            name: _walk(getattr(value, name), redact, keep_length, depth + 1)
             for name in type(value).model_fields
         }
         changed = {name: new for name, new in fields.items() if new is not getattr(value, name)}
         return value.model_copy(update=changed) if changed else value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {
-            f.name: _walk(getattr(value, f.name), pattern, keep_length, depth + 1)
+            f.name: _walk(getattr(value, f.name), redact, keep_length, depth + 1)
             for f in dataclasses.fields(value)
             if f.init
         }
@@ -93,12 +148,12 @@ def _walk(value: Any, pattern: re.Pattern[str], keep_length: bool, depth: int) -
     return value
 
 
-def _redact_document(thread_id: str, value: Any, pattern: re.Pattern[str]) -> Any:
+def _redact_document(thread_id: str, value: Any, redact: Substitute) -> Any:
     """A memory or registry document redacted so that it still validates: a string that
     the marker would push past its limit keeps its length instead. A changed document's
     `version` moves on, so that a compaction computed from the text before fails its
     compare-and-set instead of writing the text back."""
-    redacted = redact_value(value, pattern)
+    redacted = redact_value(value, redact)
     if redacted is value:
         return value
     model: type[BaseModel] = (
@@ -107,18 +162,19 @@ def _redact_document(thread_id: str, value: Any, pattern: re.Pattern[str]) -> An
     try:
         model.model_validate(redacted)
     except ValidationError:
-        redacted = redact_value(value, pattern, keep_length=True)
+        redacted = redact_value(value, redact, keep_length=True)
     return {**redacted, "version": int(redacted.get("version", 0)) + 1}
 
 
 def redactor(pattern: re.Pattern[str]) -> Redactor:
     """What the backend applies to each stored value of the session's threads."""
+    replace = partial(pattern.sub, FORGOTTEN)
 
     def redact(thread_id: str, value: Any) -> Any:
         documents = (MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX)
         if isinstance(value, dict) and thread_id.startswith(documents):
-            return _redact_document(thread_id, value, pattern)
-        return redact_value(value, pattern)
+            return _redact_document(thread_id, value, replace)
+        return redact_value(value, replace)
 
     return redact
 
@@ -145,7 +201,7 @@ def forget_texts(
     session's documents and archived lines holds (no turn lands a line between the
     archive's plan and its rewrite), then the database transaction.
     """
-    texts = [item.text for item in items]
+    texts = said_of(items)
     registry = ids.registry_thread(session_id)
     with threads.lock(registry):
         pattern = forgotten_pattern(texts)

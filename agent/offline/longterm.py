@@ -1,7 +1,7 @@
 """The offline model's long-term extraction: the rules extractor, answering as a model.
 
 It reads the extraction input written by `memory.longterm.extraction.extraction_prompt`
-(the owed turns and the user's current items, with ids) and answers with an
+(the owed turns, the user's current items and history, with ids) and answers with an
 `ExtractionOutput`: the rules' operations (`memory.longterm.extraction.rules_operations`),
 each with its quote. So `AGENT_LONG_TERM_MEMORY=model` works without a network too.
 """
@@ -25,7 +25,7 @@ NOT_AN_EXTRACTION_INPUT = (
 
 @dataclass(frozen=True)
 class ShownItem:
-    """A current item as the extraction input shows it."""
+    """An item as the extraction input shows it."""
 
     id: str
     text: str
@@ -41,9 +41,10 @@ def extraction_output(messages: Sequence[BaseMessage]) -> ExtractionOutput:
     try:
         document = json.loads(str(human.content)) if human is not None else {}
         turns = [(str(turn["user"]), None) for turn in document["turns"]]
-        shown = [
-            ShownItem(str(item["id"]), str(item["text"])) for item in document["current_memories"]
-        ]
+        shown, history = (
+            [ShownItem(str(item["id"]), str(item["text"])) for item in document[key]]
+            for key in ("current_memories", "history")
+        )
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(NOT_AN_EXTRACTION_INPUT) from exc
-    return ExtractionOutput(operations=rules_operations(turns, shown))
+    return ExtractionOutput(operations=rules_operations(turns, shown, history))

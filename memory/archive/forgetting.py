@@ -77,6 +77,17 @@ def plan_forgetting(hits: Sequence[ArchivedLine], text: str) -> Forgetting:
     return Forgetting(changes, tuple(answers), changed)
 
 
+def forget_sentences(text: str, forgotten: Sequence[str]) -> str:
+    """`text` with each sentence that repeats one of the `forgotten` texts (most of its
+    terms, or a name it contains) replaced by `[forgotten]`, as forgetting an item does
+    to the archived lines that mention it."""
+    for item in forgotten:
+        terms = frozenset(query_terms(item))
+        if terms:
+            text = _forget_sentences(text, terms, names_in(item))
+    return text
+
+
 def _forget_sentences(text: str, terms: frozenset[str], names: frozenset[str]) -> str:
     """`text` with each sentence that repeats the item replaced by `[forgotten]`."""
     sentences = _SENTENCE.findall(text)

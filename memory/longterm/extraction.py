@@ -33,7 +33,7 @@ class InvalidExtractionOutput(ValueError):
 
 @dataclass(frozen=True)
 class Extractor:
-    """(owed turns, the user's current items) → operations.
+    """(owed turns, the user's items, current and history) → operations.
 
     Attributes:
         source: what wrote the items it proposes (`rules` or `model`).
@@ -48,8 +48,9 @@ class Extractor:
 
 
 def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[BaseMessage]:
-    """The extraction model's input: the instruction, then the turns and the current items
-    as one JSON document (texts are values, never instructions)."""
+    """The extraction model's input: the instruction, then the turns, the current items
+    and the history (what a user may still ask to forget) as one JSON document (texts
+    are values, never instructions)."""
     system = EXTRACTION_SYSTEM.format(
         max_new=MAX_NEW_MEMORIES_PER_TURN, max_chars=MAX_MEMORY_TEXT_CHARS
     )
@@ -59,8 +60,9 @@ def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) ->
             for n, turn in enumerate(turns, start=1)
         ],
         "current_memories": [
-            {"id": item.id, "kind": item.kind, "text": item.text} for item in items
+            {"id": item.id, "kind": item.kind, "text": item.text} for item in items if item.current
         ],
+        "history": [{"id": item.id, "text": item.text} for item in items if not item.current],
     }
     body = json.dumps(document, ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]
@@ -97,19 +99,20 @@ class _Added:
 
 
 def rules_operations(
-    turns: Sequence[tuple[str, str | None]], items: Sequence[Said]
+    turns: Sequence[tuple[str, str | None]], items: Sequence[Said], history: Sequence[Said] = ()
 ) -> list[Operation]:
     """The rules stand-in's operations for a batch of `(user text, conversation id)`
-    turns, given the user's current `items`: an `add` per statement worth keeping
-    (`memory.longterm.rules.extract`), a `retire` (a change) or a `forget` per item a
-    revocation names (`memory.longterm.revocation`); an item a turn of the batch added
-    is named `turn:N:K` (its turn, its place in the turn)."""
+    turns, given the user's current `items` and `history`: an `add` per statement worth
+    keeping (`memory.longterm.rules.extract`), a `retire` (a change) or a `forget` per
+    item a revocation names (`memory.longterm.revocation`; only a forgetting names
+    history); an item a turn of the batch added is named `turn:N:K` (its turn, its place
+    in the turn)."""
     operations: list[Operation] = []
     added: list[_Added] = []
     for n, (text, conversation_id) in enumerate(turns, start=1):
         found = extract(text)
         for clause in found.revocations:
-            named = named_by(clause, [*items, *added])
+            named = named_by(clause, [*items, *added, *(history if forgets(clause) else ())])
             if not named and not revoked_words(clause):  # a later bare "scratch that"
                 kept = [item for item in items if isinstance(item, MemoryItem)]
                 named = newest_said_in(kept, conversation_id)
@@ -132,7 +135,11 @@ def rules_operations(
 
 RULES_EXTRACTOR = Extractor(
     "rules",
-    lambda turns, items: rules_operations([(t.user_text, t.conversation_id) for t in turns], items),
+    lambda turns, items: rules_operations(
+        [(t.user_text, t.conversation_id) for t in turns],
+        [item for item in items if item.current],
+        [item for item in items if not item.current],
+    ),
 )
 """The deterministic extractor (the offline stand-in)."""
 

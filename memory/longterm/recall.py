@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
 from memory.longterm.items import MemoryItem
@@ -174,6 +175,21 @@ def within_budget(
         chosen.append(item)
         used += len(item.text)
     return chosen
+
+
+class Recalled(NamedTuple):
+    """What a turn reads of the session's items.
+
+    Attributes:
+        items: the current items recalled for it.
+        changed: the messages that said what later statements changed (their archived
+            lines are never recalled as current).
+        held: every item read: those forgotten while the turn runs leave what it writes.
+    """
+
+    items: list[MemoryItem]
+    changed: frozenset[str]
+    held: tuple[MemoryItem, ...]
 
 
 def recall(

@@ -52,17 +52,29 @@ def forgets(clause: str) -> bool:
 def named_by(clause: str, items: Iterable[Said]) -> list[str]:
     """Ids of the items a revocation clause ("I no longer want Chinese") is about: those on
     its subject ("I'm no longer vegetarian": the diet), else those sharing the most of its
-    words, when they share two, or a third of them."""
+    words. A forgetting, which cannot be undone, goes by the words first: "forget that I
+    lived in Lisbon" is about Lisbon, not about where I live now."""
     candidates = list(items)
+    on_subject, in_words = _on_subject(clause, candidates), _sharing_words(clause, candidates)
+    if forgets(clause):
+        return in_words or on_subject
+    return on_subject or in_words
+
+
+def _on_subject(clause: str, items: Sequence[Said]) -> list[str]:
     subject = subject_of(clause)
-    if subject is not None:
-        on_subject = [item.id for item in candidates if subject_of(item.text) == subject]
-        if on_subject:
-            return on_subject
+    if subject is None:
+        return []
+    return [item.id for item in items if subject_of(item.text) == subject]
+
+
+def _sharing_words(clause: str, items: Sequence[Said]) -> list[str]:
+    """The items sharing the most of the clause's words, when they share two, or a third
+    of them."""
     words = revoked_words(clause)
     if not words:
         return []
-    overlaps = [(len(words & tokens(item.text)), item.id) for item in candidates]
+    overlaps = [(len(words & tokens(item.text)), item.id) for item in items]
     best = max((count for count, _ in overlaps), default=0)
     # one shared word is enough when it is a third of what the clause is about (a short
     # Chinese clause, "我不再吃辣了", is about a few character pairs)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -31,9 +31,10 @@ from memory.longterm.extraction import Extractor
 from memory.longterm.gate import MESSAGES, VERDICTS, Reason, WritePlan, explicit, plan_write
 from memory.longterm.items import MemoryItem, MemoryKind, Source, check_kind
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import recall
+from memory.longterm.recall import Recalled, recall
 from memory.longterm.rules import classify, importance, strip_remember, verdict
 from memory.longterm.secrets import find_secret
+from memory.redaction import without_traces
 from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
 from memory.storage.documents import InTransaction
@@ -55,6 +56,9 @@ Forget = Callable[[Sequence[MemoryItem], InTransaction], object]
 """Forgets the items that go everywhere else the session keeps their texts (the archive,
 the session's memory, with a tombstone of each: `memory.redaction.forget_texts`) and
 runs the step it is given, the item store's own write, in the same transaction."""
+Reread = Callable[[Sequence[OwedTurn]], Sequence[OwedTurn]]
+"""The owed turns as their conversation stores them now, in the same order (a turn no
+longer stored reads empty); a forgetting redacts the stored copies."""
 _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -125,10 +129,10 @@ class LongTermMemory:
         self.clock = clock
         self.lock_timeout = lock_timeout
         self._refreshed: dict[tuple[str, ...], date] = {}
-        self._parsed: dict[tuple[str, str, object, object], MemoryItem | None] = {}
-        """Validated items by (namespace key, item key, the value's `updated_at` and
-        `invalid_at`): every turn reads a session's items, and most of them have not
-        changed since the last."""
+        self._parsed: dict[tuple[object, ...], MemoryItem | None] = {}
+        """Validated items by (namespace key, item key, the value's `updated_at`,
+        `invalid_at`, `superseded_by` and quote): every turn reads a session's items, and
+        most of them have not changed since the last."""
 
     def namespace(self, session_id: str) -> tuple[str, str]:
         """`("user-memory", H(session))`."""
@@ -143,9 +147,13 @@ class LongTermMemory:
         items = []
         for hit in hits:
             # the value's own times, not only the store's (SQLite's has whole seconds): an
-            # item changed within a second of its last write is a new value
+            # item changed within a second of its last write is a new value; and what a
+            # forgetting rewrites without moving them
             value = hit.value
-            mark = (hit.namespace[-1], hit.key, value.get("updated_at"), value.get("invalid_at"))
+            provenance = value.get("provenance")
+            quote = provenance.get("quote") if isinstance(provenance, dict) else None
+            changes = (value.get("updated_at"), value.get("invalid_at"))
+            mark = (hit.namespace[-1], hit.key, *changes, value.get("superseded_by"), quote)
             if mark not in self._parsed:
                 self._parsed[mark] = MemoryItem.from_value(hit.key, hit.value)
             item = self._parsed[mark]
@@ -183,11 +191,8 @@ class LongTermMemory:
         return self.recall_with_changes(session_id, query)[0]
 
     @storage_errors
-    def recall_with_changes(
-        self, session_id: str, query: str
-    ) -> tuple[list[MemoryItem], frozenset[str]]:
-        """`recall`, and the messages that said what later statements changed (their
-        archived lines are never recalled as current), in one read."""
+    def recall_with_changes(self, session_id: str, query: str) -> Recalled:
+        """`recall`, with what else a turn needs of the session's items, in one read."""
         hits = self._read(session_id, query if self.semantic else None)
         scores = {hit.key: float(hit.score or 0.0) for hit in hits} if self.semantic else None
         items = self._parse(hits)
@@ -199,7 +204,7 @@ class LongTermMemory:
         )
         chosen = recall(current, query, self.clock(), scores=scores)
         self._refresh(self.namespace(session_id), chosen)
-        return chosen, changed
+        return Recalled(chosen, changed, tuple(items))
 
     def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
         """Move the TTL of recalled items on, at most once a day per session (a write on
@@ -224,23 +229,33 @@ class LongTermMemory:
         the session's documents, when a write holds both)."""
         return self.locks.hold(self._lock_key(session_id), self.lock_timeout)
 
-    def _ops(self, session_id: str, plan: WritePlan) -> list[PutOp]:
+    def _ops(
+        self, session_id: str, puts: Iterable[MemoryItem], deletes: Iterable[str]
+    ) -> list[PutOp]:
         namespace = self.namespace(session_id)
-        ops = [
-            PutOp(namespace, item.id, item.to_value(), ttl=self.ttl_minutes) for item in plan.puts
-        ]
-        ops.extend(PutOp(namespace, item_id, None) for item_id in plan.deletes)
+        ops = [PutOp(namespace, item.id, item.to_value(), ttl=self.ttl_minutes) for item in puts]
+        ops.extend(PutOp(namespace, item_id, None) for item_id in deletes)
         return ops
 
     def _commit(
-        self, ops: Sequence[PutOp], forgotten: Sequence[MemoryItem], forget: Forget | None
+        self,
+        session_id: str,
+        puts: Sequence[MemoryItem],
+        deletes: Sequence[str],
+        kept: Iterable[MemoryItem] = (),
+        forgotten: Sequence[MemoryItem] = (),
+        forget: Forget | None = None,
     ) -> None:
-        """Write `ops` as one transaction: with `forget`, the one that forgets the
-        `forgotten` items everywhere else too (all or nothing), else a batch of the store's."""
+        """Write `puts` and `deletes` as one transaction: with `forgotten` items and
+        `forget`, the one that forgets them everywhere else too (all or nothing), the
+        `kept` items (as this write leaves them) losing their traces of them; else a
+        batch of the store's."""
         if forget is not None and forgotten:
+            written = {item.id: item for item in [*puts, *without_traces(kept, forgotten)]}
+            ops = self._ops(session_id, written.values(), deletes)
             forget(forgotten, items_step(self.store, ops))
-        elif ops:
-            self.store.batch(ops)
+        elif puts or deletes:
+            self.store.batch(self._ops(session_id, puts, deletes))
 
     @storage_errors
     def _write(
@@ -250,14 +265,19 @@ class LongTermMemory:
         turns: Sequence[OwedTurn],
         source: Source,
         forget: Forget | None = None,
+        reread: Reread | None = None,
     ) -> WritePlan:
         """The plan the gate makes of `operations`, written (what it forgets goes to
-        `forget`)."""
+        `forget`), each checked against its turn as `reread` finds it under the lock."""
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
+            if reread is not None:
+                turns = reread(turns)
             items = self.all_items(session_id)
             plan = plan_write(items, operations, turns, source=source)
             if plan.altered:
-                self._commit(self._ops(session_id, plan), plan.forgotten, forget)
+                written = {item.id: item for item in [*items, *plan.puts]}
+                kept = [item for key, item in written.items() if key not in plan.deletes]
+                self._commit(session_id, plan.puts, plan.deletes, kept, plan.forgotten, forget)
         return plan
 
     def remember_turns(
@@ -267,6 +287,7 @@ class LongTermMemory:
         extractor: Extractor,
         *,
         forget: Forget | None = None,
+        reread: Reread | None = None,
     ) -> MemoryWrite:
         """Extract from the owed turns (one call of a model extractor for all of them,
         before the session's lock is taken) and write what the gate lets through.
@@ -274,11 +295,14 @@ class LongTermMemory:
         Args:
             forget: given the items the user asked to forget, under the session's
                 long-term lock, with the write itself to run in the same transaction.
+            reread: the turns as stored once the lock is held: the gate checks each
+                operation's quote against them, so that what a forgetting took out of a
+                turn while its extraction ran is never written back.
         """
         if not turns:
             return MemoryWrite(WritePlan())
-        operations = extractor(turns, self.items(session_id))
-        plan = self._write(session_id, operations, turns, extractor.source, forget)
+        operations = extractor(turns, self.all_items(session_id))
+        plan = self._write(session_id, operations, turns, extractor.source, forget, reread)
         for refusal in plan.refused:
             logger.info("long-term gate refused an operation: %s", refusal.reason.value)
         return MemoryWrite(plan)
@@ -337,7 +361,8 @@ class LongTermMemory:
                 raise MemoryNotFound()
             item = MemoryItem.from_value(found.key, found.value)
             forgotten = [] if item is None else [item]
-            self._commit([PutOp(namespace, memory_id, None)], forgotten, forget)
+            kept = [other for other in self.all_items(session_id) if other.id != memory_id]
+            self._commit(session_id, (), [memory_id], kept, forgotten, forget)
 
     @storage_errors
     def sweep_expired(self) -> int:
@@ -393,6 +418,6 @@ class LongTermMemory:
         with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
             found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
             if found:
-                deletes = [PutOp(namespace, hit.key, None) for hit in found]
-                self._commit(deletes, self._parse(found), forget)
+                deletes = [hit.key for hit in found]
+                self._commit(session_id, (), deletes, (), self._parse(found), forget)
         return len(found)

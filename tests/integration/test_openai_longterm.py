@@ -87,6 +87,7 @@ def test_model_extraction_goes_through_chat_openai(
             }
         ],
         "current_memories": [],
+        "history": [],
     }
     # an ordinary turn makes no extraction request, and its context carries the item
     stub.reply_text("Paris.")

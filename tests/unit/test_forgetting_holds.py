@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,16 @@ import pytest
 from agent import ChatAgent, InvalidRequest
 from agent.offline import OfflineChatModel
 from memory import CompactionOutput
+from memory.conversations import ConversationMemory
+from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS
+from memory.longterm import ExtractionOutput, MemoryItem, Operation
+from memory.longterm.items import memory_id, normalise
+from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 from tests.gates import GATE_DIR_VARIABLE, Gated, new_gate, open_gate
+from tests.unit.test_archive import say
+from tests.unit.test_chat_agent_longterm import long_term_block
+from tests.unit.test_forget_redaction import stored_values
 
 
 class GatedOffline(Gated, OfflineChatModel):
@@ -49,7 +58,7 @@ def test_a_turn_that_recalled_an_item_forgotten_while_it_ran_writes_it_redacted(
     (item,) = agent.memories(session_id="s")["memories"]
     gate = new_gate()
 
-    async def scenario() -> dict[str, Any]:
+    async def scenario() -> tuple[str, dict[str, Any]]:
         running = agent.astream(
             f"Where should I go this weekend? gate-{gate}", session_id="s", create_conversation=True
         )
@@ -59,14 +68,120 @@ def test_a_turn_that_recalled_an_item_forgotten_while_it_ran_writes_it_redacted(
         await asyncio.to_thread(agent.forget, item["id"], session_id="s")
         open_gate(gates, gate)
         rest: list[Any] = [event async for event in running]
-        return dict(next(e for e in rest if e["event"] == "done")["result"])
+        streamed = "".join(e["text"] for e in rest if e["event"] == "token")
+        return streamed, dict(next(e for e in rest if e["event"] == "done")["result"])
 
-    result = asyncio.run(scenario())
-    assert "Lisbonqq" in result["text"]  # the user was shown it before the forgetting ...
+    streamed, result = asyncio.run(scenario())
+    assert "Lisbonqq" in streamed  # the user was shown it as it was said ...
+    assert "Lisbonqq" not in result["text"]  # ... and the turn's outcome no longer holds it
     assert "Lisbonqq" not in everything(agent, result["conversationId"])  # ... none of it kept
     assert agent.search_conversations("lisbonqq", session_id="s") == []
     later = agent.send("Where do I live?", session_id="s", create_conversation=True)
     assert "Lisbonqq" not in later.text
+
+
+def forgetting_mid_answer(agent: dict[str, ChatAgent], answer: str) -> Callable[..., str]:
+    """A model's answer during which the user forgets their only item (`agent["s"]`'s)."""
+
+    def answering(messages: Any) -> str:
+        (item,) = agent["s"].memories(session_id="s")["memories"]
+        agent["s"].forget(item["id"], session_id="s")
+        return answer
+
+    return answering
+
+
+def test_a_racing_answer_that_paraphrases_a_forgotten_item_keeps_none_of_it(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    opened: dict[str, ChatAgent] = {}
+    answer = "Since you live in Lisbonqq, try the river walk. Bring a hat!"
+    model = ScriptedModel(replies=["Noted.", forgetting_mid_answer(opened, answer), "ok"])
+    agent = opened["s"] = open_agent(model, long_term_memory="rules")
+    said(agent, "I live in Lisbonqq.")
+    result = agent.send("Where should I go this weekend?", session_id="s", create_conversation=True)
+    assert agent.wait_for_upkeep()
+    assert "Lisbonqq" in (long_term_block(model.calls[1]) or "")  # the turn recalled it
+    # the sentence that repeats it is gone from the answer, the memory, the run's
+    # checkpoint and the archive; the rest of the answer stands
+    assert result.text == "[forgotten] Bring a hat!"
+    assert "lisbonqq" not in stored_values(agent)
+    assert agent.search_conversations("lisbonqq", session_id="s") == []
+    assert "Bring a hat" in everything(agent, result.conversation_id)
+
+
+def test_a_racing_turn_forgets_what_its_recalled_lines_told_it(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    opened: dict[str, ChatAgent] = {}
+    answer = "You live in Lisbonqq, so walk the Tagusriver promenade at dusk."
+    add = Operation(op="add", turn=1, quote="I live in Lisbonqq", text="I live in Lisbonqq")
+    model = ScriptedModel(
+        replies=["Lovely.", forgetting_mid_answer(opened, answer), "ok"],
+        structured=[ExtractionOutput(operations=[add])],
+    )
+    agent = opened["s"] = open_agent(model, long_term_memory="model")
+    said(agent, "I live in Lisbonqq. The Tagusriver promenade is lovely at dusk.")
+    result = agent.send(
+        "Is the Tagusriver promenade nice at dusk?", session_id="s", create_conversation=True
+    )
+    assert agent.wait_for_upkeep()
+    # the item was not injected (no word in common), but an archived line brought it
+    assert "Lisbonqq" not in (long_term_block(model.calls[1]) or "")
+    assert "Lisbonqq" in repr(model.calls[1])
+    assert "lisbonqq" not in stored_values(agent) + repr(agent.export(session_id="s")).casefold()
+    assert agent.search_conversations("lisbonqq", session_id="s") == []
+    assert result.text == "[forgotten]"
+
+
+def test_a_forgetting_while_the_extraction_model_answers_is_not_written_back(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    add = Operation(op="add", turn=1, quote="I live in Lisbonqq", text="I live in Lisbonqq")
+    model = ScriptedModel(replies=["ok"] * 4, structured=[ExtractionOutput(operations=[add])])
+    agent = open_agent(model, long_term_memory="model")
+    cid = said(agent, "I live in Lisbonqq.")
+    (item,) = agent.memories(session_id="s")["memories"]
+
+    def extracting(messages: Any) -> ExtractionOutput:
+        agent.forget(item["id"], session_id="s")  # lands while the model extracts
+        return ExtractionOutput(operations=[add])  # from a turn read before it
+
+    model.structured.append(extracting)
+    said(agent, "By the way, I live in Lisbonqq, near the river.", conversation_id=cid)
+    listed = agent.memories(session_id="s", include_history=True)
+    assert (listed["memories"], listed["history"]) == ([], [])
+    assert "lisbonqq" not in stored_values(agent)
+    assert agent.search_conversations("lisbonqq", session_id="s") == []
+
+
+def item(text: str) -> MemoryItem:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    return MemoryItem(
+        id=memory_id(), kind="fact", text=text, importance=3, created_at=now, updated_at=now,
+        key=normalise(text),
+    )  # fmt: skip
+
+
+def test_forgetting_everything_keeps_the_tombstone_a_racing_turn_needs(
+    memory: ConversationMemory,
+) -> None:
+    say(memory, "s", "c1", "hello", "hi")  # the session's registry keeps the tombstones
+    lisbon = item("I live in Lisbonqq")  # a turn recalled it, and is still answering
+    forget = memory.forgetter("s")
+    forget([lisbon], lambda cursor: None)
+    # meanwhile the session fills up again and the user forgets everything, twice over
+    # the most items a session holds
+    forget(
+        [item(f"I keep note {n}") for n in range(2 * (MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS))],
+        lambda cursor: None,
+    )
+    write = memory.write_turn(
+        "s", "c1", chat_turn("Where do I live?", "You live in Lisbonqq."), held=[lisbon]
+    )
+    assert write.written and write.forgotten == ("I live in Lisbonqq",)
+    assert "Lisbonqq" not in repr(memory.read_memory("s", "c1"))
+    assert memory.search("s", "lisbonqq", limit=10) == []
 
 
 def test_a_cleared_archive_stays_cleared_after_the_next_compaction(
