@@ -106,11 +106,17 @@ def test_forget_that_i_lived_there_reaches_the_history_item(
 def test_the_extraction_model_is_shown_history_it_may_only_forget(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
+    def moved(messages: list[BaseMessage]) -> ExtractionOutput:
+        (home,) = json.loads(str(messages[-1].content))["current_memories"]
+        quote = "I moved to Portoqq"
+        update = Operation(op="update", turn=1, quote=quote, id=home["id"], text=quote)
+        return ExtractionOutput(operations=[update])
+
     model = ScriptedModel(
         replies=["ok"] * 3,
         structured=[
             ExtractionOutput(operations=[add("I live in Lisbonqq", "I live in Lisbonqq")]),
-            ExtractionOutput(operations=[add("I moved to Portoqq", "I moved to Portoqq")]),
+            moved,
         ],
     )
     agent = open_agent(model, long_term_memory="model")
