@@ -386,10 +386,19 @@ class ConversationMemory:
     # -- the archive --------------------------------------------------------------------
 
     def recall(
-        self, session_id: str, conversation_id: str, text: str, state: ThreadState
+        self,
+        session_id: str,
+        conversation_id: str,
+        text: str,
+        state: ThreadState,
+        *,
+        exclude_message_ids: Collection[str] = (),
     ) -> Recall:
-        """Earlier lines of the session a turn about `text` gets (`Archive.recall`)."""
-        return self.archive.recall(session_id, conversation_id, text, state)
+        """Earlier lines of the session a turn about `text` gets, none of
+        `exclude_message_ids` (`Archive.recall`)."""
+        return self.archive.recall(
+            session_id, conversation_id, text, state, exclude_message_ids=exclude_message_ids
+        )
 
     def search(
         self, session_id: str, query: str, limit: int, *, conversation_id: str | None = None

@@ -17,7 +17,8 @@ from agent import ChatAgent, InvalidRequest
 from agent.cli.commands import Command, UsageError, parse_command
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
-from memory.schema import utcnow
+from memory.schema import ThreadState, utcnow
+from memory.turns import chat_turn
 
 PREFERENCE = "I prefer green tea over coffee"
 
@@ -32,10 +33,15 @@ def send(agent: ChatAgent, text: str, **where: Any) -> Any:
 def archived_user_texts(agent: ChatAgent) -> list[str]:
     """The texts of the archive's user lines, read from its table (search leaves redacted
     lines out)."""
+    return archived_texts(agent, "WHERE role = 'user'")
+
+
+def archived_texts(agent: ChatAgent, where: str = "") -> list[str]:
+    """The texts of the archive's lines (`where`: which), read from its table."""
     found: list[str] = []
 
     def read(cursor: Any) -> None:
-        sql = "SELECT text FROM archive_lines WHERE role = 'user' ORDER BY id"
+        sql = f"SELECT text FROM archive_lines {where} ORDER BY id"
         rows = cursor.execute(sql).fetchall()  # PostgreSQL's cursor reads dicts
         found.extend(row["text"] if isinstance(row, dict) else row[0] for row in rows)
 
@@ -62,6 +68,27 @@ def test_a_forgotten_preference_is_never_recalled_again(
     assert "green tea over coffee" not in context_text(model)
     assert all("coffee" not in h["text"] for h in agent.search_conversations(
         "green tea coffee", session_id="s1"))  # fmt: skip
+
+
+def test_forgetting_reaches_every_line_however_many(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # more lines repeat the item than any search reads (the archive is read a page at a
+    # time, by the lines' texts): none is left, to search or to recall
+    agent = open_agent(OfflineChatModel(record=True), long_term_memory="off")
+    memory, days = agent.memory, 130
+    memory.accept_draft("s1", "c0")
+    for day in range(days):
+        turn = chat_turn(f"I love jazzberry jam. Day {day}.", f"Jazzberry jam again, day {day}!")
+        assert memory.write_turn("s1", "c0", turn).written
+    assert len(agent.search_conversations("jazzberry", session_id="s1", limit=50)) == 50
+    item = agent.remember("I love jazzberry jam", session_id="s1")
+    agent.forget(item["id"], session_id="s1")
+    texts = archived_texts(agent)
+    assert len(texts) >= 2 * days and not any("jazzberry" in text.casefold() for text in texts)
+    assert agent.search_conversations("jazzberry", session_id="s1") == []
+    recalled = memory.recall("s1", "new", "what jam did I say I love?", ThreadState())
+    assert all("jazzberry" not in line.text.casefold() for line in recalled.lines)
 
 
 def test_forget_all_forgets_the_lines_too(open_agent: Callable[..., ChatAgent]) -> None:
