@@ -8,9 +8,11 @@ are searched: what the assistant said (a recipe, a plan, the numbers it worked o
 what users most often come back for, and the index weighs each word by how rare it is
 in the session, so the words every answer repeats weigh next to nothing. A hit must
 clear a floor: it shares a subject term with the query (not a stop word, a number or a
-lone letter: `memory.archive.terms.term_weight`); and it must score better than any
-line the context already holds (the current conversation answers first: a line that
-matches no better would only compete with it). With embeddings, the lines nearest the
+lone letter: `memory.archive.terms.term_weight`); and a line of another conversation
+must score better than any line the context already holds (the current conversation
+answers first: a line that matches no better would only compete with it). This
+conversation's own lines are recalled once compaction folded them out of view, never
+while they are in it. With embeddings, the lines nearest the
 message's embedding are hits too: one sharing no subject term must be within a distance
 (`ArchiveEmbeddings.max_distance`), and nearer than any line the context already holds.
 Hits are ranked by reciprocal-rank fusion of their lexical rank, their embedding's rank
@@ -295,7 +297,14 @@ def _eligible(
 
     said = [hit for hit in hits if hit.role != "summary"]
     bar = max((hit.score for hit in said if held(hit)), default=0.0)
-    lexical = [hit for hit in said if (bar == 0.0 or hit.score > bar) and clears_floor(hit, terms)]
+    # (a line this conversation folded out of view is its own past: no bar)
+    own = block.conversation_id
+    lexical = [
+        hit
+        for hit in said
+        if (bar == 0.0 or hit.score > bar or hit.conversation_id == own)
+        and clears_floor(hit, terms)
+    ]
     near = [(hit, hit.distance) for hit in nearest if hit.role != "summary"]
     found = [(hit, distance) for hit, distance in near if distance is not None]
     nearest_held = min((distance for hit, distance in found if held(hit)), default=math.inf)

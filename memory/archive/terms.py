@@ -30,7 +30,10 @@ searches for)."""
 
 def _stem(word: str) -> str:
     """A light English stem: "decided", "decides" and "decide" all read "decid";
-    "running" and "run" read "run"."""
+    "running" and "run" read "run"; "deployments" and "deploy" read "deploy"."""
+    for suffix in ("ments", "ment"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
     for suffix in ("ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             stem = word[: -len(suffix)] + ("y" if suffix == "ies" else "")

@@ -149,6 +149,48 @@ def test_the_offline_model_searches_when_asked_what_was_said(
     assert chinese.route == "tool" and "我每天早上喝两杯咖啡" in chinese.text
 
 
+DECISION = "Decision: we deploy the billing service on Tuesdays, after the smoke tests pass."
+
+
+def test_the_search_tool_finds_what_compaction_folded_and_never_the_recent_window(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # two turns after compaction folded the decision out of view, asking for it in the
+    # same conversation finds it; a line still in view is never a result of the tool,
+    # and user-facing search returns every matching line of the session
+    agent = open_agent(OfflineChatModel(record=True))
+    first = send(agent, DECISION, session_id="s1", create_conversation=True)
+    where = {"session_id": "s1", "conversation_id": first.conversation_id}
+    for text in ("The ficus needs water weekly.", "Order new chairs.", "The printer is broken."):
+        send(agent, text, **where)
+    send(agent, "Deployments also need a changelog entry.", **where)
+    state = agent.memory.read_memory("s1", first.conversation_id)
+    assert DECISION not in [m.text for m in state.messages]  # folded
+    assert "Deployments also need a changelog entry." in [m.text for m in state.messages]
+    asked = send(agent, "Remind me what we said about deployments?", **where)
+    assert asked.route == "tool" and DECISION in asked.text
+    assert "changelog" not in asked.text
+    everything = {h["text"] for h in agent.search_conversations("deployments", session_id="s1")}
+    assert {DECISION, "Deployments also need a changelog entry."} <= everything
+
+
+def test_recall_brings_the_conversations_folded_lines_never_its_recent_ones(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    agent = open_agent(OfflineChatModel(record=True))
+    memory = agent.memory
+    memory.accept_draft("s1", "c1")
+    for text in (DECISION, "Order new chairs.", "Deployments also need a changelog entry."):
+        assert memory.write_turn("s1", "c1", chat_turn(text, "Noted.")).written
+    stored = memory.read_memory("s1", "c1")
+    window = stored.model_copy(update={"messages": stored.messages[-2:]})  # the rest folded
+    found = [
+        line.text
+        for line in memory.recall("s1", "c1", "what did we decide about deploying?", window).lines
+    ]
+    assert DECISION in found and "Deployments also need a changelog entry." not in found
+
+
 def test_forget_history_empties_the_archive_only(open_agent: Callable[..., ChatAgent]) -> None:
     agent = open_agent(OfflineChatModel(record=True))
     first = send(agent, PREFERENCE, session_id="s1", create_conversation=True)
