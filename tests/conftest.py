@@ -39,6 +39,7 @@ PG_TABLES = (
     "store",
     "archive_lines",
     "archive_counts",
+    "archive_terms",
 )
 
 

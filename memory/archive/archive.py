@@ -42,7 +42,7 @@ from memory.archive.recall import (
     recall_query,
     recall_text,
 )
-from memory.archive.relevance import reference
+from memory.archive.relevance import distinct, reference
 from memory.archive.repeats import unrepeated
 from memory.archive.terms import query_terms
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
@@ -226,8 +226,9 @@ class Archive:
             return Recall()
         session_key = self.ids.session_key(session_id)
         roles = ("user", "assistant")
-        frequencies = self.backend.frequencies(session_key, (*terms, *about.names), roles)
-        if not about.recalls(frequencies):
+        counted = tuple(dict.fromkeys((*terms, *about.names)))
+        frequencies = self.backend.frequencies(session_key, counted, roles)
+        if not about.recalls(frequencies) or not distinct(terms, frequencies):
             return Recall()
         hits = self.backend.search(
             session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies

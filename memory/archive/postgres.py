@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memory.archive import ranking
 from memory.archive.lines import FORGOTTEN, ROLES, ArchivedLine, ArchiveWrite, Frequencies
 from memory.archive.ranking import IDF_FLOOR, K1, B, distinctive
 from memory.archive.terms import index_terms
@@ -39,29 +38,69 @@ SETUP_SQL = (
     " UNIQUE (session_key, conversation_key, message_id))",
     "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS size INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS indexed TEXT",
-    "CREATE INDEX IF NOT EXISTS archive_lines_terms ON archive_lines USING GIN (terms)",
+    # without a pending list: a search reads the index, never a list of recent entries
+    # that only a vacuum merges (with it, a fresh archive's searches scanned the table)
+    "CREATE INDEX IF NOT EXISTS archive_lines_terms ON archive_lines USING GIN (terms)"
+    " WITH (fastupdate = off)",
+    "ALTER INDEX archive_lines_terms SET (fastupdate = off)",
     "CREATE INDEX IF NOT EXISTS archive_lines_conversation ON archive_lines (conversation_key, id)",
     "CREATE INDEX IF NOT EXISTS archive_lines_session ON archive_lines (session_key, id)",
     "CREATE TABLE IF NOT EXISTS archive_layout (version INTEGER NOT NULL)",
-    # how many lines of each role a session has, and how many terms they hold (BM25's N
-    # and average length), kept in the transaction of every write by a trigger
+    # how many lines of each role a session has and how many terms they hold (BM25's N
+    # and average length), and how many hold each term (its document frequency, as
+    # FTS5's vocabulary has it): kept by triggers in the transaction of every write
     "CREATE TABLE IF NOT EXISTS archive_counts (session_key TEXT NOT NULL, role TEXT NOT NULL,"
     " lines BIGINT NOT NULL, size BIGINT NOT NULL, PRIMARY KEY (session_key, role))",
-    """CREATE OR REPLACE FUNCTION archive_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    "CREATE TABLE IF NOT EXISTS archive_terms (session_key TEXT NOT NULL, term TEXT NOT NULL,"
+    " role TEXT NOT NULL, lines BIGINT NOT NULL, PRIMARY KEY (session_key, term, role))",
+    "DROP TRIGGER IF EXISTS archive_lines_counted ON archive_lines",
+    """CREATE OR REPLACE FUNCTION archive_counted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP <> 'INSERT' THEN
-    UPDATE archive_counts SET lines = lines - 1, size = size - OLD.size
-    WHERE session_key = OLD.session_key AND role = OLD.role;
+    UPDATE archive_counts c SET lines = c.lines - g.lines, size = c.size - g.size
+    FROM (SELECT session_key, role, COUNT(*) AS lines, SUM(size) AS size FROM old_lines
+          GROUP BY session_key, role) g
+    WHERE c.session_key = g.session_key AND c.role = g.role;
+    UPDATE archive_terms t SET lines = t.lines - g.lines
+    FROM (SELECT session_key, term, role, COUNT(*) AS lines
+          FROM old_lines, unnest(tsvector_to_array(terms)) AS term
+          GROUP BY session_key, term, role) g
+    WHERE t.session_key = g.session_key AND t.term = g.term AND t.role = g.role;
+    DELETE FROM archive_counts
+    WHERE session_key IN (SELECT session_key FROM old_lines) AND lines <= 0;
+    DELETE FROM archive_terms
+    WHERE session_key IN (SELECT session_key FROM old_lines) AND lines <= 0;
   END IF;
   IF TG_OP <> 'DELETE' THEN
-    INSERT INTO archive_counts VALUES (NEW.session_key, NEW.role, 1, NEW.size)
+    INSERT INTO archive_counts
+    SELECT session_key, role, COUNT(*), SUM(size) FROM new_lines GROUP BY session_key, role
     ON CONFLICT (session_key, role) DO UPDATE
-    SET lines = archive_counts.lines + 1, size = archive_counts.size + EXCLUDED.size;
+    SET lines = archive_counts.lines + EXCLUDED.lines, size = archive_counts.size + EXCLUDED.size;
+    INSERT INTO archive_terms
+    SELECT session_key, term, role, COUNT(*)
+    FROM new_lines, unnest(tsvector_to_array(terms)) AS term GROUP BY session_key, term, role
+    ON CONFLICT (session_key, term, role) DO UPDATE
+    SET lines = archive_terms.lines + EXCLUDED.lines;
   END IF;
   RETURN NULL;
 END $$""",
-    "CREATE OR REPLACE TRIGGER archive_lines_counted AFTER INSERT OR DELETE OR UPDATE OF size"
-    " ON archive_lines FOR EACH ROW EXECUTE FUNCTION archive_count()",
+    "CREATE OR REPLACE TRIGGER archive_lines_added AFTER INSERT ON archive_lines"
+    " REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION archive_counted()",
+    "CREATE OR REPLACE TRIGGER archive_lines_removed AFTER DELETE ON archive_lines"
+    " REFERENCING OLD TABLE AS old_lines FOR EACH STATEMENT EXECUTE FUNCTION archive_counted()",
+    "CREATE OR REPLACE TRIGGER archive_lines_rewritten AFTER UPDATE ON archive_lines"
+    " REFERENCING OLD TABLE AS old_lines NEW TABLE AS new_lines"
+    " FOR EACH STATEMENT EXECUTE FUNCTION archive_counted()",
+    "DROP FUNCTION IF EXISTS archive_count()",
+)
+RECOUNT_SQL = (
+    "DELETE FROM archive_counts",
+    "DELETE FROM archive_terms",
+    "INSERT INTO archive_counts SELECT session_key, role, COUNT(*), SUM(size) FROM archive_lines"
+    " GROUP BY session_key, role",
+    "INSERT INTO archive_terms SELECT session_key, term, role, COUNT(*)"
+    " FROM archive_lines, unnest(tsvector_to_array(terms)) AS term"
+    " GROUP BY session_key, term, role",
 )
 INSERT_LINE_SQL = (
     "INSERT INTO archive_lines (session_key, conversation_key, conversation_id, title,"
@@ -69,37 +108,24 @@ INSERT_LINE_SQL = (
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s) ON CONFLICT DO NOTHING"
 )
 FREQUENCIES_SQL = """
-WITH total AS (
-  SELECT COALESCE(SUM(lines), 0) AS lines FROM archive_counts
-  WHERE session_key = %(session)s AND role = ANY(%(roles)s)
-)
-SELECT t.term, (SELECT lines FROM total) AS total, (
-  SELECT count(*) FROM (
-    SELECT 1 FROM archive_lines l
-    WHERE l.session_key = %(session)s AND l.role = ANY(%(roles)s) AND l.terms @@ t.query
-    LIMIT (SELECT GREATEST(FLOOR(%(share)s * lines), %(floor)s) + 1 FROM total)
-  ) found
-) AS held
-FROM unnest(%(terms)s::text[], %(queries)s::tsquery[]) AS t(term, query)
+SELECT NULL AS term, COALESCE(SUM(lines), 0) AS lines FROM archive_counts
+WHERE session_key = %(session)s AND role = ANY(%(roles)s)
+UNION ALL
+SELECT term, SUM(lines) FROM archive_terms
+WHERE session_key = %(session)s AND term = ANY(%(terms)s) AND role = ANY(%(roles)s)
+GROUP BY term
 """
-COUNT_SQL = """
-SELECT t.term, (
-  SELECT count(*) FROM archive_lines l
-  WHERE l.session_key = %(session)s AND l.role = ANY(%(roles)s) AND l.terms @@ t.query
-) AS held
-FROM unnest(%(terms)s::text[], %(queries)s::tsquery[]) AS t(term, query)
-"""
+"""The lines of `roles` (the row without a term), then how many of them hold each term."""
 SEARCH_SQL = f"""
-WITH totals AS (
+WITH totals AS MATERIALIZED (
   SELECT COALESCE(SUM(lines), 0) AS lines, COALESCE(SUM(size), 0) AS size
   FROM archive_counts WHERE session_key = %(session)s
-), weights AS (
+), weights AS MATERIALIZED (
   SELECT t.term, GREATEST(LN((totals.lines - t.held + 0.5) / (t.held + 0.5)), {IDF_FLOOR}) AS idf,
          totals.size::float8 / GREATEST(totals.lines, 1) AS average
   FROM unnest(%(terms)s::text[], %(held)s::float8[]) AS t(term, held), totals
-), hits AS (
-  SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
-         l.conversation_key, s.score
+), ranked AS MATERIALIZED (
+  SELECT l.id, s.score
   FROM archive_lines l CROSS JOIN LATERAL (
     SELECT SUM(w.idf * ((array_length(u.positions, 1) * ({K1} + 1.0))
                / (array_length(u.positions, 1)
@@ -109,6 +135,10 @@ WITH totals AS (
   WHERE l.session_key = %(session)s AND l.role = ANY(%(roles)s) AND l.terms @@ %(query)s::tsquery
     AND (%(conversation)s::text IS NULL OR l.conversation_key = %(conversation)s)
   ORDER BY s.score DESC, l.id DESC LIMIT %(limit)s
+), hits AS (
+  SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
+         l.conversation_key, r.score
+  FROM ranked r JOIN archive_lines l ON l.id = r.id
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
        h.score, p.id AS p_id, p.message_id AS p_message_id, p.role AS p_role,
@@ -166,16 +196,6 @@ def tsvector_literal(text: str) -> str:
 def _indexed(text: str) -> tuple[str, int]:
     """A line's `terms` and `size` (how many terms it has: BM25's length of a line)."""
     return tsvector_literal(text), min(len(index_terms(text)), MAX_POSITION)
-
-
-def _per_term(session_key: str, terms: Sequence[str], roles: Sequence[str]) -> dict[str, Any]:
-    """The parameters of a statement that counts, per term, the lines of `roles` holding it."""
-    return {
-        "session": session_key,
-        "roles": list(roles),
-        "terms": list(terms),
-        "queries": [tsquery_literal([term]) for term in terms],
-    }
 
 
 def tsquery_literal(terms: Sequence[str]) -> str:
@@ -243,11 +263,8 @@ class PostgresArchive:
                     "UPDATE archive_lines SET terms = %s::tsvector, size = %s WHERE id = %s",
                     [(*_indexed(row["text"]), row["id"]) for row in rows],
                 )
-            conn.execute("DELETE FROM archive_counts")
-            conn.execute(
-                "INSERT INTO archive_counts SELECT session_key, role, COUNT(*), SUM(size)"
-                " FROM archive_lines GROUP BY session_key, role"
-            )
+            for sql in RECOUNT_SQL:
+                conn.execute(sql)
             conn.execute("DELETE FROM archive_layout")
             conn.execute("INSERT INTO archive_layout VALUES (%s)", (INDEX_VERSION,))
 
@@ -292,12 +309,12 @@ class PostgresArchive:
     def _frequencies(
         db: Any, session_key: str, terms: Sequence[str], roles: Sequence[str]
     ) -> Frequencies:
-        per_term = _per_term(session_key, terms, roles)
-        # (read at each call: a test may lower the floor)
-        cut = {"share": ranking.COMMON_SHARE, "floor": ranking.COMMON_FLOOR}
-        rows = db.execute(FREQUENCIES_SQL, per_term | cut).fetchall()
-        total = rows[0]["total"] if rows else 0
-        return Frequencies({row["term"]: row["held"] for row in rows}, int(total))
+        """Exact counts (`archive_terms`): one indexed read per term."""
+        params = {"session": session_key, "roles": list(roles), "terms": list(dict.fromkeys(terms))}
+        rows = db.execute(FREQUENCIES_SQL, params).fetchall()
+        total = next(int(row["lines"]) for row in rows if row["term"] is None)
+        held = {row["term"]: int(row["lines"]) for row in rows if row["term"] is not None}
+        return Frequencies({term: held.get(term, 0) for term in terms}, total)
 
     def search(
         self,
@@ -339,14 +356,8 @@ class PostgresArchive:
         frequencies: Frequencies | None,
     ) -> list[ArchivedLine]:
         counted = frequencies or self._frequencies(db, session_key, terms, roles)
-        counts = dict(counted.lines_with)
-
-        def count_exactly(common: list[str]) -> dict[str, int]:
-            found = db.execute(COUNT_SQL, _per_term(session_key, common, roles)).fetchall()
-            counts.update({row["term"]: row["held"] for row in found})
-            return counts
-
-        kept = distinctive(terms, counted.lines_with, counted.total, count_exactly)
+        counts = counted.lines_with  # exact: no term needs counting again
+        kept = distinctive(terms, counts, counted.total, lambda common: counts)
         params = {
             "terms": kept,
             "held": [counts.get(term, 0) for term in kept],

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.archive.lines import Frequencies
+from memory.archive.ranking import common_cap
 from memory.archive.terms import query_terms
 
 _PAST_VERBS = (
@@ -127,3 +129,9 @@ def reference(text: str) -> Reference:
         general=bool(_GENERAL_EN.search(text) or _GENERAL_ZH.search(text)),
         names=tuple(dict.fromkeys(term for name in names for term in query_terms(name))),
     )
+
+
+def distinct(terms: Sequence[str], frequencies: Frequencies) -> bool:
+    """Whether any of `terms` is rare enough in the archive to single a line out."""
+    cap = common_cap(frequencies.total)
+    return any(frequencies.lines_with.get(term, 0) <= cap for term in terms)

@@ -140,3 +140,32 @@ def test_excluded_message_ids_are_never_recalled_but_stay_searchable(
     kept = memory.recall("s1", "c2", asked, ThreadState(), exclude_message_ids=["t1-u"])
     assert "I live in Lisbon" not in [line.text for line in kept.lines]
     assert "I live in Lisbon" in [hit.text for hit in memory.search("s1", "Lisbon", 10)]
+
+
+def test_postgres_counts_follow_every_write_and_leave_no_word_behind(
+    both: list[ConversationMemory],
+) -> None:
+    # the counts BM25 reads are kept by triggers: after appends, a rewrite, a deleted
+    # conversation, they equal a count of the lines; a forgotten word leaves no row
+    _, memory = both
+    pool = memory.threads.documents.pool  # type: ignore[attr-defined]
+    recount = (
+        "SELECT session_key, term, role, COUNT(*) AS lines"
+        " FROM archive_lines, unnest(tsvector_to_array(terms)) AS term"
+        " GROUP BY session_key, term, role ORDER BY 1, 2, 3"
+    )
+    kept = "SELECT session_key, term, role, lines FROM archive_terms ORDER BY 1, 2, 3"
+
+    def rows(sql: str) -> list[tuple[object, ...]]:
+        with pool.connection() as conn:
+            return [tuple(row.values()) for row in conn.execute(sql).fetchall()]
+
+    assert rows(kept) == rows(recount)
+    forget = memory.archive.forgetter("s1", ["Alma recommended a bakery by the river"])
+    assert forget is not None
+    memory.threads.put_many({}, also=forget)
+    memory.delete_conversation("s1", "c1")
+    assert rows(kept) == rows(recount)
+    assert not [row for row in rows(kept) if row[1] == "bakery"]
+    memory.archive.forget_session("s1")
+    assert rows(kept) == [] and rows("SELECT * FROM archive_counts") == []
