@@ -3,7 +3,7 @@
 Whether a message recalls anything at all is decided first (`memory.archive.relevance`:
 most messages are about the world, not the user's past). Then these pure functions pick
 among the hits of one search. The query is the new message, plus the previous user
-message when the new one is short or refers back ("and what about that?"). Both sides
+message when the new one is too short to stand alone ("and what about that?"). Both sides
 are searched: what the assistant said (a recipe, a plan, the numbers it worked out) is
 what users most often come back for, and the index weighs each word by how rare it is
 in the session, so the words every answer repeats weigh next to nothing. A hit must
@@ -59,24 +59,20 @@ MIN_LINE_TOKENS = 8
 LINE_CHARS = 600
 """A recalled line is cut to this many characters in the context (either side's: an
 answer is as much what was found as a question)."""
-_REFERS_BACK = re.compile(
-    r"\b(?:that|it|this|those|these|them|there|he|she|they|his|her|again|same|also)\b"
-    r"|那个|这个|那些|这些|它|他|她|刚才|上面|同样|也是",
-    re.IGNORECASE,
-)
 _SPACES = re.compile(r"\s+")
 
 
 def _previous(text: str, terms: Sequence[str], state: ThreadState) -> str | None:
-    """The previous user message, when the new one is short or refers back to it."""
-    if len(terms) >= SHORT_QUERY_TERMS and not _REFERS_BACK.search(text):
+    """The previous user message, when the new one is too short to stand alone ("and
+    what about that?"); a longer one says what it is about, even when it says "it"."""
+    if len(terms) >= SHORT_QUERY_TERMS:
         return None
     return next((m.text for m in reversed(state.messages) if m.role == "user"), None)
 
 
 def recall_query(text: str, state: ThreadState) -> tuple[str, ...]:
     """The terms a turn looks for: its message's, and the previous user message's when
-    the new one is short or refers back."""
+    the new one is too short to stand alone."""
     terms = query_terms(text)
     previous = _previous(text, terms, state)
     if previous is None:
