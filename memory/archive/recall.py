@@ -46,7 +46,9 @@ from memory.text import approximate_tokens, clamp, quoted
 RRF_K = 60
 RECENCY_WEIGHT = 0.25
 """Weight of the recency rank beside the lexical rank (1) in the fusion."""
-SHORT_QUERY_TERMS = 4
+STANDS_ALONE = 2
+"""A message with fewer subject terms than this ("and what about that?", "the price?")
+is read with the previous user message."""
 SHORT_ANSWER_TERMS = 6
 """A user line with fewer terms than this is an answer that needs its question."""
 CANDIDATES = 20
@@ -65,7 +67,7 @@ _SPACES = re.compile(r"\s+")
 def _previous(text: str, terms: Sequence[str], state: ThreadState) -> str | None:
     """The previous user message, when the new one is too short to stand alone ("and
     what about that?"); a longer one says what it is about, even when it says "it"."""
-    if len(terms) >= SHORT_QUERY_TERMS:
+    if len(terms) >= STANDS_ALONE:
         return None
     return next((m.text for m in reversed(state.messages) if m.role == "user"), None)
 
