@@ -226,7 +226,7 @@ class Archive:
             return Recall()
         session_key = self.ids.session_key(session_id)
         roles = ("user", "assistant")
-        counted = tuple(dict.fromkeys((*terms, *about.names)))
+        counted = tuple(dict.fromkeys((*terms, *about.name_terms)))
         frequencies = self.backend.frequencies(session_key, counted, roles)
         if not about.recalls(frequencies) or not distinct(terms, frequencies):
             return Recall()

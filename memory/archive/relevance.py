@@ -17,11 +17,21 @@ language (`Reference`), before the archive is touched:
   capitalised word inside the sentence, "小邓", "阿峰");
 - general: a request in one of the usual shapes of a request about the world ("how do
   I…", "what is…", "explain…", "write…", "convert…", "怎么…", "什么是…", "帮我写…").
-A personal message recalls what matches it. A general request that is neither personal
-nor about an event recalls nothing and costs no query. Otherwise the message is about an
-event: it recalls only when the archive knows it: each name it gives is one the archive
-holds, or, without a name, it is in the past tense. Everything else recalls nothing.
+A personal message recalls what matches it. A message that is neither personal, about
+the past, nor naming anything recalls nothing and costs no query. A general request
+recalls only when it asks about the past of, or the possessions of, names the archive
+all holds ("Who is Hattie's teacher?", "Who is Freya, and how did Rafael meet her?"), never
+otherwise ("reverse a linked list in Python", though the archive may say "Python").
+Any other message is about an event: it recalls when it is in the past tense or names
+something, and most of the names it gives are ones the archive holds (one name for a
+run of capitalised words: "When did the Berlin Wall fall?" names one thing the archive
+never heard of). And a message whose every word is one the archive says all the time
+(in more than a few percent of its lines: `memory.archive.ranking`) has nothing in it
+that could single a line out: it recalls nothing either.
 
+Only what the message says is read: what the archive holds decides only which names it
+knows. The cues are the language's, kept short on purpose; a message they miss is still
+found by the `search_conversations` tool, which the model calls when asked.
 """
 
 from __future__ import annotations
@@ -78,8 +88,9 @@ _GENERAL_ZH = re.compile(
     r"^\W*(?:请|麻烦你?)?(?:什么是|帮我|给我|写|推荐|翻译|把|用|解释|讲|介绍|告诉我|教我)"
     r"|(?<!是)(?:怎么|如何|怎样)(?!样)|有什么区别|是什么意思|等于多少|换算"
 )
-_NAME_EN = re.compile(r"(?<=[\w,;:'\"] )(?!I\b|I')[A-Z][a-z][\w'-]*")
-"""A capitalised word inside a sentence: a name (not "I", not an acronym in capitals)."""
+_NAME_EN = re.compile(r"(?<=[\w,;:'\"] )(?!I\b|I')[A-Z][a-z][\w'’-]*(?:\s+[A-Z][a-z][\w'’-]*)*")
+"""Capitalised words inside a sentence: a name (not "I", not an acronym in capitals); a
+run of them is one name ("Berlin Wall")."""
 _NAME_ZH = re.compile(r"(?:小|老|阿)[\u4e00-\u9fff]")
 """How Chinese names a person familiarly: 小邓, 老陈, 阿峰."""
 
@@ -92,29 +103,36 @@ class Reference:
         personal: it speaks of the user's world or of what the two sides said or did.
         past: it asks about an event in the past.
         general: it has the shape of a request about the world.
-        names: the terms of the names it gives.
+        names: the terms of each name it gives.
+        owner: it gives a name in the possessive ("Hattie's teacher").
     """
 
     personal: bool
     past: bool
     general: bool
-    names: tuple[str, ...]
+    names: tuple[tuple[str, ...], ...]
+    owner: bool = False
 
     @property
     def searches(self) -> bool:
-        """Whether the archive is searched at all for it: it is personal, or about the
-        past, or neither a general request nor without a name."""
-        return self.personal or (not self.general and (self.past or bool(self.names)))
+        """Whether the archive is searched at all for it: it is personal, about the
+        past, or names something."""
+        return self.personal or self.past or bool(self.names)
+
+    @property
+    def name_terms(self) -> tuple[str, ...]:
+        """The terms of all its names."""
+        return tuple(dict.fromkeys(term for name in self.names for term in name))
 
     def recalls(self, frequencies: Frequencies) -> bool:
-        """Whether it recalls, given how often the archive holds its terms: personal; or
-        not a general request, about the past or naming something, and every name it
-        gives one the archive holds."""
+        """Whether it recalls, given how often the archive holds its terms (see the
+        module docstring)."""
         if self.personal:
             return True
-        if self.general or not all(frequencies.lines_with.get(n, 0) for n in self.names):
-            return False
-        return self.past or bool(self.names)
+        held = sum(all(frequencies.lines_with.get(t, 0) for t in name) for name in self.names)
+        if self.general:  # a request about the world, unless about the past of what it names
+            return bool(self.names) and held == len(self.names) and (self.past or self.owner)
+        return (self.past or bool(self.names)) and (not self.names or 2 * held > len(self.names))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -127,7 +145,8 @@ def reference(text: str) -> Reference:
         personal=bool(_PERSONAL_EN.search(text) or _PERSONAL_ZH.search(text)),
         past=bool(_PAST_EN.search(text) or _PAST_ZH.search(text)),
         general=bool(_GENERAL_EN.search(text) or _GENERAL_ZH.search(text)),
-        names=tuple(dict.fromkeys(term for name in names for term in query_terms(name))),
+        names=tuple(dict.fromkeys(terms for name in names if (terms := query_terms(name)))),
+        owner=any(name.endswith(("'s", "’s")) for name in names),
     )
 
 
