@@ -25,9 +25,11 @@ otherwise ("reverse a linked list in Python", though the archive may say "Python
 Any other message is about an event: it recalls when it is in the past tense or names
 something, and most of the names it gives are ones the archive holds (one name for a
 run of capitalised words: "When did the Berlin Wall fall?" names one thing the archive
-never heard of). And a message whose every word is one the archive says all the time
-(in more than a few percent of its lines: `memory.archive.ranking`) has nothing in it
-that could single a line out: it recalls nothing either.
+never heard of). And a message whose every subject word is one the archive never says, or
+says all the time (in more than a tenth of its lines, or past the commonness cut of
+`memory.archive.ranking`), has nothing in it that could single a line out: it recalls
+nothing either ("Turn 42: please refine section 3 of the plan we agreed", the hundredth
+time).
 
 Only what the message says is read: what the archive holds decides only which names it
 knows. The cues are the language's, kept short on purpose; a message they miss is still
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 
 from memory.archive.lines import Frequencies
 from memory.archive.ranking import common_cap
-from memory.archive.terms import query_terms
+from memory.archive.terms import query_terms, term_weight
 
 _PAST_VERBS = (
     r"\w+[^e\W]ed|said|told|gave|made|wrote|sent|thought|taught|got|went|came|bought|took|"
@@ -150,7 +152,19 @@ def reference(text: str) -> Reference:
     )
 
 
+BACKGROUND_SHARE = 0.1
+BACKGROUND_FLOOR = 5
+"""A word in more than a tenth of the session's lines (and in more than five) is part of
+the archive's background: it singles no line out."""
+
+
 def distinct(terms: Sequence[str], frequencies: Frequencies) -> bool:
-    """Whether any of `terms` is rare enough in the archive to single a line out."""
-    cap = common_cap(frequencies.total)
-    return any(frequencies.lines_with.get(term, 0) <= cap for term in terms)
+    """Whether any subject term of `terms` (not a number, not a word of a letter or two)
+    is one the archive holds and rare enough in it to single a line out."""
+    total = frequencies.total
+    bound = min(common_cap(total), max(int(BACKGROUND_SHARE * total), BACKGROUND_FLOOR))
+    return any(
+        0 < frequencies.lines_with.get(term, 0) <= bound
+        for term in terms
+        if term_weight(term) >= 1.0
+    )
