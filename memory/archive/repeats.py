@@ -23,7 +23,8 @@ NEAR_DUPLICATE = 0.8
 FEWEST_WORDS = 4
 """A text of fewer subject words is no copy of anything: it is cheap."""
 _WORDS = re.compile(r"\w+")
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*[\"”'’)]*\s*|\n")
+_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|\.(?=\d))+[.!?。！？]*[\"”'’)]*\s*|\n")
+"""A sentence: up to its closing mark and quote ("1.5 bar" is one sentence, not two)."""
 
 
 @functools.lru_cache(maxsize=8192)
