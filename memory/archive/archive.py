@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -228,7 +227,8 @@ class Archive:
         roles = ("user", "assistant")
         counted = tuple(dict.fromkeys((*terms, *about.name_terms)))
         frequencies = self.backend.frequencies(session_key, counted, roles)
-        if not about.recalls(frequencies) or not distinct(terms, frequencies):
+        # (with embeddings, a line may be near the message though no word singles it out)
+        if not about.recalls(frequencies) or (vector is None and not distinct(terms, frequencies)):
             return Recall()
         hits = self.backend.search(
             session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies
@@ -339,9 +339,8 @@ class Archive:
 
         Every line of the session is read, a page at a time on the transaction's cursor
         (however many lines repeat an item; by their text, not by what the index holds
-        of them), and each page is planned for every text in turn, so a plan sees what
-        the earlier texts' rewrites changed; the caller holds the session's lock, the one
-        every writer of its archived lines holds, so no turn archives a line meanwhile.
+        of them); the caller holds the session's lock, the one every writer of its
+        archived lines holds, so no turn archives a line meanwhile.
         """
         wanted = [text for text in texts if query_terms(text)]
         if not wanted:
@@ -352,24 +351,12 @@ class Archive:
             after = 0
             while page := self.backend.page(cursor, session_key, after, FORGET_PAGE):
                 after = page[-1].id
-                lines = {line.id: line for line in page}
-                changes: dict[int, str] = {}
-                answers: list[str] = []
-                titles: dict[str, str] = {}
-                for text in wanted:
-                    plan = plan_forgetting(list(lines.values()), text)
-                    for line in lines.values():  # a later text sees the earlier's rewrites
-                        title = plan.titles.get(line.title, line.title)
-                        new = plan.changes.get(line.id, line.text)
-                        lines[line.id] = replace(line, title=title, text=new)
-                    changes.update(plan.changes)
-                    answers.extend(plan.answers)
-                    for old, new in plan.titles.items():  # (the first title is the stored one)
-                        for stored in [k for k, v in titles.items() if v == old] or [old]:
-                            titles[stored] = new
-                self.backend.rewrite(
-                    cursor, session_key, changes, answers, FORGOTTEN, titles=titles
-                )
+                for text in wanted:  # each text's plan sees what the earlier ones changed
+                    plan = plan_forgetting(page, text)
+                    self.backend.rewrite(
+                        cursor, session_key, plan.changes, plan.answers, titles=plan.titles
+                    )
+                    page = plan.applied(page)
 
         return forget
 

@@ -398,18 +398,19 @@ class PostgresArchive:
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
                 (new, session_key, old),
             )
-        if message_ids:
-            cursor.execute(
-                "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
-                " size = %s WHERE session_key = %s AND message_id = ANY(%s)",
-                (text, *_indexed(text), session_key, list(message_ids)),
-            )
-            done += cursor.rowcount
         for line_id, new in changes.items():
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND id = %s",
                 (new, *_indexed(new), session_key, line_id),
+            )
+            done += cursor.rowcount
+        # (last: a line forgotten whole by its message id stays so, whatever else changed)
+        if message_ids:
+            cursor.execute(
+                "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
+                " size = %s WHERE session_key = %s AND message_id = ANY(%s)",
+                (text, *_indexed(text), session_key, list(message_ids)),
             )
             done += cursor.rowcount
         return done

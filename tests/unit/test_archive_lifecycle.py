@@ -237,3 +237,27 @@ def test_the_cli_parses_search() -> None:
     assert parse_command("/search boat name") == Command("search", text="boat name")
     with pytest.raises(UsageError):
         parse_command("/search")
+
+
+def test_forgetting_two_items_never_brings_back_the_first(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # the second item's plan reads the answer the first one forgot whole: it must not
+    # write back a copy of it with only the second item's sentence forgotten
+    agent = open_agent(OfflineChatModel(record=True), long_term_memory="off")
+    memory = agent.memory
+    memory.accept_draft("s1", "c1")
+    turn = chat_turn(
+        "I love jazzberry jam and I live in Lisbon",
+        "Jazzberry jam it is. Lisbon is lovely in spring.",
+        user_message_id="t1-u",
+        assistant_message_id="t1-a",
+    )
+    assert memory.write_turn("s1", "c1", turn).written
+    first = agent.remember("I love jazzberry jam", session_id="s1")
+    second = agent.remember("I live in Lisbon", session_id="s1")
+    agent.forget_all(session_id="s1")
+    texts = archived_texts(agent)
+    assert {first["id"], second["id"]} and not any(
+        "jazzberry" in text.casefold() or "lisbon" in text.casefold() for text in texts
+    ), texts
