@@ -14,6 +14,7 @@ from memory.archive import sqlite as sqlite_archive
 from memory.archive.terms import index_terms, query_terms
 from memory.conversations import ConversationMemory
 from memory.ids import ThreadIds
+from memory.schema import ChatThreadMessage, utcnow
 from memory.storage import open_thread_store
 from memory.storage.sqlite.connection import sqlite_transaction
 from memory.turns import TurnStatus, chat_turn
@@ -413,3 +414,23 @@ def test_deleted_and_rewritten_lines_leave_no_terms_in_the_index(db_url: str) ->
         assert sqlite_rows(store, "SELECT term FROM archive_vocab") == []
     finally:
         store.close()
+
+
+def test_an_answer_is_indexed_without_what_it_repeats_of_its_context(
+    memory: ConversationMemory,
+) -> None:
+    # a real answer repeats what it was given (the message, recalled lines, the
+    # summary): those sentences are kept in its text, not in what a search finds it by
+    recalled = "The harbour master said berth 14 is free until October"
+    answer = "The harbour master said berth 14 is free until October. I would book it now."
+    now = utcnow()
+    messages = [
+        ChatThreadMessage(id="t1-u", role="user", text="Can I keep the boat?", created_at=now),
+        ChatThreadMessage(id="t1-a", role="assistant", text=answer, created_at=now),
+    ]
+    memory.accept_draft("s1", "c1")
+    write = memory.archive.turn("s1", "c1", "Boat", messages, context=[recalled])
+    memory.threads.put_many({}, also=memory.archive.writer(write))
+    assert [row.indexed for row in write.rows] == [None, "I would book it now."]
+    assert memory.search("s1", "harbour master berth", limit=5) == []
+    assert [hit.text for hit in memory.search("s1", "book", limit=5)] == [answer]
