@@ -161,6 +161,7 @@ class ConversationMemory:
         *,
         owe_remember: bool = False,
         kept_user_text: str | None = None,
+        context: Sequence[str] = (),
     ) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
@@ -172,7 +173,8 @@ class ConversationMemory:
         more than eight messages: a compaction; with embeddings, the user's archived
         line awaits its vector), so that no crash loses it. The archive and a new title
         keep the user's text secret-redacted (`kept_user_text`, when the caller's reading
-        of the text redacted it already).
+        of the text redacted it already); the answer is indexed without what it repeats
+        of the turn's `context` (`Archive.turn`).
         """
         now = self.clock()
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
@@ -208,6 +210,7 @@ class ConversationMemory:
                 plan.messages,
                 folded,
                 user_text=kept,
+                context=context,
             )
             memory = {conversation_id: state}
             self.documents.commit(session_id, snapshot.registry, change, memory, lines)

@@ -76,8 +76,9 @@ def unrepeated(answer: str, given: Iterable[str]) -> str | None:
     """`answer` without its sentences that nearly repeat one of the `given` texts; None
     when it repeats none of them (it is indexed whole)."""
     held = Held()
-    for text in given:
-        held.add(text)
+    for text in given:  # sentence by sentence: a copy of one, not words strewn over many
+        for sentence in _SENTENCE.findall(text):
+            held.add(sentence)
     sentences = _SENTENCE.findall(answer)
     kept = [sentence for sentence in sentences if not held.repeats(sentence)]
     return None if len(kept) == len(sentences) else "".join(kept).strip()

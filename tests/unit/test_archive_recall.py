@@ -217,3 +217,19 @@ def test_one_heading_per_conversation_and_day_and_long_lines_cut_short() -> None
 def test_the_budget_counts_a_chinese_character_as_a_token() -> None:
     assert approximate_tokens("我每天早上喝两杯咖啡") == 10
     assert approximate_tokens("abcdefgh") == 2
+
+
+def test_an_answer_is_archived_without_indexing_what_its_context_gave_it(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # the answer repeats the remembered item and the recalled line it was given: a search
+    # finds it by what it adds, not by the repetition (recall does not feed on itself)
+    from tests.fakes import ScriptedModel
+
+    said = "Your boat Marisol is moored in Vigo. Anything else on the boat?"
+    agent = open_agent(ScriptedModel(replies=["Noted.", said]), long_term_memory="off")
+    agent.send(FACT, session_id="s1", create_conversation=True)
+    agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    answer = next(h for h in agent.memory.search("s1", "anything else", 5) if h.text == said)
+    assert answer.role == "assistant"
+    assert all(h.text != said for h in agent.memory.search("s1", "Marisol moored Vigo", 10))
