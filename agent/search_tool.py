@@ -1,9 +1,11 @@
 """The `search_conversations` tool: the model looks something up in the user's earlier
-conversations on purpose (what recall did not bring into the context by itself).
+conversations on purpose (what recall did not bring into the context by itself),
+this conversation's lines that compaction folded out of view included.
 
 The session comes from the run's state, never from the model's arguments: a tool call
-cannot name another session. Results are quoted records, one per line, each with its
-date, conversation title and message id.
+cannot name another session. The lines still in this conversation's recent window are
+left out (the model sees them already). Results are quoted records, one per line, each
+with its date, conversation title and message id.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import ToolRuntime
 
 from agent.tools import ToolInputError
+from graphs.state import MemoryContext
 from memory.archive import ArchivedLine
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_SEARCH_QUERY_CHARS
@@ -26,7 +29,7 @@ NO_QUERY = "Pass the words to look for, e.g. 'boat name' or '咖啡'."
 QUERY_TOO_LONG = "The query is too long: at most {limit} characters."
 BAD_LIMIT = "limit must be between 1 and {limit}."
 NO_SESSION = "This run has no session to search."
-NOTHING_FOUND = "Nothing in the user's earlier conversations matches {query}."
+NOTHING_FOUND = "Nothing said earlier matches {query}."
 RESULT_LINE = "- {date} · {title} · {role} · message {message_id}: {text}"
 
 
@@ -44,13 +47,21 @@ def result_lines(lines: list[ArchivedLine]) -> str:
     )
 
 
+def in_view(context: object) -> frozenset[str]:
+    """The ids of the messages a turn's context shows (its conversation's recent window;
+    message ids are unique to their turn)."""
+    if not isinstance(context, MemoryContext) or context.parts is None:
+        return frozenset()
+    return frozenset(m.id for m in context.parts.recent if m.id)
+
+
 def search_conversations_tool(memory: ConversationMemory) -> BaseTool:
     """The `search_conversations` tool over `memory`'s archive."""
 
     @tool(SEARCH_TOOL_NAME, parse_docstring=True)
     def search_conversations(query: str, runtime: ToolRuntime[Any, Any], limit: int = 5) -> str:
-        """Search the user's earlier conversations (all of them, also ones no longer
-        listed) for lines that contain these words.
+        """Search what the user and you said earlier (in every conversation, also ones no
+        longer listed, and earlier in this one) for lines that contain these words.
 
         Use it when the user asks what they said or what you discussed before ("what
         did I say about …", "当时我们聊过…") and the context does not already show it.
@@ -72,7 +83,12 @@ def search_conversations_tool(memory: ConversationMemory) -> BaseTool:
         session_id = state.get("session_id")
         if not isinstance(session_id, str) or not session_id:
             raise ToolInputError(NO_SESSION)
-        found = memory.search(session_id, text, limit)
+        window = in_view(state.get("context"))
+        found = [
+            line
+            for line in memory.search(session_id, text, limit + len(window))
+            if line.message_id not in window
+        ][:limit]
         return result_lines(found) if found else NOTHING_FOUND.format(query=quoted(text))
 
     search_conversations.handle_tool_error = True

@@ -98,6 +98,22 @@ def final_turn(state: AgentState) -> FinalTurn:
     return replace(chat_turn(state["user_text"], final or "", status, **ids), route=route)
 
 
+def given(state: AgentState) -> list[str]:
+    """What the turn's model was given besides the user's message (remembered items,
+    recalled lines, pins, summary and recent messages, tool results): an answer that
+    repeats it is archived without indexing the repetition."""
+    memory = state.get("context")
+    parts = memory.parts if isinstance(memory, MemoryContext) else None
+    turn = state.get("turn_messages") or []
+    texts = [message_text(m) for m in turn if isinstance(m, ToolMessage)]
+    if parts is not None:
+        texts += [item.text for item in parts.long_term]
+        texts += [line.text for group in parts.recalled for line in group]
+        texts += [message_text(b) for b in (parts.pins, parts.summary) if b is not None]
+        texts += [message_text(m) for m in parts.recent]
+    return texts
+
+
 def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
     """The turn as Studio's chat view shows it: the user's message and the answer, with
     the ids they already had, so that a `messages` stream shows each one once."""
@@ -314,6 +330,7 @@ class TurnNodes:
                 owe_remember=self.remembers and completed and said.says_something,
                 kept_user_text=said.kept or None,
                 held=held,
+                context=given(state),
             )
         except Exception:
             logger.exception("writing the turn to chat memory failed")

@@ -169,6 +169,7 @@ class ConversationMemory:
         owe_remember: bool = False,
         kept_user_text: str | None = None,
         held: Sequence[MemoryItem] = (),
+        context: Sequence[str] = (),
     ) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
@@ -180,10 +181,11 @@ class ConversationMemory:
         more than eight messages: a compaction; with embeddings, the user's archived
         line awaits its vector), so that no crash loses it. The archive and a new title
         keep the user's text secret-redacted (`kept_user_text`, when the caller's reading
-        of the text redacted it already). The long-term items the turn read (`held`)
-        that were forgotten while it ran are taken out of what it writes, their texts and
-        the sentences that repeat them (`memory.redaction.repeats_forgotten`): a
-        forgetting's tombstone holds over a turn that raced it.
+        of the text redacted it already); the answer is indexed without what it repeats
+        of the turn's `context` (`Archive.turn`). The long-term items the turn read
+        (`held`) that were forgotten while it ran are taken out of what it writes, their
+        texts and the sentences that repeat them (`memory.redaction.repeats_forgotten`):
+        a forgetting's tombstone holds over a turn that raced it.
         """
         now = self.clock()
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
@@ -230,6 +232,7 @@ class ConversationMemory:
                 plan.messages,
                 folded,
                 user_text=kept,
+                context=context,
             )
             memory = {conversation_id: state}
             self.documents.commit(session_id, snapshot.registry, change, memory, lines)
@@ -417,7 +420,8 @@ class ConversationMemory:
         *,
         exclude_message_ids: Collection[str] = (),
     ) -> Recall:
-        """Earlier lines of the session a turn about `text` gets (`Archive.recall`)."""
+        """Earlier lines of the session a turn about `text` gets, none of
+        `exclude_message_ids` (`Archive.recall`)."""
         return self.archive.recall(
             session_id, conversation_id, text, state, exclude_message_ids=exclude_message_ids
         )

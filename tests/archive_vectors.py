@@ -32,7 +32,7 @@ SAVING = "Saving to purchase an automobile, a small car"
 HATCHBACK = "A hatchback or a sedan, we could afford one"
 INSURANCE = "Buy the car insurance renewal form letter"
 SOUP = "Lentil soup for dinner tonight"
-QUESTION = "Should I buy a car?"
+QUESTION = "Should I buy the car we talked about?"
 
 
 class ConceptEmbeddings(Embeddings):

@@ -38,6 +38,8 @@ PG_TABLES = (
     "memory_documents",
     "store",
     "archive_lines",
+    "archive_counts",
+    "archive_terms",
 )
 
 

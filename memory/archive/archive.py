@@ -41,6 +41,8 @@ from memory.archive.recall import (
     recall_query,
     recall_text,
 )
+from memory.archive.relevance import distinct, reference
+from memory.archive.repeats import unrepeated
 from memory.archive.terms import query_terms
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.ids import ThreadIds
@@ -52,8 +54,8 @@ from memory.text import clamp
 
 logger = logging.getLogger(__name__)
 
-SEARCH_CANDIDATES = 200
-"""Lines read when forgetting an item (every line sharing a term, up to this many)."""
+FORGET_PAGE = 500
+"""Lines read at a time when forgetting (all of the session's are read)."""
 
 
 class Archive:
@@ -100,11 +102,20 @@ class Archive:
         superseded: ThreadState | None = None,
         *,
         user_text: str | None = None,
+        context: Sequence[str] = (),
     ) -> ArchiveWrite:
         """The lines a written turn appends (and the summary it superseded, if any); its
         texts are kept secret-redacted (`user_text`: the user's, redacted already by the
-        turn's reading of it)."""
+        turn's reading of it). An answer is indexed without the sentences that nearly
+        repeat what it was given (`memory.archive.repeats`): the turn's user message and
+        `context` (the texts of its context: recalled lines, summary, remembered items)."""
         rows = [self._summary_row(session_id, conversation_id, title, superseded)]
+        said = [
+            user_text if m.role == "user" and user_text is not None else redact_secrets(m.text)
+            for m in messages
+        ]
+        given = [*(text for m, text in zip(messages, said, strict=True) if m.role == "user")]
+        given.extend(context)
         rows.extend(
             self._row(
                 session_id,
@@ -113,9 +124,10 @@ class Archive:
                 m.id,
                 m.role,
                 m.created_at,
-                user_text if m.role == "user" and user_text is not None else redact_secrets(m.text),
+                text,
+                indexed=unrepeated(text, given) if m.role == "assistant" else None,
             )
-            for m in messages
+            for m, text in zip(messages, said, strict=True)
         )
         return ArchiveWrite(rows=[row for row in rows if row is not None])
 
@@ -147,6 +159,7 @@ class Archive:
         created_at: datetime,
         text: str,
         covers: str | None = None,
+        indexed: str | None = None,
     ) -> ArchiveRow:
         return ArchiveRow(
             session_key=self.ids.session_key(session_id),
@@ -158,6 +171,7 @@ class Archive:
             created_at=created_at,
             text=text,
             covers=covers,
+            indexed=indexed,
         )
 
     def _summary_row(
@@ -194,20 +208,31 @@ class Archive:
         *,
         exclude_message_ids: Collection[str] = (),
     ) -> Recall:
-        """The earlier lines a turn about `text` gets (`memory.archive.recall`), in one
-        query of the session's archive; with embeddings, the message is embedded first
-        (one call, no lock held; a failure leaves this turn's recall lexical) and a
-        second query reads the lines nearest it. The lines of `exclude_message_ids` (what
-        later statements changed) are never recalled: they no longer hold."""
+        """The earlier lines a turn about `text` gets (`memory.archive.recall`), never
+        those of `exclude_message_ids` (they stay searchable): nothing, without a query,
+        when the message is not about the user's past (`memory.archive.relevance`); else
+        the session's term counts and one search; with embeddings, the message is
+        embedded first (one call, no lock held; a failure leaves this turn's recall
+        lexical) and another query reads the lines nearest it."""
         if self.recall_tokens <= 0:
+            return Recall()
+        about = reference(recall_text(text, state))
+        if not about.searches:
             return Recall()
         terms = recall_query(text, state)
         vector = self._embedded_query(text, state)
         if not terms and vector is None:
             return Recall()
         session_key = self.ids.session_key(session_id)
-        # the user's own lines are the hits (`memory.archive.recall`): only they are scored
-        hits = self.backend.search(session_key, terms, CANDIDATES, neighbours=True, roles=("user",))
+        roles = ("user", "assistant")
+        counted = tuple(dict.fromkeys((*terms, *about.name_terms)))
+        frequencies = self.backend.frequencies(session_key, counted, roles)
+        # (with embeddings, a line may be near the message though no word singles it out)
+        if not about.recalls(frequencies) or (vector is None and not distinct(terms, frequencies)):
+            return Recall()
+        hits = self.backend.search(
+            session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies
+        )
         nearest: list[ArchivedLine] = []
         if vector is not None and self.vectors is not None:
             nearest = self.vectors.nearest(session_key, vector, CANDIDATES)
@@ -222,6 +247,7 @@ class Archive:
             max_tokens=self.recall_tokens,
             nearest=nearest,
             max_distance=self.embeddings.max_distance if self.embeddings else 0.0,
+            exclude_message_ids=exclude_message_ids,
         )
 
     def _embedded_query(self, text: str, state: ThreadState) -> list[float] | None:
@@ -314,23 +340,26 @@ class Archive:
         and their answers read `[forgotten]`, and so do the sentences elsewhere that
         repeat it. None when no text has a searchable word.
 
-        Each text's lines are searched and planned on the transaction's cursor, so a
-        plan sees what the earlier texts' rewrites changed; the caller holds the
-        session's lock, the one every writer of its archived lines holds, so no turn
-        archives a line between a plan and its rewrite.
+        Every line of the session is read, a page at a time on the transaction's cursor
+        (however many lines repeat an item; by their text, not by what the index holds
+        of them); the caller holds the session's lock, the one every writer of its
+        archived lines holds, so no turn archives a line meanwhile.
         """
-        queries = [(text, terms) for text in texts if (terms := query_terms(text))]
-        if not queries:
+        wanted = [text for text in texts if query_terms(text)]
+        if not wanted:
             return None
         session_key = self.ids.session_key(session_id)
 
         def forget(cursor: Any) -> None:
-            for text, terms in queries:
-                hits = self.backend.search(session_key, terms, SEARCH_CANDIDATES, cursor=cursor)
-                plan = plan_forgetting(hits, text)
-                self.backend.rewrite(
-                    cursor, session_key, plan.changes, plan.answers, FORGOTTEN, titles=plan.titles
-                )
+            after = 0
+            while page := self.backend.page(cursor, session_key, after, FORGET_PAGE):
+                after = page[-1].id
+                for text in wanted:  # each text's plan sees what the earlier ones changed
+                    plan = plan_forgetting(page, text)
+                    self.backend.rewrite(
+                        cursor, session_key, plan.changes, plan.answers, titles=plan.titles
+                    )
+                    page = plan.applied(page)
 
         return forget
 

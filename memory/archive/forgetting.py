@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memory.archive.lines import FORGOTTEN, ArchivedLine
 from memory.archive.terms import line_terms, query_terms
@@ -38,6 +38,19 @@ class Forgetting:
     changes: dict[int, str]
     answers: tuple[str, ...]
     titles: dict[str, str]
+
+    def applied(self, lines: Sequence[ArchivedLine]) -> list[ArchivedLine]:
+        """`lines` as these changes leave them."""
+        return [
+            replace(
+                line,
+                text=FORGOTTEN
+                if line.message_id in self.answers
+                else self.changes.get(line.id, line.text),
+                title=self.titles.get(line.title, line.title),
+            )
+            for line in lines
+        ]
 
 
 def names_in(text: str) -> frozenset[str]:

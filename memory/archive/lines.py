@@ -12,8 +12,8 @@ from typing import Any, Literal, Protocol
 ArchiveRole = Literal["user", "assistant", "summary"]
 ROLES: tuple[ArchiveRole, ...] = ("user", "assistant", "summary")
 EMBEDDED_ROLES: tuple[ArchiveRole, ...] = ("user",)
-"""The roles whose lines are embedded (with `AGENT_EMBEDDINGS_MODEL`): recall scores the
-user's lines only (`memory.archive.recall`)."""
+"""The roles whose lines are embedded (with `AGENT_EMBEDDINGS_MODEL`): the user's (an
+answer is found by its words, or as the neighbour of the user's line it answers)."""
 REDACTED = "[redacted]"
 """An archived text that discloses a secret is kept as this (memory keeps the original)."""
 FORGOTTEN = "[forgotten]"
@@ -34,6 +34,8 @@ class ArchiveRow:
         created_at: when it was said (a summary: when it was superseded).
         text: what memory stored (`[redacted]` when it discloses a secret).
         covers: for a summary, the first and last message ids it covered ("a..b").
+        indexed: what a search finds it by, when not its whole text (an answer without
+            what it repeats of its own context).
     """
 
     session_key: str
@@ -45,6 +47,7 @@ class ArchiveRow:
     created_at: datetime
     text: str
     covers: str | None = None
+    indexed: str | None = None
 
 
 def lines_sql(mark: str) -> str:
@@ -104,6 +107,20 @@ class ArchivedLine:
 
 
 @dataclass(frozen=True)
+class Frequencies:
+    """How common a query's terms are among the session's lines searched.
+
+    Attributes:
+        lines_with: per term, how many lines hold it (a backend may stop counting past
+            a few percent of `total`: such a term says next to nothing about a line).
+        total: how many lines were searched.
+    """
+
+    lines_with: Mapping[str, int]
+    total: int
+
+
+@dataclass(frozen=True)
 class ArchiveWrite:
     """What one transaction of the session's documents changes in the archive.
 
@@ -129,6 +146,11 @@ class ArchiveBackend(Protocol):
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
         """Apply `change` with `cursor`, inside the transaction that holds it."""
 
+    def frequencies(
+        self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
+    ) -> Frequencies:
+        """How many of the session's lines of `roles` hold each of `terms`."""
+
     def search(
         self,
         session_key: str,
@@ -139,11 +161,16 @@ class ArchiveBackend(Protocol):
         roles: Sequence[str] = ROLES,
         conversation_key: str | None = None,
         cursor: Any = None,
+        frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best first, in one query
         (with `neighbours`, each with the lines said just before and after it; with
         `conversation_key`, of that conversation only; with `cursor`, inside the
-        transaction that holds it, its own changes seen)."""
+        transaction that holds it, its own changes seen; `frequencies`: the terms'
+        among those lines, when the caller has them already)."""
+
+    def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
+        """With `cursor`: the session's next `limit` lines after id `after`, by id."""
 
     def rewrite(
         self,

@@ -1,39 +1,43 @@
 """Recall from the archive: which earlier lines a turn's context gets, within its budget.
 
-Pure functions over the hits of one search. The query is the new message, plus the
-previous user message when the new one is short or refers back ("and what about
-that?"). A hit must clear a relevance floor: it shares a subject term with the query
-(not a stop word, a number or a lone letter: `memory.archive.terms.term_weight`), so a
-message that shares nothing with the archive injects nothing; and it must score better
-than any line the context already holds (the current conversation answers first: a
-line that matches no better would only compete with it). With embeddings, the lines
-nearest the message's embedding are hits too: one sharing no subject term must be
-within a distance (`ArchiveEmbeddings.max_distance`), and nearer than any line the
-context already holds. Hits are ranked by reciprocal-rank fusion of their lexical rank,
-their embedding's rank and their recency rank; lines the context already holds (this
-conversation's recent messages, text its summary quotes) are left out.
+Whether a message recalls anything at all is decided first (`memory.archive.relevance`:
+most messages are about the world, not the user's past). Then these pure functions pick
+among the hits of one search. The query is the new message, plus the previous user
+message when the new one is too short to stand alone ("and what about that?"). Both sides
+are searched: what the assistant said (a recipe, a plan, the numbers it worked out) is
+what users most often come back for, and the index weighs each word by how rare it is
+in the session, so the words every answer repeats weigh next to nothing. A hit must
+clear a floor: it shares a subject term with the query (not a stop word, a number or a
+lone letter: `memory.archive.terms.term_weight`); and a line of another conversation
+must score better than any line the context already holds (the current conversation
+answers first: a line that matches no better would only compete with it). This
+conversation's own lines are recalled once compaction folded them out of view, never
+while they are in it. With embeddings, the lines nearest the
+message's embedding are hits too: one sharing no subject term must be within a distance
+(`ArchiveEmbeddings.max_distance`), and nearer than any line the context already holds.
+Hits are ranked by reciprocal-rank fusion of their lexical rank, their embedding's rank
+and their recency rank; lines the context already holds (this conversation's recent
+messages, text its summary quotes) are left out.
 
-Hits are what the user said: the archive is the record of the user's own words, and
-an assistant's answer often repeats what its context held (a summary, remembered
-items, earlier lines), so ranking answers would bring a conversation's context back
-into another's. Answers come with the user lines they belong to: the answer to a
-question, the assistant's question before a short reply ("yes, that one"). What the
-hits leave of the budget goes to the user's lines around them, best hit first (the
-two after it, then the one before): a fact is often said a line or two after the line
-that names what it is about.
+A hit comes with the lines it needs to make sense: a user's question with its answer, a
+short reply after the lines it replies to. What the hits leave of the budget goes to the
+lines around them, best hit first (the line after a hit and the user's next, then the
+line before it, then the user's lines further on): the answer to a question is the line
+after it, and a fact is often said a line or two after the line that names what it is
+about.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine
-from memory.archive.terms import QUERY_STOP_WORDS, line_terms, query_terms, term_weight
+from memory.archive.repeats import Held
+from memory.archive.terms import line_terms, query_terms, term_weight
 from memory.limits import DEFAULT_RECALL_DISTANCE
 from memory.prompts import RECALL_HEADING, RECALL_LINE
 from memory.schema import ThreadState
@@ -42,45 +46,35 @@ from memory.text import approximate_tokens, clamp, quoted
 RRF_K = 60
 RECENCY_WEIGHT = 0.25
 """Weight of the recency rank beside the lexical rank (1) in the fusion."""
-SHORT_QUERY_TERMS = 4
+STANDS_ALONE = 2
+"""A message with fewer subject terms than this ("and what about that?", "the price?")
+is read with the previous user message."""
 SHORT_ANSWER_TERMS = 6
 """A user line with fewer terms than this is an answer that needs its question."""
-CANDIDATES = 30
+CANDIDATES = 20
 """Hits read per recall (the best by lexical rank), before fusion and the floor. On the
-dev dialogues the lines around the best 30 hold more evidence than the hits ranked
-31st to 50th (evidence in a new conversation's block, dev crowd: 72% with 50, 73% with
-30)."""
+dev long archive the lines around the best 20 hold more evidence than the hits ranked
+21st to 30th (evidence in a new conversation's block: 64% with 20, 61% with 30, 63% with
+15)."""
 MIN_LINE_TOKENS = 8
 """No recalled line costs less (its role, quotes and a word): below it the block is full."""
 LINE_CHARS = 600
-"""A recalled line of the user's is cut to this many characters in the context."""
-ANSWER_CHARS = 240
-"""An assistant's line, which comes only to explain a hit (its question or its answer),
-is cut to this many: the user's own words are what was found."""
-NEAR_DUPLICATE = 0.8
-"""A hit whose subject terms are at least this share in one line the context already
-holds (a recent message, or a line recalled before it) says nothing new: it is left out,
-so that a conversation that keeps saying much the same thing does not fill the block
-with copies of one line."""
-_REFERS_BACK = re.compile(
-    r"\b(?:that|it|this|those|these|them|there|he|she|they|his|her|again|same|also)\b"
-    r"|那个|这个|那些|这些|它|他|她|刚才|上面|同样|也是",
-    re.IGNORECASE,
-)
+"""A recalled line is cut to this many characters in the context (either side's: an
+answer is as much what was found as a question)."""
 _SPACES = re.compile(r"\s+")
-_WORDS = re.compile(r"\w+")
 
 
 def _previous(text: str, terms: Sequence[str], state: ThreadState) -> str | None:
-    """The previous user message, when the new one is short or refers back to it."""
-    if len(terms) >= SHORT_QUERY_TERMS and not _REFERS_BACK.search(text):
+    """The previous user message, when the new one is too short to stand alone ("and
+    what about that?"); a longer one says what it is about, even when it says "it"."""
+    if len(terms) >= STANDS_ALONE:
         return None
     return next((m.text for m in reversed(state.messages) if m.role == "user"), None)
 
 
 def recall_query(text: str, state: ThreadState) -> tuple[str, ...]:
     """The terms a turn looks for: its message's, and the previous user message's when
-    the new one is short or refers back."""
+    the new one is too short to stand alone."""
     terms = query_terms(text)
     previous = _previous(text, terms, state)
     if previous is None:
@@ -182,7 +176,7 @@ def shown(line: ArchivedLine) -> str:
 @functools.lru_cache(maxsize=4096)
 def _shown(role: str, text: str) -> str:
     # cached: a recall prices each of its candidates, and the next turn's mostly again
-    return quoted(clamp(text, ANSWER_CHARS if role == "assistant" else LINE_CHARS))
+    return quoted(clamp(text, LINE_CHARS))
 
 
 def _heading(line: ArchivedLine) -> tuple[str, str]:
@@ -228,28 +222,40 @@ def render(lines: Sequence[ArchivedLine]) -> str:
 class _Block:
     """The block being filled: which lines it holds, what they cost, what is left."""
 
-    def __init__(self, conversation_id: str, state: ThreadState, max_tokens: int) -> None:
+    def __init__(
+        self,
+        conversation_id: str,
+        state: ThreadState,
+        max_tokens: int,
+        excluded: Collection[str] = (),
+    ) -> None:
         self.conversation_id = conversation_id
+        self.excluded = frozenset(excluded)
         self.in_context = {m.id for m in state.messages}
         self.summary = _folded(state.summary)
         self.max_tokens = max_tokens
         self.used = 0
         self.seen: set[int] = set()
         self.headed: set[tuple[str, str]] = set()
-        self.held = _Held()
+        self.held = Held()
         for message in state.messages:
             self.held.add(message.text)
 
-    def wanted(self, line: ArchivedLine) -> bool:
-        """Whether `line` says something the context does not hold already."""
-        if line.text in (REDACTED, FORGOTTEN):
-            return False  # nothing left to say
+    def holds(self, line: ArchivedLine) -> bool:
+        """Whether the context holds `line` already (a recent message of this
+        conversation, this conversation's summary, or a line its summary quotes)."""
         if line.conversation_id == self.conversation_id and (
             line.message_id in self.in_context or line.role == "summary"
         ):
-            return False
+            return True
         summary = self.summary
-        return not (summary and len(line.text) > 20 and _folded(line.text) in summary)
+        return bool(summary) and len(line.text) > 20 and _folded(line.text) in summary
+
+    def wanted(self, line: ArchivedLine) -> bool:
+        """Whether `line` says something the context does not hold already."""
+        if line.text in (REDACTED, FORGOTTEN) or line.message_id in self.excluded:
+            return False  # nothing left to say, or no longer true
+        return not self.holds(line)
 
     def new(self, line: ArchivedLine | None) -> bool:
         """Whether `line` is wanted and not in the block yet."""
@@ -275,22 +281,29 @@ def _eligible(
     hits: Sequence[ArchivedLine],
     nearest: Sequence[ArchivedLine],
     terms: Sequence[str],
-    wanted: Callable[[ArchivedLine], bool],
+    block: _Block,
     max_distance: float,
 ) -> tuple[list[ArchivedLine], list[ArchivedLine]]:
-    """The user's lines among `hits` and `nearest` that clear the floors (see the module
-    docstring), in their order."""
+    """The lines of either side among `hits` and `nearest` that clear the floors (see the
+    module docstring), in their order."""
 
     # what the context already holds answers the message as well as any line that does
     # not beat it: such a line would only compete with it (another project's budget); a
     # question the context holds answers nothing, so it sets no such bar
     def held(hit: ArchivedLine) -> bool:
-        return not wanted(hit) and not _QUESTION.search(hit.text)
+        return block.holds(hit) and not _QUESTION.search(hit.text)
 
-    said = [hit for hit in hits if hit.role == "user"]
+    said = [hit for hit in hits if hit.role != "summary"]
     bar = max((hit.score for hit in said if held(hit)), default=0.0)
-    lexical = [hit for hit in said if (bar == 0.0 or hit.score > bar) and clears_floor(hit, terms)]
-    near = [(hit, hit.distance) for hit in nearest if hit.role == "user"]
+    # (a line this conversation folded out of view is its own past: no bar)
+    own = block.conversation_id
+    lexical = [
+        hit
+        for hit in said
+        if (bar == 0.0 or hit.score > bar or hit.conversation_id == own)
+        and clears_floor(hit, terms)
+    ]
+    near = [(hit, hit.distance) for hit in nearest if hit.role != "summary"]
     found = [(hit, distance) for hit, distance in near if distance is not None]
     nearest_held = min((distance for hit, distance in found if held(hit)), default=math.inf)
     # a line sharing no subject term with the message is related by its embedding alone
@@ -311,11 +324,12 @@ def choose(
     max_tokens: int,
     nearest: Sequence[ArchivedLine] = (),
     max_distance: float = DEFAULT_RECALL_DISTANCE,
+    exclude_message_ids: Collection[str] = (),
 ) -> Recall:
     """The lines to recall among `hits` (best lexical rank first) and `nearest` (nearest
-    embedding first) (see the module docstring)."""
-    block = _Block(conversation_id, state, max_tokens)
-    lexical, close = _eligible(hits, nearest, terms, block.wanted, max_distance)
+    embedding first), none of `exclude_message_ids` (see the module docstring)."""
+    block = _Block(conversation_id, state, max_tokens, exclude_message_ids)
+    lexical, close = _eligible(hits, nearest, terms, block, max_distance)
     taken: list[tuple[ArchivedLine, list[ArchivedLine]]] = []
     for hit in fuse(lexical, close):
         if block.full():
@@ -336,14 +350,14 @@ def choose(
 
 
 def _widen(block: _Block, taken: Sequence[tuple[ArchivedLine, list[ArchivedLine]]]) -> None:
-    """Spend what the hits left of the budget on the user's lines around them, best hit
-    first (the two lines after a hit, then the one before): a fact is often said a line
-    or two after the one that names what the question asks about ("We have a dog." →
-    "Tell me everything." → "A rescue greyhound called Pickle"), and an unspent budget
-    recalls nothing. Only what the hits left: a hit is worth more than a hit's
-    surroundings."""
+    """Spend what the hits left of the budget on the lines around them, best hit first
+    (the line after a hit and the user's next, then the line before it and the user's
+    further on): an answer follows its question, a fact is often said a line or two
+    after the one that names what the question asks about ("We have a dog." → "Tell me
+    everything." → "A rescue greyhound called Pickle"), and an unspent budget recalls
+    nothing. Only what the hits left: a hit is worth more than a hit's surroundings."""
     for hit, group in taken:
-        for line in (hit.said_after, hit.said_later, hit.said_before):
+        for line in (hit.following, hit.said_after, hit.previous, hit.said_later, hit.said_before):
             if block.full():
                 return
             if line is None or not block.new(line):
@@ -352,47 +366,3 @@ def _widen(block: _Block, taken: Sequence[tuple[ArchivedLine, list[ArchivedLine]
             if block.used + spent <= block.max_tokens and not block.held.repeats(line.text):
                 block.take([line], spent)
                 group.append(line)
-
-
-@functools.lru_cache(maxsize=8192)
-def _subject_words(text: str) -> frozenset[str]:
-    # plain folded words without stop words, not the index's stemmed terms: this runs on
-    # every candidate of every recall, and a near copy is as near in plain words
-    return frozenset(_WORDS.findall(text.casefold())) - QUERY_STOP_WORDS
-
-
-class _Held:
-    """The lines a context holds, indexed by their words, so that a near copy of one of
-    them (see `NEAR_DUPLICATE`) is found without comparing a hit with each line."""
-
-    def __init__(self) -> None:
-        self.lines: list[frozenset[str]] = []
-        self.lines_with: dict[str, int] = {}
-        """A bit set of the lines (bit i: `lines[i]`) holding each word."""
-
-    def add(self, text: str) -> None:
-        words = _subject_words(text)
-        bit = 1 << len(self.lines)
-        lines_with = self.lines_with
-        for word in words:
-            lines_with[word] = lines_with.get(word, 0) | bit
-        self.lines.append(words)
-
-    def repeats(self, text: str) -> bool:
-        """Whether `text` nearly repeats one of the lines held."""
-        words = _subject_words(text)
-        if len(words) < SHORT_QUERY_TERMS:
-            return False  # a line of a word or two is no copy of anything: it is cheap
-        need = math.ceil(NEAR_DUPLICATE * len(words))
-        # a line that holds `need` of the words holds one of any len - need + 1 of them:
-        # only the lines holding one of those are compared (which ones does not matter:
-        # sorting them by rarity cost more than the comparisons it saved)
-        found = 0
-        for word in itertools.islice(words, len(words) - need + 1):
-            found |= self.lines_with.get(word, 0)
-        while found:
-            low = found & -found
-            if len(words & self.lines[low.bit_length() - 1]) >= need:
-                return True
-            found ^= low
-        return False

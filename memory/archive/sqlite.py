@@ -17,8 +17,10 @@ from memory.archive.lines import (
     ArchivedLine,
     ArchiveRow,
     ArchiveWrite,
+    Frequencies,
     lines_sql,
 )
+from memory.archive.ranking import common_cap, distinctive
 from memory.archive.sqlite_search import read_line, search_sql
 from memory.archive.terms import index_terms
 from memory.storage.sqlite.connection import scrub_on_commit, sqlite_transaction
@@ -34,7 +36,7 @@ SETUP_SQL = (
     " session_key TEXT NOT NULL, conversation_key TEXT NOT NULL,"
     " conversation_id TEXT NOT NULL, title TEXT NOT NULL, message_id TEXT NOT NULL,"
     " role TEXT NOT NULL, created_at TEXT NOT NULL, text TEXT NOT NULL, covers TEXT,"
-    " UNIQUE (session_key, conversation_key, message_id))",
+    " indexed TEXT, UNIQUE (session_key, conversation_key, message_id))",
     # a line's neighbours of one role are one seek of this index (it also serves the
     # deletion of a conversation's lines, as the (conversation_key, id) index it replaced)
     "DROP INDEX IF EXISTS archive_lines_conversation",
@@ -43,13 +45,12 @@ SETUP_SQL = (
     # each term is indexed under its session's prefix ("<prefix>lisbon"), so a session's
     # posting lists are its own: a query reads and ranks none of another session's
     # lines, and bm25 and the commonness cut count a word among this session's lines
-    # only; the user's lines and the others have columns of their own, so that a search
-    # of what the user said weighs a word by how rare it is among the user's lines (a
-    # word in every answer of the model is no common word of the user's); the index keeps
+    # only; each role's lines have a column of their own, so that a search of some roles
+    # (recall: what either side said, no summary) counts and ranks those only; the index keeps
     # no copy of its terms (contentless: they are computed again from a line's text to
     # delete them), which would take more room than the lines themselves
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_index USING fts5("
-    " said, other, content = '', tokenize = 'unicode61 remove_diacritics 0')",
+    " said, answered, summary, content = '', tokenize = 'unicode61 remove_diacritics 0')",
     "CREATE TABLE IF NOT EXISTS archive_index_layout (version INTEGER NOT NULL)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vocab USING fts5vocab(archive_index, 'col')",
     # how many lines of each role a session has (what the commonness cut compares a
@@ -71,32 +72,35 @@ COUNT_SESSIONS_SQL = (
     "INSERT INTO archive_sessions"
     " SELECT session_key, role, COUNT(*) FROM archive_lines GROUP BY session_key, role"
 )
-INDEX_COLUMNS = ("said", "other")
-"""The index's columns of terms: the user's lines, every other line (answers, summaries)."""
+INDEX_COLUMNS = ("said", "answered", "summary")
+"""The index's columns of terms, one per role (`ROLES`, in that order)."""
 PREFIX_CHARS = 12
 """Characters of the session key that prefix its terms (its lines are still checked
 against the whole key: two sessions sharing a prefix only share posting lists)."""
-COMMON_SHARE = 0.02
-COMMON_FLOOR = 200
-"""A query term in more lines than max(2% of the session's lines, 200) is left out
-of the query (its weight in bm25 is next to nothing, its posting list long); the
-rarest `KEEP_RAREST` terms always stay."""
-KEEP_RAREST = 2
 INSERT_LINE_SQL = (
     "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
-    " title, message_id, role, created_at, text, covers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " title, message_id, role, created_at, text, covers, indexed)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 LINES_SQL = lines_sql("?")
-INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, other) VALUES (?, ?, ?)"
+PAGE_SQL = (
+    "SELECT id, conversation_id, title, message_id, role, created_at, text FROM archive_lines"
+    " WHERE session_key = ? AND id > ? ORDER BY id LIMIT ?"
+)
+INDEXED = "SELECT id, session_key, role, COALESCE(indexed, text) FROM archive_lines"
+"""A line's `index_row` arguments (what it is indexed under: its `indexed` text, else its
+text)."""
+INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, answered, summary) VALUES (?, ?, ?, ?)"
 DELETE_INDEX_SQL = (
-    "INSERT INTO archive_index (archive_index, rowid, said, other) VALUES ('delete', ?, ?, ?)"
+    "INSERT INTO archive_index (archive_index, rowid, said, answered, summary)"
+    " VALUES ('delete', ?, ?, ?, ?)"
 )
 """A contentless index forgets a row given the very terms it was given (`index_row`)."""
 MERGE_INDEX_SQL = "INSERT INTO archive_index (archive_index) VALUES ('optimize')"
 """Merges the index into one segment. FTS5 deletes a row's terms by writing a marker in
 a new segment; the terms stay in the older segments, in the file, until a merge of
 those segments drops them: a deletion or rewrite runs this before it commits."""
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 """The version of the index's terms (`index_row`, `memory.archive.terms`): an index of
 another version is rebuilt on open. A contentless index is told a line's terms again to
 delete them, so terms computed another way would leave the old ones behind: change the
@@ -116,18 +120,13 @@ def prefix(session_key: str) -> str:
     return session_key[:PREFIX_CHARS]
 
 
-def column_of(role: str) -> str:
-    """The index column of a line of `role`."""
-    return "said" if role == "user" else "other"
-
-
 def columns(roles: Sequence[str]) -> list[str]:
     """The index columns that hold the terms of lines of `roles`."""
-    return [column for column in INDEX_COLUMNS if column in map(column_of, roles)]
+    return [column for column, role in zip(INDEX_COLUMNS, ROLES, strict=True) if role in roles]
 
 
 def match_expression(session_key: str, terms: Sequence[str], roles: Sequence[str]) -> str:
-    """`{said other} : ("<prefix>a" OR "<prefix>b")`: terms are letters and digits, and so
+    """`{said answered} : ("<prefix>a" OR "<prefix>b")`: terms are letters and digits, and so
     is the prefix (a hash), so they quote safely."""
     wanted = " OR ".join(f'"{prefix(session_key)}{term}"' for term in terms)
     return f"{{{' '.join(columns(roles))}}} : ({wanted})"
@@ -138,8 +137,7 @@ def index_row(line_id: int, session_key: str, role: str, text: str) -> tuple[Any
     role's column."""
     head = prefix(session_key)
     terms = " ".join(head + term for term in index_terms(text))
-    said, other = (terms, "") if column_of(role) == "said" else ("", terms)
-    return line_id, said, other
+    return line_id, *(terms if each == role else "" for each in ROLES)
 
 
 def stamp(moment: datetime) -> str:
@@ -184,6 +182,25 @@ def _counts(
         if column in wanted:
             counts[term.removeprefix(head)] += docs
     return counts
+
+
+def _frequencies(
+    db: sqlite3.Connection | sqlite3.Cursor,
+    session_key: str,
+    terms: Sequence[str],
+    roles: Sequence[str],
+) -> Frequencies:
+    """How many of the session's lines of `roles` hold each term, counted up to just past
+    the commonness cut; the caller holds the lock."""
+    marks = ", ".join("?" * len(roles))
+    (total,) = db.execute(
+        "SELECT COALESCE(SUM(lines), 0) FROM archive_sessions"
+        f" WHERE session_key = ? AND role IN ({marks})",
+        (session_key, *roles),
+    ).fetchone()
+    bound = common_cap(total) + 1
+    counts = _counts_up_to(db, session_key, terms, roles, bound) if terms else {}
+    return Frequencies(counts, int(total))
 
 
 def _earlier_index(cursor: sqlite3.Cursor) -> bool:
@@ -239,10 +256,12 @@ class SqliteArchive:
                 cur.execute("DROP TABLE archive_index")
             for sql in SETUP_SQL:
                 cur.execute(sql)
+            if "indexed" not in {row[1] for row in cur.execute("PRAGMA table_info(archive_lines)")}:
+                cur.execute("ALTER TABLE archive_lines ADD COLUMN indexed TEXT")
             if uncounted:  # an archive from before the counts (none: an empty table)
                 cur.execute(COUNT_SESSIONS_SQL)
             if earlier:
-                rows = cur.execute("SELECT id, session_key, role, text FROM archive_lines")
+                rows = cur.execute(INDEXED)
                 cur.executemany(INSERT_INDEX_SQL, [index_row(*row) for row in rows.fetchall()])
             cur.execute("DELETE FROM archive_index_layout")
             cur.execute("INSERT INTO archive_index_layout VALUES (?)", (INDEX_VERSION,))
@@ -270,11 +289,21 @@ class SqliteArchive:
                     stamp(row.created_at),
                     row.text,
                     row.covers,
+                    row.indexed,
                 ),
             )
             if cursor.rowcount == 1:
-                index = index_row(cursor.lastrowid, row.session_key, row.role, row.text)
+                indexed = row.text if row.indexed is None else row.indexed
+                index = index_row(cursor.lastrowid, row.session_key, row.role, indexed)
                 cursor.execute(INSERT_INDEX_SQL, index)
+
+    def frequencies(
+        self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
+    ) -> Frequencies:
+        """How many of the session's lines of `roles` hold each of `terms`, counted up to
+        just past the commonness cut (`memory.archive.ranking`)."""
+        with self.lock:
+            return _frequencies(self.conn, session_key, terms, roles)
 
     def search(
         self,
@@ -286,14 +315,16 @@ class SqliteArchive:
         roles: Sequence[str] = ROLES,
         conversation_key: str | None = None,
         cursor: sqlite3.Cursor | None = None,
+        frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, each
         with the lines said just before and after it when `neighbours`, of the conversation
         of `conversation_key` only when given, in one query (with `cursor`, in the
-        transaction that holds it: its own changes are seen)."""
+        transaction that holds it: its own changes are seen; `frequencies`: the terms'
+        among those lines, when the caller has them)."""
         if not terms or limit <= 0 or not roles:
             return []
-        where = (session_key, terms, limit, neighbours, roles, conversation_key)
+        where = (session_key, terms, limit, neighbours, roles, conversation_key, frequencies)
         if cursor is not None:  # its transaction holds the lock already
             return self._search(cursor, *where)
         with self.lock:
@@ -308,8 +339,15 @@ class SqliteArchive:
         neighbours: bool,
         roles: Sequence[str],
         conversation_key: str | None,
+        frequencies: Frequencies | None,
     ) -> list[ArchivedLine]:
-        terms = self._distinctive(db, session_key, terms, roles)
+        counted = frequencies or _frequencies(db, session_key, terms, roles)
+        terms = distinctive(
+            terms,
+            counted.lines_with,
+            counted.total,
+            lambda common: _counts(db, session_key, common, roles),
+        )
         expression = match_expression(session_key, terms, roles)
         conversation = (conversation_key, conversation_key)
         rows = db.execute(
@@ -317,28 +355,15 @@ class SqliteArchive:
         ).fetchall()
         return [read_line(row) for row in rows]
 
-    @staticmethod
-    def _distinctive(
-        db: sqlite3.Connection | sqlite3.Cursor,
-        session_key: str,
-        terms: Sequence[str],
-        roles: Sequence[str],
-    ) -> list[str]:
-        """`terms` without those too common among the lines of `roles` to matter (see
-        `COMMON_SHARE`); the caller holds the lock."""
-        marks = ", ".join("?" * len(roles))
-        (lines,) = db.execute(
-            "SELECT COALESCE(SUM(lines), 0) FROM archive_sessions"
-            f" WHERE session_key = ? AND role IN ({marks})",
-            (session_key, *roles),
-        ).fetchone()
-        cap = int(max(COMMON_SHARE * lines, COMMON_FLOOR))
-        counts = _counts_up_to(db, session_key, terms, roles, cap + 1)
-        common = [term for term in terms if counts[term] > cap]
-        if len(terms) - len(common) < KEEP_RAREST:  # the rarest of the common ones stay
-            counts.update(_counts(db, session_key, common, roles))
-        rarest = sorted(terms, key=lambda term: counts[term])
-        return [t for i, t in enumerate(rarest) if i < KEEP_RAREST or counts[t] <= cap]
+    def page(
+        self, cursor: sqlite3.Cursor, session_key: str, after: int, limit: int
+    ) -> list[ArchivedLine]:
+        """With `cursor`: the session's next `limit` lines after id `after`, by id."""
+        rows = cursor.execute(PAGE_SQL, (session_key, after, limit)).fetchall()
+        return [
+            ArchivedLine(line_id, cid, title, mid, role, datetime.fromisoformat(at), text)
+            for line_id, cid, title, mid, role, at, text in rows
+        ]
 
     def rewrite(
         self,
@@ -368,24 +393,24 @@ class SqliteArchive:
         wanted = {**dict(changes), **{row[0]: text for row in found}}
         ids = ", ".join("?" * len(wanted)) or "NULL"
         owned = cursor.execute(
-            f"SELECT id, role, text FROM archive_lines WHERE session_key = ? AND id IN ({ids})",
-            (session_key, *wanted),
+            f"{INDEXED} WHERE session_key = ? AND id IN ({ids})", (session_key, *wanted)
         ).fetchall()
-        for line_id, role, old_text in owned:
+        for line_id, _, role, old in owned:
             new = wanted[line_id]
-            cursor.execute(DELETE_INDEX_SQL, index_row(line_id, session_key, role, old_text))
-            cursor.execute("UPDATE archive_lines SET text = ? WHERE id = ?", (new, line_id))
+            cursor.execute(DELETE_INDEX_SQL, index_row(line_id, session_key, role, old))
+            cursor.execute(
+                "UPDATE archive_lines SET text = ?, indexed = NULL WHERE id = ?", (new, line_id)
+            )
             cursor.execute(INSERT_INDEX_SQL, index_row(line_id, session_key, role, new))
         if self.vectors is not None:  # an embedding of the old text would find it again
-            self.vectors.forget(cursor, [line_id for line_id, _, _ in owned])
+            self.vectors.forget(cursor, [line_id for line_id, *_ in owned])
         if owned or titles:  # the old texts are in the WAL, the old terms in the index
             scrub_on_commit(cursor, *([MERGE_INDEX_SQL] if owned else []))
         return len(owned)
 
     def _drop(self, cursor: sqlite3.Cursor, where: str, params: tuple[Any, ...]) -> int:
         """With `cursor`: delete the lines `where` selects, their terms and embeddings."""
-        chosen = f"SELECT id, session_key, role, text FROM archive_lines WHERE {where}"
-        rows = cursor.execute(chosen, params).fetchall()
+        rows = cursor.execute(f"{INDEXED} WHERE {where}", params).fetchall()
         cursor.executemany(DELETE_INDEX_SQL, [index_row(*row) for row in rows])
         if self.vectors is not None:
             embedded = [line_id for line_id, _, role, _ in rows if role in EMBEDDED_ROLES]

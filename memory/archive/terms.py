@@ -21,14 +21,19 @@ MAX_QUERY_TERMS = 64
 MAX_TERM_CHARS = 64
 """A longer run of letters (a pasted blob) is no word anyone searches for, and
 PostgreSQL refuses lexemes past 2 KiB: it is not indexed."""
-_RUN = re.compile(
-    r"(?P<cjk>[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+)|(?P<word>[^\W_]+)"
-)
+_CJK_CHARS = "\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_RUN = re.compile(rf"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>[^\W_{_CJK_CHARS}]+)")
+"""A run of CJK characters, or a word of other letters and digits: "Python写一个" is the word
+"python" and the run "写一个" (a word that ran on into CJK text would be one term nobody
+searches for)."""
 
 
 def _stem(word: str) -> str:
     """A light English stem: "decided", "decides" and "decide" all read "decid";
-    "running" and "run" read "run"."""
+    "running" and "run" read "run"; "deployments" and "deploy" read "deploy"."""
+    for suffix in ("ments", "ment"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
     for suffix in ("ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             stem = word[: -len(suffix)] + ("y" if suffix == "ies" else "")

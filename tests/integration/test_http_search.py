@@ -55,8 +55,9 @@ def test_a_limit_that_is_no_integer_in_range_is_refused(alice: httpx.Client, lim
 
 
 def test_the_limit_applied_is_the_one_returned(alice: httpx.Client) -> None:
-    """Without `limit`, at most 10 lines, and the body's `limit` says 10."""
-    for n in range(6):
+    """Without `limit`, at most 10 lines, and the body's `limit` says 10 (eleven user
+    lines: the offline answers that echo them are not indexed by the echo)."""
+    for n in range(11):
         new_conversation(alice, f"Anchor chain number {n} is rusty")
     body = alice.get("/api/search", params={"q": "anchor chain"}).json()
     assert (body["limit"], len(body["results"])) == (10, 10)

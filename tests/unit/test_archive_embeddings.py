@@ -173,7 +173,7 @@ def test_failing_embeddings_leave_recall_lexical_and_the_turn_standing(vector_ur
         assert final["status"] == "completed" and not final["degraded"]
         recalled = next(e for e in events if e.get("stage") == "recall")
         said = memory.search("s1", "insurance", limit=5)
-        assert recalled["lines"] == [h.id for h in said if h.role == "user"]  # by its words
+        assert recalled["lines"][:1] == [h.id for h in said if h.role == "user"]  # by its words
         assert failing.queries[-1] == QUESTION
     finally:
         memory.threads.close()

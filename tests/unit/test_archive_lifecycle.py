@@ -17,7 +17,8 @@ from agent import ChatAgent, InvalidRequest
 from agent.cli.commands import Command, UsageError, parse_command
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
-from memory.schema import utcnow
+from memory.schema import ThreadState, utcnow
+from memory.turns import chat_turn
 
 PREFERENCE = "I prefer green tea over coffee"
 
@@ -32,10 +33,15 @@ def send(agent: ChatAgent, text: str, **where: Any) -> Any:
 def archived_user_texts(agent: ChatAgent) -> list[str]:
     """The texts of the archive's user lines, read from its table (search leaves redacted
     lines out)."""
+    return archived_texts(agent, "WHERE role = 'user'")
+
+
+def archived_texts(agent: ChatAgent, where: str = "") -> list[str]:
+    """The texts of the archive's lines (`where`: which), read from its table."""
     found: list[str] = []
 
     def read(cursor: Any) -> None:
-        sql = "SELECT text FROM archive_lines WHERE role = 'user' ORDER BY id"
+        sql = f"SELECT text FROM archive_lines {where} ORDER BY id"
         rows = cursor.execute(sql).fetchall()  # PostgreSQL's cursor reads dicts
         found.extend(row["text"] if isinstance(row, dict) else row[0] for row in rows)
 
@@ -62,6 +68,27 @@ def test_a_forgotten_preference_is_never_recalled_again(
     assert "green tea over coffee" not in context_text(model)
     assert all("coffee" not in h["text"] for h in agent.search_conversations(
         "green tea coffee", session_id="s1"))  # fmt: skip
+
+
+def test_forgetting_reaches_every_line_however_many(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # more lines repeat the item than any search reads (the archive is read a page at a
+    # time, by the lines' texts): none is left, to search or to recall
+    agent = open_agent(OfflineChatModel(record=True), long_term_memory="off")
+    memory, days = agent.memory, 130
+    memory.accept_draft("s1", "c0")
+    for day in range(days):
+        turn = chat_turn(f"I love jazzberry jam. Day {day}.", f"Jazzberry jam again, day {day}!")
+        assert memory.write_turn("s1", "c0", turn).written
+    assert len(agent.search_conversations("jazzberry", session_id="s1", limit=50)) == 50
+    item = agent.remember("I love jazzberry jam", session_id="s1")
+    agent.forget(item["id"], session_id="s1")
+    texts = archived_texts(agent)
+    assert len(texts) >= 2 * days and not any("jazzberry" in text.casefold() for text in texts)
+    assert agent.search_conversations("jazzberry", session_id="s1") == []
+    recalled = memory.recall("s1", "new", "what jam did I say I love?", ThreadState())
+    assert all("jazzberry" not in line.text.casefold() for line in recalled.lines)
 
 
 def test_forget_all_forgets_the_lines_too(open_agent: Callable[..., ChatAgent]) -> None:
@@ -122,6 +149,48 @@ def test_the_offline_model_searches_when_asked_what_was_said(
     assert chinese.route == "tool" and "我每天早上喝两杯咖啡" in chinese.text
 
 
+DECISION = "Decision: we deploy the billing service on Tuesdays, after the smoke tests pass."
+
+
+def test_the_search_tool_finds_what_compaction_folded_and_never_the_recent_window(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # two turns after compaction folded the decision out of view, asking for it in the
+    # same conversation finds it; a line still in view is never a result of the tool,
+    # and user-facing search returns every matching line of the session
+    agent = open_agent(OfflineChatModel(record=True))
+    first = send(agent, DECISION, session_id="s1", create_conversation=True)
+    where = {"session_id": "s1", "conversation_id": first.conversation_id}
+    for text in ("The ficus needs water weekly.", "Order new chairs.", "The printer is broken."):
+        send(agent, text, **where)
+    send(agent, "Deployments also need a changelog entry.", **where)
+    state = agent.memory.read_memory("s1", first.conversation_id)
+    assert DECISION not in [m.text for m in state.messages]  # folded
+    assert "Deployments also need a changelog entry." in [m.text for m in state.messages]
+    asked = send(agent, "Remind me what we said about deployments?", **where)
+    assert asked.route == "tool" and DECISION in asked.text
+    assert "changelog" not in asked.text
+    everything = {h["text"] for h in agent.search_conversations("deployments", session_id="s1")}
+    assert {DECISION, "Deployments also need a changelog entry."} <= everything
+
+
+def test_recall_brings_the_conversations_folded_lines_never_its_recent_ones(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    agent = open_agent(OfflineChatModel(record=True))
+    memory = agent.memory
+    memory.accept_draft("s1", "c1")
+    for text in (DECISION, "Order new chairs.", "Deployments also need a changelog entry."):
+        assert memory.write_turn("s1", "c1", chat_turn(text, "Noted.")).written
+    stored = memory.read_memory("s1", "c1")
+    window = stored.model_copy(update={"messages": stored.messages[-2:]})  # the rest folded
+    found = [
+        line.text
+        for line in memory.recall("s1", "c1", "what did we decide about deploying?", window).lines
+    ]
+    assert DECISION in found and "Deployments also need a changelog entry." not in found
+
+
 def test_forget_history_empties_the_archive_only(open_agent: Callable[..., ChatAgent]) -> None:
     agent = open_agent(OfflineChatModel(record=True))
     first = send(agent, PREFERENCE, session_id="s1", create_conversation=True)
@@ -168,3 +237,27 @@ def test_the_cli_parses_search() -> None:
     assert parse_command("/search boat name") == Command("search", text="boat name")
     with pytest.raises(UsageError):
         parse_command("/search")
+
+
+def test_forgetting_two_items_never_brings_back_the_first(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # the second item's plan reads the answer the first one forgot whole: it must not
+    # write back a copy of it with only the second item's sentence forgotten
+    agent = open_agent(OfflineChatModel(record=True), long_term_memory="off")
+    memory = agent.memory
+    memory.accept_draft("s1", "c1")
+    turn = chat_turn(
+        "I love jazzberry jam and I live in Lisbon",
+        "Jazzberry jam it is. Lisbon is lovely in spring.",
+        user_message_id="t1-u",
+        assistant_message_id="t1-a",
+    )
+    assert memory.write_turn("s1", "c1", turn).written
+    first = agent.remember("I love jazzberry jam", session_id="s1")
+    second = agent.remember("I live in Lisbon", session_id="s1")
+    agent.forget_all(session_id="s1")
+    texts = archived_texts(agent)
+    assert {first["id"], second["id"]} and not any(
+        "jazzberry" in text.casefold() or "lisbon" in text.casefold() for text in texts
+    ), texts

@@ -15,7 +15,7 @@ from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory import ThreadState
 from memory.archive import ArchivedLine, Recall
-from memory.archive.recall import ANSWER_CHARS, choose, heading_tokens, line_tokens, render
+from memory.archive.recall import LINE_CHARS, choose, heading_tokens, line_tokens, render
 from memory.archive.terms import query_terms
 from memory.budget import ContextBudget
 from memory.context import (
@@ -94,8 +94,9 @@ def test_a_fact_from_one_conversation_is_recalled_in_another_until_deleted(
     first = agent.send(FACT, session_id="s1", create_conversation=True)
     agent.send("Something else entirely: knitting", session_id="s2", create_conversation=True)
     second = agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
-    # the offline model counts what it was reminded of (quoting it would archive it again)
-    assert "reminded of 1 line(s)" in second.text and "Vigo" not in second.text
+    # the offline model counts what it was reminded of (quoting it would archive it again):
+    # the line and the answer to it
+    assert "reminded of 2 line(s)" in second.text and "Vigo" not in second.text
     block = next(m.text for m in model.calls[-1] if m.id == RECALL_BLOCK_ID)
     assert FACT in block and "knitting" not in block
 
@@ -121,9 +122,8 @@ def test_the_memory_event_names_the_recalled_lines(open_agent: Callable[..., Cha
         ]
 
     found = [e for e in asyncio.run(events()) if e["event"] == "memory" and e["stage"] == "recall"]
-    hits = agent.memory.search("s1", "boat moored Vigo", limit=10)
-    assert len(found) == 1 and found[0]["lines"]
-    assert set(found[0]["lines"]) <= {hit.id for hit in hits}
+    said = agent.memory.search("s1", "boat moored Vigo", limit=10)
+    assert len(found) == 1 and found[0]["lines"][0] == said[0].id  # the user's line first
 
 
 def test_recall_tokens_bound_the_block(
@@ -200,20 +200,36 @@ def test_a_hit_comes_before_any_other_hits_surroundings() -> None:
     assert {line.id for line in chosen.lines} == {1, 7}
 
 
-def test_one_heading_per_conversation_and_day_and_answers_cut_short() -> None:
+def test_one_heading_per_conversation_and_day_and_long_lines_cut_short() -> None:
     day = datetime(2026, 11, 30, 9, tzinfo=UTC)
     lines = [
         ArchivedLine(1, "c1", "Boats", "m1", "user", day, "My boat is called Marisol"),
-        ArchivedLine(2, "c1", "Boats", "m2", "assistant", day, "x" * (ANSWER_CHARS + 50)),
+        ArchivedLine(2, "c1", "Boats", "m2", "assistant", day, "x" * (LINE_CHARS + 50)),
         ArchivedLine(3, "c2", "Trips", "m3", "user", day + timedelta(hours=1), "Vigo in May"),
     ]
     shown = render(lines).splitlines()
     assert shown[0] == '- 2026-11-30 · "Boats":'
     assert shown[1] == '  user: "My boat is called Marisol"'
-    assert len(shown[2]) < ANSWER_CHARS + 20 and shown[2].endswith('…"')
+    assert len(shown[2]) < LINE_CHARS + 20 and shown[2].endswith('…"')
     assert shown[3:] == ['- 2026-11-30 · "Trips":', '  user: "Vigo in May"']
 
 
 def test_the_budget_counts_a_chinese_character_as_a_token() -> None:
     assert approximate_tokens("我每天早上喝两杯咖啡") == 10
     assert approximate_tokens("abcdefgh") == 2
+
+
+def test_an_answer_is_archived_without_indexing_what_its_context_gave_it(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # the answer repeats the remembered item and the recalled line it was given: a search
+    # finds it by what it adds, not by the repetition (recall does not feed on itself)
+    from tests.fakes import ScriptedModel
+
+    said = "Your boat Marisol is moored in Vigo. Anything else on the boat?"
+    agent = open_agent(ScriptedModel(replies=["Noted.", said]), long_term_memory="off")
+    agent.send(FACT, session_id="s1", create_conversation=True)
+    agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    answer = next(h for h in agent.memory.search("s1", "anything else", 5) if h.text == said)
+    assert answer.role == "assistant"
+    assert all(h.text != said for h in agent.memory.search("s1", "Marisol moored Vigo", 10))
