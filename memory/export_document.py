@@ -97,6 +97,9 @@ class ExportedLine(_Part):
     created_at: UtcDatetime
     text: Text
     covers: Annotated[StrictStr, Field(max_length=2 * MAX_ID_CHARS + 2)] | None = None
+    indexed: Annotated[StrictStr, Field(max_length=MAX_EXPORT_TEXT_CHARS)] | None = None
+    """What a search finds the line by, when not its whole text (an answer without what
+    it repeats of its context: empty when that is all it says)."""
 
 
 class ExportedItem(MemoryItem):

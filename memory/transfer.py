@@ -102,6 +102,7 @@ def export_session(
                 "createdAt": row.created_at.isoformat(),
                 "text": row.text,
                 "covers": row.covers,
+                "indexed": row.indexed,
             }
             for row in lines
         ],
@@ -270,6 +271,7 @@ def _rows(
             created_at=line.created_at,
             text=redact_secrets(line.text),
             covers=line.covers,
+            indexed=None if line.indexed is None else redact_secrets(line.indexed),
         )
         for line in lines
     ]

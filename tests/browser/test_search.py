@@ -88,7 +88,8 @@ def test_results_are_turns_dated_on_one_line_and_shown_as_words(
     page: Page, context: BrowserContext, server: Server
 ) -> None:
     """The offline model echoes the message: its answer adds nothing to the result of the
-    turn. The search tool's answer quotes other lines: read back as words, no escapes."""
+    turn. The search tool's answer quotes other lines: it is not found by what it quotes
+    (its context), and reads back as words, no escapes."""
     said = 'My config: {"boat": "Marisol"}\nmoored in Vigo'
     config = api_chat(context.request, server.url, said, createConversation=True)
     api_chat(context.request, server.url, "What did I say about Marisol?", createConversation=True)
@@ -105,10 +106,15 @@ def test_results_are_turns_dated_on_one_line_and_shown_as_words(
     expect(echoed.locator(".search-snippet")).to_have_attribute("data-role", "user")
     expect(echoed.locator(".search-snippet")).to_contain_text('{"boat": "Marisol"} moored')
     asked = hits.filter(has_text="What did I say about Marisol?")
-    expect(asked.locator(".search-snippet[data-role=assistant]")).to_contain_text(
-        'My config: {"boat": "Marisol"} moored in Vigo'
-    )
+    expect(asked.locator(".search-snippet[data-role=assistant]")).to_have_count(0)
     assert line_boxes(page, "#search-results time") == [1, 1]
+
+    search(page, "earlier conversations found")  # the answer's own words
+    answer = hits.filter(has_text="What did I say about Marisol?").locator(
+        ".search-snippet[data-role=assistant]"
+    )
+    expect(answer).to_contain_text('My config: {"boat": "Marisol"} moored in Vigo')
+    assert "\\" not in answer.inner_text()
 
 
 def test_a_turn_whose_answer_differs_shows_both_lines_in_one_result(

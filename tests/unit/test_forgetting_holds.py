@@ -123,7 +123,9 @@ def test_a_racing_turn_forgets_what_its_recalled_lines_told_it(
     agent = opened["s"] = open_agent(model, long_term_memory="model")
     said(agent, "I live in Lisbonqq. The Tagusriver promenade is lovely at dusk.")
     result = agent.send(
-        "Is the Tagusriver promenade nice at dusk?", session_id="s", create_conversation=True
+        "Is the Tagusriver promenade I told you about nice at dusk?",
+        session_id="s",
+        create_conversation=True,
     )
     assert agent.wait_for_upkeep()
     # the item was not injected (no word in common), but an archived line brought it
@@ -221,7 +223,7 @@ def test_a_secret_never_reaches_a_title(open_agent: Callable[..., ChatAgent], fi
     hits = agent.search_conversations("router upstairs 钥匙", session_id="s")
     assert hits and all(h["title"] == "[redacted]" for h in hits)
     agent.send(
-        "Why does the router upstairs blink? 钥匙呢？", session_id="s", create_conversation=True
+        "Why does my router upstairs blink? 我的钥匙呢？", session_id="s", create_conversation=True
     )
     context = repr(model.calls[-1])  # the recall block heads its lines with their title
     assert "router upstairs blinks red" in context
