@@ -28,7 +28,7 @@ dev: $(STAMP) ## Run the agent under langgraph dev on HOST:PORT (make dev PORT=2
 	LANGSMITH_TRACING=$${LANGSMITH_TRACING:-false} \
 	$(BIN)/python -m agent dev --host $(HOST) --port $(PORT)
 
-test: lint typecheck unit ## Lint, type check and run every test (about 3 min on a 2-core machine, 5 when it is busy).
+test: lint typecheck unit ## Lint, type check and run every test (about 4 min on an idle 2-core machine, 6-8 when it is busy).
 
 lint: $(STAMP) ## ruff check and ruff format --check.
 	$(BIN)/ruff check .
