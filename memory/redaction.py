@@ -29,7 +29,7 @@ from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, 
 from memory.limits import MAX_QUOTE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.registry import RegistryState
-from memory.schema import ThreadState
+from memory.schema import ChatThreadMessage, ThreadState
 from memory.storage import ThreadStore
 from memory.storage.documents import Dialect, InTransaction, in_order
 
@@ -206,7 +206,9 @@ def forget_texts(
     with threads.lock(registry):
         pattern = forgotten_pattern(texts)
         documents, runs = (
-            ({}, None) if pattern is None else _session_redaction(threads, ids, session_id, pattern)
+            ({}, None)
+            if pattern is None
+            else _session_redaction(threads, ids, session_id, pattern, texts)
         )
         stored = documents.get(registry) or threads.get(registry)
         if stored is not None:  # (a session that never chatted has no turn to race)
@@ -220,25 +222,67 @@ def forget_texts(
         threads.put_many(documents, also=steps)
 
 
+def _without_repeats(document: Any, texts: Sequence[str]) -> Any:
+    """A memory document whose texts (messages, summary, pins, open questions; never an
+    id or a role) read `[forgotten]` for each sentence that repeats one of `texts`, as
+    the archive's lines do ("Noted, a vegetarian since 2019."); the very same document
+    when none does. A text never grows past its length (its limits still hold)."""
+    if not isinstance(document, dict):
+        return document
+    state = ThreadState.from_document(document)
+
+    def rule(text: str) -> str:
+        kept = forget_sentences(text, texts)
+        return kept if len(kept) <= len(text) else kept[: len(text)]
+
+    def in_messages(messages: list[ChatThreadMessage]) -> list[ChatThreadMessage]:
+        return [m.model_copy(update={"text": rule(m.text)}) for m in messages]
+
+    forgotten = state.model_copy(
+        update={
+            "messages": in_messages(state.messages),
+            "upkeep_owed": in_messages(state.upkeep_owed),
+            "summary": rule(state.summary),
+            "pinned_decisions": [rule(pin) for pin in state.pinned_decisions],
+            "open_questions": [rule(question) for question in state.open_questions],
+        }
+    )
+    if forgotten == state:
+        return document
+    return {**forgotten.to_document(), "version": state.version + 1}
+
+
 def _session_redaction(
-    threads: ThreadStore, ids: ThreadIds, session_id: str, pattern: re.Pattern[str]
+    threads: ThreadStore,
+    ids: ThreadIds,
+    session_id: str,
+    pattern: re.Pattern[str],
+    texts: Sequence[str],
 ) -> tuple[dict[str, Any], InTransaction]:
-    """The session's documents that `pattern` changes, redacted, and the step that
-    redacts its run threads' rows; the caller holds the session's lock."""
+    """The session's documents that forgetting `texts` (matched by `pattern`) changes,
+    redacted, and the step that redacts its run threads' rows; the caller holds the
+    session's lock."""
     redact = redactor(pattern)
     memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
     registry = ids.registry_thread(session_id)
     stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
-    documents = {
-        thread: redacted
-        for thread, document in stored.items()
-        if (redacted := redact(thread, document)) is not document
-    }
+    documents = {}
+    for thread, document in stored.items():
+        redacted = redact(thread, document)
+        if thread.startswith(MEMORY_THREAD_PREFIX):
+            redacted = _without_repeats(redacted, texts)
+        if redacted is not document:
+            documents[thread] = redacted
     runs = threads.list_threads(run_prefix)
     rewrite = _run_redactor(threads.documents.dialect)
+    # a run thread holds its turn's messages: an answer that restated the item in its
+    # own words goes too, as in the conversation's memory
+    in_runs = repeats_forgotten(texts) or partial(pattern.sub, FORGOTTEN)
 
     def redact_runs(cursor: Any) -> None:
-        rewrite(cursor, runs, redact, threads.checkpointer.serde)
+        rewrite(
+            cursor, runs, lambda _, value: redact_value(value, in_runs), threads.checkpointer.serde
+        )
 
     return documents, redact_runs
 

@@ -54,6 +54,25 @@ def test_forgetting_takes_out_the_users_words_that_stated_the_item(
     assert agent.search_conversations("vegetarian 2019", session_id="s") == []
 
 
+def test_forgetting_takes_out_an_answer_that_restated_it_in_its_own_words(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    words = "I've been a vegetarian since 2019"
+    model = ScriptedModel(
+        replies=["Noted, a vegetarian since 2019. Anything else?"],
+        structured=[ExtractionOutput(operations=[add(words, "I am vegetarian")])],
+    )
+    agent = open_agent(model, long_term_memory="model")
+    cid = said(agent, f"Honestly, {words}.")
+    ((item,), _) = listed(agent)
+
+    agent.forget(item["id"], session_id="s")
+
+    texts = [m["text"] for m in agent.hydrate(session_id="s", conversation_id=cid)["messages"]]
+    assert texts == ["Honestly, [forgotten].", "[forgotten] Anything else?"]
+    assert "vegetarian" not in stored_values(agent)
+
+
 def test_forgetting_an_item_leaves_no_trace_in_the_quote_of_one_said_with_it(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
