@@ -297,11 +297,6 @@ class Settings(BaseSettings):
         return None if self.session_secret is None else self.session_secret.get_secret_value()
 
     @property
-    def api_key(self) -> str | None:
-        """The model API key, or None (offline)."""
-        return None if self.openai_api_key is None else self.openai_api_key.get_secret_value()
-
-    @property
     def identity_modes(self) -> tuple[IdentityMode, ...]:
         """The ways a user may sign in; empty: anonymous sessions (cookies, chosen ids)."""
         modes: list[IdentityMode] = []

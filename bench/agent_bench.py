@@ -18,7 +18,7 @@ database bytes after a WAL checkpoint, checkpoint rows, compaction/summary model
 and the characters of context the model read at the last turn.
 
 Run: `make bench` or `python -m bench.agent_bench [--turns N] [--cue]` (`--cue`: every
-message says something about the user, so our every turn owes a long-term extraction).
+message says something lasting about the user, so our every turn's extraction keeps it).
 """
 
 from __future__ import annotations
@@ -57,8 +57,7 @@ CUE_MESSAGE = (
     "Turn {turn:04d}: I live in Porto, and I prefer short answers that put the budget, "
     "the schedule and the risks of section {section} first."
 )
-"""Says something durable about the user (`has_cue` holds): our every turn owes an
-extraction."""
+"""Says something durable about the user: our every turn's extraction keeps it."""
 
 # The memory store runs SQLite with synchronous=NORMAL; every connection opened here
 # does the same, so that the agents differ in what they store, not in fsyncs.

@@ -53,7 +53,7 @@ CUE_MESSAGE = (
     "Turn {turn:04d}: I live in Porto, and I prefer short answers that refine section "
     "{section} of the plan, with the budget and the risks kept consistent."
 )
-"""Says something durable about the user (`has_cue` holds): our extraction model runs."""
+"""Says something durable about the user: our extraction model runs."""
 
 
 def latency_message(turn: int) -> str:

@@ -26,8 +26,8 @@ from agent import ChatAgent
 from agent.settings import Settings
 from bench.agent_bench import SECRET, user_message
 from bench.scripted import ScriptedChatModel
+from memory.analysis import says_something
 from memory.limits import MAX_MEMORY_ITEMS
-from memory.longterm import has_cue
 
 EVERYDAY = (
     "What is the capital of Australia?",
@@ -133,7 +133,7 @@ def extraction_share(turns: int, directory: Path) -> dict[str, Any]:
         "benchmark_share": round(bench_calls / turns, 3),
         "everyday_messages": len(EVERYDAY),
         "everyday_extraction_calls": everyday_calls,
-        "everyday_with_cue": sum(has_cue(text) for text in EVERYDAY),
+        "everyday_with_cue": sum(says_something(text) for text in EVERYDAY),
         "everyday_share": round(everyday_calls / len(EVERYDAY), 3),
     }
 

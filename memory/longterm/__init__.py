@@ -12,7 +12,7 @@ from memory.lazy import lazy_exports
 from memory.longterm.gate import Refusal, WritePlan, plan_write
 from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
-from memory.longterm.rules import Extraction, Proposal, extract, has_cue
+from memory.longterm.rules import Extraction, Proposal, extract
 from memory.longterm.secrets import SecretKind, find_secret
 
 if TYPE_CHECKING:
@@ -51,7 +51,6 @@ __all__ = [
     "WritePlan",
     "extract",
     "find_secret",
-    "has_cue",
     "model_extractor",
     "plan_write",
     "structured_extractor",

@@ -2,8 +2,6 @@
 
 Built on one analysis of what each sentence is (`memory.longterm.analysis`: type,
 subject, durability, in English and Chinese), not on a list of cue words, they decide:
-- whether the extraction model is called at all (`has_cue`: only for text that may
-  hold something to keep; "please keep going" does not);
 - which clauses state something durable about the user or a standing instruction
   (`extract`), of which kind and importance, and which clauses revoke something;
 - the subject a statement is about (`subject_of`), so that a new statement on the
@@ -145,20 +143,10 @@ class Extraction:
     Attributes:
         proposals: candidate items, in the order said.
         revocations: clauses that revoke something said before ("I no longer …").
-        retire: ids of current items to retire (the model extractor names them).
     """
 
     proposals: tuple[Proposal, ...] = ()
     revocations: tuple[str, ...] = ()
-    retire: tuple[str, ...] = ()
-
-
-def has_cue(text: str) -> bool:
-    """The cheap pre-filter: whether `text` may say something to keep, by the same
-    analysis as the rules (a durable statement about the user, a standing instruction,
-    a revocation, or something the user asked to be remembered). A plain request
-    ("please keep going"), a question, thanks, quoted text or a secret calls no model."""
-    return bool(_candidates(text))
 
 
 def strip_remember(text: str) -> str:
@@ -348,7 +336,6 @@ __all__ = [
     "Proposal",
     "classify",
     "extract",
-    "has_cue",
     "importance",
     "is_negated",
     "strip_remember",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.longterm.rules import Verdict, classify, extract, has_cue, subject_of, verdict
+from memory.analysis import says_something
+from memory.longterm.rules import Verdict, classify, extract, subject_of, verdict
 
 
 @pytest.mark.parametrize(
@@ -18,8 +19,8 @@ from memory.longterm.rules import Verdict, classify, extract, has_cue, subject_o
         "what is 12*(3+4)?",
     ],
 )
-def test_ordinary_turns_have_no_cue(text: str) -> None:
-    assert not has_cue(text)
+def test_ordinary_turns_owe_no_extraction(text: str) -> None:
+    assert not says_something(text)
     assert extract(text).proposals == ()
 
 
@@ -151,8 +152,7 @@ def test_classification_follows_the_seed_order() -> None:
         "Remember my bank password, I always use Pa55word!",
     ],
 )
-def test_what_is_not_a_statement_about_the_user_calls_no_model(text: str) -> None:
-    assert not has_cue(text)
+def test_what_is_not_a_statement_about_the_user_is_never_kept(text: str) -> None:
     assert extract(text).proposals == ()
 
 
@@ -169,7 +169,7 @@ def test_what_is_not_a_statement_about_the_user_calls_no_model(text: str) -> Non
     ],
 )
 def test_statements_without_a_listed_cue_word_are_kept(text: str, subject: str | None) -> None:
-    assert has_cue(text)
+    assert says_something(text)
     found = extract(text)
     assert len(found.proposals) == 1
     if subject is not None:

@@ -54,10 +54,3 @@ def test_the_profile_section_scores_both_corpora() -> None:
     assert heldout.true_pos + heldout.false_neg == sum(
         bool(r["keep"]) for r in _rows("heldout.jsonl")
     )
-
-
-def test_no_benchmark_turn_calls_the_extraction_model() -> None:
-    from bench.agent_bench import user_message
-    from memory.longterm import has_cue
-
-    assert not any(has_cue(user_message(turn)) for turn in range(1, 201))
