@@ -13,7 +13,6 @@ same lines, Chinese included.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,191 +24,20 @@ from memory.archive.lines import (
     ArchiveRow,
     ArchiveWrite,
     Frequencies,
-    lines_sql,
 )
-from memory.archive.ranking import IDF_FLOOR, K1, B, distinctive
-from memory.archive.terms import index_terms
-
-SETUP_LOCK_KEY = -(1 << 62) - 23
-"""Transaction advisory lock that serialises the archive's setup across workers."""
-MAX_POSITION = 16_383
-INDEX_VERSION = 2
-"""The version of the lines' `terms` and `size` (`memory.archive.terms`): lines of another
-version are indexed again on setup (as SQLite's index is rebuilt)."""
-SETUP_SQL = (
-    "CREATE TABLE IF NOT EXISTS archive_lines ("
-    " id BIGSERIAL PRIMARY KEY,"
-    " session_key TEXT NOT NULL, conversation_key TEXT NOT NULL,"
-    " conversation_id TEXT NOT NULL, title TEXT NOT NULL, message_id TEXT NOT NULL,"
-    " role TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL, text TEXT NOT NULL, covers TEXT,"
-    " terms TSVECTOR NOT NULL,"
-    " UNIQUE (session_key, conversation_key, message_id))",
-    "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS size INTEGER NOT NULL DEFAULT 0",
-    "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS indexed TEXT",
-    # without a pending list: a search reads the index, never a list of recent entries
-    # that only a vacuum merges (with it, a fresh archive's searches scanned the table)
-    "CREATE INDEX IF NOT EXISTS archive_lines_terms ON archive_lines USING GIN (terms)"
-    " WITH (fastupdate = off)",
-    "ALTER INDEX archive_lines_terms SET (fastupdate = off)",
-    "CREATE INDEX IF NOT EXISTS archive_lines_conversation ON archive_lines (conversation_key, id)",
-    "CREATE INDEX IF NOT EXISTS archive_lines_session ON archive_lines (session_key, id)",
-    "CREATE TABLE IF NOT EXISTS archive_layout (version INTEGER NOT NULL)",
-    # how many lines of each role a session has and how many terms they hold (BM25's N
-    # and average length), and how many hold each term (its document frequency, as
-    # FTS5's vocabulary has it): kept by triggers in the transaction of every write
-    "CREATE TABLE IF NOT EXISTS archive_counts (session_key TEXT NOT NULL, role TEXT NOT NULL,"
-    " lines BIGINT NOT NULL, size BIGINT NOT NULL, PRIMARY KEY (session_key, role))",
-    "CREATE TABLE IF NOT EXISTS archive_terms (session_key TEXT NOT NULL, term TEXT NOT NULL,"
-    " role TEXT NOT NULL, lines BIGINT NOT NULL, PRIMARY KEY (session_key, term, role))",
-    "DROP TRIGGER IF EXISTS archive_lines_counted ON archive_lines",
-    """CREATE OR REPLACE FUNCTION archive_counted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP <> 'INSERT' THEN
-    UPDATE archive_counts c SET lines = c.lines - g.lines, size = c.size - g.size
-    FROM (SELECT session_key, role, COUNT(*) AS lines, SUM(size) AS size FROM old_lines
-          GROUP BY session_key, role) g
-    WHERE c.session_key = g.session_key AND c.role = g.role;
-    UPDATE archive_terms t SET lines = t.lines - g.lines
-    FROM (SELECT session_key, term, role, COUNT(*) AS lines
-          FROM old_lines, unnest(tsvector_to_array(terms)) AS term
-          GROUP BY session_key, term, role) g
-    WHERE t.session_key = g.session_key AND t.term = g.term AND t.role = g.role;
-    DELETE FROM archive_counts
-    WHERE session_key IN (SELECT session_key FROM old_lines) AND lines <= 0;
-    DELETE FROM archive_terms
-    WHERE session_key IN (SELECT session_key FROM old_lines) AND lines <= 0;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    INSERT INTO archive_counts
-    SELECT session_key, role, COUNT(*), SUM(size) FROM new_lines GROUP BY session_key, role
-    ON CONFLICT (session_key, role) DO UPDATE
-    SET lines = archive_counts.lines + EXCLUDED.lines, size = archive_counts.size + EXCLUDED.size;
-    INSERT INTO archive_terms
-    SELECT session_key, term, role, COUNT(*)
-    FROM new_lines, unnest(tsvector_to_array(terms)) AS term GROUP BY session_key, term, role
-    ON CONFLICT (session_key, term, role) DO UPDATE
-    SET lines = archive_terms.lines + EXCLUDED.lines;
-  END IF;
-  RETURN NULL;
-END $$""",
-    "CREATE OR REPLACE TRIGGER archive_lines_added AFTER INSERT ON archive_lines"
-    " REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION archive_counted()",
-    "CREATE OR REPLACE TRIGGER archive_lines_removed AFTER DELETE ON archive_lines"
-    " REFERENCING OLD TABLE AS old_lines FOR EACH STATEMENT EXECUTE FUNCTION archive_counted()",
-    "CREATE OR REPLACE TRIGGER archive_lines_rewritten AFTER UPDATE ON archive_lines"
-    " REFERENCING OLD TABLE AS old_lines NEW TABLE AS new_lines"
-    " FOR EACH STATEMENT EXECUTE FUNCTION archive_counted()",
-    "DROP FUNCTION IF EXISTS archive_count()",
+from memory.archive.postgres_sql import (
+    FREQUENCIES_SQL,
+    INDEX_VERSION,
+    INSERT_LINE_SQL,
+    LINES_SQL,
+    RECOUNT_SQL,
+    SEARCH_SQL,
+    SETUP_LOCK_KEY,
+    SETUP_SQL,
+    indexed,
+    tsquery_literal,
 )
-RECOUNT_SQL = (
-    "DELETE FROM archive_counts",
-    "DELETE FROM archive_terms",
-    "INSERT INTO archive_counts SELECT session_key, role, COUNT(*), SUM(size) FROM archive_lines"
-    " GROUP BY session_key, role",
-    "INSERT INTO archive_terms SELECT session_key, term, role, COUNT(*)"
-    " FROM archive_lines, unnest(tsvector_to_array(terms)) AS term"
-    " GROUP BY session_key, term, role",
-)
-INSERT_LINE_SQL = (
-    "INSERT INTO archive_lines (session_key, conversation_key, conversation_id, title,"
-    " message_id, role, created_at, text, covers, indexed, terms, size)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s) ON CONFLICT DO NOTHING"
-)
-LINES_SQL = lines_sql("%s")
-FREQUENCIES_SQL = """
-SELECT NULL AS term, COALESCE(SUM(lines), 0) AS lines FROM archive_counts
-WHERE session_key = %(session)s AND role = ANY(%(roles)s)
-UNION ALL
-SELECT term, SUM(lines) FROM archive_terms
-WHERE session_key = %(session)s AND term = ANY(%(terms)s) AND role = ANY(%(roles)s)
-GROUP BY term
-"""
-"""The lines of `roles` (the row without a term), then how many of them hold each term."""
-SEARCH_SQL = f"""
-WITH totals AS MATERIALIZED (
-  SELECT COALESCE(SUM(lines), 0) AS lines, COALESCE(SUM(size), 0) AS size
-  FROM archive_counts WHERE session_key = %(session)s
-), weights AS MATERIALIZED (
-  SELECT t.term, GREATEST(LN((totals.lines - t.held + 0.5) / (t.held + 0.5)), {IDF_FLOOR}) AS idf,
-         totals.size::float8 / GREATEST(totals.lines, 1) AS average
-  FROM unnest(%(terms)s::text[], %(held)s::float8[]) AS t(term, held), totals
-), ranked AS MATERIALIZED (
-  SELECT l.id, s.score
-  FROM archive_lines l CROSS JOIN LATERAL (
-    SELECT SUM(w.idf * ((array_length(u.positions, 1) * ({K1} + 1.0))
-               / (array_length(u.positions, 1)
-                  + {K1} * (1.0 - {B} + {B} * l.size / w.average)))) AS score
-    FROM unnest(l.terms) AS u JOIN weights w ON w.term = u.lexeme
-  ) s
-  WHERE l.session_key = %(session)s AND l.role = ANY(%(roles)s) AND l.terms @@ %(query)s::tsquery
-    AND (%(conversation)s::text IS NULL OR l.conversation_key = %(conversation)s)
-  ORDER BY s.score DESC, l.id DESC LIMIT %(limit)s
-), hits AS (
-  SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
-         l.conversation_key, r.score
-  FROM ranked r JOIN archive_lines l ON l.id = r.id
-)
-SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
-       h.score, p.id AS p_id, p.message_id AS p_message_id, p.role AS p_role,
-       p.created_at AS p_created_at, p.text AS p_text,
-       n.id AS n_id, n.message_id AS n_message_id, n.role AS n_role,
-       n.created_at AS n_created_at, n.text AS n_text,
-       pu.id AS pu_id, pu.message_id AS pu_message_id, pu.role AS pu_role,
-       pu.created_at AS pu_created_at, pu.text AS pu_text,
-       nu.id AS nu_id, nu.message_id AS nu_message_id, nu.role AS nu_role,
-       nu.created_at AS nu_created_at, nu.text AS nu_text,
-       nl.id AS nl_id, nl.message_id AS nl_message_id, nl.role AS nl_role,
-       nl.created_at AS nl_created_at, nl.text AS nl_text
-FROM hits h LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
-    AND q.role <> 'summary'
-  ORDER BY q.id DESC LIMIT 1
-) p ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role <> 'summary'
-  ORDER BY q.id LIMIT 1
-) n ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
-    AND q.role = 'user'
-  ORDER BY q.id DESC LIMIT 1
-) pu ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role = 'user'
-  ORDER BY q.id LIMIT 1
-) nu ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role = 'user'
-  ORDER BY q.id LIMIT 1 OFFSET 1
-) nl ON true
-ORDER BY h.score DESC, h.id DESC
-"""
-
-
-def tsvector_literal(text: str) -> str:
-    """`'term':1,4 'other':2`: the line's terms with their positions."""
-    positions: dict[str, list[int]] = defaultdict(list)
-    for position, term in enumerate(index_terms(text)[:MAX_POSITION], start=1):
-        positions[term].append(position)
-    return " ".join(f"'{term}':{','.join(map(str, found))}" for term, found in positions.items())
-
-
-def _indexed(text: str) -> tuple[str, int]:
-    """A line's `terms` and `size` (how many terms it has: BM25's length of a line)."""
-    return tsvector_literal(text), min(len(index_terms(text)), MAX_POSITION)
-
-
-def tsquery_literal(terms: Sequence[str]) -> str:
-    """`'a' | 'b'`: any of the terms (letters and digits only, so quoting is safe)."""
-    return " | ".join(f"'{term}'" for term in terms)
+from memory.archive.ranking import distinctive
 
 
 def _neighbour(row: dict[str, Any], prefix: str) -> ArchivedLine | None:
@@ -270,7 +98,7 @@ class PostgresArchive:
             with conn.cursor() as cursor:
                 cursor.executemany(
                     "UPDATE archive_lines SET terms = %s::tsvector, size = %s WHERE id = %s",
-                    [(*_indexed(row["text"]), row["id"]) for row in rows],
+                    [(*indexed(row["text"]), row["id"]) for row in rows],
                 )
             for sql in RECOUNT_SQL:
                 conn.execute(sql)
@@ -304,7 +132,7 @@ class PostgresArchive:
                         row.text,
                         row.covers,
                         row.indexed,
-                        *_indexed(row.text if row.indexed is None else row.indexed),
+                        *indexed(row.text if row.indexed is None else row.indexed),
                     )
                     for row in change.rows
                 ],
@@ -415,7 +243,7 @@ class PostgresArchive:
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND id = %s",
-                (new, *_indexed(new), session_key, line_id),
+                (new, *indexed(new), session_key, line_id),
             )
             done += cursor.rowcount
         # (last: a line forgotten whole by its message id stays so, whatever else changed)
@@ -423,7 +251,7 @@ class PostgresArchive:
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND message_id = ANY(%s)",
-                (text, *_indexed(text), session_key, list(message_ids)),
+                (text, *indexed(text), session_key, list(message_ids)),
             )
             done += cursor.rowcount
         return done

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from memory import StorageError, ThreadState
-from memory.archive import FORGOTTEN, REDACTED, ranking
-from memory.archive import sqlite as sqlite_archive
+from memory.archive import FORGOTTEN, REDACTED, ranking, sqlite_index
 from memory.archive.terms import index_terms, query_terms
 from memory.conversations import ConversationMemory
 from memory.ids import ThreadIds
@@ -380,9 +379,9 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_on_open(db_url: str, layout: s
 def test_the_terms_of_a_line_are_those_the_index_version_was_built_with() -> None:
     # the SQLite index keeps no copy of its terms: it is told a line's terms again to
     # delete them. Terms computed another way would leave the old ones in the index:
-    # whoever changes these must bump `memory.archive.sqlite.INDEX_VERSION` (an index of
+    # whoever changes these must bump `memory.archive.sqlite_index.INDEX_VERSION` (an index of
     # another version is rebuilt on open) and then this test's expectations.
-    assert sqlite_archive.INDEX_VERSION == 2
+    assert sqlite_index.INDEX_VERSION == 2
     assert index_terms("Decided: we deploy on Tuesdays, running the 2.5 build") == [
         "decid", "we", "deploy", "on", "tuesday", "run", "the", "2", "5", "build",
     ]  # fmt: skip
@@ -404,7 +403,7 @@ def test_deleted_and_rewritten_lines_leave_no_terms_in_the_index(db_url: str) ->
         memory.delete_conversation("s1", "c1")
         forget_in_archive(memory, "s1", "I prefer green tea over coffee")
         terms = {row[0] for row in sqlite_rows(store, "SELECT term FROM archive_vocab")}
-        head = sqlite_archive.prefix(memory.ids.session_key("s1"))
+        head = sqlite_index.prefix(memory.ids.session_key("s1"))
         assert {head + word for word in ("alma", "lisbon", "tea", "coffee")}.isdisjoint(terms)
         assert head + "harbour" in terms
         documents: Any = store.documents

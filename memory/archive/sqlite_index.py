@@ -1,0 +1,194 @@
+"""The SQLite archive's tables and its FTS5 index: each line's terms under its session's
+prefix, in its role's column (`said`, `answered`, `summary`), and how many of a
+session's lines hold a term, read from the index itself."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from memory.archive.lines import ROLES, Frequencies, lines_sql
+from memory.archive.ranking import common_cap
+from memory.archive.terms import index_terms
+
+SETUP_SQL = (
+    "CREATE TABLE IF NOT EXISTS archive_lines ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " session_key TEXT NOT NULL, conversation_key TEXT NOT NULL,"
+    " conversation_id TEXT NOT NULL, title TEXT NOT NULL, message_id TEXT NOT NULL,"
+    " role TEXT NOT NULL, created_at TEXT NOT NULL, text TEXT NOT NULL, covers TEXT,"
+    " indexed TEXT, UNIQUE (session_key, conversation_key, message_id))",
+    # a line's neighbours of one role are one seek of this index (it also serves the
+    # deletion of a conversation's lines, as the (conversation_key, id) index it replaced)
+    "DROP INDEX IF EXISTS archive_lines_conversation",
+    "CREATE INDEX IF NOT EXISTS archive_lines_turns ON archive_lines (conversation_key, role, id)",
+    "CREATE INDEX IF NOT EXISTS archive_lines_session ON archive_lines (session_key, id)",
+    # each term is indexed under its session's prefix ("<prefix>lisbon"), so a session's
+    # posting lists are its own: a query reads and ranks none of another session's
+    # lines, and bm25 and the commonness cut count a word among this session's lines
+    # only; each role's lines have a column of their own, so that a search of some roles
+    # (recall: what either side said, no summary) counts and ranks those only; the index keeps
+    # no copy of its terms (contentless: they are computed again from a line's text to
+    # delete them), which would take more room than the lines themselves
+    "CREATE VIRTUAL TABLE IF NOT EXISTS archive_index USING fts5("
+    " said, answered, summary, content = '', tokenize = 'unicode61 remove_diacritics 0')",
+    "CREATE TABLE IF NOT EXISTS archive_index_layout (version INTEGER NOT NULL)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vocab USING fts5vocab(archive_index, 'col')",
+    # how many lines of each role a session has (what the commonness cut compares a
+    # term's count with), kept by triggers in the transaction of every insert and delete:
+    # counting them at query time reads the session's whole posting list
+    "CREATE TABLE IF NOT EXISTS archive_sessions (session_key TEXT NOT NULL,"
+    " role TEXT NOT NULL, lines INTEGER NOT NULL, PRIMARY KEY (session_key, role))"
+    " WITHOUT ROWID",
+    "CREATE TRIGGER IF NOT EXISTS archive_lines_added AFTER INSERT ON archive_lines BEGIN"
+    " INSERT INTO archive_sessions VALUES (new.session_key, new.role, 1)"
+    " ON CONFLICT (session_key, role) DO UPDATE SET lines = lines + 1; END",
+    "CREATE TRIGGER IF NOT EXISTS archive_lines_removed AFTER DELETE ON archive_lines BEGIN"
+    " UPDATE archive_sessions SET lines = lines - 1"
+    " WHERE session_key = old.session_key AND role = old.role;"
+    " DELETE FROM archive_sessions"
+    " WHERE session_key = old.session_key AND role = old.role AND lines <= 0; END",
+)
+COUNT_SESSIONS_SQL = (
+    "INSERT INTO archive_sessions"
+    " SELECT session_key, role, COUNT(*) FROM archive_lines GROUP BY session_key, role"
+)
+INDEX_COLUMNS = ("said", "answered", "summary")
+"""The index's columns of terms, one per role (`ROLES`, in that order)."""
+PREFIX_CHARS = 12
+"""Characters of the session key that prefix its terms (its lines are still checked
+against the whole key: two sessions sharing a prefix only share posting lists)."""
+INSERT_LINE_SQL = (
+    "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
+    " title, message_id, role, created_at, text, covers, indexed)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+LINES_SQL = lines_sql("?")
+PAGE_SQL = (
+    "SELECT id, conversation_id, title, message_id, role, created_at, text FROM archive_lines"
+    " WHERE session_key = ? AND id > ? ORDER BY id LIMIT ?"
+)
+INDEXED = "SELECT id, session_key, role, COALESCE(indexed, text) FROM archive_lines"
+"""A line's `index_row` arguments (what it is indexed under: its `indexed` text, else its
+text)."""
+INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, answered, summary) VALUES (?, ?, ?, ?)"
+DELETE_INDEX_SQL = (
+    "INSERT INTO archive_index (archive_index, rowid, said, answered, summary)"
+    " VALUES ('delete', ?, ?, ?, ?)"
+)
+"""A contentless index forgets a row given the very terms it was given (`index_row`)."""
+MERGE_INDEX_SQL = "INSERT INTO archive_index (archive_index) VALUES ('optimize')"
+"""Merges the index into one segment. FTS5 deletes a row's terms by writing a marker in
+a new segment; the terms stay in the older segments, in the file, until a merge of
+those segments drops them: a deletion or rewrite runs this before it commits."""
+INDEX_VERSION = 2
+"""The version of the index's terms (`index_row`, `memory.archive.terms`): an index of
+another version is rebuilt on open. A contentless index is told a line's terms again to
+delete them, so terms computed another way would leave the old ones behind: change the
+terms, bump this (tests/unit/test_archive.py pins the terms of a few lines)."""
+
+
+def prefix(session_key: str) -> str:
+    """The session's prefix of its terms."""
+    return session_key[:PREFIX_CHARS]
+
+
+def columns(roles: Sequence[str]) -> list[str]:
+    """The index columns that hold the terms of lines of `roles`."""
+    return [column for column, role in zip(INDEX_COLUMNS, ROLES, strict=True) if role in roles]
+
+
+def match_expression(session_key: str, terms: Sequence[str], roles: Sequence[str]) -> str:
+    """`{said answered} : ("<prefix>a" OR "<prefix>b")`: terms are letters and digits, and so
+    is the prefix (a hash), so they quote safely."""
+    wanted = " OR ".join(f'"{prefix(session_key)}{term}"' for term in terms)
+    return f"{{{' '.join(columns(roles))}}} : ({wanted})"
+
+
+def index_row(line_id: int, session_key: str, role: str, text: str) -> tuple[Any, ...]:
+    """A line's row of the index: its id, and its terms under its session's prefix in its
+    role's column."""
+    head = prefix(session_key)
+    terms = " ".join(head + term for term in index_terms(text))
+    return line_id, *(terms if each == role else "" for each in ROLES)
+
+
+def stamp(moment: datetime) -> str:
+    """A UTC time as fixed-width text, so that text order is time order."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def held_up_to(
+    db: sqlite3.Connection | sqlite3.Cursor,
+    session_key: str,
+    terms: Sequence[str],
+    roles: Sequence[str],
+    bound: int,
+) -> dict[str, int]:
+    """How many of the session's lines of `roles` hold each term, counted up to `bound`:
+    a posting list is read only that far, however common its term."""
+    count = (
+        "(SELECT COUNT(*) FROM (SELECT 1 FROM archive_index WHERE archive_index MATCH ?"
+        f" LIMIT {int(bound)}))"
+    )
+    sql = " UNION ALL ".join([f"SELECT {count}"] * len(terms))
+    rows = db.execute(sql, [match_expression(session_key, [term], roles) for term in terms])
+    return {term: int(found) for term, (found,) in zip(terms, rows.fetchall(), strict=True)}
+
+
+def held_counts(
+    db: sqlite3.Connection | sqlite3.Cursor,
+    session_key: str,
+    terms: Sequence[str],
+    roles: Sequence[str],
+) -> dict[str, int]:
+    """How many of the session's lines of `roles` hold each term (its whole posting list
+    is read)."""
+    head = prefix(session_key)
+    marks = ", ".join("?" * len(terms))
+    wanted = set(columns(roles))
+    counts = dict.fromkeys(terms, 0)
+    for term, column, docs in db.execute(
+        f"SELECT term, col, doc FROM archive_vocab WHERE term IN ({marks})",
+        [head + term for term in terms],
+    ).fetchall():
+        if column in wanted:
+            counts[term.removeprefix(head)] += docs
+    return counts
+
+
+def session_frequencies(
+    db: sqlite3.Connection | sqlite3.Cursor,
+    session_key: str,
+    terms: Sequence[str],
+    roles: Sequence[str],
+) -> Frequencies:
+    """How many of the session's lines of `roles` hold each term, counted up to just past
+    the commonness cut; the caller holds the lock."""
+    marks = ", ".join("?" * len(roles))
+    (total,) = db.execute(
+        "SELECT COALESCE(SUM(lines), 0) FROM archive_sessions"
+        f" WHERE session_key = ? AND role IN ({marks})",
+        (session_key, *roles),
+    ).fetchone()
+    bound = common_cap(total) + 1
+    counts = held_up_to(db, session_key, terms, roles, bound) if terms else {}
+    return Frequencies(counts, int(total))
+
+
+def earlier_index(cursor: sqlite3.Cursor) -> bool:
+    """Whether the file holds an index of another layout than this module's."""
+    found = cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'archive_index'").fetchone()
+    if found is None:
+        return False  # a new file: nothing to rebuild
+    columns = tuple(row[1] for row in cursor.execute("PRAGMA table_info(archive_index)"))
+    contentless = "content=''" in "".join(found[0].split())
+    layout = cursor.execute("PRAGMA table_info(archive_index_layout)").fetchall()
+    version = (
+        cursor.execute("SELECT MAX(version) FROM archive_index_layout").fetchone()[0]
+        if layout
+        else None
+    )
+    return columns != INDEX_COLUMNS or not contentless or version != INDEX_VERSION
