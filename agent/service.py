@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -29,20 +29,17 @@ from agent.turn_result import TurnResult
 from agent.upkeep_runner import UpkeepRunner
 from graphs.decisions import validate_decision
 from graphs.prompts import AGENT_SYSTEM_PROMPT
-from graphs.request import PYTHON, Surface, check_id, parse_request
+from graphs.request import PYTHON, Surface, check_id, check_search, parse_request
 from graphs.state import Context, Mode
 from memory import new_conversation_id
 from memory.errors import InvalidInput
 from memory.hydration import assert_client_safe
-from memory.limits import MAX_MEMORY_ITEMS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
-from memory.retention import chatted_sessions, sweep_conversations
+from memory.limits import MAX_MEMORY_ITEMS
+from memory.retention import sweep
 from memory.schema import utcnow
 from memory.transfer import export_session, import_session
 
 ROUTES = frozenset({"chat", "tool", "tasklist", "delivery"})
-EMPTY_SEARCH = "a search needs at least one word"
-SEARCH_TOO_LONG = "a search is at most {limit} characters (got {length})"
-BAD_SEARCH_LIMIT = "limit must be an integer from 1 to {limit}"
 
 
 class ChatAgent:
@@ -357,35 +354,17 @@ class ChatAgent:
         )
 
     def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
-        """Apply the retention policy (`AGENT_RETENTION_DAYS`): remove conversations idle
-        for longer (registry entry, memory and run threads), the archived lines of
-        conversations idle that long (listed or pruned from the list), the long-term
-        items of sessions that never chatted and added none for as long, and long-term
-        items whose TTL ran out. Returns what was (or, with `dry_run`, would be) removed:
+        """Apply the retention policy, `AGENT_RETENTION_DAYS` (`memory.retention.sweep`:
+        what goes); returns what was (or, with `dry_run`, would be) removed:
         `{conversations, sessions, threads, memories, archivedLines, retentionDays,
-        dryRun}` (a dry run does not count archived lines)."""
-        days = self.settings.retention_days
-        swept, lines, unused = None, 0, (0, 0)
-        if days > 0:
-            cutoff = (now or utcnow()) - timedelta(days=days)
-            threads = self.memory.threads
-            swept = sweep_conversations(threads, cutoff, dry_run=dry_run)
-            # the archive outlives the list (a pruned conversation stays recallable)
-            # until its conversation has been idle this long
-            lines = 0 if dry_run else self.memory.archive.sweep(cutoff)
-            unused = self.long_term.sweep_unused_sessions(
-                cutoff, chatted=chatted_sessions(threads), dry_run=dry_run
-            )
-        expired = 0 if dry_run else self.long_term.sweep_expired()
-        return {
-            "conversations": swept.conversations if swept else 0,
-            "sessions": (swept.sessions if swept else 0) + unused[0],
-            "threads": swept.threads if swept else 0,
-            "memories": expired + unused[1],
-            "archivedLines": lines,
-            "retentionDays": days,
-            "dryRun": dry_run,
-        }
+        dryRun}`."""
+        return sweep(
+            self.memory,
+            self.long_term,
+            self.settings.retention_days,
+            dry_run=dry_run,
+            now=now or utcnow(),
+        )
 
     # -- long-term memory ---------------------------------------------------------------
 
@@ -456,18 +435,7 @@ class ChatAgent:
         session = check_id(session_id, "session id")
         if conversation_id is not None:
             conversation_id = check_id(conversation_id, "conversation id")
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidRequest(EMPTY_SEARCH)
-        text = query.strip()
-        if len(text) > MAX_SEARCH_QUERY_CHARS:
-            too_long = SEARCH_TOO_LONG.format(limit=MAX_SEARCH_QUERY_CHARS, length=len(text))
-            raise InvalidRequest(too_long)
-        if (
-            not isinstance(limit, int)
-            or isinstance(limit, bool)
-            or not 0 < limit <= MAX_SEARCH_RESULTS
-        ):
-            raise InvalidRequest(BAD_SEARCH_LIMIT.format(limit=MAX_SEARCH_RESULTS))
+        text = check_search(query, limit)
         found = self.memory.search(session, text, limit, conversation_id=conversation_id)
         if not found:
             return []

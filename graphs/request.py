@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from memory.errors import InvalidInput
-from memory.limits import MAX_MESSAGE_CHARS
+from memory.limits import MAX_MESSAGE_CHARS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_RESULTS
 from memory.schema import validate_id
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ MISSING_MESSAGE = (
 )
 NOT_TEXT = "{what} must be a string, got {type_name}"
 EMPTY_TEXT = "{what} must not be empty"
+EMPTY_SEARCH = "a search needs at least one word"
+SEARCH_TOO_LONG = "a search is at most {limit} characters (got {length})"
+BAD_SEARCH_LIMIT = "limit must be an integer from 1 to {limit}"
 TEXT_TOO_LONG = "{what} is too long ({length:,} characters; the limit is {limit:,})"
 NOT_UNICODE = (
     "{what} contains characters that are not valid Unicode text "
@@ -162,6 +165,20 @@ def check_id(value: object, what: str) -> str:
         return validate_id(value, what)
     except InvalidInput as exc:
         raise InvalidRequest(str(exc)) from None
+
+
+def check_search(query: object, limit: object) -> str:
+    """A search's words (stripped) if they and `limit` are a search's, else
+    `InvalidRequest`: no word, past `MAX_SEARCH_QUERY_CHARS`, a limit out of 1 to
+    `MAX_SEARCH_RESULTS`."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidRequest(EMPTY_SEARCH)
+    text = query.strip()
+    if len(text) > MAX_SEARCH_QUERY_CHARS:
+        raise InvalidRequest(SEARCH_TOO_LONG.format(limit=MAX_SEARCH_QUERY_CHARS, length=len(text)))
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 0 < limit <= MAX_SEARCH_RESULTS:
+        raise InvalidRequest(BAD_SEARCH_LIMIT.format(limit=MAX_SEARCH_RESULTS))
+    return text
 
 
 def choose_route(mode: Mode, text: str) -> tuple[RouteName, bool, str]:

@@ -15,12 +15,17 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from memory.errors import LockTimeout
 from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, session_threads, turn_lock_key
 from memory.registry import ConversationEntry, RegistryState, expire
 from memory.storage import ThreadStore
+
+if TYPE_CHECKING:  # the services this sweeps; they never import this module
+    from memory.conversations import ConversationMemory
+    from memory.longterm.store import LongTermMemory
 
 logger = logging.getLogger(__name__)
 
@@ -134,4 +139,41 @@ def chatted_sessions(threads: ThreadStore) -> set[str]:
     """The session keys that have a conversation registry (every session that chatted)."""
     return {
         thread.removeprefix(REGISTRY_PREFIX) for thread in threads.list_threads(REGISTRY_PREFIX)
+    }
+
+
+def sweep(
+    memory: ConversationMemory,
+    long_term: LongTermMemory,
+    days: float,
+    *,
+    dry_run: bool,
+    now: datetime,
+) -> dict[str, object]:
+    """Apply a retention of `days` (0: none) at `now`: conversations idle for longer
+    (registry entry, memory and run threads), the archived lines of conversations idle
+    that long (listed or pruned from the list), the long-term items of sessions that never
+    chatted and added none for as long, and long-term items whose TTL ran out. Returns
+    what was (or, with `dry_run`, would be) removed: `{conversations, sessions, threads,
+    memories, archivedLines, retentionDays, dryRun}` (a dry run counts no archived
+    lines)."""
+    swept, lines, unused = None, 0, (0, 0)
+    if days > 0:
+        cutoff = now - timedelta(days=days)
+        swept = sweep_conversations(memory.threads, cutoff, dry_run=dry_run)
+        # the archive outlives the list (a pruned conversation stays recallable) until
+        # its conversation has been idle this long
+        lines = 0 if dry_run else memory.archive.sweep(cutoff)
+        unused = long_term.sweep_unused_sessions(
+            cutoff, chatted=chatted_sessions(memory.threads), dry_run=dry_run
+        )
+    expired = 0 if dry_run else long_term.sweep_expired()
+    return {
+        "conversations": swept.conversations if swept else 0,
+        "sessions": (swept.sessions if swept else 0) + unused[0],
+        "threads": swept.threads if swept else 0,
+        "memories": expired + unused[1],
+        "archivedLines": lines,
+        "retentionDays": days,
+        "dryRun": dry_run,
     }
