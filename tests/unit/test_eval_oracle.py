@@ -19,8 +19,8 @@ from evals.report import as_json
 from evals.runner import play
 from evals.scenario import HELD_OUT_DIR, SCENARIO_DIR, Fact, Scenario, load_all
 from evals.systems import build
-from memory.longterm.extraction import extraction_prompt
 from memory.longterm.evidence import quote_refusal
+from memory.longterm.extraction import extraction_prompt
 from memory.longterm.items import MemoryItem
 from memory.longterm.operations import OwedTurn
 
