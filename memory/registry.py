@@ -9,6 +9,7 @@ least recently active conversation is pruned and the caller deletes its threads.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -78,9 +79,18 @@ def new_conversation_id() -> str:
     return uuid.uuid4().hex
 
 
+# Markdown a title shows as plain text: a link's target, emphasis and code marks, and a
+# line's heading, quote or list marker (the page and the CLI print titles as text)
+_MARKDOWN_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKDOWN_MARKS = re.compile(r"(\*\*|__|~~|`+|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w))")
+_MARKDOWN_LINE_START = re.compile(r"^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", re.MULTILINE)
+
+
 def make_title(text: str) -> str:
-    """The first user message, whitespace collapsed, at most `MAX_TITLE_CHARS` characters."""
-    title = " ".join(text.split())
+    """The first user message as plain text (Markdown marks dropped), whitespace
+    collapsed, at most `MAX_TITLE_CHARS` characters."""
+    plain = _MARKDOWN_LINE_START.sub("", _MARKDOWN_LINK.sub(r"\1", text))
+    title = " ".join(_MARKDOWN_MARKS.sub("", plain).split()) or " ".join(text.split())
     if len(title) > MAX_TITLE_CHARS:
         title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
     return title
