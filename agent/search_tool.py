@@ -4,7 +4,8 @@ this conversation's lines that compaction folded out of view included.
 
 The session comes from the run's state, never from the model's arguments: a tool call
 cannot name another session. The lines still in this conversation's recent window are
-left out (the model sees them already). Results are quoted records, one per line, each
+left out (the model sees them already), unless they are all that matches: then they
+come back marked as in view. Results are quoted records, one per line, each
 with its date, conversation title and message id.
 """
 
@@ -30,6 +31,8 @@ QUERY_TOO_LONG = "The query is too long: at most {limit} characters."
 BAD_LIMIT = "limit must be between 1 and {limit}."
 NO_SESSION = "This run has no session to search."
 NOTHING_FOUND = "Nothing said earlier matches {query}."
+IN_VIEW = "Only this conversation's recent messages, still in view, match {query}:\n{lines}"
+"""Said in the window the model sees already: answered from view, not as "nothing"."""
 RESULT_LINE = "- {date} · {title} · {role} · message {message_id}: {text}"
 
 
@@ -84,12 +87,13 @@ def search_conversations_tool(memory: ConversationMemory) -> BaseTool:
         if not isinstance(session_id, str) or not session_id:
             raise ToolInputError(NO_SESSION)
         window = in_view(state.get("context"))
-        found = [
-            line
-            for line in memory.search(session_id, text, limit + len(window))
-            if line.message_id not in window
-        ][:limit]
-        return result_lines(found) if found else NOTHING_FOUND.format(query=quoted(text))
+        hits = memory.search(session_id, text, limit + len(window))
+        found = [line for line in hits if line.message_id not in window][:limit]
+        if found:
+            return result_lines(found)
+        if hits:
+            return IN_VIEW.format(query=quoted(text), lines=result_lines(hits[:limit]))
+        return NOTHING_FOUND.format(query=quoted(text))
 
     search_conversations.handle_tool_error = True
     return search_conversations

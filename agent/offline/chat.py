@@ -20,6 +20,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import tool_call
 
+from agent.search_tool import IN_VIEW
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
 from memory.context import (
     LONG_TERM_BLOCK_ID,
@@ -57,6 +58,7 @@ TIME_ANSWER = "The current time in {timezone} is {result}."
 TOOL_ERROR_ANSWER = "The {name} tool reported an error: {error}"
 TOOL_RESULT_ANSWER = "The {name} tool returned: {result}"
 SEARCH_ANSWER = "In our earlier conversations I found:\n{result}"
+IN_VIEW_ANSWER = "That is still among this conversation's recent messages:\n{result}"
 FOUND_LINE = "- {date} · {title} · {speaker}: {text}"
 SPEAKERS = {"user": "you", "assistant": "me", "summary": "summary"}
 
@@ -354,7 +356,11 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
         elif name == CALCULATOR and "expression" in args:
             lines.append(CALCULATION_ANSWER.format(expression=args["expression"], result=text))
         elif name == SEARCH_CONVERSATIONS:
-            lines.append(SEARCH_ANSWER.format(result=_found_lines(text)))
+            head, _, records = text.partition("\n")
+            if head.startswith(IN_VIEW.partition("{query}")[0]) and records:
+                lines.append(IN_VIEW_ANSWER.format(result=_found_lines(records)))
+            else:
+                lines.append(SEARCH_ANSWER.format(result=_found_lines(text)))
         elif name == CURRENT_TIME:
             zone = args.get("timezone") or "UTC"
             lines.append(TIME_ANSWER.format(timezone=zone, result=text))

@@ -174,6 +174,24 @@ def test_the_search_tool_finds_what_compaction_folded_and_never_the_recent_windo
     assert {DECISION, "Deployments also need a changelog entry."} <= everything
 
 
+def test_the_search_tool_answers_from_view_what_is_still_in_view(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # asked two turns after saying it, the line is still in view: the tool says so and
+    # gives it, instead of "nothing said earlier matches"
+    agent = open_agent(OfflineChatModel(record=True))
+    first = send(
+        agent, "Deployments need a changelog entry.", session_id="s1", create_conversation=True
+    )
+    where = {"session_id": "s1", "conversation_id": first.conversation_id}
+    send(agent, "Order new chairs.", **where)
+    asked = send(agent, "Remind me what we said about deployments?", **where)
+    assert asked.route == "tool"
+    assert "Nothing said earlier matches" not in asked.text
+    assert "still among this conversation's recent messages" in asked.text
+    assert "Deployments need a changelog entry." in asked.text
+
+
 def test_recall_brings_the_conversations_folded_lines_never_its_recent_ones(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
