@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 import jwt
+from starlette.datastructures import Headers
 
 from agent.settings import IdentityMode, Settings, SettingsError
 from memory.limits import MAX_ID_CHARS
@@ -38,6 +39,10 @@ COOKIE_SECONDS = 12 * 3600
 NO_CREDENTIALS = "sign in: send an API key (x-api-key, or Authorization: Bearer) or a bearer token"
 BAD_KEY = "the API key is not valid"
 UNTRUSTED_PROXY = "the user header is only taken from a trusted proxy"
+FORWARDED_PEER = (
+    "a user header came from %s, an address the server took from X-Forwarded-For: run "
+    "uvicorn with --no-proxy-headers so that the trusted proxy is the connection's peer"
+)
 NO_USER = "the credentials name no user"
 LONG_USER = "the user id is too long for a session"
 BAD_TOKEN = "the bearer token is not valid: {reason}"
@@ -240,6 +245,11 @@ class Authenticator:
         value = headers.get(header) if header else None
         if value is None:
             return None
+        if client is not None and client in forwarded_hosts(headers):
+            # uvicorn's proxy headers put a forwarded address where the peer's was: only
+            # the connection's own peer can be the proxy
+            logger.warning(FORWARDED_PEER, client)
+            raise Unauthenticated(UNTRUSTED_PROXY)
         if not self._trusted(client):
             raise Unauthenticated(UNTRUSTED_PROXY)
         return value.strip()
@@ -252,3 +262,22 @@ class Authenticator:
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped  # a dual-stack socket's view of an IPv4 peer
         return any(address in network for network in self.settings.trusted_proxies)
+
+
+def forwarded_hosts(headers: Mapping[str, str]) -> set[str]:
+    """The hosts every `X-Forwarded-For` of a request names (ports and IPv6 brackets
+    dropped), each header counted, as a server that joins them would."""
+    values = (
+        headers.getlist("x-forwarded-for")
+        if isinstance(headers, Headers)
+        else [headers.get("x-forwarded-for", "")]
+    )
+    hosts = set()
+    for entry in ",".join(values).split(","):
+        entry = entry.strip()
+        if entry.startswith("["):
+            entry = entry[1:].partition("]")[0]
+        elif entry.count(":") == 1:
+            entry = entry.partition(":")[0]
+        hosts.add(entry)
+    return hosts

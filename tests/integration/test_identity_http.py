@@ -173,6 +173,38 @@ def test_behind_the_proxy_no_cookie_is_needed(
         assert "set-cookie" not in signed.headers
 
 
+@pytest.fixture(scope="module")
+def remote_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The proxy at 10.0.0.5, uvicorn run with its defaults (which take `X-Forwarded-For`
+    from local peers)."""
+    running = start_uvicorn(
+        "create",
+        tmp_path_factory.mktemp("remote-proxy"),
+        AGENT_PROXY_USER_HEADER=PROXY_HEADER,
+        AGENT_TRUSTED_PROXIES="10.0.0.5",
+    )
+    try:
+        yield running
+    finally:
+        stop(running.process)
+
+
+@pytest.mark.parametrize(
+    "forwarded",
+    [["10.0.0.5"], ["10.0.0.5:443"], ["203.0.113.9, 10.0.0.5"], ["198.51.100.1", "10.0.0.5"]],
+)
+def test_a_local_process_cannot_pose_as_the_proxy(
+    remote_proxy: Server, forwarded: list[str]
+) -> None:
+    """Only the direct peer is the proxy: an `X-Forwarded-For` naming the proxy, however
+    written, never makes a local process one."""
+    headers = [(PROXY_HEADER, "mallory"), *(("X-Forwarded-For", value) for value in forwarded)]
+    with httpx.Client(base_url=remote_proxy.url, timeout=30) as client:
+        for method, path in [("GET", "/api/conversations"), ("POST", "/api/session")]:
+            response = client.request(method, path, headers=headers)
+            assert_clean_error(response, 401, "unauthenticated")
+
+
 def test_an_unusable_identity_setting_refuses_to_start(tmp_path: Path) -> None:
     for env in (
         {"AGENT_API_KEYS": "alice:not-a-hash"},
