@@ -25,7 +25,7 @@ from agent.api.body import BodyLimit
 from agent.api.error_responses import DOCS_PATH, OWN_PATHS, SCHEMA_PATH, SESSIONLESS
 from agent.api.headers import NoSniff
 from agent.api.sessions import SessionCookies
-from agent.identity import Authenticator
+from agent.identity import Authenticator, SignIns
 from agent.settings import Settings, SettingsError
 from memory.limits import MAX_EXPORT_BYTES
 
@@ -99,7 +99,9 @@ def agent_lifespan(
         opened: ChatAgent = app.state.agent
         try:
             app.state.identity = Authenticator.from_settings(
-                opened.settings, lambda: opened.memory.ids.secret
+                opened.settings,
+                lambda: opened.memory.ids.secret,
+                SignIns(opened.memory.threads, opened.memory.ids),
             )
         except SettingsError as exc:
             logger.error("cannot start the agent: %s", exc)

@@ -300,6 +300,9 @@ def test_the_page_signs_in_once_and_keeps_a_cookie_for_the_api_only(
         # LangGraph's own API never takes the page's cookie
         assert page.post("/threads/search", json={}).status_code == 401
         assert page.delete("/api/session").status_code == 204
+        # signed out in the database: the same cookie, sent again, names nobody
+        page.cookies.set(COOKIE_NAME, cookie)
+        assert page.get("/api/conversations").status_code == 401
 
 
 def test_a_users_own_assistants_are_theirs_alone(server: Server, users: dict[str, User]) -> None:

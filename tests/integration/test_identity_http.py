@@ -212,3 +212,45 @@ def test_an_unusable_identity_setting_refuses_to_start(tmp_path: Path) -> None:
     ):
         with pytest.raises(RuntimeError, match=r"AGENT_(API_KEYS|JWKS)"):
             stop(start_uvicorn("create", tmp_path, port=None, args=(), **env).process)
+
+
+def sign_in(server: Server, key: str) -> str:
+    """A fresh sign-in cookie's value for `key`."""
+    with httpx.Client(base_url=server.url, headers={"x-api-key": key}, timeout=30) as client:
+        signed = client.post("/api/session", headers={"Sec-Fetch-Site": "same-origin"})
+        assert signed.status_code == 200, signed.text
+        return signed.cookies[COOKIE_NAME]
+
+
+def status_with(server: Server, cookie: str) -> int:
+    with httpx.Client(base_url=server.url, cookies={COOKIE_NAME: cookie}, timeout=30) as page:
+        return page.get("/api/conversations").status_code
+
+
+def test_signing_out_ends_the_cookie_in_every_worker(db_url: str, tmp_path: Path) -> None:
+    """Two workers on one database: a cookie signed out on one is refused by both, a
+    copy of it included; a key rotated or withdrawn ends the cookies it made."""
+    env = {"AGENT_DATABASE_URL": db_url, "AGENT_API_KEYS": key_entries()}
+    first, second = (start_uvicorn("create", tmp_path, **env) for _ in range(2))
+    try:
+        copied = sign_in(first, KEYS["alice"])
+        bobs = sign_in(second, KEYS["bob"])
+        assert status_with(second, copied) == 200
+        with httpx.Client(base_url=first.url, cookies={COOKIE_NAME: copied}, timeout=30) as page:
+            out = page.delete("/api/session", headers={"Sec-Fetch-Site": "same-origin"})
+            assert out.status_code == 204
+        for server in (first, second):
+            assert status_with(server, copied) == 401
+            assert status_with(server, bobs) == 200  # another user's stays signed in
+        again = sign_in(second, KEYS["alice"])
+        assert status_with(first, again) == 200
+    finally:
+        for server in (first, second):
+            stop(server.process)
+    rotated = {"alice": "alice-new-key-0123456789", "bob": KEYS["bob"]}
+    after = start_uvicorn("create", tmp_path, **{**env, "AGENT_API_KEYS": key_entries(rotated)})
+    try:
+        assert status_with(after, again) == 401  # alice's old key made it
+        assert status_with(after, bobs) == 200
+    finally:
+        stop(after.process)
