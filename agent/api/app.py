@@ -20,7 +20,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Match, Mount
 
 from agent import web
-from agent.api import chat, conversations, error_responses, memories, search, signin, transfer
+from agent.api import (
+    access_log,
+    chat,
+    conversations,
+    error_responses,
+    memories,
+    search,
+    signin,
+    transfer,
+)
 from agent.api.body import BodyLimit
 from agent.api.error_responses import DOCS_PATH, OWN_PATHS, SCHEMA_PATH, SESSIONLESS
 from agent.api.headers import NoSniff
@@ -171,4 +180,5 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     app.add_middleware(BodyLimit, prefixes=OWN_PATHS, larger=larger)
     app.add_middleware(NoSniff, prefixes=(*OWN_PATHS, web.ASSET_PREFIX))  # outermost
     error_responses.install(app)
+    access_log.install(lambda: app.state.agent.memory.ids.secret)
     return app
