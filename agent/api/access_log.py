@@ -63,12 +63,17 @@ def redact_path(path: str, hash_id: Callable[[str], str]) -> str:
     if not query:
         return base + mark
     pairs = [  # each value a hash, a number or `…`: nothing left to quote
-        (name, hash_id(value) if name in ID_PARAMETERS else value if value.isdigit() else HIDDEN)
+        (
+            name,
+            hash_id(value)
+            if name in ID_PARAMETERS
+            else value
+            if value.isascii() and value.isdigit()
+            else HIDDEN,
+        )
         for name, value in parse_qsl(query, keep_blank_values=True)
     ]
-    return f"{base}?" + "&".join(
-        f"{quote(name)}={quote(value, safe=':…')}" for name, value in pairs
-    )
+    return f"{base}?" + "&".join(f"{quote(name)}={value}" for name, value in pairs)
 
 
 def install(secret: Callable[[], str]) -> None:
