@@ -263,8 +263,8 @@ def test_a_paused_task_list_is_resumed_by_its_owner_only(
 @pytest.mark.parametrize(
     ("given", "context"),
     [
-        ({"message": "hello", "session_id": "key:bob"}, None),
         ({"message": "hello"}, {"session_id": "key:bob"}),
+        ({"message": "hello"}, {"session_id": "key:bob", "conversation_id": "bobs"}),
     ],
 )
 def test_a_run_naming_another_users_session_is_refused(
