@@ -24,6 +24,7 @@ from agent.models import (
     token_counter,
 )
 from agent.offline import OfflineChatModel
+from agent.run_ids import scrub_run_ids
 from agent.search_tool import search_conversations_tool
 from agent.settings import LongTermMode, Settings
 from agent.tools import BUILTIN_TOOLS
@@ -207,6 +208,7 @@ def assemble(
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
     """
     memory = open_memory(settings, database_url=database_url, secret=secret)
+    scrub_run_ids(memory)  # an earlier release's run threads held the raw ids
     try:
         long_term = open_long_term(settings, memory)
         chat_model = model or load_chat_model(settings)

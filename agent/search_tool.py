@@ -17,7 +17,8 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import ToolRuntime
 
 from agent.tools import ToolInputError
-from graphs.state import MemoryContext
+from graphs.request import InvalidRequest
+from graphs.state import MemoryContext, turn_ids
 from memory.archive import ArchivedLine
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_SEARCH_QUERY_CHARS
@@ -83,9 +84,10 @@ def search_conversations_tool(memory: ConversationMemory) -> BaseTool:
         if not 1 <= limit <= MAX_TOOL_RESULTS:
             raise ToolInputError(BAD_LIMIT.format(limit=MAX_TOOL_RESULTS))
         state = runtime.state if isinstance(runtime.state, dict) else {}
-        session_id = state.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
-            raise ToolInputError(NO_SESSION)
+        try:
+            session_id = turn_ids(runtime.context)[0]
+        except (InvalidRequest, RuntimeError):  # no run, or one with no session
+            raise ToolInputError(NO_SESSION) from None
         window = in_view(state.get("context"))
         hits = memory.search(session_id, text, limit + len(window))
         found = [line for line in hits if line.message_id not in window][:limit]

@@ -35,10 +35,9 @@ class ToolState(ToolOutput, total=False):
     """State shared with the main graph."""
 
     context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
-    """The memory context read before the turn's messages (never checkpointed)."""
-    session_id: str
-    """Whose turn it is (read, never written): a tool that reads the user's own data
-    takes the session from here, never from the model's arguments."""
+    """The memory context read before the turn's messages (never checkpointed). A tool
+    that reads the user's own data takes the session from the run's context
+    (`graphs.state.turn_ids`), never from the model's arguments."""
 
 
 def tool_rounds(state: ToolOutput) -> int:

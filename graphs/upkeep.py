@@ -30,6 +30,7 @@ from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.events import emit_memory
+from graphs.state import turn_ids
 from memory import ThreadState
 from memory.analysis import redact_secrets
 from memory.compaction import CompactionStatus
@@ -41,11 +42,9 @@ from memory.longterm.store import LongTermMemory
 logger = logging.getLogger(__name__)
 
 
-class UpkeepInput(TypedDict):
-    """Whose conversation the upkeep looks after."""
-
-    session_id: str
-    conversation_id: str
+class UpkeepInput(TypedDict, total=False):
+    """Nothing: whose conversation the upkeep looks after, the run's context says
+    (`turn_ids`), so that no checkpoint of an inline upkeep holds the ids."""
 
 
 class UpkeepOutput(TypedDict, total=False):
@@ -128,9 +127,10 @@ class UpkeepNodes:
         """Read the conversation's upkeep record (one read) and go to what pays it. An
         upkeep that finds nothing owed still says how it ended: a stream told `pending`
         (an earlier upkeep paid the record since) hears the end of the one it follows."""
-        snapshot = self.memory.read_with_registry(state["session_id"], state["conversation_id"])
+        session_id, conversation_id = turn_ids()
+        snapshot = self.memory.read_with_registry(session_id, conversation_id)
         record = snapshot.state
-        if record is None or not snapshot.registry.owns(state["conversation_id"]):
+        if record is None or not snapshot.registry.owns(conversation_id):
             emit_memory("upkeep", "done")
             return Command(update={"upkeep": "done"}, goto=END)
         if not record.owes_upkeep and record.upkeep != "pending":  # paid already
@@ -148,7 +148,7 @@ class UpkeepNodes:
         update: dict[str, Any] = {"embedded": record.embedding_owed or ""}
         emit_memory("embed", "started")
         try:
-            added = self.memory.archive.embed_lines(state["session_id"])
+            added = self.memory.archive.embed_lines(turn_ids()[0])
         except Exception:
             logger.exception("embedding archived lines failed; they are found by their words")
             emit_memory("embed", "failed")
@@ -166,12 +166,12 @@ class UpkeepNodes:
         assert self.long_term is not None
         long_term, extractor = self.long_term
         record = state["record"]
-        session_id = state["session_id"]
-        turns = owed_turns(record, state["conversation_id"])
+        session_id, conversation_id = turn_ids()
+        turns = owed_turns(record, conversation_id)
         remembered: list[str] = []
         failed = False
         forget = self.memory.forgetter(session_id)
-        reread = partial(self._stored_turns, session_id, state["conversation_id"])
+        reread = partial(self._stored_turns, session_id, conversation_id)
         for start in range(0, len(turns), MAX_OWED_IN_ONE_CALL):
             emit_memory("remember", "started")
             batch = turns[start : start + MAX_OWED_IN_ONE_CALL]
@@ -215,8 +215,7 @@ class UpkeepNodes:
         emit_memory("compact", "started")
         try:
             result = self.memory.compact(
-                state["session_id"],
-                state["conversation_id"],
+                *turn_ids(),
                 self.compactor,
                 snapshot=state["record"],
             )
@@ -246,9 +245,7 @@ class UpkeepNodes:
             paid.append(state["embedded"])
         failed = bool(state.get("failed"))
         try:
-            stored = self.memory.settle_upkeep(
-                state["session_id"], state["conversation_id"], paid, failed=failed
-            )
+            stored = self.memory.settle_upkeep(*turn_ids(), paid, failed=failed)
         except Exception:  # the record still says pending: the next upkeep pays it
             logger.exception("settling the memory upkeep failed")
             stored, failed = None, True

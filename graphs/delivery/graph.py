@@ -59,7 +59,7 @@ from graphs.delivery.state import (
     Verdict,
 )
 from graphs.routing import STOP
-from graphs.state import Background, WorkflowInput, WorkflowOutput
+from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
 from memory.text import clamp
 
@@ -166,10 +166,9 @@ class DeliverySteps:
         again after a crash (they are never checkpointed)."""
         if state.get("context"):
             return state["context"]
-        session_id, conversation_id = state.get("session_id"), state.get("conversation_id")
         summary, pins = "", list[str]()
-        if self.background is not None and session_id and conversation_id:
-            summary, pins = await asyncio.to_thread(self.background, session_id, conversation_id)
+        if self.background is not None:
+            summary, pins = await asyncio.to_thread(self.background, *turn_ids())
         return context_block(summary, pins)
 
     async def ask(self, schema: type[M], system: str, human: str, *history: AnyMessage) -> M:

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from graphs.events import emit
 from graphs.routing import STOP
-from graphs.state import Background, WorkflowInput, WorkflowOutput
+from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tasklist import prompts as text
 from graphs.tasklist.prompts import Outcome, one_line, render_summary
 from graphs.tasklist.reviews import (
@@ -218,10 +218,9 @@ class TasklistSteps:
 
     async def read_background(self, state: TasklistState) -> tuple[str, list[str]]:
         """The conversation's summary and pins (none when the graph runs on its own)."""
-        session_id, conversation_id = state.get("session_id"), state.get("conversation_id")
-        if self.background is None or not session_id or not conversation_id:
+        if self.background is None:
             return "", []
-        return await asyncio.to_thread(self.background, session_id, conversation_id)
+        return await asyncio.to_thread(self.background, *turn_ids())
 
     async def ask(self, schema: type[SchemaT], system: str, request: str) -> SchemaT:
         """One structured-output call (never streamed as answer tokens)."""
