@@ -9,7 +9,8 @@ is user input, however it was made.
   refused too. One refused item refuses the whole import, naming it: an import is all
   or nothing.
 - Conversations' messages, summaries, pins and open questions are kept as a turn's
-  write keeps what it archives: each sentence holding a secret reads `[redacted]`.
+  write keeps what it archives: each sentence holding a secret reads `[redacted]`, and
+  a pin or open question that was nothing else goes.
 - Every time is bounded by now: a time later than now by more than a clock's skew is
   refused (naming it), one within the skew is taken as now. A conversation dated in the
   future would otherwise outrank every conversation the user has, and never be idle.
@@ -23,11 +24,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from memory.analysis import redact_secrets
+from memory.archive.lines import REDACTED
 from memory.errors import InvalidInput
 from memory.export_document import ExportDocument, ExportedConversation, ExportedItem
 from memory.longterm.evidence import MESSAGES, verify
 from memory.longterm.gate import explicit, plan_write
 from memory.longterm.secrets import find_secret
+from memory.schema import ThreadState
 
 CLOCK_SKEW = timedelta(minutes=5)
 """How far ahead of this server's clock another server's may run."""
@@ -106,9 +109,17 @@ def _gated(index: int, item: ExportedItem, now: datetime) -> ExportedItem:
 
 def _without_secrets(conversation: ExportedConversation) -> ExportedConversation:
     """`conversation` with each sentence of its memory that holds a secret redacted."""
-    memory = conversation.memory.with_texts(redact_secrets)
-    return (
-        conversation
-        if memory == conversation.memory
-        else conversation.model_copy(update={"memory": memory})
-    )
+    memory = without_marked(conversation.memory.with_texts(redact_secrets), REDACTED)
+    if memory == conversation.memory:
+        return conversation
+    return conversation.model_copy(update={"memory": memory})
+
+
+def without_marked(memory: ThreadState, marker: str) -> ThreadState:
+    """`memory` without the pins and open questions that read `marker` alone: a
+    redacted decision binds nothing."""
+    pins = [pin for pin in memory.pinned_decisions if pin != marker]
+    questions = [question for question in memory.open_questions if question != marker]
+    if len(pins) == len(memory.pinned_decisions) and len(questions) == len(memory.open_questions):
+        return memory
+    return memory.model_copy(update={"pinned_decisions": pins, "open_questions": questions})

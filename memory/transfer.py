@@ -34,7 +34,7 @@ from typing import Any
 from langgraph.store.base import PutOp
 
 from memory.analysis import redact_secrets
-from memory.archive.lines import ArchiveRow, ArchiveWrite
+from memory.archive.lines import FORGOTTEN, ArchiveRow, ArchiveWrite
 from memory.conversations import ConversationMemory
 from memory.errors import InvalidInput
 from memory.export_document import (
@@ -47,7 +47,7 @@ from memory.export_document import (
     read_document,
 )
 from memory.hydration import assert_client_safe
-from memory.import_checks import checked
+from memory.import_checks import checked, without_marked
 from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.longterm.store import LongTermMemory
@@ -196,7 +196,7 @@ def _forget_in(conversation: ExportedConversation, forgotten: Forgotten) -> Expo
     return conversation.model_copy(
         update={
             "title": forgotten(conversation.title)[:MAX_TITLE_CHARS],
-            "memory": conversation.memory.with_texts(forgotten),
+            "memory": without_marked(conversation.memory.with_texts(forgotten), FORGOTTEN),
         }
     )
 
