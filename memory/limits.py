@@ -69,6 +69,8 @@ MAX_TOMBSTONES: Final = 4 * (MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS)
 twice the most one forgetting names (every item a session holds, with room for what a
 crashed writer left over), so that even forgetting everything keeps the tombstones of
 the forgettings just before it."""
+MAX_FORGOTTEN_MARKS: Final = 2 * MAX_TOMBSTONES
+"""Marks of forgotten texts a session keeps (an item's text and its quote each leave one)."""
 
 MAX_NEW_MEMORIES_PER_TURN: Final = 2
 MAX_MEMORY_TEXT_CHARS: Final = 300

@@ -20,8 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
-from memory.limits import MAX_CONVERSATIONS, MAX_TITLE_CHARS, MAX_TOMBSTONES
+from memory.limits import (
+    MAX_CONVERSATIONS,
+    MAX_FORGOTTEN_MARKS,
+    MAX_TITLE_CHARS,
+    MAX_TOMBSTONES,
+)
 from memory.schema import MessageId, UtcDatetime
+from memory.tombstones import ForgottenMark
 
 
 class ConversationEntry(BaseModel):
@@ -55,6 +61,14 @@ class RegistryState(BaseModel):
     """Tombstones: the ids of the long-term items the user forgot, newest last (at most
     `MAX_TOMBSTONES`). A turn that recalled one of them before it was forgotten redacts
     its text from what it writes."""
+    forgotten_marks: list[ForgottenMark] = Field(
+        default_factory=list, max_length=MAX_FORGOTTEN_MARKS
+    )
+    """What the forgotten items and the words that stated them were, as keyed hashes
+    (`memory.tombstones`), newest last: an import forgets each sentence that repeats one."""
+    imported_forgotten: list[StrictStr] = Field(default_factory=list, max_length=MAX_TOMBSTONES)
+    """Tombstones an imported document brought (kept apart: they never displace the
+    session's own), newest last."""
     history_cleared_at: UtcDatetime | None = None
     """When the session's archive was last forgotten: a summary that may quote turns from
     before it is never archived afterwards."""
