@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
-from pydantic import SecretStr
 
 from agent.models import load_chat_model
 from agent.offline import OfflineChatModel
@@ -74,10 +73,7 @@ def play_splits(
 
 def main() -> None:
     args = arguments()
-    settings = Settings.from_env()
-    if settings.offline and settings.openai_base_url:
-        # A local OpenAI-compatible endpoint (vLLM, Ollama...) takes any key.
-        settings = settings.model_copy(update={"openai_api_key": SecretStr("unused")})
+    settings = Settings.from_env()  # the agent's own: endpoint, method, timeouts
     systems = args.system or list(SYSTEM_NAMES)
     offline = settings.offline
     model = OfflineChatModel if offline else (lambda: load_chat_model(settings))
