@@ -18,6 +18,7 @@ from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory.budget import TokenCounter
 from memory.errors import InvalidInput
+from memory.structured import token_limit
 
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
@@ -56,6 +57,7 @@ def chat_openai(
     """
     from langchain_openai import ChatOpenAI
 
+    limit = token_limit(base_url, max_tokens) if max_tokens is not None else {}
     return ChatOpenAI(
         model=model,
         api_key=api_key or NO_KEY,
@@ -63,7 +65,7 @@ def chat_openai(
         temperature=temperature,
         timeout=timeout,
         max_retries=max_retries,
-        max_tokens=max_tokens,
+        **limit,
     )
 
 

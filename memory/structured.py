@@ -237,6 +237,16 @@ class StructuredPolicy:
         return StructuredCall(model, schema, max_tokens=max_tokens, policy=self.for_model(model))
 
 
+def token_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
+    """A request's bound on its answer. `ChatOpenAI` sends `max_completion_tokens`, which
+    servers other than OpenAI's may ignore (and run on for thousands of tokens): they are
+    also sent the older `max_tokens`, which every OpenAI-compatible server reads."""
+    limit: dict[str, Any] = {"max_tokens": max_tokens}
+    if base_url and "api.openai.com" not in base_url:
+        limit["extra_body"] = {"max_tokens": max_tokens}
+    return limit
+
+
 def as_policy(structured: StructuredPolicy | str | None) -> StructuredPolicy:
     """A policy, or one from a method's name (None: the model's own structured output).
 
@@ -292,6 +302,7 @@ class StructuredCall(Runnable[Any, SchemaT]):
         self.schema, self.max_tokens, self.policy = schema, max_tokens, policy
         self.name = f"structured_{schema.__name__}"
         self.key = endpoint_of(model)
+        self._limit = token_limit(self.key[0], max_tokens)
         if policy.method is None:
             self.model, self.retries = model, 0
             self._own = model.with_structured_output(schema)
@@ -313,13 +324,13 @@ class StructuredCall(Runnable[Any, SchemaT]):
         }
         if method == "function_calling":
             tool = {"type": "function", "function": described}
-            return self.model.bind_tools([tool], tool_choice=name, max_tokens=self.max_tokens)
+            return self.model.bind_tools([tool], tool_choice=name, **self._limit)
         if method == "json_schema":
             schema = {"name": name, "schema": described["parameters"], "strict": False}
             response_format: dict[str, Any] = {"type": "json_schema", "json_schema": schema}
         else:
             response_format = {"type": "json_object"}
-        return self.model.bind(response_format=response_format, max_tokens=self.max_tokens)
+        return self.model.bind(response_format=response_format, **self._limit)
 
     def _prompt(self, method: str, messages: list[BaseMessage]) -> list[BaseMessage]:
         """json_mode names no schema on the wire: it goes into the system message (one
