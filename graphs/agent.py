@@ -93,9 +93,11 @@ def build_upkeep(
     compactor = structured_compactor(compaction_model, method).with_config(tags=[TAG_NOSTREAM])
     extractor = extractor_for(extraction, compaction_model, method)
     remembers = None if long_term is None or extractor is None else (long_term, extractor)
-    return build_upkeep_graph(memory=memory, compactor=compactor, long_term=remembers).compile(
-        name="upkeep"
+    stats = method.stats if isinstance(method, StructuredPolicy) else None
+    upkeep = build_upkeep_graph(
+        memory=memory, compactor=compactor, long_term=remembers, stats=stats
     )
+    return upkeep.compile(name="upkeep")
 
 
 def build_agent_graph(

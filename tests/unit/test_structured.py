@@ -4,8 +4,8 @@ model given as `model=` that hangs (the turn ends, the conversation is free agai
 
 from __future__ import annotations
 
+import asyncio
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -145,12 +145,23 @@ def test_a_hanging_structured_model_fails_the_upkeep_visibly_and_stores_nothing(
 ) -> None:
     model = ScriptedModel(replies=["noted"], structured=[hanging])
     agent = open_agent(model, settings=quick)
-    started = time.monotonic()
-    result = agent.send("I always drink tea", session_id="s1", create_conversation=True)
-    assert agent.wait_for_upkeep(timeout=30)
-    assert time.monotonic() - started < 30  # bounded: the hang lasts a minute
-    dto = agent.hydrate(session_id="s1", conversation_id=result.conversation_id)
-    assert dto["upkeep"] == "failed"
+
+    async def play() -> list[dict[str, Any]]:
+        stream = agent.astream("I always drink tea", session_id="s1", create_conversation=True)
+        return [dict(event) async for event in stream]
+
+    events = asyncio.run(play())  # the upkeep's events follow `done`, until it ends
+    memory = [e for e in events if e["event"] == "memory" and e["stage"] != "write"]
+    assert memory[-2] == {
+        "event": "memory",
+        "stage": "remember",
+        "status": "failed",
+        "reason": "timeout",
+    }
+    assert memory[-1]["stage"] == "upkeep" and memory[-1]["status"] == "failed"
+    assert memory[-1]["structured"]["timeouts"] == 1
+    conversation_id = events[0]["conversationId"]
+    assert agent.hydrate(session_id="s1", conversation_id=conversation_id)["upkeep"] == "failed"
     assert agent.long_term.items("s1") == []
     with TestClient(create_app(agent)) as client:
         counts = client.get("/api/health").json()["structured"]
