@@ -118,7 +118,8 @@ def judge_all(
     for split in splits:
         answered = [o for o in outcomes if o.split == split]
         answered += dialogue_answers([d for d in dialogues if d.split == split])
-        print(f"\nJudged answers ({split}):\n" + judge_outcomes(answered, judge))
+        table = judge_outcomes(answered, judge, settings.structured_output_method)
+        print(f"\nJudged answers ({split}):\n" + table)
 
 
 if __name__ == "__main__":
