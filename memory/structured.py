@@ -126,7 +126,7 @@ def bounded_invoke(call: Callable[[], T], timeout: float | None) -> T:
         raise ModelTimeout(MODEL_TIMED_OUT.format(seconds=timeout))
     if "error" in box:
         raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+    return box["value"]
 
 
 async def bounded_ainvoke(call: Callable[[], Any], timeout: float | None) -> Any:
@@ -396,9 +396,11 @@ class StructuredCall(Runnable[Any, SchemaT]):
             if isinstance(value, str):
                 value = first_json_object(value)
             return self.schema.model_validate(value)
-        except (ValueError, ValidationError) as exc:
+        except ValueError as exc:  # a ValidationError too
             self.policy.stats.add("parse_failures")
-            problem = f"{exc.error_count()} errors" if isinstance(exc, ValidationError) else exc
+            problem = str(exc)
+            if isinstance(exc, ValidationError):  # its text would hold the model's words
+                problem = f"{exc.error_count()} errors"
             message = NOT_VALID.format(schema=self.schema.__name__, problem=problem)
             raise StructuredOutputError(message) from exc
 
@@ -416,7 +418,7 @@ class StructuredCall(Runnable[Any, SchemaT]):
                 else:
                     runnable, prompt = plan.send(raw)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+            return stop.value
 
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -433,7 +435,7 @@ class StructuredCall(Runnable[Any, SchemaT]):
                 else:
                     runnable, prompt = plan.send(raw)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+            return stop.value
 
 
 def _messages(input: Any) -> list[BaseMessage]:
