@@ -22,7 +22,7 @@ from typing_extensions import TypedDict
 
 from graphs.events import emit
 from graphs.state import MemoryContext
-from memory.structured import bounded_ainvoke, bounded_invoke
+from memory.bounded import bounded_ainvoke, bounded_invoke
 
 S = TypeVar("S", bound=Mapping[str, Any])
 U = TypeVar("U", bound=Mapping[str, Any])

@@ -32,12 +32,13 @@ from typing_extensions import TypedDict
 from graphs.events import emit_memory
 from memory import ThreadState
 from memory.analysis import redact_secrets
+from memory.bounded import ModelTimeout
 from memory.compaction import CompactionStatus, InvalidCompactionOutput
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_OWED_IN_ONE_CALL
 from memory.longterm import Extractor, OwedTurn
 from memory.longterm.store import LongTermMemory
-from memory.structured import ModelTimeout, StructuredOutputError, StructuredStats
+from memory.structured import StructuredOutputError, StructuredStats
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
-"""Model calls bounded in time, and structured output that works on any OpenAI-compatible
-endpoint: the method ladder (learned per endpoint), tolerant parsing validated on the
-client, transient-only retries, and the counts of what went wrong.
+"""Structured output that works on any OpenAI-compatible endpoint: the method ladder
+(learned per endpoint), tolerant parsing validated on the client, transient-only retries,
+calls bounded in time (`memory.bounded`), and the counts of what went wrong.
 
 Servers differ in what they accept: llama-cpp-python's answers HTTP 500 to a
 `json_schema` response format, llama.cpp's `llama-server` accepts it but not a forced
@@ -15,13 +15,11 @@ validate raises `StructuredOutputError`: nothing of it is used.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, TypeVar, cast, get_args
@@ -30,6 +28,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
+
+from memory.bounded import ModelTimeout, bounded_ainvoke, bounded_invoke
 
 Method = Literal["auto", "json_schema", "function_calling", "json_mode"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -40,16 +40,10 @@ TRANSIENT_STATUS = frozenset({408, 409, 429})
 JSON_MODE_INSTRUCTION = (
     "Answer with one JSON object, and nothing else, that matches this JSON schema:\n{schema}"
 )
-MODEL_TIMED_OUT = "the model did not answer within {seconds:g} s"
 NOT_VALID = "the model's {schema} did not validate: {problem}"
 COUNTS = ("calls", "parse_failures", "fallbacks", "refusals", "retries", "timeouts")
 
-T = TypeVar("T")
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
-
-
-class ModelTimeout(TimeoutError):
-    """A model call took longer than its bound (the call is abandoned, never awaited)."""
 
 
 class StructuredOutputError(ValueError):
@@ -95,52 +89,6 @@ def learned_method(model: BaseChatModel) -> str | None:
 def _learn(key: tuple[str, str], method: str) -> None:
     with _learned_lock:
         _learned[key] = method
-
-
-def bounded_invoke(call: Callable[[], T], timeout: float | None) -> T:
-    """`call()` in a worker thread, waited for at most `timeout` seconds.
-
-    A synchronous call cannot be interrupted: past its bound it is left to finish on its
-    own (its result unused) and the caller goes on. The context (LangGraph's config,
-    the stream writer) travels with it.
-
-    Raises:
-        ModelTimeout: the call did not return in time.
-    """
-    if timeout is None:
-        return call()
-    done = threading.Event()
-    box: dict[str, Any] = {}
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        try:
-            box["value"] = context.run(call)
-        except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="model-call", daemon=True).start()
-    if not done.wait(timeout):
-        raise ModelTimeout(MODEL_TIMED_OUT.format(seconds=timeout))
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-async def bounded_ainvoke(call: Callable[[], Any], timeout: float | None) -> Any:
-    """`await call()`, cancelled past `timeout` seconds.
-
-    Raises:
-        ModelTimeout: the call did not return in time.
-    """
-    if timeout is None:
-        return await call()
-    try:
-        return await asyncio.wait_for(call(), timeout)
-    except TimeoutError:
-        raise ModelTimeout(MODEL_TIMED_OUT.format(seconds=timeout)) from None
 
 
 def _status(error: BaseException) -> int | None:
