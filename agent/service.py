@@ -83,6 +83,7 @@ class ChatAgent:
             long_term_memory=long_term_memory,
         )
         self.memory, self.long_term, self.budget = parts.memory, parts.long_term, parts.budget
+        self.structured = parts.structured
         self.graph = parts.graph.compile(
             checkpointer=self.memory.threads.checkpointer, name="agent"
         )

@@ -33,11 +33,13 @@ from graphs.events import emit_memory
 from graphs.state import turn_ids
 from memory import ThreadState
 from memory.analysis import redact_secrets
-from memory.compaction import CompactionStatus
+from memory.bounded import ModelTimeout
+from memory.compaction import CompactionStatus, InvalidCompactionOutput
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_OWED_IN_ONE_CALL
 from memory.longterm import Extractor, OwedTurn
 from memory.longterm.store import LongTermMemory
+from memory.structured import StructuredOutputError, StructuredStats
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +98,18 @@ def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
     ]
 
 
+def failure_reason(error: BaseException | str) -> str:
+    """A model step's failure by kind, never its text: `invalid_output` (the answer did
+    not validate: nothing of it is stored), `timeout`, or `error`."""
+    name = error.split(":", 1)[0] if isinstance(error, str) else type(error).__name__
+    kinds = {
+        StructuredOutputError.__name__: "invalid_output",
+        InvalidCompactionOutput.__name__: "invalid_output",
+        ModelTimeout.__name__: "timeout",
+    }
+    return kinds.get(name, "error")
+
+
 class UpkeepNodes:
     """The upkeep's nodes over the chat memory, long-term memory and the compactor.
 
@@ -103,6 +117,7 @@ class UpkeepNodes:
         memory: the chat memory (the record, the archive, compaction's commit).
         compactor: the compaction model bound to its structured output.
         long_term: the users' long-term memory and its extractor (None: no `remember`).
+        stats: the counts of the structured calls, shown when an upkeep failed.
     """
 
     def __init__(
@@ -110,10 +125,12 @@ class UpkeepNodes:
         memory: ConversationMemory,
         compactor: Runnable[Any, Any],
         long_term: tuple[LongTermMemory, Extractor] | None = None,
+        stats: StructuredStats | None = None,
     ) -> None:
         self.memory = memory
         self.compactor = compactor
         self.long_term = long_term
+        self.stats = stats
 
     def _after_remember(self, record: ThreadState) -> Literal["compact", "settle"]:
         return "compact" if record.compaction_owed else "settle"
@@ -179,9 +196,9 @@ class UpkeepNodes:
                 write = long_term.remember_turns(
                     session_id, batch, extractor, forget=forget, reread=reread
                 )
-            except Exception:
+            except Exception as exc:
                 logger.exception("long-term extraction failed; the turn stands")
-                emit_memory("remember", "failed")
+                emit_memory("remember", "failed", reason=failure_reason(exc))
                 failed = True
                 continue
             remembered += write.remembered
@@ -223,9 +240,13 @@ class UpkeepNodes:
             logger.exception("compaction failed before reaching the model")
             emit_memory("compact", "failed")
             return {"compaction": CompactionStatus.FAILED.value, "degraded": True, "failed": True}
+        # a model's failure by kind: `failed` left memory as it was, `fallback` folded
+        # the oldest lines without it
+        failure = {} if result.error is None else {"reason": failure_reason(result.error)}
         emit_memory(
             "compact",
             result.status.value,
+            **failure,
             summaryChars=result.summary_chars,
             pinnedDecisions=result.pinned_count,
             summaryVersion=result.state.summary_version,
@@ -250,7 +271,10 @@ class UpkeepNodes:
             logger.exception("settling the memory upkeep failed")
             stored, failed = None, True
         status = "failed" if failed else stored.upkeep if stored is not None else "done"
-        emit_memory("upkeep", status)
+        if failed and self.stats is not None:  # what the structured calls met so far
+            emit_memory("upkeep", status, structured=self.stats.snapshot())
+        else:
+            emit_memory("upkeep", status)
         return {"upkeep": status}
 
 
@@ -259,6 +283,7 @@ def build_upkeep_graph(
     memory: ConversationMemory,
     compactor: Runnable[Any, Any],
     long_term: tuple[LongTermMemory, Extractor] | None = None,
+    stats: StructuredStats | None = None,
 ) -> UpkeepGraph:
     """`read_owed → [embed] → [remember] → [compact] → settle`.
 
@@ -267,8 +292,9 @@ def build_upkeep_graph(
         compactor: the compaction model, bound to its structured output
             (`memory.compaction.structured_compactor`).
         long_term: the users' long-term memory and its extractor (None: no `remember`).
+        stats: the counts of the structured calls, shown when an upkeep failed.
     """
-    nodes = UpkeepNodes(memory, compactor, long_term)
+    nodes = UpkeepNodes(memory, compactor, long_term, stats)
     remembers = ("remember",) if long_term is not None else ()
     builder: UpkeepGraph = StateGraph(
         UpkeepState, input_schema=UpkeepInput, output_schema=UpkeepOutput

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from fastapi import FastAPI, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
@@ -153,8 +153,9 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
         app.router.routes.extend(module.router.routes)
 
     @app.get("/api/health", tags=["meta"])
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health() -> dict[str, Any]:
+        # counts only (no text, no id): what the models' structured calls met
+        return {"status": "ok", "structured": app.state.agent.structured.stats.snapshot()}
 
     # last of the app's routes: a path of the app's own that no route takes is answered
     # here, so that it is 404 or 405 alike under uvicorn and under `langgraph dev` (whose

@@ -58,7 +58,7 @@ def open_session(
         registry = agent.select(session_id=session_id, conversation_id=conversation_id)
     elif registry["selectedConversationId"] in titles:
         conversation_id = registry["selectedConversationId"]
-    model = "offline model (no OPENAI_API_KEY)" if agent.settings.offline else agent.settings.model
+    model = "offline model (no model endpoint)" if agent.settings.offline else agent.settings.model
     print(f'agent chat · session "{session_id}" · {model} · /help lists the commands')
     if conversation_id is None:
         print("new conversation: your first message creates it")

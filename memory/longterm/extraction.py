@@ -25,6 +25,7 @@ from memory.longterm.operations import ExtractionOutput, Operation, OperationNam
 from memory.longterm.revocation import Said, forgets, named_by, newest_said_in
 from memory.longterm.rules import extract, revoked_words
 from memory.prompts import EXTRACTION_SYSTEM
+from memory.structured import StructuredPolicy, as_policy
 
 
 class InvalidExtractionOutput(ValueError):
@@ -68,11 +69,15 @@ def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) ->
     return [SystemMessage(content=system), HumanMessage(content=body)]
 
 
-def structured_extractor(model: BaseChatModel, method: str | None = None) -> Runnable[Any, Any]:
-    """`model` bound to the `ExtractionOutput` schema (structured output)."""
-    if method is None:
-        return model.with_structured_output(ExtractionOutput)
-    return model.with_structured_output(ExtractionOutput, method=method)
+EXTRACTION_MAX_TOKENS = 1_500
+"""The most an extraction's answer may take: a batch's operations, as JSON."""
+
+
+def structured_extractor(
+    model: BaseChatModel, structured: StructuredPolicy | str | None = None
+) -> Runnable[Any, Any]:
+    """`model` bound to the `ExtractionOutput` schema (`memory.structured`)."""
+    return as_policy(structured).bind(model, ExtractionOutput, max_tokens=EXTRACTION_MAX_TOKENS)
 
 
 def parse_extraction(raw: object) -> list[Operation]:
@@ -87,7 +92,7 @@ def parse_extraction(raw: object) -> list[Operation]:
         raise InvalidExtractionOutput(
             f"invalid extraction output: {exc.error_count()} errors"
         ) from exc
-    return list(output.operations)
+    return output.proposed()
 
 
 @dataclass(frozen=True)
