@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import statistics
@@ -53,6 +54,7 @@ from rank_bm25 import BM25Okapi
 from evals.contract import System
 from evals.dialogue import content_words
 from evals.long_archive import ACKNOWLEDGED, ReplayClock, ReplayModel
+from evals.realmem_data import Persona, Query, load_persona, normalised, persona_files
 from evals.systems import LAST_MESSAGES, bm25_words, build
 from evals.threads import OffTopic, load_probes
 from memory.context import LONG_TERM_BLOCK_ID, RECALL_BLOCK_ID
@@ -63,89 +65,9 @@ DATA_ENV = "REALMEM_DIR"
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "realmem-dev"
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 POINT_SHARE = 0.6
-SENTENCE_WORDS = 8
-"""A sentence shorter than this ("Sounds good!") could be any session's."""
 MODES = ("new", "current")
 SYSTEMS = ("ours", "bm25")
-_LABEL = re.compile(r"^\s*【[^】]*】\s*")
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_ESCAPE = re.compile(r"\\[nt\"\\]")
-_NON_WORD = re.compile(r"\W+")
 _ITEM_KIND = re.compile(r"^- \[(\w+)\] ", re.MULTILINE)
-
-
-def normalised(text: str) -> str:
-    """`text` folded to words and single spaces (a recalled line's JSON escapes too)."""
-    return " " + _NON_WORD.sub(" ", _ESCAPE.sub(" ", text).casefold()).strip() + " "
-
-
-# -- the data ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Query:
-    id: str
-    category: str
-    points: tuple[str, ...]
-    """The `memory_used` points' contents, labels left out."""
-    sessions: tuple[str, ...]
-    """The evidence sessions' uuids."""
-
-
-@dataclass(frozen=True)
-class Line:
-    speaker: str
-    text: str
-    query: Query | None = None
-
-
-@dataclass(frozen=True)
-class Session:
-    uuid: str
-    date: str
-    lines: tuple[Line, ...]
-
-
-@dataclass(frozen=True)
-class Persona:
-    name: str
-    sessions: tuple[Session, ...]
-
-    def sentences(self) -> dict[str, tuple[str, ...]]:
-        """Per session, its lines' sentences long enough to name it, normalised."""
-        out: dict[str, tuple[str, ...]] = {}
-        for session in self.sessions:
-            found = (normalised(s) for line in session.lines for s in _SENTENCE.split(line.text))
-            out[session.uuid] = tuple(s for s in found if s.count(" ") > SENTENCE_WORDS)
-        return out
-
-
-def load_persona(path: Path) -> Persona:
-    """One persona file of the dataset."""
-    document = json.loads(path.read_text(encoding="utf-8"))
-    sessions = []
-    for raw in document["dialogues"]:
-        turns = raw["dialogue_turns"]
-        lines = []
-        for index, turn in enumerate(turns):
-            query = None
-            if turn.get("is_query"):
-                answer = turns[index + 1] if index + 1 < len(turns) else {}
-                query = Query(
-                    str(turn.get("query_id") or f"{raw['session_uuid']}-{index}"),
-                    str(turn.get("category_name") or ""),
-                    tuple(_LABEL.sub("", p["content"]) for p in answer.get("memory_used") or ()),
-                    tuple(answer.get("memory_session_uuids") or ()),
-                )
-            lines.append(Line(turn["speaker"], turn["content"], query))
-        sessions.append(Session(raw["session_uuid"], raw["current_time"][:10], tuple(lines)))
-    return Persona(document["_metadata"]["person_name"], tuple(sessions))
-
-
-def persona_files(directory: Path, names: Sequence[str] = ()) -> list[Path]:
-    """The persona files in `directory`, by name (only `names`' when given)."""
-    files = sorted(directory.glob("*.json"))
-    return [f for f in files if not names or any(f.name.startswith(n) for n in names)]
 
 
 # -- what a context holds ------------------------------------------------------------------
@@ -239,8 +161,21 @@ class Run:
     turns: int = 0
     seconds: float = 0.0
     probes: list[Probe] = field(default_factory=list)
+    errors: int = 0
+    """Errors the agent logged (a failed recall answers without it: not a miss)."""
     offtopic: list[tuple[bool, bool]] = field(default_factory=list)
     """Per off-topic probe: whether it recalled lines, and items (`recalls_anything`)."""
+
+
+class ErrorCount(logging.Handler):
+    """Counts the error records logged while it is attached."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
 
 
 def _day(iso: str) -> datetime:
@@ -366,6 +301,7 @@ class Figures:
     probes: int
     turns: int
     seconds: float
+    errors: int
 
 
 def figures(runs: Sequence[Run], name: str | None = None) -> Figures:
@@ -391,6 +327,7 @@ def figures(runs: Sequence[Run], name: str | None = None) -> Figures:
         probes=sum(len(run.offtopic) for run in runs),
         turns=sum(run.turns for run in runs),
         seconds=round(sum(run.seconds for run in runs), 1),
+        errors=sum(run.errors for run in runs),
     )
 
 
@@ -410,7 +347,7 @@ def table(rows: Sequence[Figures]) -> str:
     out = [
         "| persona | queries | word: ours | word: bm25 | session: ours | session: bm25 "
         "| block non-empty | recalled tok: ours | bm25 | off-topic: anything · lines "
-        "| turns, s |",
+        "| turns, s, errors |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -420,7 +357,7 @@ def table(rows: Sequence[Figures]) -> str:
             f"{cells(row.session, 'bm25', _pct)} | {cells(row.recalled, 'ours', _pct)} | "
             f"{cells(row.tokens, 'ours', tok)} | {cells(row.tokens, 'bm25', tok)} | "
             f"{_pct(row.offtopic)} · {_pct(row.offtopic_lines)} of {row.probes} | "
-            f"{row.turns:,}, {row.seconds:.0f} |"
+            f"{row.turns:,}, {row.seconds:.0f}, {row.errors} |"
         )
     return "\n".join(out)
 
@@ -451,16 +388,20 @@ def evaluate(
         model, clock = ReplayModel(), ReplayClock()
         system = build("ours", model, workdir, clock)
         replay = Replay(persona, system, model, budget)
-        started = time.perf_counter()
+        started, errors = time.perf_counter(), ErrorCount()
+        logging.getLogger().addHandler(errors)
         try:
             replay.play(clock, limit)
             clock.now += timedelta(days=7)
             replay.off_topic(offtopic)
         finally:
             system.close()
+            logging.getLogger().removeHandler(errors)
         replay.run.seconds = time.perf_counter() - started
-        runs.append(replay.run)
-        say(f"realmem/{persona.name}: {replay.run.turns} turns in {replay.run.seconds:.0f} s")
+        replay.run.errors = errors.count
+        run = replay.run
+        runs.append(run)
+        say(f"realmem/{run.persona}: {run.turns} turns in {run.seconds:.0f} s, {run.errors} errors")
     return runs
 
 

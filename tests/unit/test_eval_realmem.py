@@ -10,17 +10,16 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from evals.realmem import (
-    Query,
     Said,
     bm25_context,
     evaluate,
     figures,
     judge,
-    load_persona,
     recalls_anything,
     said,
     table,
 )
+from evals.realmem_data import Query, load_persona
 from evals.threads import OffTopic
 from memory.context import LONG_TERM_BLOCK_ID, RECALL_BLOCK_ID
 
@@ -165,6 +164,7 @@ def test_a_replay_probes_each_query_two_ways_beside_bm25(tmp_path: Path) -> None
     row = figures(runs)
     assert row.queries == 2 and row.word["bm25:new"] == 1.0 and row.probes == 1
     assert row.offtopic is not None and "Tess_Test" in table([row])
+    assert run.errors == 0  # a recall that failed would be logged, and counted
 
 
 def test_without_the_data_the_harness_says_so_and_skips(tmp_path: Path) -> None:
