@@ -68,10 +68,11 @@ bench: $(STAMP) ## Benchmarks: start-up imports, memory, agent beside its peers 
 	$(BIN)/python -m bench.archive_bench
 	$(BIN)/python -m bench.transfer_bench
 
-eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd, then recall and off-topic injection on a long archive (offline, about 10 min).
+eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd, then recall and off-topic injection on a long archive, then on RealMem's dev personas when ../shared/data/realmem-dev (or REALMEM_DIR) holds them (offline, about 20 min).
 	$(BIN)/python -m evals
 	$(BIN)/python -m evals.crowded
 	$(BIN)/python -m evals.long_archive
+	$(BIN)/python -m evals.realmem
 
 # the browser tests that take the README's screenshots, with the offline model; CI=true makes
 # a missing Chromium an error rather than a skip (nothing would be rewritten)
