@@ -3,6 +3,8 @@ a tap on the scrim; and the first reply's conversation listed while it streams."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from tests.browser.support import (
@@ -17,9 +19,12 @@ from tests.browser.support import (
 from tests.gates import new_gate
 from tests.integration.conftest import Server
 
+if TYPE_CHECKING:
+    from playwright.sync_api import ViewportSize
+
 pytestmark = pytest.mark.integration
 
-PHONE = {"width": 390, "height": 844}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 
 def _in_view(page: Page, selector: str) -> bool:
