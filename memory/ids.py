@@ -129,7 +129,7 @@ class ThreadIds:
     def mark(self, value: str) -> str:
         """A keyed hash of `value` (a tombstone's mark of forgotten words), short: it
         recognises words again, never proves anything."""
-        return self._hmac("mark:" + value)[:24]
+        return self._hmac("mark:" + value)[:16]
 
     def registry_thread(self, session_id: str) -> str:
         """`chat-registry:{H(session)}`."""

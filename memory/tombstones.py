@@ -22,7 +22,9 @@ from memory.longterm.items import normalise
 
 Keyed = Callable[[str], str]
 """A keyed hash of a string (`ThreadIds.mark`)."""
-_MAX_TERMS = 64
+_MAX_TERMS = 16
+"""Terms a mark keeps, in the text's order: enough to recognise it, small enough for the
+registry every turn reads."""
 _TEXT, _TERM = "text:", "term:"
 
 
@@ -32,8 +34,8 @@ class ForgottenMark(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     text: StrictStr = Field(max_length=128)
-    terms: list[StrictStr] = Field(default_factory=list, max_length=_MAX_TERMS)
-    names: list[StrictStr] = Field(default_factory=list, max_length=_MAX_TERMS)
+    terms: list[StrictStr] = Field(default_factory=list, max_length=4 * _MAX_TERMS)
+    names: list[StrictStr] = Field(default_factory=list, max_length=4 * _MAX_TERMS)
 
 
 def marks_of(texts: Iterable[str], keyed: Keyed) -> list[ForgottenMark]:
@@ -45,8 +47,8 @@ def marks_of(texts: Iterable[str], keyed: Keyed) -> list[ForgottenMark]:
             marks.append(
                 ForgottenMark(
                     text=keyed(_TEXT + words),
-                    terms=[keyed(_TERM + t) for t in query_terms(text)][:_MAX_TERMS],
-                    names=sorted({keyed(_TERM + t) for t in names_in(text)})[:_MAX_TERMS],
+                    terms=[keyed(_TERM + t) for t in query_terms(text)[:_MAX_TERMS]],
+                    names=sorted(keyed(_TERM + t) for t in names_in(text))[:_MAX_TERMS],
                 )
             )
     return marks
