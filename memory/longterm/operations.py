@@ -76,7 +76,9 @@ class ProposedAdd(_Proposed):
 class ProposedUpdate(_Proposed):
     op: Literal["update"] = Field(description="update an item that changed")
     id: str = Field(min_length=1, description="the item")
-    kind: MemoryKind = Field(description="boundary, preference, goal, style or fact")
+    kind: MemoryKind | None = Field(
+        default=None, description="boundary, preference, goal, style or fact (default: kept)"
+    )
     text: str = Field(min_length=1, description="the item as it now holds, first person")
     importance: int | None = Field(default=None, description="1 (minor) to 5 (always respect)")
 
@@ -98,6 +100,13 @@ Proposed = Annotated[
 `text` and `kind`), so a grammar-constrained model cannot leave them out."""
 
 
+def _from_flat(op: Operation) -> dict[str, Any]:
+    fields = op.model_dump(exclude_none=True)
+    if op.op == "add":
+        fields.setdefault("kind", "fact")
+    return fields
+
+
 class ExtractionOutput(BaseModel):
     """What the extraction model returns (its structured-output schema)."""
 
@@ -108,13 +117,11 @@ class ExtractionOutput(BaseModel):
     @field_validator("operations", mode="before")
     @classmethod
     def _flat(cls, operations: Any) -> Any:
-        # in-process extractors (the rules, tests) build flat `Operation`s
+        # in-process extractors (the rules, tests) build flat `Operation`s; an add of
+        # theirs with no kind is a fact, as the gate takes it
         if not isinstance(operations, list):
             return operations
-        return [
-            op.model_dump(exclude_none=True) if isinstance(op, Operation) else op
-            for op in operations
-        ]
+        return [_from_flat(op) if isinstance(op, Operation) else op for op in operations]
 
     def proposed(self) -> list[Operation]:
         """The operations, flat (the gate reads every field of each)."""
