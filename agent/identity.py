@@ -17,15 +17,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import jwt
 from starlette.datastructures import Headers
 
 from agent.settings import IdentityMode, Settings, SettingsError
-from memory.ids import ThreadIds
 from memory.limits import MAX_ID_CHARS
-from memory.storage.threads import ThreadStore
+
+if TYPE_CHECKING:  # the app imports no storage before it starts
+    from memory.ids import ThreadIds
+    from memory.storage.threads import ThreadStore
 
 logger = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ another user's session is refused. Every graph of langgraph.json is covered.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -328,8 +329,12 @@ def test_a_users_own_assistants_are_theirs_alone(server: Server, users: dict[str
         assert (await bob.assistants.get(shared))["assistant_id"] == shared
         assert await refused(lambda: bob.assistants.update(shared, metadata={"x": 1}))
         for assistant_id in ids:
-            assert await refused(lambda a=assistant_id: bob.assistants.get(a))
-            assert await refused(lambda a=assistant_id: bob.assistants.get_schemas(a))
-            assert await refused(lambda a=assistant_id: bob.assistants.delete(a))
+            attempts: list[Callable[[], Awaitable[Any]]] = [
+                functools.partial(bob.assistants.get, assistant_id),
+                functools.partial(bob.assistants.get_schemas, assistant_id),
+                functools.partial(bob.assistants.delete, assistant_id),
+            ]
+            for attempt in attempts:
+                assert await refused(attempt)
 
     asyncio.run(go())

@@ -230,8 +230,11 @@ def status_with(server: Server, cookie: str) -> int:
 def test_signing_out_ends_the_cookie_in_every_worker(db_url: str, tmp_path: Path) -> None:
     """Two workers on one database: a cookie signed out on one is refused by both, a
     copy of it included; a key rotated or withdrawn ends the cookies it made."""
-    env = {"AGENT_DATABASE_URL": db_url, "AGENT_API_KEYS": key_entries()}
-    first, second = (start_uvicorn("create", tmp_path, **env) for _ in range(2))
+    keys = key_entries()
+    first, second = (
+        start_uvicorn("create", tmp_path, AGENT_DATABASE_URL=db_url, AGENT_API_KEYS=keys)
+        for _ in range(2)
+    )
     try:
         copied = sign_in(first, KEYS["alice"])
         bobs = sign_in(second, KEYS["bob"])
@@ -248,7 +251,9 @@ def test_signing_out_ends_the_cookie_in_every_worker(db_url: str, tmp_path: Path
         for server in (first, second):
             stop(server.process)
     rotated = {"alice": "alice-new-key-0123456789", "bob": KEYS["bob"]}
-    after = start_uvicorn("create", tmp_path, **{**env, "AGENT_API_KEYS": key_entries(rotated)})
+    after = start_uvicorn(
+        "create", tmp_path, AGENT_DATABASE_URL=db_url, AGENT_API_KEYS=key_entries(rotated)
+    )
     try:
         assert status_with(after, again) == 401  # alice's old key made it
         assert status_with(after, bobs) == 200
