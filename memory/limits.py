@@ -70,7 +70,9 @@ twice the most one forgetting names (every item a session holds, with room for w
 crashed writer left over), so that even forgetting everything keeps the tombstones of
 the forgettings just before it."""
 
-MAX_NEW_MEMORIES_PER_TURN: Final = 2
+MAX_NEW_MEMORIES_PER_TURN: Final = 8
+"""New items one turn may add, each on a distinct quote (a message stating several
+facts keeps them all)."""
 MAX_MEMORY_TEXT_CHARS: Final = 300
 MAX_QUOTE_CHARS: Final = 600
 """The longest quote kept as an item's provenance (the user's words that state it)."""

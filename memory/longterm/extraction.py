@@ -1,9 +1,10 @@
 """Extraction: the owed turns of a conversation → operations on the user's long-term items.
 
-`model` asks the compaction model (structured output, temperature 0) once per upkeep for
-every owed turn, each with the assistant line it answered, and the user's current items;
-`rules` is the deterministic offline stand-in (`memory.longterm.rules`). Either way an
-operation carries `quote`, the user's own words that state it, and the gate
+`model` asks the compaction model (structured output, temperature 0) once for a batch
+of owed turns, each with the assistant line it answered, and the user's current items;
+the explicit requests of the turns ("remember that …", `memory.longterm.explicit`) are
+read by code beside it. `explicit` (offline) reads those alone. Either way an operation
+carries `quote`, the user's own words that state it, and the gate
 (`memory.longterm.gate`) verifies every operation in code before anything is written.
 """
 
@@ -20,10 +21,10 @@ from langchain_core.runnables import Runnable
 from pydantic import ValidationError
 
 from memory.limits import MAX_MEMORY_TEXT_CHARS, MAX_NEW_MEMORIES_PER_TURN
+from memory.longterm.evidence import normalised_words
+from memory.longterm.explicit import explicit_operations
 from memory.longterm.items import MemoryItem, Source
-from memory.longterm.operations import ExtractionOutput, Operation, OperationName, OwedTurn
-from memory.longterm.revocation import Said, forgets, named_by, newest_said_in
-from memory.longterm.rules import extract, revoked_words
+from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
 from memory.prompts import EXTRACTION_SYSTEM
 
 
@@ -36,7 +37,7 @@ class Extractor:
     """(owed turns, the user's items, current and history) → operations.
 
     Attributes:
-        source: what wrote the items it proposes (`rules` or `model`).
+        source: what wrote the items it proposes (`explicit` or `model`).
         run: the extraction itself.
     """
 
@@ -90,58 +91,24 @@ def parse_extraction(raw: object) -> list[Operation]:
     return list(output.operations)
 
 
-@dataclass(frozen=True)
-class _Added:
-    """An item a turn of the batch adds, as a later turn's revocation may name it."""
-
-    id: str
-    text: str
+EXPLICIT_EXTRACTOR = Extractor("explicit", explicit_operations)
+"""The explicit requests alone (offline: no model judges meaning)."""
 
 
-def rules_operations(
-    turns: Sequence[tuple[str, str | None]], items: Sequence[Said], history: Sequence[Said] = ()
-) -> list[Operation]:
-    """The rules stand-in's operations for a batch of `(user text, conversation id)`
-    turns, given the user's current `items` and `history`: an `add` per statement worth
-    keeping (`memory.longterm.rules.extract`), a `retire` (a change) or a `forget` per
-    item a revocation names (`memory.longterm.revocation`; only a forgetting names
-    history); an item a turn of the batch added is named `turn:N:K` (its turn, its place
-    in the turn)."""
-    operations: list[Operation] = []
-    added: list[_Added] = []
-    for n, (text, conversation_id) in enumerate(turns, start=1):
-        found = extract(text)
-        for clause in found.revocations:
-            named = named_by(clause, [*items, *added, *(history if forgets(clause) else ())])
-            if not named and not revoked_words(clause):  # a later bare "scratch that"
-                kept = [item for item in items if isinstance(item, MemoryItem)]
-                named = newest_said_in(kept, conversation_id)
-            op: OperationName = "forget" if forgets(clause) else "retire"
-            operations += [Operation(op=op, turn=n, quote=clause, id=key) for key in named]
-        for k, proposal in enumerate(found.proposals, start=1):
-            operations.append(
-                Operation(
-                    op="add",
-                    turn=n,
-                    quote=proposal.quote,
-                    kind=proposal.kind,
-                    text=proposal.text,
-                    importance=proposal.importance,
-                )
-            )
-            added.append(_Added(f"turn:{n}:{k}", proposal.text))
-    return operations
-
-
-RULES_EXTRACTOR = Extractor(
-    "rules",
-    lambda turns, items: rules_operations(
-        [(t.user_text, t.conversation_id) for t in turns],
-        [item for item in items if item.current],
-        [item for item in items if not item.current],
-    ),
-)
-"""The deterministic extractor (the offline stand-in)."""
+def _beside(explicit: list[Operation], proposed: list[Operation]) -> list[Operation]:
+    """The model's operations beside the explicit ones, less those on an explicit
+    request's words (the request is applied as said)."""
+    said = {(op.turn, normalised_words(op.quote)) for op in explicit}
+    kept = [
+        op
+        for op in proposed
+        if not any(
+            turn == op.turn
+            and (quote in normalised_words(op.quote) or normalised_words(op.quote) in quote)
+            for turn, quote in said
+        )
+    ]
+    return explicit + kept
 
 
 def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
@@ -149,6 +116,7 @@ def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
     one call for the whole batch of owed turns."""
 
     def run(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
-        return parse_extraction(runnable.invoke(extraction_prompt(turns, items)))
+        proposed = parse_extraction(runnable.invoke(extraction_prompt(turns, items)))
+        return _beside(explicit_operations(turns, items), proposed)
 
     return Extractor("model", run)
