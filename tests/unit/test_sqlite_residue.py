@@ -66,7 +66,7 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def agent(open_agent: Callable[..., ChatAgent], tmp_path: Path, db: Path) -> ChatAgent:
-    settings = Settings(data_dir=tmp_path / "data", retention_days=30, long_term_memory="rules")
+    settings = Settings(data_dir=tmp_path / "data", retention_days=30, long_term_memory="explicit")
     opened = open_agent(OfflineChatModel(), settings=settings)
     for number in range(3):  # other conversations share the pages and the index
         send(opened, f"Tomatoes need sun, note {number}", create_conversation=True)

@@ -65,7 +65,7 @@ def test_a_revoked_preference_leaves_no_trace_in_the_next_context(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
     model = OfflineChatModel(record=True)
-    agent = open_agent(model, long_term_memory="rules")
+    agent = open_agent(model, long_term_memory="explicit")
 
     def send(text: str, **where: Any) -> str:
         # each turn after the memory upkeep of the one before: the sequence is the test's

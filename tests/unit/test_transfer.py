@@ -37,13 +37,13 @@ def agent_on(url: str, data: Path, secret: str = SECRET) -> ChatAgent:
         model=OfflineChatModel(),
         secret=secret,
         settings=Settings(data_dir=data),
-        long_term_memory="rules",
+        long_term_memory="explicit",
     )
 
 
 @pytest.fixture
 def agent(open_agent: Callable[..., ChatAgent]) -> ChatAgent:
-    return open_agent(OfflineChatModel(), long_term_memory="rules")
+    return open_agent(OfflineChatModel(), long_term_memory="explicit")
 
 
 @pytest.fixture
