@@ -96,19 +96,19 @@ EXPLICIT_EXTRACTOR = Extractor("explicit", explicit_operations)
 
 
 def _beside(explicit: list[Operation], proposed: list[Operation]) -> list[Operation]:
-    """The model's operations beside the explicit ones, less those on an explicit
-    request's words (the request is applied as said)."""
-    said = {(op.turn, normalised_words(op.quote)) for op in explicit}
-    kept = [
-        op
-        for op in proposed
-        if not any(
-            turn == op.turn
-            and (quote in normalised_words(op.quote) or normalised_words(op.quote) in quote)
-            for turn, quote in said
-        )
-    ]
-    return explicit + kept
+    """The model's operations after the explicit ones, less those that repeat one (an
+    add of a request's words, a change of the item a request forgets): the request is
+    applied as said, once."""
+    adds = {(op.turn, normalised_words(op.quote)) for op in explicit if op.op == "add"}
+    named = {(op.turn, op.id) for op in explicit if op.op != "add"}
+
+    def repeats(op: Operation) -> bool:
+        if op.op != "add":
+            return (op.turn, op.id) in named
+        quote = normalised_words(op.quote)
+        return any(turn == op.turn and body in quote for turn, body in adds)
+
+    return explicit + [op for op in proposed if not repeats(op)]
 
 
 def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
