@@ -366,3 +366,12 @@ def test_turns_owed_together_go_to_the_model_in_one_call_with_the_line_each_answ
     ]
     (item,) = agent.memories(session_id="s")["memories"]
     assert (item["text"], item["provenance"]["quote"]) == ("I live in Denver", "Yes, Denver.")
+
+
+def test_rules_is_a_deprecated_alias_of_explicit(open_agent: Callable[..., ChatAgent]) -> None:
+    with pytest.warns(DeprecationWarning, match="'rules' is deprecated"):
+        agent = open_agent(chat_model(), long_term_memory="rules")
+    cid = new_chat(agent, "s", "I'm vegetarian and I live in Lisbon.").conversation_id
+    assert memory_texts(agent, "s") == []  # no rules judge an ordinary sentence
+    settled(agent, "记住我住在里斯本。Remember that I'm vegetarian.", "s", cid)
+    assert memory_texts(agent, "s") == ["我住在里斯本", "I'm vegetarian"]

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from pydantic import BaseModel
 
 from agent import ChatAgent, ConversationBusy, InvalidRequest
 from agent.cli.main import build_parser, main
 from agent.cli.session import ChatSession, echo_reader
 from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME
-from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
+from agent.offline import DEFAULT_HANDLERS, OfflineChatModel, StructuredHandler
 from agent.settings import Settings
 from memory.longterm import ExtractionOutput, Operation
 from tests.gates import GATE_DIR_VARIABLE, GatedModel, new_gate
@@ -350,7 +351,10 @@ def moving_extractor(messages: Any) -> ExtractionOutput:
 
 
 def test_memories_show_their_quotes_and_history_what_changed(tmp_path: Path) -> None:
-    handlers = {**DEFAULT_HANDLERS, ExtractionOutput: moving_extractor}
+    handlers: dict[type[BaseModel], StructuredHandler] = {
+        **DEFAULT_HANDLERS,
+        ExtractionOutput: moving_extractor,
+    }
     with ChatAgent(
         database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
         model=OfflineChatModel(structured_handlers=handlers),
