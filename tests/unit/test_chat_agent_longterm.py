@@ -374,4 +374,4 @@ def test_rules_is_a_deprecated_alias_of_explicit(open_agent: Callable[..., ChatA
     cid = new_chat(agent, "s", "I'm vegetarian and I live in Lisbon.").conversation_id
     assert memory_texts(agent, "s") == []  # no rules judge an ordinary sentence
     settled(agent, "记住我住在里斯本。Remember that I'm vegetarian.", "s", cid)
-    assert memory_texts(agent, "s") == ["我住在里斯本", "I'm vegetarian"]
+    assert sorted(memory_texts(agent, "s")) == ["I'm vegetarian", "我住在里斯本"]
