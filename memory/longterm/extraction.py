@@ -25,6 +25,7 @@ from memory.longterm.evidence import normalised_words
 from memory.longterm.explicit import explicit_operations
 from memory.longterm.items import MemoryItem, Source
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
+from memory.longterm.recall import tokens
 from memory.prompts import EXTRACTION_SYSTEM
 
 
@@ -48,22 +49,50 @@ class Extractor:
         return self.run(turns, items)
 
 
+PROMPT_ITEMS = 60
+"""Current items an extraction call is shown at most: those sharing the most words with
+the batch (with few items, all), so that the input fits a small model's window."""
+PROMPT_HISTORY = 20
+"""History items (what a user may still ask to forget) shown at most, likewise."""
+PROMPT_ASSISTANT_CHARS = 600
+"""The assistant's line before a turn, cut to its end (the question it asked)."""
+
+
+def _nearest(items: Sequence[MemoryItem], said: frozenset[str], limit: int) -> list[MemoryItem]:
+    """The `limit` items sharing the most words with `said`, in their given order."""
+    if len(items) <= limit:
+        return list(items)
+    ranked = sorted(items, key=lambda item: -len(tokens(item.text) & said))[:limit]
+    kept = {item.id for item in ranked}
+    return [item for item in items if item.id in kept]
+
+
+def _tail(text: str) -> str:
+    if len(text) <= PROMPT_ASSISTANT_CHARS:
+        return text
+    return "…" + text[-(PROMPT_ASSISTANT_CHARS - 1) :]
+
+
 def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[BaseMessage]:
     """The extraction model's input: the instruction, then the turns, the current items
     and the history (what a user may still ask to forget) as one JSON document (texts
-    are values, never instructions)."""
+    are values, never instructions), fitted to a small window (the items nearest the
+    batch, the assistant's lines cut)."""
     system = EXTRACTION_SYSTEM.format(
         max_new=MAX_NEW_MEMORIES_PER_TURN, max_chars=MAX_MEMORY_TEXT_CHARS
     )
+    said = tokens(" ".join(turn.user_text for turn in turns))
+    current = _nearest([item for item in items if item.current], said, PROMPT_ITEMS)
+    history = _nearest([item for item in items if not item.current], said, PROMPT_HISTORY)
     document = {
         "turns": [
-            {"turn": n, "assistant_before": turn.assistant_before, "user": turn.user_text}
+            {"turn": n, "assistant_before": _tail(turn.assistant_before), "user": turn.user_text}
             for n, turn in enumerate(turns, start=1)
         ],
         "current_memories": [
-            {"id": item.id, "kind": item.kind, "text": item.text} for item in items if item.current
+            {"id": item.id, "kind": item.kind, "text": item.text} for item in current
         ],
-        "history": [{"id": item.id, "text": item.text} for item in items if not item.current],
+        "history": [{"id": item.id, "text": item.text} for item in history],
     }
     body = json.dumps(document, ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]

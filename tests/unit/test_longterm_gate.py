@@ -3,6 +3,7 @@ changes kept as history, forgetting on request; explicit requests read by code."
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from memory.longterm import (
     WritePlan,
     plan_write,
 )
+from memory.longterm.extraction import PROMPT_ASSISTANT_CHARS, PROMPT_ITEMS, extraction_prompt
 from memory.longterm.gate import Reason
 from memory.longterm.items import MemoryKind, Provenance, normalise
 
@@ -449,3 +451,17 @@ def test_a_request_quotes_the_users_words_exactly() -> None:
         "the budget I set is $48,500 for the whole project",
     ]
     assert reasons(result) == []
+
+
+def test_the_extraction_input_fits_a_small_window() -> None:
+    """The items nearest the batch (with few, all), the assistant's lines cut to their end."""
+    many = [item(f"I collect stamps from country {n}", item_id=f"m_{n}") for n in range(200)]
+    boat = item("My boat is called Marisol", item_id="m_boat")
+    said = [turn("The boat needs paint.", assistant="x" * 5000 + " What colour is it?")]
+    document = json.loads(str(extraction_prompt(said, [*many, boat])[-1].content))
+    shown = [shown["id"] for shown in document["current_memories"]]
+    assert len(shown) == PROMPT_ITEMS and "m_boat" in shown
+    before = document["turns"][0]["assistant_before"]
+    assert len(before) == PROMPT_ASSISTANT_CHARS and before.endswith("What colour is it?")
+    few = json.loads(str(extraction_prompt(said, many[:3])[-1].content))
+    assert [shown["id"] for shown in few["current_memories"]] == ["m_0", "m_1", "m_2"]
