@@ -124,12 +124,12 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
 def extraction_for(
     mode: LongTermMode, settings: Settings, model: BaseChatModel | None
 ) -> Extraction:
-    """The extractor `mode` names; `auto` is `model` with a real model and `rules` with the
-    offline one (its extraction would only repeat the rules)."""
+    """The extractor `mode` names; `auto` is `model` with a real model and `explicit`
+    with the offline one (which judges no meaning)."""
     if mode != "auto":
         return mode
     offline = isinstance(model, OfflineChatModel) if model is not None else settings.offline
-    return "rules" if offline else "model"
+    return "explicit" if offline else "model"
 
 
 def context_budget(settings: Settings, model: BaseChatModel | None = None) -> ContextBudget:

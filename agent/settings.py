@@ -34,7 +34,7 @@ from memory.limits import (
 from memory.storage import DEFAULT_DATABASE_URL
 
 StructuredOutputMethod = Literal["auto", "json_schema", "function_calling", "json_mode"]
-LongTermMode = Literal["auto", "rules", "model", "off"]
+LongTermMode = Literal["auto", "explicit", "model", "off", "rules"]
 RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
 MAX_DAYS = 36_500.0
@@ -135,9 +135,10 @@ class Settings(BaseSettings):
         new_sessions_per_minute: `AGENT_NEW_SESSIONS_PER_MINUTE`: how many new sessions
             one client address may start per minute, per server process (0: no bound).
         long_term_memory: `AGENT_LONG_TERM_MEMORY`: how a completed turn's user text is
-            turned into long-term items: auto (model with a real model, rules with the
-            offline one) | rules | model | off (no extraction; items added directly
-            are still recalled).
+            turned into long-term items: auto (model with a real model, explicit with
+            the offline one) | explicit ("remember that …" / "forget that …" only) |
+            model (with the explicit requests) | off (no extraction; items added
+            directly are still recalled); rules: a deprecated alias of explicit.
         embeddings_model: `AGENT_EMBEDDINGS_MODEL`: rank long-term items through the
             store's vector index, and recall archived lines by their embeddings besides
             their words, with these OpenAI-compatible embeddings (unset: lexical

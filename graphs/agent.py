@@ -18,6 +18,7 @@ that this package never reaches up into `agent/`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -39,13 +40,25 @@ from graphs.upkeep import build_upkeep_graph
 from memory.budget import ContextBudget
 from memory.compaction import structured_compactor
 from memory.conversations import ConversationMemory
-from memory.longterm import RULES_EXTRACTOR, Extractor, model_extractor, structured_extractor
+from memory.longterm import EXPLICIT_EXTRACTOR, Extractor, model_extractor, structured_extractor
 from memory.longterm.store import LongTermMemory
 from memory.structured import StructuredPolicy
 
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
 Compiled = CompiledStateGraph[Any, Any, Any, Any]
-Extraction = Literal["rules", "model", "off"]
+Extraction = Literal["explicit", "model", "off", "rules"]
+"""`rules` is a deprecated alias of `explicit` (the rules extractor is retired)."""
+RULES_DEPRECATED = (
+    "long-term memory mode 'rules' is deprecated: it is 'explicit' (only \"remember that "
+    '…" and "forget that …" requests add or forget items without a model)'
+)
+
+
+def explicit_only(extraction: Extraction) -> bool:
+    """Whether `extraction` reads explicit requests alone (`rules` warns: deprecated)."""
+    if extraction == "rules":
+        warnings.warn(RULES_DEPRECATED, DeprecationWarning, stacklevel=3)
+    return extraction in ("explicit", "rules")
 
 
 def extractor_for(
@@ -55,8 +68,8 @@ def extractor_for(
     never streams (memory internals)."""
     if extraction == "off":
         return None
-    if extraction == "rules":
-        return RULES_EXTRACTOR
+    if explicit_only(extraction):
+        return EXPLICIT_EXTRACTOR
     runnable = structured_extractor(model, method).with_config(tags=[TAG_NOSTREAM])
     return model_extractor(runnable)
 
@@ -85,7 +98,7 @@ def build_upkeep(
     compaction_model: BaseChatModel,
     structured_output_method: StructuredPolicy | str | None = None,
     long_term: LongTermMemory | None = None,
-    extraction: Extraction = "rules",
+    extraction: Extraction = "explicit",
 ) -> Compiled:
     """The compiled upkeep graph of an agent graph (`graphs.upkeep`): its compaction
     and extraction run on `compaction_model` (structured output, never streamed)."""
@@ -109,7 +122,7 @@ def build_agent_graph(
     structured_output_method: StructuredPolicy | str | None = None,
     workflows: Mapping[str, Compiled] | None = None,
     long_term: LongTermMemory | None = None,
-    extraction: Extraction = "rules",
+    extraction: Extraction = "explicit",
     budget: ContextBudget | None = None,
     upkeep: Compiled | None = None,
     call_timeout: float | None = None,
@@ -128,8 +141,9 @@ def build_agent_graph(
             reading `WorkflowInput` and writing `WorkflowOutput` (graphs/state.py).
         long_term: the users' long-term memory; None leaves it out (no recall, no
             `remember`).
-        extraction: how `remember` extracts: `rules`, `model` (the compaction model,
-            structured output) or `off` (recall only).
+        extraction: how `remember` extracts: `explicit` (explicit requests only; `rules`
+            is its deprecated alias), `model` (the compaction model, structured output,
+            with the explicit requests) or `off` (recall only).
         budget: the context budget every turn's context is fitted into, and a new
             message checked against (None: no budget).
         upkeep: the compiled upkeep graph, when the caller also runs it on its own
@@ -155,6 +169,7 @@ def build_agent_graph(
         long_term=long_term,
         budget=budget,
         remembers=long_term is not None and extraction != "off",
+        explicit_only=extraction in ("explicit", "rules"),
     )
     builder: AgentGraph = StateGraph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput

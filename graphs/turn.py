@@ -179,7 +179,9 @@ class TurnNodes:
         long_term: the users' long-term memory (None: no recall).
         budget: the context budget every model call is fitted into (None: no budget).
         remembers: whether the graph's upkeep extracts long-term items (a completed turn
-            then owes an extraction when its text may hold something).
+            then owes an extraction when its text is worth one).
+        explicit_only: the upkeep reads explicit requests alone (no model): only a turn
+            holding one owes an extraction.
     """
 
     def __init__(
@@ -190,12 +192,14 @@ class TurnNodes:
         long_term: LongTermMemory | None = None,
         budget: ContextBudget | None = None,
         remembers: bool = False,
+        explicit_only: bool = False,
     ) -> None:
         self.memory = memory
         self.routes = routes
         self.long_term = long_term
         self.budget = budget
         self.remembers = remembers
+        self.explicit_only = explicit_only
 
     def _request(self, state: AgentState, context: Context) -> TurnRequest:
         """The turn's request: the one the caller validated, else the raw input's."""
@@ -296,6 +300,10 @@ class TurnNodes:
         }
         return Command(update=update, goto=route)
 
+    def _owes(self, said: UserText) -> bool:
+        """Whether a completed turn's text owes an extraction (structure and cost)."""
+        return said.explicit if self.explicit_only else said.says_something or said.explicit
+
     def finalize(self, state: AgentState, runtime: Runtime[Context]) -> Command[Any]:
         """Write the user's text and the final answer to the conversation's memory, with
         the upkeep it leaves owed (an extraction when a completed turn's text may hold
@@ -320,7 +328,7 @@ class TurnNodes:
                 session_id,
                 conversation_id,
                 turn,
-                owe_remember=self.remembers and completed and said.says_something,
+                owe_remember=self.remembers and completed and self._owes(said),
                 kept_user_text=said.kept or None,
                 held=held,
                 context=given(state),

@@ -29,7 +29,7 @@ from tests.integration.conftest import REPO, Server, start_langgraph_dev, stop
 pytestmark = pytest.mark.integration
 
 GRAPHS = sorted(json.loads((REPO / "langgraph.json").read_text())["graphs"])
-FACT = "I'm vegetarian and I live in Lisbon."
+FACT = "Remember that I'm vegetarian and I live in Lisbon."
 TASKS = "/tasklist Set up CI. Add linting."
 
 

@@ -309,6 +309,6 @@ def test_a_memory_said_over_http_is_recalled_in_a_studio_run(langgraph_dev: Serv
         assert "[fact] I am vegetarian" in mine["answer"]
         assert "vegetarian" not in theirs["answer"]
         said = asyncio.run(run("Please remember that I love jazz.", session_id))
-        assert said["remembered"] == ["I love jazz."]
+        assert said["remembered"] == ["I love jazz"]
         listed = [m["text"] for m in client.get("/api/memories").json()["memories"]]
-    assert sorted(listed) == ["I am vegetarian", "I love jazz."]
+    assert sorted(listed) == ["I am vegetarian", "I love jazz"]
