@@ -15,7 +15,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import SecretStr
 
 from agent.offline import OfflineChatModel
-from agent.settings import Settings
+from agent.settings import Settings, SettingsError
 from memory.budget import TokenCounter
 from memory.errors import InvalidInput
 
@@ -28,9 +28,18 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+LOCAL_NOT_SERVED = (
+    "AGENT_MODEL=local is served by the agent it runs in: open a ChatAgent (or "
+    "agent.runtime.assemble), or point settings at the server with agent.local_model"
+)
+
+
 def _openai(settings: Settings, model: str, temperature: float | None) -> ChatOpenAI:
+    if settings.local:  # "local" is no model name an endpoint knows
+        raise SettingsError(LOCAL_NOT_SERVED)
     from langchain_openai import ChatOpenAI
 
+    bound = settings.max_tokens
     return ChatOpenAI(
         model=model,
         api_key=settings.openai_api_key or SecretStr(""),
@@ -38,6 +47,10 @@ def _openai(settings: Settings, model: str, temperature: float | None) -> ChatOp
         temperature=temperature,
         timeout=settings.request_timeout,
         max_retries=settings.max_retries,
+        max_tokens=bound,
+        # ChatOpenAI sends the bound as `max_completion_tokens`, which OpenAI-compatible
+        # servers such as llama-cpp-python's ignore: they read `max_tokens`
+        extra_body={"max_tokens": bound} if bound and settings.openai_base_url else None,
     )
 
 

@@ -37,6 +37,12 @@ StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
 LongTermMode = Literal["auto", "rules", "model", "off"]
 RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
+LOCAL_MODEL = "local"
+"""`AGENT_MODEL=local`: the packaged GGUF (or `AGENT_LOCAL_MODEL_PATH`), served on 127.0.0.1."""
+LOCAL_WITH_BASE_URL = (
+    "AGENT_MODEL=local runs a model on this machine, and OPENAI_BASE_URL names another "
+    "endpoint: unset one of them"
+)
 MAX_DAYS = 36_500.0
 """The longest retention or TTL (a century): further would overflow the date arithmetic."""
 MAX_REQUEST_TIMEOUT_S = 3_600.0
@@ -115,6 +121,12 @@ class Settings(BaseSettings):
         model: `AGENT_MODEL`.
         compaction_model: `AGENT_COMPACTION_MODEL` (defaults to `model`).
         structured_output_method: `AGENT_STRUCTURED_OUTPUT_METHOD`.
+        local_model_path: `AGENT_LOCAL_MODEL_PATH`: the GGUF file `AGENT_MODEL=local`
+            serves (default: the one `make local-model` installs).
+        local_context: `AGENT_LOCAL_CONTEXT`: the local model's context window in tokens
+            (capped by the model's own).
+        max_tokens: `AGENT_MAX_TOKENS`: the most tokens a model's answer may have
+            (unset: the endpoint's own limit; 512 for the local model).
         request_timeout: `AGENT_REQUEST_TIMEOUT` seconds per model request.
         max_retries: `AGENT_MAX_RETRIES` per model request.
         secure_cookies: `AGENT_SECURE_COOKIES`: mark the session cookie `Secure` (it is
@@ -181,6 +193,11 @@ class Settings(BaseSettings):
     structured_output_method: StructuredOutputMethod = Field(
         "json_schema", validation_alias=_env("AGENT_STRUCTURED_OUTPUT_METHOD")
     )
+    local_model_path: Path | None = Field(None, validation_alias=_env("AGENT_LOCAL_MODEL_PATH"))
+    local_context: int = Field(
+        8192, ge=4096, le=131_072, validation_alias=_env("AGENT_LOCAL_CONTEXT")
+    )
+    max_tokens: int | None = Field(None, gt=0, le=65_536, validation_alias=_env("AGENT_MAX_TOKENS"))
     request_timeout: float = Field(
         60.0,
         gt=0,
@@ -264,6 +281,8 @@ class Settings(BaseSettings):
             "AGENT_PROXY_USER_HEADER": self.proxy_user_header,
             "AGENT_TRUSTED_PROXIES": self.trusted_proxies or None,
         }
+        if self.local and self.openai_base_url:
+            raise ValueError(LOCAL_WITH_BASE_URL)
         for names, message in ((jwt, JWT_TOGETHER), (proxy, PROXY_TOGETHER)):
             missing = [name for name, value in names.items() if value is None]
             if 0 < len(missing) < len(names):
@@ -287,9 +306,15 @@ class Settings(BaseSettings):
         return secret
 
     @property
+    def local(self) -> bool:
+        """True with `AGENT_MODEL=local`: the agent serves a GGUF model itself."""
+        return self.model == LOCAL_MODEL
+
+    @property
     def offline(self) -> bool:
-        """True when no API key is set: the deterministic offline model serves."""
-        return self.openai_api_key is None
+        """True when no API key is set and no local model is asked for: the
+        deterministic offline model serves."""
+        return self.openai_api_key is None and not self.local
 
     @property
     def secret(self) -> str | None:
