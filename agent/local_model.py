@@ -153,11 +153,24 @@ def _get_json(url: str, timeout: float) -> object:
         return json.loads(response.read())
 
 
+SERVE_WHILE_PARENT_LIVES = """\
+import os, runpy, signal, sys, threading
+def orphaned():
+    sys.stdin.buffer.read()  # end of file: the agent's process is gone, however it ended
+    os.kill(os.getpid(), signal.SIGTERM)
+threading.Thread(target=orphaned, daemon=True).start()
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+"""The server's entry point: `python -m llama_cpp.server`, stopped when the pipe from the
+agent's process closes, so that no server outlives its agent (a kill leaves no orphan)."""
+
+
 class LocalServer:
-    """One `python -m llama_cpp.server` process serving one GGUF on 127.0.0.1.
+    """One llama-cpp-python server process serving one GGUF on 127.0.0.1.
 
     Started by `start` and waited for until `/v1/models` names the model; stopped by
-    `stop` (terminated, then killed), and at the latest when this process exits.
+    `stop` (terminated, then killed), at this process's exit, and by itself when this
+    process is gone.
     """
 
     def __init__(self, path: Path, window: int, log: Path) -> None:
@@ -171,8 +184,8 @@ class LocalServer:
         """The server's command line."""
         return [
             sys.executable,
-            "-m",
-            "llama_cpp.server",
+            "-c",
+            SERVE_WHILE_PARENT_LIVES,
             "--model",
             str(self.path),
             "--model_alias",
@@ -199,7 +212,7 @@ class LocalServer:
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
         with os.fdopen(fd, "ab") as log:
             self._process = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env
+                self.command(), stdin=subprocess.PIPE, stdout=log, stderr=log, env=env
             )
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout
@@ -235,6 +248,8 @@ class LocalServer:
         atexit.unregister(self.stop)
         if process is None or process.poll() is not None:
             return
+        if process.stdin is not None:
+            process.stdin.close()
         process.terminate()
         try:
             process.wait(STOP_TIMEOUT_S)

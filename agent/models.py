@@ -37,6 +37,7 @@ LOCAL_NOT_SERVED = (
 def _openai(settings: Settings, model: str, temperature: float | None) -> ChatOpenAI:
     if settings.local:  # "local" is no model name an endpoint knows
         raise SettingsError(LOCAL_NOT_SERVED)
+    import openai
     from langchain_openai import ChatOpenAI
 
     bound = settings.max_tokens
@@ -51,6 +52,10 @@ def _openai(settings: Settings, model: str, temperature: float | None) -> ChatOp
         # ChatOpenAI sends the bound as `max_completion_tokens`, which OpenAI-compatible
         # servers such as llama-cpp-python's ignore: they read `max_tokens`
         extra_body={"max_tokens": bound} if bound and settings.openai_base_url else None,
+        # an async client of the model's own: langchain-openai shares one per base URL
+        # across the process, and its connections belong to the event loop that opened
+        # them, which a closed agent's loop takes with it
+        http_async_client=openai.DefaultAsyncHttpxClient(timeout=settings.request_timeout),
     )
 
 
