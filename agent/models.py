@@ -15,7 +15,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import SecretStr
 
 from agent.offline import OfflineChatModel
-from agent.settings import Settings
+from agent.settings import Settings, SettingsError
 from memory.budget import TokenCounter
 from memory.errors import InvalidInput
 from memory.structured import token_limit
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+LOCAL_NOT_SERVED = (
+    "AGENT_MODEL=local is served by the agent it runs in: open a ChatAgent (or "
+    "agent.runtime.assemble), or point settings at the server with agent.local_model"
+)
 NO_KEY = SecretStr("unused")
 """What is sent as the key to an endpoint that needs none (a local server takes any)."""
 
@@ -55,6 +59,7 @@ def chat_openai(
         max_retries: the client's retries of a failed request.
         max_tokens: the most tokens of an answer (structured calls set their own).
     """
+    import openai
     from langchain_openai import ChatOpenAI
 
     limit = token_limit(base_url, max_tokens) if max_tokens is not None else {}
@@ -66,11 +71,21 @@ def chat_openai(
         timeout=timeout,
         max_retries=max_retries,
         **limit,
+        # an async client of the model's own: langchain-openai shares one per base URL
+        # across the process, and its connections belong to the event loop that opened
+        # them, which a closed agent's loop takes with it
+        http_async_client=openai.DefaultAsyncHttpxClient(timeout=timeout),
     )
+
+
+def _served(settings: Settings) -> None:
+    if settings.local:  # "local" is no model name an endpoint knows
+        raise SettingsError(LOCAL_NOT_SERVED)
 
 
 def load_chat_model(settings: Settings) -> BaseChatModel:
     """The chat model: `ChatOpenAI(AGENT_MODEL)`, or the offline model without an endpoint."""
+    _served(settings)
     if settings.offline:
         logger.info("neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: using the offline model")
         return OfflineChatModel()
@@ -86,6 +101,7 @@ def load_chat_model(settings: Settings) -> BaseChatModel:
 
 def load_compaction_model(settings: Settings) -> BaseChatModel:
     """The compaction model: `AGENT_COMPACTION_MODEL` (default `AGENT_MODEL`) at temperature 0."""
+    _served(settings)
     if settings.offline:
         return OfflineChatModel()
     return chat_openai(

@@ -8,13 +8,14 @@ run threads).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
+from agent.local_model import endpoint_settings, serve
 from agent.models import (
     RecentEmbeddings,
     at_temperature_zero,
@@ -163,6 +164,10 @@ def workflow_graphs(
     }
 
 
+def _nothing() -> None:
+    """Nothing to let go of: the agent started nothing besides its stores."""
+
+
 @dataclass(frozen=True)
 class Assembly:
     """An agent's parts, open and wired: its stores and its graphs.
@@ -175,6 +180,8 @@ class Assembly:
         upkeep: the compiled upkeep graph, the agent graph's `upkeep` node, which a
             caller also runs on its own after a turn.
         structured: how its structured calls are made, and what they met (`stats`).
+        release: lets go of what the agent started besides its stores (the local
+            model's server); its owner calls it when it closes.
     """
 
     memory: ConversationMemory
@@ -183,6 +190,7 @@ class Assembly:
     graph: AgentGraph
     upkeep: Compiled
     structured: StructuredPolicy
+    release: Callable[[], None] = _nothing
 
 
 def assemble(
@@ -210,9 +218,18 @@ def assemble(
             `search_conversations`).
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
     """
-    memory = open_memory(settings, database_url=database_url, secret=secret)
-    scrub_run_ids(memory)  # an earlier release's run threads held the raw ids
+    release = _nothing
+    if settings.local and model is None:
+        # the local model is an endpoint like any other once its server runs
+        endpoint, release = serve(settings)
+        settings = endpoint_settings(settings, endpoint)
     try:
+        memory = open_memory(settings, database_url=database_url, secret=secret)
+    except BaseException:
+        release()
+        raise
+    try:
+        scrub_run_ids(memory)  # an earlier release's run threads held the raw ids
         long_term = open_long_term(settings, memory)
         chat_model = model or load_chat_model(settings)
         compactor = (
@@ -254,5 +271,6 @@ def assemble(
         )
     except BaseException:
         memory.threads.close()
+        release()
         raise
-    return Assembly(memory, long_term, budget, graph, upkeep, method)
+    return Assembly(memory, long_term, budget, graph, upkeep, method, release)

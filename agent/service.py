@@ -84,6 +84,7 @@ class ChatAgent:
         )
         self.memory, self.long_term, self.budget = parts.memory, parts.long_term, parts.budget
         self.structured = parts.structured
+        self._release = parts.release
         self.graph = parts.graph.compile(
             checkpointer=self.memory.threads.checkpointer, name="agent"
         )
@@ -100,10 +101,12 @@ class ChatAgent:
     # -- lifecycle ----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Wait (briefly) for memory upkeep, stop the agent's loop, close its database."""
+        """Wait (briefly) for memory upkeep, stop the agent's loop, close its database,
+        and stop the local model's server if this agent was its last user."""
         self.upkeep.close()
         self._loop.close()
         self.memory.threads.close()
+        self._release()
 
     def wait_for_upkeep(self, timeout: float | None = None) -> bool:
         """Block until no memory upkeep runs in this agent; False if `timeout` passed."""

@@ -37,6 +37,12 @@ StructuredOutputMethod = Literal["auto", "json_schema", "function_calling", "jso
 LongTermMode = Literal["auto", "explicit", "model", "off", "rules"]
 RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
+LOCAL_MODEL = "local"
+"""`AGENT_MODEL=local`: the packaged GGUF (or `AGENT_LOCAL_MODEL_PATH`), served on 127.0.0.1."""
+LOCAL_WITH_BASE_URL = (
+    "AGENT_MODEL=local runs a model on this machine, and OPENAI_BASE_URL names another "
+    "endpoint: unset one of them"
+)
 MAX_DAYS = 36_500.0
 """The longest retention or TTL (a century): further would overflow the date arithmetic."""
 MAX_REQUEST_TIMEOUT_S = 3_600.0
@@ -129,6 +135,10 @@ class Settings(BaseSettings):
         request_timeout: `AGENT_REQUEST_TIMEOUT` seconds per model request (default 60,
             300 for an endpoint on this machine: a CPU model is slow).
         answer_tokens: `AGENT_ANSWER_TOKENS`, the most tokens of a chat answer.
+        local_model_path: `AGENT_LOCAL_MODEL_PATH`: the GGUF file `AGENT_MODEL=local`
+            serves (default: the one `make local-model` installs).
+        local_context: `AGENT_LOCAL_CONTEXT`: the local model's context window in tokens
+            (capped by the model's own).
         max_retries: `AGENT_MAX_RETRIES` per model request.
         secure_cookies: `AGENT_SECURE_COOKIES`: mark the session cookie `Secure` (it is
             marked anyway on requests that arrive over HTTPS).
@@ -195,6 +205,10 @@ class Settings(BaseSettings):
     compaction_model: str | None = Field(None, validation_alias=_env("AGENT_COMPACTION_MODEL"))
     structured_output_method: StructuredOutputMethod = Field(
         "auto", validation_alias=_env("AGENT_STRUCTURED_OUTPUT_METHOD")
+    )
+    local_model_path: Path | None = Field(None, validation_alias=_env("AGENT_LOCAL_MODEL_PATH"))
+    local_context: int = Field(
+        8192, ge=4096, le=131_072, validation_alias=_env("AGENT_LOCAL_CONTEXT")
     )
     request_timeout: float = Field(
         REQUEST_TIMEOUT_S,
@@ -282,6 +296,8 @@ class Settings(BaseSettings):
             "AGENT_PROXY_USER_HEADER": self.proxy_user_header,
             "AGENT_TRUSTED_PROXIES": self.trusted_proxies or None,
         }
+        if self.local and self.openai_base_url:
+            raise ValueError(LOCAL_WITH_BASE_URL)
         for names, message in ((jwt, JWT_TOGETHER), (proxy, PROXY_TOGETHER)):
             missing = [name for name, value in names.items() if value is None]
             if 0 < len(missing) < len(names):
@@ -311,9 +327,15 @@ class Settings(BaseSettings):
         return secret
 
     @property
+    def local(self) -> bool:
+        """True with `AGENT_MODEL=local`: the agent serves a GGUF model itself."""
+        return self.model == LOCAL_MODEL
+
+    @property
     def offline(self) -> bool:
-        """True when neither an API key nor a base URL is set: the offline model serves."""
-        return self.openai_api_key is None and self.openai_base_url is None
+        """True when neither an API key nor a base URL is set and no local model is asked
+        for: the deterministic offline model serves."""
+        return self.openai_api_key is None and self.openai_base_url is None and not self.local
 
     @property
     def call_timeout(self) -> float:

@@ -191,7 +191,7 @@ def run_chat(session_id: str, conversation_id: str | None, *, verbose: bool = Fa
 
     try:
         agent = ChatAgent(settings=settings)
-    except ChatMemoryError as exc:
+    except (ChatMemoryError, SettingsError) as exc:  # the local model's too
         return _fail(str(exc))
     except Exception:
         logger.exception("could not start the agent")
