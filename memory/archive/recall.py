@@ -29,6 +29,7 @@ about.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -36,10 +37,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine
+from memory.archive.passages import passage
 from memory.archive.repeats import Held
 from memory.archive.terms import line_terms, query_terms, term_weight
 from memory.limits import DEFAULT_RECALL_DISTANCE
-from memory.prompts import RECALL_HEADING, RECALL_LINE
+from memory.prompts import RECALL_BLOCK, RECALL_HEADING, RECALL_LINE
 from memory.schema import ThreadState
 from memory.text import approximate_tokens, clamp, quoted
 
@@ -59,8 +61,9 @@ dev long archive the lines around the best 20 hold more evidence than the hits r
 MIN_LINE_TOKENS = 8
 """No recalled line costs less (its role, quotes and a word): below it the block is full."""
 LINE_CHARS = 600
-"""A recalled line is cut to this many characters in the context (either side's: an
-answer is as much what was found as a question)."""
+"""A recalled line shows at most this many characters: a longer one its passage for the
+query (`memory.archive.passages`; either side's: an answer is as much what was found as
+a question)."""
 _SPACES = re.compile(r"\s+")
 
 
@@ -198,6 +201,10 @@ def _heading_tokens(title: str) -> int:
     return approximate_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
 
 
+FRAME_TOKENS = approximate_tokens(RECALL_BLOCK.format(lines="")) + 1
+"""The block's own words, before any line."""
+
+
 def heading_tokens(line: ArchivedLine) -> int:
     """About how many tokens the heading of `line`'s conversation and day takes."""
     return _heading_tokens(line.title)
@@ -228,13 +235,15 @@ class _Block:
         state: ThreadState,
         max_tokens: int,
         excluded: Collection[str] = (),
+        terms: Sequence[str] = (),
     ) -> None:
         self.conversation_id = conversation_id
+        self.terms = tuple(terms)
         self.excluded = frozenset(excluded)
         self.in_context = {m.id for m in state.messages}
         self.summary = _folded(state.summary)
         self.max_tokens = max_tokens
-        self.used = 0
+        self.used = FRAME_TOKENS  # the whole block is within its budget
         self.seen: set[int] = set()
         self.headed: set[tuple[str, str]] = set()
         self.held = Held()
@@ -260,6 +269,12 @@ class _Block:
     def new(self, line: ArchivedLine | None) -> bool:
         """Whether `line` is wanted and not in the block yet."""
         return line is not None and line.id not in self.seen and self.wanted(line)
+
+    def fit(self, line: ArchivedLine) -> ArchivedLine:
+        """`line` as the block shows it: a long one cut to its passage for the query."""
+        if len(line.text) <= LINE_CHARS:
+            return line
+        return dataclasses.replace(line, text=passage(line.text, self.terms, LINE_CHARS))
 
     def cost(self, lines: Sequence[ArchivedLine]) -> int:
         """What adding `lines` costs: theirs, and the headings the block lacks."""
@@ -328,7 +343,7 @@ def choose(
 ) -> Recall:
     """The lines to recall among `hits` (best lexical rank first) and `nearest` (nearest
     embedding first), none of `exclude_message_ids` (see the module docstring)."""
-    block = _Block(conversation_id, state, max_tokens, exclude_message_ids)
+    block = _Block(conversation_id, state, max_tokens, exclude_message_ids, terms)
     lexical, close = _eligible(hits, nearest, terms, block, max_distance)
     taken: list[tuple[ArchivedLine, list[ArchivedLine]]] = []
     for hit in fuse(lexical, close):
@@ -336,13 +351,19 @@ def choose(
             break
         if not block.new(hit):
             continue
-        alone = block.cost([hit])
-        if block.used + alone > max_tokens or block.held.repeats(hit.text):
+        shown_hit = block.fit(hit)
+        alone = block.cost([shown_hit])
+        if block.used + alone > max_tokens or block.held.repeats(shown_hit.text):
             continue  # (the price first: once the block is nearly full, most hits fail it)
-        group = [line for line in _with_neighbours(hit) if block.new(line)]
+        group = [
+            shown_hit if line.id == hit.id else block.fit(line)
+            for line in _with_neighbours(hit)
+            if block.new(line)
+        ]
+        group = [line for line in group if line.id == hit.id or not block.held.repeats(line.text)]
         spent = block.cost(group)
         if block.used + spent > max_tokens:
-            group, spent = [hit], alone
+            group, spent = [shown_hit], alone
         block.take(group, spent)
         taken.append((hit, group))
     _widen(block, taken)
@@ -362,6 +383,7 @@ def _widen(block: _Block, taken: Sequence[tuple[ArchivedLine, list[ArchivedLine]
                 return
             if line is None or not block.new(line):
                 continue
+            line = block.fit(line)
             spent = block.cost([line])
             if block.used + spent <= block.max_tokens and not block.held.repeats(line.text):
                 block.take([line], spent)
