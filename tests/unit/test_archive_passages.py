@@ -29,9 +29,9 @@ def test_a_short_text_is_shown_whole() -> None:
 def test_a_long_text_shows_its_best_sentences_in_order_not_its_head() -> None:
     shown = passage(ANSWER, query_terms("what is my net salary?"), 200)
     assert SALARY in shown and FILLER[0] not in shown
-    assert len(shown) <= 200 + len(GAP)
-    # what is left of the room goes to the sentences around it, in the order said
-    assert shown.index(FILLER[11]) < shown.index(SALARY) < shown.index(BONUS)
+    assert len(shown) <= 200 + 2 * len(GAP) + 2
+    # a run of sentences around it, in the order said
+    assert shown.index(FILLER[11]) < shown.index(SALARY)
     assert shown.startswith("…") and shown.endswith("…")
 
 
