@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from memory import ThreadState
 from memory.archive import ArchivedLine
+from memory.archive.lines import ArchiveRole
 from memory.archive.passages import GAP, passage, sentences
 from memory.archive.recall import LINE_CHARS, choose, render
 from memory.archive.terms import query_terms
@@ -58,10 +59,20 @@ def test_sentences_keep_decimals_and_split_list_items() -> None:
     ]
 
 
-def said(n: int, role: str, text: str, *, conversation: str = "c1", **near: ArchivedLine):
+def said(
+    n: int,
+    role: ArchiveRole,
+    text: str,
+    *,
+    conversation: str = "c1",
+    previous: ArchivedLine | None = None,
+    following: ArchivedLine | None = None,
+) -> ArchivedLine:
+    moment = NOW + timedelta(minutes=n)
     return ArchivedLine(
-        n, conversation, "Money", f"m{n}", role, NOW + timedelta(minutes=n), text, 2.0, **near
-    )  # type: ignore[arg-type]
+        n, conversation, "Money", f"m{n}", role, moment, text, 2.0,
+        previous=previous, following=following,
+    )  # fmt: skip
 
 
 def test_a_recalled_answer_shows_the_passage_the_question_matched() -> None:
