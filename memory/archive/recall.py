@@ -8,13 +8,11 @@ are searched: what the assistant said (a recipe, a plan, the numbers it worked o
 what users most often come back for, and the index weighs each word by how rare it is
 in the session, so the words every answer repeats weigh next to nothing. A hit must
 clear a floor: it shares a subject term with the query (not a stop word, a number or a
-lone letter: `memory.archive.terms.term_weight`); and a line of another conversation
-must score better than any line the context already holds (the current conversation
-answers first: a line that matches no better would only compete with it). This
+lone letter: `memory.archive.terms.term_weight`). This
 conversation's own lines are recalled once compaction folded them out of view, never
 while they are in it. With embeddings, the lines nearest the
 message's embedding are hits too: one sharing no subject term must be within a distance
-(`ArchiveEmbeddings.max_distance`), and nearer than any line the context already holds.
+(`ArchiveEmbeddings.max_distance`).
 Hits are ranked by reciprocal-rank fusion of their lexical rank, their embedding's rank
 and their recency rank; lines the context already holds (this conversation's recent
 messages, text its summary quotes) are left out.
@@ -31,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -302,30 +299,17 @@ def _eligible(
     """The lines of either side among `hits` and `nearest` that clear the floors (see the
     module docstring), in their order."""
 
-    # what the context already holds answers the message as well as any line that does
-    # not beat it: such a line would only compete with it (another project's budget); a
-    # question the context holds answers nothing, so it sets no such bar
-    def held(hit: ArchivedLine) -> bool:
-        return block.holds(hit) and not _QUESTION.search(hit.text)
-
-    said = [hit for hit in hits if hit.role != "summary"]
-    bar = max((hit.score for hit in said if held(hit)), default=0.0)
-    # (a line this conversation folded out of view is its own past: no bar)
-    own = block.conversation_id
-    lexical = [
-        hit
-        for hit in said
-        if (bar == 0.0 or hit.score > bar or hit.conversation_id == own)
-        and clears_floor(hit, terms)
-    ]
-    near = [(hit, hit.distance) for hit in nearest if hit.role != "summary"]
-    found = [(hit, distance) for hit, distance in near if distance is not None]
-    nearest_held = min((distance for hit, distance in found if held(hit)), default=math.inf)
+    # no bar set by what the context holds: the current conversation's own lines on the
+    # subject would otherwise keep out the other conversations' that the question needs
+    # (on RealMem's dev personas a new turn of a conversation recalled nothing a fifth
+    # of the times a new conversation recalled something)
+    lexical = [hit for hit in hits if hit.role != "summary" and clears_floor(hit, terms)]
+    found = [(hit, hit.distance) for hit in nearest if hit.role != "summary"]
     # a line sharing no subject term with the message is related by its embedding alone
     close = [
         hit
         for hit, distance in found
-        if distance < nearest_held and (distance <= max_distance or clears_floor(hit, terms))
+        if distance is not None and (distance <= max_distance or clears_floor(hit, terms))
     ]
     return lexical, close
 
