@@ -3,6 +3,7 @@ holds no duplicates, is dated in time order, and stays within its budget."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -138,3 +139,19 @@ def test_the_block_is_dated_in_time_order_and_within_its_budget() -> None:
             months = [int(m) for m in re.findall(r"In month (\d+)", shown)]
             assert months == sorted(months)
             assert shown.count("- 2026-11-30 ·") == len(recall.lines)  # dated
+
+
+def test_what_the_current_conversation_holds_keeps_no_other_conversations_line_out() -> None:
+    recent = ChatThreadMessage(id="m1", role="user", text=SALARY, created_at=NOW)
+    held = said(1, "user", SALARY, conversation="now")  # in view: the best match
+    other = said(
+        2, "assistant", "Your salary review with the bank is on Friday.", conversation="c2"
+    )
+    recall = choose(
+        [held, dataclasses.replace(other, score=0.5)],
+        query_terms("what about my salary"),
+        conversation_id="now",
+        state=ThreadState(messages=[recent]),
+        max_tokens=2_000,
+    )
+    assert recall.ids == [2]
