@@ -15,15 +15,29 @@ TEST_WORKERS ?= 2
 help: ## List the targets.
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:[^#]*## /\t/' | expand -t 12
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
+SERVER_STAMP := $(VENV)/.server-stamp
+# pip's own progress (one line a package) shows the first install working, not hung
+PIP := $(BIN)/python -m pip install --progress-bar off --disable-pip-version-check
+
+$(VENV)/bin/python:
+	@echo "Creating $(VENV) ..."
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) --quiet --upgrade pip
+
+# `make dev` needs the server only; the test and lint tools come with `make test`
+$(SERVER_STAMP): pyproject.toml | $(VENV)/bin/python
+	@echo "Installing the agent and langgraph dev into $(VENV) (the first time takes a minute or two) ..."
+	$(PIP) -e '.[server]'
+	@touch $(SERVER_STAMP)
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	@echo "Installing the agent with its test and lint tools into $(VENV) (the first time takes a few minutes) ..."
+	$(PIP) -e '.[dev]'
+	@touch $(STAMP) $(SERVER_STAMP)
 
 install: $(STAMP) ## Create .venv and install the project with its dev tools.
 
-dev: $(STAMP) ## Run the agent under langgraph dev on HOST:PORT (make dev PORT=2025).
+dev: $(SERVER_STAMP) ## Run the agent under langgraph dev on HOST:PORT (make dev PORT=2025).
 	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true \
 	LANGSMITH_TRACING=$${LANGSMITH_TRACING:-false} \
 	$(BIN)/python -m agent dev --host $(HOST) --port $(PORT)

@@ -6,7 +6,7 @@ before and nothing is filtered. With a mode, a request without valid credentials
 401; threads, runs and crons are stamped with their owner (the user's session id) and
 only the owner reads, lists, streams, updates, resumes, copies or deletes them; store
 namespaces are rewritten under the user's own; the graphs' assistants are shared for
-reading and a user's own assistants are theirs to change. The mounted HTTP app's routes
+reading and a user's own assistants are theirs alone. The mounted HTTP app's routes
 (`enable_custom_route_auth`) are authenticated here too, the page's sign-in cookie
 accepted on `/api/…` only; the page's static files and health checks are public.
 """
@@ -30,6 +30,8 @@ OWNER = "owner"
 PAGE = "/"
 STAMPED_ACTIONS = frozenset({"create", "create_run", "update"})
 SHARED_READS = frozenset({"read", "search"})
+CREATED_BY, SYSTEM = "created_by", "system"
+"""The metadata `langgraph dev` gives the graphs' own assistants (which name no owner)."""
 
 settings = Settings.from_env()
 secret = functools.cache(lambda: resolve_secret(settings.secret, settings.data_dir))
@@ -117,11 +119,15 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> Any
 @auth.on.assistants
 async def own_assistants(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> Any:
     """The graphs' assistants are everyone's to read and run; an assistant a user
-    creates is theirs to update or delete."""
+    creates is theirs alone to read, update or delete."""
     user = owner(ctx)
-    if user is None or ctx.action in SHARED_READS:
+    if user is None:
         return None
     stamp(ctx, value, user)
+    if ctx.action in STAMPED_ACTIONS and value.get("metadata") is not None:
+        value["metadata"][CREATED_BY] = "user"  # a user's assistant never passes as the graphs'
+    if ctx.action in SHARED_READS:
+        return {"$or": [{OWNER: user}, {CREATED_BY: SYSTEM}]}
     return {OWNER: user}
 
 

@@ -138,6 +138,7 @@ class MemoryEvent(TypedDict):
     remembered: NotRequired[int]
     retired: NotRequired[int]
     refused: NotRequired[dict[str, int]]
+    structured: NotRequired[dict[str, int]]
     lines: NotRequired[list[int]]
     pruned: NotRequired[list[str]]
 

@@ -17,12 +17,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import jwt
+from starlette.datastructures import Headers
 
 from agent.settings import IdentityMode, Settings, SettingsError
 from memory.limits import MAX_ID_CHARS
+
+if TYPE_CHECKING:  # the app imports no storage before it starts
+    from memory.ids import ThreadIds
+    from memory.storage.threads import ThreadStore
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +36,8 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 LEEWAY_SECONDS = 30
 """Clock skew allowed between the identity provider and this server (exp, nbf)."""
 JWKS_CACHE_SECONDS = 300
+SIGN_IN_PREFIX = "sign-in"
+"""The thread ids of the users' sign-in generations (one small document each)."""
 COOKIE_NAME = "agent_identity"
 COOKIE_SECONDS = 12 * 3600
 """The longest a sign-in cookie lasts (never past its token's expiry)."""
@@ -38,6 +45,10 @@ COOKIE_SECONDS = 12 * 3600
 NO_CREDENTIALS = "sign in: send an API key (x-api-key, or Authorization: Bearer) or a bearer token"
 BAD_KEY = "the API key is not valid"
 UNTRUSTED_PROXY = "the user header is only taken from a trusted proxy"
+FORWARDED_PEER = (
+    "a user header came from %s, an address the server took from X-Forwarded-For: run "
+    "uvicorn with --no-proxy-headers so that the trusted proxy is the connection's peer"
+)
 NO_USER = "the credentials name no user"
 LONG_USER = "the user id is too long for a session"
 BAD_TOKEN = "the bearer token is not valid: {reason}"
@@ -66,11 +77,15 @@ class SignedIn:
         session_id: `mode:user`, the session the user's data lives in.
         via: the credentials it came with (`cookie`: the page's sign-in cookie).
         expires: when those credentials expire (a token's `exp`), if they do.
+        key: the hash of the API key it came with (a cookie made from it ends with it).
+        generation: a cookie's sign-in generation (one signing out ends the older ones).
     """
 
     session_id: str
     via: IdentityMode | Literal["cookie"]
     expires: float | None = None
+    key: str = ""
+    generation: int = 0
 
 
 def session_of(mode: IdentityMode, user: str) -> str:
@@ -95,6 +110,33 @@ def _escape(char: str) -> str:
     return "".join(f"_{byte:02x}" for byte in char.encode())
 
 
+class SignIns:
+    """Each signed-in user's sign-in generation, in the agent's database: signing out
+    raises it, and every cookie of an older generation is refused by every worker.
+
+    Args:
+        threads: the agent's storage (its documents hold the generations).
+        ids: the agent's ids (a generation's thread id is keyed by the session's HMAC).
+    """
+
+    def __init__(self, threads: ThreadStore, ids: ThreadIds) -> None:
+        self.threads, self.ids = threads, ids
+
+    def _thread(self, session_id: str) -> str:
+        return f"{SIGN_IN_PREFIX}:{self.ids.session_key(session_id)}"
+
+    def generation(self, session_id: str) -> int:
+        """The user's current generation (0 before their first sign-out)."""
+        document = self.threads.get(self._thread(session_id)) or {}
+        return int(document.get("generation", 0))
+
+    def sign_out(self, session_id: str) -> None:
+        """End every sign-in cookie of the user made so far."""
+        thread = self._thread(session_id)
+        with self.threads.lock(thread):
+            self.threads.put(thread, {"generation": self.generation(session_id) + 1})
+
+
 class Authenticator:
     """Checks a request's credentials against the configured modes.
 
@@ -102,13 +144,17 @@ class Authenticator:
         settings: the modes (`AGENT_API_KEYS`, `AGENT_JWT_*`/`AGENT_JWKS`,
             `AGENT_PROXY_USER_HEADER`/`AGENT_TRUSTED_PROXIES`).
         secret: returns the server secret that signs the sign-in cookie.
+        sign_ins: the users' sign-in generations (None: a cookie is checked by its
+            signature, expiry and key alone, as where the HTTP app checks it again).
 
     Raises:
         SettingsError: a JWKS file that is missing or holds no usable key.
     """
 
-    def __init__(self, settings: Settings, secret: Callable[[], str]) -> None:
-        self.settings, self._secret = settings, secret
+    def __init__(
+        self, settings: Settings, secret: Callable[[], str], sign_ins: SignIns | None = None
+    ) -> None:
+        self.settings, self._secret, self.sign_ins = settings, secret, sign_ins
         self.modes = settings.identity_modes
         self._key_sets: jwt.PyJWKSet | None = None
         self._jwks_client: jwt.PyJWKClient | None = None
@@ -124,10 +170,12 @@ class Authenticator:
                 raise SettingsError(BAD_JWKS.format(reason=exc)) from None
 
     @classmethod
-    def from_settings(cls, settings: Settings, secret: Callable[[], str]) -> Authenticator | None:
+    def from_settings(
+        cls, settings: Settings, secret: Callable[[], str], sign_ins: SignIns | None = None
+    ) -> Authenticator | None:
         """The authenticator of `settings`, or None when no mode is configured (anonymous
         sessions)."""
-        return cls(settings, secret) if settings.identity_modes else None
+        return cls(settings, secret, sign_ins) if settings.identity_modes else None
 
     def authenticate(
         self,
@@ -164,31 +212,40 @@ class Authenticator:
         return signed
 
     def cookie_for(self, signed: SignedIn, now: float | None = None) -> tuple[str, int]:
-        """(value, max-age in seconds) of the sign-in cookie for `signed`."""
+        """(value, max-age in seconds) of the sign-in cookie for `signed`, in the user's
+        current sign-in generation, bound to the key it came with."""
         now = time.time() if now is None else now
+        generation = self.sign_ins.generation(signed.session_id) if self.sign_ins else 0
         expires = int(min(now + COOKIE_SECONDS, signed.expires or math.inf))
-        payload = f"{signed.session_id}.{expires}"
-        return f"{payload}.{self._sign(payload)}", max(expires - int(now), 0)
+        payload = f"{signed.session_id}.{expires}.{generation}"
+        return f"{payload}.{self._sign(payload, signed.key)}", max(expires - int(now), 0)
 
-    def _sign(self, payload: str) -> str:
-        message = f"identity-cookie:{payload}".encode()
+    def _sign(self, payload: str, key: str) -> str:
+        message = f"identity-cookie:{payload}:{key}".encode()
         return hmac.new(self._secret().encode(), message, hashlib.sha256).hexdigest()
 
     def _from_cookie(self, value: str | None, now: float) -> SignedIn | None:
-        """The user of a valid, unexpired cookie whose mode still stands (a key still
+        """The user of a valid, unexpired cookie whose mode still stands (its key still
         listed, tokens still taken)."""
         session_id, _, rest = (value or "").partition(".")  # session ids hold no '.'
-        expires, _, signature = rest.partition(".")
-        expected = self._sign(f"{session_id}.{expires}")
+        expires, _, rest = rest.partition(".")
+        generation, _, signature = rest.partition(".")
+        if not (expires.isdigit() and generation.isdigit()) or int(expires) <= now:
+            return None
+        payload = f"{session_id}.{expires}.{generation}"
+        keys = [e.digest for e in self.settings.api_keys if session_of("key", e.user) == session_id]
+        if session_id.partition(":")[0] == "jwt" and "jwt" in self.modes:
+            keys = [""]
         # as bytes: a client may send any character, which a `str` comparison refuses
-        if not hmac.compare_digest(signature.encode(), expected.encode()):
+        valid = [
+            hmac.compare_digest(signature.encode(), self._sign(payload, key).encode())
+            for key in keys
+        ]
+        if not any(valid):
             return None
-        if not expires.isdigit() or int(expires) <= now:
-            return None
-        mode = session_id.partition(":")[0]
-        keys = (session_of("key", entry.user) for entry in self.settings.api_keys)
-        standing = (mode == "jwt" and "jwt" in self.modes) or session_id in keys
-        return SignedIn(session_id, "cookie", float(expires)) if standing else None
+        if self.sign_ins is not None and self.sign_ins.generation(session_id) != int(generation):
+            return None  # signed out since
+        return SignedIn(session_id, "cookie", float(expires), generation=int(generation))
 
     def _by_key(self, key: str) -> SignedIn | None:
         digest = hashlib.sha256(key.encode()).hexdigest()
@@ -196,7 +253,7 @@ class Authenticator:
         for entry in self.settings.api_keys:  # every entry compared: no early exit
             if hmac.compare_digest(digest, entry.digest):
                 user = entry.user
-        return None if user is None else SignedIn(session_of("key", user), "key")
+        return None if user is None else SignedIn(session_of("key", user), "key", key=digest)
 
     def _by_token(self, token: str) -> SignedIn:
         settings = self.settings
@@ -240,6 +297,11 @@ class Authenticator:
         value = headers.get(header) if header else None
         if value is None:
             return None
+        if client is not None and client in forwarded_hosts(headers):
+            # uvicorn's proxy headers put a forwarded address where the peer's was: only
+            # the connection's own peer can be the proxy
+            logger.warning(FORWARDED_PEER, client)
+            raise Unauthenticated(UNTRUSTED_PROXY)
         if not self._trusted(client):
             raise Unauthenticated(UNTRUSTED_PROXY)
         return value.strip()
@@ -252,3 +314,22 @@ class Authenticator:
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped  # a dual-stack socket's view of an IPv4 peer
         return any(address in network for network in self.settings.trusted_proxies)
+
+
+def forwarded_hosts(headers: Mapping[str, str]) -> set[str]:
+    """The hosts every `X-Forwarded-For` of a request names (ports and IPv6 brackets
+    dropped), each header counted, as a server that joins them would."""
+    values = (
+        headers.getlist("x-forwarded-for")
+        if isinstance(headers, Headers)
+        else [headers.get("x-forwarded-for", "")]
+    )
+    hosts = set()
+    for entry in ",".join(values).split(","):
+        entry = entry.strip()
+        if entry.startswith("["):
+            entry = entry[1:].partition("]")[0]
+        elif entry.count(":") == 1:
+            entry = entry.partition(":")[0]
+        hosts.add(entry)
+    return hosts

@@ -18,6 +18,7 @@ from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory.budget import TokenCounter
 from memory.errors import InvalidInput
+from memory.structured import token_limit
 
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
@@ -28,32 +29,73 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def _openai(settings: Settings, model: str, temperature: float | None) -> ChatOpenAI:
+NO_KEY = SecretStr("unused")
+"""What is sent as the key to an endpoint that needs none (a local server takes any)."""
+
+
+def chat_openai(
+    base_url: str | None,
+    model: str,
+    *,
+    api_key: SecretStr | None = None,
+    temperature: float | None = None,
+    timeout: float,
+    max_retries: int,
+    max_tokens: int | None = None,
+) -> ChatOpenAI:
+    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`; None: OpenAI's), the one
+    client every model the agent builds goes through, a local server's included.
+
+    Args:
+        base_url: the endpoint's `/v1` URL.
+        model: the model's name on it.
+        api_key: None for an endpoint that needs none.
+        temperature: None leaves the endpoint's default.
+        timeout: seconds per request.
+        max_retries: the client's retries of a failed request.
+        max_tokens: the most tokens of an answer (structured calls set their own).
+    """
     from langchain_openai import ChatOpenAI
 
+    limit = token_limit(base_url, max_tokens) if max_tokens is not None else {}
     return ChatOpenAI(
         model=model,
-        api_key=settings.openai_api_key or SecretStr(""),
-        base_url=settings.openai_base_url,
+        api_key=api_key or NO_KEY,
+        base_url=base_url,
         temperature=temperature,
-        timeout=settings.request_timeout,
-        max_retries=settings.max_retries,
+        timeout=timeout,
+        max_retries=max_retries,
+        **limit,
     )
 
 
 def load_chat_model(settings: Settings) -> BaseChatModel:
-    """The chat model: `ChatOpenAI(AGENT_MODEL)`, or the offline model without a key."""
+    """The chat model: `ChatOpenAI(AGENT_MODEL)`, or the offline model without an endpoint."""
     if settings.offline:
-        logger.info("OPENAI_API_KEY is not set: using the offline deterministic model")
+        logger.info("neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: using the offline model")
         return OfflineChatModel()
-    return _openai(settings, settings.model, temperature=None)
+    return chat_openai(
+        settings.openai_base_url,
+        settings.model,
+        api_key=settings.openai_api_key,
+        timeout=settings.request_timeout,
+        max_retries=settings.max_retries,
+        max_tokens=settings.answer_tokens,
+    )
 
 
 def load_compaction_model(settings: Settings) -> BaseChatModel:
     """The compaction model: `AGENT_COMPACTION_MODEL` (default `AGENT_MODEL`) at temperature 0."""
     if settings.offline:
         return OfflineChatModel()
-    return _openai(settings, settings.compaction_model or settings.model, temperature=0)
+    return chat_openai(
+        settings.openai_base_url,
+        settings.compaction_model or settings.model,
+        api_key=settings.openai_api_key,
+        temperature=0,
+        timeout=settings.request_timeout,
+        max_retries=settings.max_retries,
+    )
 
 
 def at_temperature_zero(model: BaseChatModel) -> BaseChatModel:
@@ -81,11 +123,9 @@ def load_embeddings(settings: Settings) -> Embeddings:
     """
     if not settings.embeddings_model:
         raise ValueError("AGENT_EMBEDDINGS_MODEL is not set")
-    key = settings.openai_api_key
-    if key is None and settings.openai_base_url:
-        key = SecretStr("unused")  # a local OpenAI-compatible endpoint takes any key
-    if key is None:  # the offline model has no embeddings: say so before anything opens
+    if settings.offline:  # the offline model has no embeddings: say so before anything opens
         raise InvalidInput(EMBEDDINGS_NEED_AN_ENDPOINT)
+    key = settings.openai_api_key or NO_KEY
     from langchain_openai import OpenAIEmbeddings
 
     return OpenAIEmbeddings(

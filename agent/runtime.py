@@ -24,6 +24,7 @@ from agent.models import (
     token_counter,
 )
 from agent.offline import OfflineChatModel
+from agent.run_ids import scrub_run_ids
 from agent.search_tool import search_conversations_tool
 from agent.settings import LongTermMode, Settings
 from agent.tools import BUILTIN_TOOLS
@@ -39,6 +40,7 @@ from memory.budget import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
 from memory.storage import open_thread_store
+from memory.structured import StructuredPolicy
 
 MINUTES_PER_DAY = 24 * 60
 
@@ -122,12 +124,12 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
 def extraction_for(
     mode: LongTermMode, settings: Settings, model: BaseChatModel | None
 ) -> Extraction:
-    """The extractor `mode` names; `auto` is `model` with a real model and `rules` with the
-    offline one (its extraction would only repeat the rules)."""
+    """The extractor `mode` names; `auto` is `model` with a real model and `explicit`
+    with the offline one (which judges no meaning)."""
     if mode != "auto":
         return mode
     offline = isinstance(model, OfflineChatModel) if model is not None else settings.offline
-    return "rules" if offline else "model"
+    return "explicit" if offline else "model"
 
 
 def context_budget(settings: Settings, model: BaseChatModel | None = None) -> ContextBudget:
@@ -139,7 +141,7 @@ def workflow_graphs(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
     memory: ConversationMemory,
-    structured_output_method: str | None = None,
+    structured_output_method: StructuredPolicy | str | None = None,
 ) -> dict[str, Compiled]:
     """The workflow subgraphs offered beside chat and tool, by route name; each reads the
     conversation's summary and pins from `memory` as its background."""
@@ -172,6 +174,7 @@ class Assembly:
         graph: the agent graph, uncompiled (each caller compiles it with its saver).
         upkeep: the compiled upkeep graph, the agent graph's `upkeep` node, which a
             caller also runs on its own after a turn.
+        structured: how its structured calls are made, and what they met (`stats`).
     """
 
     memory: ConversationMemory
@@ -179,6 +182,7 @@ class Assembly:
     budget: ContextBudget
     graph: AgentGraph
     upkeep: Compiled
+    structured: StructuredPolicy
 
 
 def assemble(
@@ -207,6 +211,7 @@ def assemble(
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
     """
     memory = open_memory(settings, database_url=database_url, secret=secret)
+    scrub_run_ids(memory)  # an earlier release's run threads held the raw ids
     try:
         long_term = open_long_term(settings, memory)
         chat_model = model or load_chat_model(settings)
@@ -215,10 +220,10 @@ def assemble(
             or (at_temperature_zero(model) if model is not None else None)
             or load_compaction_model(settings)
         )
-        # a structured-output method names an OpenAI-compatible endpoint's dialect: it
-        # applies to models built from the settings, not to models passed in
-        method = (
-            settings.structured_output_method if model is None and not settings.offline else None
+        # a structured-output method names an OpenAI-compatible endpoint's dialect: a
+        # model that speaks none (the offline one, a scripted one) uses its own
+        method = StructuredPolicy(
+            settings.structured_output_method, timeout=settings.request_timeout
         )
         extraction = extraction_for(
             long_term_memory or settings.long_term_memory, settings, compaction_model or model
@@ -245,8 +250,9 @@ def assemble(
             extraction=extraction,
             budget=budget,
             upkeep=upkeep,
+            call_timeout=settings.call_timeout,
         )
     except BaseException:
         memory.threads.close()
         raise
-    return Assembly(memory, long_term, budget, graph, upkeep)
+    return Assembly(memory, long_term, budget, graph, upkeep, method)

@@ -4,7 +4,8 @@ this conversation's lines that compaction folded out of view included.
 
 The session comes from the run's state, never from the model's arguments: a tool call
 cannot name another session. The lines still in this conversation's recent window are
-left out (the model sees them already). Results are quoted records, one per line, each
+left out (the model sees them already), unless they are all that matches: then they
+come back marked as in view. Results are quoted records, one per line, each
 with its date, conversation title and message id.
 """
 
@@ -16,7 +17,8 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import ToolRuntime
 
 from agent.tools import ToolInputError
-from graphs.state import MemoryContext
+from graphs.request import InvalidRequest
+from graphs.state import MemoryContext, turn_ids
 from memory.archive import ArchivedLine
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_SEARCH_QUERY_CHARS
@@ -30,6 +32,8 @@ QUERY_TOO_LONG = "The query is too long: at most {limit} characters."
 BAD_LIMIT = "limit must be between 1 and {limit}."
 NO_SESSION = "This run has no session to search."
 NOTHING_FOUND = "Nothing said earlier matches {query}."
+IN_VIEW = "Only this conversation's recent messages, still in view, match {query}:\n{lines}"
+"""Said in the window the model sees already: answered from view, not as "nothing"."""
 RESULT_LINE = "- {date} · {title} · {role} · message {message_id}: {text}"
 
 
@@ -80,16 +84,18 @@ def search_conversations_tool(memory: ConversationMemory) -> BaseTool:
         if not 1 <= limit <= MAX_TOOL_RESULTS:
             raise ToolInputError(BAD_LIMIT.format(limit=MAX_TOOL_RESULTS))
         state = runtime.state if isinstance(runtime.state, dict) else {}
-        session_id = state.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
-            raise ToolInputError(NO_SESSION)
+        try:
+            session_id = turn_ids(runtime.context)[0]
+        except (InvalidRequest, RuntimeError):  # no run, or one with no session
+            raise ToolInputError(NO_SESSION) from None
         window = in_view(state.get("context"))
-        found = [
-            line
-            for line in memory.search(session_id, text, limit + len(window))
-            if line.message_id not in window
-        ][:limit]
-        return result_lines(found) if found else NOTHING_FOUND.format(query=quoted(text))
+        hits = memory.search(session_id, text, limit + len(window))
+        found = [line for line in hits if line.message_id not in window][:limit]
+        if found:
+            return result_lines(found)
+        if hits:
+            return IN_VIEW.format(query=quoted(text), lines=result_lines(hits[:limit]))
+        return NOTHING_FOUND.format(query=quoted(text))
 
     search_conversations.handle_tool_error = True
     return search_conversations

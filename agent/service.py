@@ -83,6 +83,7 @@ class ChatAgent:
             long_term_memory=long_term_memory,
         )
         self.memory, self.long_term, self.budget = parts.memory, parts.long_term, parts.budget
+        self.structured = parts.structured
         self.graph = parts.graph.compile(
             checkpointer=self.memory.threads.checkpointer, name="agent"
         )
@@ -465,14 +466,15 @@ class ChatAgent:
         """Bring an export (JSON text or bytes, or the parsed document) into the session,
         all or nothing, by the rules of `memory.transfer` (what the session has stays;
         importing twice changes nothing); returns `{conversations: {imported, skipped,
-        pruned}, memories: {imported, skipped, refused}, archive: {imported, skipped,
-        redacted}}`.
+        pruned}, memories: {imported, skipped}, archive: {imported, skipped,
+        redacted}}`. The document is user input (`memory.import_checks`).
 
         Raises:
             InvalidRequest: not an export document of this version, past a limit (10 MB,
-                ten conversations, 200 items, 20,000 lines), or the session would hold
-                more than 100 current items or 100 of history; the message says what.
-                Nothing was written.
+                ten conversations, 200 items, 20,000 lines), an item the write gate
+                refuses, a time after now, or the session would hold more than 100
+                current items or 100 of history; the message says what. Nothing was
+                written.
         """
         session = check_id(session_id, "session id")
         try:

@@ -33,13 +33,21 @@ from memory.limits import (
 )
 from memory.storage import DEFAULT_DATABASE_URL
 
-StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
-LongTermMode = Literal["auto", "rules", "model", "off"]
+StructuredOutputMethod = Literal["auto", "json_schema", "function_calling", "json_mode"]
+LongTermMode = Literal["auto", "explicit", "model", "off", "rules"]
 RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
 MAX_DAYS = 36_500.0
 """The longest retention or TTL (a century): further would overflow the date arithmetic."""
 MAX_REQUEST_TIMEOUT_S = 3_600.0
+REQUEST_TIMEOUT_S = 60.0
+LOCAL_REQUEST_TIMEOUT_S = 300.0
+"""A model on this machine's CPU may take minutes for one compaction or extraction."""
+LOCAL_CONTEXT_BUDGET_TOKENS = 6_000
+"""Fits an 8,192-token window with the answer's tokens and the prompts' own."""
+ANSWER_TOKENS = 1_024
+RETRY_BACKOFF_S = 8.0
+"""The longest the OpenAI client waits before a retry."""
 SHORT_SECRET = (
     "AGENT_SESSION_SECRET must be at least {limit} characters long (got {length}); "
     "leave it unset in development to use a generated one"
@@ -110,21 +118,27 @@ class Settings(BaseSettings):
         database_url: `AGENT_DATABASE_URL`, where memory, registry and run threads live.
         data_dir: `AGENT_DATA_DIR`, for the generated development secret.
         session_secret: `AGENT_SESSION_SECRET` (at least 32 characters), or None.
-        openai_api_key: `OPENAI_API_KEY`; without it the offline model serves.
-        openai_base_url: `OPENAI_BASE_URL`, any OpenAI-compatible endpoint.
+        openai_api_key: `OPENAI_API_KEY`; without it (and without a base URL) the offline
+            model serves.
+        openai_base_url: `OPENAI_BASE_URL`, any OpenAI-compatible endpoint; alone (no
+            key) it selects that endpoint, as a local server needs none.
         model: `AGENT_MODEL`.
         compaction_model: `AGENT_COMPACTION_MODEL` (defaults to `model`).
-        structured_output_method: `AGENT_STRUCTURED_OUTPUT_METHOD`.
-        request_timeout: `AGENT_REQUEST_TIMEOUT` seconds per model request.
+        structured_output_method: `AGENT_STRUCTURED_OUTPUT_METHOD`: auto (learned per
+            endpoint from its first refusal) | json_schema | function_calling | json_mode.
+        request_timeout: `AGENT_REQUEST_TIMEOUT` seconds per model request (default 60,
+            300 for an endpoint on this machine: a CPU model is slow).
+        answer_tokens: `AGENT_ANSWER_TOKENS`, the most tokens of a chat answer.
         max_retries: `AGENT_MAX_RETRIES` per model request.
         secure_cookies: `AGENT_SECURE_COOKIES`: mark the session cookie `Secure` (it is
             marked anyway on requests that arrive over HTTPS).
         new_sessions_per_minute: `AGENT_NEW_SESSIONS_PER_MINUTE`: how many new sessions
             one client address may start per minute, per server process (0: no bound).
         long_term_memory: `AGENT_LONG_TERM_MEMORY`: how a completed turn's user text is
-            turned into long-term items: auto (model with a real model, rules with the
-            offline one) | rules | model | off (no extraction; items added directly
-            are still recalled).
+            turned into long-term items: auto (model with a real model, explicit with
+            the offline one) | explicit ("remember that …" / "forget that …" only) |
+            model (with the explicit requests) | off (no extraction; items added
+            directly are still recalled); rules: a deprecated alias of explicit.
         embeddings_model: `AGENT_EMBEDDINGS_MODEL`: rank long-term items through the
             store's vector index, and recall archived lines by their embeddings besides
             their words, with these OpenAI-compatible embeddings (unset: lexical
@@ -136,7 +150,8 @@ class Settings(BaseSettings):
         memory_ttl_days: `AGENT_MEMORY_TTL_DAYS`: a long-term item not said or recalled
             for this long expires (0 keeps items until forgotten; at most 36,500).
         context_budget_tokens: `AGENT_CONTEXT_BUDGET_TOKENS`: the most tokens a turn's
-            context may hold (set it to the model's window minus its answer).
+            context may hold (set it to the model's window minus its answer; default
+            16,000, or 6,000 for an endpoint on this machine, within an 8,192 window).
         retention_days: `AGENT_RETENTION_DAYS`: conversations idle longer than this are
             removed by the retention sweep (0 keeps them; at most 36,500), and so are
             the archived lines of conversations pruned from the list and the long-term
@@ -179,16 +194,19 @@ class Settings(BaseSettings):
     model: str = Field(DEFAULT_MODEL, validation_alias=_env("AGENT_MODEL"))
     compaction_model: str | None = Field(None, validation_alias=_env("AGENT_COMPACTION_MODEL"))
     structured_output_method: StructuredOutputMethod = Field(
-        "json_schema", validation_alias=_env("AGENT_STRUCTURED_OUTPUT_METHOD")
+        "auto", validation_alias=_env("AGENT_STRUCTURED_OUTPUT_METHOD")
     )
     request_timeout: float = Field(
-        60.0,
+        REQUEST_TIMEOUT_S,
         gt=0,
         le=MAX_REQUEST_TIMEOUT_S,
         allow_inf_nan=False,
         validation_alias=_env("AGENT_REQUEST_TIMEOUT"),
     )
     max_retries: int = Field(2, ge=0, le=100, validation_alias=_env("AGENT_MAX_RETRIES"))
+    answer_tokens: int = Field(
+        ANSWER_TOKENS, gt=0, le=100_000, validation_alias=_env("AGENT_ANSWER_TOKENS")
+    )
     secure_cookies: bool = Field(False, validation_alias=_env("AGENT_SECURE_COOKIES"))
     new_sessions_per_minute: int = Field(
         60, ge=0, le=1_000_000, validation_alias=_env("AGENT_NEW_SESSIONS_PER_MINUTE")
@@ -274,8 +292,14 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, given: Any) -> Any:
         # `env_ignore_empty` drops "" only: "   " is as unset (`from_env` drops it too)
-        if isinstance(given, dict):
-            return {k: v for k, v in given.items() if not (isinstance(v, str) and not v.strip())}
+        if not isinstance(given, dict):
+            return given
+        given = {k: v for k, v in given.items() if not (isinstance(v, str) and not v.strip())}
+        base_url = given.get("OPENAI_BASE_URL", given.get("openai_base_url"))
+        if isinstance(base_url, str) and is_local_endpoint(base_url):
+            for name, alias, value in LOCAL_DEFAULTS:
+                if name not in given and alias not in given:
+                    given[name] = value
         return given
 
     @field_validator("session_secret")
@@ -288,8 +312,14 @@ class Settings(BaseSettings):
 
     @property
     def offline(self) -> bool:
-        """True when no API key is set: the deterministic offline model serves."""
-        return self.openai_api_key is None
+        """True when neither an API key nor a base URL is set: the offline model serves."""
+        return self.openai_api_key is None and self.openai_base_url is None
+
+    @property
+    def call_timeout(self) -> float:
+        """The longest one chat model call may take: its requests, retries included."""
+        retries = self.max_retries
+        return self.request_timeout * (retries + 1) + RETRY_BACKOFF_S * retries
 
     @property
     def secret(self) -> str | None:
@@ -321,6 +351,24 @@ class Settings(BaseSettings):
             return cls.model_validate(dict(env))
         except ValidationError as exc:
             raise SettingsError(describe(exc)) from None
+
+
+LOCAL_DEFAULTS = (
+    ("request_timeout", "AGENT_REQUEST_TIMEOUT", LOCAL_REQUEST_TIMEOUT_S),
+    ("context_budget_tokens", "AGENT_CONTEXT_BUDGET_TOKENS", LOCAL_CONTEXT_BUDGET_TOKENS),
+)
+"""The defaults that differ for an endpoint on this machine (field, variable, value)."""
+
+
+def is_local_endpoint(url: str) -> bool:
+    """Whether `url` names a server on this machine (a loopback host)."""
+    host = urlsplit(url).hostname or ""
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def describe(error: ValidationError) -> str:

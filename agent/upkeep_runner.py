@@ -29,6 +29,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from agent.client_events import MemoryEvent, StatusEvent, custom_event
 from agent.loop import BackgroundLoop
+from graphs.state import Context
 from memory import LockTimeout
 from memory.conversations import ConversationMemory
 
@@ -149,10 +150,10 @@ class UpkeepRunner:
         """Run the upkeep graph for the conversation, under its upkeep lock."""
         session_id, conversation_id = upkeep.session_id, upkeep.conversation_id
         key = "upkeep:" + self._memory.memory_thread(session_id, conversation_id)
-        ids = {"session_id": session_id, "conversation_id": conversation_id}
+        context = Context(session_id=session_id, conversation_id=conversation_id)
         try:
             with self._memory.threads.locks.hold(key, UPKEEP_LOCK_TIMEOUT):
-                for chunk in self._graph.stream(ids, stream_mode="custom"):
+                for chunk in self._graph.stream({}, context=context, stream_mode="custom"):
                     event = custom_event(chunk)
                     if event is not None:
                         loop.call_soon_threadsafe(self._publish, upkeep, event)

@@ -69,7 +69,7 @@ def _agent(directory: Path, name: str, mode: str) -> tuple[ChatAgent, ScriptedCh
 
 def per_turn_cost(turns: int, directory: Path) -> dict[str, Any]:
     """Median and p95 per-turn milliseconds with 0 and with 100 long-term items."""
-    agent, _ = _agent(directory, "cost", "rules")
+    agent, _ = _agent(directory, "cost", "explicit")
     with agent:
         for n in range(MAX_MEMORY_ITEMS):
             agent.remember(f"I like hobby number {n} on weekends", session_id="full")

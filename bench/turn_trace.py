@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
             database_url=f"sqlite:///{tmp}/trace.sqlite",
             model=ScriptedChatModel(),
             secret="trace-secret-" + "x" * 32,
-            long_term_memory="rules",
+            long_term_memory="explicit",
         )
         with agent:
             first = agent.send(MESSAGE.format(n=0), session_id="trace", create_conversation=True)

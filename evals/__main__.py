@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
-from pydantic import SecretStr
 
 from agent.models import load_chat_model
 from agent.offline import OfflineChatModel
@@ -74,10 +73,7 @@ def play_splits(
 
 def main() -> None:
     args = arguments()
-    settings = Settings.from_env()
-    if settings.offline and settings.openai_base_url:
-        # A local OpenAI-compatible endpoint (vLLM, Ollama...) takes any key.
-        settings = settings.model_copy(update={"openai_api_key": SecretStr("unused")})
+    settings = Settings.from_env()  # the agent's own: endpoint, method, timeouts
     systems = args.system or list(SYSTEM_NAMES)
     offline = settings.offline
     model = OfflineChatModel if offline else (lambda: load_chat_model(settings))
@@ -122,7 +118,8 @@ def judge_all(
     for split in splits:
         answered = [o for o in outcomes if o.split == split]
         answered += dialogue_answers([d for d in dialogues if d.split == split])
-        print(f"\nJudged answers ({split}):\n" + judge_outcomes(answered, judge))
+        table = judge_outcomes(answered, judge, settings.structured_output_method)
+        print(f"\nJudged answers ({split}):\n" + table)
 
 
 if __name__ == "__main__":

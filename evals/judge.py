@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from evals.runner import Answer, DialogueOutcome, Outcome
 from evals.scenario import Fact
+from memory.structured import as_policy
 
 JUDGE_PROMPT = """\
 You grade one answer of a chat assistant that should remember what its user said.
@@ -35,28 +36,36 @@ class Verdict(BaseModel):
     reason: str = Field(description="One line.")
 
 
-def judge(model: BaseChatModel, answer: Answer) -> Verdict:
-    """One verdict (temperature as configured; the prompt is the whole instruction)."""
+JUDGE_MAX_TOKENS = 300
+
+
+def judge(model: BaseChatModel, answer: Answer, method: str | None = "auto") -> Verdict:
+    """One verdict (temperature as configured; the prompt is the whole instruction),
+    asked with the agent's own structured-output method (`memory.structured`)."""
     document = {
         "question": answer.probe,
         "answer": answer.answer,
         "needed": [fact.any[0] for fact in answer.expect],
         "forbidden": [fact.any[0] for fact in answer.forbid],
     }
-    runnable = model.with_structured_output(Verdict)
-    raw = runnable.invoke(
+    runnable = as_policy(method).bind(model, Verdict, max_tokens=JUDGE_MAX_TOKENS)
+    return runnable.invoke(
         [SystemMessage(JUDGE_PROMPT), HumanMessage(json.dumps(document, ensure_ascii=False))]
     )
-    return raw if isinstance(raw, Verdict) else Verdict.model_validate(raw)
 
 
-def judge_outcomes(outcomes: Sequence[Outcome], model: BaseChatModel) -> str:
+def judge_outcomes(
+    outcomes: Sequence[Outcome], model: BaseChatModel, method: str | None = "auto"
+) -> str:
     """A markdown table: per system, the share of probe answers that used what they
-    needed and of those that used something forbidden."""
+    needed and of those that used something forbidden (`method`: the agent's
+    `AGENT_STRUCTURED_OUTPUT_METHOD`)."""
     lines = ["| system | answers using needed facts | answers using forbidden facts |"]
     lines.append("|---|---|---|")
     for name in dict.fromkeys(o.system for o in outcomes):
-        verdicts = [judge(model, a) for o in outcomes if o.system == name for a in o.answers]
+        verdicts = [
+            judge(model, a, method) for o in outcomes if o.system == name for a in o.answers
+        ]
         total = len(verdicts) or 1
         used = sum(v.uses_needed for v in verdicts) / total
         forbidden = sum(v.uses_forbidden for v in verdicts) / total

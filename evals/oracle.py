@@ -16,7 +16,7 @@ injection) is measured with an extractor whose judgement is scripted:
 Both answer `ExtractionOutput` through the offline model's structured-output table
 (`ScriptedExtraction.model`): the prompt, the parse, the gate, the store and recall run
 as they do with a real model. Kind and importance, which the annotations do not give,
-come from the rules (`classify`, `importance`).
+are `fact` and 4 (a fact worth recalling without a word in common).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
 from evals.scenario import Fact, Probe, Say, Scenario
 from memory.longterm import ExtractionOutput, Operation
-from memory.longterm.rules import classify, importance
 
 Script = Literal["oracle", "hostile"]
 
@@ -210,15 +209,8 @@ def read_request(messages: Sequence[BaseMessage]) -> tuple[list[ShownTurn], list
 
 def _add(turn: int, quote: str, op: Literal["add", "update"] = "add", **fields: str) -> Operation:
     text = fields.get("text", quote)
-    kind = classify(text)
     return Operation(
-        op=op,
-        turn=turn,
-        quote=quote,
-        id=fields.get("id"),
-        kind=kind,
-        text=text,
-        importance=importance(text, kind, explicit=False),
+        op=op, turn=turn, quote=quote, id=fields.get("id"), kind="fact", text=text, importance=4
     )
 
 

@@ -1,10 +1,12 @@
-"""The long-term write gate scored on the labelled profile corpora (`evals/profile/`).
+"""The long-term write gate's structural checks on the labelled profile corpora
+(`evals/profile/`).
 
-For each utterance the `rules` extractor runs and the gate plans the write against an
-empty profile, exactly as a turn would: an utterance counts as kept when the gate
-would add at least one item. Reported for the dev set (tuned on) and the held-out set
-(never tuned on): precision and recall of "kept", kind agreement, secret leaks (a
-secret-bearing utterance from which anything would be stored), and the skip filter
+No code judges meaning any more, so what is scored is what code still decides: each
+utterance is asked to be remembered explicitly ("Remember that …"), the explicit
+extractor runs and the gate plans the write against an empty profile, exactly as a
+turn would. Reported for the dev set and the held-out set: secret leaks (a
+secret-bearing utterance from which anything would be stored), keep-labelled
+utterances the gate refuses when asked (structure: pasted or quoted text), and the skip filter
 (`memory.analysis`: which turns reach the extractor at all) judged by what it must never
 skip: the share of keep- or revoke-labelled utterances it lets through (≥ 99.5%), and
 the share of the rest it sends anyway (on the corpus, the benchmark's 200 turns, the
@@ -20,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory.analysis import read
-from memory.longterm.extraction import RULES_EXTRACTOR
+from memory.longterm.extraction import EXPLICIT_EXTRACTOR
 from memory.longterm.gate import plan_write
 from memory.longterm.operations import OwedTurn
 
@@ -76,8 +78,8 @@ class ProfileScore:
 def stored_from(text: str) -> list[tuple[str, str]]:
     """(kind, text) of what one turn's `text` would add to an empty profile."""
     now = datetime.now(UTC)
-    turn = OwedTurn("m", "eval", text, "", now)
-    plan = plan_write([], RULES_EXTRACTOR([turn], []), [turn], source="rules")
+    turn = OwedTurn("m", "eval", f"Remember that {text}", "", now)
+    plan = plan_write([], EXPLICIT_EXTRACTOR([turn], []), [turn], source="explicit")
     return [(item.kind, item.text) for item in plan.added]
 
 
@@ -160,16 +162,15 @@ def section(*, failures: bool = False) -> str:
     """The markdown section `make eval` prints."""
     scores = [score(name) for name in CORPUS_NAMES]
     lines = [
-        "## Profile write gate (labelled corpora, rules extractor)",
+        '## Profile write gate (labelled corpora, each said as "Remember that …")',
         "",
-        "| corpus | utterances | precision | recall | kind agrees | secret leaks | reach the "
-        "extractor (keep or revoke / nothing to keep) |",
-        "|---|---|---|---|---|---|---|",
+        "| corpus | utterances | keep-labelled kept | secret leaks | reach the extractor "
+        "(keep or revoke / nothing to keep) |",
+        "|---|---|---|---|---|",
     ]
     for s in scores:
         lines.append(
-            f"| {s.name} | {s.total} | {s.precision:.1%} | {s.recall:.1%} | "
-            f"{s.kind_agree}/{s.true_pos} | {s.secret_leaks}/{s.secrets} | "
+            f"| {s.name} | {s.total} | {s.recall:.1%} | {s.secret_leaks}/{s.secrets} | "
             f"{s.wanted_share:.1%} / {s.idle_call_share:.1%} |"
         )
     lines.append(

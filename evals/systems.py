@@ -46,6 +46,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from rank_bm25 import BM25Okapi
 
 from agent import ChatAgent
+from agent.models import at_temperature_zero
 from agent.settings import Settings
 from evals.contract import Metric, Recalled, System
 from evals.dialogue import content_words
@@ -92,7 +93,7 @@ class Ours:
         self.agent = ChatAgent(
             database_url=f"sqlite:///{workdir / 'ours.sqlite'}",
             model=model,
-            compaction_model=model,
+            compaction_model=at_temperature_zero(model),
             secret=SECRET,
             settings=settings,
         )

@@ -18,6 +18,7 @@ that this package never reaches up into `agent/`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -39,23 +40,36 @@ from graphs.upkeep import build_upkeep_graph
 from memory.budget import ContextBudget
 from memory.compaction import structured_compactor
 from memory.conversations import ConversationMemory
-from memory.longterm import RULES_EXTRACTOR, Extractor, model_extractor, structured_extractor
+from memory.longterm import EXPLICIT_EXTRACTOR, Extractor, model_extractor, structured_extractor
 from memory.longterm.store import LongTermMemory
+from memory.structured import StructuredPolicy
 
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
 Compiled = CompiledStateGraph[Any, Any, Any, Any]
-Extraction = Literal["rules", "model", "off"]
+Extraction = Literal["explicit", "model", "off", "rules"]
+"""`rules` is a deprecated alias of `explicit` (the rules extractor is retired)."""
+RULES_DEPRECATED = (
+    "long-term memory mode 'rules' is deprecated: it is 'explicit' (only \"remember that "
+    '…" and "forget that …" requests add or forget items without a model)'
+)
+
+
+def explicit_only(extraction: Extraction) -> bool:
+    """Whether `extraction` reads explicit requests alone (`rules` warns: deprecated)."""
+    if extraction == "rules":
+        warnings.warn(RULES_DEPRECATED, DeprecationWarning, stacklevel=3)
+    return extraction in ("explicit", "rules")
 
 
 def extractor_for(
-    extraction: Extraction, model: BaseChatModel, method: str | None
+    extraction: Extraction, model: BaseChatModel, method: StructuredPolicy | str | None
 ) -> Extractor | None:
     """The long-term extractor of `extraction` (None for `off`); a model's raw output
     never streams (memory internals)."""
     if extraction == "off":
         return None
-    if extraction == "rules":
-        return RULES_EXTRACTOR
+    if explicit_only(extraction):
+        return EXPLICIT_EXTRACTOR
     runnable = structured_extractor(model, method).with_config(tags=[TAG_NOSTREAM])
     return model_extractor(runnable)
 
@@ -82,9 +96,9 @@ def build_upkeep(
     *,
     memory: ConversationMemory,
     compaction_model: BaseChatModel,
-    structured_output_method: str | None = None,
+    structured_output_method: StructuredPolicy | str | None = None,
     long_term: LongTermMemory | None = None,
-    extraction: Extraction = "rules",
+    extraction: Extraction = "explicit",
 ) -> Compiled:
     """The compiled upkeep graph of an agent graph (`graphs.upkeep`): its compaction
     and extraction run on `compaction_model` (structured output, never streamed)."""
@@ -92,9 +106,11 @@ def build_upkeep(
     compactor = structured_compactor(compaction_model, method).with_config(tags=[TAG_NOSTREAM])
     extractor = extractor_for(extraction, compaction_model, method)
     remembers = None if long_term is None or extractor is None else (long_term, extractor)
-    return build_upkeep_graph(memory=memory, compactor=compactor, long_term=remembers).compile(
-        name="upkeep"
+    stats = method.stats if isinstance(method, StructuredPolicy) else None
+    upkeep = build_upkeep_graph(
+        memory=memory, compactor=compactor, long_term=remembers, stats=stats
     )
+    return upkeep.compile(name="upkeep")
 
 
 def build_agent_graph(
@@ -103,12 +119,13 @@ def build_agent_graph(
     memory: ConversationMemory,
     compaction_model: BaseChatModel | None = None,
     tools: Sequence[BaseTool] = (),
-    structured_output_method: str | None = None,
+    structured_output_method: StructuredPolicy | str | None = None,
     workflows: Mapping[str, Compiled] | None = None,
     long_term: LongTermMemory | None = None,
-    extraction: Extraction = "rules",
+    extraction: Extraction = "explicit",
     budget: ContextBudget | None = None,
     upkeep: Compiled | None = None,
+    call_timeout: float | None = None,
 ) -> AgentGraph:
     """Assemble the agent graph.
 
@@ -118,17 +135,20 @@ def build_agent_graph(
         compaction_model: structured-output model for compaction and extraction
             (default: `model`).
         tools: tools offered in the tool route and, in auto mode, to the chat model.
-        structured_output_method: passed to `with_structured_output` for compaction.
+        structured_output_method: how compaction and extraction make structured calls
+            (`memory.structured`).
         workflows: compiled workflow subgraphs by route (`tasklist`, `delivery`), each
             reading `WorkflowInput` and writing `WorkflowOutput` (graphs/state.py).
         long_term: the users' long-term memory; None leaves it out (no recall, no
             `remember`).
-        extraction: how `remember` extracts: `rules`, `model` (the compaction model,
-            structured output) or `off` (recall only).
+        extraction: how `remember` extracts: `explicit` (explicit requests only; `rules`
+            is its deprecated alias), `model` (the compaction model, structured output,
+            with the explicit requests) or `off` (recall only).
         budget: the context budget every turn's context is fitted into, and a new
             message checked against (None: no budget).
         upkeep: the compiled upkeep graph, when the caller also runs it on its own
             (default: built here from the same collaborators, `build_upkeep`).
+        call_timeout: seconds each chat model call may take (None: unbounded).
     """
     workflows = dict(workflows or {})
     unknown = set(workflows) - set(WORKFLOW_ROUTES)
@@ -149,6 +169,7 @@ def build_agent_graph(
         long_term=long_term,
         budget=budget,
         remembers=long_term is not None and extraction != "off",
+        explicit_only=extraction in ("explicit", "rules"),
     )
     builder: AgentGraph = StateGraph(
         AgentState, context_schema=Context, input_schema=AgentInput, output_schema=AgentOutput
@@ -157,10 +178,11 @@ def build_agent_graph(
     # destinations are declared for Studio
     builder.add_node(nodes.load_memory, destinations=tuple(sorted(routes)))
     builder.add_edge(START, "load_memory")
-    builder.add_node("chat", build_chat_graph(model=model, tools=tools).compile(name="chat"))
+    chat = build_chat_graph(model=model, tools=tools, timeout=call_timeout)
+    builder.add_node("chat", chat.compile(name="chat"))
     if tools:
-        tool_graph = build_tool_graph(model=model, tools=tools).compile(name="tool")
-        builder.add_node("tool", tool_graph)
+        tool = build_tool_graph(model=model, tools=tools, timeout=call_timeout)
+        builder.add_node("tool", tool.compile(name="tool"))
         builder.add_conditional_edges("chat", route_after_chat)
         builder.add_edge("tool", "finalize")
     else:

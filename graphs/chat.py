@@ -9,6 +9,7 @@ caller's thread, `graph.astream` awaits it (streaming, cancellable).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Annotated, Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -21,6 +22,7 @@ from typing_extensions import TypedDict
 
 from graphs.events import emit
 from graphs.state import MemoryContext
+from memory.bounded import bounded_ainvoke, bounded_invoke
 
 S = TypeVar("S", bound=Mapping[str, Any])
 U = TypeVar("U", bound=Mapping[str, Any])
@@ -71,26 +73,30 @@ class ModelNode(Runnable[S, U]):
         call: Callable[[S], tuple[Runnable[Any, Any], list[BaseMessage]]],
         done: Callable[[S, AIMessage], U],
         name: str = "call_model",
+        timeout: float | None = None,
     ) -> None:
-        self.call, self.done, self.name = call, done, name
+        self.call, self.done, self.name, self.timeout = call, done, name, timeout
 
     def invoke(self, input: S, config: RunnableConfig | None = None, **kwargs: Any) -> U:
         runnable, messages = self.call(input)
-        return self.done(input, runnable.invoke(messages, config))
+        reply = bounded_invoke(partial(runnable.invoke, messages, config), self.timeout)
+        return self.done(input, reply)
 
     async def ainvoke(self, input: S, config: RunnableConfig | None = None, **kwargs: Any) -> U:
         runnable, messages = self.call(input)
-        return self.done(input, await runnable.ainvoke(messages, config))
+        call = partial(runnable.ainvoke, messages, config)
+        return self.done(input, await bounded_ainvoke(call, self.timeout))
 
 
 def build_chat_graph(
-    *, model: BaseChatModel, tools: Sequence[BaseTool] = ()
+    *, model: BaseChatModel, tools: Sequence[BaseTool] = (), timeout: float | None = None
 ) -> StateGraph[ChatState, None, ChatState, ChatOutput]:
     """`START → call_model → END`.
 
     Args:
         model: the chat model.
         tools: offered to the model when `tools_allowed` is set.
+        timeout: seconds the model call may take (`memory.structured.ModelTimeout`).
     """
     with_tools = model.bind_tools(list(tools)) if tools else model  # bound once
 
@@ -104,7 +110,7 @@ def build_chat_graph(
         return {"turn_messages": [*state["turn_messages"], reply]}
 
     builder = StateGraph(ChatState, output_schema=ChatOutput)
-    builder.add_node("call_model", ModelNode(call, done))
+    builder.add_node("call_model", ModelNode(call, done, timeout=timeout))
     builder.add_edge(START, "call_model")
     builder.add_edge("call_model", END)
     return builder

@@ -18,7 +18,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
-from graphs.request import DEFAULT_SESSION_ID, MODES, Mode, RouteName, TurnRequest
+from graphs.request import DEFAULT_SESSION_ID, MODES, Mode, RouteName, TurnRequest, run_ids
 from memory.analysis import UserText
 from memory.budget import ContextBudget
 from memory.context import ContextParts
@@ -38,6 +38,7 @@ __all__ = [
     "RouteName",
     "WorkflowInput",
     "WorkflowOutput",
+    "turn_ids",
 ]
 
 
@@ -63,6 +64,31 @@ class Context:
     mode: Mode = "auto"
     upkeep: Literal["inline", "deferred"] = "inline"
     request: TurnRequest | None = None
+
+
+def turn_ids(context: object = None) -> tuple[str, str]:
+    """(session id, conversation id) of the running turn, from its context (the run's
+    own when none is given): the ids never travel in state, so that no checkpoint holds
+    them in clear (a run thread's id is their HMAC). A context `ChatAgent` made holds
+    both; otherwise the signed-in user's session, else the context's, and the
+    context's conversation, else the run's thread (under `langgraph dev` a thread is a
+    conversation). Nodes of a resumed run read them the same way.
+
+    Raises:
+        InvalidRequest: an id is malformed, or the context names a session other than
+            the signed-in user's.
+    """
+    from langgraph.config import get_config
+    from langgraph.runtime import get_runtime
+
+    if context is None:
+        context = get_runtime().context
+    if not isinstance(context, Context):
+        context = Context()
+    if isinstance(context.request, TurnRequest) and context.conversation_id:
+        return context.session_id, context.conversation_id
+    thread_id = get_config().get("configurable", {}).get("thread_id")
+    return run_ids({}, context.session_id, context.conversation_id, thread_id)
 
 
 @dataclass(frozen=True)
@@ -113,19 +139,17 @@ class AgentInput(TypedDict, total=False):
     """Studio chat input: only the last human message is used; client history is ignored.
     On output: this turn's user message and answer (replaced each turn)."""
     mode: str | None
-    """Optional route override for this turn (replaced each turn)."""
-    session_id: str
-    """Optional session id (Studio); the context's session id otherwise."""
-    conversation_id: str
-    """Optional conversation id; the context's, else the run's thread id."""
+    """Optional route override for this turn (replaced each turn). The session and
+    conversation are the run's context's (`turn_ids`), never input."""
 
 
 class AgentOutput(TypedDict, total=False):
     """What a run returns: the turn's outcome (every key replaced each turn). The
     conversation itself is read with `hydrate` / `GET /api/chat/thread`."""
 
-    conversation_id: str
-    """The conversation the turn belongs to."""
+    conversation_id: Annotated[str, UntrackedValue(str)]
+    """The conversation the turn belongs to: the run's context's (`turn_ids`), in the
+    run's output and never checkpointed."""
     answer: str
     """The final user-visible text."""
     route: RouteName
@@ -165,10 +189,8 @@ class WorkflowInput(TypedDict, total=False):
     """What a workflow subgraph (tasklist, delivery) reads from the main graph."""
 
     user_text: str
-    """The goal or request (the route prefix already stripped)."""
-    session_id: str
-    """Whose conversation it is (its background is read with these ids)."""
-    conversation_id: str
+    """The goal or request (the route prefix already stripped); whose conversation it
+    is, the run's context says (`turn_ids`)."""
 
 
 class WorkflowOutput(TypedDict, total=False):

@@ -35,10 +35,9 @@ class ToolState(ToolOutput, total=False):
     """State shared with the main graph."""
 
     context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
-    """The memory context read before the turn's messages (never checkpointed)."""
-    session_id: str
-    """Whose turn it is (read, never written): a tool that reads the user's own data
-    takes the session from here, never from the model's arguments."""
+    """The memory context read before the turn's messages (never checkpointed). A tool
+    that reads the user's own data takes the session from the run's context
+    (`graphs.state.turn_ids`), never from the model's arguments."""
 
 
 def tool_rounds(state: ToolOutput) -> int:
@@ -67,8 +66,10 @@ def build_tool_graph(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+    timeout: float | None = None,
 ) -> StateGraph[ToolState, None, ToolState, ToolOutput]:
-    """`START → (tools ⇄ call_model) → END`, at most `max_rounds` tool rounds.
+    """`START → (tools ⇄ call_model) → END`, at most `max_rounds` tool rounds, each model
+    call at most `timeout` seconds.
 
     Tool errors come back to the model as error messages (ToolNode's default); past
     `max_rounds` the model is asked, without tools, for its final answer.
@@ -91,7 +92,7 @@ def build_tool_graph(
         return {"turn_messages": [reply]}
 
     builder = StateGraph(ToolState, output_schema=ToolOutput)
-    builder.add_node("call_model", ModelNode(call, done))
+    builder.add_node("call_model", ModelNode(call, done, timeout=timeout))
     builder.add_node("tools", ToolNode(list(tools), messages_key="turn_messages"))
     builder.add_conditional_edges(START, route_tool_entry)
     builder.add_conditional_edges("call_model", route_after_model)

@@ -22,7 +22,6 @@ from dataclasses import replace
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
-from langgraph.config import get_config
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -34,9 +33,8 @@ from graphs.request import (
     TurnRequest,
     graph_message,
     parse_request,
-    run_ids,
 )
-from graphs.state import FRESH_TURN, AgentState, Context, MemoryContext
+from graphs.state import FRESH_TURN, AgentState, Context, MemoryContext, turn_ids
 from memory import ConversationNotFound, ThreadState
 from memory.analysis import UserText, read
 from memory.archive import Recall
@@ -181,7 +179,9 @@ class TurnNodes:
         long_term: the users' long-term memory (None: no recall).
         budget: the context budget every model call is fitted into (None: no budget).
         remembers: whether the graph's upkeep extracts long-term items (a completed turn
-            then owes an extraction when its text may hold something).
+            then owes an extraction when its text is worth one).
+        explicit_only: the upkeep reads explicit requests alone (no model): only a turn
+            holding one owes an extraction.
     """
 
     def __init__(
@@ -192,12 +192,14 @@ class TurnNodes:
         long_term: LongTermMemory | None = None,
         budget: ContextBudget | None = None,
         remembers: bool = False,
+        explicit_only: bool = False,
     ) -> None:
         self.memory = memory
         self.routes = routes
         self.long_term = long_term
         self.budget = budget
         self.remembers = remembers
+        self.explicit_only = explicit_only
 
     def _request(self, state: AgentState, context: Context) -> TurnRequest:
         """The turn's request: the one the caller validated, else the raw input's."""
@@ -255,13 +257,7 @@ class TurnNodes:
         """Read the turn's memory, build the model context, and go to the turn's route
         (decided once, when the request was validated)."""
         context = runtime.context or Context()
-        if isinstance(context.request, TurnRequest) and context.conversation_id:
-            session_id, conversation_id = context.session_id, context.conversation_id
-        else:  # a raw input names them, or the run's thread is the conversation
-            thread_id = get_config().get("configurable", {}).get("thread_id")
-            session_id, conversation_id = run_ids(
-                state, context.session_id, context.conversation_id, thread_id
-            )
+        session_id, conversation_id = turn_ids(context)
         request = self._request(state, context)
         text, route = request.text, request.route
         # a request the caller validated was admitted by it; a raw input starts its thread
@@ -287,7 +283,6 @@ class TurnNodes:
         )
         update = {
             **FRESH_TURN,
-            "session_id": session_id,
             "conversation_id": conversation_id,
             "turn_id": turn_id,
             "user_text": text,
@@ -305,6 +300,10 @@ class TurnNodes:
         }
         return Command(update=update, goto=route)
 
+    def _owes(self, said: UserText) -> bool:
+        """Whether a completed turn's text owes an extraction (structure and cost)."""
+        return said.explicit if self.explicit_only else said.says_something or said.explicit
+
     def finalize(self, state: AgentState, runtime: Runtime[Context]) -> Command[Any]:
         """Write the user's text and the final answer to the conversation's memory, with
         the upkeep it leaves owed (an extraction when a completed turn's text may hold
@@ -312,7 +311,9 @@ class TurnNodes:
         turn = final_turn(state)
         # a workflow's user sees its whole text; memory may keep a truncated copy
         answer = state.get("workflow_text") or turn.assistant_text or NO_ANSWER
+        session_id, conversation_id = turn_ids(runtime.context)
         result: dict[str, Any] = {
+            "conversation_id": conversation_id,  # a resumed run's output names it too
             "route": cast(Any, turn.route.value),
             "status": turn.status.value,
             "answer": answer,
@@ -324,10 +325,10 @@ class TurnNodes:
         emit_memory("write", "started")
         try:
             write = self.memory.write_turn(
-                state["session_id"],
-                state["conversation_id"],
+                session_id,
+                conversation_id,
                 turn,
-                owe_remember=self.remembers and completed and said.says_something,
+                owe_remember=self.remembers and completed and self._owes(said),
                 kept_user_text=said.kept or None,
                 held=held,
                 context=given(state),

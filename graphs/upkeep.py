@@ -30,22 +30,23 @@ from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.events import emit_memory
+from graphs.state import turn_ids
 from memory import ThreadState
 from memory.analysis import redact_secrets
-from memory.compaction import CompactionStatus
+from memory.bounded import ModelTimeout
+from memory.compaction import CompactionStatus, InvalidCompactionOutput
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_OWED_IN_ONE_CALL
 from memory.longterm import Extractor, OwedTurn
 from memory.longterm.store import LongTermMemory
+from memory.structured import StructuredOutputError, StructuredStats
 
 logger = logging.getLogger(__name__)
 
 
-class UpkeepInput(TypedDict):
-    """Whose conversation the upkeep looks after."""
-
-    session_id: str
-    conversation_id: str
+class UpkeepInput(TypedDict, total=False):
+    """Nothing: whose conversation the upkeep looks after, the run's context says
+    (`turn_ids`), so that no checkpoint of an inline upkeep holds the ids."""
 
 
 class UpkeepOutput(TypedDict, total=False):
@@ -97,6 +98,18 @@ def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
     ]
 
 
+def failure_reason(error: BaseException | str) -> str:
+    """A model step's failure by kind, never its text: `invalid_output` (the answer did
+    not validate: nothing of it is stored), `timeout`, or `error`."""
+    name = error.split(":", 1)[0] if isinstance(error, str) else type(error).__name__
+    kinds = {
+        StructuredOutputError.__name__: "invalid_output",
+        InvalidCompactionOutput.__name__: "invalid_output",
+        ModelTimeout.__name__: "timeout",
+    }
+    return kinds.get(name, "error")
+
+
 class UpkeepNodes:
     """The upkeep's nodes over the chat memory, long-term memory and the compactor.
 
@@ -104,6 +117,7 @@ class UpkeepNodes:
         memory: the chat memory (the record, the archive, compaction's commit).
         compactor: the compaction model bound to its structured output.
         long_term: the users' long-term memory and its extractor (None: no `remember`).
+        stats: the counts of the structured calls, shown when an upkeep failed.
     """
 
     def __init__(
@@ -111,10 +125,12 @@ class UpkeepNodes:
         memory: ConversationMemory,
         compactor: Runnable[Any, Any],
         long_term: tuple[LongTermMemory, Extractor] | None = None,
+        stats: StructuredStats | None = None,
     ) -> None:
         self.memory = memory
         self.compactor = compactor
         self.long_term = long_term
+        self.stats = stats
 
     def _after_remember(self, record: ThreadState) -> Literal["compact", "settle"]:
         return "compact" if record.compaction_owed else "settle"
@@ -128,9 +144,10 @@ class UpkeepNodes:
         """Read the conversation's upkeep record (one read) and go to what pays it. An
         upkeep that finds nothing owed still says how it ended: a stream told `pending`
         (an earlier upkeep paid the record since) hears the end of the one it follows."""
-        snapshot = self.memory.read_with_registry(state["session_id"], state["conversation_id"])
+        session_id, conversation_id = turn_ids()
+        snapshot = self.memory.read_with_registry(session_id, conversation_id)
         record = snapshot.state
-        if record is None or not snapshot.registry.owns(state["conversation_id"]):
+        if record is None or not snapshot.registry.owns(conversation_id):
             emit_memory("upkeep", "done")
             return Command(update={"upkeep": "done"}, goto=END)
         if not record.owes_upkeep and record.upkeep != "pending":  # paid already
@@ -148,7 +165,7 @@ class UpkeepNodes:
         update: dict[str, Any] = {"embedded": record.embedding_owed or ""}
         emit_memory("embed", "started")
         try:
-            added = self.memory.archive.embed_lines(state["session_id"])
+            added = self.memory.archive.embed_lines(turn_ids()[0])
         except Exception:
             logger.exception("embedding archived lines failed; they are found by their words")
             emit_memory("embed", "failed")
@@ -166,12 +183,12 @@ class UpkeepNodes:
         assert self.long_term is not None
         long_term, extractor = self.long_term
         record = state["record"]
-        session_id = state["session_id"]
-        turns = owed_turns(record, state["conversation_id"])
+        session_id, conversation_id = turn_ids()
+        turns = owed_turns(record, conversation_id)
         remembered: list[str] = []
         failed = False
         forget = self.memory.forgetter(session_id)
-        reread = partial(self._stored_turns, session_id, state["conversation_id"])
+        reread = partial(self._stored_turns, session_id, conversation_id)
         for start in range(0, len(turns), MAX_OWED_IN_ONE_CALL):
             emit_memory("remember", "started")
             batch = turns[start : start + MAX_OWED_IN_ONE_CALL]
@@ -179,9 +196,9 @@ class UpkeepNodes:
                 write = long_term.remember_turns(
                     session_id, batch, extractor, forget=forget, reread=reread
                 )
-            except Exception:
+            except Exception as exc:
                 logger.exception("long-term extraction failed; the turn stands")
-                emit_memory("remember", "failed")
+                emit_memory("remember", "failed", reason=failure_reason(exc))
                 failed = True
                 continue
             remembered += write.remembered
@@ -215,8 +232,7 @@ class UpkeepNodes:
         emit_memory("compact", "started")
         try:
             result = self.memory.compact(
-                state["session_id"],
-                state["conversation_id"],
+                *turn_ids(),
                 self.compactor,
                 snapshot=state["record"],
             )
@@ -224,9 +240,13 @@ class UpkeepNodes:
             logger.exception("compaction failed before reaching the model")
             emit_memory("compact", "failed")
             return {"compaction": CompactionStatus.FAILED.value, "degraded": True, "failed": True}
+        # a model's failure by kind: `failed` left memory as it was, `fallback` folded
+        # the oldest lines without it
+        failure = {} if result.error is None else {"reason": failure_reason(result.error)}
         emit_memory(
             "compact",
             result.status.value,
+            **failure,
             summaryChars=result.summary_chars,
             pinnedDecisions=result.pinned_count,
             summaryVersion=result.state.summary_version,
@@ -246,14 +266,15 @@ class UpkeepNodes:
             paid.append(state["embedded"])
         failed = bool(state.get("failed"))
         try:
-            stored = self.memory.settle_upkeep(
-                state["session_id"], state["conversation_id"], paid, failed=failed
-            )
+            stored = self.memory.settle_upkeep(*turn_ids(), paid, failed=failed)
         except Exception:  # the record still says pending: the next upkeep pays it
             logger.exception("settling the memory upkeep failed")
             stored, failed = None, True
         status = "failed" if failed else stored.upkeep if stored is not None else "done"
-        emit_memory("upkeep", status)
+        if failed and self.stats is not None:  # what the structured calls met so far
+            emit_memory("upkeep", status, structured=self.stats.snapshot())
+        else:
+            emit_memory("upkeep", status)
         return {"upkeep": status}
 
 
@@ -262,6 +283,7 @@ def build_upkeep_graph(
     memory: ConversationMemory,
     compactor: Runnable[Any, Any],
     long_term: tuple[LongTermMemory, Extractor] | None = None,
+    stats: StructuredStats | None = None,
 ) -> UpkeepGraph:
     """`read_owed → [embed] → [remember] → [compact] → settle`.
 
@@ -270,8 +292,9 @@ def build_upkeep_graph(
         compactor: the compaction model, bound to its structured output
             (`memory.compaction.structured_compactor`).
         long_term: the users' long-term memory and its extractor (None: no `remember`).
+        stats: the counts of the structured calls, shown when an upkeep failed.
     """
-    nodes = UpkeepNodes(memory, compactor, long_term)
+    nodes = UpkeepNodes(memory, compactor, long_term, stats)
     remembers = ("remember",) if long_term is not None else ()
     builder: UpkeepGraph = StateGraph(
         UpkeepState, input_schema=UpkeepInput, output_schema=UpkeepOutput

@@ -1,13 +1,12 @@
 """One reading of a user's message per turn: what it discloses, how it is kept, and
-whether it may hold something to remember.
+whether an extraction is owed for it.
 
 A turn reads its user's text once (`read`) and hands the reading on: the archive and
 the conversation's title keep its secret-redacted form, and `finalize` owes a long-term
-extraction only for a text that may hold something (`says_something`). The skip filter
-is judged by what it must never skip: it skips only what plainly holds nothing (an
-empty text, a slash command, pasted or quoted text alone, greetings, thanks and
-acknowledgements, questions that say nothing about the user); whatever else the user
-says reaches the extractor, which decides.
+extraction by structure and cost alone, never by what the text seems to mean: an empty
+or trivial text (a word of a letter or two, punctuation), a slash command or text the
+user only pasted or quoted owes none; an explicit request ("remember that …") is noted,
+as offline it is all that is read.
 """
 
 from __future__ import annotations
@@ -16,16 +15,12 @@ import re
 from dataclasses import dataclass
 
 from memory.archive.lines import REDACTED
-from memory.longterm.analysis import Clause, ClauseType, Subject
-from memory.longterm.rules import analysed
+from memory.longterm.analysis import own_words
+from memory.longterm.explicit import is_explicit
 from memory.longterm.secrets import SecretKind, find_secret
 
-_GREETING = re.compile(
-    r"^(?:(?:hi|hello|hey|hiya|howdy|good (?:morning|afternoon|evening)|thanks?|thank you)"
-    r"\b(?:\s+\w+){0,2}|(?:你好|您好|嗨|谢谢|早上好|晚上好)\w{0,3})[\s!.,，。！~]*$",
-    re.IGNORECASE,
-)
-"""A greeting or thanks, with a word or two after it ("hi there", "thanks a lot")."""
+TRIVIAL_CHARS = 2
+"""A one-word text this short ("ok", "k", "嗯") is not worth an extraction call."""
 
 
 _SENTENCE_ENDS = re.compile(r"(\n|(?<=[.!?;])\s+|(?<=[。！？；])\s*)")
@@ -55,19 +50,12 @@ def redact_secrets(text: str, secret: SecretKind | None = None) -> str:
 
 
 def says_something(text: str) -> bool:
-    """Whether `text` may state something to remember: False only for what plainly
-    holds nothing (see the module docstring), by the clause analysis of the rules."""
-    text = text.replace(REDACTED, " ")
-    if not text.strip() or _GREETING.match(text.strip()):
+    """Whether `text` is worth an extraction call: some words of the user's own, more
+    than a trivial one (see the module docstring)."""
+    own = own_words(text.replace(REDACTED, " ")).strip()
+    if not any(char.isalnum() for char in own):
         return False
-    return any(asked or _may_state(clause) for clause, asked in analysed(text))
-
-
-def _may_state(clause: Clause) -> bool:
-    if clause.type in (ClauseType.SOCIAL, ClauseType.REQUEST):
-        return False  # thanks, greetings; "continue with section 4", "translate this"
-    # a question about the user may carry a statement ("can you remember that I'm vegan?")
-    return clause.type is not ClauseType.QUESTION or clause.subject is Subject.USER
+    return len(own.split()) > 1 or len(own.strip(".,!?;:。！？，…~ ")) > TRIVIAL_CHARS
 
 
 @dataclass(frozen=True)
@@ -78,13 +66,15 @@ class UserText:
         text: the text as the user sent it (validated, stripped).
         secret: what it discloses, if anything (never the value).
         kept: the text as the archive and a title keep it (secret lines redacted).
-        says_something: whether a long-term extraction may find something in it.
+        says_something: whether a model's extraction is owed for it.
+        explicit: whether it holds an explicit request ("remember that …").
     """
 
     text: str = ""
     secret: SecretKind | None = None
     kept: str = ""
     says_something: bool = False
+    explicit: bool = False
 
 
 def read(text: str) -> UserText:
@@ -93,4 +83,10 @@ def read(text: str) -> UserText:
     kept = redact_secrets(text, secret) if secret is not None else text
     # a secret beside something lasting ("I'm allergic to peanuts. My wifi password
     # is …") leaves the rest to extract: an extractor reads the kept text
-    return UserText(text=text, secret=secret, kept=kept, says_something=says_something(kept))
+    return UserText(
+        text=text,
+        secret=secret,
+        kept=kept,
+        says_something=says_something(kept),
+        explicit=is_explicit(kept),
+    )

@@ -36,6 +36,7 @@ from memory.longterm.analysis import own_words
 from memory.longterm.recall import tokens as words
 from memory.prompts import FALLBACK_SUMMARY_LINE
 from memory.schema import ChatThreadMessage, ThreadState, utcnow
+from memory.structured import StructuredPolicy, as_policy
 from memory.text import clamp, quoted
 
 logger = logging.getLogger(__name__)
@@ -269,11 +270,15 @@ def local_fallback(
     )
 
 
-def structured_compactor(model: BaseChatModel, method: str | None = None) -> Runnable[Any, Any]:
-    """`model` bound to the `CompactionOutput` schema (structured output)."""
-    if method is None:
-        return model.with_structured_output(CompactionOutput)
-    return model.with_structured_output(CompactionOutput, method=method)
+COMPACTION_MAX_TOKENS = 2_000
+"""The most a compaction's answer may take: a full summary and its pins, as JSON."""
+
+
+def structured_compactor(
+    model: BaseChatModel, structured: StructuredPolicy | str | None = None
+) -> Runnable[Any, Any]:
+    """`model` bound to the `CompactionOutput` schema (`memory.structured`)."""
+    return as_policy(structured).bind(model, CompactionOutput, max_tokens=COMPACTION_MAX_TOKENS)
 
 
 def _parse(raw: object) -> CompactionOutput:
@@ -356,7 +361,7 @@ def compact(
         state: the memory read from storage.
         model: a chat model (bound to the schema here) or an already structured runnable.
         keep: newest messages kept verbatim (even, below `MAX_RECENT_MESSAGES`).
-        method: structured-output method passed to `with_structured_output`.
+        method: the structured-output method (`memory.structured.Method`).
         now: timestamp for `last_compacted_at`.
 
     Returns:

@@ -10,7 +10,8 @@ what changed it: the marks a search puts on lines that no longer hold); each arc
 line is what the archive's index and its searches read (conversation, title, message
 id, role, time, text, what a summary covered), in the order the lines were archived,
 which breaks a search's ties; the tombstones are the ids of forgotten items, and
-`historyClearedAt` when the archive was last forgotten. No session id, thread id or
+`historyClearedAt` when the archive was last forgotten (the marks of the forgotten
+texts stay: they are keyed under the server's secret). No session id, thread id or
 hashed key is in it (`memory.transfer` files everything again under the importing
 session's own keys).
 """
@@ -24,6 +25,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictInt,
     StrictStr,
     ValidationError,
     field_validator,
@@ -40,9 +42,12 @@ from memory.limits import (
     MAX_EXPORT_TEXT_CHARS,
     MAX_HISTORY_ITEMS,
     MAX_ID_CHARS,
+    MAX_IMPORTANCE,
     MAX_MEMORY_ITEMS,
+    MAX_MEMORY_TEXT_CHARS,
     MAX_TITLE_CHARS,
     MAX_TOMBSTONES,
+    MIN_IMPORTANCE,
 )
 from memory.longterm.items import MemoryItem
 from memory.schema import MessageId, ThreadState, UtcDatetime, require_storable
@@ -103,23 +108,29 @@ class ExportedLine(_Part):
 
 
 class ExportedItem(MemoryItem):
-    """A long-term item's stored value and its id: the item's own fields, no others."""
+    """A long-term item's stored value and its id: the item's own fields, no others,
+    strictly typed (`importance: true` is no number). Its `key` and `subject` are the
+    gate's to derive (`memory.import_checks`): here they are only bounded."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: ItemId
+    importance: StrictInt = Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)
+    key: Annotated[StrictStr, Field(max_length=2 * MAX_MEMORY_TEXT_CHARS)]
+    subject: Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)] | None = None
 
 
 class ExportDocument(_Part):
     """Everything a session owns (see the module docstring)."""
 
     format: Literal["langgraph-memory-agent.export"]
-    version: Literal[1]
+    version: Annotated[StrictInt, Field(ge=VERSION, le=VERSION)]
     exported_at: UtcDatetime
     conversations: list[ExportedConversation] = Field(max_length=MAX_CONVERSATIONS)
     memories: list[ExportedItem] = Field(max_length=MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS)
     archive: list[ExportedLine] = Field(max_length=MAX_EXPORT_LINES)
-    tombstones: list[ItemId] = Field(max_length=MAX_TOMBSTONES)
+    tombstones: list[ItemId] = Field(max_length=2 * MAX_TOMBSTONES)
+    """The session's own tombstones, then those it imported."""
     history_cleared_at: UtcDatetime | None = None
 
     @model_validator(mode="after")

@@ -126,6 +126,11 @@ class ThreadIds:
         """`H(session)`: names a session's long-term namespace (no raw id in storage)."""
         return self._h(validate_id(session_id, "session id"))
 
+    def mark(self, value: str) -> str:
+        """A keyed hash of `value` (a tombstone's mark of forgotten words), short: it
+        recognises words again, never proves anything."""
+        return self._hmac("mark:" + value)[:16]
+
     def registry_thread(self, session_id: str) -> str:
         """`chat-registry:{H(session)}`."""
         return f"{REGISTRY_THREAD_PREFIX}:{self._h(validate_id(session_id, 'session id'))}"

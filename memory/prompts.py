@@ -88,10 +88,11 @@ diet): its `id`, and the new `text`, `kind`, `importance`. The old item is kept 
 history.
 - retire: an item that no longer holds and nothing replaces ("I'm no longer \
 vegetarian", "我不再吃辣了"): its `id`.
-- forget: an item the user asks you to forget or not to remember ("forget that I …", \
-"scratch that", "别记这个"), current or in `history` ("forget that I lived in \
-Lisbon"): its `id`. An item an earlier turn of this list adds is named `turn:N:K` (its \
-turn, its place among that turn's adds). Only forget may name an item of `history`.
+- forget: an item the user asks you to forget ("forget that I …", "忘掉…", "别记…"), \
+current or in `history` ("forget that I lived in Lisbon"): its `id`; any other \
+taking-back ("scratch that") is a retire. An item an earlier turn of this list adds \
+is named `turn:N:K` (its turn, its place among that turn's adds). Only forget may name \
+an item of `history`.
 Every operation has `turn`, the number of the turn it comes from, and `quote`: the \
 user's own words in that turn that state it, copied exactly (use the assistant's line \
 only to understand a short answer such as "Yes, Denver."; never quote it).

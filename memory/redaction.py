@@ -26,12 +26,13 @@ from pydantic import BaseModel, ValidationError
 from memory.archive.archive import Archive
 from memory.archive.forgetting import forget_sentences
 from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
-from memory.limits import MAX_QUOTE_CHARS, MAX_TOMBSTONES
+from memory.limits import MAX_FORGOTTEN_MARKS, MAX_QUOTE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.registry import RegistryState
-from memory.schema import ChatThreadMessage, ThreadState
+from memory.schema import ThreadState
 from memory.storage import ThreadStore
 from memory.storage.documents import Dialect, InTransaction, in_order
+from memory.tombstones import marks_of
 
 FORGOTTEN = "[forgotten]"
 _MAX_DEPTH = 64
@@ -192,7 +193,8 @@ def forget_texts(
     from read `[forgotten]` (`Archive.forgetter`), so does each occurrence in every thread
     of the session (its registry and memory documents, its run threads' checkpoints and
     pending writes), and the registry keeps a tombstone of each id (a turn that recalled
-    one before it was forgotten redacts it from what it writes). All or nothing: should
+    one before it was forgotten redacts it from what it writes) and the marks of the
+    forgotten texts (`memory.tombstones`: no later import brings them back). All or nothing: should
     any step fail, the items, the archive and the memory stay as they were, and
     forgetting again starts afresh.
 
@@ -213,9 +215,13 @@ def forget_texts(
         stored = documents.get(registry) or threads.get(registry)
         if stored is not None:  # (a session that never chatted has no turn to race)
             tombstones = [*stored.get("forgotten", []), *(item.id for item in items)]
+            marks = [m.model_dump() for m in marks_of(texts, ids.mark)]
             documents[registry] = {
                 **stored,
                 "forgotten": tombstones[-MAX_TOMBSTONES:],
+                "forgotten_marks": [*stored.get("forgotten_marks", []), *marks][
+                    -MAX_FORGOTTEN_MARKS:
+                ],
                 "version": int(stored.get("version", 0)) + 1,
             }
         steps = in_order(runs, archive.forgetter(session_id, texts), also)
@@ -230,23 +236,7 @@ def _without_repeats(document: Any, texts: Sequence[str]) -> Any:
     if not isinstance(document, dict):
         return document
     state = ThreadState.from_document(document)
-
-    def rule(text: str) -> str:
-        kept = forget_sentences(text, texts)
-        return kept if len(kept) <= len(text) else kept[: len(text)]
-
-    def in_messages(messages: list[ChatThreadMessage]) -> list[ChatThreadMessage]:
-        return [m.model_copy(update={"text": rule(m.text)}) for m in messages]
-
-    forgotten = state.model_copy(
-        update={
-            "messages": in_messages(state.messages),
-            "upkeep_owed": in_messages(state.upkeep_owed),
-            "summary": rule(state.summary),
-            "pinned_decisions": [rule(pin) for pin in state.pinned_decisions],
-            "open_questions": [rule(question) for question in state.open_questions],
-        }
-    )
+    forgotten = state.with_texts(lambda text: forget_sentences(text, texts))
     if forgotten == state:
         return document
     return {**forgotten.to_document(), "version": state.version + 1}

@@ -9,6 +9,7 @@ least recently active conversation is pruned and the caller deletes its threads.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -19,8 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
-from memory.limits import MAX_CONVERSATIONS, MAX_TITLE_CHARS, MAX_TOMBSTONES
+from memory.limits import (
+    MAX_CONVERSATIONS,
+    MAX_FORGOTTEN_MARKS,
+    MAX_TITLE_CHARS,
+    MAX_TOMBSTONES,
+)
 from memory.schema import MessageId, UtcDatetime
+from memory.tombstones import ForgottenMark
 
 
 class ConversationEntry(BaseModel):
@@ -54,6 +61,14 @@ class RegistryState(BaseModel):
     """Tombstones: the ids of the long-term items the user forgot, newest last (at most
     `MAX_TOMBSTONES`). A turn that recalled one of them before it was forgotten redacts
     its text from what it writes."""
+    forgotten_marks: list[ForgottenMark] = Field(
+        default_factory=list, max_length=MAX_FORGOTTEN_MARKS
+    )
+    """What the forgotten items and the words that stated them were, as keyed hashes
+    (`memory.tombstones`), newest last: an import forgets each sentence that repeats one."""
+    imported_forgotten: list[StrictStr] = Field(default_factory=list, max_length=MAX_TOMBSTONES)
+    """Tombstones an imported document brought (kept apart: they never displace the
+    session's own), newest last."""
     history_cleared_at: UtcDatetime | None = None
     """When the session's archive was last forgotten: a summary that may quote turns from
     before it is never archived afterwards."""
@@ -78,9 +93,18 @@ def new_conversation_id() -> str:
     return uuid.uuid4().hex
 
 
+# Markdown a title shows as plain text: a link's target, emphasis and code marks, and a
+# line's heading, quote or list marker (the page and the CLI print titles as text)
+_MARKDOWN_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKDOWN_MARKS = re.compile(r"(\*\*|__|~~|`+|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w))")
+_MARKDOWN_LINE_START = re.compile(r"^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", re.MULTILINE)
+
+
 def make_title(text: str) -> str:
-    """The first user message, whitespace collapsed, at most `MAX_TITLE_CHARS` characters."""
-    title = " ".join(text.split())
+    """The first user message as plain text (Markdown marks dropped), whitespace
+    collapsed, at most `MAX_TITLE_CHARS` characters."""
+    plain = _MARKDOWN_LINE_START.sub("", _MARKDOWN_LINK.sub(r"\1", text))
+    title = " ".join(_MARKDOWN_MARKS.sub("", plain).split()) or " ".join(text.split())
     if len(title) > MAX_TITLE_CHARS:
         title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
     return title

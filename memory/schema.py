@@ -186,6 +186,28 @@ class ThreadState(BaseModel):
         """JSON-compatible form kept in the checkpoint (no pickled objects)."""
         return self.model_dump(mode="json")
 
+    def with_texts(self, rule: Callable[[str], str]) -> ThreadState:
+        """This memory with `rule` applied to its texts (messages, summary, pins, open
+        questions; never an id or a role); a text that `rule` lengthens keeps its
+        length, so that its limits still hold."""
+
+        def kept(text: str) -> str:
+            new = rule(text)
+            return new if len(new) <= len(text) else new[: len(text)]
+
+        def in_messages(messages: list[ChatThreadMessage]) -> list[ChatThreadMessage]:
+            return [m.model_copy(update={"text": kept(m.text)}) for m in messages]
+
+        return self.model_copy(
+            update={
+                "messages": in_messages(self.messages),
+                "upkeep_owed": in_messages(self.upkeep_owed),
+                "summary": kept(self.summary),
+                "pinned_decisions": [kept(pin) for pin in self.pinned_decisions],
+                "open_questions": [kept(question) for question in self.open_questions],
+            }
+        )
+
     @classmethod
     def from_document(cls, document: object) -> ThreadState:
         """Validate a stored document back into a `ThreadState`.

@@ -2,33 +2,39 @@
 its stores, and brought back into a session.
 
 An export is read under the session's locks, so that no turn's write lands half in it.
-An import is checked whole (`read_document`) and its secrets scanned before any lock is
-taken, then written in one transaction under the session's locks, or not at all. Its
-rules:
+An import is checked whole (`read_document`, then `memory.import_checks`: its items
+gated as if added by hand, its texts' secrets redacted, its times bounded by now) before
+any lock is taken, then written in one transaction under the session's locks, or not at
+all. Its rules:
 - a conversation the session already has (listed or pending) stays as it is: the
   document's copy and its archived lines are skipped. So importing a document twice
   changes nothing, and an import never overwrites what a session holds;
 - the imported conversations are listed by their last activity; past ten, the least
   recently active are pruned as a turn prunes them (their archived lines stay);
 - an item whose id the session already has, a current item whose text it holds as a
-  current one, and an item a tombstone names are skipped; one whose text or quote the
-  secret detector flags is refused (counted, never stored); the session keeps at most
-  100 current items and 100 of history, or nothing is imported; the tombstones join
-  the session's, and the later time its archive was forgotten holds;
+  current one, an item a tombstone names, and one that repeats a text the session
+  forgot are skipped; the session keeps at most 100 current items and 100 of history,
+  or nothing is imported;
+- what the session forgot stays forgotten: each sentence of the document (messages,
+  summaries, pins, titles, archived lines) that repeats a forgotten text reads
+  `[forgotten]` (`memory.tombstones`);
+- the document's tombstones are kept apart from the session's own (they never displace
+  them), and the later time its archive was forgotten holds;
 - an archived line the session has (same conversation and message id) is skipped;
   lines and titles the secret detector flags are stored `[redacted]`, as the archive
-  stores a turn's. A conversation's memory keeps its text as a turn's write does.
+  stores a turn's.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any
 
 from langgraph.store.base import PutOp
 
 from memory.analysis import redact_secrets
-from memory.archive.lines import ArchiveRow, ArchiveWrite
+from memory.archive.lines import FORGOTTEN, ArchiveRow, ArchiveWrite
 from memory.conversations import ConversationMemory
 from memory.errors import InvalidInput
 from memory.export_document import (
@@ -41,9 +47,9 @@ from memory.export_document import (
     read_document,
 )
 from memory.hydration import assert_client_safe
-from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_TOMBSTONES
+from memory.import_checks import checked, without_marked
+from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
-from memory.longterm.secrets import find_secret
 from memory.longterm.store import LongTermMemory
 from memory.registry import (
     ConversationEntry,
@@ -55,6 +61,7 @@ from memory.registry import (
 )
 from memory.schema import ThreadState
 from memory.storage.items import items_step
+from memory.tombstones import Forgotten
 
 TOO_MANY_ITEMS = (
     "the import would leave {count} long-term items ({what}); a session keeps at most "
@@ -106,7 +113,7 @@ def export_session(
             }
             for row in lines
         ],
-        "tombstones": list(registry.forgotten),
+        "tombstones": list(dict.fromkeys([*registry.forgotten, *registry.imported_forgotten])),
         "historyClearedAt": None if cleared is None else cleared.isoformat(),
     }
     assert_client_safe(document)
@@ -128,32 +135,32 @@ def import_session(
 ) -> dict[str, Any]:
     """Import the document in `raw` into `session_id` by the module's rules, in one
     transaction; returns what it did: `{"conversations": {imported, skipped, pruned},
-    "memories": {imported, skipped, refused}, "archive": {imported, skipped, redacted}}`
+    "memories": {imported, skipped}, "archive": {imported, skipped, redacted}}`
     (`pruned`: listed conversations, the session's or imported ones, that the import
-    pushed past ten; `refused`: items holding a secret).
+    pushed past ten; `redacted`: lines holding a secret or a forgotten text).
 
     Raises:
-        InvalidInput: see `read_document`; or the session would hold more than 100
-            current items or 100 of history. Nothing was written.
+        InvalidInput: see `read_document` and `memory.import_checks.checked`; or the
+            session would hold more than 100 current items or 100 of history. Nothing
+            was written.
     """
-    document = read_document(raw)
-    # the secret scans, before any lock is taken
-    safe = [item for item in document.memories if not _holds_secret(item)]
-    scanned = _rows(memory, session_id, document.archive)
-    redacted = {
-        (row.conversation_id, row.message_id)
-        for row, line in zip(scanned, document.archive, strict=True)
-        if row.text != line.text
-    }
+    document = checked(read_document(raw), memory.clock())
+    scanned = _rows(memory, session_id, document.archive)  # the secret scans, unlocked
     with long_term.lock(session_id), memory.documents.lock(session_id):
         registry = memory.registry(session_id)
+        forgotten = Forgotten(registry.forgotten_marks, memory.ids.mark)
         held = long_term.all_items(session_id)
-        items = _new_items(safe, held, {*registry.forgotten, *document.tombstones})
-        new = [c for c in document.conversations if not registry.owns(c.id)]
+        tombstones = {*registry.forgotten, *registry.imported_forgotten, *document.tombstones}
+        kept = [item for item in document.memories if forgotten(item.text) == item.text]
+        items = _new_items(kept, held, tombstones)
+        new = [_forget_in(c, forgotten) for c in document.conversations if not registry.owns(c.id)]
         listed = add_listed(registry, [_entry(memory, session_id, c) for c in new])
         change = RegistryChange(_with_marks(listed.state, document), listed.pruned)
         states = {c.id: c.memory for c in new if c.id not in change.pruned}
-        rows = _unarchived(scanned, registry, memory.archive.lines(session_id))
+        rows = [
+            _forget_row(row, forgotten)
+            for row in _unarchived(scanned, registry, memory.archive.lines(session_id))
+        ]
         namespace = long_term.namespace(session_id)
         puts = [PutOp(namespace, i.id, i.to_value(), ttl=long_term.ttl_minutes) for i in items]
         listing = change if change.state != registry else None
@@ -166,28 +173,41 @@ def import_session(
                 ArchiveWrite(rows=rows),
                 also=items_step(long_term.store, puts) if puts else None,
             )
+    said = {(line.conversation_id, line.message_id): line.text for line in document.archive}
     return {
         "conversations": {
             "imported": len(states),
             "skipped": len(document.conversations) - len(new),
             "pruned": len(change.pruned),
         },
-        "memories": {
-            "imported": len(items),
-            "skipped": len(safe) - len(items),
-            "refused": len(document.memories) - len(safe),
-        },
+        "memories": {"imported": len(items), "skipped": len(document.memories) - len(items)},
         "archive": {
             "imported": len(rows),
             "skipped": len(document.archive) - len(rows),
-            "redacted": sum((row.conversation_id, row.message_id) in redacted for row in rows),
+            "redacted": sum(row.text != said[row.conversation_id, row.message_id] for row in rows),
         },
     }
 
 
-def _holds_secret(item: MemoryItem) -> bool:
-    quote = item.provenance.quote if item.provenance is not None else ""
-    return find_secret(item.text) is not None or find_secret(quote) is not None
+def _forget_in(conversation: ExportedConversation, forgotten: Forgotten) -> ExportedConversation:
+    """`conversation` with each sentence that repeats a forgotten text read `[forgotten]`."""
+    if not forgotten.texts:
+        return conversation
+    return conversation.model_copy(
+        update={
+            "title": forgotten(conversation.title)[:MAX_TITLE_CHARS],
+            "memory": without_marked(conversation.memory.with_texts(forgotten), FORGOTTEN),
+        }
+    )
+
+
+def _forget_row(row: ArchiveRow, forgotten: Forgotten) -> ArchiveRow:
+    """`row` with each sentence that repeats a forgotten text read `[forgotten]`."""
+    if not forgotten.texts:
+        return row
+    indexed = None if row.indexed is None else forgotten(row.indexed)
+    title = forgotten(row.title)[:MAX_TITLE_CHARS]
+    return replace(row, text=forgotten(row.text), title=title, indexed=indexed)
 
 
 def _new_items(
@@ -215,14 +235,15 @@ def _new_items(
 
 
 def _with_marks(registry: RegistryState, document: ExportDocument) -> RegistryState:
-    """`registry` with the document's tombstones after its own (the newest kept) and the
-    later of the two times the archive was forgotten."""
-    forgotten = [*registry.forgotten]
-    forgotten += [t for t in dict.fromkeys(document.tombstones) if t not in forgotten]
+    """`registry` with the document's tombstones kept apart from its own (the newest of
+    them kept), and the later of the two times the archive was forgotten."""
+    own = set(registry.forgotten)
+    imported = [t for t in registry.imported_forgotten if t not in own]
+    imported += [t for t in dict.fromkeys(document.tombstones) if t not in own | {*imported}]
     times = [t for t in (registry.history_cleared_at, document.history_cleared_at) if t]
     return registry.model_copy(
         update={
-            "forgotten": forgotten[-MAX_TOMBSTONES:],
+            "imported_forgotten": imported[-MAX_TOMBSTONES:],
             "history_cleared_at": max(times, default=None),
         }
     )

@@ -127,3 +127,14 @@ class PacedModel(LocalChatModel):
                 summary="paced summary", pinned_decisions=[], retired_pins=[]
             )
         )
+
+
+class HangingModel(ScriptedModel):
+    """`ScriptedModel` that hangs for `hang_s` seconds before answering a message that
+    contains `hang` (a remote model that stopped answering)."""
+
+    hang_s: float = 60.0
+
+    def delay(self, call: ModelCall) -> float:
+        last = call.messages[-1].text if call.messages else ""
+        return self.hang_s if "hang" in last else 0.0

@@ -54,8 +54,8 @@ def run_upkeep(
     deferred turn; returns its output and every custom event, in order."""
     events: list[dict[str, Any]] = []
     output: dict[str, Any] = {}
-    ids = {"session_id": session, "conversation_id": conversation}
-    for mode, chunk in upkeep.stream(ids, stream_mode=["custom", "values"]):
+    context = Context(session_id=session, conversation_id=conversation)
+    for mode, chunk in upkeep.stream({}, context=context, stream_mode=["custom", "values"]):
         if mode == "custom":
             events.append(cast(dict[str, Any], chunk))
         else:

@@ -105,15 +105,31 @@ class Reply:
         return encoded, ()
 
 
+Refusable = Literal["json_schema", "json_object", "forced_tool"]
+REFUSED_MESSAGE = "OpenAIStub: this server does not support {shape}"
+
+
+def request_shape(request: Mapping[str, Any]) -> Refusable | None:
+    """How a request asks for structured output: a response format, or a forced tool."""
+    kind = (request.get("response_format") or {}).get("type")
+    if kind in ("json_schema", "json_object"):
+        return cast(Refusable, kind)
+    return "forced_tool" if forced_function(request) is not None else None
+
+
 class OpenAIStub:
     """A real HTTP server speaking the OpenAI chat-completions protocol from a script.
 
     Args:
         default: Reply used when the queue is empty; None answers with HTTP 500.
+        refuse: structured-output shapes answered with HTTP 500 before any reply is
+            taken, as real servers do (llama-cpp-python's refuses `json_schema`,
+            llama.cpp's `llama-server` a forced tool call).
     """
 
-    def __init__(self, *, default: Reply | None = None) -> None:
+    def __init__(self, *, default: Reply | None = None, refuse: Sequence[Refusable] = ()) -> None:
         self.default = default
+        self.refuse = frozenset(refuse)
         self._queue: deque[Reply] = deque()
         self._requests: list[dict[str, Any]] = []
         self._cond = threading.Condition()
@@ -279,6 +295,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/v1/embeddings":
             self.stub._record(request)
             self._send_json(200, embeddings_body(request))
+            return
+        shape = request_shape(request)
+        if shape in self.stub.refuse:
+            self.stub._record(request)
+            self._send_json(500, error_body(500, REFUSED_MESSAGE.format(shape=shape)))
             return
         reply, scripted = self.stub._take(request)
         if reply.delay and self.stub._closed.wait(reply.delay):

@@ -13,19 +13,28 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from fastapi import FastAPI, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Match, Mount
 
 from agent import web
-from agent.api import chat, conversations, error_responses, memories, search, signin, transfer
+from agent.api import (
+    access_log,
+    chat,
+    conversations,
+    error_responses,
+    memories,
+    search,
+    signin,
+    transfer,
+)
 from agent.api.body import BodyLimit
 from agent.api.error_responses import DOCS_PATH, OWN_PATHS, SCHEMA_PATH, SESSIONLESS
 from agent.api.headers import NoSniff
 from agent.api.sessions import SessionCookies
-from agent.identity import Authenticator
+from agent.identity import Authenticator, SignIns
 from agent.settings import Settings, SettingsError
 from memory.limits import MAX_EXPORT_BYTES
 
@@ -99,7 +108,9 @@ def agent_lifespan(
         opened: ChatAgent = app.state.agent
         try:
             app.state.identity = Authenticator.from_settings(
-                opened.settings, lambda: opened.memory.ids.secret
+                opened.settings,
+                lambda: opened.memory.ids.secret,
+                SignIns(opened.memory.threads, opened.memory.ids),
             )
         except SettingsError as exc:
             logger.error("cannot start the agent: %s", exc)
@@ -142,8 +153,9 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
         app.router.routes.extend(module.router.routes)
 
     @app.get("/api/health", tags=["meta"])
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health() -> dict[str, Any]:
+        # counts only (no text, no id): what the models' structured calls met
+        return {"status": "ok", "structured": app.state.agent.structured.stats.snapshot()}
 
     # last of the app's routes: a path of the app's own that no route takes is answered
     # here, so that it is 404 or 405 alike under uvicorn and under `langgraph dev` (whose
@@ -169,4 +181,5 @@ def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -
     app.add_middleware(BodyLimit, prefixes=OWN_PATHS, larger=larger)
     app.add_middleware(NoSniff, prefixes=(*OWN_PATHS, web.ASSET_PREFIX))  # outermost
     error_responses.install(app)
+    access_log.install(lambda: app.state.agent.memory.ids.secret)
     return app

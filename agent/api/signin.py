@@ -4,9 +4,12 @@ A browser cannot add a header to the page's own requests. With an identity mode
 configured, `POST /api/session` carrying an API key or a bearer token (the request is
 authenticated like any other) answers with an HttpOnly, SameSite=Strict cookie signed
 with the server secret that names the user, for `/api/…` only, for at most 12 hours and
-never past the token's expiry; the app and LangGraph's auth handler accept it there. A
-trusted proxy's user needs none (the proxy names them on every request). `DELETE
-/api/session` removes it. With no mode configured, both are 404: sessions are anonymous.
+never past the token's expiry, and only while the key it was made with stays listed; the
+app and LangGraph's auth handler accept it there. A trusted proxy's user needs none (the
+proxy names them on every request). `DELETE /api/session` removes it and signs the user
+out in the database: every sign-in cookie of theirs made so far (a copied one, another
+browser's) is refused by every worker from then on. With no mode configured, both are
+404: sessions are anonymous.
 """
 
 from __future__ import annotations
@@ -49,8 +52,11 @@ def sign_in(request: Request, response: Response) -> dict[str, str]:
 
 @router.delete("", status_code=204)
 def sign_out(request: Request) -> Response:
-    """Remove the sign-in cookie."""
-    signed_in(request)
+    """Remove the sign-in cookie and end every sign-in cookie of the user."""
+    signed = signed_in(request)
+    authenticator: Authenticator = request.app.state.identity
+    if authenticator.sign_ins is not None:
+        authenticator.sign_ins.sign_out(signed.session_id)
     response = Response(status_code=204)
     response.delete_cookie(COOKIE_NAME, path=COOKIE_PATH, httponly=True, samesite="strict")
     return response

@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import io
 import logging
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -57,7 +58,7 @@ def open_session(
         registry = agent.select(session_id=session_id, conversation_id=conversation_id)
     elif registry["selectedConversationId"] in titles:
         conversation_id = registry["selectedConversationId"]
-    model = "offline model (no OPENAI_API_KEY)" if agent.settings.offline else agent.settings.model
+    model = "offline model (no model endpoint)" if agent.settings.offline else agent.settings.model
     print(f'agent chat · session "{session_id}" · {model} · /help lists the commands')
     if conversation_id is None:
         print("new conversation: your first message creates it")
@@ -153,13 +154,17 @@ def run_dev(host: str, port: int) -> int:
 
     `langgraph dev` would silently move to a random port; its file watcher (it reloads
     on `*.py` changes) would log every write of the server's own data files, so its
-    logger is kept to warnings.
+    logger is kept to warnings. No proxy's `X-Forwarded-For` is taken unless
+    `FORWARDED_ALLOW_IPS` names it.
     """
     if not port_free(host, port):
         return _fail(PORT_BUSY.format(host=host, port=port, next=port + 1))
     from langgraph_cli.cli import cli  # the dev tools are a development dependency
 
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    # uvicorn would take a local peer's X-Forwarded-For as the client's address; the
+    # trusted-proxy check must see the connection's own peer
+    os.environ.setdefault("FORWARDED_ALLOW_IPS", "")
     # LangGraph's banner names its API, Studio and docs; the chat page is this app's
     print(CHAT_PAGE_BANNER.format(host=host, port=port), flush=True)
     arguments = ["dev", "--no-browser", "--host", host, "--port", str(port)]

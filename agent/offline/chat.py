@@ -20,6 +20,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import tool_call
 
+from agent.search_tool import IN_VIEW
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
 from memory.context import (
     LONG_TERM_BLOCK_ID,
@@ -38,18 +39,18 @@ MAX_CALCULATIONS = 3
 
 OFFLINE_PREFIX = "[offline model]"
 OFFLINE_NOTICE = (
-    f"{OFFLINE_PREFIX} No OPENAI_API_KEY is set, so this deterministic offline model "
-    "answers: it echoes your message and shows what it remembers of you and of this "
-    "conversation."
+    f"{OFFLINE_PREFIX} No model is configured (set OPENAI_BASE_URL, or AGENT_MODEL=local), "
+    "so this offline stand-in does not answer: it shows what memory gives a model here."
 )
-ECHO_LINE = 'You said: "{text}"'
+"""The first answer of a conversation says what the offline model is, once."""
+MEMORY_HEAD = f"{OFFLINE_PREFIX} What memory gives me here:"
+"""Every later plain answer opens with this line instead."""
 NO_INPUT_LINE = "There is no new user message to answer."
 LONG_TERM_LINE = "What I remember about you:\n{items}"
 EARLIER_LINE = "I was reminded of {count} line(s) from our earlier conversations ({dates})."
 PINS_LINE = "Pinned decisions I keep to:\n{pins}"
 SUMMARY_LINE = "Summary of our earlier conversation: {summary}"
-HISTORY_LINE = 'I can see {count} earlier message(s); your previous message was: "{previous}"'
-HISTORY_NO_USER_LINE = "I can see {count} earlier message(s)."
+HISTORY_LINE = "I can see {count} earlier message(s) of this conversation."
 NO_HISTORY_LINE = "I see no earlier messages in this conversation."
 
 CALCULATION_ANSWER = "{expression} = {result}."
@@ -57,6 +58,7 @@ TIME_ANSWER = "The current time in {timezone} is {result}."
 TOOL_ERROR_ANSWER = "The {name} tool reported an error: {error}"
 TOOL_RESULT_ANSWER = "The {name} tool returned: {result}"
 SEARCH_ANSWER = "In our earlier conversations I found:\n{result}"
+IN_VIEW_ANSWER = "That is still among this conversation's recent messages:\n{result}"
 FOUND_LINE = "- {date} · {title} · {speaker}: {text}"
 SPEAKERS = {"user": "you", "assistant": "me", "summary": "summary"}
 
@@ -64,9 +66,7 @@ PARAGRAPH = "\n\n"
 """Between the parts of an answer: in Markdown a line right after a list continues the
 list's last item, so each part (a list among them) is a paragraph of its own."""
 
-ECHO_CHARS = 300
 SUMMARY_CHARS = 300
-PREVIOUS_CHARS = 120
 TOOL_RESULT_CHARS = 300
 
 _EXPR = r"[-+(]*\s*\.?\d[\d\s.+\-*/%^()×÷xX]*"
@@ -209,12 +209,11 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
 
 
 def plain_answer(messages: Sequence[BaseMessage]) -> str:
-    """The offline chat answer: a notice, the echoed input and what the context holds."""
+    """The offline chat answer: what the context holds, in a few lines (the notice of
+    what this model is on a conversation's first answer only; never the input echoed)."""
     view = read_context(messages)
-    lines = [OFFLINE_NOTICE]
-    if view.latest is not None:
-        lines.append(ECHO_LINE.format(text=_one_line(view.latest, ECHO_CHARS)))
-    else:
+    lines = [MEMORY_HEAD if view.history else OFFLINE_NOTICE]
+    if view.latest is None:
         lines.append(NO_INPUT_LINE)
     if view.long_term:
         items = "\n".join(f"- {item}" for item in view.long_term)
@@ -229,12 +228,8 @@ def plain_answer(messages: Sequence[BaseMessage]) -> str:
         lines.append(PINS_LINE.format(pins=numbered))
     if view.summary:
         lines.append(SUMMARY_LINE.format(summary=_one_line(view.summary, SUMMARY_CHARS)))
-    previous = [m for m in view.history if isinstance(m, HumanMessage)]
-    if previous:
-        quote = _one_line(previous[-1].text, PREVIOUS_CHARS)
-        lines.append(HISTORY_LINE.format(count=len(view.history), previous=quote))
-    elif view.history:
-        lines.append(HISTORY_NO_USER_LINE.format(count=len(view.history)))
+    if view.history:
+        lines.append(HISTORY_LINE.format(count=len(view.history)))
     else:
         lines.append(NO_HISTORY_LINE)
     return PARAGRAPH.join(lines)
@@ -354,7 +349,11 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
         elif name == CALCULATOR and "expression" in args:
             lines.append(CALCULATION_ANSWER.format(expression=args["expression"], result=text))
         elif name == SEARCH_CONVERSATIONS:
-            lines.append(SEARCH_ANSWER.format(result=_found_lines(text)))
+            head, _, records = text.partition("\n")
+            if head.startswith(IN_VIEW.partition("{query}")[0]) and records:
+                lines.append(IN_VIEW_ANSWER.format(result=_found_lines(records)))
+            else:
+                lines.append(SEARCH_ANSWER.format(result=_found_lines(text)))
         elif name == CURRENT_TIME:
             zone = args.get("timezone") or "UTC"
             lines.append(TIME_ANSWER.format(timezone=zone, result=text))

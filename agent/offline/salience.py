@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 
-from agent.offline.chat import OFFLINE_NOTICE, OFFLINE_PREFIX
+from agent.offline.chat import MEMORY_HEAD, OFFLINE_NOTICE, OFFLINE_PREFIX
 from memory.text import clamp
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -198,11 +198,14 @@ def is_question(sentence: str) -> bool:
     return sentence.rstrip(_TRAILING_CLOSERS).endswith(("?", "？"))
 
 
+_OLD_NOTICE = f"{OFFLINE_PREFIX} No OPENAI_API_KEY is set, so this"
+"""How earlier releases' offline answers opened: stored summaries still hold them."""
+
+
 def is_offline_boilerplate(text: str) -> bool:
-    """Whether an assistant text is the offline model's plain answer, which only echoes
-    the user and restates memory; condensed copies in old summaries count too."""
-    head = OFFLINE_NOTICE[: len(OFFLINE_PREFIX) + 30]
-    return text.startswith(head)
+    """Whether an assistant text is the offline model's plain answer, which only restates
+    memory; condensed copies in old summaries count too."""
+    return text.startswith((OFFLINE_NOTICE[: len(OFFLINE_PREFIX) + 30], MEMORY_HEAD, _OLD_NOTICE))
 
 
 def without_offline_prefix(text: str) -> str:

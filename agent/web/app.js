@@ -351,6 +351,19 @@ async function runTurn(path, body, { route, refused }) {
       if (state.currentId === null) {
         state.currentId = data.conversationId; // the draft is a conversation now
         setFragment(`c=${encodeURIComponent(data.conversationId)}`);
+        // listed at once, under its provisional title: the server's list (with the
+        // title it keeps) replaces it when the turn ends
+        state.registry = {
+          ...state.registry,
+          conversations: [
+            {
+              id: data.conversationId,
+              title: state.draftTitle || "New chat",
+              lastActiveAt: new Date().toISOString(),
+            },
+            ...state.registry.conversations.filter((entry) => entry.id !== data.conversationId),
+          ],
+        };
         sidebar.render(state.registry, state.currentId);
       }
     } else if (event === "status" && data.stage === "route") {

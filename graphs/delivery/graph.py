@@ -59,8 +59,9 @@ from graphs.delivery.state import (
     Verdict,
 )
 from graphs.routing import STOP
-from graphs.state import Background, WorkflowInput, WorkflowOutput
+from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
+from memory.structured import StructuredPolicy, as_policy
 from memory.text import clamp
 
 logger = logging.getLogger(__name__)
@@ -80,6 +81,8 @@ NOSTREAM: RunnableConfig = {"tags": [TAG_NOSTREAM]}
 
 M = TypeVar("M", bound=BaseModel)
 
+WORKFLOW_MAX_TOKENS = 2_000
+"""The most a stage's structured answer may take (a plan, an artifact, a review)."""
 NO_CHECKPOINTER_WARNING = "`durability` has no effect when no checkpointer"
 """LangGraph's warning when a run without a checkpointer is given a durability."""
 
@@ -143,7 +146,7 @@ class DeliverySteps:
         tools: Sequence[BaseTool],
         max_tasks: int,
         stage_timeout: float,
-        method: str | None,
+        method: StructuredPolicy | str | None,
         background: Background | None = None,
     ) -> None:
         if max_tasks < 1 or stage_timeout <= 0:
@@ -152,7 +155,7 @@ class DeliverySteps:
         self.background = background
         self.max_tasks = max_tasks
         self.stage_timeout = stage_timeout
-        self.options: dict[str, Any] = {"method": method} if method else {}
+        self.structured = as_policy(method)
         self.sub_agent: TaskAgent | None = (
             build_tool_graph(model=model, tools=tools).compile(
                 checkpointer=False, name="task_agent"
@@ -166,19 +169,17 @@ class DeliverySteps:
         again after a crash (they are never checkpointed)."""
         if state.get("context"):
             return state["context"]
-        session_id, conversation_id = state.get("session_id"), state.get("conversation_id")
         summary, pins = "", list[str]()
-        if self.background is not None and session_id and conversation_id:
-            summary, pins = await asyncio.to_thread(self.background, session_id, conversation_id)
+        if self.background is not None:
+            summary, pins = await asyncio.to_thread(self.background, *turn_ids())
         return context_block(summary, pins)
 
     async def ask(self, schema: type[M], system: str, human: str, *history: AnyMessage) -> M:
         """One structured call, bounded by the stage timeout, never streamed as tokens."""
-        runnable = self.model.with_structured_output(schema, **self.options).with_config(NOSTREAM)
+        bound = self.structured.bind(self.model, schema, max_tokens=WORKFLOW_MAX_TOKENS)
         messages = [SystemMessage(system), *history, HumanMessage(human)]
-        return schema.model_validate(
-            await asyncio.wait_for(runnable.ainvoke(messages), self.stage_timeout)
-        )
+        runnable = bound.with_config(NOSTREAM)
+        return await asyncio.wait_for(runnable.ainvoke(messages), self.stage_timeout)
 
     @stage()
     async def load_request(self, state: DeliveryState) -> dict[str, Any]:
@@ -333,7 +334,7 @@ def build_delivery_graph(
     tools: Sequence[BaseTool],
     max_tasks: int = DEFAULT_MAX_TASKS,
     stage_timeout: float = DEFAULT_STAGE_TIMEOUT,
-    structured_output_method: str | None = None,
+    structured_output_method: StructuredPolicy | str | None = None,
     background: Background | None = None,
 ) -> StateGraph[DeliveryState, None, WorkflowInput, WorkflowOutput]:
     """Assemble the delivery subgraph.
@@ -344,7 +345,7 @@ def build_delivery_graph(
         max_tasks: tasks planned beyond this many are dropped (and named in the report).
         stage_timeout: seconds allowed for each unit of model work: the plan, each
             task's sub-agent, each reviewer, the report. A timeout fails the run.
-        structured_output_method: passed to `with_structured_output` when set.
+        structured_output_method: how structured calls are made (`memory.structured`).
         background: reads the conversation's summary and pins, the stages' context
             (None: none, as when the graph runs on its own).
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from graphs.events import emit
 from graphs.routing import STOP
-from graphs.state import Background, WorkflowInput, WorkflowOutput
+from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tasklist import prompts as text
 from graphs.tasklist.prompts import Outcome, one_line, render_summary
 from graphs.tasklist.reviews import (
@@ -56,10 +56,13 @@ from graphs.tasklist.schemas import (
     TasklistTaskResult,
     TaskPlan,
 )
+from memory.structured import StructuredPolicy, as_policy
 
 logger = logging.getLogger(__name__)
 
 MIN_PLANNED_TASKS, MAX_REVISION_ROUNDS = 3, 1
+WORKFLOW_MAX_TOKENS = 2_000
+"""The most a step's structured answer may take (a plan, a task's result, the summary)."""
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
@@ -210,27 +213,26 @@ class TasklistSteps:
     """
 
     def __init__(
-        self, model: BaseChatModel, method: str | None = None, background: Background | None = None
+        self,
+        model: BaseChatModel,
+        method: StructuredPolicy | str | None = None,
+        background: Background | None = None,
     ) -> None:
         self.model = model
-        self.method = method
+        self.structured = as_policy(method)
         self.background = background
 
     async def read_background(self, state: TasklistState) -> tuple[str, list[str]]:
         """The conversation's summary and pins (none when the graph runs on its own)."""
-        session_id, conversation_id = state.get("session_id"), state.get("conversation_id")
-        if self.background is None or not session_id or not conversation_id:
+        if self.background is None:
             return "", []
-        return await asyncio.to_thread(self.background, session_id, conversation_id)
+        return await asyncio.to_thread(self.background, *turn_ids())
 
     async def ask(self, schema: type[SchemaT], system: str, request: str) -> SchemaT:
         """One structured-output call (never streamed as answer tokens)."""
-        options: dict[str, Any] = {"method": self.method} if self.method else {}
-        runnable = self.model.with_structured_output(schema, **options).with_config(
-            tags=[TAG_NOSTREAM]
-        )
-        answer = await runnable.ainvoke([SystemMessage(system), HumanMessage(request)])
-        return answer if isinstance(answer, schema) else schema.model_validate(answer)
+        runnable = self.structured.bind(self.model, schema, max_tokens=WORKFLOW_MAX_TOKENS)
+        messages = [SystemMessage(system), HumanMessage(request)]
+        return await runnable.with_config(tags=[TAG_NOSTREAM]).ainvoke(messages)
 
     async def plan_tasks(self, state: TasklistState) -> dict[str, Any]:
         """Plan the goal, with the conversation's summary and pins as background."""
@@ -361,7 +363,7 @@ async def route_after_check(
 def build_tasklist_graph(
     *,
     model: BaseChatModel,
-    structured_output_method: str | None = None,
+    structured_output_method: StructuredPolicy | str | None = None,
     background: Background | None = None,
 ) -> TasklistGraph:
     """Assemble the task-list subgraph (uncompiled; the agent graph adds it compiled).
@@ -369,7 +371,7 @@ def build_tasklist_graph(
     Args:
         model: the chat model for planning, execution, self-check and summary; it must
             support structured output.
-        structured_output_method: passed to `with_structured_output`.
+        structured_output_method: how structured calls are made (`memory.structured`).
         background: reads the conversation's summary and pins for the planner (None:
             none, as when the graph runs on its own).
     """

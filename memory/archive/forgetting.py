@@ -11,7 +11,7 @@ too much: the user asked for it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from memory.archive.lines import FORGOTTEN, ArchivedLine
@@ -103,9 +103,14 @@ def forget_sentences(text: str, forgotten: Sequence[str]) -> str:
 
 def _forget_sentences(text: str, terms: frozenset[str], names: frozenset[str]) -> str:
     """`text` with each sentence that repeats the item replaced by `[forgotten]`."""
+    return forget_sentences_where(text, lambda sentence: _repeats(sentence, terms, names))
+
+
+def forget_sentences_where(text: str, repeats: Callable[[str], bool]) -> str:
+    """`text` with each sentence that `repeats` a forgotten text replaced by
+    `[forgotten]` (the very same string when none does)."""
     sentences = _SENTENCE.findall(text)
     kept = [
-        FORGOTTEN + (" " if s.endswith((" ", "\n")) else "") if _repeats(s, terms, names) else s
-        for s in sentences
+        FORGOTTEN + (" " if s.endswith((" ", "\n")) else "") if repeats(s) else s for s in sentences
     ]
     return text if kept == sentences else "".join(kept).strip() or FORGOTTEN

@@ -1,7 +1,7 @@
 """Long-term memory: what a user said about themselves that holds across conversations.
 
-Knows nothing of graphs or agents: the write gate, the rules and model extractors,
-and recall within a budget, all pure; `memory.longterm.store.LongTermMemory` reads
+Knows nothing of graphs or agents: the write gate, the explicit requests and the model
+extractor, and recall within a budget, all pure; `memory.longterm.store.LongTermMemory` reads
 and writes the items (imported from its module: the package loads no storage). The
 extractors, built on LangChain, are imported on first use.
 """
@@ -12,12 +12,11 @@ from memory.lazy import lazy_exports
 from memory.longterm.gate import Refusal, WritePlan, plan_write
 from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
-from memory.longterm.rules import Extraction, Proposal, extract
 from memory.longterm.secrets import SecretKind, find_secret
 
 if TYPE_CHECKING:
     from memory.longterm.extraction import (
-        RULES_EXTRACTOR,
+        EXPLICIT_EXTRACTOR,
         Extractor,
         model_extractor,
         structured_extractor,
@@ -27,7 +26,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "memory.longterm.extraction": (
-            "RULES_EXTRACTOR",
+            "EXPLICIT_EXTRACTOR",
             "Extractor",
             "model_extractor",
             "structured_extractor",
@@ -36,20 +35,17 @@ __getattr__ = lazy_exports(
 )
 
 __all__ = [
+    "EXPLICIT_EXTRACTOR",
     "MEMORY_KINDS",
-    "RULES_EXTRACTOR",
-    "Extraction",
     "ExtractionOutput",
     "Extractor",
     "MemoryItem",
     "MemoryKind",
     "Operation",
     "OwedTurn",
-    "Proposal",
     "Refusal",
     "SecretKind",
     "WritePlan",
-    "extract",
     "find_secret",
     "model_extractor",
     "plan_write",

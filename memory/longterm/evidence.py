@@ -1,7 +1,7 @@
 """The evidence an operation stands on, checked in code: the user's own words in its
 turn, whole words (whitespace, width and case aside), outside what they pasted or
-quoted; no secret; an item that restates its quote; a retirement about the item. Each
-refusal names its `Reason`, in words safe to show."""
+quoted; no secret; an item that restates its quote. Each refusal names its `Reason`, in
+words safe to show."""
 
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ from enum import StrEnum
 
 from memory.limits import MAX_NEW_MEMORIES_PER_TURN
 from memory.longterm.analysis import own_words
-from memory.longterm.items import MemoryItem
 from memory.longterm.operations import Operation, OwedTurn
 from memory.longterm.recall import tokens
-from memory.longterm.rules import Verdict, subject_of
 from memory.longterm.secrets import find_secret
 
 
@@ -31,9 +29,8 @@ class Reason(StrEnum):
     UNKNOWN_ITEM = "unknown_item"
     UNKNOWN_TURN = "unknown_turn"
     TURN_LIMIT = "turn_limit"
-    NOT_STATED = "not_stated"
-    NOT_ABOUT_ITEM = "quote_not_about_item"
-    NO_FORGET_ASKED = "forget_not_asked"
+    SAME_QUOTE = "same_quote"
+    AMBIGUOUS = "ambiguous_forget"
     UNSTORABLE = "unstorable"
 
 
@@ -47,21 +44,11 @@ MESSAGES = {
     Reason.UNKNOWN_ITEM: "there is no such memory",
     Reason.UNKNOWN_TURN: "there is no such turn",
     Reason.TURN_LIMIT: f"at most {MAX_NEW_MEMORIES_PER_TURN} new items are remembered per turn",
-    Reason.NOT_STATED: "that does not state something about you that holds in future",
-    Reason.NOT_ABOUT_ITEM: "what the user said is not about that memory",
-    Reason.NO_FORGET_ASKED: "the user did not ask to forget it",
+    Reason.SAME_QUOTE: "one item is remembered per thing the user said",
+    Reason.AMBIGUOUS: "several memories match that; say which one to forget, or forget it"
+    " from the memory panel",
     Reason.UNSTORABLE: "that text cannot be stored",
 }
-VERDICTS = {
-    Verdict.EMPTY: MESSAGES[Reason.EMPTY],
-    Verdict.QUOTED: MESSAGES[Reason.PASTED],
-    Verdict.QUESTION: "a question is not something to remember",
-    Verdict.OTHER: "that is about someone else, not about you",
-    Verdict.ONE_OFF: "that reads as a one-off request, not something that holds in future",
-    Verdict.TRANSIENT: "that reads as a passing state, not something that holds in future",
-}
-"""Why the memory form's text holds nothing to keep, by the clause analysis (no model
-judges what the user adds directly)."""
 GROUNDED = 0.5
 """The share of an item's tokens its quote (with the line it answered) must hold."""
 _SELF = tokens("user users 用户")
@@ -115,14 +102,6 @@ def grounded(text: str, quote: str, answered: str) -> bool:
     own, quoted = tokens(text) - _SELF, tokens(quote)
     known = (quoted | tokens(answered)) & own
     return bool(own & quoted) and len(known) >= GROUNDED * len(own)
-
-
-def about(quote: str, item: MemoryItem) -> bool:
-    """Whether a retiring `quote` is about `item`: a word or the subject in common."""
-    subject = subject_of(quote)
-    return bool(tokens(quote) & tokens(item.text)) or (
-        subject is not None and subject == item.subject
-    )
 
 
 def verify(op: Operation, turns: Sequence[OwedTurn]) -> tuple[Reason, str] | None:

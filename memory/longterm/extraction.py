@@ -1,9 +1,10 @@
 """Extraction: the owed turns of a conversation → operations on the user's long-term items.
 
-`model` asks the compaction model (structured output, temperature 0) once per upkeep for
-every owed turn, each with the assistant line it answered, and the user's current items;
-`rules` is the deterministic offline stand-in (`memory.longterm.rules`). Either way an
-operation carries `quote`, the user's own words that state it, and the gate
+`model` asks the compaction model (structured output, temperature 0) once for a batch
+of owed turns, each with the assistant line it answered, and the user's current items;
+the explicit requests of the turns ("remember that …", `memory.longterm.explicit`) are
+read by code beside it. `explicit` (offline) reads those alone. Either way an operation
+carries `quote`, the user's own words that state it, and the gate
 (`memory.longterm.gate`) verifies every operation in code before anything is written.
 """
 
@@ -20,11 +21,13 @@ from langchain_core.runnables import Runnable
 from pydantic import ValidationError
 
 from memory.limits import MAX_MEMORY_TEXT_CHARS, MAX_NEW_MEMORIES_PER_TURN
+from memory.longterm.evidence import normalised_words
+from memory.longterm.explicit import explicit_operations
 from memory.longterm.items import MemoryItem, Source
-from memory.longterm.operations import ExtractionOutput, Operation, OperationName, OwedTurn
-from memory.longterm.revocation import Said, forgets, named_by, newest_said_in
-from memory.longterm.rules import extract, revoked_words
+from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
+from memory.longterm.recall import tokens
 from memory.prompts import EXTRACTION_SYSTEM
+from memory.structured import StructuredPolicy, as_policy
 
 
 class InvalidExtractionOutput(ValueError):
@@ -36,7 +39,7 @@ class Extractor:
     """(owed turns, the user's items, current and history) → operations.
 
     Attributes:
-        source: what wrote the items it proposes (`rules` or `model`).
+        source: what wrote the items it proposes (`explicit` or `model`).
         run: the extraction itself.
     """
 
@@ -47,32 +50,64 @@ class Extractor:
         return self.run(turns, items)
 
 
+PROMPT_ITEMS = 60
+"""Current items an extraction call is shown at most: those sharing the most words with
+the batch (with few items, all), so that the input fits a small model's window."""
+PROMPT_HISTORY = 20
+"""History items (what a user may still ask to forget) shown at most, likewise."""
+PROMPT_ASSISTANT_CHARS = 600
+"""The assistant's line before a turn, cut to its end (the question it asked)."""
+
+
+def _nearest(items: Sequence[MemoryItem], said: frozenset[str], limit: int) -> list[MemoryItem]:
+    """The `limit` items sharing the most words with `said`, in their given order."""
+    if len(items) <= limit:
+        return list(items)
+    ranked = sorted(items, key=lambda item: -len(tokens(item.text) & said))[:limit]
+    kept = {item.id for item in ranked}
+    return [item for item in items if item.id in kept]
+
+
+def _tail(text: str) -> str:
+    if len(text) <= PROMPT_ASSISTANT_CHARS:
+        return text
+    return "…" + text[-(PROMPT_ASSISTANT_CHARS - 1) :]
+
+
 def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[BaseMessage]:
     """The extraction model's input: the instruction, then the turns, the current items
     and the history (what a user may still ask to forget) as one JSON document (texts
-    are values, never instructions)."""
+    are values, never instructions), fitted to a small window (the items nearest the
+    batch, the assistant's lines cut)."""
     system = EXTRACTION_SYSTEM.format(
         max_new=MAX_NEW_MEMORIES_PER_TURN, max_chars=MAX_MEMORY_TEXT_CHARS
     )
+    said = tokens(" ".join(turn.user_text for turn in turns))
+    current = _nearest([item for item in items if item.current], said, PROMPT_ITEMS)
+    history = _nearest([item for item in items if not item.current], said, PROMPT_HISTORY)
     document = {
         "turns": [
-            {"turn": n, "assistant_before": turn.assistant_before, "user": turn.user_text}
+            {"turn": n, "assistant_before": _tail(turn.assistant_before), "user": turn.user_text}
             for n, turn in enumerate(turns, start=1)
         ],
         "current_memories": [
-            {"id": item.id, "kind": item.kind, "text": item.text} for item in items if item.current
+            {"id": item.id, "kind": item.kind, "text": item.text} for item in current
         ],
-        "history": [{"id": item.id, "text": item.text} for item in items if not item.current],
+        "history": [{"id": item.id, "text": item.text} for item in history],
     }
     body = json.dumps(document, ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]
 
 
-def structured_extractor(model: BaseChatModel, method: str | None = None) -> Runnable[Any, Any]:
-    """`model` bound to the `ExtractionOutput` schema (structured output)."""
-    if method is None:
-        return model.with_structured_output(ExtractionOutput)
-    return model.with_structured_output(ExtractionOutput, method=method)
+EXTRACTION_MAX_TOKENS = 1_500
+"""The most an extraction's answer may take: a batch's operations, as JSON."""
+
+
+def structured_extractor(
+    model: BaseChatModel, structured: StructuredPolicy | str | None = None
+) -> Runnable[Any, Any]:
+    """`model` bound to the `ExtractionOutput` schema (`memory.structured`)."""
+    return as_policy(structured).bind(model, ExtractionOutput, max_tokens=EXTRACTION_MAX_TOKENS)
 
 
 def parse_extraction(raw: object) -> list[Operation]:
@@ -87,61 +122,27 @@ def parse_extraction(raw: object) -> list[Operation]:
         raise InvalidExtractionOutput(
             f"invalid extraction output: {exc.error_count()} errors"
         ) from exc
-    return list(output.operations)
+    return output.proposed()
 
 
-@dataclass(frozen=True)
-class _Added:
-    """An item a turn of the batch adds, as a later turn's revocation may name it."""
-
-    id: str
-    text: str
+EXPLICIT_EXTRACTOR = Extractor("explicit", explicit_operations)
+"""The explicit requests alone (offline: no model judges meaning)."""
 
 
-def rules_operations(
-    turns: Sequence[tuple[str, str | None]], items: Sequence[Said], history: Sequence[Said] = ()
-) -> list[Operation]:
-    """The rules stand-in's operations for a batch of `(user text, conversation id)`
-    turns, given the user's current `items` and `history`: an `add` per statement worth
-    keeping (`memory.longterm.rules.extract`), a `retire` (a change) or a `forget` per
-    item a revocation names (`memory.longterm.revocation`; only a forgetting names
-    history); an item a turn of the batch added is named `turn:N:K` (its turn, its place
-    in the turn)."""
-    operations: list[Operation] = []
-    added: list[_Added] = []
-    for n, (text, conversation_id) in enumerate(turns, start=1):
-        found = extract(text)
-        for clause in found.revocations:
-            named = named_by(clause, [*items, *added, *(history if forgets(clause) else ())])
-            if not named and not revoked_words(clause):  # a later bare "scratch that"
-                kept = [item for item in items if isinstance(item, MemoryItem)]
-                named = newest_said_in(kept, conversation_id)
-            op: OperationName = "forget" if forgets(clause) else "retire"
-            operations += [Operation(op=op, turn=n, quote=clause, id=key) for key in named]
-        for k, proposal in enumerate(found.proposals, start=1):
-            operations.append(
-                Operation(
-                    op="add",
-                    turn=n,
-                    quote=proposal.quote,
-                    kind=proposal.kind,
-                    text=proposal.text,
-                    importance=proposal.importance,
-                )
-            )
-            added.append(_Added(f"turn:{n}:{k}", proposal.text))
-    return operations
+def _beside(explicit: list[Operation], proposed: list[Operation]) -> list[Operation]:
+    """The model's operations after the explicit ones, less those that repeat one (an
+    add of a request's words, a change of the item a request forgets): the request is
+    applied as said, once."""
+    adds = {(op.turn, normalised_words(op.quote)) for op in explicit if op.op == "add"}
+    named = {(op.turn, op.id) for op in explicit if op.op != "add"}
 
+    def repeats(op: Operation) -> bool:
+        if op.op != "add":
+            return (op.turn, op.id) in named
+        quote = normalised_words(op.quote)
+        return any(turn == op.turn and body in quote for turn, body in adds)
 
-RULES_EXTRACTOR = Extractor(
-    "rules",
-    lambda turns, items: rules_operations(
-        [(t.user_text, t.conversation_id) for t in turns],
-        [item for item in items if item.current],
-        [item for item in items if not item.current],
-    ),
-)
-"""The deterministic extractor (the offline stand-in)."""
+    return explicit + [op for op in proposed if not repeats(op)]
 
 
 def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
@@ -149,6 +150,7 @@ def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
     one call for the whole batch of owed turns."""
 
     def run(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
-        return parse_extraction(runnable.invoke(extraction_prompt(turns, items)))
+        proposed = parse_extraction(runnable.invoke(extraction_prompt(turns, items)))
+        return _beside(explicit_operations(turns, items), proposed)
 
     return Extractor("model", run)

@@ -1,24 +1,25 @@
 """The write gate: every operation an extractor proposes is verified in code.
 
-Whatever proposed it (a model, the rules, the user through the memory form), an
-operation stands only when:
+Whatever proposed it (a model, an explicit request, the user through the memory form),
+an operation stands only when:
 1. its `quote` is the user's own words in that turn: found in what they said, whole
    words (whitespace, width and case aside), outside quoted, pasted, forwarded or
    role-forged parts, never taken from the assistant's line;
 2. neither the item nor its quote discloses a secret;
 3. an item restates its quote: most of what it is about is in the quote (or in the
    assistant's line a short answer answered: "Yes, Denver."), and it fits the limits;
-4. an item it changes, retires or forgets is one of this session's; a `retire` quote
-   is about the item, a `forget` quote asks to forget (forgetting cannot be undone);
-5. a normalised duplicate (said the same way round) refreshes the item it repeats; at
-   most `MAX_NEW_MEMORIES_PER_TURN` new items per turn.
+4. an item it changes, retires or forgets is one of this session's; only a `forget`
+   whose quote holds a documented forget form ("forget that …", "忘掉…") deletes, and
+   not when it names several items at once (the user is asked which); any other
+   `forget` is applied as a `retire`, keeping the item as history;
+5. a duplicate (the same words, near enough) refreshes the item it repeats; at most
+   `MAX_NEW_MEMORIES_PER_TURN` new items per turn, each on a distinct quote.
 What it changes is kept as history: `update` and `retire` invalidate the old item
-(`invalid_at`, `superseded_by`), and so, from the rules or the memory form, which have
-no ids to name, does an `add` on a subject an item already holds ("I moved to Porto"
-after "I live in Lisbon"); a statement older than the item it would replace is kept as
-that item's history instead. Only `forget` deletes. Past `MAX_MEMORY_ITEMS` current
-items the least important, then the oldest, go; past `MAX_HISTORY_ITEMS`, the oldest
-history. A refusal says why (`Reason`), in words safe to show.
+(`invalid_at`, `superseded_by`); a statement older than the item it would replace is
+kept as that item's history instead. Nothing supersedes an item unless an operation
+names it: code never guesses what a statement is about. Past `MAX_MEMORY_ITEMS`
+current items the least important, then the oldest, go; past `MAX_HISTORY_ITEMS`, the
+oldest history. A refusal says why (`Reason`), in words safe to show.
 """
 
 from __future__ import annotations
@@ -35,24 +36,38 @@ from memory.limits import (
     MAX_QUOTE_CHARS,
     MIN_IMPORTANCE,
 )
-from memory.longterm.evidence import (
-    MESSAGES,
-    VERDICTS,
-    Reason,
-    about,
-    grounded,
-    verify,
+from memory.longterm.evidence import MESSAGES, Reason, grounded, normalised_words, verify
+from memory.longterm.explicit import asks_to_forget, strip_form
+from memory.longterm.items import (
+    MemoryItem,
+    MemoryKind,
+    Provenance,
+    Source,
+    memory_id,
+    normalise,
+    tidy,
 )
-from memory.longterm.items import MemoryItem, MemoryKind, Provenance, Source, memory_id, normalise
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import tokens
-from memory.longterm.revocation import forgets
-from memory.longterm.rules import is_negated, strip_remember, subject_of, tidy
 from memory.schema import is_storable
 
 NEAR_DUPLICATE = 0.8
-"""Token overlap (Jaccard) at which two statements of one kind say the same thing."""
-_POLARITY_TOKENS = tokens("not don't do no never dislike hate like love prefer want avoid")
+"""Word overlap (Jaccard) at which two statements of one kind say the same thing: the
+words as written, so "I don't like X" never repeats "I like X"."""
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(normalised_words(text).replace(",", " ").replace(".", " ").split())
+
+
+def _same_statement(item: MemoryItem, key: str, kind: str, text: str) -> bool:
+    """Whether `text` says what `item` says."""
+    if item.key == key:
+        return True
+    if item.kind != kind:
+        return False
+    other, words = _words(item.text), _words(text)
+    union = other | words
+    return bool(union) and len(other & words) / len(union) >= NEAR_DUPLICATE
 
 
 @dataclass(frozen=True)
@@ -103,31 +118,6 @@ class WritePlan:
         return tuple(item.text for item in self.added + self.refreshed)
 
 
-def _same_statement(item: MemoryItem, key: str, kind: str, text: str) -> bool:
-    """Whether `text` says what `item` says (the same way round: "I no longer like X"
-    does not repeat "I like X")."""
-    if item.key == key:
-        return True
-    if item.kind != kind or is_negated(item.text) != is_negated(text):
-        return False
-    other, words = tokens(item.text), tokens(text)
-    union = other | words
-    return bool(union) and len(other & words) / len(union) >= NEAR_DUPLICATE
-
-
-def _supersedes(item: MemoryItem, subject: str | None, text: str) -> bool:
-    """Whether a new statement `text` on `subject` replaces `item` (the same subject, or
-    the same words said the other way round: "I like X" after "I don't like X")."""
-    if subject is not None and item.subject == subject:
-        return True
-    core = tokens(text) - _POLARITY_TOKENS
-    return (
-        bool(core)
-        and core == tokens(item.text) - _POLARITY_TOKENS
-        and is_negated(text) != is_negated(item.text)
-    )
-
-
 class _Plan:
     """A write being planned: the session's items as the operations change them."""
 
@@ -140,7 +130,7 @@ class _Plan:
         self.forgotten: dict[str, MemoryItem] = {}
         self.refused: list[Refusal] = []
         self.batch: dict[str, str] = {}  # `turn:N:K` → the item that add became
-        self.per_turn: dict[int, int] = {}  # new items per turn
+        self.quotes: dict[int, set[str]] = {}  # the quotes of each turn's new items
 
     def current(self) -> list[MemoryItem]:
         return [item for item in self.items.values() if item.current]
@@ -166,13 +156,10 @@ class _Plan:
         if op.op == "add" or op.op == "update":
             return self.put(op, turn)
         item = self.target(op)
-        if item is None or (op.op == "retire" and not item.current):
+        deletes = op.op == "forget" and asks_to_forget(op.quote)
+        if item is None or (not deletes and not item.current):
             self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
-        elif op.op == "retire" and not about(op.quote, item):
-            self.refuse(item.text, Reason.NOT_ABOUT_ITEM)
-        elif op.op == "forget" and not forgets(op.quote):
-            self.refuse(item.text, Reason.NO_FORGET_ASKED)
-        elif op.op == "retire":
+        elif not deletes:  # a retire, or a forget the user never asked for: history
             self.invalidate(item, None, turn.at)
         else:  # forget: the item and what it was learnt from go
             self.items.pop(item.id)
@@ -188,7 +175,7 @@ class _Plan:
         if op.op == "update" and (old is None or not old.current):
             self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
             return None
-        text = tidy(strip_remember(op.text or ""))
+        text = tidy(strip_form(op.text or ""))
         key = normalise(text)
         if not key:
             self.refuse(op.text or "", Reason.EMPTY)
@@ -201,6 +188,10 @@ class _Plan:
             return None
         kind = op.kind or (old.kind if old is not None else "fact")
         for item in self.current():
+            # an update's own item is what it changes, not what it repeats, unless said
+            # word for word
+            if old is not None and item.id == old.id and item.key != key:
+                continue
             if not _same_statement(item, key, kind, text):
                 continue
             if item.id not in self.added:  # (else: said twice in one write)
@@ -210,10 +201,13 @@ class _Plan:
                     update={"updated_at": said, "importance": grade}
                 )
             return item.id
-        if op.op == "add" and self.per_turn.get(op.turn, 0) >= MAX_NEW_MEMORIES_PER_TURN:
+        quote = normalised_words(op.quote)
+        if op.op == "add" and quote in self.quotes.setdefault(op.turn, set()):
+            self.refuse(text, Reason.SAME_QUOTE)
+            return None
+        if op.op == "add" and len(self.quotes[op.turn]) >= MAX_NEW_MEMORIES_PER_TURN:
             self.refuse(text, Reason.TURN_LIMIT)
             return None
-        subject = subject_of(text)
         new = MemoryItem(
             id=memory_id(),
             kind=kind,
@@ -224,7 +218,6 @@ class _Plan:
             updated_at=turn.at,
             conversation_id=turn.conversation_id or None,
             key=key,
-            subject=subject,
             source=self.source,
             provenance=Provenance(
                 message_id=turn.message_id or None,
@@ -233,15 +226,8 @@ class _Plan:
                 at=turn.at,
             ),
         )
-        # a model names what it changes; the rules and the form cannot, so a statement
-        # on the subject of an item replaces it
-        implied = self.source != "model"
-        replaced = [
-            item
-            for item in self.current()
-            if item.id == (old.id if old else None)
-            or (implied and _supersedes(item, subject, text))
-        ]
+        # only what an operation names is replaced: code never guesses a subject
+        replaced = [item for item in self.current() if old is not None and item.id == old.id]
         newer = [item for item in replaced if item.updated_at > turn.at]
         if newer:  # a late extraction: what was said since stands
             latest = max(newer, key=lambda item: item.updated_at)
@@ -254,7 +240,7 @@ class _Plan:
             self.invalidate(item, new.id, turn.at)
         self.items[new.id] = self.added[new.id] = new
         if op.op == "add":
-            self.per_turn[op.turn] = self.per_turn.get(op.turn, 0) + 1
+            self.quotes[op.turn].add(quote)
         return new.id
 
     def evictions(self) -> list[str]:
@@ -275,6 +261,20 @@ def _importance(op: Operation) -> int:
     return min(max(op.importance or 3, MIN_IMPORTANCE), MAX_IMPORTANCE)
 
 
+def _ambiguous(operations: Sequence[Operation]) -> list[Operation]:
+    """The deleting forgets whose one quote names several items: forgetting cannot be
+    undone, so the user is asked which they meant."""
+    named: dict[tuple[int, str], set[str]] = {}
+    for op in operations:
+        if op.op == "forget" and asks_to_forget(op.quote):
+            named.setdefault((op.turn, normalised_words(op.quote)), set()).add(op.id or "")
+    return [
+        op
+        for op in operations
+        if op.op == "forget" and len(named.get((op.turn, normalised_words(op.quote)), ())) > 1
+    ]
+
+
 def plan_write(
     items: Sequence[MemoryItem],
     operations: Sequence[Operation],
@@ -289,11 +289,15 @@ def plan_write(
         items: the session's items, as stored.
         operations: what the extractor proposes, each naming its turn (1-based).
         turns: the turns the operations come from (their times are the items').
-        source: rules, model or explicit.
+        source: model or explicit.
     """
     plan = _Plan(items, source)
     adds: dict[int, int] = {}
+    ambiguous = _ambiguous(operations)
     for op in sorted(operations, key=lambda op: op.turn):
+        if op in ambiguous:
+            plan.refuse(op.quote, Reason.AMBIGUOUS)
+            continue
         # an add is named `turn:N:K` by its place among its turn's proposed adds,
         # whatever the gate makes of it, as the extractor counts
         name = None
@@ -333,4 +337,4 @@ def explicit(
     return operation, turn
 
 
-__all__ = ["MESSAGES", "VERDICTS", "Reason", "Refusal", "WritePlan", "explicit", "plan_write"]
+__all__ = ["MESSAGES", "Reason", "Refusal", "WritePlan", "explicit", "plan_write"]

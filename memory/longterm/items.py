@@ -110,7 +110,8 @@ class MemoryItem(BaseModel):
         conversation_id: the conversation where it was said (None when added directly).
         key: the normalised text (duplicates), never exposed.
         subject: what a later statement on the same subject supersedes, never exposed.
-        source: which path wrote it: rules, model or explicit.
+        source: which path wrote it: model or explicit (rules: an earlier release's
+            extractor, whose items read as history).
         provenance: the message and words it came from (None for items stored before
             items kept it).
         invalid_at: when a later statement changed it (None while it is current).
@@ -128,7 +129,7 @@ class MemoryItem(BaseModel):
     conversation_id: StrictStr | None = None
     key: StrictStr
     subject: StrictStr | None = None
-    source: Source = "rules"
+    source: Source = "explicit"
     provenance: Provenance | None = None
     invalid_at: UtcDatetime | None = None
     superseded_by: StrictStr | None = None
@@ -146,9 +147,15 @@ class MemoryItem(BaseModel):
     def from_value(cls, key: str, value: dict[str, Any]) -> MemoryItem | None:
         """The item stored under `key`, or None for a value that does not validate."""
         try:
-            return cls.model_validate({**value, "id": key})
+            # a value without a source is from a release before sources: the rules'
+            item = cls.model_validate({"source": "rules", **value, "id": key})
         except ValidationError:
             return None
+        if item.source == "rules" and item.current:
+            # the retired rules extractor's items are history: listed, forgettable,
+            # never recalled (kept so, the first write that touches them)
+            return item.model_copy(update={"invalid_at": item.updated_at})
+        return item
 
     def to_dto(self) -> dict[str, Any]:
         """The public shape, camelCase; internals stay out. History says when it stopped
@@ -167,3 +174,15 @@ class MemoryItem(BaseModel):
             dto["invalidAt"] = self.invalid_at.isoformat()
             dto["supersededBy"] = self.superseded_by
         return dto
+
+
+def tidy(text: str) -> str:
+    """A text as stored: one line, first letter capitalised, at most
+    `MAX_MEMORY_TEXT_CHARS` characters (cut at a word)."""
+    text = " ".join(text.split()).strip(" ,;")
+    if text and text[0].isalpha() and text[0].islower():
+        text = text[0].upper() + text[1:]
+    if len(text) > MAX_MEMORY_TEXT_CHARS:
+        cut = text[: MAX_MEMORY_TEXT_CHARS - 1]
+        text = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;") + "…"
+    return text

@@ -9,7 +9,9 @@ Offline, relevance is lexical: English words (lightly stemmed, stop words out) a
 CJK character bigrams; with an embeddings model the store's vector index gives the
 relevance instead (`scores`). Preferences and style
 shape every answer, so they are eligible without any word in common; a fact or a
-goal needs something in common with the message, unless it is important (4-5).
+goal needs something in common with the message, unless it is important (4-5). When
+all of a user's items fit the budget, all are recalled ("What do you know about me?",
+"Where do I live?" need no word in common with the answer), the ranked ones first.
 """
 
 from __future__ import annotations
@@ -201,6 +203,15 @@ def recall(
     max_items: int = RECALL_MAX_ITEMS,
     max_chars: int = RECALL_MAX_CHARS,
 ) -> list[MemoryItem]:
-    """What a turn about `query` recalls: ranked, then cut to the budget."""
+    """What a turn about `query` recalls: ranked, then cut to the budget; every item
+    when they all fit."""
     ranked = rank(items, query, now, scores=scores)
+    shown = [item for item in items if find_secret(item.text) is None]
+    if len(shown) <= max_items and sum(len(item.text) for item in shown) <= max_chars:
+        chosen = {item.id for item in ranked}
+        rest = sorted(
+            (item for item in shown if item.id not in chosen),
+            key=lambda item: (-item.importance, -item.updated_at.timestamp()),
+        )
+        return [*ranked, *rest]
     return within_budget(ranked, max_items=max_items, max_chars=max_chars)

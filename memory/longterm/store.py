@@ -25,15 +25,13 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
 
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.ids import ThreadIds
-from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
-from memory.longterm.analysis import is_filler
+from memory.limits import MAX_HISTORY_ITEMS, MAX_IMPORTANCE, MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
+from memory.longterm.explicit import strip_form
 from memory.longterm.extraction import Extractor
-from memory.longterm.gate import MESSAGES, VERDICTS, Reason, WritePlan, explicit, plan_write
+from memory.longterm.gate import WritePlan, explicit, plan_write
 from memory.longterm.items import MemoryItem, MemoryKind, Source, check_kind
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import Recalled, recall
-from memory.longterm.rules import classify, importance, strip_remember, verdict
-from memory.longterm.secrets import find_secret
+from memory.longterm.recall import Recalled, recall, tokens
 from memory.redaction import without_traces
 from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
@@ -324,17 +322,14 @@ class LongTermMemory:
             InvalidInput: a text that is not a string, empty or too long, or an unknown kind.
             MemoryRefused: the gate turned the text down; the message says why.
         """
-        body = strip_remember(require_storable(require_text(text, "memory text"), "memory text"))
-        if not body or is_filler(body):  # "remember that" holds nothing to remember
+        body = strip_form(require_storable(require_text(text, "memory text"), "memory text"))
+        if not tokens(body):  # "remember that" alone holds nothing to remember
             raise MemoryRefused(TEXT_EMPTY)
         if len(body) > MAX_MEMORY_TEXT_CHARS:
             raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))
-        chosen: MemoryKind = classify(body) if kind is None else check_kind(kind)
-        # no model judges what the form adds: the clause analysis does
-        found = verdict(body, explicit=True)
-        if found is not None and find_secret(body) is None:
-            raise MemoryRefused(VERDICTS.get(found, MESSAGES[Reason.NOT_STATED]))
-        grade = importance(body, chosen, explicit=True)
+        # what the user adds directly is kept as written: no code judges its meaning
+        chosen: MemoryKind = "fact" if kind is None else check_kind(kind)
+        grade = MAX_IMPORTANCE
         operation, turn = explicit(body, chosen, grade, self.clock())
         plan = self._write(session_id, [operation], [turn], "explicit")
         if plan.refused:

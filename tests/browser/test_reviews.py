@@ -52,6 +52,9 @@ def test_a_pending_review_is_listed_and_restored_after_a_reload(
     expect(page.locator(".message.user")).to_have_text([f"You{GOAL}"], use_inner_text=False)
     expect(last_answer(page)).to_have_attribute("data-state", "review")
     expect(page.locator("#chat-title")).to_have_text(GOAL)
+    # at 1280×800 the plan's three tasks and its answers fit without a scroll
+    body = "document.querySelector('#review .review-body')"
+    assert page.evaluate(f"{body}.scrollHeight <= {body}.clientHeight + 1")
     keep_screenshot(page, "review-pending-after-reload.png")
 
     # another tab of the session shows the same review, and can answer it

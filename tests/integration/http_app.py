@@ -25,7 +25,9 @@ OUTAGE_SECONDS = 10.0
 
 def create() -> FastAPI:
     """Paced answers; messages containing "slow" stream slowly, "gate-NAME" wait."""
-    return create_app(lambda: ChatAgent(model=GatedModel(slow_pause=0.3), long_term_memory="rules"))
+    return create_app(
+        lambda: ChatAgent(model=GatedModel(slow_pause=0.3), long_term_memory="explicit")
+    )
 
 
 def create_for_workers() -> FastAPI:
@@ -35,7 +37,7 @@ def create_for_workers() -> FastAPI:
         lambda: ChatAgent(
             model=GatedModel(slow_pause=0.3),
             compaction_model=ScriptedModel(),
-            long_term_memory="rules",
+            long_term_memory="explicit",
         )
     )
 
@@ -68,7 +70,7 @@ class OutageModel(PacedModel):
 
 
 def create_with_outage() -> FastAPI:
-    return create_app(lambda: ChatAgent(model=OutageModel(), long_term_memory="rules"))
+    return create_app(lambda: ChatAgent(model=OutageModel(), long_term_memory="explicit"))
 
 
 SLOW_WORD = "slowly"
@@ -88,4 +90,4 @@ class PacedOfflineModel(Gated, OfflineChatModel):
 
 def create_paced_offline() -> FastAPI:
     """The offline model, paced for messages that ask for it (the chat page's tests)."""
-    return create_app(lambda: ChatAgent(model=PacedOfflineModel(), long_term_memory="rules"))
+    return create_app(lambda: ChatAgent(model=PacedOfflineModel(), long_term_memory="explicit"))

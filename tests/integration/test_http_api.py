@@ -229,7 +229,7 @@ def test_a_follow_up_sent_at_done_is_accepted_and_upkeep_events_follow_done(
     cid = new_conversation(client)
     events: list[dict[str, Any]] = []
     follow_up = None
-    body = {"message": "I prefer short answers.", "conversationId": cid}
+    body = {"message": "Remember that I prefer short answers.", "conversationId": cid}
     with client.stream("POST", "/api/chat", json=body) as response:
         name = None
         for line in response.iter_lines():
@@ -257,4 +257,4 @@ def test_a_follow_up_sent_at_done_is_accepted_and_upkeep_events_follow_done(
     assert ("memory", "remember", "succeeded") in names[done:]
     assert names[-1] == ("memory", "upkeep", "done")
     items = client.get("/api/memories").json()["memories"]
-    assert [item["text"] for item in items] == ["I prefer short answers."]
+    assert [item["text"] for item in items] == ["I prefer short answers"]

@@ -10,6 +10,7 @@ another user's session is refused. Every graph of langgraph.json is covered.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from tests.integration.conftest import REPO, Server, start_langgraph_dev, stop
 pytestmark = pytest.mark.integration
 
 GRAPHS = sorted(json.loads((REPO / "langgraph.json").read_text())["graphs"])
-FACT = "I'm vegetarian and I live in Lisbon."
+FACT = "Remember that I'm vegetarian and I live in Lisbon."
 TASKS = "/tasklist Set up CI. Add linting."
 
 
@@ -263,8 +264,8 @@ def test_a_paused_task_list_is_resumed_by_its_owner_only(
 @pytest.mark.parametrize(
     ("given", "context"),
     [
-        ({"message": "hello", "session_id": "key:bob"}, None),
         ({"message": "hello"}, {"session_id": "key:bob"}),
+        ({"message": "hello"}, {"session_id": "key:bob", "conversation_id": "bobs"}),
     ],
 )
 def test_a_run_naming_another_users_session_is_refused(
@@ -300,3 +301,40 @@ def test_the_page_signs_in_once_and_keeps_a_cookie_for_the_api_only(
         # LangGraph's own API never takes the page's cookie
         assert page.post("/threads/search", json={}).status_code == 401
         assert page.delete("/api/session").status_code == 204
+        # signed out in the database: the same cookie, sent again, names nobody
+        page.cookies.set(COOKIE_NAME, cookie)
+        assert page.get("/api/conversations").status_code == 401
+
+
+def test_a_users_own_assistants_are_theirs_alone(server: Server, users: dict[str, User]) -> None:
+    """Everyone reads the graphs' own assistants; an assistant a user makes (a forged
+    `created_by` included) is read, searched and changed by them alone."""
+
+    async def go() -> None:
+        alice, bob = users["alice"].sdk(server), users["bob"].sdk(server)
+        made = [
+            await alice.assistants.create(
+                "agent", context={"mode": "private"}, metadata=metadata, name=f"alice {n}"
+            )
+            for n, metadata in enumerate([{"note": "mine"}, {"created_by": "system"}])
+        ]
+        ids = {assistant["assistant_id"] for assistant in made}
+        assert ids <= {a["assistant_id"] for a in await alice.assistants.search(limit=100)}
+        for assistant_id in ids:
+            assert (await alice.assistants.get(assistant_id))["name"].startswith("alice")
+        seen = await bob.assistants.search(limit=100)
+        assert not ids & {a["assistant_id"] for a in seen}
+        assert {a["graph_id"] for a in seen} == set(GRAPHS)  # the graphs' own, shared
+        shared = seen[0]["assistant_id"]
+        assert (await bob.assistants.get(shared))["assistant_id"] == shared
+        assert await refused(lambda: bob.assistants.update(shared, metadata={"x": 1}))
+        for assistant_id in ids:
+            attempts: list[Callable[[], Awaitable[Any]]] = [
+                functools.partial(bob.assistants.get, assistant_id),
+                functools.partial(bob.assistants.get_schemas, assistant_id),
+                functools.partial(bob.assistants.delete, assistant_id),
+            ]
+            for attempt in attempts:
+                assert await refused(attempt)
+
+    asyncio.run(go())

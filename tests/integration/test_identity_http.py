@@ -173,6 +173,38 @@ def test_behind_the_proxy_no_cookie_is_needed(
         assert "set-cookie" not in signed.headers
 
 
+@pytest.fixture(scope="module")
+def remote_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The proxy at 10.0.0.5, uvicorn run with its defaults (which take `X-Forwarded-For`
+    from local peers)."""
+    running = start_uvicorn(
+        "create",
+        tmp_path_factory.mktemp("remote-proxy"),
+        AGENT_PROXY_USER_HEADER=PROXY_HEADER,
+        AGENT_TRUSTED_PROXIES="10.0.0.5",
+    )
+    try:
+        yield running
+    finally:
+        stop(running.process)
+
+
+@pytest.mark.parametrize(
+    "forwarded",
+    [["10.0.0.5"], ["10.0.0.5:443"], ["203.0.113.9, 10.0.0.5"], ["198.51.100.1", "10.0.0.5"]],
+)
+def test_a_local_process_cannot_pose_as_the_proxy(
+    remote_proxy: Server, forwarded: list[str]
+) -> None:
+    """Only the direct peer is the proxy: an `X-Forwarded-For` naming the proxy, however
+    written, never makes a local process one."""
+    headers = [(PROXY_HEADER, "mallory"), *(("X-Forwarded-For", value) for value in forwarded)]
+    with httpx.Client(base_url=remote_proxy.url, timeout=30) as client:
+        for method, path in [("GET", "/api/conversations"), ("POST", "/api/session")]:
+            response = client.request(method, path, headers=headers)
+            assert_clean_error(response, 401, "unauthenticated")
+
+
 def test_an_unusable_identity_setting_refuses_to_start(tmp_path: Path) -> None:
     for env in (
         {"AGENT_API_KEYS": "alice:not-a-hash"},
@@ -180,3 +212,50 @@ def test_an_unusable_identity_setting_refuses_to_start(tmp_path: Path) -> None:
     ):
         with pytest.raises(RuntimeError, match=r"AGENT_(API_KEYS|JWKS)"):
             stop(start_uvicorn("create", tmp_path, port=None, args=(), **env).process)
+
+
+def sign_in(server: Server, key: str) -> str:
+    """A fresh sign-in cookie's value for `key`."""
+    with httpx.Client(base_url=server.url, headers={"x-api-key": key}, timeout=30) as client:
+        signed = client.post("/api/session", headers={"Sec-Fetch-Site": "same-origin"})
+        assert signed.status_code == 200, signed.text
+        return signed.cookies[COOKIE_NAME]
+
+
+def status_with(server: Server, cookie: str) -> int:
+    with httpx.Client(base_url=server.url, cookies={COOKIE_NAME: cookie}, timeout=30) as page:
+        return page.get("/api/conversations").status_code
+
+
+def test_signing_out_ends_the_cookie_in_every_worker(db_url: str, tmp_path: Path) -> None:
+    """Two workers on one database: a cookie signed out on one is refused by both, a
+    copy of it included; a key rotated or withdrawn ends the cookies it made."""
+    keys = key_entries()
+    first, second = (
+        start_uvicorn("create", tmp_path, AGENT_DATABASE_URL=db_url, AGENT_API_KEYS=keys)
+        for _ in range(2)
+    )
+    try:
+        copied = sign_in(first, KEYS["alice"])
+        bobs = sign_in(second, KEYS["bob"])
+        assert status_with(second, copied) == 200
+        with httpx.Client(base_url=first.url, cookies={COOKIE_NAME: copied}, timeout=30) as page:
+            out = page.delete("/api/session", headers={"Sec-Fetch-Site": "same-origin"})
+            assert out.status_code == 204
+        for server in (first, second):
+            assert status_with(server, copied) == 401
+            assert status_with(server, bobs) == 200  # another user's stays signed in
+        again = sign_in(second, KEYS["alice"])
+        assert status_with(first, again) == 200
+    finally:
+        for server in (first, second):
+            stop(server.process)
+    rotated = {"alice": "alice-new-key-0123456789", "bob": KEYS["bob"]}
+    after = start_uvicorn(
+        "create", tmp_path, AGENT_DATABASE_URL=db_url, AGENT_API_KEYS=key_entries(rotated)
+    )
+    try:
+        assert status_with(after, again) == 401  # alice's old key made it
+        assert status_with(after, bobs) == 200
+    finally:
+        stop(after.process)

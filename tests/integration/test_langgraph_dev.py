@@ -18,9 +18,13 @@ from tests.integration.http_support import api_client
 pytestmark = pytest.mark.integration
 
 
-async def wait_run(server: Server, thread_id: str, payload: dict[str, Any]) -> Any:
+async def wait_run(
+    server: Server, thread_id: str, payload: dict[str, Any], context: Any = None
+) -> Any:
     client = get_client(url=server.url)
-    return await client.runs.wait(thread_id, "agent", input=payload, raise_error=False)
+    return await client.runs.wait(
+        thread_id, "agent", input=payload, context=context, raise_error=False
+    )
 
 
 def test_two_runs_on_one_thread_remember_the_first(langgraph_dev: Server) -> None:
@@ -292,8 +296,9 @@ def test_a_memory_said_over_http_is_recalled_in_a_studio_run(langgraph_dev: Serv
 
     async def run(text: str, session: str) -> Any:
         thread = await get_client(url=langgraph_dev.url).threads.create()
-        payload = {"message": text, "session_id": session}
-        return await wait_run(langgraph_dev, thread["thread_id"], payload)
+        payload = {"message": text}
+        context = {"session_id": session}
+        return await wait_run(langgraph_dev, thread["thread_id"], payload, context=context)
 
     with api_client(langgraph_dev.url, timeout=30) as client:
         created = client.post("/api/memories", json={"text": "I am vegetarian", "kind": "fact"})
@@ -304,6 +309,6 @@ def test_a_memory_said_over_http_is_recalled_in_a_studio_run(langgraph_dev: Serv
         assert "[fact] I am vegetarian" in mine["answer"]
         assert "vegetarian" not in theirs["answer"]
         said = asyncio.run(run("Please remember that I love jazz.", session_id))
-        assert said["remembered"] == ["I love jazz."]
+        assert said["remembered"] == ["I love jazz"]
         listed = [m["text"] for m in client.get("/api/memories").json()["memories"]]
-    assert sorted(listed) == ["I am vegetarian", "I love jazz."]
+    assert sorted(listed) == ["I am vegetarian", "I love jazz"]

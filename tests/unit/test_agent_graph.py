@@ -224,15 +224,16 @@ def test_run_state_stays_turn_scoped(memory: ConversationMemory) -> None:
         ({"message": "hi", "mode": "shell"}, "auto", "unknown mode"),
         ({"message": "/tasklist   "}, "auto", "needs a request"),
         ({"message": "/tasklist plan it"}, "auto", "not available"),
-        ({"message": "hi", "conversation_id": "bad id"}, "auto", "1-120"),
+        ({"message": "hi", "context": "bad id"}, "auto", "1-120"),  # the context's conversation
     ],
 )
 def test_bad_input_is_a_clear_error_and_writes_nothing(
     memory: ConversationMemory, payload: dict[str, Any], mode: str, error: str
 ) -> None:
     model = ScriptedModel(replies=["never used"])
+    conversation = payload.pop("context", "c1")
     with pytest.raises(InvalidRequest, match=error):
-        run(compile_graph(memory, model), payload, mode=mode)
+        run(compile_graph(memory, model), payload, mode=mode, conversation=conversation)
     assert model.calls == []
     assert list(iter_thread_ids(memory.threads)) == []
 

@@ -21,6 +21,7 @@ from memory.schema import ThreadState, utcnow
 from memory.turns import chat_turn
 
 PREFERENCE = "I prefer green tea over coffee"
+SAID = f"Remember that {PREFERENCE}."
 
 
 def send(agent: ChatAgent, text: str, **where: Any) -> Any:
@@ -58,7 +59,7 @@ def test_a_forgotten_preference_is_never_recalled_again(
 ) -> None:
     model = OfflineChatModel(record=True)
     agent = open_agent(model)
-    send(agent, PREFERENCE, session_id="s1", create_conversation=True)
+    send(agent, SAID, session_id="s1", create_conversation=True)
     (item,) = agent.memories(session_id="s1")["memories"]
     send(agent, "Which green tea would suit me?", session_id="s1", create_conversation=True)
     assert PREFERENCE in context_text(model)
@@ -93,17 +94,17 @@ def test_forgetting_reaches_every_line_however_many(
 
 def test_forget_all_forgets_the_lines_too(open_agent: Callable[..., ChatAgent]) -> None:
     agent = open_agent(OfflineChatModel(record=True))
-    send(agent, PREFERENCE, session_id="s1", create_conversation=True)
+    send(agent, SAID, session_id="s1", create_conversation=True)
     assert agent.forget_all(session_id="s1") == 1
     assert agent.search_conversations("coffee", session_id="s1") == []
 
 
-def test_a_revocation_forgets_the_revoked_statement(open_agent: Callable[..., ChatAgent]) -> None:
+def test_forget_that_forgets_the_statement(open_agent: Callable[..., ChatAgent]) -> None:
     model = OfflineChatModel(record=True)
     agent = open_agent(model)
-    send(agent, "I love spicy food", session_id="s1", create_conversation=True)
+    send(agent, "Remember that I love spicy food", session_id="s1", create_conversation=True)
     assert [m["text"] for m in agent.memories(session_id="s1")["memories"]] == ["I love spicy food"]
-    send(agent, "I no longer like spicy food", session_id="s1", create_conversation=True)
+    send(agent, "Forget that I love spicy food", session_id="s1", create_conversation=True)
     assert agent.memories(session_id="s1")["memories"] == []
     send(agent, "Any spicy food for dinner?", session_id="s1", create_conversation=True)
     assert "I love spicy food" not in context_text(model)
@@ -174,6 +175,24 @@ def test_the_search_tool_finds_what_compaction_folded_and_never_the_recent_windo
     assert {DECISION, "Deployments also need a changelog entry."} <= everything
 
 
+def test_the_search_tool_answers_from_view_what_is_still_in_view(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    # asked two turns after saying it, the line is still in view: the tool says so and
+    # gives it, instead of "nothing said earlier matches"
+    agent = open_agent(OfflineChatModel(record=True))
+    first = send(
+        agent, "Deployments need a changelog entry.", session_id="s1", create_conversation=True
+    )
+    where = {"session_id": "s1", "conversation_id": first.conversation_id}
+    send(agent, "Order new chairs.", **where)
+    asked = send(agent, "Remind me what we said about deployments?", **where)
+    assert asked.route == "tool"
+    assert "Nothing said earlier matches" not in asked.text
+    assert "still among this conversation's recent messages" in asked.text
+    assert "Deployments need a changelog entry." in asked.text
+
+
 def test_recall_brings_the_conversations_folded_lines_never_its_recent_ones(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
@@ -193,7 +212,7 @@ def test_recall_brings_the_conversations_folded_lines_never_its_recent_ones(
 
 def test_forget_history_empties_the_archive_only(open_agent: Callable[..., ChatAgent]) -> None:
     agent = open_agent(OfflineChatModel(record=True))
-    first = send(agent, PREFERENCE, session_id="s1", create_conversation=True)
+    first = send(agent, SAID, session_id="s1", create_conversation=True)
     assert agent.forget_history(session_id="s1") == 2
     assert agent.search_conversations("tea", session_id="s1") == []
     assert agent.memories(session_id="s1")["memories"]  # long-term items stay

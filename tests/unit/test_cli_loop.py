@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import signal
@@ -11,14 +12,16 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from pydantic import BaseModel
 
 from agent import ChatAgent, ConversationBusy, InvalidRequest
 from agent.cli.main import build_parser, main
 from agent.cli.session import ChatSession, echo_reader
 from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME
-from agent.offline import OfflineChatModel
+from agent.offline import DEFAULT_HANDLERS, OfflineChatModel, StructuredHandler
 from agent.settings import Settings
+from memory.longterm import ExtractionOutput, Operation
 from tests.gates import GATE_DIR_VARIABLE, GatedModel, new_gate
 from tests.unit.cli_support import REVISION, STRATEGY, FakeBackend, chat, done
 
@@ -301,7 +304,7 @@ def test_long_term_memory_commands(tmp_path: Path) -> None:
     ) as agent:
         out, err, code = chat(
             agent,
-            "I prefer short answers.",
+            "Remember that I prefer short answers.",
             "/remember my password is hunter2",
             "/remember I am vegetarian",
             "/memories",
@@ -316,7 +319,7 @@ def test_long_term_memory_commands(tmp_path: Path) -> None:
         assert "remembered [fact] I am vegetarian" in out
         listing = out.split("> /memories\n")[1]
         assert "  1. [fact] I am vegetarian" in listing
-        assert "  2. [preference] I prefer short answers." in listing
+        assert "  2. [fact] I prefer short answers" in listing
         assert "forgot item 2" in out
         # the next conversation's answer shows what the offline model was given
         assert "- [fact] I am vegetarian" in out.split("> what should I cook?")[1]
@@ -330,12 +333,34 @@ def test_long_term_memory_commands(tmp_path: Path) -> None:
         ]
 
 
+def moving_extractor(messages: Any) -> ExtractionOutput:
+    """A scripted extraction model: the first turn states two facts, the second a move."""
+    document = json.loads(str(messages[-1].content))
+    said = document["turns"][0]["user"]
+    if said.startswith("I live in Lisbon"):
+        return ExtractionOutput(
+            operations=[
+                Operation(op="add", turn=1, quote=quote, kind="fact", text=quote)
+                for quote in ("I live in Lisbon", "I work as a data engineer.")
+            ]
+        )
+    home = next(m for m in document["current_memories"] if "Lisbon" in m["text"])
+    quote = "I moved to Porto."
+    move = Operation(op="update", turn=1, quote=quote, id=home["id"], kind="fact", text=quote)
+    return ExtractionOutput(operations=[move] if said == quote else [])
+
+
 def test_memories_show_their_quotes_and_history_what_changed(tmp_path: Path) -> None:
+    handlers: dict[type[BaseModel], StructuredHandler] = {
+        **DEFAULT_HANDLERS,
+        ExtractionOutput: moving_extractor,
+    }
     with ChatAgent(
         database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
-        model=OfflineChatModel(),
+        model=OfflineChatModel(structured_handlers=handlers),
         secret="s" * 40,
         settings=Settings(data_dir=tmp_path / "data"),
+        long_term_memory="model",
     ) as agent:
         out, err, code = chat(
             agent,

@@ -33,7 +33,7 @@ def agent(tmp_path: Path) -> Iterator[ChatAgent]:
 
 
 def test_the_upkeeps_lines_print_before_the_prompt_comes_back(agent: ChatAgent) -> None:
-    out, err, _ = chat(agent, "I am vegetarian.", "/list")
+    out, err, _ = chat(agent, "Remember that I am vegetarian.", "/list")
     turn, listing = out.split("> /list\n")
     assert turn.rstrip().endswith("[long-term memory: remembered 1]")
     assert "long-term memory" not in listing and "upkeep" not in out

@@ -77,7 +77,10 @@ def test_forgetting_an_item_leaves_no_trace_in_the_quote_of_one_said_with_it(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
     words = "I live in Lisbonqq and I work as a data engineer"
-    both = [add(words, "I live in Lisbonqq"), add(words, "I work as a data engineer")]
+    both = [
+        add("I live in Lisbonqq", "I live in Lisbonqq"),
+        add(words, "I work as a data engineer"),
+    ]
     model = ScriptedModel(replies=["ok"], structured=[ExtractionOutput(operations=both)])
     agent = open_agent(model, long_term_memory="model")
     said(agent, f"{words}.")
@@ -91,12 +94,28 @@ def test_forgetting_an_item_leaves_no_trace_in_the_quote_of_one_said_with_it(
     assert "lisbonqq" not in json.dumps(agent.export(session_id="s")).casefold()
 
 
+def moved_agent(open_agent: Callable[..., ChatAgent], *more: ExtractionOutput) -> ChatAgent:
+    """An agent whose model was told "I live in Lisbonqq.", then "I moved to Portoqq."."""
+
+    def moved(messages: list[BaseMessage]) -> ExtractionOutput:
+        (home,) = json.loads(str(messages[-1].content))["current_memories"]
+        quote = "I moved to Portoqq"
+        return ExtractionOutput(
+            operations=[Operation(op="update", turn=1, quote=quote, id=home["id"], text=quote)]
+        )
+
+    first = ExtractionOutput(operations=[add("I live in Lisbonqq", "I live in Lisbonqq")])
+    model = ScriptedModel(replies=["ok"] * 6, structured=[first, moved, *more])
+    agent = open_agent(model, long_term_memory="model")
+    cid = said(agent, "I live in Lisbonqq.")
+    said(agent, "I moved to Portoqq.", conversation_id=cid)
+    return agent
+
+
 def test_forgetting_what_replaced_an_item_leaves_its_history_naming_nothing(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
-    agent = open_agent(ScriptedModel(replies=["ok"] * 4), long_term_memory="rules")
-    cid = said(agent, "I live in Lisbonqq.")
-    said(agent, "I moved to Portoqq.", conversation_id=cid)
+    agent = moved_agent(open_agent)
     ((porto,), (lisbon,)) = listed(agent)
     assert lisbon["supersededBy"] == porto["id"]
 
@@ -111,14 +130,13 @@ def test_forgetting_what_replaced_an_item_leaves_its_history_naming_nothing(
 def test_forget_that_i_lived_there_reaches_the_history_item(
     open_agent: Callable[..., ChatAgent], request_: str
 ) -> None:
-    agent = open_agent(ScriptedModel(replies=["ok"] * 6), long_term_memory="rules")
-    cid = said(agent, "I live in Lisbonqq.")
-    said(agent, "I moved to Portoqq.", conversation_id=cid)
+    """Read by code, beside a model that proposes nothing for it."""
+    agent = moved_agent(open_agent, ExtractionOutput(operations=[]))
 
     said(agent, request_)
 
     ((porto,), history) = listed(agent)
-    assert (porto["text"], history) == ("I moved to Portoqq.", [])
+    assert (porto["text"], history) == ("I moved to Portoqq", [])
     assert agent.search_conversations("lisbonqq", session_id="s") == []
 
 

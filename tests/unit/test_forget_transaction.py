@@ -97,7 +97,7 @@ def test_a_forgetting_rewrites_the_archive_in_the_transaction_that_deletes_the_i
     open_agent: Callable[..., ChatAgent], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent = open_agent(OfflineChatModel(record=True))
-    send(agent, "I love spicy food", session_id="s", create_conversation=True)
+    send(agent, "Remember that I love spicy food", session_id="s", create_conversation=True)
     (item,) = agent.memories(session_id="s")["memories"]
     rewrites = spy(monkeypatch, agent.memory.archive.backend, "rewrite")
     retirements = spy(monkeypatch, agent.long_term.store, "put_in", fail=True)
@@ -107,7 +107,7 @@ def test_a_forgetting_rewrites_the_archive_in_the_transaction_that_deletes_the_i
     # the deletion failed after the archive's rewrite ran on its cursor: neither stuck
     assert rewrites and retirements and rewrites[0] is retirements[0]
     assert [m["id"] for m in agent.memories(session_id="s")["memories"]] == [item["id"]]
-    assert "I love spicy food" in archived(agent, "s", "spicy food")
+    assert "Remember that I love spicy food" in archived(agent, "s", "spicy food")
 
     monkeypatch.undo()
     rewrites = spy(monkeypatch, agent.memory.archive.backend, "rewrite")
@@ -115,4 +115,4 @@ def test_a_forgetting_rewrites_the_archive_in_the_transaction_that_deletes_the_i
     send(agent, "Forget that I love spicy food", session_id="s", create_conversation=True)
     assert rewrites and retirements and rewrites[0] is retirements[0]
     assert agent.memories(session_id="s")["memories"] == []
-    assert "I love spicy food" not in archived(agent, "s", "spicy food")
+    assert "Remember that I love spicy food" not in archived(agent, "s", "spicy food")

@@ -54,7 +54,7 @@ def test_a_turn_that_recalled_an_item_forgotten_while_it_ran_writes_it_redacted(
     open_agent: Callable[..., ChatAgent], gates: Path
 ) -> None:
     agent = open_agent(GatedOffline())
-    said(agent, "I live in Lisbonqq.")
+    said(agent, "Remember that I live in Lisbonqq.")
     (item,) = agent.memories(session_id="s")["memories"]
     gate = new_gate()
 
@@ -97,8 +97,8 @@ def test_a_racing_answer_that_paraphrases_a_forgotten_item_keeps_none_of_it(
     opened: dict[str, ChatAgent] = {}
     answer = "Since you live in Lisbonqq, try the river walk. Bring a hat!"
     model = ScriptedModel(replies=["Noted.", forgetting_mid_answer(opened, answer), "ok"])
-    agent = opened["s"] = open_agent(model, long_term_memory="rules")
-    said(agent, "I live in Lisbonqq.")
+    agent = opened["s"] = open_agent(model, long_term_memory="explicit")
+    said(agent, "Remember that I live in Lisbonqq.")
     result = agent.send("Where should I go this weekend?", session_id="s", create_conversation=True)
     assert agent.wait_for_upkeep()
     assert "Lisbonqq" in (long_term_block(model.calls[1]) or "")  # the turn recalled it
@@ -118,7 +118,7 @@ def test_a_racing_turn_forgets_what_its_recalled_lines_told_it(
     add = Operation(op="add", turn=1, quote="I live in Lisbonqq", text="I live in Lisbonqq")
     model = ScriptedModel(
         replies=["Lovely.", forgetting_mid_answer(opened, answer), "ok"],
-        structured=[ExtractionOutput(operations=[add])],
+        structured=[ExtractionOutput(operations=[add]), ExtractionOutput(operations=[])],
     )
     agent = opened["s"] = open_agent(model, long_term_memory="model")
     said(agent, "I live in Lisbonqq. The Tagusriver promenade is lovely at dusk.")
@@ -128,9 +128,8 @@ def test_a_racing_turn_forgets_what_its_recalled_lines_told_it(
         create_conversation=True,
     )
     assert agent.wait_for_upkeep()
-    # the item was not injected (no word in common), but an archived line brought it
-    assert "Lisbonqq" not in (long_term_block(model.calls[1]) or "")
-    assert "Lisbonqq" in repr(model.calls[1])
+    # the item (the only one: all fit) and an archived line brought it
+    assert "Lisbonqq" in (long_term_block(model.calls[1]) or "")
     assert "lisbonqq" not in stored_values(agent) + repr(agent.export(session_id="s")).casefold()
     assert agent.search_conversations("lisbonqq", session_id="s") == []
     assert result.text == "[forgotten]"

@@ -175,7 +175,8 @@ def test_an_empty_or_too_long_user_id_is_refused() -> None:
 
 
 def test_the_sign_in_cookie_names_its_user_until_it_expires(every_mode: Authenticator) -> None:
-    value, max_age = every_mode.cookie_for(SignedIn("key:alice", "key"), now=1_000)
+    alice = every_mode.authenticate({"x-api-key": KEYS["alice"]}, None)
+    value, max_age = every_mode.cookie_for(alice, now=1_000)
     assert max_age == COOKIE_SECONDS
     signed = every_mode.authenticate({}, None, cookie=value, now=1_000 + max_age - 1)
     assert (signed.session_id, signed.via) == ("key:alice", "cookie")
@@ -191,16 +192,17 @@ def test_a_cookie_never_outlives_its_token(every_mode: Authenticator) -> None:
     assert max_age == 60
 
 
-def test_a_cookie_stops_when_its_key_or_mode_is_withdrawn(jwks: Path) -> None:
+def test_a_cookie_stops_when_its_key_is_rotated_or_its_mode_withdrawn(jwks: Path) -> None:
     before = authenticator(
         AGENT_API_KEYS=key_entries(),
         AGENT_JWT_ISSUER=ISSUER,
         AGENT_JWT_AUDIENCE=AUDIENCE,
         AGENT_JWKS=str(jwks),
     )
-    alice, _ = before.cookie_for(SignedIn("key:alice", "key"), now=1_000)
+    alice, _ = before.cookie_for(before.authenticate({"x-api-key": KEYS["alice"]}, None), 1_000)
     carol, _ = before.cookie_for(SignedIn("jwt:carol", "jwt", expires=5_000.0), now=1_000)
-    after = authenticator(AGENT_API_KEYS=key_entries({"bob": KEYS["bob"]}))
+    rotated = {"alice": "alice-rotated-key-0123456789", "bob": KEYS["bob"]}
+    after = authenticator(AGENT_API_KEYS=key_entries(rotated))
     for cookie in (alice, carol):
         assert before.authenticate({}, None, cookie=cookie, now=1_001).via == "cookie"
         with pytest.raises(Unauthenticated):

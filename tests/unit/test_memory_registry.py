@@ -188,3 +188,18 @@ def test_dtos_carry_no_session_or_thread_ids(memory: ConversationMemory) -> None
         text = json.dumps(dto)
         assert session not in text and session_hash not in text
         assert "chat-conversation" not in text and "agent-run" not in text
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("**Plan** the `deploy` for _Friday_", "Plan the deploy for Friday"),
+        ("# Release notes\n- item one", "Release notes item one"),
+        ("see [the docs](https://example.com/x) first", "see the docs first"),
+        ("> quoted ask", "quoted ask"),
+        ("snake_case_name and 2*3*4", "snake_case_name and 2*3*4"),
+        ("**", "**"),
+    ],
+)
+def test_a_title_is_plain_text(text: str, title: str) -> None:
+    assert make_title(text) == title

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from agent.offline import OfflineChatModel
-from agent.offline.chat import OFFLINE_PREFIX, PARAGRAPH
+from agent.offline.chat import MEMORY_HEAD, OFFLINE_NOTICE, OFFLINE_PREFIX, PARAGRAPH
 from agent.tools import BUILTIN_TOOLS, calculator, current_time
 from memory.schema import ThreadState
 from tests.context_support import build_context
@@ -51,8 +51,8 @@ def _joined(chunks: Sequence[BaseMessage]) -> AIMessageChunk:
 def test_identifies_itself(model: OfflineChatModel) -> None:
     assert model._llm_type == "offline-deterministic"
     answer = model.invoke("hello there")
-    assert answer.text.startswith(OFFLINE_PREFIX)
-    assert 'You said: "hello there"' in answer.text
+    assert answer.text.startswith(OFFLINE_NOTICE)  # said once, on a conversation's first answer
+    assert "hello there" not in answer.text  # the message is not echoed
     assert answer.tool_calls == []
 
 
@@ -71,15 +71,14 @@ def test_plain_answer_reports_what_the_memory_context_holds(model: OfflineChatMo
     )
     context = build_context(state, "What do you remember?", system_prompt="Be brief.")
     paragraphs = model.invoke(context).text.split(PARAGRAPH)
-    assert paragraphs[1] == 'You said: "What do you remember?"'
+    assert paragraphs[0] == MEMORY_HEAD  # not the first answer: no notice again
+    assert "What do you remember?" not in PARAGRAPH.join(paragraphs)
     assert (
         "Pinned decisions I keep to:\n1. Always answer in English.\n2. We decided to use Postgres."
         in paragraphs
     )
     assert "Summary of our earlier conversation: We planned a trip to Kyoto." in paragraphs
-    assert paragraphs[-1] == (
-        'I can see 4 earlier message(s); your previous message was: "I like tea."'
-    )
+    assert paragraphs[-1] == "I can see 4 earlier message(s) of this conversation."
 
 
 def test_plain_answer_without_memory_says_so(model: OfflineChatModel) -> None:
@@ -89,7 +88,7 @@ def test_plain_answer_without_memory_says_so(model: OfflineChatModel) -> None:
 
 
 def test_stop_sequence_cuts_the_answer(model: OfflineChatModel) -> None:
-    assert model.invoke("hello", stop=[" No OPENAI_API_KEY"]).text == OFFLINE_PREFIX
+    assert model.invoke("hello", stop=[" No model is configured"]).text == OFFLINE_PREFIX
 
 
 # --- tool calls ---------------------------------------------------------------------

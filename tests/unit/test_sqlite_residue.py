@@ -66,7 +66,7 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def agent(open_agent: Callable[..., ChatAgent], tmp_path: Path, db: Path) -> ChatAgent:
-    settings = Settings(data_dir=tmp_path / "data", retention_days=30, long_term_memory="rules")
+    settings = Settings(data_dir=tmp_path / "data", retention_days=30, long_term_memory="explicit")
     opened = open_agent(OfflineChatModel(), settings=settings)
     for number in range(3):  # other conversations share the pages and the index
         send(opened, f"Tomatoes need sun, note {number}", create_conversation=True)
@@ -89,7 +89,7 @@ def said(agent: ChatAgent, db: Path) -> str:
 
 
 def test_a_forgotten_item_leaves_no_trace_in_the_file(agent: ChatAgent, db: Path) -> None:
-    cid = send(agent, f"I collect {WORD} figurines.", create_conversation=True)
+    cid = send(agent, f"Remember that I collect {WORD} figurines.", create_conversation=True)
     send(agent, "Which shelf suits them?", conversation_id=cid)
     (item,) = [m for m in agent.memories(session_id="s")["memories"] if WORD in m["text"]]
     assert raw_count(db) > 0

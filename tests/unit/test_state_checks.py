@@ -65,7 +65,7 @@ def test_a_revoked_preference_leaves_no_trace_in_the_next_context(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
     model = OfflineChatModel(record=True)
-    agent = open_agent(model, long_term_memory="rules")
+    agent = open_agent(model, long_term_memory="explicit")
 
     def send(text: str, **where: Any) -> str:
         # each turn after the memory upkeep of the one before: the sequence is the test's
@@ -73,10 +73,14 @@ def test_a_revoked_preference_leaves_no_trace_in_the_next_context(
         assert agent.wait_for_upkeep(30)
         return result.conversation_id
 
-    cid = send("From now on, always answer in Chinese.", create_conversation=True)
+    said = "From now on, always answer in Chinese. Remember that I want answers in Chinese."
+    cid = send(said, create_conversation=True)
     for n in range(4):  # enough turns for compaction to pin the decision
         send(f"Question {n} about the rollout plan.", conversation_id=cid)
-    send("I no longer want answers in Chinese.", conversation_id=cid)
+    send(
+        "I no longer want answers in Chinese. Forget that I want answers in Chinese.",
+        conversation_id=cid,
+    )
     blocks = memory_blocks(model)  # what the revoking turn itself was sent
     assert "Chinese" in blocks.get(PINNED_BLOCK_ID, "") and "Chinese" in blocks[LONG_TERM_BLOCK_ID]
     for n in range(4):  # the revocation is folded by the next compaction

@@ -36,7 +36,7 @@ def test_only_the_workflow_output_leaves_the_subgraph() -> None:
         model=model, background=lambda s, c: ("We use GitHub.", ["Always use ruff."])
     ).compile(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "t"}}
-    paused = invoke(graph, {"user_text": GOAL, "session_id": "s", "conversation_id": "c"}, config)
+    paused = invoke(graph, {"user_text": GOAL}, config)  # the ids: the run's (its thread)
     assert set(paused) == {"__interrupt__"}
     plan_request = requests(model, TaskPlan)[0]
     assert "We use GitHub." in plan_request and "1. Always use ruff." in plan_request

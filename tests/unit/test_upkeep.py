@@ -200,7 +200,7 @@ def test_a_stream_told_pending_ends_with_upkeep_done_when_an_earlier_upkeep_paid
     monkeypatch.setattr(agent.upkeep, "start", start_once_idle)
 
     async def turn() -> list[Mapping[str, Any]]:
-        return [e async for e in agent.astream("hello", session_id="s", conversation_id=cid)]
+        return [e async for e in agent.astream("ok", session_id="s", conversation_id=cid)]
 
     events = asyncio.run(turn())
     kinds = [(e["event"], e.get("stage"), e.get("status")) for e in events]

@@ -1,0 +1,131 @@
+"""Explicit requests: "remember that …" and "forget that …", read by code in every mode.
+
+The forms are anchored prefixes of a sentence of the user's own words, a short list in
+each supported language: "remember that", "please remember", "forget that" (with an
+optional "please"); 记住, 请记住, 忘掉, 忘记, 别记. No model is needed to honour them:
+offline they are the only way a turn adds or forgets an item (besides the memory panel
+and the API); with a model they are applied beside its operations.
+
+"remember that X" adds X, in the user's words. "forget that X" forgets the items whose
+text holds all of X's words; when several do, the gate asks which (forgetting cannot be
+undone). Explicit items never supersede each other: two requests are two items.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory.limits import MAX_IMPORTANCE, MAX_NEW_MEMORIES_PER_TURN
+from memory.longterm.analysis import own_words
+from memory.longterm.items import MemoryItem, tidy
+from memory.longterm.operations import Operation, OwedTurn
+from memory.longterm.recall import tokens
+
+REMEMBER_FORM = re.compile(
+    r"^(?:please\s+remember(?:\s+that)?|remember\s+that)\b[\s,:]*|^请?记住[\s,:：，]*", re.I
+)
+FORGET_FORM = re.compile(
+    r"^(?:please\s+)?forget\s+that\b[\s,:]*|^请?(?:忘掉|忘记|别记)[\s,:：，]*", re.I
+)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+_FORGET_ANYWHERE = re.compile(
+    r"(?<![\w'])(?<!don't )(?<!do not )(?<!never )forget\s+that\b"
+    r"|(?<!别)(?<!不要)(?:忘掉|忘记)|别记",
+    re.I,
+)
+"""A forget form anywhere in a quote ("so please forget that …"), but never "don't forget
+that …" or "别忘记…", which ask to remember."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One explicit request of a text.
+
+    Attributes:
+        forgets: a forgetting ("forget that …"), else a remembering.
+        sentence: the whole sentence, form included (a forgetting's quote).
+        body: what follows the form, as said (a remembering's quote and text).
+    """
+
+    forgets: bool
+    sentence: str
+    body: str
+
+
+def requests(text: str) -> list[Request]:
+    """The explicit requests of `text`'s own words, in order (at most
+    `MAX_NEW_MEMORIES_PER_TURN`)."""
+    found: list[Request] = []
+    for piece in _SENTENCE.split(own_words(text)):
+        sentence = piece.strip()
+        for form, forgets in ((REMEMBER_FORM, False), (FORGET_FORM, True)):
+            matched = form.match(sentence)
+            if matched is not None:
+                body = sentence[matched.end() :].strip().rstrip(".!?;。！？；").strip()
+                found.append(Request(forgets, sentence.rstrip(".!?;。！？；"), body))
+                break
+    return found[:MAX_NEW_MEMORIES_PER_TURN]
+
+
+def is_explicit(text: str) -> bool:
+    """Whether `text` holds an explicit request."""
+    return bool(requests(text))
+
+
+def asks_to_forget(quote: str) -> bool:
+    """Whether `quote` holds a documented forget form: only such a quote deletes; any
+    other taking-back keeps the item as history."""
+    return bool(_FORGET_ANYWHERE.search(quote))
+
+
+def forgotten_by(body: str, items: Sequence[MemoryItem]) -> list[str]:
+    """The ids of the items whose text holds all the words of `body` (none for a body
+    without words)."""
+    wanted = tokens(body)
+    if not wanted:
+        return []
+    return [item.id for item in items if wanted <= tokens(item.text)]
+
+
+def explicit_operations(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
+    """The operations the explicit requests of `turns` ask for, given the user's items
+    (current and history: a forgetting may name either)."""
+    operations: list[Operation] = []
+    for n, turn in enumerate(turns, start=1):
+        for request in requests(turn.user_text):
+            if request.forgets:
+                operations += [
+                    Operation(op="forget", turn=n, quote=request.sentence, id=item_id)
+                    for item_id in forgotten_by(request.body, items)
+                ]
+            elif request.body:
+                text = tidy(request.body)
+                operations.append(
+                    Operation(
+                        op="add",
+                        turn=n,
+                        quote=request.body,
+                        kind="fact",
+                        text=text,
+                        importance=MAX_IMPORTANCE,
+                    )
+                )
+    return operations
+
+
+def strip_form(text: str) -> str:
+    """`text` without a leading remember form ("Remember that I'm vegan" → "I'm vegan")."""
+    return REMEMBER_FORM.sub("", text.strip(), count=1).strip()
+
+
+__all__ = [
+    "Request",
+    "asks_to_forget",
+    "explicit_operations",
+    "forgotten_by",
+    "is_explicit",
+    "requests",
+    "strip_form",
+]

@@ -1,0 +1,98 @@
+"""Tombstone marks: what a forgetting leaves behind so that no later import brings the
+forgotten words back, without keeping the words.
+
+A forgotten item's text, and the user's words that stated it, each leave a mark of
+keyed hashes (HMAC under the server secret): of the normalised text, of each of its
+terms and of the names in it. Someone who reads the database without the secret learns
+nothing of the words from them. An import reads its texts sentence by sentence and
+forgets each one that repeats a mark by the forgetting's own rule (the whole text, most
+of its terms, or a name in it), so an export made before the forgetting cannot restore
+what was forgotten. The marks are the server's: an export never carries them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from memory.archive.forgetting import FORGET_SHARE, forget_sentences_where, names_in
+from memory.archive.terms import line_terms, query_terms
+from memory.longterm.items import normalise
+
+Keyed = Callable[[str], str]
+"""A keyed hash of a string (`ThreadIds.mark`)."""
+_MAX_TERMS = 16
+"""Terms a mark keeps, in the text's order: enough to recognise it, small enough for the
+registry every turn reads."""
+_TEXT, _TERM = "text:", "term:"
+
+
+class ForgottenMark(BaseModel):
+    """A forgotten text, as keyed hashes: of its normalised text, its terms, its names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: StrictStr = Field(max_length=128)
+    terms: list[StrictStr] = Field(default_factory=list, max_length=4 * _MAX_TERMS)
+    names: list[StrictStr] = Field(default_factory=list, max_length=4 * _MAX_TERMS)
+
+
+def marks_of(texts: Iterable[str], keyed: Keyed) -> list[ForgottenMark]:
+    """The marks forgetting `texts` leaves (a text with no words leaves none)."""
+    marks = []
+    for text in texts:
+        words = normalise(text)
+        if words:
+            marks.append(
+                ForgottenMark(
+                    text=keyed(_TEXT + words),
+                    terms=[keyed(_TERM + t) for t in query_terms(text)[:_MAX_TERMS]],
+                    names=sorted(keyed(_TERM + t) for t in names_in(text))[:_MAX_TERMS],
+                )
+            )
+    return marks
+
+
+class Forgotten:
+    """The texts a session forgot, as its marks recognise them in other texts.
+
+    Args:
+        marks: the session's marks.
+        keyed: the keyed hash they were made with.
+    """
+
+    def __init__(self, marks: Sequence[ForgottenMark], keyed: Keyed) -> None:
+        self.marks = [m for m in marks if m.terms or m.names]
+        self.texts = {m.text for m in marks}
+        self.keyed = keyed
+        self._terms: dict[str, str] = {}  # a document repeats its words: one hash each
+
+    def _hashed(self, terms: Iterable[str]) -> set[str]:
+        hashed = set()
+        for term in terms:
+            if term not in self._terms:
+                self._terms[term] = self.keyed(_TERM + term)
+            hashed.add(self._terms[term])
+        return hashed
+
+    def repeats(self, sentence: str) -> bool:
+        """Whether `sentence` says a forgotten text again: the whole of it, most of its
+        terms, or a name it contains."""
+        if not self.texts:
+            return False
+        words = normalise(sentence)
+        if words and self.keyed(_TEXT + words) in self.texts:
+            return True
+        own = self._hashed(line_terms(sentence))
+        return any(
+            own.intersection(m.names)
+            or (m.terms and len(own.intersection(m.terms)) >= FORGET_SHARE * len(m.terms))
+            for m in self.marks
+        )
+
+    def __call__(self, text: str) -> str:
+        """`text` with each sentence that repeats a forgotten text read `[forgotten]`."""
+        if not self.texts:
+            return text
+        return forget_sentences_where(text, self.repeats)
