@@ -8,13 +8,11 @@ are searched: what the assistant said (a recipe, a plan, the numbers it worked o
 what users most often come back for, and the index weighs each word by how rare it is
 in the session, so the words every answer repeats weigh next to nothing. A hit must
 clear a floor: it shares a subject term with the query (not a stop word, a number or a
-lone letter: `memory.archive.terms.term_weight`); and a line of another conversation
-must score better than any line the context already holds (the current conversation
-answers first: a line that matches no better would only compete with it). This
+lone letter: `memory.archive.terms.term_weight`). This
 conversation's own lines are recalled once compaction folded them out of view, never
 while they are in it. With embeddings, the lines nearest the
 message's embedding are hits too: one sharing no subject term must be within a distance
-(`ArchiveEmbeddings.max_distance`), and nearer than any line the context already holds.
+(`ArchiveEmbeddings.max_distance`).
 Hits are ranked by reciprocal-rank fusion of their lexical rank, their embedding's rank
 and their recency rank; lines the context already holds (this conversation's recent
 messages, text its summary quotes) are left out.
@@ -29,17 +27,18 @@ about.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import math
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine
+from memory.archive.passages import passage
 from memory.archive.repeats import Held
 from memory.archive.terms import line_terms, query_terms, term_weight
 from memory.limits import DEFAULT_RECALL_DISTANCE
-from memory.prompts import RECALL_HEADING, RECALL_LINE
+from memory.prompts import RECALL_BLOCK, RECALL_HEADING, RECALL_LINE
 from memory.schema import ThreadState
 from memory.text import approximate_tokens, clamp, quoted
 
@@ -59,8 +58,9 @@ dev long archive the lines around the best 20 hold more evidence than the hits r
 MIN_LINE_TOKENS = 8
 """No recalled line costs less (its role, quotes and a word): below it the block is full."""
 LINE_CHARS = 600
-"""A recalled line is cut to this many characters in the context (either side's: an
-answer is as much what was found as a question)."""
+"""A recalled line shows at most this many characters: a longer one its passage for the
+query (`memory.archive.passages`; either side's: an answer is as much what was found as
+a question)."""
 _SPACES = re.compile(r"\s+")
 
 
@@ -198,6 +198,10 @@ def _heading_tokens(title: str) -> int:
     return approximate_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
 
 
+FRAME_TOKENS = approximate_tokens(RECALL_BLOCK.format(lines="")) + 1
+"""The block's own words, before any line."""
+
+
 def heading_tokens(line: ArchivedLine) -> int:
     """About how many tokens the heading of `line`'s conversation and day takes."""
     return _heading_tokens(line.title)
@@ -228,13 +232,15 @@ class _Block:
         state: ThreadState,
         max_tokens: int,
         excluded: Collection[str] = (),
+        terms: Sequence[str] = (),
     ) -> None:
         self.conversation_id = conversation_id
+        self.terms = tuple(terms)
         self.excluded = frozenset(excluded)
         self.in_context = {m.id for m in state.messages}
         self.summary = _folded(state.summary)
         self.max_tokens = max_tokens
-        self.used = 0
+        self.used = FRAME_TOKENS  # the whole block is within its budget
         self.seen: set[int] = set()
         self.headed: set[tuple[str, str]] = set()
         self.held = Held()
@@ -260,6 +266,12 @@ class _Block:
     def new(self, line: ArchivedLine | None) -> bool:
         """Whether `line` is wanted and not in the block yet."""
         return line is not None and line.id not in self.seen and self.wanted(line)
+
+    def fit(self, line: ArchivedLine) -> ArchivedLine:
+        """`line` as the block shows it: a long one cut to its passage for the query."""
+        if len(line.text) <= LINE_CHARS:
+            return line
+        return dataclasses.replace(line, text=passage(line.text, self.terms, LINE_CHARS))
 
     def cost(self, lines: Sequence[ArchivedLine]) -> int:
         """What adding `lines` costs: theirs, and the headings the block lacks."""
@@ -287,30 +299,17 @@ def _eligible(
     """The lines of either side among `hits` and `nearest` that clear the floors (see the
     module docstring), in their order."""
 
-    # what the context already holds answers the message as well as any line that does
-    # not beat it: such a line would only compete with it (another project's budget); a
-    # question the context holds answers nothing, so it sets no such bar
-    def held(hit: ArchivedLine) -> bool:
-        return block.holds(hit) and not _QUESTION.search(hit.text)
-
-    said = [hit for hit in hits if hit.role != "summary"]
-    bar = max((hit.score for hit in said if held(hit)), default=0.0)
-    # (a line this conversation folded out of view is its own past: no bar)
-    own = block.conversation_id
-    lexical = [
-        hit
-        for hit in said
-        if (bar == 0.0 or hit.score > bar or hit.conversation_id == own)
-        and clears_floor(hit, terms)
-    ]
-    near = [(hit, hit.distance) for hit in nearest if hit.role != "summary"]
-    found = [(hit, distance) for hit, distance in near if distance is not None]
-    nearest_held = min((distance for hit, distance in found if held(hit)), default=math.inf)
+    # no bar set by what the context holds: the current conversation's own lines on the
+    # subject would otherwise keep out the other conversations' that the question needs
+    # (on RealMem's dev personas a new turn of a conversation recalled nothing a fifth
+    # of the times a new conversation recalled something)
+    lexical = [hit for hit in hits if hit.role != "summary" and clears_floor(hit, terms)]
+    found = [(hit, hit.distance) for hit in nearest if hit.role != "summary"]
     # a line sharing no subject term with the message is related by its embedding alone
     close = [
         hit
         for hit, distance in found
-        if distance < nearest_held and (distance <= max_distance or clears_floor(hit, terms))
+        if distance is not None and (distance <= max_distance or clears_floor(hit, terms))
     ]
     return lexical, close
 
@@ -328,7 +327,7 @@ def choose(
 ) -> Recall:
     """The lines to recall among `hits` (best lexical rank first) and `nearest` (nearest
     embedding first), none of `exclude_message_ids` (see the module docstring)."""
-    block = _Block(conversation_id, state, max_tokens, exclude_message_ids)
+    block = _Block(conversation_id, state, max_tokens, exclude_message_ids, terms)
     lexical, close = _eligible(hits, nearest, terms, block, max_distance)
     taken: list[tuple[ArchivedLine, list[ArchivedLine]]] = []
     for hit in fuse(lexical, close):
@@ -336,13 +335,19 @@ def choose(
             break
         if not block.new(hit):
             continue
-        alone = block.cost([hit])
-        if block.used + alone > max_tokens or block.held.repeats(hit.text):
+        shown_hit = block.fit(hit)
+        alone = block.cost([shown_hit])
+        if block.used + alone > max_tokens or block.held.repeats(shown_hit.text):
             continue  # (the price first: once the block is nearly full, most hits fail it)
-        group = [line for line in _with_neighbours(hit) if block.new(line)]
+        group = [
+            shown_hit if line.id == hit.id else block.fit(line)
+            for line in _with_neighbours(hit)
+            if block.new(line)
+        ]
+        group = [line for line in group if line.id == hit.id or not block.held.repeats(line.text)]
         spent = block.cost(group)
         if block.used + spent > max_tokens:
-            group, spent = [hit], alone
+            group, spent = [shown_hit], alone
         block.take(group, spent)
         taken.append((hit, group))
     _widen(block, taken)
@@ -362,6 +367,7 @@ def _widen(block: _Block, taken: Sequence[tuple[ArchivedLine, list[ArchivedLine]
                 return
             if line is None or not block.new(line):
                 continue
+            line = block.fit(line)
             spent = block.cost([line])
             if block.used + spent <= block.max_tokens and not block.held.repeats(line.text):
                 block.take([line], spent)

@@ -15,7 +15,14 @@ from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory import ThreadState
 from memory.archive import ArchivedLine, Recall
-from memory.archive.recall import LINE_CHARS, choose, heading_tokens, line_tokens, render
+from memory.archive.recall import (
+    FRAME_TOKENS,
+    LINE_CHARS,
+    choose,
+    heading_tokens,
+    line_tokens,
+    render,
+)
 from memory.archive.terms import query_terms
 from memory.budget import ContextBudget
 from memory.context import (
@@ -185,7 +192,9 @@ def test_what_the_hits_leave_of_the_budget_goes_to_the_lines_around_them() -> No
     assert render(wide.lines).count("Pickle") == 1
     # a budget that holds the hit and little more: the hit, and the lines that still fit
     # (the long line about Pickle does not; the one before the hit does)
-    tight = choose([hit], terms, conversation_id="now", state=ThreadState(), max_tokens=40)
+    tight = choose(
+        [hit], terms, conversation_id="now", state=ThreadState(), max_tokens=FRAME_TOKENS + 40
+    )
     assert [line.id for line in tight.lines] == [1, 2, 0]
 
 
@@ -193,7 +202,7 @@ def test_a_hit_comes_before_any_other_hits_surroundings() -> None:
     hit = exchange()[0]
     other = line(7, "The dog show is on Saturday", "user")
     terms = query_terms("What kind of dog do we have?")
-    cost = sum(line_tokens(each) + heading_tokens(each) for each in (hit, other))
+    cost = FRAME_TOKENS + sum(line_tokens(each) + heading_tokens(each) for each in (hit, other))
     chosen = choose(
         [hit, other], terms, conversation_id="now", state=ThreadState(), max_tokens=cost
     )

@@ -108,8 +108,8 @@ def test_a_persona_reads_with_its_queries_evidence_and_labels_left_out(tmp_path:
 
 def test_a_point_needs_most_of_its_content_words_and_a_session_one_of_its_sentences() -> None:
     query = Query("q", "single", ("greyhound Pickle eats poached salmon Tuesday",), ("s1",))
-    sentences = {"s1": ("my rescue greyhound pickle eats poached salmon every tuesday evening",)}
-    sentences = {k: tuple(f" {s} " for s in v) for k, v in sentences.items()}
+    sentence = " my rescue greyhound pickle eats poached salmon every tuesday evening "
+    sentences: dict[str, tuple[str, ...]] = {"s1": (sentence,)}
     assert judge(
         'user: "My rescue greyhound Pickle eats poached salmon every Tuesday evening."',
         query,
