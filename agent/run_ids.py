@@ -35,6 +35,8 @@ def scrub_run_ids(memory: ConversationMemory) -> int:
             if threads.get(SCRUBBED) is not None:
                 return 0
             runs = threads.list_threads(f"{RUN_THREAD_PREFIX}:")
+            if not runs:  # a new database: nothing to scrub, and no marker among its threads
+                return 0
             held: dict[str, set[str]] = {}
             for channel in ID_CHANNELS:
                 for thread, value in threads.run_channel_values(runs, channel).items():

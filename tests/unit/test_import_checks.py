@@ -128,7 +128,9 @@ def test_a_secret_in_imported_messages_summary_and_pins_is_redacted(agent: ChatA
 
 
 def test_a_forgetting_holds_against_an_older_export(agent: ChatAgent) -> None:
-    conversation = talk(agent, "alice", "I keep bees in the garden.", "Tell me about sourdough.")
+    conversation = talk(
+        agent, "alice", "Remember that I keep bees in the garden.", "Tell me about sourdough."
+    )
     old = agent.export(session_id="alice")
     assert "bees" in json.dumps(old)
     (bees,) = [m for m in agent.memories(session_id="alice")["memories"] if "bees" in m["text"]]
@@ -144,7 +146,7 @@ def test_a_forgetting_holds_against_an_older_export(agent: ChatAgent) -> None:
 
 
 def test_imported_forget_records_never_displace_the_sessions_own(agent: ChatAgent) -> None:
-    talk(agent, "alice", "I keep bees.")
+    talk(agent, "alice", "Remember that I keep bees.")
     old = agent.export(session_id="alice")
     (bees,) = agent.memories(session_id="alice")["memories"]
     agent.forget(bees["id"], session_id="alice")
