@@ -33,13 +33,13 @@ def _call(found: Any, known: Collection[str]) -> ToolCall | None:
     if isinstance(found.get("function"), dict):  # OpenAI's own shape, as text
         found = found["function"]
     name = next((found[k] for k in _NAME_KEYS if isinstance(found.get(k), str)), None)
-    args = next((found[k] for k in _ARGUMENT_KEYS if k in found), {})
+    args: Any = next((found[k] for k in _ARGUMENT_KEYS if k in found), {})
     if isinstance(args, str):  # OpenAI sends arguments as a JSON string
         try:
             args = json.loads(args)
         except ValueError:
             return None
-    if name not in known or not isinstance(args, dict):
+    if name is None or name not in known or not isinstance(args, dict):
         return None
     return ToolCall(name=name, args=args, id=f"text-{uuid.uuid4().hex[:12]}", type="tool_call")
 

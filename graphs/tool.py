@@ -95,7 +95,8 @@ def build_tool_graph(
         # a call written as text is run as a real one, or never taken for the answer
         reply, degraded = checked_reply(reply, names, may_call=not last_round)
         announce_tool_calls(reply)
-        return {"turn_messages": [reply], **({"degraded": True} if degraded else {})}
+        output: ToolOutput = {"turn_messages": [reply]}
+        return {**output, "degraded": True} if degraded else output
 
     builder = StateGraph(ToolState, output_schema=ToolOutput)
     builder.add_node("call_model", ModelNode(call, done))
