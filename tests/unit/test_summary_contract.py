@@ -51,7 +51,7 @@ def compact_with(memory: ConversationMemory, *outputs: CompactionOutput) -> Thre
         before = memory.read_memory(S, C)
         # distinct texts per compaction, so no turn reads as a repeat of an earlier one
         start = 10 * (before.summary_version + 1)
-        quotes = [q.quote for q in [*item.open_questions, *item.resolved_questions]]
+        quotes = [q.quote for q in item.open_questions] + [r.quote for r in item.resolved_questions]
         count = 5 if not before.messages else 3
         write_turns(memory, count, start=start, said=" ".join(quotes))
         memory.compact(S, C, ScriptedModel(structured=[item]))
