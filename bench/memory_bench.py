@@ -19,6 +19,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableLambda
 
+from bench.scripted import folded_pin
 from memory import CompactionOutput, CompactionStatus, ThreadIds
 from memory.conversations import ConversationMemory
 from memory.storage import open_thread_store
@@ -29,13 +30,11 @@ SECRET = "bench-secret-" + "x" * 32
 
 def scripted_compactor() -> RunnableLambda[Any, CompactionOutput]:
     """Answers every compaction with a near-limit summary and a growing set of pins."""
-    calls = {"n": 0}
 
-    def answer(_messages: Any) -> CompactionOutput:
-        calls["n"] += 1
+    def answer(messages: Any) -> CompactionOutput:
         return CompactionOutput(
             summary=("The user and the assistant discussed the project plan. " * 45)[:2400],
-            pinned_decisions=[f"Decision {calls['n']}: keep the API backwards compatible."],
+            pinned_decisions=folded_pin(messages),
             retired_pins=[],
         )
 

@@ -7,7 +7,8 @@ One model serves every role an agent gives it, so the three agents of
 - a `SummarizationMiddleware` summary call (a plain call tagged
   `lc_source=summarization`) gets a ~2,000-character summary;
 - a `with_structured_output(CompactionOutput)` call gets a ~2,000-character summary and
-  one new pinned decision;
+  one new pinned decision, quoting the first folded user message (`folded_pin`), so the
+  compaction checks keep it;
 - a `with_structured_output(ExtractionOutput)` call (long-term extraction) gets an
   empty extraction, and is counted apart.
 
@@ -17,6 +18,7 @@ context the model saw), which is what the benchmark reports.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +31,10 @@ from pydantic import BaseModel, PrivateAttr
 
 from agent.offline.local import LocalChatModel, ModelCall
 from memory import CompactionOutput
+from memory.compaction import QuotedItem
+from memory.limits import MAX_PINNED_DECISION_CHARS
 from memory.longterm import ExtractionOutput
+from memory.text import clamp
 
 REPLY_CHARS = 400
 SUMMARY_CHARS = 2000
@@ -43,6 +48,15 @@ _SUMMARY_TEXT = (
     "The user and the assistant are refining a project plan section by section; "
     "each turn revises one section and records the trade-offs that were agreed. "
 )
+
+
+def folded_pin(prompt: LanguageModelInput) -> list[QuotedItem]:
+    """A pin that quotes the first user message the compaction input folds (none when
+    it folds none)."""
+    messages = prompt if isinstance(prompt, list) else []
+    document = json.loads(str(messages[-1].content)) if messages else {}
+    said = [m["text"] for m in document.get("messages_to_fold", []) if m["role"] == "user"]
+    return [QuotedItem(text=clamp(said[0], MAX_PINNED_DECISION_CHARS), quote=said[0])][: len(said)]
 
 
 def _fill(text: str, chars: int, prefix: str = "") -> str:
@@ -147,12 +161,12 @@ class ScriptedChatModel(LocalChatModel):
         if schema is not CompactionOutput:
             raise TypeError(f"ScriptedChatModel cannot answer {schema!r}")
 
-        def answer(_prompt: LanguageModelInput) -> dict[str, Any] | BaseModel:
+        def answer(prompt: LanguageModelInput) -> dict[str, Any] | BaseModel:
             log.structured_calls += 1
-            number = f"{log.structured_calls:04d}"
+            # no call number in the summary: a count that changes is a value it would lose
             return CompactionOutput(
-                summary=_fill(_SUMMARY_TEXT, self.summary_chars, f"Summary {number}: "),
-                pinned_decisions=[f"Decision {number}: keep the public API backwards compatible."],
+                summary=_fill(_SUMMARY_TEXT, self.summary_chars, "Summary: "),
+                pinned_decisions=folded_pin(prompt),
                 retired_pins=[],
             )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NotRequired, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 
 from graphs.events import emit
 from graphs.state import MemoryContext
+from graphs.text_tool_calls import checked_reply
 from memory.bounded import bounded_ainvoke, bounded_invoke
 
 S = TypeVar("S", bound=Mapping[str, Any])
@@ -33,6 +34,8 @@ class ChatOutput(TypedDict):
 
     turn_messages: list[AnyMessage]
     """This turn's own messages, the model's reply last (replaced)."""
+    degraded: NotRequired[bool]
+    """Set when the model wrote a tool call it could not make (replaced)."""
 
 
 class ChatState(ChatOutput, total=False):
@@ -99,6 +102,7 @@ def build_chat_graph(
         timeout: seconds the model call may take (`memory.structured.ModelTimeout`).
     """
     with_tools = model.bind_tools(list(tools)) if tools else model  # bound once
+    names = frozenset(tool.name for tool in tools)
 
     def call(state: ChatState) -> tuple[Runnable[Any, Any], list[BaseMessage]]:
         """Answer from the memory context, or ask for a tool in auto mode."""
@@ -106,8 +110,12 @@ def build_chat_graph(
         return (with_tools if allowed else model), model_input(state)
 
     def done(state: ChatState, reply: AIMessage) -> ChatOutput:
-        # a tool request is announced where the turn goes on to the tool route
-        return {"turn_messages": [*state["turn_messages"], reply]}
+        # a tool request is announced where the turn goes on to the tool route; one
+        # written as text is made a real one where tools are allowed, never an answer
+        allowed = bool(tools) and state.get("tools_allowed", False)
+        reply, degraded = checked_reply(reply, names, may_call=allowed)
+        output: ChatOutput = {"turn_messages": [*state["turn_messages"], reply]}
+        return {**output, "degraded": True} if degraded else output
 
     builder = StateGraph(ChatState, output_schema=ChatOutput)
     builder.add_node("call_model", ModelNode(call, done, timeout=timeout))

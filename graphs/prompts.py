@@ -11,3 +11,9 @@ FINAL_ANSWER_NUDGE = (
 )
 
 NO_ANSWER = "I could not produce an answer this time. Please try again."
+
+TOOL_NOT_SERVED = (
+    "I tried to use a tool for this but could not run it here, so I have no answer "
+    "from it. Please ask again, or in other words."
+)
+"""The answer when the model wrote a tool call as text that cannot be run."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
@@ -19,6 +19,7 @@ from graphs.chat import ModelNode, announce_tool_calls
 from graphs.prompts import FINAL_ANSWER_NUDGE
 from graphs.routing import STOP
 from graphs.state import MemoryContext
+from graphs.text_tool_calls import checked_reply
 
 DEFAULT_MAX_TOOL_ROUNDS = 6
 
@@ -29,6 +30,8 @@ class ToolOutput(TypedDict):
     turn_messages: Annotated[list[AnyMessage], add_messages]
     """This turn's own messages: the user's, tool calls, tool results, answer (appended
     here; the main graph replaces its copy with the result)."""
+    degraded: NotRequired[bool]
+    """Set when the model wrote a tool call it could not make (replaced)."""
 
 
 class ToolState(ToolOutput, total=False):
@@ -75,6 +78,7 @@ def build_tool_graph(
     `max_rounds` the model is asked, without tools, for its final answer.
     """
     with_tools = model.bind_tools(list(tools))  # bound once
+    names = frozenset(tool.name for tool in tools)
 
     def call(state: ToolState) -> tuple[Runnable[Any, Any], list[BaseMessage]]:
         """Ask the model, with tools bound, for a tool call or the final answer; past
@@ -86,10 +90,14 @@ def build_tool_graph(
         return with_tools, messages
 
     def done(state: ToolState, reply: AIMessage) -> ToolOutput:
-        if tool_rounds(state) >= max_rounds:
+        last_round = tool_rounds(state) >= max_rounds
+        if last_round:
             reply = AIMessage(content=reply.content, id=reply.id)  # never another tool call
+        # a call written as text is run as a real one, or never taken for the answer
+        reply, degraded = checked_reply(reply, names, may_call=not last_round)
         announce_tool_calls(reply)
-        return {"turn_messages": [reply]}
+        output: ToolOutput = {"turn_messages": [reply]}
+        return {**output, "degraded": True} if degraded else output
 
     builder = StateGraph(ToolState, output_schema=ToolOutput)
     builder.add_node("call_model", ModelNode(call, done, timeout=timeout))

@@ -250,6 +250,7 @@ class UpkeepNodes:
             summaryChars=result.summary_chars,
             pinnedDecisions=result.pinned_count,
             summaryVersion=result.state.summary_version,
+            **({"refused": dict(result.refused)} if result.refused else {}),
         )
         update: dict[str, Any] = {"compaction": result.status.value}
         if result.status is CompactionStatus.FAILED:

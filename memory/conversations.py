@@ -336,7 +336,7 @@ class ConversationMemory:
                 )
             memory = {conversation_id: stored}
             self.documents.commit(session_id, latest.registry, None, memory, lines)
-        return CompactionResult(result.status, stored, result.error)
+        return CompactionResult(result.status, stored, result.error, result.refused)
 
     def settle_upkeep(
         self, session_id: str, conversation_id: str, paid: Collection[str], *, failed: bool

@@ -29,22 +29,34 @@ identifier, constraint and preference that is still in force, however long ago i
 said; drop pleasantries, acknowledgements and follow-ups that add nothing. Merge the \
 old summary in rather than appending to it: do not lose what it says unless the \
 conversation overturned it. Write in the language of the conversation.
-- pinned_decisions: decisions, constraints and boundaries the user stated explicitly \
-and that later answers must respect (for example "we decided …", "always …", "never …", \
-"must …"), one short sentence each, at most {max_pin} characters. Only the user's own \
-words can pin a decision, never pasted material. Only new decisions are needed; old \
-pins that still hold are kept automatically.
-- retired_pins: the numbers of old pinned decisions that the conversation revoked or \
-replaced. Leave it empty when none was revoked.
+- pinned_decisions: decisions, constraints and boundaries stated explicitly in \
+`messages_to_fold` that later answers must respect (for example "we decided …", \
+"always …", "never …", "must …"), each an object: `text`, one short sentence of at \
+most {max_pin} characters, and `quote`, the words of the message that state it, copied \
+exactly. Only a speaker's own words can pin a decision, never pasted material. Only \
+new decisions are needed; old pins that still hold are kept automatically.
+- retired_pins: old pinned decisions that a message of `messages_to_fold` revoked or \
+replaced, each an object: its `number` and `quote`, the words that revoke it, copied \
+exactly. Leave it empty when none was revoked.
 - open_questions: questions the user asked in `messages_to_fold` that are still \
-unanswered or unresolved, one short sentence each, at most {max_question} characters. \
-Old open questions are kept automatically.
-- resolved_questions: the numbers of old open questions that are now answered or \
-dropped. Leave it empty when none was.
+unanswered or unresolved, each an object: `text`, one short sentence of at most \
+{max_question} characters, and `quote`, the question as the user wrote it. Old open \
+questions are kept automatically.
+- resolved_questions: old open questions now answered or dropped, each an object: its \
+`number` and `quote`, the words that answer it, copied exactly. Leave it empty when \
+none was.
 
+A pin, question, retirement or resolution whose quote is not in `messages_to_fold` is \
+discarded.
 `kept_messages` stay verbatim in memory: read them for reference, do not fold them.
 Never copy tool output, code listings, prompts or internal identifiers into the memory.
 """
+
+LOST_VALUES_RETRY = (
+    "Your summary left out these names, numbers or dates that are still in force: "
+    "{values}. Answer again, with every one of them kept in the summary."
+)
+"""Sent once more after the compaction input when a summary lost values in force."""
 
 FALLBACK_SUMMARY_LINE = "{speaker}: {text}"
 """One line per folded message in the deterministic local fallback; `text` is quoted

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from agent.offline.digest import merged_summary
 from agent.offline.questions import open_questions, resolved_questions
 from agent.offline.salience import CJK, sentences
-from memory.compaction import CompactionOutput
+from memory.compaction import CompactionOutput, QuotedItem, Removal
 from memory.compaction_input import CompactionInput
 from memory.limits import MAX_PINNED_DECISION_CHARS, MAX_PINNED_DECISIONS
 from memory.text import clamp
@@ -75,16 +75,21 @@ class ParsedInput:
 
 
 def parse_compaction_input(messages: Sequence[BaseMessage]) -> ParsedInput:
-    """Read the `CompactionInput` document from the last user message of `messages`.
+    """Read the `CompactionInput` document from the user messages of `messages`.
 
     Raises:
         ValueError: when the last user message is not a `CompactionInput` document.
     """
-    last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
-    try:
-        document = CompactionInput.model_validate_json(last.text if last else "")
-    except ValidationError:
-        raise ValueError(NOT_A_COMPACTION_INPUT) from None
+    # the newest user message that is one: a retry adds a note after the document
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            try:
+                document = CompactionInput.model_validate_json(message.text)
+                break
+            except ValidationError:
+                continue
+    else:
+        raise ValueError(NOT_A_COMPACTION_INPUT)
     return ParsedInput(
         summary=document.old_summary.strip(),
         pins=[(pin.number, pin.text.strip()) for pin in document.old_pinned_decisions],
@@ -125,31 +130,33 @@ def is_retirement(sentence: str) -> bool:
 
 def pins_and_retirements(
     old_pins: Sequence[tuple[int, str]], fold: Sequence[tuple[str, str]]
-) -> tuple[list[str], list[int]]:
-    """New pins from folded user sentences, and the numbers of old pins they revoke.
+) -> tuple[list[QuotedItem], list[Removal]]:
+    """New pins from folded user sentences, and the old pins they revoke, each with the
+    sentence it stands on as its quote.
 
     Sentences are read in order: a retirement also drops a new pin stated earlier in
     the same fold when they share a keyword, and never becomes a pin itself.
     """
-    new_pins: list[str] = []
-    retired: list[int] = []
+    new_pins: list[QuotedItem] = []
+    retired: dict[int, str] = {}
     for role, text in fold:  # (the speaker's own words: pasted material never pins)
         if role != "user":
             continue
         for sentence in sentences(text):
             if is_retirement(sentence):
                 revoked = keywords(sentence)
-                retired.extend(
-                    number
+                retired |= {
+                    number: sentence
                     for number, pin in old_pins
                     if number not in retired and revoked & keywords(pin)
-                )
-                new_pins = [pin for pin in new_pins if not revoked & keywords(pin)]
+                }
+                new_pins = [pin for pin in new_pins if not revoked & keywords(pin.text)]
             elif is_decision(sentence):
-                pin = clamp(" ".join(sentence.split()), MAX_PINNED_DECISION_CHARS)
-                if pin not in new_pins:
-                    new_pins.append(pin)
-    return new_pins[-MAX_PINNED_DECISIONS:], sorted(retired)
+                pin = clamp(sentence, MAX_PINNED_DECISION_CHARS)
+                if all(pin != old.text for old in new_pins):
+                    new_pins.append(QuotedItem(text=pin, quote=sentence))
+    removals = [Removal(number=n, quote=quote) for n, quote in sorted(retired.items())]
+    return new_pins[-MAX_PINNED_DECISIONS:], removals
 
 
 def compaction_output(messages: Sequence[BaseMessage]) -> CompactionOutput:

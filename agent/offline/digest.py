@@ -37,8 +37,10 @@ FACT_LINE = "{speaker}: {text}"
 """One summary line per fact; `text` is quoted, so a message can never pass for
 another speaker's words."""
 SPEAKERS = {"user": "User", "assistant": "Assistant"}
-QUIET_LINE = "Earlier turns with nothing new to remember: {count}."
-DROPPED_LINE = "Less salient points dropped for space: {count}."
+QUIET_LINE = "Earlier turns with nothing new to remember were folded."
+DROPPED_LINE = "Less salient points were dropped for space."
+# The counting lines hold no number: a count that changes at every compaction would read
+# as a value the new summary lost. An earlier release's counted line is kept as a note.
 EMPTY_SUMMARY = "Nothing from the earlier conversation needs to be remembered."
 LEGACY_DROPPED_MARKER = "…"
 """What the rolling summary of earlier versions put first when it had cut lines."""
@@ -49,8 +51,6 @@ META_RESERVE = 120
 NOTE_CHARS = MAX_SUMMARY_CHARS - META_RESERVE - 1
 """An old summary line this module did not write is kept whole, cut only to fit alone."""
 
-_QUIET = re.compile(re.escape(QUIET_LINE).replace(r"\{count\}", r"(\d+)"))
-_DROPPED = re.compile(re.escape(DROPPED_LINE).replace(r"\{count\}", r"(\d+)"))
 _DECODER = json.JSONDecoder()
 _TURN_SEPARATOR = " / "
 """Between the two quoted sides of an old rolling-summary line ("User: … / Assistant: …")."""
@@ -161,11 +161,11 @@ class Digest:
             line = line.strip()
             if not line or line in (LEGACY_DROPPED_MARKER, EMPTY_SUMMARY):
                 continue
-            if match := _QUIET.fullmatch(line):
-                self.quiet_turns += int(match.group(1))
+            if line == QUIET_LINE:
+                self.quiet_turns += 1
                 continue
-            if match := _DROPPED.fullmatch(line):
-                self.dropped += int(match.group(1))
+            if line == DROPPED_LINE:
+                self.dropped += 1
                 continue
             sides = quoted_sides(line)
             if sides is None:
@@ -200,9 +200,9 @@ class Digest:
         dropped = self.dropped + len(lines) - len(kept)
         body = [lines[i] for i in kept]
         if self.quiet_turns:
-            body.append(QUIET_LINE.format(count=self.quiet_turns))
+            body.append(QUIET_LINE)
         if dropped:
-            body.append(DROPPED_LINE.format(count=dropped))
+            body.append(DROPPED_LINE)
         return clamp("\n".join(body), limit) or EMPTY_SUMMARY
 
 

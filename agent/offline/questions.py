@@ -30,6 +30,7 @@ from agent.offline.salience import (
     terms,
     without_offline_prefix,
 )
+from memory.compaction import QuotedItem, Removal
 from memory.limits import MAX_OPEN_QUESTION_CHARS, MAX_OPEN_QUESTIONS
 
 _REFUSAL = re.compile(
@@ -41,49 +42,62 @@ _REFUSAL = re.compile(
 _VALUES = frozenset({Feature.NUMBER, Feature.AMOUNT, Feature.DATE, Feature.IDENTIFIER})
 
 
-def asked(text: str) -> list[str]:
-    """The questions of a user text that carry something, one line each, clamped."""
+def asked(text: str) -> list[QuotedItem]:
+    """The questions of a user text that carry something, one line each, clamped, each
+    quoting the sentence that asks it."""
     return [
-        clipped_line(sentence, MAX_OPEN_QUESTION_CHARS)
+        QuotedItem(text=clipped_line(sentence, MAX_OPEN_QUESTION_CHARS), quote=sentence)
         for sentence in sentences(text)
         if is_question(sentence) and not is_content_free(sentence)
     ]
 
 
-def answers(question: str, reply: str) -> bool:
-    """Whether an assistant text answers `question` (the rule in the module docstring)."""
+def answers(question: str, reply: str) -> str | None:
+    """The sentence of an assistant text that answers `question` (the rule in the module
+    docstring), or None."""
     if is_offline_boilerplate(reply):
-        return False
+        return None
     wanted = terms(question)
     shared: set[str] = set()
     with_value = False
+    first = None
     for sentence in sentences(without_offline_prefix(reply)):
         if is_question(sentence) or _REFUSAL.search(sentence):
             continue
         common = wanted & terms(sentence)
         if common:
+            first = first or sentence
             shared |= common
             with_value = with_value or bool(features(sentence) & _VALUES)
-    return bool(shared) and (with_value or 2 * len(shared) >= len(wanted))
+    return first if shared and (with_value or 2 * len(shared) >= len(wanted)) else None
 
 
-def open_questions(fold: Sequence[tuple[str, str]], kept: Sequence[tuple[str, str]]) -> list[str]:
+def open_questions(
+    fold: Sequence[tuple[str, str]], kept: Sequence[tuple[str, str]]
+) -> list[QuotedItem]:
     """Questions the user asked in `fold` that no later assistant text answers (the
     newest `MAX_OPEN_QUESTIONS`)."""
-    found: list[str] = []
+    found: list[QuotedItem] = []
     for index, (role, text) in enumerate(fold):
         if role != "user":
             continue
         replies = [reply for who, reply in (*fold[index + 1 :], *kept) if who == "assistant"]
         for question in asked(text):
-            if question not in found and not any(answers(question, r) for r in replies):
+            new = all(question.text != other.text for other in found)
+            if new and not any(answers(question.text, r) for r in replies):
                 found.append(question)
     return found[-MAX_OPEN_QUESTIONS:]
 
 
 def resolved_questions(
     old: Sequence[tuple[int, str]], fold: Sequence[tuple[str, str]]
-) -> list[int]:
-    """Numbers of the old open questions that a folded assistant text answers."""
+) -> list[Removal]:
+    """The old open questions that a folded assistant text answers, each quoting the
+    answer's sentence."""
     replies = [text for role, text in fold if role == "assistant"]
-    return [number for number, question in old if any(answers(question, r) for r in replies)]
+    resolved = []
+    for number, question in old:
+        quote = next((q for r in replies if (q := answers(question, r))), None)
+        if quote is not None:
+            resolved.append(Removal(number=number, quote=quote))
+    return resolved

@@ -193,7 +193,8 @@ def test_compaction_goes_through_chat_openai(
     stub.reply_json(
         {
             "summary": "The user asked questions 0 to 2.",
-            "pinned_decisions": ["Always answer in English."],
+            # a pin stands on the words of a folded message
+            "pinned_decisions": [{"text": "Answer question 1 first.", "quote": "question 1"}],
             "retired_pins": [],
         }
     )
@@ -207,7 +208,7 @@ def test_compaction_goes_through_chat_openai(
     after = memory.read_memory(SESSION, CONVERSATION)
     assert [m.text for m in after.messages] == ["question 3", "answer 3", "question 4", "answer 4"]
     assert after.summary == "The user asked questions 0 to 2."
-    assert after.pinned_decisions == ["Always answer in English."]
+    assert after.pinned_decisions == ["Answer question 1 first."]
     assert [(e["stage"], e["status"]) for e in events[-2:]] == [
         ("compact", "succeeded"),
         ("upkeep", "done"),
@@ -218,7 +219,7 @@ def test_compaction_goes_through_chat_openai(
     run(graph, "question 5")
     assert wire(stub.last_request) == [
         ("system", AGENT_SYSTEM_PROMPT),
-        ("system", PINNED_BLOCK.format(pins="1. Always answer in English.")),
+        ("system", PINNED_BLOCK.format(pins="1. Answer question 1 first.")),
         ("system", SUMMARY_BLOCK.format(summary="The user asked questions 0 to 2.")),
         ("user", "question 3"),
         ("assistant", "answer 3"),

@@ -12,6 +12,8 @@ from memory import VersionConflict
 from memory.compaction import (
     CompactionOutput,
     CompactionStatus,
+    QuotedItem,
+    Removal,
     compact,
     local_fallback,
     merge_pins,
@@ -26,19 +28,26 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 ROLES = ("user", "assistant")
 
 
-def with_turns(turns: int, **fields: object) -> ThreadState:
+def with_turns(turns: int, said: tuple[str, ...] = (), **fields: object) -> ThreadState:
+    """`turns` turns; the first users' texts are `said` (the others `q0`, `q1`, …)."""
     messages = []
     for i in range(turns):
-        messages.append(ChatThreadMessage(id=f"u{i}", role="user", text=f"q{i}", created_at=NOW))
+        text = said[i] if i < len(said) else f"q{i}"
+        messages.append(ChatThreadMessage(id=f"u{i}", role="user", text=text, created_at=NOW))
         messages.append(
             ChatThreadMessage(id=f"a{i}", role="assistant", text=f"a{i}", created_at=NOW)
         )
     return ThreadState.model_validate({"messages": messages, **fields})
 
 
-def output(summary: str = "S", pins: list[str] | None = None, retired: list[int] | None = None):
+def output(
+    summary: str = "S", pins: list[str] | None = None, retired: list[tuple[int, str]] | None = None
+) -> CompactionOutput:
+    """An output whose pins quote themselves, and whose retirements quote their words."""
     return CompactionOutput(
-        summary=summary, pinned_decisions=pins or [], retired_pins=retired or []
+        summary=summary,
+        pinned_decisions=[QuotedItem(text=pin, quote=pin) for pin in pins or []],
+        retired_pins=[Removal(number=n, quote=quote) for n, quote in retired or []],
     )
 
 
@@ -57,7 +66,7 @@ def test_no_compaction_at_eight_messages() -> None:
 
 def test_compaction_above_eight_keeps_the_newest_four() -> None:
     model = ScriptedModel(structured=[output("new summary", ["Use Postgres."])])
-    result = compact(with_turns(5), model, now=NOW)
+    result = compact(with_turns(5, said=("Use Postgres.",)), model, now=NOW)
     assert result.status is CompactionStatus.SUCCEEDED
     assert [m.id for m in result.state.messages] == ["u3", "a3", "u4", "a4"]
     assert result.state.summary == "new summary"
@@ -93,18 +102,23 @@ def test_custom_keep_is_honoured() -> None:
 
 
 def test_summary_and_pins_are_clamped_not_rejected() -> None:
-    model = ScriptedModel(structured=[output("z" * 9000, ["p" * 1000])])
-    result = compact(with_turns(5), model)
+    pin = " ".join(f"step{i}" for i in range(100))
+    model = ScriptedModel(structured=[output("z" * 9000, [pin])])
+    result = compact(with_turns(5, said=(pin,)), model)
     assert result.status is CompactionStatus.SUCCEEDED
     assert len(result.state.summary) == MAX_SUMMARY_CHARS
     assert len(result.state.pinned_decisions[0]) == 300
 
 
 def test_omitted_pins_are_kept_and_retired_pins_removed() -> None:
-    state = with_turns(5, pinned_decisions=["Pin A", "Pin B", "Pin C"])
-    model = ScriptedModel(structured=[output("S", ["Pin D", "pin  a"], [2, 99])])
+    old = ["Deploy on Mondays.", "Write the tests first.", "Review every change."]
+    said = ("We no longer write tests first.", "Tag each release.", "deploy  on Mondays.")
+    state = with_turns(5, said, pinned_decisions=old)
+    retired = [(2, "no longer write tests first"), (99, "Tag each release.")]
+    model = ScriptedModel(structured=[output("S", ["Tag each release.", said[2]], retired)])
     result = compact(state, model)
-    assert result.state.pinned_decisions == ["Pin A", "Pin C", "Pin D"]
+    assert result.state.pinned_decisions == [old[0], old[2], "Tag each release."]
+    assert result.refused == {"unknown_item": 1}
 
 
 def test_oldest_pins_evicted_past_twenty() -> None:
@@ -166,11 +180,15 @@ def test_appends_never_exceed_the_hard_cap_without_compaction(memory: Conversati
 def test_successful_compaction_is_stored_with_a_new_version(memory: ConversationMemory) -> None:
     write_turns(memory, 5)
     before = memory.read_memory("s1", "c1")
-    result = memory.compact("s1", "c1", ScriptedModel(structured=[output("sum", ["p"])]))
+    result = memory.compact("s1", "c1", ScriptedModel(structured=[output("sum", ["question 1"])]))
     after = memory.read_memory("s1", "c1")
     assert result.state == after
     assert after.version == before.version + 1
-    assert (len(after.messages), after.summary, after.pinned_decisions) == (4, "sum", ["p"])
+    assert (len(after.messages), after.summary, after.pinned_decisions) == (
+        4,
+        "sum",
+        ["question 1"],
+    )
 
 
 def test_compare_and_set_rejects_a_stale_version(memory: ConversationMemory) -> None:

@@ -111,12 +111,12 @@ def test_decisions_become_pins_and_revocations_retire_old_ones() -> None:
         pins=["Always answer in English.", "Use tabs.", "必须用黑色字体"],
     )
     output = compaction_output(_compaction_input(state))
-    assert output.pinned_decisions == [
+    assert [pin.text for pin in output.pinned_decisions] == [
         "We decided to use Postgres for storage.",
         "我们必须使用红色主题。",
         "Don't forget: we must deploy on Fridays.",
     ]
-    assert output.retired_pins == [1, 3]
+    assert [pin.number for pin in output.retired_pins] == [1, 3]
 
 
 def test_assistant_decisions_and_questions_are_not_pinned() -> None:
@@ -139,7 +139,7 @@ def test_a_revocation_is_never_pinned_and_cancels_a_pin_from_the_same_fold() -> 
     )
     output = compaction_output(_compaction_input(state))
     assert output.pinned_decisions == []
-    assert output.retired_pins == [1]
+    assert [pin.number for pin in output.retired_pins] == [1]
 
 
 def test_rules_read_sentences_not_whole_messages() -> None:
@@ -168,8 +168,8 @@ def test_transcript_with_a_leading_reply_and_multi_line_messages() -> None:
     text = document.model_dump_json()
     output = compaction_output([SystemMessage("compact"), HumanMessage(text)])
     # the greeting turns carry nothing: only counted; the decision is kept, quoted
-    assert output.summary.splitlines() == ['User: "We must use UTC."', QUIET_LINE.format(count=1)]
-    assert output.pinned_decisions == ["We must use UTC."]
+    assert output.summary.splitlines() == ['User: "We must use UTC."', QUIET_LINE]
+    assert [pin.text for pin in output.pinned_decisions] == ["We must use UTC."]
     assert output.retired_pins == []
 
 
@@ -177,7 +177,7 @@ def test_pins_are_clipped() -> None:
     state = thread_state([("We decided " + "very " * 100 + "much.", "OK.")] * 3 + [("a", "b")] * 2)
     pins = compaction_output(_compaction_input(state)).pinned_decisions
     assert len(pins) == 1
-    assert len(pins[0]) <= MAX_PINNED_DECISION_CHARS
+    assert len(pins[0].text) <= MAX_PINNED_DECISION_CHARS
 
 
 def test_summary_is_bounded_and_merges_the_old_one_instead_of_appending() -> None:
@@ -224,6 +224,7 @@ def _ten_message_state() -> ThreadState:
 
 def _check_compacted(state: ThreadState, result: Any) -> None:
     assert result.status is CompactionStatus.SUCCEEDED
+    assert result.refused == {}  # every pin, retirement and question quotes its message
     assert result.state.messages == state.messages[-4:]
     assert result.state.pinned_decisions == [
         "Keep answers short.",

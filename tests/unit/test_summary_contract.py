@@ -7,6 +7,7 @@ from typing import Any
 
 from agent.offline import OfflineChatModel
 from memory import CompactionOutput, CompactionStatus, ThreadState
+from memory.compaction import QuotedItem, Removal
 from memory.conversations import ConversationMemory
 from memory.limits import (
     HARD_MESSAGE_CAP,
@@ -22,29 +23,37 @@ S, C = "s1", "c1"
 def output(
     summary: str = "S", questions: list[str] | None = None, resolved: list[int] | None = None
 ) -> CompactionOutput:
+    """An output whose questions quote themselves, and whose resolutions quote `Q<n>`."""
     return CompactionOutput(
         summary=summary,
         pinned_decisions=[],
         retired_pins=[],
-        open_questions=questions or [],
-        resolved_questions=resolved or [],
+        open_questions=[QuotedItem(text=q, quote=q) for q in questions or []],
+        resolved_questions=[Removal(number=n, quote=f"Q{n}") for n in resolved or []],
     )
 
 
-def write_turns(memory: ConversationMemory, count: int, start: int = 0) -> ThreadState:
+def write_turns(
+    memory: ConversationMemory, count: int, start: int = 0, said: str = ""
+) -> ThreadState:
+    """`count` turns; the first user text is `said` when given."""
     memory.accept_draft(S, C)
     for i in range(start, start + count):
-        memory.write_turn(S, C, chat_turn(f"question {i}", f"answer {i}"))
+        text = said if said and i == start else f"question {i}"
+        memory.write_turn(S, C, chat_turn(text, f"answer {i}"))
     return memory.read_memory(S, C)
 
 
-def compact_with(memory: ConversationMemory, *outputs: Any) -> ThreadState:
-    """Write a turn then compact with each output in turn; the final state."""
+def compact_with(memory: ConversationMemory, *outputs: CompactionOutput) -> ThreadState:
+    """Write turns, the first of them (which is folded) saying what each output quotes,
+    then compact with it; the final state."""
     for item in outputs:
         before = memory.read_memory(S, C)
         # distinct texts per compaction, so no turn reads as a repeat of an earlier one
         start = 10 * (before.summary_version + 1)
-        write_turns(memory, 5 if not before.messages else 3, start=start)
+        quotes = [q.quote for q in item.open_questions] + [r.quote for r in item.resolved_questions]
+        count = 5 if not before.messages else 3
+        write_turns(memory, count, start=start, said=" ".join(quotes))
         memory.compact(S, C, ScriptedModel(structured=[item]))
     return memory.read_memory(S, C)
 
@@ -98,24 +107,26 @@ def test_the_local_fallback_counts_as_a_compaction(memory: ConversationMemory) -
 def test_open_questions_survive_omission_and_go_on_resolution(
     memory: ConversationMemory,
 ) -> None:
-    state = compact_with(memory, output(questions=["Q1?", "Q2?", "Q3?"]))
-    assert state.open_questions == ["Q1?", "Q2?", "Q3?"]
-    state = compact_with(memory, output(), output(questions=["Q4?"], resolved=[2, 99]))
-    assert state.open_questions == ["Q1?", "Q3?", "Q4?"]
+    state = compact_with(memory, output(questions=["When Q1?", "When Q2?", "When Q3?"]))
+    assert state.open_questions == ["When Q1?", "When Q2?", "When Q3?"]
+    state = compact_with(memory, output(), output(questions=["When Q4?"], resolved=[2, 99]))
+    assert state.open_questions == ["When Q1?", "When Q3?", "When Q4?"]
     assert state.summary_version == 3
 
 
 def test_the_oldest_open_questions_go_past_ten_and_each_is_clamped(
     memory: ConversationMemory,
 ) -> None:
-    first = [f"Q{i}?" for i in range(8)]
-    state = compact_with(memory, output(questions=first), output(questions=["Q8?", "x" * 900]))
+    first = [f"When Q{i}?" for i in range(8)]
+    state = compact_with(
+        memory, output(questions=first), output(questions=["When Q8?", "x " * 450])
+    )
     assert len(state.open_questions) == MAX_OPEN_QUESTIONS
-    assert state.open_questions[0] == "Q0?"
-    state = compact_with(memory, output(questions=["Q9?", "Q10?"]))
+    assert state.open_questions[0] == "When Q0?"
+    state = compact_with(memory, output(questions=["When Q9?", "When Q10?"]))
     assert len(state.open_questions) == MAX_OPEN_QUESTIONS
-    assert state.open_questions[:2] == ["Q2?", "Q3?"]
-    assert state.open_questions[-2:] == ["Q9?", "Q10?"]
+    assert state.open_questions[:2] == ["When Q2?", "When Q3?"]
+    assert state.open_questions[-2:] == ["When Q9?", "When Q10?"]
     assert all(len(q) <= MAX_OPEN_QUESTION_CHARS for q in state.open_questions)
     assert len(state.open_questions[-3]) == MAX_OPEN_QUESTION_CHARS
 

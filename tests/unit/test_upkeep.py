@@ -14,6 +14,7 @@ from langchain_core.messages import BaseMessage
 
 from agent import ChatAgent
 from memory import CompactionOutput
+from memory.compaction import QuotedItem
 from memory.conversations import ConversationMemory
 from memory.limits import HARD_MESSAGE_CAP
 from memory.longterm import ExtractionOutput, Operation
@@ -113,10 +114,12 @@ def test_compaction_rebases_onto_a_turn_that_landed_while_it_ran(
     open_agent: Callable[..., ChatAgent],
 ) -> None:
     gate = Gate()
-    summary = CompactionOutput(summary="S1", pinned_decisions=["P1"], retired_pins=[])
+    pin = QuotedItem(text="Keep q0 short.", quote="keep q0 short")
+    summary = CompactionOutput(summary="S1", pinned_decisions=[pin], retired_pins=[])
     model = ScriptedModel(replies=["ok"] * 6, structured=[gate.answer(summary)])
     agent = open_agent(model, long_term_memory="off")
-    cid = agent.send("q0", session_id="s", create_conversation=True).conversation_id
+    said = "q0: keep q0 short"
+    cid = agent.send(said, session_id="s", create_conversation=True).conversation_id
     for n in range(1, 4):
         assert agent.send(f"q{n}", session_id="s", conversation_id=cid).upkeep == "done"
     fifth = agent.send("q4", session_id="s", conversation_id=cid)  # ten messages
@@ -127,7 +130,7 @@ def test_compaction_rebases_onto_a_turn_that_landed_while_it_ran(
     gate.opened.set()
     assert agent.wait_for_upkeep(WAIT)
     record = stored(agent, cid)
-    assert (record["summaryPreview"], record["pinnedDecisions"]) == ("S1", ["P1"])
+    assert (record["summaryPreview"], record["pinnedDecisions"]) == ("S1", ["Keep q0 short."])
     # the four messages compaction kept, then the turn that landed while it ran
     assert [m["text"] for m in record["messages"]] == ["q3", "ok", "q4", "ok", "q5", "ok"]
     assert record["upkeep"] == "done"
