@@ -32,6 +32,8 @@ class Reason(StrEnum):
     SAME_QUOTE = "same_quote"
     AMBIGUOUS = "ambiguous_forget"
     UNSTORABLE = "unstorable"
+    NOT_ABOUT_ITEM = "quote_not_about_item"
+    """A compaction's retirement quotes words that share none with the pin it retires."""
 
 
 MESSAGES = {
@@ -42,6 +44,7 @@ MESSAGES = {
     Reason.EMPTY: "there is nothing to remember in that text",
     Reason.NOT_GROUNDED: "only what the user said is remembered, never what was inferred",
     Reason.UNKNOWN_ITEM: "there is no such memory",
+    Reason.NOT_ABOUT_ITEM: "what was said is not about that item",
     Reason.UNKNOWN_TURN: "there is no such turn",
     Reason.TURN_LIMIT: f"at most {MAX_NEW_MEMORIES_PER_TURN} new items are remembered per turn",
     Reason.SAME_QUOTE: "one item is remembered per thing the user said",
