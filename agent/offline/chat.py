@@ -50,7 +50,8 @@ LONG_TERM_LINE = "What I remember about you:\n{items}"
 EARLIER_LINE = "I was reminded of {count} line(s) from our earlier conversations ({dates})."
 PINS_LINE = "Pinned decisions I keep to:\n{pins}"
 SUMMARY_LINE = "Summary of our earlier conversation: {summary}"
-HISTORY_LINE = "I can see {count} earlier message(s) of this conversation."
+HISTORY_LINE = 'I can see {count} earlier message(s); your previous message was: "{previous}"'
+HISTORY_NO_USER_LINE = "I can see {count} earlier message(s) of this conversation."
 NO_HISTORY_LINE = "I see no earlier messages in this conversation."
 
 CALCULATION_ANSWER = "{expression} = {result}."
@@ -67,6 +68,7 @@ PARAGRAPH = "\n\n"
 list's last item, so each part (a list among them) is a paragraph of its own."""
 
 SUMMARY_CHARS = 300
+PREVIOUS_CHARS = 120
 TOOL_RESULT_CHARS = 300
 
 _EXPR = r"[-+(]*\s*\.?\d[\d\s.+\-*/%^()×÷xX]*"
@@ -210,7 +212,8 @@ def read_context(messages: Sequence[BaseMessage]) -> ContextView:
 
 def plain_answer(messages: Sequence[BaseMessage]) -> str:
     """The offline chat answer: what the context holds, in a few lines (the notice of
-    what this model is on a conversation's first answer only; never the input echoed)."""
+    what this model is on a conversation's first answer only; the message it answers is
+    never echoed, the previous one is, as what the conversation's memory holds)."""
     view = read_context(messages)
     lines = [MEMORY_HEAD if view.history else OFFLINE_NOTICE]
     if view.latest is None:
@@ -228,8 +231,12 @@ def plain_answer(messages: Sequence[BaseMessage]) -> str:
         lines.append(PINS_LINE.format(pins=numbered))
     if view.summary:
         lines.append(SUMMARY_LINE.format(summary=_one_line(view.summary, SUMMARY_CHARS)))
-    if view.history:
-        lines.append(HISTORY_LINE.format(count=len(view.history)))
+    previous = [m for m in view.history if isinstance(m, HumanMessage)]
+    if previous:
+        quote = _one_line(previous[-1].text, PREVIOUS_CHARS)
+        lines.append(HISTORY_LINE.format(count=len(view.history), previous=quote))
+    elif view.history:
+        lines.append(HISTORY_NO_USER_LINE.format(count=len(view.history)))
     else:
         lines.append(NO_HISTORY_LINE)
     return PARAGRAPH.join(lines)

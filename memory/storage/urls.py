@@ -107,6 +107,13 @@ def open_thread_store(
     return _OPENERS[url.scheme](url, lock_timeout, vectors)
 
 
+MAINTENANCE_PREFIX = "maintenance:"
+
+
 def iter_thread_ids(store: ThreadStore) -> Iterator[str]:
-    """Every thread id with a document or a checkpoint (for maintenance and tests)."""
-    yield from store.list_threads("")
+    """Every thread id with a document or a checkpoint (for maintenance and tests); the
+    database's own maintenance records (`maintenance:…`) belong to no session and are left
+    out."""
+    for thread_id in store.list_threads(""):
+        if not thread_id.startswith(MAINTENANCE_PREFIX):
+            yield thread_id

@@ -36,13 +36,14 @@ def test_markup_in_messages_is_shown_as_text(page: Page, log: PageLog, server: S
     open_page(page, server.url)
     send(page, XSS)
     expect(page.locator(".message.user .text")).to_have_text(XSS)
+    send(page, "and again")  # the offline answer quotes the previous message
     expect(last_answer(page).locator(".text")).to_contain_text(XSS)
     expect(page.locator("#chat-title")).to_have_text(XSS)
     expect(page.locator("#conversation-list .conversation-title")).to_have_text(XSS)
 
     page.reload()
     page.locator("#layout[data-ready=true]").wait_for()
-    expect(page.locator(".message.user .text")).to_have_text(XSS)
+    expect(page.locator(".message.user .text")).to_have_text([XSS, "and again"])
     assert page.locator("#layout img").count() == 0
     assert log.dialogs == []
 

@@ -78,7 +78,9 @@ def test_plain_answer_reports_what_the_memory_context_holds(model: OfflineChatMo
         in paragraphs
     )
     assert "Summary of our earlier conversation: We planned a trip to Kyoto." in paragraphs
-    assert paragraphs[-1] == "I can see 4 earlier message(s) of this conversation."
+    assert paragraphs[-1] == (
+        'I can see 4 earlier message(s); your previous message was: "I like tea."'
+    )
 
 
 def test_plain_answer_without_memory_says_so(model: OfflineChatModel) -> None:
