@@ -46,7 +46,7 @@ def test_json_naming_no_tool_is_an_answer(memory: ConversationMemory) -> None:
     assert final["answer"] == answer
 
 
-def streamed(agent: ChatAgent, message: str, mode: str) -> tuple[str, dict[str, Any]]:
+def streamed(agent: ChatAgent, message: str, mode: Any) -> tuple[str, dict[str, Any]]:
     """A turn's streamed answer tokens, joined, and its result."""
 
     async def turn() -> list[Mapping[str, Any]]:
