@@ -138,7 +138,7 @@ export function memoryNotes(events, result, hydration) {
   if (extraction === "failed") {
     notes.push({ text: "Long-term memory could not be updated", tone: "warn" });
   } else if (extraction === "refused") {
-    notes.push({ text: "The model's answer was not usable: nothing learned from it", tone: "info" });
+    notes.push({ text: "Long-term memory: the model's answer was not usable", tone: "info" });
   }
   const texts = result && Array.isArray(result.remembered) ? result.remembered : [];
   for (const text of texts) notes.push({ text: `Remembered: ${text}`, tone: "ok" });
