@@ -211,3 +211,18 @@ def test_a_stream_told_pending_ends_with_upkeep_done_when_an_earlier_upkeep_paid
     assert events[done]["result"]["upkeep"] == "pending"
     assert kinds[done + 1 :] == [("memory", "upkeep", "done")]
     assert stored(agent, cid)["upkeep"] == "done"
+
+
+def test_a_compaction_answer_of_the_wrong_form_ends_the_upkeep_done_with_the_fallback(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = ScriptedModel(replies=["ok"] * 5, structured=['{"summary": "cut at max_to'])
+    agent = open_agent(model, long_term_memory="off")
+    cid = agent.send("q0", session_id="s", create_conversation=True).conversation_id
+    for n in range(1, 5):
+        agent.send(f"q{n}", session_id="s", conversation_id=cid)
+    assert agent.wait_for_upkeep(WAIT)
+    record = stored(agent, cid)
+    assert record["upkeep"] == "done"
+    assert record["summaryVersion"] == 1 and "q0" in record["summaryPreview"]
+    assert len(record["messages"]) < 10
