@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import openai
 import pytest
@@ -64,7 +64,7 @@ def test_an_answer_is_validated_on_the_client_and_a_bad_one_counted() -> None:
 
 
 def test_an_answer_cut_at_max_tokens_is_of_the_wrong_form_not_an_error() -> None:
-    cut = openai.LengthFinishReasonError(completion=SimpleNamespace(usage=None))
+    cut = openai.LengthFinishReasonError(completion=cast(Any, SimpleNamespace(usage=None)))
     policy = StructuredPolicy("auto")
     model = ScriptedModel(structured=[cut])
     with pytest.raises(StructuredOutputError, match="cut off"):
