@@ -1,5 +1,6 @@
 """The README's Python examples run, offline, and print what the README says they print;
-its links resolve, and so do the links of the `docs/` pages.
+the links of the README and the `docs/` pages resolve, and the settings and make targets
+they name exist.
 
 Every ```python block runs in order in one namespace (as in a notebook), from a fresh
 data directory and database. A `print(...)` followed by comment lines is checked: the
@@ -136,3 +137,23 @@ def test_the_readme_python_examples_print_what_the_readme_says(
     for got, said in zip(printed, wanted, strict=True):
         if said:
             assert matches(got, said), f"printed {got!r}, the README says {said!r}"
+
+
+SETTING = re.compile(r"\b((?:AGENT|OPENAI)_[A-Z_]*[A-Z])\b")
+MAKE_TARGET = re.compile(r"(?:^|`|&& )make ([a-z][a-z-]*)", re.M)
+
+
+def test_the_settings_the_docs_name_are_read_by_the_settings() -> None:
+    """A variable the README or a docs page names is one `agent/settings.py` reads
+    (`AGENT_TEST_*` configure the tests)."""
+    read = (REPO / "agent" / "settings.py").read_text()
+    for page in (README, *DOCS):
+        for name in set(SETTING.findall(page.read_text())):
+            assert name.startswith("AGENT_TEST_") or f'"{name}"' in read, (page.name, name)
+
+
+def test_the_make_targets_the_docs_name_exist() -> None:
+    targets = set(re.findall(r"^([a-z][a-z-]*):", (REPO / "Makefile").read_text(), re.M))
+    for page in (README, *DOCS):
+        named = set(MAKE_TARGET.findall(page.read_text()))
+        assert named <= targets, (page.name, named - targets)
