@@ -40,7 +40,7 @@ from agent.api.sessions import NEW_SESSION, SESSION_HEADER
 from tests.integration.conftest import REPO
 
 ARTIFACTS = REPO / "tests" / "artifacts" / "web"
-"""Screenshots of each test (ignored by git, except the two the README links)."""
+"""Screenshots of each test (ignored by git, except the two docs/evaluation.md links)."""
 DOCS_SCREENSHOT = REPO / "docs" / "chat-page.png"
 UPDATE_DOCS = "UPDATE_DOCS_SCREENSHOT"
 """Set to 1 to rewrite the README's screenshot from the test run."""
@@ -98,7 +98,7 @@ class PageLog:
 
 
 KEPT_SCREENSHOTS = ("review-pending-after-reload.png", "delivery-report-markdown.png")
-"""Screenshots kept in git (the README links them); rewritten only with UPDATE_DOCS=1."""
+"""Screenshots kept in git (docs/evaluation.md links them); rewritten only with UPDATE_DOCS=1."""
 
 
 def keep_screenshot(page: Page, name: str) -> None:

@@ -230,7 +230,7 @@ def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
 def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer(
     langgraph_dev: Server,
 ) -> None:
-    """What the README says of Studio's message stream on a tool turn: the model's tool
+    """What docs/api.md says of Studio's message stream on a tool turn: the model's tool
     call, the tool's result, then the answer; no prompt, no memory."""
 
     async def go() -> tuple[list[Any], Any]:
