@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import PutOp
 
@@ -44,6 +44,7 @@ from memory.export_document import (
     ExportedConversation,
     ExportedItem,
     ExportedLine,
+    camel_keys,
     read_document,
 )
 from memory.hydration import assert_client_safe
@@ -95,7 +96,9 @@ def export_session(
                 "title": entry.title,
                 "createdAt": entry.created_at.isoformat(),
                 "lastActiveAt": entry.last_active_at.isoformat(),
-                "memory": ThreadState.from_document(stored.get(thread, {})).to_document(),
+                "memory": camel_keys(
+                    ThreadState.from_document(stored.get(thread, {})).to_document()
+                ),
             }
             for entry, thread in zip(listed, threads, strict=True)
         ],
@@ -124,7 +127,7 @@ def _item(item: MemoryItem) -> dict[str, Any]:
     value = {"id": item.id, **item.to_value()}
     # which path wrote an item is internal: `source` is a key no client payload carries
     value.pop("source", None)
-    return value
+    return cast(dict[str, Any], camel_keys(value))
 
 
 # -- import --------------------------------------------------------------------------------
