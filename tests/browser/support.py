@@ -164,7 +164,7 @@ def stored_texts(request: APIRequestContext, url: str, conversation_id: str) -> 
 
 
 @contextmanager
-def held_requests(page: Page, pattern: str) -> Iterator[list[Route]]:
+def held_requests(page: Page, pattern: str | re.Pattern[str]) -> Iterator[list[Route]]:
     """Hold requests matching `pattern` in the browser (they reach the server only when a
     test continues them): a reply stays 'streaming' on the page for as long as needed."""
     held: list[Route] = []
