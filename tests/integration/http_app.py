@@ -12,9 +12,11 @@ from collections.abc import Sequence
 import psycopg
 from fastapi import FastAPI
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel
 
 from agent.api import create_app
 from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
+from agent.offline.handlers import StructuredHandler
 from agent.offline.local import ModelCall
 from agent.service import ChatAgent
 from agent.settings import Settings
@@ -123,7 +125,10 @@ def scripted_extraction(messages: Sequence[BaseMessage]) -> ExtractionOutput:
 def create_paced_offline_extracting() -> FastAPI:
     """`create_paced_offline` whose long-term memory has a model: `scripted_extraction`
     (offline, items come from explicit requests only, which never change each other)."""
-    handlers = {**DEFAULT_HANDLERS, ExtractionOutput: scripted_extraction}
+    handlers: dict[type[BaseModel], StructuredHandler] = {
+        **DEFAULT_HANDLERS,
+        ExtractionOutput: scripted_extraction,
+    }
     return create_app(
         lambda: ChatAgent(
             model=PacedOfflineModel(structured_handlers=handlers), long_term_memory="model"
