@@ -21,6 +21,7 @@ reads the same.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -70,23 +71,19 @@ Text = Annotated[StrictStr, Field(min_length=1, max_length=MAX_EXPORT_TEXT_CHARS
 Title = Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)]
 
 
-def camel_keys(value: Any) -> Any:
-    """`value` (JSON) with every object key in camelCase, as the document writes them."""
+def renamed(value: Any, rule: Callable[[str], str] = to_camel) -> Any:
+    """`value` (JSON) with every object key renamed by `rule`: camelCase, as the document
+    writes them, or `to_snake`, as the stored models name them (a document of an earlier
+    release spelt a conversation's memory and its items so)."""
     if isinstance(value, dict):
-        return {to_camel(key): camel_keys(item) for key, item in value.items()}
+        return {rule(key): renamed(item, rule) for key, item in value.items()}
     if isinstance(value, list):
-        return [camel_keys(item) for item in value]
+        return [renamed(item, rule) for item in value]
     return value
 
 
-def _snake_keys(value: Any) -> Any:
-    """`value` with every object key in snake_case, as the stored models name them: a
-    document of an earlier release spelt a conversation's memory and its items so."""
-    if isinstance(value, dict):
-        return {to_snake(key): _snake_keys(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_snake_keys(item) for item in value]
-    return value
+def _stored_names(value: Any) -> Any:
+    return renamed(value, to_snake)
 
 
 class _Part(BaseModel):
@@ -102,7 +99,7 @@ class ExportedConversation(_Part):
     title: Title
     created_at: UtcDatetime
     last_active_at: UtcDatetime
-    memory: Annotated[ThreadState, BeforeValidator(_snake_keys)]
+    memory: Annotated[ThreadState, BeforeValidator(_stored_names)]
 
     @field_validator("memory")
     @classmethod
@@ -143,8 +140,8 @@ class ExportedItem(MemoryItem):
 
     @model_validator(mode="before")
     @classmethod
-    def _stored_names(cls, value: Any) -> Any:
-        return _snake_keys(value)
+    def _stored_keys(cls, value: Any) -> Any:
+        return _stored_names(value)
 
 
 class ExportDocument(_Part):

@@ -44,8 +44,8 @@ from memory.export_document import (
     ExportedConversation,
     ExportedItem,
     ExportedLine,
-    camel_keys,
     read_document,
+    renamed,
 )
 from memory.hydration import assert_client_safe
 from memory.import_checks import checked, without_marked
@@ -96,9 +96,7 @@ def export_session(
                 "title": entry.title,
                 "createdAt": entry.created_at.isoformat(),
                 "lastActiveAt": entry.last_active_at.isoformat(),
-                "memory": camel_keys(
-                    ThreadState.from_document(stored.get(thread, {})).to_document()
-                ),
+                "memory": renamed(ThreadState.from_document(stored.get(thread, {})).to_document()),
             }
             for entry, thread in zip(listed, threads, strict=True)
         ],
@@ -127,7 +125,7 @@ def _item(item: MemoryItem) -> dict[str, Any]:
     value = {"id": item.id, **item.to_value()}
     # which path wrote an item is internal: `source` is a key no client payload carries
     value.pop("source", None)
-    return cast(dict[str, Any], camel_keys(value))
+    return cast(dict[str, Any], renamed(value))
 
 
 # -- import --------------------------------------------------------------------------------
