@@ -27,7 +27,7 @@ DOOR_CODE = "The door code is 4512."
 
 @pytest.fixture
 def agent(open_agent: Callable[..., ChatAgent]) -> ChatAgent:
-    return open_agent(OfflineChatModel(), long_term_memory="rules")
+    return open_agent(OfflineChatModel(), long_term_memory="explicit")
 
 
 def everything(agent: ChatAgent, session: str) -> str:
