@@ -237,7 +237,8 @@ def upkeep_of(client: httpx.Client, cid: str) -> str:
 def test_a_stream_ends_at_done_and_the_upkeep_after_it_is_reachable(client: httpx.Client) -> None:
     cid = new_conversation(client)
     upkeep_of(client, cid)
-    response = chat(client, "Remember that I prefer short answers.", conversationId=cid)
+    message = "Remember that I prefer short answers."
+    response = chat(client, message, follow_upkeep=False, conversationId=cid)
     events = events_of(response)
     # the response ended at done: a client reading to the end is free at once
     assert events[-1]["event"] == "done" and events[-1]["result"]["upkeep"] == "pending"
@@ -263,7 +264,9 @@ def test_a_follow_up_sent_at_done_is_accepted_and_upkeep_events_follow_done_on_r
             elif line.startswith("data: ") and name is not None:
                 events.append({"event": name, **json.loads(line.removeprefix("data: "))})
                 if name == "done":  # the conversation is free: the next message is taken
-                    follow_up = chat(client, "and one more thing", conversationId=cid)
+                    follow_up = chat(
+                        client, "and one more thing", follow_upkeep=False, conversationId=cid
+                    )
     assert follow_up is not None and follow_up.status_code == 200, follow_up
     follow = events_of(follow_up)
     # not asked to follow its upkeep, the follow-up's stream ends at its done
