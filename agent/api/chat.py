@@ -58,8 +58,7 @@ async def chat(
 async def resume(
     body: ResumeBody, agent: AgentDep, session_id: SessionDep, followUpkeep: bool = False
 ) -> EventSourceResponse:
-    """Resume a turn that waits for a review, with the reviewer's decision (streamed as
-    a turn is)."""
+    """Resume a turn that waits for a review, with the reviewer's decision."""
     check_payload(body.decision, "decision")
     events = agent.astream_resume(
         body.decision, session_id=session_id, conversation_id=body.conversationId
@@ -79,8 +78,7 @@ class RecoverBody(BaseModel):
 async def recover(
     body: RecoverBody, agent: AgentDep, session_id: SessionDep, followUpkeep: bool = False
 ) -> EventSourceResponse:
-    """Continue the conversation's unfinished task list or delivery from its last step
-    (streamed as a turn is)."""
+    """Continue the conversation's unfinished task list or delivery from its last step."""
     events = agent.astream_recover(session_id=session_id, conversation_id=body.conversationId)
     return await event_stream(events, follow_upkeep=followUpkeep)
 
