@@ -145,9 +145,10 @@ def titles(page: Page) -> list[str]:
 
 def api_chat(request: APIRequestContext, url: str, message: str, **body: Any) -> str:
     """A turn through the API in the page's session (the context's cookie, or a new one:
-    the request is a script's, not the page's); the id of its conversation."""
+    the request is a script's, not the page's), read to the end of the memory upkeep
+    after it; the id of its conversation."""
     response = request.post(
-        f"{url}/api/chat",
+        f"{url}/api/chat?followUpkeep=true",
         data={"message": message, **body},
         headers={SESSION_HEADER: NEW_SESSION},
     )
@@ -164,7 +165,7 @@ def stored_texts(request: APIRequestContext, url: str, conversation_id: str) -> 
 
 
 @contextmanager
-def held_requests(page: Page, pattern: str) -> Iterator[list[Route]]:
+def held_requests(page: Page, pattern: str | re.Pattern[str]) -> Iterator[list[Route]]:
     """Hold requests matching `pattern` in the browser (they reach the server only when a
     test continues them): a reply stays 'streaming' on the page for as long as needed."""
     held: list[Route] = []

@@ -95,7 +95,8 @@ def test_chat_conversations_switching_and_memory(tmp_path: Path) -> None:
     }
     assert len(out) == len(lines)
 
-    assert out[0][0] == "[route: chat]" and out[0][-1] == "[memory: written]"
+    # an auto turn that could ask for a tool says its route once the answer is in
+    assert "[route: chat]" in out[0] and out[0][-1] == "[memory: written]"
     assert out[1][0] == "[route: tool]" and "[tool: calculator]" in out[1]
     assert any("42" in line for line in out[1]) and out[1][-1] == "[memory: written]"
 
@@ -103,7 +104,7 @@ def test_chat_conversations_switching_and_memory(tmp_path: Path) -> None:
     first_memory = [line for line in out[3] if line.startswith("  user: ")]
     assert first_memory == ["  user: hello", "  user: what is 6*7?"]
 
-    assert out[5][0] == "[route: chat]" and out[5][-1] == "[memory: written]"
+    assert "[route: chat]" in out[5] and out[5][-1] == "[memory: written]"
     two = listed(out[6])
     assert len(two) == 2 and out[6][0] == "conversations (2 of 10):"
     assert two[0].startswith("* 1. another") and two[1].startswith("  2. hello")

@@ -250,7 +250,7 @@ def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer
 
 
 def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:
-    """Hardening 10: a tool turn announces `tool`; the last route announced is the route."""
+    """A tool turn announces one route, `tool`: the route the turn took."""
 
     async def go() -> list[Any]:
         client = get_client(url=langgraph_dev.url)
@@ -270,7 +270,7 @@ def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:
 
     routes, final = asyncio.run(go())
     assert final["route"] == "tool"
-    assert routes == ["chat", "tool"]
+    assert routes == ["tool"]
 
 
 def test_the_graph_status_agrees_while_a_review_is_pending(langgraph_dev: Server) -> None:

@@ -34,7 +34,10 @@ def venv_kernel(root: Path) -> AsyncKernelManager:
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     specs = KernelSpecManager(kernel_dirs=[str(spec_dir.parent)])
-    return AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
+    # over IPC sockets in `root`: a kernel over TCP warns that its traffic is plain text
+    return AsyncKernelManager(
+        kernel_name=KERNEL, kernel_spec_manager=specs, transport="ipc", ip=str(root / "kernel")
+    )
 
 
 def text_of(cell: NotebookNode) -> str:
@@ -74,7 +77,9 @@ def executed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NotebookNode:
         km=venv_kernel(tmp_path / "jupyter"),
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute()  # raises CellExecutionError on the first failing cell
+    # raises CellExecutionError on the first failing cell; the kernel is shut down after
+    # (not left to notice its parent's exit, which it would say on the run's terminal)
+    client.execute(cleanup_kc=True)
     return nb
 
 
