@@ -187,7 +187,7 @@ async def streamed_messages(
 
 @pytest.fixture(scope="module")
 def remembering_thread(langgraph_dev: Server) -> str:
-    """A thread whose memory has a pin, a summary and recent messages: worth leaking."""
+    """A thread whose memory has a summary and recent messages: worth leaking."""
 
     async def go() -> str:
         thread = await get_client(url=langgraph_dev.url).threads.create()
