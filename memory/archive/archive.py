@@ -224,12 +224,13 @@ class Archive:
         roles = ("user", "assistant")
         counted = tuple(dict.fromkeys((*terms, *about.name_terms)))
         frequencies = self.backend.frequencies(session_key, counted, roles)
+        rare = distinct(terms, frequencies)
+        # (with embeddings, a line may be near the message though no word singles it out)
+        cued = about.recalls(frequencies) and (self.embeddings is not None or rare)
+        if not cued and not rare:  # no hit could score enough: no search
+            return Recall()
         hits = self.backend.search(
             session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies
-        )
-        # (with embeddings, a line may be near the message though no word singles it out)
-        cued = about.recalls(frequencies) and (
-            self.embeddings is not None or distinct(terms, frequencies)
         )
         if not cued and not by_score(hits, frequencies.total):
             return Recall()
