@@ -18,7 +18,7 @@ language (`Reference`), before the archive is touched:
 - general: a request in one of the usual shapes of a request about the world ("how do
   I…", "what is…", "explain…", "write…", "convert…", "怎么…", "什么是…", "帮我写…").
 A personal message recalls what matches it. A message that is neither personal, about
-the past, nor naming anything recalls nothing and costs no query. A general request
+the past, nor naming anything recalls nothing (unless its score says so, below). A general request
 recalls only when it asks about the past of, or the possessions of, names the archive
 all holds ("Who is Hattie's teacher?", "Who is Freya, and how did Rafael meet her?"), never
 otherwise ("reverse a linked list in Python", though the archive may say "Python").
