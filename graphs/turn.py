@@ -269,7 +269,9 @@ class TurnNodes:
             changed = profile.changed if profile is not None else frozenset()
             recall = self._lines(session_id, conversation_id, text, stored, changed)
             recall_failed = recall is None
-        emit("route", route=route)
+        # a chat turn that may ask for a tool announces its route once the model has chosen
+        if not (route == "chat" and request.tools_allowed and "tool" in self.routes):
+            emit("route", route=route)
         if recall is not None and recall.lines:
             emit_memory("recall", "succeeded", lines=recall.ids)
         turn_id = uuid.uuid4().hex

@@ -75,14 +75,14 @@ def test_a_revoked_preference_leaves_no_trace_in_the_next_context(
 
     said = "From now on, always answer in Chinese. Remember that I want answers in Chinese."
     cid = send(said, create_conversation=True)
-    for n in range(4):  # enough turns for compaction to pin the decision
+    for n in range(4):  # enough turns for compaction to fold the request
         send(f"Question {n} about the rollout plan.", conversation_id=cid)
     send(
         "I no longer want answers in Chinese. Forget that I want answers in Chinese.",
         conversation_id=cid,
     )
     blocks = memory_blocks(model)  # what the revoking turn itself was sent
-    assert "Chinese" in blocks.get(PINNED_BLOCK_ID, "") and "Chinese" in blocks[LONG_TERM_BLOCK_ID]
+    assert "Chinese" in blocks[SUMMARY_BLOCK_ID] and "Chinese" in blocks[LONG_TERM_BLOCK_ID]
     for n in range(4):  # the revocation is folded by the next compaction
         send(f"Another question {n}.", conversation_id=cid)
     blocks = memory_blocks(model)
