@@ -286,6 +286,7 @@ class ConversationMemory:
         *,
         method: str | None = None,
         snapshot: ThreadState | None = None,
+        settle: tuple[Collection[str], bool] | None = None,
     ) -> CompactionResult:
         """Compact the conversation's memory if it holds more than eight messages.
 
@@ -299,11 +300,13 @@ class ConversationMemory:
             method: structured-output method for `with_structured_output`.
             snapshot: the memory to start from when the caller has it (as the turn's
                 write stored it); read from storage otherwise.
+            settle: the upkeep's end (`settle_upkeep`'s `paid` and `failed`), stored in
+                the compaction's commit when it stores one.
         """
         if snapshot is None:
             snapshot = self.read_memory(session_id, conversation_id)
         result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
-        return self._store_compaction(session_id, conversation_id, snapshot, result)
+        return self._store_compaction(session_id, conversation_id, snapshot, result, settle)
 
     def _store_compaction(
         self,
@@ -311,6 +314,7 @@ class ConversationMemory:
         conversation_id: str,
         snapshot: ThreadState,
         result: CompactionResult,
+        settle: tuple[Collection[str], bool] | None = None,
     ) -> CompactionResult:
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
@@ -327,6 +331,8 @@ class ConversationMemory:
                     return CompactionResult(CompactionStatus.FAILED, current, "version conflict")
                 state = rebased
             stored = with_compaction(state, current)
+            if settle is not None:
+                stored = settled(stored, settle[0], failed=settle[1])
             lines = None
             compacted = stored.summary_version != current.summary_version
             if compacted and _archives_summaries(latest.registry, conversation_id):
