@@ -138,9 +138,9 @@ class ConversationMemory:
 
     def memory_for_turn(
         self, session_id: str, conversation_id: str, *, admit: bool = False
-    ) -> ThreadState:
-        """The memory a turn starts from, checking in the same read that the session owns
-        the conversation.
+    ) -> Snapshot:
+        """The memory a turn starts from (with the registry: the turn's write goes from
+        them), checking in the same read that the session owns the conversation.
 
         Args:
             session_id: whose conversation it is.
@@ -156,7 +156,7 @@ class ConversationMemory:
             if not admit:
                 raise ConversationNotFound()
             self.accept_draft(session_id, conversation_id)
-        return snapshot.memory
+        return snapshot
 
     # -- writes -----------------------------------------------------------------------
 
@@ -170,6 +170,7 @@ class ConversationMemory:
         kept_user_text: str | None = None,
         held: Sequence[MemoryItem] = (),
         context: Sequence[str] = (),
+        read: Snapshot | None = None,
     ) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
@@ -185,57 +186,84 @@ class ConversationMemory:
         of the turn's `context` (`Archive.turn`). The long-term items the turn read
         (`held`) that were forgotten while it ran are taken out of what it writes, their
         texts and the sentences that repeat them (`memory.redaction.repeats_forgotten`):
-        a forgetting's tombstone holds over a turn that raced it.
+        a forgetting's tombstone holds over a turn that raced it. The documents the turn
+        started from (`read`) are written from when nothing changed them since; else they
+        are read again under the lock.
         """
-        now = self.clock()
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
+            write = partial(self._write_turn, session_id, conversation_id, turn, kept)
+            if read is not None:
+                try:
+                    return write(read, owe_remember, held, context, checked=True)
+                except VersionConflict:
+                    pass  # written meanwhile (an upkeep, a forgetting): read it again
             snapshot = self.documents.read(session_id, conversation_id)
-            current = snapshot.memory
-            tombstones = set(snapshot.registry.forgotten)
-            forgotten = tuple(said_of(item for item in held if item.id in tombstones))
-            if not snapshot.registry.owns(conversation_id):
-                return TurnWrite(False, SkipReason.GONE, current, forgotten=forgotten)
-            plan = plan_turn_write(current, turn, now)
-            redact = repeats_forgotten(forgotten)
-            if redact is not None:
-                texts = tuple(m.model_copy(update={"text": redact(m.text)}) for m in plan.messages)
-                plan, kept = replace(plan, messages=texts), redact(kept)
-            if plan.skipped is not None:
-                # a review this turn ended is over; with nothing stored, nothing is listed
-                ended = settle_review(
-                    snapshot.registry, conversation_id, unlist=not current.messages
-                )
-                if ended.state is not snapshot.registry:
-                    self.documents.commit(session_id, snapshot.registry, ended)
-                return TurnWrite(False, plan.skipped, current, forgotten=forgotten)
-            state = self._with_turn(current, plan.messages, owe_remember=owe_remember, now=now)
-            key = self.ids.conversation_key(session_id, conversation_id)
-            change = record_turn(
-                snapshot.registry,
-                conversation_id,
-                kept,
-                now,
-                key,
-                retitle=not current.messages,
-            )
-            compacted = state.summary_version != current.summary_version
-            folded = (
-                current
-                if compacted and _archives_summaries(snapshot.registry, conversation_id)
-                else None
-            )
-            lines = self.archive.turn(
-                session_id,
-                conversation_id,
-                _title(change.state, conversation_id),
-                plan.messages,
-                folded,
-                user_text=kept,
-                context=context,
-            )
-            memory = {conversation_id: state}
-            self.documents.commit(session_id, snapshot.registry, change, memory, lines)
+            return write(snapshot, owe_remember, held, context)
+
+    def _write_turn(
+        self,
+        session_id: str,
+        conversation_id: str,
+        turn: FinalTurn,
+        kept: str,
+        snapshot: Snapshot,
+        owe_remember: bool,
+        held: Sequence[MemoryItem],
+        context: Sequence[str],
+        *,
+        checked: bool = False,
+    ) -> TurnWrite:
+        """`write_turn` from `snapshot` (`checked`: read before the lock, so the commit
+        checks that the stored documents are still those)."""
+        now = self.clock()
+        current = snapshot.memory
+        tombstones = set(snapshot.registry.forgotten)
+        forgotten = tuple(said_of(item for item in held if item.id in tombstones))
+        plan = plan_turn_write(current, turn, now)
+        gone = not snapshot.registry.owns(conversation_id)
+        if checked and (gone or plan.skipped is not None):  # decided on what is stored now
+            raise VersionConflict(current.version, current.version)
+        if gone:
+            return TurnWrite(False, SkipReason.GONE, current, forgotten=forgotten)
+        redact = repeats_forgotten(forgotten)
+        if redact is not None:
+            texts = tuple(m.model_copy(update={"text": redact(m.text)}) for m in plan.messages)
+            plan, kept = replace(plan, messages=texts), redact(kept)
+        if plan.skipped is not None:
+            # a review this turn ended is over; with nothing stored, nothing is listed
+            ended = settle_review(snapshot.registry, conversation_id, unlist=not current.messages)
+            if ended.state is not snapshot.registry:
+                self.documents.commit(session_id, snapshot.registry, ended)
+            return TurnWrite(False, plan.skipped, current, forgotten=forgotten)
+        state = self._with_turn(current, plan.messages, owe_remember=owe_remember, now=now)
+        key = self.ids.conversation_key(session_id, conversation_id)
+        change = record_turn(
+            snapshot.registry,
+            conversation_id,
+            kept,
+            now,
+            key,
+            retitle=not current.messages,
+        )
+        compacted = state.summary_version != current.summary_version
+        folded = (
+            current
+            if compacted and _archives_summaries(snapshot.registry, conversation_id)
+            else None
+        )
+        lines = self.archive.turn(
+            session_id,
+            conversation_id,
+            _title(change.state, conversation_id),
+            plan.messages,
+            folded,
+            user_text=kept,
+            context=context,
+        )
+        memory = {conversation_id: state}
+        read = (conversation_id, snapshot) if checked else None
+        self.documents.commit(session_id, snapshot.registry, change, memory, lines, read=read)
         titles = {e.id: e.title for e in snapshot.registry.conversations}
         pruned_titles = tuple(titles[cid] for cid in change.pruned if cid in titles)
         return TurnWrite(True, None, state, change.pruned, pruned_titles, forgotten)
