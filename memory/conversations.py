@@ -44,7 +44,7 @@ from memory.registry import (
     select,
     settle_review,
 )
-from memory.schema import Clock, ThreadState, utcnow, validate_id
+from memory.schema import Clock, ThreadState, utcnow
 from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.storage.documents import InTransaction
@@ -276,7 +276,6 @@ class ConversationMemory:
         Raises:
             ConversationNotFound: the conversation is not the session's any more.
         """
-        validate_id(conversation_id, "conversation id")
         now = self.clock()
         key = self.ids.conversation_key(session_id, conversation_id)
         with self.documents.lock(session_id):
@@ -397,7 +396,6 @@ class ConversationMemory:
         Raises:
             ConversationNotFound: unknown, pruned, or another session's conversation.
         """
-        validate_id(conversation_id, "conversation id")
         snapshot = self.documents.read(session_id, conversation_id)
         if not snapshot.registry.owns(conversation_id):
             raise ConversationNotFound()
@@ -411,20 +409,17 @@ class ConversationMemory:
 
     def require_conversation(self, session_id: str, conversation_id: str) -> None:
         """Raise `ConversationNotFound` unless the session owns the conversation."""
-        validate_id(conversation_id, "conversation id")
         if not self.registry(session_id).owns(conversation_id):
             raise ConversationNotFound()
 
     def accept_draft(self, session_id: str, conversation_id: str) -> None:
         """A draft's first message was accepted: the session now owns the conversation."""
-        validate_id(conversation_id, "conversation id")
         self.documents.update_registry(
             session_id, lambda registry: accept_draft(registry, conversation_id)
         )
 
     def select(self, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Select an owned conversation without reordering the list."""
-        validate_id(conversation_id, "conversation id")
         change = self.documents.update_registry(
             session_id, lambda registry: select(registry, conversation_id)
         )
@@ -437,7 +432,6 @@ class ConversationMemory:
         A turn still running in it writes nothing when it ends; the next turn of any
         conversation cannot recall it.
         """
-        validate_id(conversation_id, "conversation id")
         change = self.documents.update_registry(
             session_id, lambda registry: remove(registry, conversation_id), forget_lines=True
         )
