@@ -286,25 +286,6 @@ class ConversationMemory:
         titles = {e.id: e.title for e in current.conversations}
         return tuple(titles[cid] for cid in change.pruned if cid in titles)
 
-    def replace(
-        self, session_id: str, conversation_id: str, state: ThreadState, *, expected_version: int
-    ) -> ThreadState:
-        """Compare-and-set: store `state` only if the stored version is `expected_version`.
-
-        Raises:
-            VersionConflict: another writer got there first; nothing was written.
-            ConversationNotFound: the conversation is not the session's.
-        """
-        with self.documents.lock(session_id):
-            snapshot = self.documents.read(session_id, conversation_id)
-            if not snapshot.registry.owns(conversation_id):
-                raise ConversationNotFound()
-            if snapshot.memory.version != expected_version:
-                raise VersionConflict(expected_version, snapshot.memory.version)
-            stored = state.model_copy(update={"version": expected_version + 1})
-            self.documents.commit(session_id, snapshot.registry, None, {conversation_id: stored})
-        return stored
-
     def compact(
         self,
         session_id: str,
