@@ -157,7 +157,7 @@ class UpkeepNodes:
         upkeep that finds nothing owed still says how it ended: a stream told `pending`
         (an earlier upkeep paid the record since) hears the end of the one it follows."""
         session_id, conversation_id = turn_ids()
-        snapshot = self.memory.read_with_registry(session_id, conversation_id)
+        snapshot = self.memory.documents.read(session_id, conversation_id)
         record = snapshot.state
         if record is None or not snapshot.registry.owns(conversation_id):
             emit_memory("upkeep", "done")

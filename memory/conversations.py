@@ -124,10 +124,6 @@ class ConversationMemory:
 
     # -- reads ------------------------------------------------------------------------
 
-    def read_with_registry(self, session_id: str, conversation_id: str) -> Snapshot:
-        """The session's registry and the conversation's memory, in one read."""
-        return self.documents.read(session_id, conversation_id)
-
     def read_memory(self, session_id: str, conversation_id: str) -> ThreadState:
         """The conversation's memory (empty when nothing is stored yet)."""
         return self.documents.read_memory(session_id, conversation_id) or ThreadState()
