@@ -126,7 +126,7 @@ class ConversationMemory:
 
     def read_memory(self, session_id: str, conversation_id: str) -> ThreadState:
         """The conversation's memory (empty when nothing is stored yet)."""
-        return self.documents.read_memory(session_id, conversation_id) or ThreadState()
+        return self.documents.read(session_id, conversation_id).memory
 
     def registry(self, session_id: str) -> RegistryState:
         """The session's registry (empty when the session has none)."""

@@ -65,10 +65,6 @@ class SessionDocuments:
             _registry(documents.get(registry_thread)), _memory(documents.get(memory_thread))
         )
 
-    def read_memory(self, session_id: str, conversation_id: str) -> ThreadState | None:
-        """The conversation's memory, or None when nothing is stored."""
-        return _memory(self.threads.get(self.ids.memory_thread(session_id, conversation_id)))
-
     def read_registry(self, session_id: str) -> RegistryState:
         """The session's registry (empty when the session has none)."""
         return _registry(self.threads.get(self.ids.registry_thread(session_id)))
