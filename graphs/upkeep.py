@@ -73,6 +73,8 @@ class UpkeepState(UpkeepInput, UpkeepOutput, total=False):
     embedded: Annotated[str, UntrackedValue(str)]
     """The user message through which this upkeep embedded the archived lines ("" when
     it embedded none)."""
+    settled: Annotated[ThreadState | None, UntrackedValue(ThreadState)]
+    """The memory as compaction stored it with the upkeep's end (None: `settle` stores it)."""
 
 
 UpkeepGraph = StateGraph[UpkeepState, None, UpkeepInput, UpkeepOutput]
@@ -97,6 +99,16 @@ def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
         )
         for message in record.upkeep_owed
     ]
+
+
+def paid_by(state: UpkeepState) -> list[str]:
+    """What this upkeep paid: every owed extraction (without `remember`, long-term memory
+    off since it was owed, it is given up rather than left owed for ever), and the
+    embedding owed through the message it embedded."""
+    paid = [message.id for message in state["record"].upkeep_owed]
+    if state.get("embedded"):
+        paid.append(state["embedded"])
+    return paid
 
 
 def failure_reason(error: BaseException | str) -> str:
@@ -146,7 +158,7 @@ class UpkeepNodes:
         upkeep that finds nothing owed still says how it ended: a stream told `pending`
         (an earlier upkeep paid the record since) hears the end of the one it follows."""
         session_id, conversation_id = turn_ids()
-        snapshot = self.memory.read_with_registry(session_id, conversation_id)
+        snapshot = self.memory.documents.read(session_id, conversation_id)
         record = snapshot.state
         if record is None or not snapshot.registry.owns(conversation_id):
             emit_memory("upkeep", "done")
@@ -154,7 +166,7 @@ class UpkeepNodes:
         if not record.owes_upkeep and record.upkeep != "pending":  # paid already
             emit_memory("upkeep", record.upkeep)
             return Command(update={"upkeep": record.upkeep}, goto=END)
-        update = {"record": record, "failed": False, "embedded": ""}
+        update = {"record": record, "failed": False, "embedded": "", "settled": None}
         goto = "embed" if record.embedding_owed is not None else self._after_embed(record)
         return Command(update=update, goto=goto)
 
@@ -240,13 +252,15 @@ class UpkeepNodes:
 
     def compact(self, state: UpkeepState) -> dict[str, Any]:
         """Run the compaction model (structured output) over the conversation's memory,
-        without any lock held; store its result with a compare-and-set."""
+        without any lock held; store its result with a compare-and-set, and the upkeep's
+        end with it (one commit)."""
         emit_memory("compact", "started")
         try:
             result = self.memory.compact(
                 *turn_ids(),
                 self.compactor,
                 snapshot=state["record"],
+                settle=(paid_by(state), bool(state.get("failed"))),
             )
         except Exception:
             logger.exception("compaction failed before reaching the model")
@@ -267,19 +281,18 @@ class UpkeepNodes:
         update: dict[str, Any] = {"compaction": result.status.value}
         if result.status is CompactionStatus.FAILED:
             update["failed"] = True
+        else:  # stored, settled in the same commit
+            update["settled"] = result.state
         return update
 
     def settle(self, state: UpkeepState) -> dict[str, Any]:
         """Record the upkeep's end: the extractions paid, and `done`, `failed`, or
         `pending` while more is owed (a turn that landed meanwhile)."""
-        # every owed extraction is paid: without `remember` (long-term memory off since
-        # it was owed) it is given up rather than left owed for ever
-        paid = [message.id for message in state["record"].upkeep_owed]
-        if state.get("embedded"):  # the embedding owed through that message
-            paid.append(state["embedded"])
         failed = bool(state.get("failed"))
         try:
-            stored = self.memory.settle_upkeep(*turn_ids(), paid, failed=failed)
+            stored = state.get("settled") or self.memory.settle_upkeep(
+                *turn_ids(), paid_by(state), failed=failed
+            )
         except Exception:  # the record still says pending: the next upkeep pays it
             logger.exception("settling the memory upkeep failed")
             stored, failed = None, True
