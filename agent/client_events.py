@@ -12,6 +12,7 @@ prompts and internal ids never do.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, cast
 
 from langchain_core.messages import AIMessageChunk
@@ -33,6 +34,70 @@ def token_event(namespace: tuple[str, ...], chunk: tuple[Any, dict[str, Any]]) -
         return None
     text = message.text
     return {"event": "token", "text": text} if text else None
+
+
+TOOL_CALL_OPENERS = ("{", "```", "<tool_call", "<|tool_call")
+"""How a tool call written as text starts (`graphs.text_tool_calls`): answer text from
+one of these on is held back until the run has its answer."""
+
+
+def _opening(text: str) -> tuple[int, bool]:
+    """Where `text` may start a written tool call, and whether it surely does there (an
+    opener in full) or only may (its end is the start of one: the next token decides)."""
+    found = [i for i in (text.find(opener) for opener in TOOL_CALL_OPENERS) if i != -1]
+    if found:
+        return min(found), True
+    for start in range(max(len(text) - len(max(TOOL_CALL_OPENERS, key=len)), 0), len(text)):
+        if any(opener.startswith(text[start:]) for opener in TOOL_CALL_OPENERS):
+            return start, False
+    return len(text), False
+
+
+@dataclass
+class _Answer:
+    shown: str = ""
+    held: str = ""
+    holding: bool = False
+
+
+class AnswerTokens:
+    """A run's `token` events, with the text of a tool call written as text kept back.
+
+    A weak model may write its tool call into the answer; the graph makes it a real call
+    or replaces the answer (`graphs.text_tool_calls`), but only once the reply is whole.
+    So each reply streams until it may start such a call (`TOOL_CALL_OPENERS`); from
+    there on it is held, and `release` lets it out at the end of the run only if it is
+    part of the run's answer. What the client was shown is never a tool call.
+    """
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[tuple[str, ...], str], _Answer] = {}
+
+    def event(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> ClientEvent | None:
+        """`client_event`, its `token` text less what is held back."""
+        event = client_event(namespace, mode, chunk)
+        if event is None or event["event"] != "token":
+            return event
+        key = (namespace, str(chunk[0].id or ""))
+        answer = self._answers.setdefault(key, _Answer())
+        text = answer.held + event["text"]
+        if answer.holding:
+            answer.held = text
+            return None
+        start, sure = _opening(text)
+        answer.held, answer.holding = text[start:], sure
+        answer.shown += text[:start]
+        return {"event": "token", "text": text[:start]} if start else None
+
+    def release(self, answer_text: str) -> list[TokenEvent]:
+        """The held text of the reply that became the run's answer (`answer_text`)."""
+        released: list[TokenEvent] = []
+        for answer in self._answers.values():
+            whole = (answer.shown + answer.held).strip()
+            if answer.held and whole and whole in answer_text:
+                released.append({"event": "token", "text": answer.held})
+        self._answers.clear()
+        return released
 
 
 def custom_event(payload: Any) -> StatusEvent | MemoryEvent | None:

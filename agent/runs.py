@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StreamMode
 
-from agent.client_events import ClientEvent, MemoryEvent, client_event
+from agent.client_events import AnswerTokens, ClientEvent, MemoryEvent
 from agent.errors import (
     NOTHING_TO_RECOVER,
     NOTHING_TO_RESUME,
@@ -250,6 +250,7 @@ class TurnRunner:
         try:
             with self._busy_lock(turn):
                 await self._admit(turn, graph_input)
+                tokens = AnswerTokens()  # a tool call written as text is never shown
                 try:
                     async for part in self._graph.astream(
                         graph_input,
@@ -262,7 +263,7 @@ class TurnRunner:
                         namespace, mode, chunk = part
                         if not namespace and mode in OUTPUT_MODES:
                             output.record(mode, chunk)
-                        elif event := client_event(cast(tuple[str, ...], namespace), mode, chunk):
+                        elif event := tokens.event(cast(tuple[str, ...], namespace), mode, chunk):
                             yield event
                 except (InvalidRequest, ConversationNotFound):
                     raise
@@ -272,6 +273,8 @@ class TurnRunner:
                 if output.crashed and not output.answered:
                     return
                 result = output.result(turn.conversation_id)
+                for held in tokens.release(result.text):
+                    yield held
                 review = await asyncio.to_thread(self._conclude, turn, result, output)
                 if review is not None:
                     yield review

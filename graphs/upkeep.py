@@ -38,6 +38,7 @@ from memory.compaction import CompactionStatus, InvalidCompactionOutput
 from memory.conversations import ConversationMemory
 from memory.limits import MAX_OWED_IN_ONE_CALL
 from memory.longterm import Extractor, OwedTurn
+from memory.longterm.extraction import EXPLICIT_EXTRACTOR, InvalidExtractionOutput
 from memory.longterm.store import LongTermMemory
 from memory.structured import StructuredOutputError, StructuredStats
 
@@ -204,10 +205,20 @@ class UpkeepNodes:
         for start in range(0, len(turns), MAX_OWED_IN_ONE_CALL):
             emit_memory("remember", "started")
             batch = turns[start : start + MAX_OWED_IN_ONE_CALL]
+            write_with = partial(
+                long_term.remember_turns, session_id, batch, forget=forget, reread=reread
+            )
+            refused = False
             try:
-                write = long_term.remember_turns(
-                    session_id, batch, extractor, forget=forget, reread=reread
-                )
+                try:
+                    write = write_with(extractor)
+                except InvalidExtractionOutput:
+                    # the model's answer, asked twice, was of the wrong form: nothing of it
+                    # is stored, the batch is refused (not failed: the same model would
+                    # fail it again), and its explicit requests are still applied
+                    logger.warning("extraction answer refused; explicit requests only")
+                    refused = True
+                    write = write_with(EXPLICIT_EXTRACTOR)
             except Exception as exc:
                 logger.exception("long-term extraction failed; the turn stands")
                 emit_memory("remember", "failed", reason=failure_reason(exc))
@@ -216,7 +227,8 @@ class UpkeepNodes:
             remembered += write.remembered
             emit_memory(
                 "remember",
-                "succeeded" if write.plan.altered else "skipped",
+                "refused" if refused else "succeeded" if write.plan.altered else "skipped",
+                **({"reason": "invalid_output"} if refused else {}),
                 remembered=write.added,
                 retired=write.retired,
                 **({"refused": write.refused} if write.refused else {}),

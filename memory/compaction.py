@@ -310,10 +310,18 @@ def _parse(raw: object) -> CompactionOutput:
         ) from exc
 
 
+def format_failure(error: BaseException) -> bool:
+    """Whether a model's failure is its answer's form (empty, cut at `max_tokens`, not
+    JSON, not the schema): the same model asked the same again fails the same way, so
+    the deterministic fallback folds the turns now. Anything else (a timeout, a lost
+    connection, a server error) may pass: the compaction stays owed for a later upkeep."""
+    return isinstance(error, ValueError)  # StructuredOutputError, ValidationError, …
+
+
 def _failed(state: ThreadState, error: BaseException, keep: int, now: datetime) -> CompactionResult:
     reason = f"{type(error).__name__}: {error}"
     logger.warning("compaction model failed: %s", reason)
-    if len(state.messages) >= HARD_MESSAGE_CAP:
+    if format_failure(error) or len(state.messages) >= HARD_MESSAGE_CAP:
         return CompactionResult(CompactionStatus.FALLBACK, local_fallback(state, keep, now), reason)
     return CompactionResult(CompactionStatus.FAILED, state, reason)
 
@@ -341,27 +349,30 @@ class _Job:
 
     def run(self) -> CompactionResult:
         """The model's compaction; asked once more when its summary lost a value in
-        force, then the local fallback (with the pins and questions that checked out)."""
+        force, then the local fallback (with the pins and questions that checked out).
+        An answer of the wrong form falls back at once (`format_failure`)."""
         try:
             new, checked = self.attempt(self.prompt)
-            if not checked.lost:
-                return CompactionResult(CompactionStatus.SUCCEEDED, new, refused=checked.refused)
-            logger.info(
-                "compaction summary lost %d values in force: asked again", len(checked.lost)
-            )
-            retry = HumanMessage(content=LOST_VALUES_RETRY.format(values=", ".join(checked.lost)))
-            new, checked = self.attempt([*self.prompt, retry])
-        except Exception as exc:  # any model failure leaves memory as it is
+        except Exception as exc:  # a transient failure leaves memory as it is
             return _failed(self.state, exc, self.keep, self.now)
-        refused = Counter({LOST_VALUE: 1}) + checked.refused
         if not checked.lost:
-            return CompactionResult(CompactionStatus.SUCCEEDED, new, refused=refused)
-        refused[LOST_VALUE] += 1
+            return CompactionResult(CompactionStatus.SUCCEEDED, new, refused=checked.refused)
+        logger.info("compaction summary lost %d values in force: asked again", len(checked.lost))
+        refused = Counter({LOST_VALUE: 1}) + checked.refused
+        retry = HumanMessage(content=LOST_VALUES_RETRY.format(values=", ".join(checked.lost)))
+        try:
+            again, checked_again = self.attempt([*self.prompt, retry])
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        else:
+            refused += checked_again.refused
+            if not checked_again.lost:
+                return CompactionResult(CompactionStatus.SUCCEEDED, again, refused=refused)
+            new, reason = again, "summary lost values in force"
+            refused[LOST_VALUE] += 1
         kept = {k: getattr(new, k) for k in ("pinned_decisions", "open_questions")}
         fallback = local_fallback(self.state, self.keep, self.now).model_copy(update=kept)
-        return CompactionResult(
-            CompactionStatus.FALLBACK, fallback, "summary lost values in force", refused
-        )
+        return CompactionResult(CompactionStatus.FALLBACK, fallback, reason, refused)
 
 
 def compact(
@@ -376,7 +387,8 @@ def compact(
 
     The model's proposals are checked (`memory.compaction_checks`): what does not
     stand on a folded message's words is refused and counted; a summary that loses a
-    value in force is asked for once more, then replaced by the local fallback.
+    value in force is asked for once more, then replaced by the local fallback, as is
+    an answer that is empty, cut or not of the schema.
 
     Args:
         state: the memory read from storage.
@@ -386,8 +398,9 @@ def compact(
         now: timestamp for `last_compacted_at`.
 
     Returns:
-        The outcome; on failure the input state, or the local fallback at the hard cap.
-        Model errors are caught and reported, never raised.
+        The outcome: an answer of the wrong form gives the local fallback; any other
+        failure the input state (the local fallback at the hard cap). Model errors are
+        caught and reported, never raised.
     """
     if not needs_compaction(state):
         return CompactionResult(CompactionStatus.SKIPPED, state)

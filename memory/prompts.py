@@ -58,6 +58,12 @@ LOST_VALUES_RETRY = (
 )
 """Sent once more after the compaction input when a summary lost values in force."""
 
+EXTRACTION_RETRY = (
+    "Your answer was not one JSON object of the schema, or it was cut off. Answer again "
+    'with that object alone, and short: at most {max_new} operations, or {{"operations": []}}.'
+)
+"""Sent once more after the extraction input when the model's answer did not validate."""
+
 FALLBACK_SUMMARY_LINE = "{speaker}: {text}"
 """One line per folded message in the deterministic local fallback; `text` is quoted
 (`memory.compaction.quoted`), so a message cannot pass for another speaker's line."""

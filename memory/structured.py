@@ -37,6 +37,8 @@ LADDER: tuple[str, ...] = ("json_schema", "function_calling", "json_mode")
 NOT_A_FORMAT_REFUSAL = frozenset({401, 403, 404, 408, 409, 429})
 """Statuses that say nothing about the output format (auth, a missing model, a limit)."""
 TRANSIENT_STATUS = frozenset({408, 409, 429})
+CUT_OFF = frozenset({"LengthFinishReasonError", "ContentFilterFinishReasonError"})
+"""What openai's client raises for an answer it cut at `max_tokens` (or filtered)."""
 JSON_MODE_INSTRUCTION = (
     "Answer with one JSON object, and nothing else, that matches this JSON schema:\n{schema}"
 )
@@ -315,6 +317,12 @@ class StructuredCall(Runnable[Any, SchemaT]):
                 try:
                     raw = yield runnable, prompt
                 except Exception as exc:
+                    if type(exc).__name__ in CUT_OFF:  # an answer, of the wrong form
+                        if self.policy.method == "auto":
+                            _learn(self.key, method)
+                        stats.add("parse_failures")
+                        problem = NOT_VALID.format(schema=self.schema.__name__, problem="cut off")
+                        raise StructuredOutputError(problem) from exc
                     if isinstance(exc, ModelTimeout):
                         stats.add("timeouts")
                     if probing and rung + 1 < len(methods) and format_refused(exc):

@@ -64,6 +64,8 @@ def memory_line(event: MemoryEvent) -> str | None:
             parts = [f"remembered {added}"] if added else []
             parts += [f"{retired} older no longer used"] if retired else []
             return f"[long-term memory: {', '.join(parts) or 'refreshed'}]"
+        if status == "refused":
+            return "[long-term memory: the model's answer was not usable]"
         return f"[long-term memory: {status}]"
     if stage == "recall":
         count = len(event.get("lines") or ())

@@ -134,8 +134,11 @@ export function memoryNotes(events, result, hydration) {
   } else if (compaction === "failed") {
     notes.push({ text: "Compaction failed; it is tried again after the next turn", tone: "warn" });
   }
-  if (lastOf(events, "remember")?.status === "failed") {
+  const extraction = lastOf(events, "remember")?.status;
+  if (extraction === "failed") {
     notes.push({ text: "Long-term memory could not be updated", tone: "warn" });
+  } else if (extraction === "refused") {
+    notes.push({ text: "Long-term memory: the model's answer was not usable", tone: "info" });
   }
   const texts = result && Array.isArray(result.remembered) ? result.remembered : [];
   for (const text of texts) notes.push({ text: `Remembered: ${text}`, tone: "ok" });

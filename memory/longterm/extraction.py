@@ -11,6 +11,7 @@ carries `quote`, the user's own words that state it, and the gate
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +27,14 @@ from memory.longterm.explicit import explicit_operations
 from memory.longterm.items import MemoryItem, Source
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
 from memory.longterm.recall import tokens
-from memory.prompts import EXTRACTION_SYSTEM
+from memory.prompts import EXTRACTION_RETRY, EXTRACTION_SYSTEM
 from memory.structured import StructuredPolicy, as_policy
+
+logger = logging.getLogger(__name__)
 
 
 class InvalidExtractionOutput(ValueError):
-    """The extraction model answered, but not with a usable result."""
+    """The extraction model answered, but not with a usable result (asked twice)."""
 
 
 @dataclass(frozen=True)
@@ -147,10 +150,32 @@ def _beside(explicit: list[Operation], proposed: list[Operation]) -> list[Operat
 
 def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
     """The `model` extractor over a structured-output runnable (`structured_extractor`):
-    one call for the whole batch of owed turns."""
+    one call for the whole batch of owed turns.
+
+    An answer of the wrong form (no JSON object, cut at `max_tokens`, not the schema, no
+    tool call) is asked for once more with a stricter instruction (at temperature 0 the
+    same input gives the same answer); a second one raises `InvalidExtractionOutput`
+    and nothing of either is used. The upkeep then counts the batch as refused, not
+    failed: the same model would fail the same way on a later upkeep, so the turns are
+    paid, and their explicit requests are still applied by code.
+    """
+    retry = HumanMessage(content=EXTRACTION_RETRY.format(max_new=MAX_NEW_MEMORIES_PER_TURN))
+
+    def ask(prompt: list[BaseMessage]) -> list[Operation]:
+        try:
+            return parse_extraction(runnable.invoke(prompt))
+        except InvalidExtractionOutput:
+            raise
+        except ValueError as exc:  # StructuredOutputError, a parser's error
+            raise InvalidExtractionOutput(str(exc)) from exc
 
     def run(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
-        proposed = parse_extraction(runnable.invoke(extraction_prompt(turns, items)))
+        prompt = extraction_prompt(turns, items)
+        try:
+            proposed = ask(prompt)
+        except InvalidExtractionOutput as exc:
+            logger.info("extraction answer not usable (%s): asked again", exc)
+            proposed = ask([*prompt, retry])
         return _beside(explicit_operations(turns, items), proposed)
 
     return Extractor("model", run)

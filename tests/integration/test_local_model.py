@@ -185,14 +185,6 @@ def test_compaction_after_more_than_eight_messages_keeps_only_grounded_pins(
     assert conversation is not None
     memory = agent.hydrate(session_id=SESSION, conversation_id=conversation)
     assert compacted, "ten messages, and no compaction ran"
-    if compacted[-1] == "failed":
-        # nothing half-stored: the conversation is as it was, every message kept
-        assert (memory["summaryVersion"], memory["pinnedDecisions"]) == (0, [])
-        assert len(memory["messages"]) == len(said)
-        pytest.xfail(
-            "the model's compaction output was refused (empty, cut or invalid), and until "
-            "compaction falls back to the deterministic summary the upkeep ends failed"
-        )
     assert compacted[-1] in ("succeeded", "fallback")
     assert memory["upkeep"] != "failed"
     assert memory["summaryVersion"] >= 1  # ten messages: the older ones were folded
@@ -208,7 +200,7 @@ def test_extraction_a_change_and_a_forgetting_go_through_the_gate(agent: ChatAge
         "Actually, my favourite colour is green now, not teal. And forget that I am a nurse.",
     ]
     conversation = None
-    refused = []
+    failed = []
     for line in said:
         step = turn(agent, line, conversation)
         result = step.result
@@ -217,13 +209,10 @@ def test_extraction_a_change_and_a_forgetting_go_through_the_gate(agent: ChatAge
         conversation = result["conversationId"]
         remembered = step.memory("remember")
         assert remembered, step.events  # an extraction ran for each turn
-        refused += [status for status in remembered if status == "failed"]
+        failed += [s for s in [*remembered, *step.memory("upkeep")] if s == "failed"]
+    # an answer of the wrong form is refused (nothing of it stored), never a failure
+    assert failed == [], step.events
     assert_items_quote_the_user(agent, said)  # whatever came back, nothing unverified
-    if refused:
-        pytest.xfail(
-            "the model's extraction output was invalid (it rambles past max_tokens, or "
-            "calls no tool), and an invalid output ends the upkeep failed"
-        )
 
 
 def test_a_new_conversation_answers_beside_the_first(agent: ChatAgent) -> None:

@@ -317,26 +317,79 @@ def test_model_extraction_is_not_called_on_trivial_texts_or_pastes(
     assert memory_texts(agent, "s") == ["我养的狗叫豆豆"]
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        {"operations": [{"op": "add", "text": "I like tea"}]},  # no turn, no quote
-        {"memories": [{"kind": "fact", "text": "I like tea"}]},  # the old shape
-        "not even an object",
-        TimeoutError("the extraction model took too long"),
-    ],
-)
-def test_a_malformed_or_late_extraction_stores_nothing_and_the_turn_stands(
+HOSTILE_EXTRACTIONS = [
+    {"operations": [{"op": "add", "text": "I like tea"}]},  # no turn, no quote
+    {"memories": [{"kind": "fact", "text": "I like tea"}]},  # another schema
+    "",  # empty
+    '{"operations": [{"op": "add", "turn": 1, "quote": "I like tea.", "kind": "pref',  # cut
+    "The user likes tea, and tea is a lovely drink. Tea is grown in many countries",  # prose
+]
+
+
+def remember_events(agent: ChatAgent, text: str) -> tuple[str, list[Mapping[str, Any]]]:
+    """A first turn's conversation and `remember` events (its upkeep followed to the end)."""
+
+    async def turn() -> list[Mapping[str, Any]]:
+        stream = agent.astream(text, session_id="s", create_conversation=True)
+        return [e async for e in stream]
+
+    events = asyncio.run(turn())
+    remember = [e for e in events if e["event"] == "memory" and e["stage"] == "remember"]
+    return events[0]["conversationId"], remember
+
+
+@pytest.mark.parametrize("answer", HOSTILE_EXTRACTIONS)
+def test_an_extraction_of_the_wrong_form_is_asked_again_then_refused_not_failed(
     open_agent: Callable[..., ChatAgent], answer: Any
 ) -> None:
     model = chat_model()
-    model.structured = [answer]
+    model.structured = [answer, answer]
+    agent = open_agent(model, long_term_memory="model")
+    cid, (started, refused) = remember_events(agent, "I like tea.")
+    assert started["status"] == "started"
+    assert (refused["status"], refused["reason"]) == ("refused", "invalid_output")
+    assert agent.memories(session_id="s")["memories"] == []
+    dto = agent.hydrate(session_id="s", conversation_id=cid)
+    assert dto["upkeep"] == "done"  # the owed turn is paid: the same model would fail again
+    first, second = [c["messages"] for c in model.structured_calls]
+    assert second[:-1] == first and "not one JSON object" in str(second[-1].content)
+    assert agent.structured.stats.snapshot()["parse_failures"] == 2
+
+
+def test_a_refused_extraction_still_applies_the_explicit_requests(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = chat_model()
+    model.structured = ["no json", "still no json"]
+    agent = open_agent(model, long_term_memory="model")
+    _, (_, refused) = remember_events(agent, "Remember that I like green tea.")
+    assert (refused["status"], refused["remembered"]) == ("refused", 1)
+    assert memory_texts(agent, "s") == ["I like green tea"]
+
+
+def test_an_extraction_asked_again_is_stored_when_the_second_answer_is_valid(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = chat_model()
+    model.structured = ["Sure! Here you go:", ExtractionOutput(operations=[add("I like tea")])]
+    agent = open_agent(model, long_term_memory="model")
+    _, (_, succeeded) = remember_events(agent, "I like tea")
+    assert succeeded["status"] == "succeeded"
+    assert memory_texts(agent, "s") == ["I like tea"]
+
+
+def test_a_late_extraction_stores_nothing_and_the_upkeep_fails(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = chat_model()
+    model.structured = [TimeoutError("the extraction model took too long")]
     agent = open_agent(model, long_term_memory="model")
     result = new_chat(agent, "s", "I like tea.")
     assert result.status == "completed" and result.text == "ok"
     assert agent.memories(session_id="s")["memories"] == []
     dto = agent.hydrate(session_id="s", conversation_id=result.conversation_id)
     assert dto["upkeep"] == "failed"
+    assert len(model.structured_calls) == 1  # a timeout is not asked again
 
 
 def test_turns_owed_together_go_to_the_model_in_one_call_with_the_line_each_answered(

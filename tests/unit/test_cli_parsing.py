@@ -207,6 +207,10 @@ def test_render_review_shows_a_refused_answer_and_unknown_kinds() -> None:
             "[memory: compaction fallback — summary 80 chars, 1 pin]",
         ),
         ({"stage": "compact", "status": "failed"}, "[memory: compaction failed]"),
+        (
+            {"stage": "remember", "status": "refused", "reason": "invalid_output"},
+            "[long-term memory: the model's answer was not usable]",
+        ),
     ],
 )
 def test_memory_line(event: dict[str, Any], line: str | None) -> None:

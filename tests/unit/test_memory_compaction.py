@@ -17,10 +17,12 @@ from memory.compaction import (
     compact,
     local_fallback,
     merge_pins,
+    structured_compactor,
 )
 from memory.conversations import ConversationMemory
 from memory.limits import HARD_MESSAGE_CAP, MAX_SUMMARY_CHARS
 from memory.schema import ChatThreadMessage, ThreadState
+from memory.structured import StructuredPolicy
 from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 
@@ -126,18 +128,8 @@ def test_oldest_pins_evicted_past_twenty() -> None:
     assert merge_pins(old, ["new 1", "new 2", "new 3"], []) == [*old[2:], "new 1", "new 2", "new 3"]
 
 
-@pytest.mark.parametrize(
-    "bad",
-    [
-        RuntimeError("provider down"),
-        TimeoutError("slow"),
-        {"summary": "only a summary"},
-        {"summary": "S", "pinned_decisions": [], "retired_pins": ["one"]},
-        output(summary="   "),
-        None,
-    ],
-)
-def test_model_error_or_invalid_output_leaves_memory_unchanged(
+@pytest.mark.parametrize("bad", [RuntimeError("provider down"), TimeoutError("slow")])
+def test_a_model_error_leaves_memory_unchanged_and_compaction_owed(
     memory: ConversationMemory, bad: object
 ) -> None:
     write_turns(memory, 5)
@@ -151,6 +143,42 @@ def test_model_error_or_invalid_output_leaves_memory_unchanged(
     retry = memory.compact("s1", "c1", ScriptedModel(structured=[output("recovered")]))
     assert retry.status is CompactionStatus.SUCCEEDED
     assert memory.read_memory("s1", "c1").summary == "recovered"
+
+
+HOSTILE = [
+    "",  # empty
+    '{"summary": "We planned the offsite on 14 March and the bud',  # cut at max_tokens
+    '{"title": "Offsite", "notes": ["14 March"]}',  # another schema
+    "Sure! The conversation was about an offsite. Let me know if you need more.",  # prose
+    {"summary": "only a summary"},
+    {"summary": "S", "pinned_decisions": [], "retired_pins": ["one"]},
+    output(summary="   "),
+    None,
+]
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_an_answer_of_the_wrong_form_falls_back_to_the_deterministic_summary(bad: object) -> None:
+    state = with_turns(5, summary="earlier", pinned_decisions=["Ship on Friday."])
+    policy = StructuredPolicy("auto")
+    compactor = structured_compactor(ScriptedModel(structured=[bad]), policy)
+    result = compact(state, compactor, now=NOW)
+    assert result.status is CompactionStatus.FALLBACK
+    assert result.error
+    assert result.state == local_fallback(state, now=NOW)  # pins and questions unchanged
+    assert result.state.summary_version == 1 and "q0" in result.state.summary
+    parse_failures = 0 if isinstance(bad, CompactionOutput) else 1  # "   " is valid JSON
+    assert policy.stats.snapshot()["parse_failures"] == parse_failures
+
+
+def test_a_retry_of_the_wrong_form_keeps_the_pins_that_checked_out() -> None:
+    state = with_turns(5, ("Decision: the budget is 9000 euros.",), summary="Room 42 booked.")
+    first = output("Lost the room.", pins=["Decision: the budget is 9000 euros."])
+    result = compact(state, ScriptedModel(structured=[first, "not json"]), now=NOW)
+    assert result.status is CompactionStatus.FALLBACK
+    assert result.state.pinned_decisions == ["Decision: the budget is 9000 euros."]
+    assert "Room 42 booked." in result.state.summary
+    assert result.refused == {"summary_lost_value": 1}
 
 
 def test_hard_cap_falls_back_to_local_compaction() -> None:

@@ -8,8 +8,10 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
+import openai
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, ValidationError
@@ -59,6 +61,15 @@ def test_an_answer_is_validated_on_the_client_and_a_bad_one_counted() -> None:
             policy.bind(model, Weather, max_tokens=50).invoke("x")
     counts = policy.stats.snapshot()
     assert (counts["calls"], counts["parse_failures"]) == (4, 3)
+
+
+def test_an_answer_cut_at_max_tokens_is_of_the_wrong_form_not_an_error() -> None:
+    cut = openai.LengthFinishReasonError(completion=cast(Any, SimpleNamespace(usage=None)))
+    policy = StructuredPolicy("auto")
+    model = ScriptedModel(structured=[cut])
+    with pytest.raises(StructuredOutputError, match="cut off"):
+        policy.bind(model, Weather, max_tokens=50).invoke("x")
+    assert policy.stats.snapshot()["parse_failures"] == 1
 
 
 def test_an_add_must_say_what_it_adds() -> None:

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from agent import ChatAgent
 from graphs.prompts import TOOL_NOT_SERVED
 from memory.conversations import ConversationMemory
 from tests.fakes import ScriptedModel
@@ -37,3 +44,53 @@ def test_json_naming_no_tool_is_an_answer(memory: ConversationMemory) -> None:
     model = ScriptedModel(replies=[answer])
     final, _ = run(compile_graph(memory, model), {"message": "a JSON person?"}, mode="tool")
     assert final["answer"] == answer
+
+
+def streamed(agent: ChatAgent, message: str, mode: Any) -> tuple[str, dict[str, Any]]:
+    """A turn's streamed answer tokens, joined, and its result."""
+
+    async def turn() -> list[Mapping[str, Any]]:
+        stream = agent.astream(message, session_id="s", create_conversation=True, mode=mode)
+        return [event async for event in stream]
+
+    events = asyncio.run(turn())
+    done = next(event for event in events if event["event"] == "done")
+    tokens = "".join(event["text"] for event in events if event["event"] == "token")
+    return tokens, dict(done["result"])
+
+
+@pytest.mark.parametrize("written", [FENCED, TAGGED, BARE])
+def test_a_call_written_as_text_is_never_streamed(
+    open_agent: Callable[..., ChatAgent], written: str
+) -> None:
+    agent = open_agent(ScriptedModel(replies=[written, "It is 42."]), long_term_memory="off")
+    tokens, result = streamed(agent, "6 times 7?", "tool")
+    assert result["text"] == "It is 42."
+    assert "calculator" not in tokens and "{" not in tokens
+    assert tokens.endswith("It is 42.")
+
+
+def test_a_call_the_route_cannot_serve_is_never_streamed(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    agent = open_agent(ScriptedModel(replies=[TAGGED]), long_term_memory="off")
+    tokens, result = streamed(agent, "6 times 7?", "chat")
+    assert (result["text"], result["degraded"]) == (TOOL_NOT_SERVED, True)
+    assert tokens == ""  # the client shows the result's text
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'In Python a dict is written {"a": 1}, and a set {1, 2}.',
+        "```python\nprint(6 * 7)\n```",
+        "Use `len` here: it is < 10, and a `<` is fine.",
+        '{"name": "Ada", "arguments": {"age": 36}}',  # JSON naming no tool
+    ],
+)
+def test_an_answer_that_only_looks_like_a_call_is_streamed_whole(
+    open_agent: Callable[..., ChatAgent], answer: str
+) -> None:
+    agent = open_agent(ScriptedModel(replies=[answer]), long_term_memory="off")
+    tokens, result = streamed(agent, "show me", "chat")
+    assert tokens == result["text"] == answer

@@ -242,3 +242,18 @@ def test_an_exchange_that_compacts_commits_once_in_its_turn_and_once_in_its_upke
     assert counted["read"] == 3  # the turn's; the upkeep's and its compare-and-set
     record = stored(agent, cid)
     assert (record["summaryPreview"], record["upkeep"]) == ("S1", "done")
+
+
+def test_a_compaction_answer_of_the_wrong_form_ends_the_upkeep_done_with_the_fallback(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    model = ScriptedModel(replies=["ok"] * 5, structured=['{"summary": "cut at max_to'])
+    agent = open_agent(model, long_term_memory="off")
+    cid = agent.send("q0", session_id="s", create_conversation=True).conversation_id
+    for n in range(1, 5):
+        agent.send(f"q{n}", session_id="s", conversation_id=cid)
+    assert agent.wait_for_upkeep(WAIT)
+    record = stored(agent, cid)
+    assert record["upkeep"] == "done"
+    assert record["summaryVersion"] == 1 and "q0" in record["summaryPreview"]
+    assert len(record["messages"]) < 10
