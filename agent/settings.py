@@ -28,6 +28,8 @@ from memory.limits import (
     DEFAULT_CONTEXT_BUDGET_TOKENS,
     DEFAULT_RECALL_DISTANCE,
     DEFAULT_RECALL_TOKENS,
+    EXTRACTION_BATCH_TURNS,
+    MAX_OWED_IN_ONE_CALL,
     MIN_CONTEXT_BUDGET_TOKENS,
     MIN_SECRET_CHARS,
 )
@@ -168,6 +170,11 @@ class Settings(BaseSettings):
             items of a session that never chatted.
         recall_tokens: `AGENT_RECALL_TOKENS`: the most tokens of lines from earlier
             conversations a turn's context may hold (0: no recall; search still works).
+        extraction_batch_turns: `AGENT_EXTRACTION_BATCH_TURNS`: owed turns that make a
+            model extraction due (default 4; 1: every turn's upkeep extracts).
+        extraction_idle_seconds: `AGENT_EXTRACTION_IDLE_SECONDS`: how long after a
+            conversation's last turn a model extraction still waiting for its batch
+            runs (default 30).
         run_history: `AGENT_RUN_HISTORY`: what a run thread keeps once its turn finished:
             latest (its latest checkpoint, enough to continue; storage stays flat) | all
             (every checkpoint, for Studio's time travel: history, replay, forks).
@@ -251,6 +258,19 @@ class Settings(BaseSettings):
         DEFAULT_RECALL_TOKENS, ge=0, le=100_000, validation_alias=_env("AGENT_RECALL_TOKENS")
     )
     run_history: RunHistory = Field("latest", validation_alias=_env("AGENT_RUN_HISTORY"))
+    extraction_batch_turns: int = Field(
+        EXTRACTION_BATCH_TURNS,
+        ge=1,
+        le=MAX_OWED_IN_ONE_CALL,
+        validation_alias=_env("AGENT_EXTRACTION_BATCH_TURNS"),
+    )
+    extraction_idle_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=86_400,
+        allow_inf_nan=False,
+        validation_alias=_env("AGENT_EXTRACTION_IDLE_SECONDS"),
+    )
     context_budget_tokens: int = Field(
         DEFAULT_CONTEXT_BUDGET_TOKENS,
         ge=MIN_CONTEXT_BUDGET_TOKENS,

@@ -339,11 +339,18 @@ class ConversationMemory:
         return CompactionResult(result.status, stored, result.error, result.refused)
 
     def settle_upkeep(
-        self, session_id: str, conversation_id: str, paid: Collection[str], *, failed: bool
+        self,
+        session_id: str,
+        conversation_id: str,
+        paid: Collection[str],
+        *,
+        failed: bool,
+        batching: bool = False,
     ) -> ThreadState | None:
         """Record that an upkeep run ended: what the messages `paid` owed (extraction,
         embedding) is off the record, and the status says what is left (`failed` when the
-        run failed, else `pending` while anything is still owed, else `done`).
+        run failed, else `pending` while anything is still owed, else `done`; with
+        `batching`, extractions left for their batch count as done).
 
         Returns:
             the memory as stored, or None when the conversation is gone.
@@ -353,7 +360,7 @@ class ConversationMemory:
             current = latest.state
             if not latest.registry.owns(conversation_id) or current is None:
                 return None
-            stored = settled(current, paid, failed=failed)
+            stored = settled(current, paid, failed=failed, batching=batching)
             self.documents.commit(session_id, latest.registry, None, {conversation_id: stored})
         return stored
 
