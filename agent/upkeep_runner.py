@@ -120,6 +120,8 @@ class UpkeepRunner:
 
     def _begin(self, session_id: str, conversation_id: str, *, merge: bool, flush: bool) -> Upkeep:
         key = (session_id, conversation_id)
+        if not flush:  # what this upkeep leaves waiting is paid when the conversation idles
+            self._arm(key)
         if merge and not flush:
             self._after_turn(session_id, conversation_id)
         running = self._running.get(key)
@@ -136,13 +138,15 @@ class UpkeepRunner:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _after_turn(self, session_id: str, conversation_id: str) -> None:
-        key = (session_id, conversation_id)
+    def _arm(self, key: tuple[str, str]) -> None:
         if (timer := self._idle.pop(key, None)) is not None:
             timer.cancel()
         self._idle[key] = asyncio.get_running_loop().call_later(
             self._idle_seconds, self._flush, key
         )
+
+    def _after_turn(self, session_id: str, conversation_id: str) -> None:
+        key = (session_id, conversation_id)
         last = self._last.get(session_id)
         self._last[session_id] = conversation_id
         if last is None:  # a stopped process may have left the others owing
