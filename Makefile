@@ -16,6 +16,8 @@ help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:[^#]*## /\t/' | expand -t 12
 
 SERVER_STAMP := $(VENV)/.server-stamp
+# defined before `dev`: a prerequisite list is expanded where its rule is read
+LOCAL_STAMP := $(VENV)/.local-model-stamp
 # pip's own progress (one line a package) shows the first install working, not hung
 PIP := $(BIN)/python -m pip install --progress-bar off --disable-pip-version-check
 
@@ -78,7 +80,6 @@ eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, 
 # without -march=native (a native build enables AMX on some CPUs, and its first matrix
 # multiply segfaults), and SmolLM2's GGUF pinned by SHA-256. About 7 minutes on a fresh
 # 2-core machine; pip's wheel cache makes a rebuild free. `make test` runs its tests.
-LOCAL_STAMP := $(VENV)/.local-model-stamp
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_BLAS=OFF -DLLAMA_CURL=OFF
 

@@ -94,7 +94,7 @@ class ChatAgent:
             parts.upkeep,
             self.memory,
             self._loop,
-            batch_turns=self.settings.extraction_batch_turns,
+            batch_turns=self.settings.extraction_batch_turns if parts.batches else 1,
             idle_seconds=self.settings.extraction_idle_seconds,
         )
         self._runner = TurnRunner(

@@ -120,74 +120,8 @@ def _env(name: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    """Everything the agent reads from its environment.
-
-    Attributes:
-        database_url: `AGENT_DATABASE_URL`, where memory, registry and run threads live.
-        data_dir: `AGENT_DATA_DIR`, for the generated development secret.
-        session_secret: `AGENT_SESSION_SECRET` (at least 32 characters), or None.
-        openai_api_key: `OPENAI_API_KEY`; without it (and without a base URL) the offline
-            model serves.
-        openai_base_url: `OPENAI_BASE_URL`, any OpenAI-compatible endpoint; alone (no
-            key) it selects that endpoint, as a local server needs none.
-        model: `AGENT_MODEL`.
-        compaction_model: `AGENT_COMPACTION_MODEL` (defaults to `model`).
-        structured_output_method: `AGENT_STRUCTURED_OUTPUT_METHOD`: auto (learned per
-            endpoint from its first refusal) | json_schema | function_calling | json_mode.
-        request_timeout: `AGENT_REQUEST_TIMEOUT` seconds per model request (default 60,
-            300 for an endpoint on this machine: a CPU model is slow).
-        answer_tokens: `AGENT_ANSWER_TOKENS`, the most tokens of a chat answer.
-        local_model_path: `AGENT_LOCAL_MODEL_PATH`: the GGUF file `AGENT_MODEL=local`
-            serves (default: the one `make local-model` installs).
-        local_context: `AGENT_LOCAL_CONTEXT`: the local model's context window in tokens
-            (capped by the model's own).
-        max_retries: `AGENT_MAX_RETRIES` per model request.
-        secure_cookies: `AGENT_SECURE_COOKIES`: mark the session cookie `Secure` (it is
-            marked anyway on requests that arrive over HTTPS).
-        new_sessions_per_minute: `AGENT_NEW_SESSIONS_PER_MINUTE`: how many new sessions
-            one client address may start per minute, per server process (0: no bound).
-        long_term_memory: `AGENT_LONG_TERM_MEMORY`: how a completed turn's user text is
-            turned into long-term items: auto (model with a real model, explicit with
-            the offline one) | explicit ("remember that …" / "forget that …" only) |
-            model (with the explicit requests) | off (no extraction; items added
-            directly are still recalled); rules: a deprecated alias of explicit.
-        embeddings_model: `AGENT_EMBEDDINGS_MODEL`: rank long-term items through the
-            store's vector index, and recall archived lines by their embeddings besides
-            their words, with these OpenAI-compatible embeddings (unset: lexical
-            ranking, no network).
-        embeddings_dims: `AGENT_EMBEDDINGS_DIMS`, the embeddings' dimensions.
-        embeddings_max_distance: `AGENT_EMBEDDINGS_MAX_DISTANCE`: the farthest (cosine
-            distance, 0-2) an archived line sharing no word with a message may be from
-            it and still be recalled.
-        memory_ttl_days: `AGENT_MEMORY_TTL_DAYS`: a long-term item not said or recalled
-            for this long expires (0 keeps items until forgotten; at most 36,500).
-        context_budget_tokens: `AGENT_CONTEXT_BUDGET_TOKENS`: the most tokens a turn's
-            context may hold (set it to the model's window minus its answer; default
-            16,000, or 6,000 for an endpoint on this machine, within an 8,192 window).
-        retention_days: `AGENT_RETENTION_DAYS`: conversations idle longer than this are
-            removed by the retention sweep (0 keeps them; at most 36,500), and so are
-            the archived lines of conversations pruned from the list and the long-term
-            items of a session that never chatted.
-        recall_tokens: `AGENT_RECALL_TOKENS`: the most tokens of lines from earlier
-            conversations a turn's context may hold (0: no recall; search still works).
-        extraction_batch_turns: `AGENT_EXTRACTION_BATCH_TURNS`: owed turns that make a
-            model extraction due (default 4; 1: every turn's upkeep extracts).
-        extraction_idle_seconds: `AGENT_EXTRACTION_IDLE_SECONDS`: how long after a
-            conversation's last turn a model extraction still waiting for its batch
-            runs (default 30).
-        run_history: `AGENT_RUN_HISTORY`: what a run thread keeps once its turn finished:
-            latest (its latest checkpoint, enough to continue; storage stays flat) | all
-            (every checkpoint, for Studio's time travel: history, replay, forks).
-        api_keys: `AGENT_API_KEYS`: `user:sha256hex,…`, the users who sign in with an
-            API key (the SHA-256 of each key, never the key itself).
-        jwt_issuer: `AGENT_JWT_ISSUER`, the `iss` bearer tokens must carry.
-        jwt_audience: `AGENT_JWT_AUDIENCE`, the `aud` bearer tokens must carry.
-        jwks: `AGENT_JWKS`, the issuer's signing keys: a JWKS URL or a JWKS file.
-        proxy_user_header: `AGENT_PROXY_USER_HEADER`, the header in which a trusted
-            reverse proxy names the signed-in user.
-        trusted_proxies: `AGENT_TRUSTED_PROXIES`, the addresses and CIDR blocks that
-            header is taken from (from any other address it is refused).
-    """
+    """Everything the agent reads from its environment: each field from the variable its
+    alias names, with the default and bounds the configuration table of the docs lists."""
 
     model_config = SettingsConfigDict(
         frozen=True,

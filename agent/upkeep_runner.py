@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StreamMode
 
 from agent.client_events import MemoryEvent, StatusEvent, custom_event
 from agent.loop import BackgroundLoop
@@ -114,15 +115,14 @@ class UpkeepRunner:
     ) -> Upkeep:
         """Start the conversation's upkeep, or (`merge`) have the running one go round
         once more for what was added to the record since it read it; with `flush`, its
-        waiting extraction is paid now. A turn's upkeep (`merge`) restarts the
-        conversation's idle timer and pays what the user's other conversations owe."""
+        waiting extraction is paid now. A turn's upkeep (`merge`) pays what the user's
+        other conversations owe; an upkeep that leaves turns waiting (re)starts the
+        conversation's idle timer."""
         return self._begin(session_id, conversation_id, merge=merge, flush=flush)
 
     def _begin(self, session_id: str, conversation_id: str, *, merge: bool, flush: bool) -> Upkeep:
         key = (session_id, conversation_id)
-        if not flush:  # what this upkeep leaves waiting is paid when the conversation idles
-            self._arm(key)
-        if merge and not flush:
+        if merge and not flush and self._batch_turns > 1:
             self._after_turn(session_id, conversation_id)
         running = self._running.get(key)
         if running is not None:
@@ -197,10 +197,11 @@ class UpkeepRunner:
 
     async def idle(self, *, flush: bool = True) -> None:
         """Wait until no upkeep runs; with `flush`, pay every waiting extraction first."""
-        if flush:
-            for key in list(self._idle):
+        while True:
+            for key in list(self._idle) if flush else ():
                 self._flush(key)
-        while self._tasks:
+            if not self._tasks:
+                return
             await asyncio.wait(list(self._tasks))
 
     async def _drive(self, upkeep: Upkeep) -> None:
@@ -208,9 +209,11 @@ class UpkeepRunner:
         try:
             while True:
                 upkeep.again, flush, upkeep.flush = False, upkeep.flush, False
-                await loop.run_in_executor(self._pool, self._pay, upkeep, loop, flush)
+                waiting = await loop.run_in_executor(self._pool, self._pay, upkeep, loop, flush)
                 if not upkeep.again:
                     break
+            if waiting:  # paid when the conversation has been idle long enough
+                self._arm((upkeep.session_id, upkeep.conversation_id))
         finally:
             del self._running[(upkeep.session_id, upkeep.conversation_id)]
             for queue in upkeep.listeners:
@@ -223,8 +226,9 @@ class UpkeepRunner:
 
     # -- in an upkeep worker thread ------------------------------------------------------
 
-    def _pay(self, upkeep: Upkeep, loop: asyncio.AbstractEventLoop, flush: bool) -> None:
-        """Run the upkeep graph for the conversation, under its upkeep lock."""
+    def _pay(self, upkeep: Upkeep, loop: asyncio.AbstractEventLoop, flush: bool) -> bool:
+        """Run the upkeep graph for the conversation, under its upkeep lock; whether it
+        left owed turns waiting for their batch."""
         session_id, conversation_id = upkeep.session_id, upkeep.conversation_id
         key = "upkeep:" + self._memory.memory_thread(session_id, conversation_id)
         context = Context(session_id=session_id, conversation_id=conversation_id)
@@ -232,17 +236,22 @@ class UpkeepRunner:
         graph_input = (
             {"batch_from": self._started, "batch_turns": self._batch_turns} if batching else {}
         )
+        output: dict[str, Any] = {}
         try:
             with self._memory.threads.locks.hold(key, UPKEEP_LOCK_TIMEOUT):
-                chunks = self._graph.stream(graph_input, context=context, stream_mode="custom")
-                for chunk in chunks:
-                    event = custom_event(chunk)
-                    if event is not None:
+                modes: list[StreamMode] = ["custom", "values"]
+                for mode, chunk in self._graph.stream(
+                    graph_input, context=context, stream_mode=modes
+                ):
+                    if mode == "values" and isinstance(chunk, dict):
+                        output = chunk
+                    elif (event := custom_event(chunk)) is not None:
                         loop.call_soon_threadsafe(self._publish, upkeep, event)
         except LockTimeout:
             logger.warning("memory upkeep still running elsewhere; left on the record")
         except Exception:
             logger.exception("memory upkeep failed; what it owed stays on the record")
+        return bool(output.get("waiting"))
 
     # -- from any thread -----------------------------------------------------------------
 

@@ -7,7 +7,7 @@ costs with 10,000 archived turns in the session, on SQLite and on PostgreSQL.
 - recall: a session with `--archived` turns (two lines each, spread over conversations
   of 10 turns, written in bulk), then `ConversationMemory.recall` for questions about
   the past made of the archive's own words, of its 32 commonest words, and of words it
-  does not hold, and for a general request (which recalls nothing without a query);
+  does not hold, and for a general request (nothing rare in it: no search);
   median and p95 (target ≤ 5 ms on SQLite, ≤ 20 ms on PostgreSQL, the worst median).
   PostgreSQL is measured when `--postgres` (default: `AGENT_TEST_POSTGRES_URL`, else
   the local server) is reachable; a fresh database is made and dropped.

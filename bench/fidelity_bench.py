@@ -6,8 +6,8 @@ Every turn takes the real memory path: the offline model answers from
 `memory.context.context_parts`, `ConversationMemory.write_turn` stores the turn and
 `ConversationMemory.compact` compacts with the offline model. After 10, 40 and 100
 filler turns it counts the facts found in the model's context (summary, pins and
-recent messages) and in the summary and pins alone (at least 9 of 10
-after 100 filler turns, summary at most 2,500 characters).
+recent messages) and in the summary and pins alone (with content-free filler, at
+least 9 of 10 after 100 filler turns; the summary at most 2,500 characters).
 
 Run: `python -m bench.fidelity_bench [--json]`.
 """

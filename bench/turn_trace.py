@@ -6,7 +6,12 @@ A module counts again only when the turn re-enters it: a call into it while no f
 it is on the stack (of the calling thread, or of the thread that started the turn: a
 graph node runs in a worker thread on behalf of the caller).
 
-Run: `python -m bench.turn_trace [--turns N] [--count module:function …]`.
+With `--count`, one exchange (a `send` and its upkeep) is counted instead: its reads
+(storage round trips loading a conversation's memory or registry document) and its
+commits (write transactions), each by the function that asked for it; the archive's and
+the long-term store's queries are counted apart.
+
+Run: `python -m bench.turn_trace [--turns N] [--count] [--calls module:function …]`.
 """
 
 from __future__ import annotations
@@ -25,7 +30,26 @@ from bench.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agent", "graphs", "memory")
+STORAGE = ("memory.storage", "memory.session_documents", "memory.archive", "memory.longterm")
+ARCHIVE_QUERIES = ("search", "frequencies", "page", "count", "lines")
+ITEM_QUERIES = ("batch", "search", "get", "abatch", "asearch", "aget")
+KINDS = {
+    "read": "reads",
+    "commit": "commits",
+    "archive query": "archive queries",
+    "item query": "item queries",
+}
 MESSAGE = "Turn {n}: I live in Porto, and please keep the budget section short."
+
+
+def asker(frame: FrameType | None) -> str:
+    """The nearest project function outside storage on the stack: who asked."""
+    while frame is not None:
+        module = module_of(frame)
+        if module is not None and not module.startswith(STORAGE):
+            return f"{module}:{frame.f_code.co_name}"
+        frame = frame.f_back
+    return "(unknown)"
 
 
 def module_of(frame: FrameType) -> str | None:
@@ -83,12 +107,89 @@ class Tracer:
                 self.paths[(by or "(graph runtime)", module)] += 1
 
 
+class StorageCounter:
+    """Counts an agent's storage round trips while `on`, by kind and by who asked."""
+
+    def __init__(self) -> None:
+        self.kinds: Counter[str] = Counter()
+        self.each: list[Counter[str]] = []
+        self.by: Counter[tuple[str, str]] = Counter()
+        self.lock = threading.Lock()
+        self.on = False
+
+    def wrap(self, owner: Any, name: str, kind: str) -> None:
+        method = getattr(owner, name, None)
+        if method is None:
+            return
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if self.on:
+                with self.lock:
+                    self.kinds[kind] += 1
+                    self.each[-1][kind] += 1
+                    self.by[(kind, asker(sys._getframe(1)))] += 1
+            return method(*args, **kwargs)
+
+        setattr(owner, name, counted)
+
+    def attach(self, agent: ChatAgent) -> None:
+        documents = agent.memory.threads.documents
+        self.wrap(documents, "get_documents", "read")
+        self.wrap(documents, "transaction", "commit")  # put_documents opens one too
+        backend = agent.memory.archive.backend
+        for name in ARCHIVE_QUERIES:
+            self.wrap(backend, name, "archive query")
+        if agent.long_term is not None:
+            for name in ITEM_QUERIES:
+                self.wrap(agent.long_term.store, name, "item query")
+
+    def report(self, exchanges: int) -> None:
+        for kind, kinds in KINDS.items():
+            total = self.kinds.get(kind, 0)
+            most = max((each[kind] for each in self.each), default=0)
+            print(f"{kinds} per exchange: {total / exchanges:g} (at most {most})")
+            for (counted_kind, by), times in sorted(self.by.items()):
+                if counted_kind == kind:
+                    print(f"  {by}: {times / exchanges:g}")
+
+
+def count_exchanges(turns: int, exchanges: int) -> None:
+    """Play `turns` exchanges, then count the next `exchanges` ones."""
+    counter = StorageCounter()
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = ChatAgent(
+            database_url=f"sqlite:///{tmp}/trace.sqlite",
+            model=ScriptedChatModel(),
+            secret="trace-secret-" + "x" * 32,
+            long_term_memory="explicit",
+        )
+        with agent:
+            counter.attach(agent)
+            first = agent.send(MESSAGE.format(n=0), session_id="trace", create_conversation=True)
+            cid = first.conversation_id
+            agent.wait_for_upkeep()
+            for n in range(1, turns + exchanges):
+                counter.on = n >= turns
+                counter.each.append(Counter())
+                agent.send(MESSAGE.format(n=n), session_id="trace", conversation_id=cid)
+                agent.wait_for_upkeep()
+            counter.on = False
+    counter.report(exchanges)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=12, help="turns played before the traced one")
-    parser.add_argument("--count", action="append", default=[], help="module:function to count")
+    parser.add_argument("--calls", action="append", default=[], help="module:function to count")
+    parser.add_argument(
+        "--count", action="store_true", help="count an exchange's reads and commits instead"
+    )
+    parser.add_argument("--exchanges", type=int, default=5, help="exchanges counted (--count)")
     args = parser.parse_args(argv)
-    tracer = Tracer(args.count)
+    if args.count:
+        count_exchanges(args.turns, args.exchanges)
+        return
+    tracer = Tracer(args.calls)
     tracer.caller_stack = {"agent.service"}
     # every thread the agent starts (its loop, LangGraph's workers) is traced, idle
     # until the traced turn

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
@@ -75,19 +75,23 @@ def extractor_for(
 
 
 class ChatOutcome(TypedDict):
-    """What `route_after_chat` reads: the turn's messages, not the whole state."""
+    """What `route_after_chat` reads: the turn's messages and whether it could ask for a
+    tool, not the whole state."""
 
     turn_messages: list[AnyMessage]
+    tools_allowed: bool
 
 
 def route_after_chat(state: ChatOutcome) -> Literal["tool", "finalize"]:
-    """A tool request from the chat model continues the turn in the tool subgraph: the
-    new route is announced (in the main graph, so every stream client sees it), then the
-    tools it calls."""
+    """A tool request from the chat model continues the turn in the tool subgraph, else
+    the turn is done. A turn whose model could ask for a tool announces the route it took
+    here, once (in the main graph, so every stream client sees it), then the tools called."""
     last = state["turn_messages"][-1]
-    if isinstance(last, AIMessage) and last.tool_calls:
-        emit("route", route="tool")
-        announce_tool_calls(last)
+    asked = isinstance(last, AIMessage) and bool(last.tool_calls)
+    if state.get("tools_allowed", False):
+        emit("route", route="tool" if asked else "chat")
+    if asked:
+        announce_tool_calls(cast(AIMessage, last))
         return "tool"
     return "finalize"
 

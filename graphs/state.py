@@ -23,6 +23,7 @@ from memory.analysis import UserText
 from memory.budget import ContextBudget
 from memory.context import ContextParts
 from memory.longterm.items import MemoryItem
+from memory.session_documents import Snapshot
 
 __all__ = [
     "DEFAULT_SESSION_ID",
@@ -105,11 +106,14 @@ class MemoryContext:
             the context as it is).
         held: the session's long-term items as the turn read them (those forgotten while
             it runs are taken out of what it writes).
+        read: the documents the turn started from (its write goes from them when
+            nothing changed them since).
     """
 
     parts: ContextParts | None = None
     budget: ContextBudget | None = None
     held: tuple[MemoryItem, ...] = ()
+    read: Snapshot | None = None
 
     def with_turn(self, turn: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The memory context followed by the turn's own messages, fitted into the budget

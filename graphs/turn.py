@@ -44,6 +44,7 @@ from memory.conversations import ConversationMemory, TurnWrite
 from memory.longterm.recall import Recalled
 from memory.longterm.store import LongTermMemory
 from memory.redaction import Substitute, redact_value, repeats_forgotten
+from memory.session_documents import Snapshot
 from memory.turns import (
     FinalTurn,
     Route,
@@ -215,8 +216,8 @@ class TurnNodes:
         )
         return request
 
-    def _stored(self, session_id: str, conversation_id: str, admit: bool) -> ThreadState | None:
-        """The conversation's memory (None: reading it failed, logged)."""
+    def _stored(self, session_id: str, conversation_id: str, admit: bool) -> Snapshot | None:
+        """The conversation's memory and its registry (None: reading failed, logged)."""
         try:
             return self.memory.memory_for_turn(session_id, conversation_id, admit=admit)
         except ConversationNotFound:
@@ -262,14 +263,16 @@ class TurnNodes:
         text, route = request.text, request.route
         # a request the caller validated was admitted by it; a raw input starts its thread
         found = self._stored(session_id, conversation_id, admit=context.request is None)
-        stored = found or ThreadState()
+        stored = found.memory if found is not None else ThreadState()
         profile = self._items(session_id, text)
         recall, recall_failed = None, False
         if route not in WORKFLOW_ROUTES and found is not None:  # a workflow reads no context
             changed = profile.changed if profile is not None else frozenset()
             recall = self._lines(session_id, conversation_id, text, stored, changed)
             recall_failed = recall is None
-        emit("route", route=route)
+        # a chat turn that may ask for a tool announces its route once the model has chosen
+        if not (route == "chat" and request.tools_allowed and "tool" in self.routes):
+            emit("route", route=route)
         if recall is not None and recall.lines:
             emit_memory("recall", "succeeded", lines=recall.ids)
         turn_id = uuid.uuid4().hex
@@ -294,7 +297,7 @@ class TurnNodes:
             "turn_messages": [HumanMessage(content=text, id=_input_message_id(state) or turn_id)],
             "said": read(text),
             "context": MemoryContext(
-                parts, self.budget, profile.held if profile is not None else ()
+                parts, self.budget, profile.held if profile is not None else (), found
             ),
             "degraded": found is None or profile is None or recall_failed,
         }
@@ -321,7 +324,7 @@ class TurnNodes:
         }
         said = state.get("said") or UserText()
         completed = turn.status is TurnStatus.COMPLETED
-        held = (state.get("context") or MemoryContext()).held
+        memory_context = state.get("context") or MemoryContext()
         emit_memory("write", "started")
         try:
             write = self.memory.write_turn(
@@ -330,8 +333,9 @@ class TurnNodes:
                 turn,
                 owe_remember=self.remembers and completed and self._owes(said),
                 kept_user_text=said.kept or None,
-                held=held,
+                held=memory_context.held,
                 context=given(state),
+                read=memory_context.read,
             )
         except Exception:
             logger.exception("writing the turn to chat memory failed")

@@ -73,6 +73,8 @@ class UpkeepOutput(TypedDict, total=False):
     """Texts of the long-term items it added or said again."""
     degraded: bool
     """Set when a step failed (the turn stands)."""
+    waiting: bool
+    """Set when owed turns were left to wait for their batch."""
 
 
 class UpkeepState(UpkeepInput, UpkeepOutput, total=False):
@@ -89,6 +91,8 @@ class UpkeepState(UpkeepInput, UpkeepOutput, total=False):
     """The owed turns whose extraction this upkeep paid."""
     batching: Annotated[bool, UntrackedValue(bool)]
     """Whether owed turns were left to wait for their batch."""
+    settled: Annotated[ThreadState | None, UntrackedValue(ThreadState)]
+    """The memory as compaction stored it with the upkeep's end (None: `settle` stores it)."""
 
 
 UpkeepGraph = StateGraph[UpkeepState, None, UpkeepInput, UpkeepOutput]
@@ -113,6 +117,15 @@ def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
         )
         for message in record.upkeep_owed
     ]
+
+
+def paid_by(state: UpkeepState) -> list[str]:
+    """What this upkeep paid: the owed extractions it made (or gave up), and the
+    embedding owed through the message it embedded."""
+    paid = list(state.get("paid", []))
+    if state.get("embedded"):
+        paid.append(state["embedded"])
+    return paid
 
 
 def failure_reason(error: BaseException | str) -> str:
@@ -162,7 +175,7 @@ class UpkeepNodes:
         upkeep that finds nothing owed still says how it ended: a stream told `pending`
         (an earlier upkeep paid the record since) hears the end of the one it follows."""
         session_id, conversation_id = turn_ids()
-        snapshot = self.memory.read_with_registry(session_id, conversation_id)
+        snapshot = self.memory.documents.read(session_id, conversation_id)
         record = snapshot.state
         if record is None or not snapshot.registry.owns(conversation_id):
             emit_memory("upkeep", "done")
@@ -170,7 +183,11 @@ class UpkeepNodes:
         if not record.owes_upkeep and record.upkeep != "pending":  # paid already
             emit_memory("upkeep", record.upkeep)
             return Command(update={"upkeep": record.upkeep}, goto=END)
-        update = {"record": record, "failed": False, "embedded": "", "paid": []}
+        # without `remember` (long-term memory off since it was owed) an owed
+        # extraction is given up rather than left owed for ever
+        paid = [] if self.long_term is not None else [m.id for m in record.upkeep_owed]
+        update = {"record": record, "failed": False, "embedded": "", "paid": paid}
+        update |= {"batching": False, "settled": None}
         goto = "embed" if record.embedding_owed is not None else self._after_embed(record)
         return Command(update=update, goto=goto)
 
@@ -256,6 +273,8 @@ class UpkeepNodes:
                 **({"refused": write.refused} if write.refused else {}),
             )
         update: dict[str, Any] = {"remembered": remembered, "paid": paid, "batching": not due}
+        if not due:
+            update["waiting"] = True
         if failed:
             update |= {"failed": True, "degraded": True}
         return Command(update=update, goto=self._after_remember(record))
@@ -274,13 +293,15 @@ class UpkeepNodes:
 
     def compact(self, state: UpkeepState) -> dict[str, Any]:
         """Run the compaction model (structured output) over the conversation's memory,
-        without any lock held; store its result with a compare-and-set."""
+        without any lock held; store its result with a compare-and-set, and the upkeep's
+        end with it (one commit)."""
         emit_memory("compact", "started")
         try:
             result = self.memory.compact(
                 *turn_ids(),
                 self.compactor,
                 snapshot=state["record"],
+                settle=(paid_by(state), bool(state.get("failed")), bool(state.get("batching"))),
             )
         except Exception:
             logger.exception("compaction failed before reaching the model")
@@ -301,21 +322,19 @@ class UpkeepNodes:
         update: dict[str, Any] = {"compaction": result.status.value}
         if result.status is CompactionStatus.FAILED:
             update["failed"] = True
+        else:  # stored, settled in the same commit
+            update["settled"] = result.state
         return update
 
     def settle(self, state: UpkeepState) -> dict[str, Any]:
         """Record the upkeep's end: the extractions paid, and `done`, `failed`, or
         `pending` while more is owed (a turn that landed meanwhile)."""
-        # without `remember` (long-term memory off since it was owed) an owed
-        # extraction is given up rather than left owed for ever
-        owed = [message.id for message in state["record"].upkeep_owed]
-        paid = list(state.get("paid", [])) if self.long_term is not None else owed
-        if state.get("embedded"):  # the embedding owed through that message
-            paid.append(state["embedded"])
         failed = bool(state.get("failed"))
         batching = bool(state.get("batching"))
         try:
-            stored = self.memory.settle_upkeep(*turn_ids(), paid, failed=failed, batching=batching)
+            stored = state.get("settled") or self.memory.settle_upkeep(
+                *turn_ids(), paid_by(state), failed=failed, batching=batching
+            )
         except Exception:  # the record still says pending: the next upkeep pays it
             logger.exception("settling the memory upkeep failed")
             stored, failed = None, True

@@ -44,7 +44,7 @@ from memory.registry import (
     select,
     settle_review,
 )
-from memory.schema import Clock, ThreadState, utcnow, validate_id
+from memory.schema import Clock, ThreadState, utcnow
 from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.storage.documents import InTransaction
@@ -124,13 +124,9 @@ class ConversationMemory:
 
     # -- reads ------------------------------------------------------------------------
 
-    def read_with_registry(self, session_id: str, conversation_id: str) -> Snapshot:
-        """The session's registry and the conversation's memory, in one read."""
-        return self.documents.read(session_id, conversation_id)
-
     def read_memory(self, session_id: str, conversation_id: str) -> ThreadState:
         """The conversation's memory (empty when nothing is stored yet)."""
-        return self.documents.read_memory(session_id, conversation_id) or ThreadState()
+        return self.documents.read(session_id, conversation_id).memory
 
     def registry(self, session_id: str) -> RegistryState:
         """The session's registry (empty when the session has none)."""
@@ -138,9 +134,9 @@ class ConversationMemory:
 
     def memory_for_turn(
         self, session_id: str, conversation_id: str, *, admit: bool = False
-    ) -> ThreadState:
-        """The memory a turn starts from, checking in the same read that the session owns
-        the conversation.
+    ) -> Snapshot:
+        """The memory a turn starts from (with the registry: the turn's write goes from
+        them), checking in the same read that the session owns the conversation.
 
         Args:
             session_id: whose conversation it is.
@@ -156,7 +152,7 @@ class ConversationMemory:
             if not admit:
                 raise ConversationNotFound()
             self.accept_draft(session_id, conversation_id)
-        return snapshot.memory
+        return snapshot
 
     # -- writes -----------------------------------------------------------------------
 
@@ -170,6 +166,7 @@ class ConversationMemory:
         kept_user_text: str | None = None,
         held: Sequence[MemoryItem] = (),
         context: Sequence[str] = (),
+        read: Snapshot | None = None,
     ) -> TurnWrite:
         """Append a finished turn (once), list or touch the conversation, prune past ten.
 
@@ -185,57 +182,84 @@ class ConversationMemory:
         of the turn's `context` (`Archive.turn`). The long-term items the turn read
         (`held`) that were forgotten while it ran are taken out of what it writes, their
         texts and the sentences that repeat them (`memory.redaction.repeats_forgotten`):
-        a forgetting's tombstone holds over a turn that raced it.
+        a forgetting's tombstone holds over a turn that raced it. The documents the turn
+        started from (`read`) are written from when nothing changed them since; else they
+        are read again under the lock.
         """
-        now = self.clock()
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
+            write = partial(self._write_turn, session_id, conversation_id, turn, kept)
+            if read is not None:
+                try:
+                    return write(read, owe_remember, held, context, checked=True)
+                except VersionConflict:
+                    pass  # written meanwhile (an upkeep, a forgetting): read it again
             snapshot = self.documents.read(session_id, conversation_id)
-            current = snapshot.memory
-            tombstones = set(snapshot.registry.forgotten)
-            forgotten = tuple(said_of(item for item in held if item.id in tombstones))
-            if not snapshot.registry.owns(conversation_id):
-                return TurnWrite(False, SkipReason.GONE, current, forgotten=forgotten)
-            plan = plan_turn_write(current, turn, now)
-            redact = repeats_forgotten(forgotten)
-            if redact is not None:
-                texts = tuple(m.model_copy(update={"text": redact(m.text)}) for m in plan.messages)
-                plan, kept = replace(plan, messages=texts), redact(kept)
-            if plan.skipped is not None:
-                # a review this turn ended is over; with nothing stored, nothing is listed
-                ended = settle_review(
-                    snapshot.registry, conversation_id, unlist=not current.messages
-                )
-                if ended.state is not snapshot.registry:
-                    self.documents.commit(session_id, snapshot.registry, ended)
-                return TurnWrite(False, plan.skipped, current, forgotten=forgotten)
-            state = self._with_turn(current, plan.messages, owe_remember=owe_remember, now=now)
-            key = self.ids.conversation_key(session_id, conversation_id)
-            change = record_turn(
-                snapshot.registry,
-                conversation_id,
-                kept,
-                now,
-                key,
-                retitle=not current.messages,
-            )
-            compacted = state.summary_version != current.summary_version
-            folded = (
-                current
-                if compacted and _archives_summaries(snapshot.registry, conversation_id)
-                else None
-            )
-            lines = self.archive.turn(
-                session_id,
-                conversation_id,
-                _title(change.state, conversation_id),
-                plan.messages,
-                folded,
-                user_text=kept,
-                context=context,
-            )
-            memory = {conversation_id: state}
-            self.documents.commit(session_id, snapshot.registry, change, memory, lines)
+            return write(snapshot, owe_remember, held, context)
+
+    def _write_turn(
+        self,
+        session_id: str,
+        conversation_id: str,
+        turn: FinalTurn,
+        kept: str,
+        snapshot: Snapshot,
+        owe_remember: bool,
+        held: Sequence[MemoryItem],
+        context: Sequence[str],
+        *,
+        checked: bool = False,
+    ) -> TurnWrite:
+        """`write_turn` from `snapshot` (`checked`: read before the lock, so the commit
+        checks that the stored documents are still those)."""
+        now = self.clock()
+        current = snapshot.memory
+        tombstones = set(snapshot.registry.forgotten)
+        forgotten = tuple(said_of(item for item in held if item.id in tombstones))
+        plan = plan_turn_write(current, turn, now)
+        gone = not snapshot.registry.owns(conversation_id)
+        if checked and (gone or plan.skipped is not None):  # decided on what is stored now
+            raise VersionConflict(current.version, current.version)
+        if gone:
+            return TurnWrite(False, SkipReason.GONE, current, forgotten=forgotten)
+        redact = repeats_forgotten(forgotten)
+        if redact is not None:
+            texts = tuple(m.model_copy(update={"text": redact(m.text)}) for m in plan.messages)
+            plan, kept = replace(plan, messages=texts), redact(kept)
+        if plan.skipped is not None:
+            # a review this turn ended is over; with nothing stored, nothing is listed
+            ended = settle_review(snapshot.registry, conversation_id, unlist=not current.messages)
+            if ended.state is not snapshot.registry:
+                self.documents.commit(session_id, snapshot.registry, ended)
+            return TurnWrite(False, plan.skipped, current, forgotten=forgotten)
+        state = self._with_turn(current, plan.messages, owe_remember=owe_remember, now=now)
+        key = self.ids.conversation_key(session_id, conversation_id)
+        change = record_turn(
+            snapshot.registry,
+            conversation_id,
+            kept,
+            now,
+            key,
+            retitle=not current.messages,
+        )
+        compacted = state.summary_version != current.summary_version
+        folded = (
+            current
+            if compacted and _archives_summaries(snapshot.registry, conversation_id)
+            else None
+        )
+        lines = self.archive.turn(
+            session_id,
+            conversation_id,
+            _title(change.state, conversation_id),
+            plan.messages,
+            folded,
+            user_text=kept,
+            context=context,
+        )
+        memory = {conversation_id: state}
+        read = (conversation_id, snapshot) if checked else None
+        self.documents.commit(session_id, snapshot.registry, change, memory, lines, read=read)
         titles = {e.id: e.title for e in snapshot.registry.conversations}
         pruned_titles = tuple(titles[cid] for cid in change.pruned if cid in titles)
         return TurnWrite(True, None, state, change.pruned, pruned_titles, forgotten)
@@ -248,7 +272,6 @@ class ConversationMemory:
         Raises:
             ConversationNotFound: the conversation is not the session's any more.
         """
-        validate_id(conversation_id, "conversation id")
         now = self.clock()
         key = self.ids.conversation_key(session_id, conversation_id)
         with self.documents.lock(session_id):
@@ -259,25 +282,6 @@ class ConversationMemory:
         titles = {e.id: e.title for e in current.conversations}
         return tuple(titles[cid] for cid in change.pruned if cid in titles)
 
-    def replace(
-        self, session_id: str, conversation_id: str, state: ThreadState, *, expected_version: int
-    ) -> ThreadState:
-        """Compare-and-set: store `state` only if the stored version is `expected_version`.
-
-        Raises:
-            VersionConflict: another writer got there first; nothing was written.
-            ConversationNotFound: the conversation is not the session's.
-        """
-        with self.documents.lock(session_id):
-            snapshot = self.documents.read(session_id, conversation_id)
-            if not snapshot.registry.owns(conversation_id):
-                raise ConversationNotFound()
-            if snapshot.memory.version != expected_version:
-                raise VersionConflict(expected_version, snapshot.memory.version)
-            stored = state.model_copy(update={"version": expected_version + 1})
-            self.documents.commit(session_id, snapshot.registry, None, {conversation_id: stored})
-        return stored
-
     def compact(
         self,
         session_id: str,
@@ -286,6 +290,7 @@ class ConversationMemory:
         *,
         method: str | None = None,
         snapshot: ThreadState | None = None,
+        settle: tuple[Collection[str], bool, bool] | None = None,
     ) -> CompactionResult:
         """Compact the conversation's memory if it holds more than eight messages.
 
@@ -299,11 +304,13 @@ class ConversationMemory:
             method: structured-output method for `with_structured_output`.
             snapshot: the memory to start from when the caller has it (as the turn's
                 write stored it); read from storage otherwise.
+            settle: the upkeep's end (`settle_upkeep`'s `paid`, `failed` and `batching`), stored in
+                the compaction's commit when it stores one.
         """
         if snapshot is None:
             snapshot = self.read_memory(session_id, conversation_id)
         result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
-        return self._store_compaction(session_id, conversation_id, snapshot, result)
+        return self._store_compaction(session_id, conversation_id, snapshot, result, settle)
 
     def _store_compaction(
         self,
@@ -311,6 +318,7 @@ class ConversationMemory:
         conversation_id: str,
         snapshot: ThreadState,
         result: CompactionResult,
+        settle: tuple[Collection[str], bool, bool] | None = None,
     ) -> CompactionResult:
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
@@ -327,6 +335,8 @@ class ConversationMemory:
                     return CompactionResult(CompactionStatus.FAILED, current, "version conflict")
                 state = rebased
             stored = with_compaction(state, current)
+            if settle is not None:
+                stored = settled(stored, settle[0], failed=settle[1], batching=settle[2])
             lines = None
             compacted = stored.summary_version != current.summary_version
             if compacted and _archives_summaries(latest.registry, conversation_id):
@@ -370,7 +380,6 @@ class ConversationMemory:
         Raises:
             ConversationNotFound: unknown, pruned, or another session's conversation.
         """
-        validate_id(conversation_id, "conversation id")
         snapshot = self.documents.read(session_id, conversation_id)
         if not snapshot.registry.owns(conversation_id):
             raise ConversationNotFound()
@@ -384,20 +393,17 @@ class ConversationMemory:
 
     def require_conversation(self, session_id: str, conversation_id: str) -> None:
         """Raise `ConversationNotFound` unless the session owns the conversation."""
-        validate_id(conversation_id, "conversation id")
         if not self.registry(session_id).owns(conversation_id):
             raise ConversationNotFound()
 
     def accept_draft(self, session_id: str, conversation_id: str) -> None:
         """A draft's first message was accepted: the session now owns the conversation."""
-        validate_id(conversation_id, "conversation id")
         self.documents.update_registry(
             session_id, lambda registry: accept_draft(registry, conversation_id)
         )
 
     def select(self, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Select an owned conversation without reordering the list."""
-        validate_id(conversation_id, "conversation id")
         change = self.documents.update_registry(
             session_id, lambda registry: select(registry, conversation_id)
         )
@@ -410,7 +416,6 @@ class ConversationMemory:
         A turn still running in it writes nothing when it ends; the next turn of any
         conversation cannot recall it.
         """
-        validate_id(conversation_id, "conversation id")
         change = self.documents.update_registry(
             session_id, lambda registry: remove(registry, conversation_id), forget_lines=True
         )

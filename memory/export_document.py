@@ -13,16 +13,20 @@ which breaks a search's ties; the tombstones are the ids of forgotten items, and
 `historyClearedAt` when the archive was last forgotten (the marks of the forgotten
 texts stay: they are keyed under the server's secret). No session id, thread id or
 hashed key is in it (`memory.transfer` files everything again under the importing
-session's own keys).
+session's own keys). Every key is camelCase, as the API's; a document of an earlier
+release, whose conversations' memory and whose items kept the stored snake_case keys,
+reads the same.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictInt,
@@ -31,7 +35,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from memory.archive.lines import ArchiveRole
 from memory.errors import InvalidInput
@@ -67,6 +71,21 @@ Text = Annotated[StrictStr, Field(min_length=1, max_length=MAX_EXPORT_TEXT_CHARS
 Title = Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)]
 
 
+def renamed(value: Any, rule: Callable[[str], str] = to_camel) -> Any:
+    """`value` (JSON) with every object key renamed by `rule`: camelCase, as the document
+    writes them, or `to_snake`, as the stored models name them (a document of an earlier
+    release spelt a conversation's memory and its items so)."""
+    if isinstance(value, dict):
+        return {rule(key): renamed(item, rule) for key, item in value.items()}
+    if isinstance(value, list):
+        return [renamed(item, rule) for item in value]
+    return value
+
+
+def _stored_names(value: Any) -> Any:
+    return renamed(value, to_snake)
+
+
 class _Part(BaseModel):
     """A part of the document: camelCase keys, no others."""
 
@@ -80,7 +99,7 @@ class ExportedConversation(_Part):
     title: Title
     created_at: UtcDatetime
     last_active_at: UtcDatetime
-    memory: ThreadState
+    memory: Annotated[ThreadState, BeforeValidator(_stored_names)]
 
     @field_validator("memory")
     @classmethod
@@ -118,6 +137,11 @@ class ExportedItem(MemoryItem):
     importance: StrictInt = Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)
     key: Annotated[StrictStr, Field(max_length=2 * MAX_MEMORY_TEXT_CHARS)]
     subject: Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_keys(cls, value: Any) -> Any:
+        return _stored_names(value)
 
 
 class ExportDocument(_Part):
@@ -173,11 +197,16 @@ def read_document(raw: object) -> ExportDocument:
 
 def _problems(exc: ValidationError) -> str:
     shown = [
-        f"{'.'.join(map(str, error['loc'])) or 'document'}: {error['msg']}"
+        f"{'.'.join(_named(part) for part in error['loc']) or 'document'}: {error['msg']}"
         for error in exc.errors()[:_SHOWN_PROBLEMS]
     ]
     more = exc.error_count() - len(shown)
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _named(part: int | str) -> str:
+    """A part of a problem's place, named as the document spells it."""
+    return to_camel(part) if isinstance(part, str) else str(part)
 
 
 def _require_storable(value: object) -> None:

@@ -20,7 +20,6 @@ from pathlib import Path
 from memory.errors import SHORT_SECRET, InvalidSecret
 from memory.files import PRIVATE_FILE_MODE, make_private_dir
 from memory.limits import MIN_SECRET_CHARS
-from memory.schema import validate_id
 
 logger = logging.getLogger(__name__)
 
@@ -110,8 +109,6 @@ class ThreadIds:
     def conversation_key(self, session_id: str, conversation_id: str) -> str:
         """`H(session:conversation)`: the part of a conversation's thread ids that the
         registry keeps, so that retention can find the threads without the session id."""
-        validate_id(session_id, "session id")
-        validate_id(conversation_id, "conversation id")
         return self._h(session_id + ":" + conversation_id)
 
     def memory_thread(self, session_id: str, conversation_id: str) -> str:
@@ -124,7 +121,7 @@ class ThreadIds:
 
     def session_key(self, session_id: str) -> str:
         """`H(session)`: names a session's long-term namespace (no raw id in storage)."""
-        return self._h(validate_id(session_id, "session id"))
+        return self._h(session_id)
 
     def mark(self, value: str) -> str:
         """A keyed hash of `value` (a tombstone's mark of forgotten words), short: it
@@ -133,7 +130,7 @@ class ThreadIds:
 
     def registry_thread(self, session_id: str) -> str:
         """`chat-registry:{H(session)}`."""
-        return f"{REGISTRY_THREAD_PREFIX}:{self._h(validate_id(session_id, 'session id'))}"
+        return f"{REGISTRY_THREAD_PREFIX}:{self._h(session_id)}"
 
 
 def turn_lock_key(memory_thread: str) -> str:

@@ -65,10 +65,6 @@ class SessionDocuments:
             _registry(documents.get(registry_thread)), _memory(documents.get(memory_thread))
         )
 
-    def read_memory(self, session_id: str, conversation_id: str) -> ThreadState | None:
-        """The conversation's memory, or None when nothing is stored."""
-        return _memory(self.threads.get(self.ids.memory_thread(session_id, conversation_id)))
-
     def read_registry(self, session_id: str) -> RegistryState:
         """The session's registry (empty when the session has none)."""
         return _registry(self.threads.get(self.ids.registry_thread(session_id)))
@@ -81,10 +77,13 @@ class SessionDocuments:
         memory: dict[str, ThreadState] | None = None,
         archive: ArchiveWrite | None = None,
         also: InTransaction | None = None,
+        read: tuple[str, Snapshot] | None = None,
     ) -> RegistryChange | None:
         """Store new memory states (by conversation id), the registry change, the pruned
         conversations' deletion, the archive's change and then `also` in one
-        transaction (the caller holds the session's lock). Returns the change as stored."""
+        transaction (the caller holds the session's lock). With `read` (a conversation
+        and its snapshot, read before the lock was taken), the stored documents must be
+        those read (`VersionConflict`: nothing written). Returns the change as stored."""
         documents = {
             self.ids.memory_thread(session_id, conversation_id): state.to_document()
             for conversation_id, state in (memory or {}).items()
@@ -96,8 +95,20 @@ class SessionDocuments:
             stored = RegistryChange(state, change.pruned)
         pruned = change.pruned if change is not None else ()
         lines = None if archive is None else self.archive.writer(archive)
+        expected = None
+        if read is not None:
+            conversation_id, snapshot = read
+            expected = {
+                self.ids.registry_thread(session_id): snapshot.registry.version,
+                self.ids.memory_thread(session_id, conversation_id): (
+                    None if snapshot.state is None else snapshot.state.version
+                ),
+            }
         self.threads.put_many(
-            documents, delete=self._threads_of(session_id, pruned), also=in_order(lines, also)
+            documents,
+            delete=self._threads_of(session_id, pruned),
+            also=in_order(lines, also),
+            expected=expected,
         )
         return stored or change
 

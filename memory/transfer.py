@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import PutOp
 
@@ -45,6 +45,7 @@ from memory.export_document import (
     ExportedItem,
     ExportedLine,
     read_document,
+    renamed,
 )
 from memory.hydration import assert_client_safe
 from memory.import_checks import checked, without_marked
@@ -95,7 +96,7 @@ def export_session(
                 "title": entry.title,
                 "createdAt": entry.created_at.isoformat(),
                 "lastActiveAt": entry.last_active_at.isoformat(),
-                "memory": ThreadState.from_document(stored.get(thread, {})).to_document(),
+                "memory": renamed(ThreadState.from_document(stored.get(thread, {})).to_document()),
             }
             for entry, thread in zip(listed, threads, strict=True)
         ],
@@ -124,7 +125,7 @@ def _item(item: MemoryItem) -> dict[str, Any]:
     value = {"id": item.id, **item.to_value()}
     # which path wrote an item is internal: `source` is a key no client payload carries
     value.pop("source", None)
-    return value
+    return cast(dict[str, Any], renamed(value))
 
 
 # -- import --------------------------------------------------------------------------------

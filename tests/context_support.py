@@ -1,5 +1,6 @@
 """A turn's context as a list of messages, for tests and benchmarks that build one from
-memory without running the graph (the graph keeps it in pieces, `ContextParts`)."""
+memory without running the graph (the graph keeps it in pieces, `ContextParts`), and a
+conversation's memory set by a test."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from langchain_core.messages import BaseMessage
 from memory.archive.recall import Recall
 from memory.budget import ContextBudget
 from memory.context import context_parts
+from memory.conversations import ConversationMemory
 from memory.longterm.items import MemoryItem
 from memory.schema import ThreadState
 
@@ -32,3 +34,17 @@ def build_context(
     if budget is not None:
         parts = budget.fit(parts)
     return parts.messages(with_tail=append_input)
+
+
+def overwrite_memory(
+    memory: ConversationMemory, session_id: str, conversation_id: str, state: ThreadState
+) -> ThreadState:
+    """Store `state` as the conversation's memory (as a run of turns could have left it),
+    compare-and-set against what is stored now; returns it as stored."""
+    read = memory.documents.read(session_id, conversation_id)
+    stored = state.model_copy(update={"version": read.memory.version + 1})
+    with memory.documents.lock(session_id):
+        memory.documents.commit(
+            session_id, read.registry, None, {conversation_id: stored}, read=(conversation_id, read)
+        )
+    return stored

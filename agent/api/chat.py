@@ -37,8 +37,12 @@ class ResumeBody(BaseModel):
 
 
 @router.post("", response_class=EventSourceResponse)
-async def chat(body: ChatBody, agent: AgentDep, session_id: SessionDep) -> EventSourceResponse:
-    """Run one turn; events: conversation, token, status, memory, interrupt, done, error."""
+async def chat(
+    body: ChatBody, agent: AgentDep, session_id: SessionDep, followUpkeep: bool = False
+) -> EventSourceResponse:
+    """Run one turn; events: conversation, token, status, memory, interrupt, done, error.
+    The stream ends at `done`; `followUpkeep=true` keeps it open for the `memory` events
+    of the upkeep after it (its outcome is also the thread DTO's `upkeep`)."""
     events = agent.astream(
         body.message,
         session_id=session_id,
@@ -47,17 +51,19 @@ async def chat(body: ChatBody, agent: AgentDep, session_id: SessionDep) -> Event
         mode=cast(Any, body.mode),
         surface=HTTP,
     )
-    return await event_stream(events)
+    return await event_stream(events, follow_upkeep=followUpkeep)
 
 
 @router.post("/resume", response_class=EventSourceResponse)
-async def resume(body: ResumeBody, agent: AgentDep, session_id: SessionDep) -> EventSourceResponse:
+async def resume(
+    body: ResumeBody, agent: AgentDep, session_id: SessionDep, followUpkeep: bool = False
+) -> EventSourceResponse:
     """Resume a turn that waits for a review, with the reviewer's decision."""
     check_payload(body.decision, "decision")
     events = agent.astream_resume(
         body.decision, session_id=session_id, conversation_id=body.conversationId
     )
-    return await event_stream(events)
+    return await event_stream(events, follow_upkeep=followUpkeep)
 
 
 class RecoverBody(BaseModel):
@@ -70,11 +76,11 @@ class RecoverBody(BaseModel):
 
 @router.post("/recover", response_class=EventSourceResponse)
 async def recover(
-    body: RecoverBody, agent: AgentDep, session_id: SessionDep
+    body: RecoverBody, agent: AgentDep, session_id: SessionDep, followUpkeep: bool = False
 ) -> EventSourceResponse:
     """Continue the conversation's unfinished task list or delivery from its last step."""
     events = agent.astream_recover(session_id=session_id, conversation_id=body.conversationId)
-    return await event_stream(events)
+    return await event_stream(events, follow_upkeep=followUpkeep)
 
 
 @router.get("/thread")

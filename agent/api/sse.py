@@ -2,7 +2,9 @@
 
 The first event is awaited before the response starts, so that an error found when
 the turn opens (unknown conversation, busy, bad input) is an ordinary JSON error
-response. Keep-alive pings flow while a long workflow stage runs without output.
+response; the last is `done` (or `error`), unless the client asks to follow the upkeep
+after it (`?followUpkeep=true`). Keep-alive pings flow while a long workflow stage runs
+without output.
 """
 
 from __future__ import annotations
@@ -36,8 +38,12 @@ def as_sse(event: ClientEvent) -> dict[str, str]:
     return {"event": event["event"], "data": data}
 
 
-async def event_stream(events: AsyncGenerator[ClientEvent, None]) -> EventSourceResponse:
-    """Stream `events` (its first event opens the response; errors before it raise)."""
+async def event_stream(
+    events: AsyncGenerator[ClientEvent, None], *, follow_upkeep: bool = False
+) -> EventSourceResponse:
+    """Stream `events` (its first event opens the response; errors before it raise). The
+    response ends at `done`, where the upkeep after it keeps running unfollowed; with
+    `follow_upkeep` the upkeep's `memory` events follow `done` until it ends."""
     first = await anext(events)
 
     async def body() -> AsyncIterator[dict[str, str]]:
@@ -45,6 +51,8 @@ async def event_stream(events: AsyncGenerator[ClientEvent, None]) -> EventSource
             yield as_sse(first)
             async for event in events:
                 yield as_sse(event)
+                if event["event"] == "done" and not follow_upkeep:
+                    return
         except Exception:
             logger.exception("the event stream failed")
             yield as_sse(STREAM_FAILED)

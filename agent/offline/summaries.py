@@ -1,11 +1,11 @@
 """The offline model's answer to a summarization request from LangChain's
-`SummarizationMiddleware`: the same salience digest the offline compactor writes.
+`SummarizationMiddleware`: the same quoted lines the offline compactor writes.
 
 The middleware asks with one message: its instructions, then the history to summarise
 between `<messages>` tags, one `<message type="human|ai">` element each (XML-escaped).
 An offline stand-in that answered with its usual echo would make a peer using the
-middleware look worse than it is; this answers as a capable model would, so every
-system measured with the offline model gets an equally able summariser.
+middleware look worse than it is; this answers as the offline compactor does, so every
+system measured with the offline model gets the same summariser.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from agent.offline.digest import merged_summary
+from agent.offline.compaction import folded_summary
 
 SUMMARY_REQUEST_MARKER = "Messages to summarize:"
 SUMMARY_ANSWER = "## SESSION INTENT\n{intent}\n\n## SUMMARY\n{summary}"
@@ -47,9 +47,8 @@ def summary_request(messages: Sequence[BaseMessage]) -> list[tuple[str, str]] | 
 
 
 def summary_answer(history: Sequence[tuple[str, str]]) -> str:
-    """A digest of `history`: the facts that carry information, most salient kept; an
-    earlier summary that the history carries (as its first message) is merged, not
-    repeated."""
+    """`history` as the offline compactor's lines; an earlier summary that the history
+    carries (as its first message) is merged, not repeated."""
     carried, intent = "", ""
     rest = list(history)
     if rest and rest[0][1].startswith(_CARRIED_SUMMARY):
@@ -59,5 +58,5 @@ def summary_answer(history: Sequence[tuple[str, str]]) -> str:
     if not intent:
         first = next((text for role, text in rest if role == "user"), "")
         intent = " ".join(first.split())[:INTENT_CHARS]
-    digest = merged_summary(carried, rest)
+    digest = folded_summary(carried, rest)
     return SUMMARY_ANSWER.format(intent=intent or "None", summary=digest)

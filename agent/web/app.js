@@ -398,7 +398,11 @@ async function runTurn(path, body, { route, refused }) {
   };
   let refusal = null;
   try {
-    await streamEvents(path, body, { signal: controller.signal, onEvent });
+    // the page follows the upkeep after `done` on the same stream, for its notes
+    await streamEvents(`${path}?followUpkeep=true`, body, {
+      signal: controller.signal,
+      onEvent,
+    });
     if (!result && view.item.dataset.state === "streaming")
       view.fail("The answer ended early; nothing from it was kept.");
   } catch (error) {

@@ -41,7 +41,7 @@ from memory.archive.recall import (
     recall_query,
     recall_text,
 )
-from memory.archive.relevance import distinct, reference
+from memory.archive.relevance import by_score, distinct, reference
 from memory.archive.repeats import unrepeated
 from memory.archive.terms import query_terms
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
@@ -209,30 +209,32 @@ class Archive:
         exclude_message_ids: Collection[str] = (),
     ) -> Recall:
         """The earlier lines a turn about `text` gets (`memory.archive.recall`), never
-        those of `exclude_message_ids` (they stay searchable): nothing, without a query,
-        when the message is not about the user's past (`memory.archive.relevance`); else
-        the session's term counts and one search; with embeddings, the message is
-        embedded first (one call, no lock held; a failure leaves this turn's recall
-        lexical) and another query reads the lines nearest it."""
+        those of `exclude_message_ids` (they stay searchable): the session's term counts
+        and one search; nothing when neither the message's words mark it as about the
+        user's past nor its best hit scores enough (`memory.archive.relevance`); else,
+        with embeddings, the message is embedded (one call, no lock held; a failure
+        leaves this turn's recall lexical) and another query reads the lines nearest it."""
         if self.recall_tokens <= 0:
             return Recall()
         about = reference(recall_text(text, state))
-        if not about.searches:
-            return Recall()
         terms = recall_query(text, state)
-        vector = self._embedded_query(text, state)
-        if not terms and vector is None:
+        if not terms:
             return Recall()
         session_key = self.ids.session_key(session_id)
         roles = ("user", "assistant")
         counted = tuple(dict.fromkeys((*terms, *about.name_terms)))
         frequencies = self.backend.frequencies(session_key, counted, roles)
+        rare = distinct(terms, frequencies)
         # (with embeddings, a line may be near the message though no word singles it out)
-        if not about.recalls(frequencies) or (vector is None and not distinct(terms, frequencies)):
+        cued = about.recalls(frequencies) and (self.embeddings is not None or rare)
+        if not cued and not rare:  # no hit could score enough: no search
             return Recall()
         hits = self.backend.search(
             session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies
         )
+        if not cued and not by_score(hits, frequencies.total):
+            return Recall()
+        vector = self._embedded_query(text, state)
         nearest: list[ArchivedLine] = []
         if vector is not None and self.vectors is not None:
             nearest = self.vectors.nearest(session_key, vector, CANDIDATES)

@@ -22,7 +22,8 @@ short reply after the lines it replies to. What the hits leave of the budget goe
 lines around them, best hit first (the line after a hit and the user's next, then the
 line before it, then the user's lines further on): the answer to a question is the line
 after it, and a fact is often said a line or two after the line that names what it is
-about.
+about. Hits come in two rounds, each widened so: the best `FIRST_ROUND`, then the rest
+(a block of long lines has budget left after the first).
 """
 
 from __future__ import annotations
@@ -50,17 +51,20 @@ STANDS_ALONE = 2
 is read with the previous user message."""
 SHORT_ANSWER_TERMS = 6
 """A user line with fewer terms than this is an answer that needs its question."""
-CANDIDATES = 20
-"""Hits read per recall (the best by lexical rank), before fusion and the floor. On the
-dev long archive the lines around the best 20 hold more evidence than the hits ranked
-21st to 30th (evidence in a new conversation's block: 64% with 20, 61% with 30, 63% with
-15)."""
+CANDIDATES = 40
+"""Hits read per recall (the best by lexical rank), before fusion and the floor."""
+FIRST_ROUND = 20
+"""Hits taken (and widened to the lines around them) before the rest: on the dev long
+archive the lines around the best 20 hold more evidence than the hits ranked 21st to
+30th (evidence in a new conversation's block: 64% with 20, 61% with 30, 63% with 15),
+but RealMem's long lines leave budget that only later hits can fill."""
 MIN_LINE_TOKENS = 8
 """No recalled line costs less (its role, quotes and a word): below it the block is full."""
-LINE_CHARS = 600
+LINE_CHARS = 1_500
 """A recalled line shows at most this many characters: a longer one its passage for the
 query (`memory.archive.passages`; either side's: an answer is as much what was found as
-a question)."""
+a question). RealMem's assistant lines run to hundreds of words, and what a question
+needs of one is often said over several of its sentences: 600 characters lost it."""
 _SPACES = re.compile(r"\s+")
 
 
@@ -330,14 +334,29 @@ def choose(
     block = _Block(conversation_id, state, max_tokens, exclude_message_ids, terms)
     lexical, close = _eligible(hits, nearest, terms, block, max_distance)
     taken: list[tuple[ArchivedLine, list[ArchivedLine]]] = []
-    for hit in fuse(lexical, close):
+    ranked = fuse(lexical, close)
+    for hits_of_round in (ranked[:FIRST_ROUND], ranked[FIRST_ROUND:]):
+        start = len(taken)
+        _take(block, hits_of_round, taken)
+        _widen(block, taken[start:])
+    return Recall(tuple(tuple(group) for _, group in taken))
+
+
+def _take(
+    block: _Block,
+    hits: Sequence[ArchivedLine],
+    taken: list[tuple[ArchivedLine, list[ArchivedLine]]],
+) -> None:
+    """Add `hits` to the block, best first, each with the neighbours that explain it
+    (alone when the group does not fit), onto `taken`."""
+    for hit in hits:
         if block.full():
-            break
+            return
         if not block.new(hit):
             continue
         shown_hit = block.fit(hit)
         alone = block.cost([shown_hit])
-        if block.used + alone > max_tokens or block.held.repeats(shown_hit.text):
+        if block.used + alone > block.max_tokens or block.held.repeats(shown_hit.text):
             continue  # (the price first: once the block is nearly full, most hits fail it)
         group = [
             shown_hit if line.id == hit.id else block.fit(line)
@@ -346,12 +365,10 @@ def choose(
         ]
         group = [line for line in group if line.id == hit.id or not block.held.repeats(line.text)]
         spent = block.cost(group)
-        if block.used + spent > max_tokens:
+        if block.used + spent > block.max_tokens:
             group, spent = [shown_hit], alone
         block.take(group, spent)
         taken.append((hit, group))
-    _widen(block, taken)
-    return Recall(tuple(tuple(group) for _, group in taken))
 
 
 def _widen(block: _Block, taken: Sequence[tuple[ArchivedLine, list[ArchivedLine]]]) -> None:

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from memory.errors import VersionConflict
+
 Dialect = Literal["sqlite", "postgresql"]
 DOCUMENTS_TABLE = "memory_documents"
 
@@ -40,6 +42,18 @@ def in_order(*steps: InTransaction | None) -> InTransaction | None:
             step(cursor)
 
     return run
+
+
+Versions = Mapping[str, int | None]
+"""The stored version each thread's document must have for a write to go ahead (None:
+no document)."""
+
+
+def check_versions(found: Mapping[str, int | None], expected: Versions) -> None:
+    """Raise `VersionConflict` unless each thread's stored version is the one expected."""
+    for thread_id, version in expected.items():
+        if found.get(thread_id) != version:
+            raise VersionConflict(version or 0, found.get(thread_id) or 0)
 
 
 @runtime_checkable
@@ -63,10 +77,12 @@ class DocumentStore(Protocol):
         delete: Sequence[str] = (),
         *,
         also: InTransaction | None = None,
+        expected: Versions | None = None,
     ) -> None:
-        """In one transaction: replace each thread's document, delete the threads in
-        `delete` (their documents and their checkpoints and writes, run threads
-        included), then run `also` on the transaction's cursor."""
+        """In one transaction: check the `expected` versions (`VersionConflict`: nothing
+        written), replace each thread's document, delete the threads in `delete` (their
+        documents and their checkpoints and writes, run threads included), then run
+        `also` on the transaction's cursor."""
         ...
 
     def transaction(self) -> AbstractContextManager[Any]:

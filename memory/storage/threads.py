@@ -28,7 +28,7 @@ from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 
 from memory.errors import STORAGE_FAILED, ChatMemoryError, StorageError, UnsupportedDatabaseUrl
 from memory.storage.checkpointers import RunSaver
-from memory.storage.documents import DocumentStore, InTransaction
+from memory.storage.documents import DocumentStore, InTransaction, Versions
 from memory.storage.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
 
 logger = logging.getLogger(__name__)
@@ -139,12 +139,14 @@ class ThreadStore:
         *,
         delete: Sequence[str] = (),
         also: InTransaction | None = None,
+        expected: Versions | None = None,
     ) -> None:
-        """In one transaction: replace each document, delete the threads in `delete`
-        (documents, checkpoints and writes) and run `also` on the transaction's cursor
-        (statements of the caller's own, in `self.documents.dialect`). Callers hold the
-        locks of what they read before writing."""
-        self.documents.put_documents(documents, delete, also=also)
+        """In one transaction: check the `expected` versions (`VersionConflict`: nothing
+        written), replace each document, delete the threads in `delete` (documents,
+        checkpoints and writes) and run `also` on the transaction's cursor (statements
+        of the caller's own, in `self.documents.dialect`). Callers hold the locks of
+        what they read before writing, or say in `expected` what they read."""
+        self.documents.put_documents(documents, delete, also=also, expected=expected)
 
     def put(self, thread_id: str, document: Mapping[str, Any]) -> None:
         """Replace the document of `thread_id`."""

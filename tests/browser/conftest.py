@@ -2,7 +2,9 @@
 and per test a fresh browser context (no cookie: a session of its own) and page.
 
 The server is the real HTTP app under uvicorn with the offline model, paced for
-messages that contain "slowly" (tests.integration.http_app:create_paced_offline).
+messages that contain "slowly" (tests.integration.http_app:create_paced_offline); the
+tests of items that later statements change use `extracting_server`, with a scripted
+extraction model.
 Without a browser the tests are skipped, except under CI=true, where that fails.
 """
 
@@ -22,13 +24,25 @@ if TYPE_CHECKING:
 # it the test modules are skipped at import, and these fixtures never run.
 
 
-@pytest.fixture(scope="package")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    started = start_uvicorn("create_paced_offline", tmp_path_factory.mktemp("web"))
+def serve(factory: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A page test server from `factory` (tests.integration.http_app), stopped after."""
+    started = start_uvicorn(factory, tmp_path_factory.mktemp("web"))
     try:
         yield started
     finally:
         stop(started.process)
+
+
+@pytest.fixture(scope="package")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from serve("create_paced_offline", tmp_path_factory)
+
+
+@pytest.fixture(scope="package")
+def extracting_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The same server whose long-term memory has a scripted extraction model
+    (tests.integration.http_app:scripted_extraction): items a later statement changes."""
+    yield from serve("create_paced_offline_extracting", tmp_path_factory)
 
 
 @pytest.fixture(scope="package")

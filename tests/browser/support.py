@@ -40,7 +40,7 @@ from agent.api.sessions import NEW_SESSION, SESSION_HEADER
 from tests.integration.conftest import REPO
 
 ARTIFACTS = REPO / "tests" / "artifacts" / "web"
-"""Screenshots of each test (ignored by git, except the two the README links)."""
+"""Screenshots of each test (ignored by git, except the two docs/evaluation.md links)."""
 DOCS_SCREENSHOT = REPO / "docs" / "chat-page.png"
 UPDATE_DOCS = "UPDATE_DOCS_SCREENSHOT"
 """Set to 1 to rewrite the README's screenshot from the test run."""
@@ -98,7 +98,7 @@ class PageLog:
 
 
 KEPT_SCREENSHOTS = ("review-pending-after-reload.png", "delivery-report-markdown.png")
-"""Screenshots kept in git (the README links them); rewritten only with UPDATE_DOCS=1."""
+"""Screenshots kept in git (docs/evaluation.md links them); rewritten only with UPDATE_DOCS=1."""
 
 
 def keep_screenshot(page: Page, name: str) -> None:
@@ -145,9 +145,10 @@ def titles(page: Page) -> list[str]:
 
 def api_chat(request: APIRequestContext, url: str, message: str, **body: Any) -> str:
     """A turn through the API in the page's session (the context's cookie, or a new one:
-    the request is a script's, not the page's); the id of its conversation."""
+    the request is a script's, not the page's), read to the end of the memory upkeep
+    after it; the id of its conversation."""
     response = request.post(
-        f"{url}/api/chat",
+        f"{url}/api/chat?followUpkeep=true",
         data={"message": message, **body},
         headers={SESSION_HEADER: NEW_SESSION},
     )
@@ -164,7 +165,7 @@ def stored_texts(request: APIRequestContext, url: str, conversation_id: str) -> 
 
 
 @contextmanager
-def held_requests(page: Page, pattern: str) -> Iterator[list[Route]]:
+def held_requests(page: Page, pattern: str | re.Pattern[str]) -> Iterator[list[Route]]:
     """Hold requests matching `pattern` in the browser (they reach the server only when a
     test continues them): a reply stays 'streaming' on the page for as long as needed."""
     held: list[Route] = []

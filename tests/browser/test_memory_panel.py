@@ -26,7 +26,7 @@ from tests.integration.conftest import Server
 pytestmark = pytest.mark.integration
 
 
-def test_the_memory_panel_shows_compaction_pins_and_long_term_items(
+def test_the_memory_panel_shows_compaction_and_long_term_items(
     page: Page, context: BrowserContext, server: Server
 ) -> None:
     cid = api_chat(
@@ -48,7 +48,7 @@ def test_the_memory_panel_shows_compaction_pins_and_long_term_items(
     expect(notes).to_contain_text("Compacted")
     expect(notes).to_contain_text("Remembered")
     expect(panel.locator(".summary-preview")).not_to_be_empty()
-    expect(panel.locator(".pinned-decisions")).to_contain_text("Tuesdays")
+    expect(panel.locator(".summary-preview")).to_contain_text("Tuesdays")
     item = panel.locator(".long-term-item")
     expect(item).to_have_count(1)
     expect(item.locator(".item-text")).to_contain_text("vegetarian")

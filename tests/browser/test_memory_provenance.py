@@ -1,7 +1,7 @@
 """The memory panel's provenance and history: each long-term item says where it was said
 (a link that opens that line, or a pruned conversation's archived lines), the items a
 later statement changed fold away as history with what replaced them, and search marks
-the lines they came from (offline model, rules extractor)."""
+the lines they came from (offline model, scripted extraction model)."""
 
 from __future__ import annotations
 
@@ -21,23 +21,21 @@ from tests.browser.support import (
     send,
 )
 from tests.integration.conftest import Server
+from tests.integration.http_app import LISBON, PORTO
 
 pytestmark = pytest.mark.integration
 
-LISBON = "I live in Lisbon and I work as a data engineer."
-PORTO = "I moved to Porto."
+
+@pytest.fixture(scope="module")
+def server(extracting_server: Server) -> Server:
+    """Items that a later statement changes need an extraction model: a scripted one."""
+    return extracting_server
 
 
 def current_item(page: Page, text: str) -> Locator:
     return page.locator("#long-term-list .long-term-item").filter(has_text=text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a change kept as history needs a model's extraction: offline, long-term memory "
-    "comes from explicit requests only, which never supersede each other; this server "
-    "needs a scripted extractor",
-)
 def test_items_show_their_source_and_changed_ones_fold_into_history(
     page: Page, context: BrowserContext, server: Server
 ) -> None:
@@ -112,12 +110,6 @@ def test_items_show_their_source_and_changed_ones_fold_into_history(
     expect(items).to_have_count(3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a change kept as history needs a model's extraction: offline, long-term memory "
-    "comes from explicit requests only, which never supersede each other; this server "
-    "needs a scripted extractor",
-)
 def test_a_pruned_source_shows_its_archived_lines_in_the_panel(
     page: Page, context: BrowserContext, server: Server
 ) -> None:
@@ -154,12 +146,6 @@ OVERFLOWING = """(panel) => {
 }"""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a change kept as history needs a model's extraction: offline, long-term memory "
-    "comes from explicit requests only, which never supersede each other; this server "
-    "needs a scripted extractor",
-)
 def test_the_panel_with_history_fits_a_390_pixel_screen(browser: Browser, server: Server) -> None:
     narrow = browser.new_context(viewport={"width": 390, "height": 844})
     page = narrow.new_page()

@@ -5,6 +5,7 @@ own words."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -23,6 +24,8 @@ from tests.integration.conftest import Server
 
 pytestmark = pytest.mark.integration
 
+TURNS = re.compile(r"/api/chat(\?.*)?$")
+"""A turn's request, whatever its query (the page follows the upkeep after `done`)."""
 LEAKY = "Traceback (most recent call last): sqlite3.OperationalError in /srv/agent/x.py"
 """What a server must never show, and the page never repeats."""
 
@@ -35,7 +38,7 @@ def test_switching_is_refused_while_a_reply_streams(
     open_page(page, server.url)
     expect(page.locator("#chat-title")).to_have_text("the second")
 
-    with held_requests(page, "**/api/chat") as held:
+    with held_requests(page, TURNS) as held:
         page.fill("#message", "a reply that takes its time")
         page.press("#message", "Enter")
         expect(page.locator("#switch-lock")).to_be_visible()
@@ -118,16 +121,16 @@ def test_a_busy_conversation_is_a_notice_not_an_error_page(
 def test_server_failures_are_told_in_the_pages_own_words(page: Page, server: Server) -> None:
     open_page(page, server.url)
     refused = {"error": {"code": "internal_error", "message": LEAKY}}
-    page.route("**/api/chat", lambda route: route.fulfill(status=500, json=refused))
+    page.route(TURNS, lambda route: route.fulfill(status=500, json=refused))
     page.fill("#message", "first try")
     page.press("#message", "Enter")
     expect(page.locator("#notice-text")).to_contain_text("could not complete")
     expect(page.locator("#message")).to_have_value("first try")
-    page.unroute("**/api/chat")
+    page.unroute(TURNS)
 
     broken = f"event: error\ndata: {json.dumps({'code': 'internal_error', 'message': LEAKY})}\n\n"
     page.route(
-        "**/api/chat",
+        TURNS,
         lambda route: route.fulfill(status=200, content_type="text/event-stream", body=broken),
     )
     page.press("#message", "Enter")

@@ -5,17 +5,22 @@
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Sequence
 
 import psycopg
 from fastapi import FastAPI
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel
 
 from agent.api import create_app
-from agent.offline import OfflineChatModel
+from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
+from agent.offline.handlers import StructuredHandler
 from agent.offline.local import ModelCall
 from agent.service import ChatAgent
 from agent.settings import Settings
+from memory.longterm import ExtractionOutput, Operation
 from tests.fakes import PacedModel, ScriptedModel
 from tests.gates import Gated, GatedModel
 
@@ -91,3 +96,41 @@ class PacedOfflineModel(Gated, OfflineChatModel):
 def create_paced_offline() -> FastAPI:
     """The offline model, paced for messages that ask for it (the chat page's tests)."""
     return create_app(lambda: ChatAgent(model=PacedOfflineModel(), long_term_memory="explicit"))
+
+
+LISBON = "I live in Lisbon and I work as a data engineer."
+PORTO = "I moved to Porto."
+
+
+def scripted_extraction(messages: Sequence[BaseMessage]) -> ExtractionOutput:
+    """A scripted extraction model: a turn saying `LISBON` adds where the person lives
+    and what they do, a later `PORTO` updates where they live (in the same batch too)."""
+    document = json.loads(str(messages[-1].content))
+    home = next((m["id"] for m in document["current_memories"] if "Lisbon" in m["text"]), None)
+    operations = []
+    for n, turn in enumerate(document["turns"], start=1):
+        if LISBON in turn["user"]:
+            operations += [
+                Operation(op="add", turn=n, quote=quote, kind="fact", text=quote)
+                for quote in ("I live in Lisbon", "I work as a data engineer.")
+            ]
+            home = f"turn:{n}:1"  # the batch's name for the first add of turn n
+        elif turn["user"] == PORTO and home is not None:
+            operations.append(
+                Operation(op="update", turn=n, quote=PORTO, id=home, kind="fact", text=PORTO)
+            )
+    return ExtractionOutput(operations=operations)
+
+
+def create_paced_offline_extracting() -> FastAPI:
+    """`create_paced_offline` whose long-term memory has a model: `scripted_extraction`
+    (offline, items come from explicit requests only, which never change each other)."""
+    handlers: dict[type[BaseModel], StructuredHandler] = {
+        **DEFAULT_HANDLERS,
+        ExtractionOutput: scripted_extraction,
+    }
+    return create_app(
+        lambda: ChatAgent(
+            model=PacedOfflineModel(structured_handlers=handlers), long_term_memory="model"
+        )
+    )

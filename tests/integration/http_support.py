@@ -32,8 +32,13 @@ def events_of(response: httpx.Response) -> list[dict[str, Any]]:
     return events
 
 
-def chat(client: httpx.Client, message: str, **body: Any) -> httpx.Response:
-    return client.post("/api/chat", json={"message": message, **body})
+def chat(
+    client: httpx.Client, message: str, *, follow_upkeep: bool = True, **body: Any
+) -> httpx.Response:
+    """A turn, read to the end of its stream: with `follow_upkeep`, the end of the memory
+    upkeep after `done` (what the turn owed is then done), else `done`."""
+    params = {"followUpkeep": "true"} if follow_upkeep else {}
+    return client.post("/api/chat", params=params, json={"message": message, **body})
 
 
 def new_conversation(client: httpx.Client, message: str = "hello") -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -223,14 +224,39 @@ def test_delete_and_resume_errors(client: httpx.Client) -> None:
     )
 
 
-def test_a_follow_up_sent_at_done_is_accepted_and_upkeep_events_follow_done(
+def upkeep_of(client: httpx.Client, cid: str) -> str:
+    """The conversation's upkeep once it is no longer pending (its thread DTO's field)."""
+    for _ in range(300):
+        dto = client.get("/api/chat/thread", params={"conversationId": cid}).json()
+        if dto["upkeep"] != "pending":
+            return str(dto["upkeep"])
+        time.sleep(0.05)
+    raise AssertionError("the upkeep stayed pending")
+
+
+def test_a_stream_ends_at_done_and_the_upkeep_after_it_is_reachable(client: httpx.Client) -> None:
+    cid = new_conversation(client)
+    upkeep_of(client, cid)
+    message = "Remember that I prefer short answers."
+    response = chat(client, message, follow_upkeep=False, conversationId=cid)
+    events = events_of(response)
+    # the response ended at done: a client reading to the end is free at once
+    assert events[-1]["event"] == "done" and events[-1]["result"]["upkeep"] == "pending"
+    assert [e["event"] for e in events].count("done") == 1
+    # the upkeep ran on without the stream: its outcome is the thread's `upkeep`
+    assert upkeep_of(client, cid) == "done"
+    items = client.get("/api/memories").json()["memories"]
+    assert [item["text"] for item in items] == ["I prefer short answers"]
+
+
+def test_a_follow_up_sent_at_done_is_accepted_and_upkeep_events_follow_done_on_request(
     client: httpx.Client,
 ) -> None:
     cid = new_conversation(client)
     events: list[dict[str, Any]] = []
     follow_up = None
     body = {"message": "Remember that I prefer short answers.", "conversationId": cid}
-    with client.stream("POST", "/api/chat", json=body) as response:
+    with client.stream("POST", "/api/chat", params={"followUpkeep": "true"}, json=body) as response:
         name = None
         for line in response.iter_lines():
             if line.startswith("event: "):
@@ -238,22 +264,17 @@ def test_a_follow_up_sent_at_done_is_accepted_and_upkeep_events_follow_done(
             elif line.startswith("data: ") and name is not None:
                 events.append({"event": name, **json.loads(line.removeprefix("data: "))})
                 if name == "done":  # the conversation is free: the next message is taken
-                    follow_up = chat(client, "and one more thing", conversationId=cid)
+                    follow_up = chat(
+                        client, "and one more thing", follow_upkeep=False, conversationId=cid
+                    )
     assert follow_up is not None and follow_up.status_code == 200, follow_up
     follow = events_of(follow_up)
-    kinds = [e["event"] for e in follow]
-    at = kinds.index("done")
-    # the first turn's upkeep may still run when the follow-up is written: the follow-up
-    # then owes upkeep too, and its stream follows that upkeep after its own done
-    if follow[at]["result"]["upkeep"] == "pending":
-        assert set(kinds[at + 1 :]) == {"memory"}
-        assert (follow[-1]["stage"], follow[-1]["status"]) == ("upkeep", "done")
-    else:
-        assert kinds[at + 1 :] == []
+    # not asked to follow its upkeep, the follow-up's stream ends at its done
+    assert follow[-1]["event"] == "done"
     names = [(e["event"], e.get("stage"), e.get("status")) for e in events]
     done = names.index(("done", None, None))
     assert events[done]["result"]["upkeep"] == "pending"
-    # the stream stayed open after done for the upkeep's memory events
+    # asked to, the stream stayed open after done for the upkeep's memory events
     assert ("memory", "remember", "succeeded") in names[done:]
     assert names[-1] == ("memory", "upkeep", "done")
     items = client.get("/api/memories").json()["memories"]

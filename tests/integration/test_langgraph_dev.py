@@ -187,7 +187,7 @@ async def streamed_messages(
 
 @pytest.fixture(scope="module")
 def remembering_thread(langgraph_dev: Server) -> str:
-    """A thread whose memory has a pin, a summary and recent messages: worth leaking."""
+    """A thread whose memory has a summary and recent messages: worth leaking."""
 
     async def go() -> str:
         thread = await get_client(url=langgraph_dev.url).threads.create()
@@ -230,7 +230,7 @@ def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
 def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer(
     langgraph_dev: Server,
 ) -> None:
-    """What the README says of Studio's message stream on a tool turn: the model's tool
+    """What docs/api.md says of Studio's message stream on a tool turn: the model's tool
     call, the tool's result, then the answer; no prompt, no memory."""
 
     async def go() -> tuple[list[Any], Any]:
@@ -250,7 +250,7 @@ def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer
 
 
 def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:
-    """Hardening 10: a tool turn announces `tool`; the last route announced is the route."""
+    """A tool turn announces one route, `tool`: the route the turn took."""
 
     async def go() -> list[Any]:
         client = get_client(url=langgraph_dev.url)
@@ -270,7 +270,7 @@ def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:
 
     routes, final = asyncio.run(go())
     assert final["route"] == "tool"
-    assert routes == ["chat", "tool"]
+    assert routes == ["tool"]
 
 
 def test_the_graph_status_agrees_while_a_review_is_pending(langgraph_dev: Server) -> None:

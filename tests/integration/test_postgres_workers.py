@@ -89,7 +89,14 @@ class Session:
         return response
 
     def chat(self, n: int, message: str, **body: Any) -> httpx.Response:
-        return self.request(n, "POST", "/api/chat", json={"message": message, **body})
+        """A turn on worker `n`, read to the end of the memory upkeep after it."""
+        return self.request(
+            n,
+            "POST",
+            "/api/chat",
+            params={"followUpkeep": "true"},
+            json={"message": message, **body},
+        )
 
     def listed(self, n: int) -> list[str]:
         return [

@@ -93,6 +93,16 @@ def test_tool_calls_and_results_never_reach_memory(memory: ConversationMemory) -
     ]
     assert {"event": "tool_call", "name": "calculator", "id": "c1"} in events
     assert memory.hydrate("s1", "c1")["messages"][1]["text"] == "6*7 is 42."
+    assert [e for e in events if e["event"] == "route"] == [{"event": "route", "route": "tool"}]
+
+
+@pytest.mark.parametrize("tools", [BUILTIN_TOOLS, ()])
+def test_an_auto_chat_turn_announces_one_route(memory: ConversationMemory, tools: Any) -> None:
+    final, events = run(
+        compile_graph(memory, ScriptedModel(replies=["hi"]), tools=tools), {"message": "hello"}
+    )
+    assert final["route"] == "chat"
+    assert [e for e in events if e["event"] == "route"] == [{"event": "route", "route": "chat"}]
 
 
 def test_explicit_chat_mode_offers_no_tools(memory: ConversationMemory) -> None:

@@ -18,10 +18,10 @@ from memory.schema import ChatThreadMessage
 from memory.text import approximate_tokens
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
-FILLER = [f"Here is general advice number {n} about staying organised." for n in range(20)]
+FILLER = [f"Here is general advice number {n} about staying organised." for n in range(60)]
 SALARY = "Your net salary is 400,000 yen after taxes and pension."
 BONUS = "The bonus of 1.2 million yen goes to the mortgage."
-ANSWER = " ".join([*FILLER[:12], SALARY, BONUS, *FILLER[12:]])
+ANSWER = " ".join([*FILLER[:30], SALARY, BONUS, *FILLER[30:]])
 
 
 def test_a_short_text_is_shown_whole() -> None:
@@ -33,7 +33,7 @@ def test_a_long_text_shows_its_best_sentences_in_order_not_its_head() -> None:
     assert SALARY in shown and FILLER[0] not in shown
     assert len(shown) <= 200 + 2 * len(GAP) + 2
     # a run of sentences around it, in the order said
-    assert shown.index(FILLER[11]) < shown.index(SALARY)
+    assert shown.index(FILLER[29]) < shown.index(SALARY)
     assert shown.startswith("…") and shown.endswith("…")
 
 
@@ -83,7 +83,7 @@ def test_a_recalled_answer_shows_the_passage_the_question_matched() -> None:
     recall = choose([answer], terms, conversation_id="now", state=ThreadState(), max_tokens=2_000)
     text = render(recall.lines)
     assert len(ANSWER) > LINE_CHARS and ANSWER.index(SALARY) > LINE_CHARS
-    assert SALARY in text  # past the first 600 characters, and shown
+    assert SALARY in text  # past the first LINE_CHARS characters, and shown
     # with the turn it answered, before it
     assert text.index("pay stubs") < text.index(SALARY)
 
@@ -108,7 +108,7 @@ def test_no_line_is_shown_twice_nor_a_copy_of_what_the_context_holds() -> None:
 
 def tail(n: int) -> str:
     """Filler of its own words (no near copy of another line's)."""
-    return " ".join(f"Topic{n}x{k} is note{n}y{k} for later." for k in range(40))
+    return " ".join(f"Topic{n}x{k} is note{n}y{k} for later." for k in range(80))
 
 
 def test_the_block_is_dated_in_time_order_and_within_its_budget() -> None:
@@ -132,7 +132,7 @@ def test_the_block_is_dated_in_time_order_and_within_its_budget() -> None:
         )
         block = recall_block(recall.groups)
         assert block is None or approximate_tokens(block.text) <= budget
-        if budget >= 400:
+        if budget >= 1_000:
             assert block is not None
             shown = block.text
             assert len(recall.lines) > 1 and shown.count("net salary") == len(recall.lines)

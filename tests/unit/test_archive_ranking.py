@@ -176,3 +176,21 @@ def test_postgres_counts_follow_every_write_and_leave_no_word_behind(
     assert not [row for row in rows(kept) if row[1] == "bakery"]
     memory.archive.forget_session("s1")
     assert rows(kept) == [] and rows("SELECT * FROM archive_counts") == []
+
+
+def test_a_message_its_words_do_not_mark_recalls_when_it_shares_enough_that_is_rare(
+    memory: ConversationMemory,
+) -> None:
+    # "explain …" has the shape of a request about the world, and "Himmelbeet" is no
+    # past event: the cues say no; four words said in one line of forty say yes
+    memory.accept_draft("s1", "c1")
+    for n in range(20):
+        memory.write_turn("s1", "c1", chat_turn(f"Note {n} about the weather", f"Noted {n}."))
+    line = "The Himmelbeet partner list is in the Kreuzberg folder"
+    memory.write_turn("s1", "c1", chat_turn(line, "Got it."))
+    asked = memory.recall(
+        "s1", "c2", "explain the Himmelbeet Kreuzberg partner list", ThreadState()
+    )
+    assert line in [recalled.text for recalled in asked.lines]
+    # one rare word is not enough
+    assert memory.recall("s1", "c2", "explain the Himmelbeet approach", ThreadState()).lines == ()

@@ -347,10 +347,23 @@ def test_printer_streams_tokens_between_status_lines() -> None:
     assert printer.outcome.result is not None and printer.outcome.interrupt is None
 
 
+def test_printer_shows_the_route_an_auto_chat_turn_took_below_its_answer() -> None:
+    out, _, _ = printed(
+        [
+            {"event": "token", "text": "Hello."},
+            {"event": "status", "stage": "route", "route": "chat"},
+            {"event": "memory", "stage": "write", "status": "started"},
+            {"event": "memory", "stage": "write", "status": "succeeded"},
+            done(route="chat", text="Hello."),
+        ]
+    )
+    assert out.splitlines() == ["Hello.", "[route: chat]", "[memory: written]"]
+
+
 def test_printer_shows_the_tool_route_a_chat_turn_escalated_to() -> None:
     out, _, _ = printed(
         [
-            {"event": "status", "stage": "route", "route": "chat"},
+            {"event": "status", "stage": "route", "route": "tool"},
             {"event": "status", "stage": "tool", "name": "calculator"},
             {"event": "token", "text": "42."},
             done(route="tool", text="42."),

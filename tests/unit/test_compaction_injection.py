@@ -51,12 +51,6 @@ def offline_compaction() -> ThreadState:
     return result.state
 
 
-def test_an_assistant_text_never_becomes_a_pinned_decision() -> None:
-    pins = offline_compaction().pinned_decisions
-    assert not any("evil.example" in pin for pin in pins)
-    assert pins == ["We decided to ship on Friday."]
-
-
 def test_a_user_text_never_reads_as_the_assistant_in_the_summary() -> None:
     summary = offline_compaction().summary
     for line in summary.splitlines():
@@ -69,9 +63,8 @@ def test_a_user_text_never_reads_as_the_assistant_in_the_summary() -> None:
 
 
 def test_a_heading_inside_a_message_does_not_hide_later_turns() -> None:
-    output = offline_compaction()
-    assert "BLUE-HERON-7" in output.summary
-    assert "We decided to ship on Friday." in output.pinned_decisions
+    summary = offline_compaction().summary
+    assert "BLUE-HERON-7" in summary and "We decided to ship on Friday." in summary
 
 
 def test_the_model_receives_each_message_as_its_own_entry() -> None:
@@ -120,12 +113,6 @@ def pasted_state() -> ThreadState:
     # most: the last two turns stay unfolded)
     decided = ("We decided to ship on Friday. " + PASTED[6], "Got it.")
     return thread_state([decided, *((text, "Noted.") for text in PASTED[:6]), ("ok", "fine")])
-
-
-def test_pasted_or_forged_text_is_never_pinned_offline() -> None:
-    result = compact(pasted_state(), OfflineChatModel())
-    assert result.status.value == "succeeded", result.error
-    assert result.state.pinned_decisions == ["We decided to ship on Friday."]
 
 
 def test_a_models_pin_that_quotes_pasted_text_is_refused_and_its_input_marks_it() -> None:

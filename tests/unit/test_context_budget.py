@@ -22,7 +22,7 @@ from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.longterm import MemoryItem, MemoryKind
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage
-from tests.context_support import build_context
+from tests.context_support import build_context, overwrite_memory
 from tests.fakes import ScriptedModel
 
 pytestmark = pytest.mark.sqlite_only
@@ -149,8 +149,7 @@ def test_every_routes_context_fits_the_budget(
 ) -> None:
     agent, model = budget_agent
     cid = agent.send("hello", session_id="s", create_conversation=True).conversation_id
-    stored = agent.memory.read_memory("s", cid)
-    agent.memory.replace("s", cid, heavy_state(), expected_version=stored.version)
+    overwrite_memory(agent.memory, "s", cid, heavy_state())
     model.received.clear()
     result = agent.send(message, session_id="s", conversation_id=cid, mode=mode)
     assert result.status in ("completed", "interrupted", "blocked")

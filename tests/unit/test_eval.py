@@ -145,7 +145,7 @@ def test_facts_match_any_alternative_case_insensitively() -> None:
     assert Fact.model_validate("vegetarian").any == ["vegetarian"]
 
 
-def test_the_offline_model_answers_summarization_requests_with_a_digest() -> None:
+def test_the_offline_model_answers_summarization_requests_with_its_compactors_lines() -> None:
     history = [
         HumanMessage("Our database is PostgreSQL 15."),
         AIMessage("Noted."),
@@ -160,6 +160,9 @@ def test_the_offline_model_answers_summarization_requests_with_a_digest() -> Non
         ("user", "Thanks, that helps."),
     ]
     answer = summary_answer(parsed)
-    assert "PostgreSQL 15" in answer and "Thanks, that helps" not in answer
+    assert answer.endswith(
+        '## SUMMARY\nUser: "Our database is PostgreSQL 15."\nAssistant: "Noted."\n'
+        'User: "Thanks, that helps."'
+    )
     assert OfflineChatModel().invoke(prompt).text == answer
     assert summary_request([HumanMessage("hello")]) is None

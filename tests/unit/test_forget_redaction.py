@@ -15,6 +15,7 @@ from agent.offline.local import ModelCall
 from agent.offline.summaries import summary_request
 from agent.settings import Settings
 from memory.redaction import FORGOTTEN
+from tests.context_support import overwrite_memory
 
 ITEM = "I like green tea"
 SENT: list[str] = []
@@ -52,13 +53,13 @@ def test_forgetting_redacts_the_text_from_the_session_memory(
     cid = chat.conversation_id
     assert ITEM.casefold() in chat.text.casefold()  # the answer repeats it
     state = agent.memory.read_memory("s", cid)
-    agent.memory.replace(
+    overwrite_memory(
+        agent.memory,
         "s",
         cid,
         state.model_copy(
             update={"summary": f"The user said: {ITEM.upper()}.", "pinned_decisions": [ITEM]}
         ),
-        expected_version=state.version,
     )
     # a task list waiting for its review holds the text in its run checkpoints
     waiting = agent.send(

@@ -27,7 +27,7 @@ DOOR_CODE = "The door code is 4512."
 
 @pytest.fixture
 def agent(open_agent: Callable[..., ChatAgent]) -> ChatAgent:
-    return open_agent(OfflineChatModel(), long_term_memory="rules")
+    return open_agent(OfflineChatModel(), long_term_memory="explicit")
 
 
 def everything(agent: ChatAgent, session: str) -> str:
@@ -111,9 +111,9 @@ def test_a_secret_in_imported_messages_summary_and_pins_is_redacted(agent: ChatA
     memory["messages"][0] = message("m1-u", "user", f"Hello. {DOOR_CODE}")
     memory.update(
         summary=f"We talked about the house. {DOOR_CODE}",
-        summary_version=1,
-        pinned_decisions=["Door code 4512 for the delivery", "Bake on Sundays"],
-        open_questions=["Is the PIN still 4512?"],
+        summaryVersion=1,
+        pinnedDecisions=["Door code 4512 for the delivery", "Bake on Sundays"],
+        openQuestions=["Is the PIN still 4512?"],
     )
     agent.import_(sent, session_id="bob")
     kept = everything(agent, "bob")

@@ -193,19 +193,17 @@ def test_successful_compaction_is_stored_with_a_new_version(memory: Conversation
 
 def test_compare_and_set_rejects_a_stale_version(memory: ConversationMemory) -> None:
     write_turns(memory, 1)
-    stale = memory.read_memory("s1", "c1")
+    stale = memory.documents.read("s1", "c1")
     write_turns(memory, 1, start=1)
+    lost = {"c1": stale.memory.model_copy(update={"summary": "lost"})}
     with pytest.raises(VersionConflict) as error:
-        memory.replace(
-            "s1", "c1", stale.model_copy(update={"summary": "lost"}), expected_version=stale.version
-        )
-    assert (error.value.expected, error.value.found) == (stale.version, stale.version + 1)
+        memory.documents.commit("s1", stale.registry, None, lost, read=("c1", stale))
+    assert error.value.found == error.value.expected + 1  # a turn was written since
     assert memory.read_memory("s1", "c1").summary == ""
-    fresh = memory.read_memory("s1", "c1")
-    stored = memory.replace(
-        "s1", "c1", fresh.model_copy(update={"summary": "ok"}), expected_version=fresh.version
-    )
-    assert stored.version == fresh.version + 1
+    fresh = memory.documents.read("s1", "c1")
+    kept = {"c1": fresh.memory.model_copy(update={"summary": "ok"})}
+    memory.documents.commit("s1", fresh.registry, None, kept, read=("c1", fresh))
+    assert memory.read_memory("s1", "c1").summary == "ok"
 
 
 def test_turn_written_during_compaction_is_not_lost(memory: ConversationMemory) -> None:

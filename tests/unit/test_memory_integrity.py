@@ -63,6 +63,36 @@ def test_a_turn_ending_after_its_conversation_was_pruned_writes_nothing(
         memory.hydrate("s1", "c0")
 
 
+def test_a_turn_writes_from_what_it_read_unless_a_writer_changed_it_meanwhile(
+    memory: ConversationMemory,
+) -> None:
+    memory.accept_draft("s1", "c1")
+    read = memory.memory_for_turn("s1", "c1")
+    reads = 0
+    get_many = memory.threads.get_many
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal reads
+        reads += 1
+        return get_many(*args, **kwargs)  # type: ignore[arg-type]
+
+    memory.threads.get_many = counted  # type: ignore[assignment,method-assign]
+    first = memory.write_turn("s1", "c1", chat_turn("q0", "a0"), read=read)
+    assert (first.written, reads) == (True, 0)  # nothing changed since: no second read
+    stale = memory.memory_for_turn("s1", "c1")
+    memory.write_turn("s1", "c1", chat_turn("q1", "a1"))  # another writer, meanwhile
+    late = memory.write_turn("s1", "c1", chat_turn("q2", "a2"), read=stale)
+    assert late.written and [m.text for m in late.state.messages] == [
+        *("q0", "a0", "q1", "a1", "q2", "a2")
+    ]
+    gone = memory.memory_for_turn("s1", "c1")
+    memory.delete_conversation("s1", "c1")
+    assert memory.write_turn("s1", "c1", chat_turn("q3", "a3"), read=gone).skipped is (
+        SkipReason.GONE
+    )
+    assert "c1" not in listed(memory)
+
+
 def test_compaction_of_a_deleted_conversation_does_not_bring_it_back(
     memory: ConversationMemory,
 ) -> None:

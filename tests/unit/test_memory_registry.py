@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
+from agent import ChatAgent
 from memory import ConversationNotFound, InvalidInput, new_conversation_id
 from memory.conversations import ConversationMemory
 from memory.registry import make_title
 from memory.storage import iter_thread_ids
 from memory.turns import chat_turn
+from tests.fakes import ScriptedModel
 
 
 def listed(memory: ConversationMemory, session: str = "s1") -> list[str]:
@@ -168,16 +171,19 @@ def test_pending_drafts_are_bounded(memory: ConversationMemory) -> None:
         memory.require_conversation("s1", "d0")
 
 
-@pytest.mark.parametrize("bad", ["", "x" * 121, "../etc", "a b"])
-def test_bad_ids_write_nothing(memory: ConversationMemory, bad: str) -> None:
-    for call in (memory.accept_draft, memory.select, memory.hydrate, memory.delete_conversation):
+@pytest.mark.parametrize("bad", ["", "x" * 121, "../etc", "a b", "ä"])
+def test_bad_ids_are_refused_at_the_boundary_and_write_nothing(
+    open_agent: Callable[..., ChatAgent], bad: str
+) -> None:
+    agent = open_agent(ScriptedModel(replies=["ok"]))
+    for call in (agent.select, agent.hydrate, agent.delete_conversation, agent.recover):
         with pytest.raises(InvalidInput):
-            call("s1", bad)
+            call(session_id="s1", conversation_id=bad)
     with pytest.raises(InvalidInput):
-        memory.write_turn("s1", bad, chat_turn("q", "a"))
+        agent.send("q", session_id="s1", conversation_id=bad)
     with pytest.raises(InvalidInput):
-        memory.accept_draft(bad, "c1")
-    assert list(iter_thread_ids(memory.threads)) == []
+        agent.send("q", session_id=bad, create_conversation=True)
+    assert list(iter_thread_ids(agent.memory.threads)) == []
 
 
 def test_dtos_carry_no_session_or_thread_ids(memory: ConversationMemory) -> None:

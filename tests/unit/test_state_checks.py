@@ -20,6 +20,7 @@ from memory import ThreadState
 from memory.compaction import structured_compactor
 from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.schema import ChatThreadMessage
+from tests.context_support import overwrite_memory
 from tests.unit.tasklist_support import done, plan, requests, scripted, start, summary, texts
 
 pytestmark = pytest.mark.sqlite_only
@@ -38,14 +39,13 @@ def test_compaction_during_a_pending_review_never_reruns_a_finished_task(
     review = agent.resume({"action": "approve"}, session_id="s1", conversation_id=cid)
     assert review.status == "interrupted" and len(requests(model, TasklistTaskResult)) == 2
     # the conversation's memory fills and is compacted while the review waits
-    stored = agent.memory.read_memory("s1", cid)
     filler = [
         ChatThreadMessage(
             id=f"m{n}", role="user" if n % 2 == 0 else "assistant", text=f"note {n}", created_at=NOW
         )
         for n in range(10)
     ]
-    agent.memory.replace("s1", cid, ThreadState(messages=filler), expected_version=stored.version)
+    overwrite_memory(agent.memory, "s1", cid, ThreadState(messages=filler))
     compaction = agent.memory.compact("s1", cid, structured_compactor(OfflineChatModel()))
     assert compaction.status.value == "succeeded"
     result = agent.resume({"action": "accept"}, session_id="s1", conversation_id=cid)
@@ -75,14 +75,14 @@ def test_a_revoked_preference_leaves_no_trace_in_the_next_context(
 
     said = "From now on, always answer in Chinese. Remember that I want answers in Chinese."
     cid = send(said, create_conversation=True)
-    for n in range(4):  # enough turns for compaction to pin the decision
+    for n in range(4):  # enough turns for compaction to fold the request
         send(f"Question {n} about the rollout plan.", conversation_id=cid)
     send(
         "I no longer want answers in Chinese. Forget that I want answers in Chinese.",
         conversation_id=cid,
     )
     blocks = memory_blocks(model)  # what the revoking turn itself was sent
-    assert "Chinese" in blocks.get(PINNED_BLOCK_ID, "") and "Chinese" in blocks[LONG_TERM_BLOCK_ID]
+    assert "Chinese" in blocks[SUMMARY_BLOCK_ID] and "Chinese" in blocks[LONG_TERM_BLOCK_ID]
     for n in range(4):  # the revocation is folded by the next compaction
         send(f"Another question {n}.", conversation_id=cid)
     blocks = memory_blocks(model)

@@ -239,7 +239,7 @@ def test_a_pending_review_is_listed_and_read_from_the_run_thread(open_agent: Any
     # the review is read from the run's pending interrupt; memory keeps nothing of it
     assert hydration["review"] == review
     assert agent.pending_review(session_id="s1", conversation_id=cid) == review
-    assert agent.memory.read_with_registry("s1", cid).state is None
+    assert agent.memory.documents.read("s1", cid).state is None
     listed = agent.conversations(session_id="s1")["conversations"]
     assert [(e["id"], e["title"], e["reviewPending"]) for e in listed] == [(cid, GOAL, True)]
     run_thread = agent.memory.run_thread("s1", cid)

@@ -9,6 +9,7 @@ import io
 import json
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,7 @@ def test_a_round_trip_into_a_fresh_database_gives_the_same_memory_and_search(
     for key in (agent.memory.ids.session_key("alice"), "alice", "thread", "session"):
         assert key not in text
     assert_client_safe(document)
+    assert "_" not in "".join(keys(document))  # one key style, the API's
 
     with agent_on(fresh_url, tmp_path / "fresh-data", secret="t" * 40) as fresh:
         summary = fresh.import_(json.dumps(document).encode(), session_id="alice")
@@ -166,6 +168,36 @@ def test_a_round_trip_into_a_fresh_database_gives_the_same_memory_and_search(
         }
         assert views(fresh, "alice") == before
         assert undated(fresh.export(session_id="alice")) == undated(document)
+
+
+def keys(value: Any) -> Iterator[str]:
+    """Every object key in a JSON value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from keys(item)
+
+
+def test_an_export_of_an_earlier_release_with_snake_case_keys_imports_the_same(
+    sqlite_agent: ChatAgent,
+) -> None:
+    earlier = (Path(__file__).parent / "snapshots" / "export_earlier_release.json").read_text()
+    assert '"created_at"' in earlier and '"createdAt"' in earlier  # both spellings
+    summary = sqlite_agent.import_(earlier, session_id="bob")
+    assert summary["conversations"]["imported"] == summary["memories"]["imported"] == 1
+    (item,) = sqlite_agent.memories(session_id="bob")["memories"]
+    assert item["text"] == "I bake bread on Sundays"
+    stated = json.loads(earlier)["memories"][0]["created_at"]
+    assert datetime.fromisoformat(item["createdAt"]) == datetime.fromisoformat(stated)
+    (listed,) = sqlite_agent.conversations(session_id="bob")["conversations"]
+    hydrated = sqlite_agent.hydrate(session_id="bob", conversation_id=listed["id"])
+    messages = json.loads(earlier)["conversations"][0]["memory"]["messages"]
+    assert [m["text"] for m in hydrated["messages"]] == [m["text"] for m in messages]
+    again = sqlite_agent.export(session_id="bob")
+    assert "_" not in "".join(keys(again)) and again["memories"][0]["createdAt"]
 
 
 def test_importing_twice_changes_nothing_and_never_touches_another_session(
@@ -249,9 +281,9 @@ def item(text: str, number: int = 1, **fields: Any) -> dict[str, Any]:
         "kind": "fact",
         "text": text,
         "importance": 3,
-        "created_at": T0,
-        "updated_at": T0,
-        "conversation_id": None,
+        "createdAt": T0,
+        "updatedAt": T0,
+        "conversationId": None,
         "key": normalise(text),
         "subject": None,
         **fields,
@@ -259,7 +291,7 @@ def item(text: str, number: int = 1, **fields: Any) -> dict[str, Any]:
 
 
 def message(mid: str, role: str, text: str) -> dict[str, Any]:
-    return {"id": mid, "role": role, "text": text, "created_at": T0}
+    return {"id": mid, "role": role, "text": text, "createdAt": T0}
 
 
 def document(**parts: Any) -> dict[str, Any]:

@@ -218,3 +218,34 @@ def test_a_stream_told_pending_ends_with_upkeep_done_when_an_earlier_upkeep_paid
     assert events[done]["result"]["upkeep"] == "pending"
     assert kinds[done + 1 :] == [("memory", "upkeep", "done")]
     assert stored(agent, cid)["upkeep"] == "done"
+
+
+def test_an_exchange_that_compacts_commits_once_in_its_turn_and_once_in_its_upkeep(
+    open_agent: Callable[..., ChatAgent],
+) -> None:
+    summary = CompactionOutput(summary="S1", pinned_decisions=[], retired_pins=[])
+    agent = open_agent(
+        ScriptedModel(replies=["ok"] * 5, structured=[summary]), long_term_memory="off"
+    )
+    cid = agent.send("q0", session_id="s", create_conversation=True).conversation_id
+    for n in range(1, 4):
+        agent.send(f"q{n}", session_id="s", conversation_id=cid)
+    assert agent.wait_for_upkeep(WAIT)
+    threads, counted = agent.memory.threads, {"read": 0, "commit": 0}
+    get_many, put_many = threads.get_many, threads.put_many
+
+    def read(*args: Any, **kwargs: Any) -> Any:
+        counted["read"] += 1
+        return get_many(*args, **kwargs)
+
+    def commit(*args: Any, **kwargs: Any) -> Any:
+        counted["commit"] += 1
+        return put_many(*args, **kwargs)
+
+    threads.get_many, threads.put_many = read, commit  # type: ignore[method-assign]
+    assert agent.send("q4", session_id="s", conversation_id=cid).compaction == "pending"
+    assert agent.wait_for_upkeep(WAIT)
+    assert counted["commit"] == 2  # the turn's write; the compaction with the upkeep's end
+    assert counted["read"] == 3  # the turn's; the upkeep's and its compare-and-set
+    record = stored(agent, cid)
+    assert (record["summaryPreview"], record["upkeep"]) == ("S1", "done")

@@ -13,7 +13,13 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from memory.storage.documents import DOCUMENTS_TABLE, Dialect, InTransaction
+from memory.storage.documents import (
+    DOCUMENTS_TABLE,
+    Dialect,
+    InTransaction,
+    Versions,
+    check_versions,
+)
 
 DELETE_THREADS_SQL = tuple(
     f"DELETE FROM {table} WHERE thread_id = ANY(%(threads)s)"
@@ -101,10 +107,19 @@ class PostgresDocuments:
         delete: Sequence[str] = (),
         *,
         also: InTransaction | None = None,
+        expected: Versions | None = None,
     ) -> None:
-        """Replace the documents, delete the threads in `delete` (documents,
-        checkpoints, blobs and writes) and run `also`, in one transaction."""
+        """Check the `expected` versions, replace the documents, delete the threads in
+        `delete` (documents, checkpoints, blobs and writes) and run `also`, in one
+        transaction."""
         with self.transaction() as cur:
+            if expected:
+                found = cur.execute(
+                    f"SELECT thread_id, (document::json ->> 'version')::int AS version "
+                    f"FROM {DOCUMENTS_TABLE} WHERE thread_id = ANY(%s)",
+                    (list(expected),),
+                ).fetchall()
+                check_versions({row["thread_id"]: row["version"] for row in found}, expected)
             if delete:
                 for sql in DELETE_THREADS_SQL:
                     cur.execute(sql, {"threads": list(delete)})

@@ -11,7 +11,13 @@ from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from memory.storage.documents import DOCUMENTS_TABLE, Dialect, InTransaction
+from memory.storage.documents import (
+    DOCUMENTS_TABLE,
+    Dialect,
+    InTransaction,
+    Versions,
+    check_versions,
+)
 from memory.storage.sqlite.checkpointer import delete_threads
 from memory.storage.sqlite.connection import sqlite_transaction, truncate_wal
 
@@ -97,10 +103,19 @@ class SqliteDocuments:
         delete: Sequence[str] = (),
         *,
         also: InTransaction | None = None,
+        expected: Versions | None = None,
     ) -> None:
-        """Replace the documents, delete the threads in `delete` (documents,
-        checkpoints and writes) and run `also`, in one transaction."""
+        """Check the `expected` versions, replace the documents, delete the threads in
+        `delete` (documents, checkpoints and writes) and run `also`, in one transaction."""
         with self.transaction() as cur:
+            if expected:
+                marks = ", ".join("?" * len(expected))
+                found = cur.execute(
+                    f"SELECT thread_id, json_extract(document, '$.version') "
+                    f"FROM {DOCUMENTS_TABLE} WHERE thread_id IN ({marks})",
+                    tuple(expected),
+                ).fetchall()
+                check_versions(dict(found), expected)
             if delete:
                 cur.executemany(
                     f"DELETE FROM {DOCUMENTS_TABLE} WHERE thread_id = ?",
