@@ -191,6 +191,8 @@ class Assembly:
     upkeep: Compiled
     structured: StructuredPolicy
     release: Callable[[], None] = _nothing
+    batches: bool = False
+    """Whether a model extracts (its extraction is batched)."""
 
 
 def assemble(
@@ -273,4 +275,5 @@ def assemble(
         memory.threads.close()
         release()
         raise
-    return Assembly(memory, long_term, budget, graph, upkeep, method, release)
+    batches = extraction == "model"
+    return Assembly(memory, long_term, budget, graph, upkeep, method, release, batches)

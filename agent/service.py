@@ -90,7 +90,13 @@ class ChatAgent:
         )
         self.routes = frozenset(self.graph.nodes) & ROUTES
         self._loop = BackgroundLoop()
-        self.upkeep = UpkeepRunner(parts.upkeep, self.memory, self._loop)
+        self.upkeep = UpkeepRunner(
+            parts.upkeep,
+            self.memory,
+            self._loop,
+            batch_turns=self.settings.extraction_batch_turns if parts.batches else 1,
+            idle_seconds=self.settings.extraction_idle_seconds,
+        )
         self._runner = TurnRunner(
             graph=self.graph,
             memory=self.memory,

@@ -28,6 +28,8 @@ from memory.limits import (
     DEFAULT_CONTEXT_BUDGET_TOKENS,
     DEFAULT_RECALL_DISTANCE,
     DEFAULT_RECALL_TOKENS,
+    EXTRACTION_BATCH_TURNS,
+    MAX_OWED_IN_ONE_CALL,
     MIN_CONTEXT_BUDGET_TOKENS,
     MIN_SECRET_CHARS,
 )
@@ -190,6 +192,19 @@ class Settings(BaseSettings):
         DEFAULT_RECALL_TOKENS, ge=0, le=100_000, validation_alias=_env("AGENT_RECALL_TOKENS")
     )
     run_history: RunHistory = Field("latest", validation_alias=_env("AGENT_RUN_HISTORY"))
+    extraction_batch_turns: int = Field(
+        EXTRACTION_BATCH_TURNS,
+        ge=1,
+        le=MAX_OWED_IN_ONE_CALL,
+        validation_alias=_env("AGENT_EXTRACTION_BATCH_TURNS"),
+    )
+    extraction_idle_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=86_400,
+        allow_inf_nan=False,
+        validation_alias=_env("AGENT_EXTRACTION_IDLE_SECONDS"),
+    )
     context_budget_tokens: int = Field(
         DEFAULT_CONTEXT_BUDGET_TOKENS,
         ge=MIN_CONTEXT_BUDGET_TOKENS,

@@ -11,6 +11,12 @@ then pays the record, one upkeep at a time per conversation:
   waits for it;
 - a process that dies first leaves the record pending: the next turn's upkeep (or a
   read of the conversation) pays it.
+A turn's upkeep lets a model's extraction wait for its batch (`graphs.upkeep`); the
+runner pays what waits when the conversation has been idle `idle_seconds`, when a turn
+of another conversation of the same user comes (before that conversation reads
+long-term memory much: its own turn is not delayed, and sees the owed turns through
+episodic recall meanwhile), on `wait` and on `close`. The first turn of a user in a
+process also pays what the user's other conversations owe (a stopped process's).
 Each upkeep runs in a worker thread of its own pool (the model calls and the lock
 stay in one thread); its `memory` events reach every stream following it.
 """
@@ -20,18 +26,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StreamMode
 
 from agent.client_events import MemoryEvent, StatusEvent, custom_event
 from agent.loop import BackgroundLoop
 from graphs.state import Context
 from memory import LockTimeout
 from memory.conversations import ConversationMemory
+from memory.limits import EXTRACTION_BATCH_TURNS
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +50,8 @@ UPKEEP_LOCK_TIMEOUT = 120.0
 """Seconds an upkeep waits for another process's upkeep of the same conversation; past
 it the record stays pending for the next one."""
 CLOSE_TIMEOUT = 30.0
+IDLE_SECONDS = 30.0
+"""Default seconds after a conversation's last turn before its waiting extraction runs."""
 """Seconds `close` waits for running upkeep (what is left stays on the record)."""
 UpkeepEvent = StatusEvent | MemoryEvent
 """What an upkeep's run streams to the clients following it (its `memory` events)."""
@@ -54,6 +65,8 @@ class Upkeep:
     conversation_id: str
     again: bool = False
     """A turn left more owed while this one ran: go round once more."""
+    flush: bool = False
+    """Extract what is owed now (no waiting for a batch)."""
     listeners: list[asyncio.Queue[UpkeepEvent | None]] = field(default_factory=list)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -67,6 +80,9 @@ class UpkeepRunner:
             conversation's memory).
         memory: the chat memory (its locks order upkeep across processes).
         loop: the agent's event loop, where the upkeep is scheduled and followed.
+        batch_turns: owed turns that make a model extraction due (1: no batching).
+        idle_seconds: how long after a conversation's last turn its waiting
+            extraction runs.
     """
 
     def __init__(
@@ -74,29 +90,87 @@ class UpkeepRunner:
         graph: CompiledStateGraph[Any, Any, Any, Any],
         memory: ConversationMemory,
         loop: BackgroundLoop,
+        *,
+        batch_turns: int = EXTRACTION_BATCH_TURNS,
+        idle_seconds: float = IDLE_SECONDS,
     ) -> None:
         self._graph = graph
         self._memory = memory
         self._loop = loop
+        self._batch_turns = batch_turns
+        self._idle_seconds = idle_seconds
+        self._started = datetime.now(UTC)
         self._pool = ThreadPoolExecutor(UPKEEP_WORKERS, thread_name_prefix="memory-upkeep")
         self._running: dict[tuple[str, str], Upkeep] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._idle: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        """Conversations whose extraction may be waiting, with their idle timer."""
+        self._last: dict[str, str] = {}
+        """Each user's conversation of their latest turn in this process."""
 
     # -- on the agent's loop -------------------------------------------------------------
 
-    async def start(self, session_id: str, conversation_id: str, *, merge: bool = True) -> Upkeep:
+    async def start(
+        self, session_id: str, conversation_id: str, *, merge: bool = True, flush: bool = False
+    ) -> Upkeep:
         """Start the conversation's upkeep, or (`merge`) have the running one go round
-        once more for what was added to the record since it read it."""
+        once more for what was added to the record since it read it; with `flush`, its
+        waiting extraction is paid now. A turn's upkeep (`merge`) pays what the user's
+        other conversations owe; an upkeep that leaves turns waiting (re)starts the
+        conversation's idle timer."""
+        return self._begin(session_id, conversation_id, merge=merge, flush=flush)
+
+    def _begin(self, session_id: str, conversation_id: str, *, merge: bool, flush: bool) -> Upkeep:
         key = (session_id, conversation_id)
+        if merge and not flush and self._batch_turns > 1:
+            self._after_turn(session_id, conversation_id)
         running = self._running.get(key)
         if running is not None:
-            running.again = running.again or merge
+            running.again = running.again or merge or flush
+            running.flush = running.flush or flush
             return running
-        upkeep = self._running[key] = Upkeep(session_id, conversation_id)
-        task = asyncio.create_task(self._drive(upkeep))
+        upkeep = self._running[key] = Upkeep(session_id, conversation_id, flush=flush)
+        self._spawn(self._drive(upkeep))
+        return upkeep
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return upkeep
+
+    def _arm(self, key: tuple[str, str]) -> None:
+        if (timer := self._idle.pop(key, None)) is not None:
+            timer.cancel()
+        self._idle[key] = asyncio.get_running_loop().call_later(
+            self._idle_seconds, self._flush, key
+        )
+
+    def _after_turn(self, session_id: str, conversation_id: str) -> None:
+        key = (session_id, conversation_id)
+        last = self._last.get(session_id)
+        self._last[session_id] = conversation_id
+        if last is None:  # a stopped process may have left the others owing
+            self._spawn(self._flush_others(session_id, conversation_id))
+        elif last != conversation_id:
+            for other in [k for k in self._idle if k[0] == session_id and k != key]:
+                self._flush(other)
+
+    def _flush(self, key: tuple[str, str]) -> None:
+        """Pay the conversation's waiting extraction now."""
+        if (timer := self._idle.pop(key, None)) is not None:
+            timer.cancel()
+        self._begin(*key, merge=False, flush=True)
+
+    async def _flush_others(self, session_id: str, conversation_id: str) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            registry = await loop.run_in_executor(self._pool, self._memory.registry, session_id)
+        except Exception:
+            logger.exception("reading the conversations to catch up failed")
+            return
+        for entry in registry.conversations:
+            if entry.id != conversation_id and (session_id, entry.id) not in self._idle:
+                self._begin(session_id, entry.id, merge=False, flush=True)
 
     def follow(self, upkeep: Upkeep) -> AsyncGenerator[UpkeepEvent, None]:
         """The `memory` events of `upkeep` from this call until it ends (closing the
@@ -121,19 +195,25 @@ class UpkeepRunner:
             with contextlib.suppress(ValueError):
                 upkeep.listeners.remove(queue)
 
-    async def idle(self) -> None:
-        """Wait until no upkeep runs."""
-        while self._running:
-            await asyncio.gather(*(u.finished.wait() for u in list(self._running.values())))
+    async def idle(self, *, flush: bool = True) -> None:
+        """Wait until no upkeep runs; with `flush`, pay every waiting extraction first."""
+        while True:
+            for key in list(self._idle) if flush else ():
+                self._flush(key)
+            if not self._tasks:
+                return
+            await asyncio.wait(list(self._tasks))
 
     async def _drive(self, upkeep: Upkeep) -> None:
         loop = asyncio.get_running_loop()
         try:
             while True:
-                upkeep.again = False
-                await loop.run_in_executor(self._pool, self._pay, upkeep, loop)
+                upkeep.again, flush, upkeep.flush = False, upkeep.flush, False
+                waiting = await loop.run_in_executor(self._pool, self._pay, upkeep, loop, flush)
                 if not upkeep.again:
                     break
+            if waiting:  # paid when the conversation has been idle long enough
+                self._arm((upkeep.session_id, upkeep.conversation_id))
         finally:
             del self._running[(upkeep.session_id, upkeep.conversation_id)]
             for queue in upkeep.listeners:
@@ -146,21 +226,32 @@ class UpkeepRunner:
 
     # -- in an upkeep worker thread ------------------------------------------------------
 
-    def _pay(self, upkeep: Upkeep, loop: asyncio.AbstractEventLoop) -> None:
-        """Run the upkeep graph for the conversation, under its upkeep lock."""
+    def _pay(self, upkeep: Upkeep, loop: asyncio.AbstractEventLoop, flush: bool) -> bool:
+        """Run the upkeep graph for the conversation, under its upkeep lock; whether it
+        left owed turns waiting for their batch."""
         session_id, conversation_id = upkeep.session_id, upkeep.conversation_id
         key = "upkeep:" + self._memory.memory_thread(session_id, conversation_id)
         context = Context(session_id=session_id, conversation_id=conversation_id)
+        batching = not flush and self._batch_turns > 1
+        graph_input = (
+            {"batch_from": self._started, "batch_turns": self._batch_turns} if batching else {}
+        )
+        output: dict[str, Any] = {}
         try:
             with self._memory.threads.locks.hold(key, UPKEEP_LOCK_TIMEOUT):
-                for chunk in self._graph.stream({}, context=context, stream_mode="custom"):
-                    event = custom_event(chunk)
-                    if event is not None:
+                modes: list[StreamMode] = ["custom", "values"]
+                for mode, chunk in self._graph.stream(
+                    graph_input, context=context, stream_mode=modes
+                ):
+                    if mode == "values" and isinstance(chunk, dict):
+                        output = chunk
+                    elif (event := custom_event(chunk)) is not None:
                         loop.call_soon_threadsafe(self._publish, upkeep, event)
         except LockTimeout:
             logger.warning("memory upkeep still running elsewhere; left on the record")
         except Exception:
             logger.exception("memory upkeep failed; what it owed stays on the record")
+        return bool(output.get("waiting"))
 
     # -- from any thread -----------------------------------------------------------------
 
@@ -168,16 +259,18 @@ class UpkeepRunner:
         """`start` from a thread other than the loop's (returns at once)."""
         self._loop.submit(self.start(session_id, conversation_id, merge=merge))
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until no upkeep runs; False when `timeout` seconds passed first."""
+    def wait(self, timeout: float | None = None, *, flush: bool = True) -> bool:
+        """Block until no upkeep runs, with `flush` once the waiting extractions are paid;
+        False when `timeout` seconds passed first."""
         try:
-            self._loop.run(asyncio.wait_for(self.idle(), timeout))
+            self._loop.run(asyncio.wait_for(self.idle(flush=flush), timeout))
         except TimeoutError:
             return False
         return True
 
     def close(self) -> None:
-        """Wait (briefly) for running upkeep, then stop the worker threads."""
+        """Pay the waiting extractions and wait (briefly) for running upkeep, then stop
+        the worker threads (what is left stays on the record)."""
         if not self.wait(CLOSE_TIMEOUT):
             logger.warning("memory upkeep still running at close; left on the record")
         self._pool.shutdown(wait=False, cancel_futures=True)

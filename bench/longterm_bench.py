@@ -6,16 +6,20 @@
    noise weighs on both alike. Every turn recalls (one store query, ranking, the
    block in the context); the difference is what 100 items cost.
 2. Extraction calls: the same turns with `long_term_memory="model"`, counting the
-   extraction calls the cue pre-filter let through; and the share on a mixed set of
-   everyday messages (`EVERYDAY`), where some do say something about the user.
+   extraction calls of the batched upkeep (a batch of four owed turns, a compaction
+   folding one, another conversation's turn, and the flush at the end); the share on a
+   mixed set of everyday messages (`EVERYDAY`), each in a new conversation (so each
+   pays the one before); and a replay of RealMem's dev personas (their user lines,
+   each session a conversation of the persona's user) when the data is at hand.
 
-Run: `make bench` or `python -m bench.longterm_bench [--turns N]`.
+Run: `make bench` or `python -m bench.longterm_bench [--turns N] [--sessions N]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -138,13 +142,53 @@ def extraction_share(turns: int, directory: Path) -> dict[str, Any]:
     }
 
 
+def realmem_share(directory: Path, sessions: int) -> dict[str, Any] | None:
+    """Extraction calls per user turn replaying the first `sessions` sessions of each
+    RealMem dev persona (None without the data)."""
+    from evals.realmem import DATA_DIR, DATA_ENV
+    from evals.realmem_data import load_persona, persona_files
+
+    data = Path(os.environ.get(DATA_ENV) or DATA_DIR)
+    files = persona_files(data) if data.is_dir() else []
+    if not files:
+        return None
+    agent, model = _agent(directory, "realmem", "model")
+    turns = 0
+    with agent:
+        for file in files:
+            persona = load_persona(file)
+            for session in persona.sessions[:sessions]:
+                conversation: str | None = None
+                for line in session.lines:
+                    if line.speaker != "User":
+                        continue
+                    result = agent.send(
+                        line.text[:16_000],
+                        session_id=persona.name.replace(" ", "_").lower(),
+                        conversation_id=conversation,
+                        create_conversation=conversation is None,
+                    )
+                    conversation, turns = result.conversation_id, turns + 1
+        agent.wait_for_upkeep()
+        calls = model.log.extraction_calls
+    return {
+        "personas": len(files),
+        "sessions_each": sessions,
+        "user_turns": turns,
+        "extraction_calls": calls,
+        "share": round(calls / turns, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--sessions", type=int, default=40, help="RealMem sessions per persona")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         cost = per_turn_cost(args.turns, Path(directory))
         share = extraction_share(args.turns, Path(directory))
+        realmem = realmem_share(Path(directory), args.sessions)
     print("long-term memory: per-turn cost (SQLite, zero-latency model, interleaved)")
     empty = cost["no_items"]
     print(f"  0 items:   median {empty['median_ms']} ms, p95 {empty['p95_ms']} ms")
@@ -161,7 +205,12 @@ def main() -> None:
         f"  everyday messages: {share['everyday_extraction_calls']} of "
         f"{share['everyday_messages']} ({share['everyday_share']:.0%})"
     )
-    print(json.dumps({"cost": cost, "extraction": share}))
+    if realmem is not None:
+        print(
+            f"  RealMem dev replay: {realmem['extraction_calls']} of {realmem['user_turns']}"
+            f" user turns ({realmem['share']:.0%})"
+        )
+    print(json.dumps({"cost": cost, "extraction": share, "realmem": realmem}))
 
 
 if __name__ == "__main__":

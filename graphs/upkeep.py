@@ -9,6 +9,12 @@ extracts what the user said about themselves and writes it through the long-term
 gate, `compact` folds older turns into the summary and pinned decisions, and `settle`
 takes what was paid off the record.
 
+A model's extraction is batched when the input gives `batch_from` (the runner does):
+it is due at `batch_turns` owed turns, when a compaction is owed, or when
+a turn owed is older than `batch_from` (a process that stopped left it); until then
+the turns stay owed and only their explicit requests are applied. Without
+`batch_from` every upkeep extracts what is owed.
+
 The graph is compiled once and runs two ways: as the `upkeep` node of the agent graph
 (inline: Studio and the server show it in the turn's run), or on its own, after the
 caller's turn is done (`agent.upkeep_runner`). A failure never fails the turn: the
@@ -20,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Literal
 
@@ -36,9 +43,10 @@ from memory.analysis import redact_secrets
 from memory.bounded import ModelTimeout
 from memory.compaction import CompactionStatus, InvalidCompactionOutput
 from memory.conversations import ConversationMemory
-from memory.limits import MAX_OWED_IN_ONE_CALL
-from memory.longterm import Extractor, OwedTurn
-from memory.longterm.extraction import EXPLICIT_EXTRACTOR, InvalidExtractionOutput
+from memory.limits import EXTRACTION_BATCH_TURNS, MAX_OWED_IN_ONE_CALL
+from memory.longterm import EXPLICIT_EXTRACTOR, Extractor, OwedTurn
+from memory.longterm.explicit import is_explicit
+from memory.longterm.extraction import InvalidExtractionOutput
 from memory.longterm.store import LongTermMemory
 from memory.structured import StructuredOutputError, StructuredStats
 
@@ -46,8 +54,13 @@ logger = logging.getLogger(__name__)
 
 
 class UpkeepInput(TypedDict, total=False):
-    """Nothing: whose conversation the upkeep looks after, the run's context says
-    (`turn_ids`), so that no checkpoint of an inline upkeep holds the ids."""
+    """Whose conversation the upkeep looks after, the run's context says (`turn_ids`),
+    so that no checkpoint of an inline upkeep holds the ids."""
+
+    batch_from: datetime
+    """Owed turns since then may wait for their batch (absent: extract now)."""
+    batch_turns: int
+    """Owed turns that make the batch due (`EXTRACTION_BATCH_TURNS` unless given)."""
 
 
 class UpkeepOutput(TypedDict, total=False):
@@ -61,6 +74,8 @@ class UpkeepOutput(TypedDict, total=False):
     """Texts of the long-term items it added or said again."""
     degraded: bool
     """Set when a step failed (the turn stands)."""
+    waiting: bool
+    """Set when owed turns were left to wait for their batch."""
 
 
 class UpkeepState(UpkeepInput, UpkeepOutput, total=False):
@@ -73,6 +88,10 @@ class UpkeepState(UpkeepInput, UpkeepOutput, total=False):
     embedded: Annotated[str, UntrackedValue(str)]
     """The user message through which this upkeep embedded the archived lines ("" when
     it embedded none)."""
+    paid: Annotated[list[str], UntrackedValue(list)]
+    """The owed turns whose extraction this upkeep paid."""
+    batching: Annotated[bool, UntrackedValue(bool)]
+    """Whether owed turns were left to wait for their batch."""
     settled: Annotated[ThreadState | None, UntrackedValue(ThreadState)]
     """The memory as compaction stored it with the upkeep's end (None: `settle` stores it)."""
 
@@ -102,10 +121,9 @@ def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
 
 
 def paid_by(state: UpkeepState) -> list[str]:
-    """What this upkeep paid: every owed extraction (without `remember`, long-term memory
-    off since it was owed, it is given up rather than left owed for ever), and the
+    """What this upkeep paid: the owed extractions it made (or gave up), and the
     embedding owed through the message it embedded."""
-    paid = [message.id for message in state["record"].upkeep_owed]
+    paid = list(state.get("paid", []))
     if state.get("embedded"):
         paid.append(state["embedded"])
     return paid
@@ -166,7 +184,11 @@ class UpkeepNodes:
         if not record.owes_upkeep and record.upkeep != "pending":  # paid already
             emit_memory("upkeep", record.upkeep)
             return Command(update={"upkeep": record.upkeep}, goto=END)
-        update = {"record": record, "failed": False, "embedded": "", "settled": None}
+        # without `remember` (long-term memory off since it was owed) an owed
+        # extraction is given up rather than left owed for ever
+        paid = [] if self.long_term is not None else [m.id for m in record.upkeep_owed]
+        update = {"record": record, "failed": False, "embedded": "", "paid": paid}
+        update |= {"batching": False, "settled": None}
         goto = "embed" if record.embedding_owed is not None else self._after_embed(record)
         return Command(update=update, goto=goto)
 
@@ -187,18 +209,45 @@ class UpkeepNodes:
             emit_memory("embed", "succeeded", lines=added)
         return Command(update=update, goto=self._after_embed(record))
 
+    def _extraction_due(self, state: UpkeepState, record: ThreadState) -> bool:
+        """Whether the owed turns are extracted now (else they wait for their batch)."""
+        since = state.get("batch_from")
+        if since is None or self.long_term is None or self.long_term[1].source != "model":
+            return True
+        owed = record.upkeep_owed
+        return (
+            len(owed) >= state.get("batch_turns", EXTRACTION_BATCH_TURNS)
+            or any(message.created_at < since for message in owed)
+            or bool(self._folded(record) & {message.id for message in owed})
+        )
+
+    def _folded(self, record: ThreadState) -> set[str]:
+        """The user messages whose turn (the assistant's line before them included) the
+        compaction owed is about to fold."""
+        if not record.compaction_owed:
+            return set()
+        reach = len(record.messages) - self.memory.keep + 1
+        return {message.id for message in record.messages[:reach] if message.role == "user"}
+
     def remember(self, state: UpkeepState) -> Command[Any]:
         """Extract lasting preferences, boundaries, goals, style and facts from the
-        user's own words in the owed turns (one extraction call for a batch of them, each
-        with the assistant's line it answered; never the answer, tools or artifacts),
-        and write what the gate lets through; what a write forgets is forgotten
-        everywhere in the write's own transaction."""
+        user's own words in the owed turns (one extraction call for each batch of at
+        most `MAX_OWED_IN_ONE_CALL`, each turn with the assistant's line it answered;
+        never the answer, tools or artifacts), and write what the gate lets through;
+        what a write forgets is forgotten everywhere in the write's own transaction.
+        Turns left for their batch have their explicit requests applied now (no model
+        call); a batch whose extraction failed stays owed."""
         assert self.long_term is not None
         long_term, extractor = self.long_term
         record = state["record"]
         session_id, conversation_id = turn_ids()
         turns = owed_turns(record, conversation_id)
+        due = self._extraction_due(state, record)
+        if not due:
+            extractor = EXPLICIT_EXTRACTOR
+            turns = [turn for turn in turns if is_explicit(turn.user_text)]
         remembered: list[str] = []
+        paid: list[str] = []
         failed = False
         forget = self.memory.forgetter(session_id)
         reread = partial(self._stored_turns, session_id, conversation_id)
@@ -220,10 +269,12 @@ class UpkeepNodes:
                     refused = True
                     write = write_with(EXPLICIT_EXTRACTOR)
             except Exception as exc:
-                logger.exception("long-term extraction failed; the turn stands")
+                logger.exception("long-term extraction failed; its turns stay owed")
                 emit_memory("remember", "failed", reason=failure_reason(exc))
                 failed = True
                 continue
+            if due:
+                paid += [turn.message_id for turn in batch]
             remembered += write.remembered
             emit_memory(
                 "remember",
@@ -233,7 +284,9 @@ class UpkeepNodes:
                 retired=write.retired,
                 **({"refused": write.refused} if write.refused else {}),
             )
-        update: dict[str, Any] = {"remembered": remembered}
+        update: dict[str, Any] = {"remembered": remembered, "paid": paid, "batching": not due}
+        if not due:
+            update["waiting"] = True
         if failed:
             update |= {"failed": True, "degraded": True}
         return Command(update=update, goto=self._after_remember(record))
@@ -260,7 +313,7 @@ class UpkeepNodes:
                 *turn_ids(),
                 self.compactor,
                 snapshot=state["record"],
-                settle=(paid_by(state), bool(state.get("failed"))),
+                settle=(paid_by(state), bool(state.get("failed")), bool(state.get("batching"))),
             )
         except Exception:
             logger.exception("compaction failed before reaching the model")
@@ -289,9 +342,10 @@ class UpkeepNodes:
         """Record the upkeep's end: the extractions paid, and `done`, `failed`, or
         `pending` while more is owed (a turn that landed meanwhile)."""
         failed = bool(state.get("failed"))
+        batching = bool(state.get("batching"))
         try:
             stored = state.get("settled") or self.memory.settle_upkeep(
-                *turn_ids(), paid_by(state), failed=failed
+                *turn_ids(), paid_by(state), failed=failed, batching=batching
             )
         except Exception:  # the record still says pending: the next upkeep pays it
             logger.exception("settling the memory upkeep failed")

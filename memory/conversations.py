@@ -290,7 +290,7 @@ class ConversationMemory:
         *,
         method: str | None = None,
         snapshot: ThreadState | None = None,
-        settle: tuple[Collection[str], bool] | None = None,
+        settle: tuple[Collection[str], bool, bool] | None = None,
     ) -> CompactionResult:
         """Compact the conversation's memory if it holds more than eight messages.
 
@@ -304,7 +304,7 @@ class ConversationMemory:
             method: structured-output method for `with_structured_output`.
             snapshot: the memory to start from when the caller has it (as the turn's
                 write stored it); read from storage otherwise.
-            settle: the upkeep's end (`settle_upkeep`'s `paid` and `failed`), stored in
+            settle: the upkeep's end (`settle_upkeep`'s `paid`, `failed` and `batching`), stored in
                 the compaction's commit when it stores one.
         """
         if snapshot is None:
@@ -318,7 +318,7 @@ class ConversationMemory:
         conversation_id: str,
         snapshot: ThreadState,
         result: CompactionResult,
-        settle: tuple[Collection[str], bool] | None = None,
+        settle: tuple[Collection[str], bool, bool] | None = None,
     ) -> CompactionResult:
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
@@ -336,7 +336,7 @@ class ConversationMemory:
                 state = rebased
             stored = with_compaction(state, current)
             if settle is not None:
-                stored = settled(stored, settle[0], failed=settle[1])
+                stored = settled(stored, settle[0], failed=settle[1], batching=settle[2])
             lines = None
             compacted = stored.summary_version != current.summary_version
             if compacted and _archives_summaries(latest.registry, conversation_id):
@@ -349,11 +349,18 @@ class ConversationMemory:
         return CompactionResult(result.status, stored, result.error, result.refused)
 
     def settle_upkeep(
-        self, session_id: str, conversation_id: str, paid: Collection[str], *, failed: bool
+        self,
+        session_id: str,
+        conversation_id: str,
+        paid: Collection[str],
+        *,
+        failed: bool,
+        batching: bool = False,
     ) -> ThreadState | None:
         """Record that an upkeep run ended: what the messages `paid` owed (extraction,
         embedding) is off the record, and the status says what is left (`failed` when the
-        run failed, else `pending` while anything is still owed, else `done`).
+        run failed, else `pending` while anything is still owed, else `done`; with
+        `batching`, extractions left for their batch count as done).
 
         Returns:
             the memory as stored, or None when the conversation is gone.
@@ -363,7 +370,7 @@ class ConversationMemory:
             current = latest.state
             if not latest.registry.owns(conversation_id) or current is None:
                 return None
-            stored = settled(current, paid, failed=failed)
+            stored = settled(current, paid, failed=failed, batching=batching)
             self.documents.commit(session_id, latest.registry, None, {conversation_id: stored})
         return stored
 

@@ -19,9 +19,9 @@ SUMMARY_PREVIEW_CHARS: Final = 240
 HARD_MESSAGE_CAP: Final = 16
 """A memory thread never holds more messages than this, even if every compaction fails."""
 
-MAX_OWED_TEXTS: Final = 16
-"""User messages whose long-term extraction a conversation may owe at once; past it
-the oldest are given up (upkeep that falls this far behind is failing)."""
+EXTRACTION_BATCH_TURNS: Final = 4
+"""Owed turns that make a model extraction due: fewer wait for a batch (or for the
+conversation to go idle, compaction, or another conversation of the user)."""
 
 MAX_TITLE_CHARS: Final = 80
 MAX_MESSAGE_CHARS: Final = 16_000

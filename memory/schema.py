@@ -25,7 +25,6 @@ from memory.limits import (
     MAX_ID_CHARS,
     MAX_OPEN_QUESTION_CHARS,
     MAX_OPEN_QUESTIONS,
-    MAX_OWED_TEXTS,
     MAX_PINNED_DECISION_CHARS,
     MAX_PINNED_DECISIONS,
     MAX_RECENT_MESSAGES,
@@ -169,7 +168,7 @@ class ThreadState(BaseModel):
     last_compacted_at: UtcDatetime | None = None
     version: StrictInt = Field(default=0, ge=0)
     upkeep: UpkeepStatus = "done"
-    upkeep_owed: list[ChatThreadMessage] = Field(default_factory=list, max_length=MAX_OWED_TEXTS)
+    upkeep_owed: list[ChatThreadMessage] = Field(default_factory=list)
     embedding_owed: MessageId | None = None
 
     @property

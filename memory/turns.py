@@ -11,7 +11,6 @@ return.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,25 +19,18 @@ from enum import StrEnum
 from langchain_core.messages import AIMessage, BaseMessage
 
 from memory.compaction import local_fallback
-from memory.limits import DELIVERY_REPORT_MAX_CHARS, HARD_MESSAGE_CAP, MAX_OWED_TEXTS
+from memory.limits import DELIVERY_REPORT_MAX_CHARS, HARD_MESSAGE_CAP
 from memory.schema import ChatThreadMessage, ThreadState, new_message_id, require_text, validate_id
-
-logger = logging.getLogger(__name__)
 
 
 def owed_after_turn(
     current: ThreadState, written: Sequence[ChatThreadMessage], owe_remember: bool
 ) -> list[ChatThreadMessage]:
-    """The user messages owed a long-term extraction once `written` is appended (at
-    most `MAX_OWED_TEXTS`: past it, the oldest are given up)."""
+    """The user messages owed a long-term extraction once `written` is appended: none
+    is ever given up (upkeep pays them in batches of `MAX_OWED_IN_ONE_CALL`)."""
     owed = list(current.upkeep_owed)
     if owe_remember:
         owed += [m for m in written if m.role == "user"]
-    if len(owed) > MAX_OWED_TEXTS:
-        logger.warning(
-            "upkeep fell behind: %d owed extractions given up", len(owed) - MAX_OWED_TEXTS
-        )
-        owed = owed[-MAX_OWED_TEXTS:]
     return owed
 
 
@@ -106,15 +98,21 @@ def with_compaction(compacted: ThreadState, current: ThreadState) -> ThreadState
     )
 
 
-def settled(current: ThreadState, paid: Collection[str], *, failed: bool) -> ThreadState:
+def settled(
+    current: ThreadState, paid: Collection[str], *, failed: bool, batching: bool = False
+) -> ThreadState:
     """`current` once an upkeep run ended: the extractions of the messages `paid` off
     the record, and the embedding owed when it was owed through one of them (a turn that
     landed meanwhile still owes its own), and the status of what is left (`failed` when
-    the run failed, else `pending` while anything is still owed, else `done`)."""
+    the run failed, else `pending` while anything is still owed, else `done`; with
+    `batching`, extractions left to wait for their batch count as done)."""
     owed = [m for m in current.upkeep_owed if m.id not in paid]
     embedding = None if current.embedding_owed in paid else current.embedding_owed
     left = current.model_copy(update={"upkeep_owed": owed, "embedding_owed": embedding})
-    status = "failed" if failed else "pending" if left.owes_upkeep else "done"
+    waiting = left.owes_upkeep and not (
+        batching and left.embedding_owed is None and not left.compaction_owed
+    )
+    status = "failed" if failed else "pending" if waiting else "done"
     return left.model_copy(update={"upkeep": status, "version": current.version + 1})
 
 

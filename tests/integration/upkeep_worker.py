@@ -100,7 +100,8 @@ def kill_in_upkeep(
 def main(database_url: str, data_dir: str, workdir: str, stall_at: str) -> None:
     folder = Path(workdir)
     model = stalling_model(stall_at, folder / "stalled")
-    settings = Settings(data_dir=Path(data_dir), long_term_memory="model")
+    # each upkeep extracts: the kill comes while the turn's extraction is owed and running
+    settings = Settings(data_dir=Path(data_dir), long_term_memory="model", extraction_batch_turns=1)
     agent = ChatAgent(database_url=database_url, model=model, secret=SECRET, settings=settings)
     result = agent.send(CUE_TURN, session_id=SESSION, create_conversation=True)
     cid = result.conversation_id

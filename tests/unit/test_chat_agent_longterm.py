@@ -7,17 +7,24 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from agent import ChatAgent, InvalidRequest, MemoryNotFound
+from agent.settings import Settings
 from memory.context import LONG_TERM_BLOCK_ID
 from memory.longterm import ExtractionOutput, Operation
 from tests.fakes import ScriptedModel
 
 pytestmark = pytest.mark.sqlite_only
+
+
+def each_turn(tmp_path: Path) -> Settings:
+    """Settings under which every turn's upkeep extracts (no batch to wait for)."""
+    return Settings(data_dir=tmp_path / "data", extraction_batch_turns=1)
 
 
 def chat_model() -> ScriptedModel:
@@ -394,6 +401,7 @@ def test_a_late_extraction_stores_nothing_and_the_upkeep_fails(
 
 def test_turns_owed_together_go_to_the_model_in_one_call_with_the_line_each_answered(
     open_agent: Callable[..., ChatAgent],
+    tmp_path: Path,
 ) -> None:
     model = ScriptedModel(replies=["Hello!", "Did you move?", "Noted."])
     held = threading.Event()
@@ -404,7 +412,7 @@ def test_turns_owed_together_go_to_the_model_in_one_call_with_the_line_each_answ
 
     second = ExtractionOutput(operations=[add("I live in Denver", quote="Yes, Denver.", turn=2)])
     model.structured = [first, second]
-    agent = open_agent(model, long_term_memory="model")
+    agent = open_agent(model, long_term_memory="model", settings=each_turn(tmp_path))
     cid = agent.send("I have news.", session_id="s", create_conversation=True).conversation_id
     agent.send("Guess where I live now.", session_id="s", conversation_id=cid)
     agent.send("Yes, Denver.", session_id="s", conversation_id=cid)

@@ -359,7 +359,7 @@ def test_memories_show_their_quotes_and_history_what_changed(tmp_path: Path) -> 
         database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
         model=OfflineChatModel(structured_handlers=handlers),
         secret="s" * 40,
-        settings=Settings(data_dir=tmp_path / "data"),
+        settings=Settings(data_dir=tmp_path / "data", extraction_batch_turns=1),
         long_term_memory="model",
     ) as agent:
         out, err, code = chat(

@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
 
 from agent import ChatAgent
+from agent.settings import Settings
 from memory.longterm import ExtractionOutput, Operation
 from tests.fakes import ScriptedModel
 from tests.unit.test_forget_redaction import stored_values
+
+
+def each_turn(tmp_path: Path) -> Settings:
+    """Settings under which every turn's upkeep extracts (no batch to wait for)."""
+    return Settings(data_dir=tmp_path / "data", extraction_batch_turns=1)
 
 
 def said(agent: ChatAgent, text: str, **where: Any) -> str:
@@ -142,6 +149,7 @@ def test_forget_that_i_lived_there_reaches_the_history_item(
 
 def test_the_extraction_model_is_shown_history_it_may_only_forget(
     open_agent: Callable[..., ChatAgent],
+    tmp_path: Path,
 ) -> None:
     def moved(messages: list[BaseMessage]) -> ExtractionOutput:
         (home,) = json.loads(str(messages[-1].content))["current_memories"]
@@ -156,7 +164,7 @@ def test_the_extraction_model_is_shown_history_it_may_only_forget(
             moved,
         ],
     )
-    agent = open_agent(model, long_term_memory="model")
+    agent = open_agent(model, long_term_memory="model", settings=each_turn(tmp_path))
     cid = said(agent, "I live in Lisbonqq.")
     said(agent, "I moved to Portoqq.", conversation_id=cid)
     ((porto,), (lisbon,)) = listed(agent)

@@ -124,8 +124,10 @@ def test_a_base_url_alone_selects_the_endpoint_with_defaults_for_a_local_one() -
 
 @pytest.fixture
 def quick(tmp_path: Path) -> Settings:
-    """Settings bounding every model call at half a second."""
-    return Settings(data_dir=tmp_path / "data", request_timeout=0.5, max_retries=0)
+    """Settings bounding every model call at half a second (each turn's upkeep extracts)."""
+    return Settings(
+        data_dir=tmp_path / "data", request_timeout=0.5, max_retries=0, extraction_batch_turns=1
+    )
 
 
 def test_a_hanging_chat_model_given_as_model_ends_the_turn_and_frees_the_conversation(

@@ -56,14 +56,16 @@ def agent_on(url: str, data: Path, secret: str = SECRET) -> ChatAgent:
         database_url=url,
         model=model(),
         secret=secret,
-        settings=Settings(data_dir=data),
+        settings=Settings(data_dir=data, extraction_batch_turns=1),
         long_term_memory="model",
     )
 
 
 @pytest.fixture
-def agent(open_agent: Callable[..., ChatAgent]) -> ChatAgent:
-    return open_agent(model(), long_term_memory="model")
+def agent(open_agent: Callable[..., ChatAgent], tmp_path: Path) -> ChatAgent:
+    # each turn's upkeep extracts: the documents compared hold each turn's items
+    settings = Settings(data_dir=tmp_path / "data", extraction_batch_turns=1)
+    return open_agent(model(), long_term_memory="model", settings=settings)
 
 
 @pytest.fixture

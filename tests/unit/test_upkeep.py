@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
 
 from agent import ChatAgent
+from agent.settings import Settings
 from memory import CompactionOutput
 from memory.compaction import QuotedItem
 from memory.conversations import ConversationMemory
@@ -22,6 +24,11 @@ from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 
 WAIT = 30.0
+
+
+def each_turn(tmp_path: Path) -> Settings:
+    """Settings under which every turn's upkeep extracts (no batch to wait for)."""
+    return Settings(data_dir=tmp_path / "data", extraction_batch_turns=1)
 
 
 class Gate:
@@ -82,14 +89,14 @@ def test_the_turn_records_what_its_upkeep_owes_and_settling_clears_it(
 
 
 def test_a_next_turn_runs_while_upkeep_runs_and_upkeeps_never_overlap(
-    open_agent: Callable[..., ChatAgent],
+    open_agent: Callable[..., ChatAgent], tmp_path: Path
 ) -> None:
     gate = Gate()
     model = ScriptedModel(
         replies=["ok"] * 4,
         structured=[gate.answer(keep("I prefer tea")), gate.answer(keep("I prefer jazz"))],
     )
-    agent = open_agent(model, long_term_memory="model")
+    agent = open_agent(model, long_term_memory="model", settings=each_turn(tmp_path))
     first = agent.send("I prefer tea", session_id="s", create_conversation=True)
     cid = first.conversation_id
     assert (first.status, first.upkeep, first.remembered) == ("completed", "pending", ())
@@ -183,11 +190,11 @@ def test_a_stream_follows_upkeep_after_done(open_agent: Callable[..., ChatAgent]
 
 
 def test_a_stream_told_pending_ends_with_upkeep_done_when_an_earlier_upkeep_paid_it(
-    open_agent: Callable[..., ChatAgent], monkeypatch: pytest.MonkeyPatch
+    open_agent: Callable[..., ChatAgent], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     gate = Gate()
     model = ScriptedModel(replies=["ok"] * 2, structured=[gate.answer(keep("I prefer tea"))])
-    agent = open_agent(model, long_term_memory="model")
+    agent = open_agent(model, long_term_memory="model", settings=each_turn(tmp_path))
     cid = agent.send("I prefer tea", session_id="s", create_conversation=True).conversation_id
     assert gate.entered.wait(WAIT)  # the first turn's upkeep is in its extraction
     start = agent.upkeep.start
