@@ -347,11 +347,11 @@ def remember_events(agent: ChatAgent, text: str) -> tuple[str, list[Mapping[str,
 
 @pytest.mark.parametrize("answer", HOSTILE_EXTRACTIONS)
 def test_an_extraction_of_the_wrong_form_is_asked_again_then_refused_not_failed(
-    open_agent: Callable[..., ChatAgent], answer: Any
+    open_agent: Callable[..., ChatAgent], tmp_path: Path, answer: Any
 ) -> None:
     model = chat_model()
     model.structured = [answer, answer]
-    agent = open_agent(model, long_term_memory="model")
+    agent = open_agent(model, long_term_memory="model", settings=each_turn(tmp_path))
     cid, (started, refused) = remember_events(agent, "I like tea.")
     assert started["status"] == "started"
     assert (refused["status"], refused["reason"]) == ("refused", "invalid_output")
@@ -365,10 +365,11 @@ def test_an_extraction_of_the_wrong_form_is_asked_again_then_refused_not_failed(
 
 def test_a_refused_extraction_still_applies_the_explicit_requests(
     open_agent: Callable[..., ChatAgent],
+    tmp_path: Path,
 ) -> None:
     model = chat_model()
     model.structured = ["no json", "still no json"]
-    agent = open_agent(model, long_term_memory="model")
+    agent = open_agent(model, long_term_memory="model", settings=each_turn(tmp_path))
     _, (_, refused) = remember_events(agent, "Remember that I like green tea.")
     assert (refused["status"], refused["remembered"]) == ("refused", 1)
     assert memory_texts(agent, "s") == ["I like green tea"]
@@ -376,10 +377,11 @@ def test_a_refused_extraction_still_applies_the_explicit_requests(
 
 def test_an_extraction_asked_again_is_stored_when_the_second_answer_is_valid(
     open_agent: Callable[..., ChatAgent],
+    tmp_path: Path,
 ) -> None:
     model = chat_model()
     model.structured = ["Sure! Here you go:", ExtractionOutput(operations=[add("I like tea")])]
-    agent = open_agent(model, long_term_memory="model")
+    agent = open_agent(model, long_term_memory="model", settings=each_turn(tmp_path))
     _, (_, succeeded) = remember_events(agent, "I like tea")
     assert succeeded["status"] == "succeeded"
     assert memory_texts(agent, "s") == ["I like tea"]
