@@ -13,16 +13,7 @@ import functools
 import re
 import unicodedata
 
-_STOP_WORDS_TEXT = """
-a an the and or but if then so to of in on at by for with from as is are was were be been
-being am i me my mine myself you your yours we our us it its this that these those he she
-they them his her their do does did done have has had having not no nor can could would
-should will shall may might must just also very really too please what which who whom
-whose when where why how all any each some such than there here about into over under
-again further once only own same other more most both few up down out off s t don't i'm
-i've i'd i'll it's that's let's
-"""
-STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+from memory.longterm.recall import STOP_WORDS
 
 MAX_TERMS = 2_000
 """Terms indexed per line (positions past it are not indexed)."""
@@ -103,11 +94,6 @@ def query_terms(text: str) -> tuple[str, ...]:
     that carries no subject, at most `MAX_QUERY_TERMS`."""
     kept = dict.fromkeys(term for term, _, stop in _terms(text) if not stop)
     return tuple(kept)[:MAX_QUERY_TERMS]
-
-
-def subject_terms(text: str) -> frozenset[str]:
-    """The distinct terms of a text without stop words (long-term recall's tokens)."""
-    return frozenset(term for term, _, stop in _terms(text) if not stop)
 
 
 @functools.lru_cache(maxsize=8192)

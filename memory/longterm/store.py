@@ -323,10 +323,10 @@ class LongTermMemory:
             MemoryRefused: the gate turned the text down; the message says why.
         """
         body = strip_form(require_storable(require_text(text, "memory text"), "memory text"))
-        if len(body) > MAX_MEMORY_TEXT_CHARS:
-            raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))
         if not tokens(body):  # "remember that" alone holds nothing to remember
             raise MemoryRefused(TEXT_EMPTY)
+        if len(body) > MAX_MEMORY_TEXT_CHARS:
+            raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))
         # what the user adds directly is kept as written: no code judges its meaning
         chosen: MemoryKind = "fact" if kind is None else check_kind(kind)
         grade = MAX_IMPORTANCE
