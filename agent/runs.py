@@ -313,13 +313,20 @@ class TurnRunner:
 
     def _conclude(self, turn: Turn, result: TurnResult, output: TurnOutput) -> MemoryEvent | None:
         """After the run: list the review it waits for (the `memory` event saying so), or
-        delete the run thread of a deleted conversation, or prune a finished one."""
+        delete the run thread of a conversation deleted while the turn ran (its last
+        checkpoint came after the deletion), or keep only the latest checkpoint of a
+        finished run: nothing resumes from older ones (`AGENT_RUN_HISTORY=all` keeps
+        them, for time travel)."""
         if result.interrupt is not None:
             return self._await_review(turn, result.interrupt)
-        if result.conversation_deleted:
-            self._drop_run_thread(turn)
-        elif not output.crashed:
-            self._prune_run_thread(turn)
+        thread = turn.config["configurable"]["thread_id"]
+        try:
+            if result.conversation_deleted:
+                self._memory.threads.delete(thread)
+            elif not output.crashed and self._run_history == "latest":
+                self._memory.threads.prune_finished_runs([thread])
+        except Exception:  # a leftover holds no memory; the next finished turn prunes again
+            logger.warning("tidying the run thread failed", exc_info=True)
         return None
 
     def _await_review(self, turn: Turn, payload: dict[str, Any]) -> MemoryEvent | None:
@@ -342,22 +349,3 @@ class TurnRunner:
         if pruned:
             event["pruned"] = list(pruned)
         return event
-
-    def _drop_run_thread(self, turn: Turn) -> None:
-        """Delete the run thread of a conversation deleted while its turn ran (the run's
-        last checkpoint came after the deletion)."""
-        try:
-            self._memory.threads.delete(turn.config["configurable"]["thread_id"])
-        except Exception:  # a leftover thread of a deleted conversation holds no memory
-            logger.warning("deleting the run thread of a deleted conversation failed")
-
-    def _prune_run_thread(self, turn: Turn) -> None:
-        """Keep only the latest checkpoint of a run thread whose turn finished (no review
-        pending): nothing resumes from older ones. `AGENT_RUN_HISTORY=all` keeps them,
-        for time travel (history, replay, forks)."""
-        if self._run_history != "latest":
-            return
-        try:
-            self._memory.threads.prune_finished_runs([turn.config["configurable"]["thread_id"]])
-        except Exception:  # the next finished turn prunes again
-            logger.warning("pruning the run thread failed", exc_info=True)
