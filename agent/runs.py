@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AbstractContextManager, aclosing
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -37,6 +37,7 @@ from agent.errors import (
 from agent.settings import RunHistory
 from agent.turn_result import OUTPUT_MODES, TurnOutput, TurnResult
 from agent.upkeep_runner import UpkeepRunner
+from graphs.decisions import Validator, validate_decision
 from graphs.request import WORKFLOW_ROUTES, TurnRequest
 from graphs.state import Context
 from memory import ConversationNotFound, LockTimeout
@@ -54,12 +55,9 @@ class Turn:
     """None for a resume or a recovery: the run continues where it stopped."""
     config: RunnableConfig
     context: Context
-
-    @property
-    def input(self) -> dict[str, str]:
-        """The graph input of a new turn (its request travels validated in `context`)."""
-        assert self.request is not None
-        return {"message": self.request.text}
+    graph_input: Any
+    """A new turn's message (its request travels validated in `context`), a resume's
+    `Command` (its decision checked under the busy lock), or None: a recovery."""
 
 
 Durability = Literal["exit", "sync"]
@@ -164,6 +162,7 @@ class TurnRunner:
         memory: the chat memory (the busy locks, drafts, run threads).
         upkeep: runs the memory upkeep a turn leaves owed.
         run_history: `latest` prunes a finished run thread to its last checkpoint.
+        reviews: the validators of the reviews a resume answers.
     """
 
     def __init__(
@@ -173,8 +172,10 @@ class TurnRunner:
         memory: ConversationMemory,
         upkeep: UpkeepRunner,
         run_history: RunHistory,
+        reviews: Mapping[str, Validator],
     ) -> None:
         self._graph = graph
+        self._reviews = reviews
         self._memory = memory
         self._upkeep = upkeep
         self._run_history = run_history
@@ -182,7 +183,7 @@ class TurnRunner:
     def _busy_lock(self, turn: Turn) -> AbstractContextManager[None]:
         return busy_lock(self._memory, turn.session_id, turn.conversation_id)
 
-    async def run(self, turn: Turn, graph_input: Any) -> TurnResult:
+    async def run(self, turn: Turn) -> TurnResult:
         """Run a turn (a new one, a resume or a recovery) for its result; the upkeep it
         leaves owed starts after it.
 
@@ -192,7 +193,7 @@ class TurnRunner:
             ConversationNotFound, ConversationBusy: as for `ChatAgent.send`.
         """
         output = TurnOutput()
-        async with aclosing(self._play(turn, graph_input, output, RESULT_MODES)) as events:
+        async with aclosing(self._play(turn, output, RESULT_MODES)) as events:
             async for _ in events:
                 pass
         result = output.result(turn.conversation_id)
@@ -200,7 +201,7 @@ class TurnRunner:
             await self._upkeep.start(turn.session_id, turn.conversation_id)
         return result
 
-    async def stream(self, turn: Turn, graph_input: Any) -> AsyncGenerator[ClientEvent, None]:
+    async def stream(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
         """The turn's events, `conversation` first. Except for a draft's first message,
         it comes after the run's first event, once the run was admitted and (for a turn)
         its memory read found the conversation: a refusal (`ConversationNotFound`, no
@@ -208,7 +209,7 @@ class TurnRunner:
         conversation is free again (or `error`); the `memory` events of the upkeep the
         turn left owed follow it, until that upkeep ends."""
         output = TurnOutput()
-        events = self._play(turn, graph_input, output, STREAM_MODES)
+        events = self._play(turn, output, STREAM_MODES)
         async with aclosing(events):
             new = turn.request is not None and turn.request.create
             first = None if new else await anext(events, None)
@@ -238,7 +239,6 @@ class TurnRunner:
     async def _play(
         self,
         turn: Turn,
-        graph_input: Any,
         output: TurnOutput,
         stream_mode: Sequence[StreamMode],
     ) -> AsyncGenerator[ClientEvent, None]:
@@ -249,7 +249,7 @@ class TurnRunner:
         answer is still delivered, degraded."""
         try:
             with self._busy_lock(turn):
-                await self._admit(turn, graph_input)
+                graph_input = await self._admit(turn)
                 tokens = AnswerTokens()  # a tool call written as text is never shown
                 try:
                     async for part in self._graph.astream(
@@ -283,33 +283,53 @@ class TurnRunner:
         except LockTimeout:
             raise ConversationBusy() from None
 
-    async def _admit(self, turn: Turn, graph_input: Any) -> None:
-        """Under the busy lock: own the draft, or re-check that a resume still has a
-        pending review, or a recovery an unfinished run (another resume or recovery may
-        have finished it since it was checked)."""
-        if turn.request is not None and turn.request.create:
+    async def _admit(self, turn: Turn) -> Any:
+        """Under the busy lock: own the draft of a new conversation, or check a resume or
+        a recovery (here, so that no other one can have finished the run since); the
+        graph input to run."""
+        if turn.request is None:  # the hop: the checks read the registry and run thread
+            return await asyncio.to_thread(self._paused_input, turn)
+        if turn.request.create:  # the hop: the registry's write is sync
             await asyncio.to_thread(
                 self._memory.accept_draft, turn.session_id, turn.conversation_id
             )
-        if isinstance(graph_input, Command):
-            state = await self._graph.aget_state(turn.config)
+        return turn.graph_input
+
+    def _paused_input(self, turn: Turn) -> Any:
+        """A resume's `Command` with its decision validated against the review pending,
+        or None for a recovery of a run a crash stopped.
+
+        Raises:
+            ConversationNotFound: unknown conversation, or another session's.
+            InvalidRequest: no review pending, a bad decision, or no unfinished run.
+        """
+        self._memory.require_conversation(turn.session_id, turn.conversation_id)
+        state = self._graph.get_state(turn.config)
+        if isinstance(turn.graph_input, Command):
             if not state.interrupts:
                 raise InvalidRequest(NOTHING_TO_RESUME)
-        elif graph_input is None:  # a recovery: another one may have finished the run
-            state = await self._graph.aget_state(turn.config)
-            saver = self._memory.threads.checkpointer
-            answered = await asyncio.to_thread(review_answered, saver, state)
-            unfinished_check(state, answered=answered)
+            payload, decision = state.interrupts[0].value, turn.graph_input.resume
+            return Command(resume=validate_decision(payload, decision, self._reviews))
+        saver = self._memory.threads.checkpointer
+        unfinished_check(state, answered=review_answered(saver, state))
+        return None
 
     def _conclude(self, turn: Turn, result: TurnResult, output: TurnOutput) -> MemoryEvent | None:
         """After the run: list the review it waits for (the `memory` event saying so), or
-        delete the run thread of a deleted conversation, or prune a finished one."""
+        delete the run thread of a conversation deleted while the turn ran (its last
+        checkpoint came after the deletion), or keep only the latest checkpoint of a
+        finished run: nothing resumes from older ones (`AGENT_RUN_HISTORY=all` keeps
+        them, for time travel)."""
         if result.interrupt is not None:
             return self._await_review(turn, result.interrupt)
-        if result.conversation_deleted:
-            self._drop_run_thread(turn)
-        elif not output.crashed:
-            self._prune_run_thread(turn)
+        thread = turn.config["configurable"]["thread_id"]
+        try:
+            if result.conversation_deleted:
+                self._memory.threads.delete(thread)
+            elif not output.crashed and self._run_history == "latest":
+                self._memory.threads.prune_finished_runs([thread])
+        except Exception:  # a leftover holds no memory; the next finished turn prunes again
+            logger.warning("tidying the run thread failed", exc_info=True)
         return None
 
     def _await_review(self, turn: Turn, payload: dict[str, Any]) -> MemoryEvent | None:
@@ -332,22 +352,3 @@ class TurnRunner:
         if pruned:
             event["pruned"] = list(pruned)
         return event
-
-    def _drop_run_thread(self, turn: Turn) -> None:
-        """Delete the run thread of a conversation deleted while its turn ran (the run's
-        last checkpoint came after the deletion)."""
-        try:
-            self._memory.threads.delete(turn.config["configurable"]["thread_id"])
-        except Exception:  # a leftover thread of a deleted conversation holds no memory
-            logger.warning("deleting the run thread of a deleted conversation failed")
-
-    def _prune_run_thread(self, turn: Turn) -> None:
-        """Keep only the latest checkpoint of a run thread whose turn finished (no review
-        pending): nothing resumes from older ones. `AGENT_RUN_HISTORY=all` keeps them,
-        for time travel (history, replay, forks)."""
-        if self._run_history != "latest":
-            return
-        try:
-            self._memory.threads.prune_finished_runs([turn.config["configurable"]["thread_id"]])
-        except Exception:  # the next finished turn prunes again
-            logger.warning("pruning the run thread failed", exc_info=True)

@@ -9,7 +9,6 @@ own loop (`agent.runs`); the sync methods wait for it there.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from datetime import datetime
 from typing import Any
@@ -20,14 +19,13 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from agent.client_events import ClientEvent
-from agent.errors import NOTHING_TO_RESUME, InvalidRequest
+from agent.errors import InvalidRequest
 from agent.loop import BackgroundLoop
-from agent.runs import Turn, TurnRunner, review_answered, unfinished_check, unfinished_runs
+from agent.runs import Turn, TurnRunner, unfinished_runs
 from agent.runtime import REVIEWS, assemble
 from agent.settings import LongTermMode, Settings
 from agent.turn_result import TurnResult
 from agent.upkeep_runner import UpkeepRunner
-from graphs.decisions import validate_decision
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import PYTHON, Surface, check_id, check_search, parse_request
 from graphs.state import Context, Mode
@@ -102,6 +100,7 @@ class ChatAgent:
             memory=self.memory,
             upkeep=self.upkeep,
             run_history=self.settings.run_history,
+            reviews=REVIEWS,
         )
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -124,9 +123,11 @@ class ChatAgent:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- turns: validated once, here ------------------------------------------------------
+    # -- turns: send, resume, recover, one path each; sync, async, stream only wait. The
+    # one hop here, to the agent's own loop, outlives a caller's loop (a notebook's, a
+    # request's) and holds the conversations' locks and the upkeep.
 
-    def _turn(
+    def _send(
         self,
         message: object,
         session_id: object,
@@ -154,7 +155,18 @@ class ChatAgent:
         )
         return self._open(session, conversation or new_conversation_id(), request)
 
-    def _open(self, session_id: str, conversation_id: str, request: Any = None) -> Turn:
+    def _resume(self, decision: object, session_id: object, conversation_id: object) -> Turn:
+        """A resume (the runner checks the review pending and the decision)."""
+        return self._paused(session_id, conversation_id, Command(resume=decision))
+
+    def _paused(self, session_id: object, conversation_id: object, resume: Any = None) -> Turn:
+        """A turn continuing the conversation's run: a resume's `Command`, or a recovery."""
+        session = check_id(session_id, "session id")
+        return self._open(session, check_id(conversation_id, "conversation id"), None, resume)
+
+    def _open(
+        self, session_id: str, conversation_id: str, request: Any, resume: Any = None
+    ) -> Turn:
         run_thread = self.memory.run_thread(session_id, conversation_id)
         context = Context(
             session_id=session_id,
@@ -163,29 +175,19 @@ class ChatAgent:
             request=request,
         )
         config: RunnableConfig = {"configurable": {"thread_id": run_thread}}
-        return Turn(session_id, conversation_id, request, config, context)
+        graph_input = resume if request is None else {"message": request.text}
+        return Turn(session_id, conversation_id, request, config, context, graph_input)
 
-    def _paused_turn(self, session_id: object, conversation_id: object) -> Turn:
-        """A turn continuing the conversation's run (a resume or a recovery)."""
-        session = check_id(session_id, "session id")
-        turn = self._open(session, check_id(conversation_id, "conversation id"))
-        self.memory.require_conversation(turn.session_id, turn.conversation_id)
-        return turn
-
-    def _resume(self, decision: object, session_id: object, conversation_id: object) -> Any:
-        turn = self._paused_turn(session_id, conversation_id)
-        state = self.graph.get_state(turn.config)
-        if not state.interrupts:
-            raise InvalidRequest(NOTHING_TO_RESUME)
-        checked = validate_decision(state.interrupts[0].value, decision, REVIEWS)
-        return turn, Command(resume=checked)
-
-    def _recover(self, session_id: object, conversation_id: object) -> Turn:
-        turn = self._paused_turn(session_id, conversation_id)
-        state = self.graph.get_state(turn.config)
-        saver = self.memory.threads.checkpointer
-        unfinished_check(state, answered=review_answered(saver, state))
-        return turn
+    async def _relay(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
+        """The turn's events, run on the agent's loop and relayed to the caller's; closing
+        this iterator stops the turn (the nested streams are closed explicitly, so the
+        conversation is free at once, not when the garbage collector finalises them)."""
+        events = self._loop.astream(self._runner.stream(turn))
+        try:
+            async for event in events:
+                yield event
+        finally:
+            await events.aclose()
 
     def send(
         self,
@@ -203,8 +205,8 @@ class ChatAgent:
             ConversationNotFound: unknown conversation, or another session's.
             ConversationBusy: a turn is already running in the conversation.
         """
-        turn = self._turn(message, session_id, conversation_id, create_conversation, mode)
-        return self._loop.run(self._runner.run(turn, turn.input))
+        turn = self._send(message, session_id, conversation_id, create_conversation, mode)
+        return self._loop.run(self._runner.run(turn))
 
     async def asend(
         self,
@@ -216,8 +218,8 @@ class ChatAgent:
         mode: Mode = "auto",
     ) -> TurnResult:
         """`send` from async code."""
-        turn = self._turn(message, session_id, conversation_id, create_conversation, mode)
-        return await self._loop.arun(self._runner.run(turn, turn.input))
+        turn = self._send(message, session_id, conversation_id, create_conversation, mode)
+        return await self._loop.arun(self._runner.run(turn))
 
     async def astream(
         self,
@@ -237,30 +239,29 @@ class ChatAgent:
         `surface` names the fields in error messages as the caller spells them (the
         HTTP app: `conversationId`).
         """
-        turn = self._turn(message, session_id, conversation_id, create_conversation, mode, surface)
-        async for event in self._relay(turn, turn.input):
+        turn = self._send(message, session_id, conversation_id, create_conversation, mode, surface)
+        async for event in self._relay(turn):
             yield event
 
     def resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> TurnResult:
         """Resume a turn waiting for a review with `decision` (e.g. `{"action": "approve"}`)."""
-        turn, command = self._resume(decision, session_id, conversation_id)
-        return self._loop.run(self._runner.run(turn, command))
+        return self._loop.run(self._runner.run(self._resume(decision, session_id, conversation_id)))
 
     async def aresume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> TurnResult:
         """`resume` from async code."""
-        turn, command = await asyncio.to_thread(self._resume, decision, session_id, conversation_id)
-        return await self._loop.arun(self._runner.run(turn, command))
+        return await self._loop.arun(
+            self._runner.run(self._resume(decision, session_id, conversation_id))
+        )
 
     async def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> AsyncGenerator[ClientEvent, None]:
         """`aresume` as a stream of events, like `astream`."""
-        turn, command = await asyncio.to_thread(self._resume, decision, session_id, conversation_id)
-        async for event in self._relay(turn, command):
+        async for event in self._relay(self._resume(decision, session_id, conversation_id)):
             yield event
 
     def recover(self, *, session_id: str, conversation_id: str) -> TurnResult:
@@ -272,32 +273,18 @@ class ChatAgent:
                 review: `resume` it).
             ConversationNotFound, ConversationBusy: as for `send`.
         """
-        turn = self._recover(session_id, conversation_id)
-        return self._loop.run(self._runner.run(turn, None))
+        return self._loop.run(self._runner.run(self._paused(session_id, conversation_id)))
 
     async def arecover(self, *, session_id: str, conversation_id: str) -> TurnResult:
         """`recover` from async code."""
-        turn = await asyncio.to_thread(self._recover, session_id, conversation_id)
-        return await self._loop.arun(self._runner.run(turn, None))
+        return await self._loop.arun(self._runner.run(self._paused(session_id, conversation_id)))
 
     async def astream_recover(
         self, *, session_id: str, conversation_id: str
     ) -> AsyncGenerator[ClientEvent, None]:
         """`arecover` as a stream of events, like `astream`."""
-        turn = await asyncio.to_thread(self._recover, session_id, conversation_id)
-        async for event in self._relay(turn, None):
+        async for event in self._relay(self._paused(session_id, conversation_id)):
             yield event
-
-    async def _relay(self, turn: Turn, graph_input: Any) -> AsyncGenerator[ClientEvent, None]:
-        """The turn's events, run on the agent's loop and relayed to the caller's; closing
-        this iterator stops the turn (the nested streams are closed explicitly, so the
-        conversation is free at once, not when the garbage collector finalises them)."""
-        events = self._loop.astream(self._runner.stream(turn, graph_input))
-        try:
-            async for event in events:
-                yield event
-        finally:
-            await events.aclose()
 
     # -- conversations ------------------------------------------------------------------
 

@@ -113,6 +113,13 @@ def given(state: AgentState) -> list[str]:
     return texts
 
 
+SAID_ONCE: dict[str, Any] = {"user_text": "", "turn_messages": [], "workflow_text": ""}
+"""The working copies of the turn's texts, emptied by `finalize`: a finished run's
+checkpoint holds the user's text once (`messages`) and the answer in `answer` and
+`messages` (the run's output and Studio's chat view), so a forgetting has less to
+chase."""
+
+
 def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
     """The turn as Studio's chat view shows it: the user's message and the answer, with
     the ids they already had, so that a `messages` stream shows each one once."""
@@ -143,20 +150,17 @@ def _emit_written(write: TurnWrite) -> None:
     )
 
 
-def _without(forgotten: Sequence[str], state: AgentState, result: dict[str, Any]) -> dict[str, Any]:
+def _without(forgotten: Sequence[str], result: dict[str, Any]) -> dict[str, Any]:
     """The turn's outcome without the texts of items forgotten while it ran, as its write
-    took them out of memory: the answer, the messages, and the run state's own copies of
-    the turn's texts (the run checkpoint keeps what it is told last)."""
+    took them out of memory (the run checkpoint keeps what it is told last, and holds
+    the turn's texts only here: `SAID_ONCE`)."""
     redact = repeats_forgotten(forgotten)
     if redact is None:
         return result
-    texts = {key: redact(state[key]) for key in ("user_text", "workflow_text") if state.get(key)}
     return {
         **result,
-        **texts,
         "answer": redact(result["answer"]),
         "messages": [_forget_in(message, redact) for message in result["messages"]],
-        "turn_messages": [_forget_in(m, redact) for m in state.get("turn_messages") or []],
     }
 
 
@@ -321,6 +325,7 @@ class TurnNodes:
             "status": turn.status.value,
             "answer": answer,
             "messages": visible_messages(state, answer),
+            **SAID_ONCE,
         }
         said = state.get("said") or UserText()
         completed = turn.status is TurnStatus.COMPLETED
@@ -342,7 +347,7 @@ class TurnNodes:
             emit_memory("write", "failed")
             return Command(update={**result, "degraded": True}, goto=END)
         _emit_written(write)
-        result = _without(write.forgotten, state, result)
+        result = _without(write.forgotten, result)
         gone = write.skipped is SkipReason.GONE
         owed = not gone and write.state.owes_upkeep
         update = {

@@ -224,7 +224,8 @@ def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
     dumped = json.dumps(values)
     assert "helpful, precise assistant" not in dumped  # the system prompt
     assert "Summary of the earlier conversation" not in dumped
-    assert [m["type"] for m in values["turn_messages"]] == ["human", "ai"]
+    assert values["turn_messages"] == []  # a working copy, emptied when the turn ends
+    assert [m["type"] for m in values["messages"]] == ["human", "ai"]
 
 
 def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer(

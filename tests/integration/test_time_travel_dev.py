@@ -20,7 +20,8 @@ def checkpoint_id(state: Any) -> str:
 
 
 def user_text(state: Any) -> Any:
-    return dict(state["values"]).get("user_text")
+    messages = dict(state["values"]).get("messages") or []
+    return messages[0]["content"] if messages else None
 
 
 def test_history_and_a_run_from_an_earlier_checkpoint(langgraph_dev: Server) -> None:

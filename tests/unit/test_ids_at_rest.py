@@ -35,6 +35,25 @@ def checkpointed(db_url: str) -> bytes:
     )
 
 
+def test_a_finished_runs_checkpoint_holds_the_users_text_once(
+    open_agent: Callable[..., ChatAgent], db_url: str
+) -> None:
+    """`message`, `user_text` and `turn_messages` are working copies: the run's last
+    checkpoint keeps the user's text in `messages` only, the answer in `answer` and
+    `messages` (the run's output and Studio's chat view)."""
+    agent = open_agent(OfflineChatModel())
+    text = "my zebra-quartz ledger"
+    result = agent.send(text, session_id=SESSION, create_conversation=True)
+    agent.wait_for_upkeep(30)
+    config = {
+        "configurable": {"thread_id": agent.memory.run_thread(SESSION, result.conversation_id)}
+    }
+    values = agent.graph.get_state(config).values
+    assert (values["message"], values["user_text"], values["turn_messages"]) == (None, "", [])
+    assert [m.content for m in values["messages"]] == [text, result.text]
+    assert checkpointed(db_url).count(b"zebra-quartz") == 1
+
+
 def test_run_checkpoints_hold_no_raw_ids(
     open_agent: Callable[..., ChatAgent], db_url: str, tmp_path: Path
 ) -> None:

@@ -50,10 +50,11 @@ def test_latest_keeps_one_checkpoint_all_keeps_every_turn(open_agent: Any, tmp_p
             == (older.config["configurable"]["checkpoint_id"])
         )
     turn_ends = [state for state in history if not state.next]
-    assert [state.values["user_text"] for state in turn_ends] == ["three", "two", "one"]
+    said = [state.values["messages"][0].content for state in turn_ends]
+    assert said == ["three", "two", "one"]
     # an earlier turn's state reads back whole from its own checkpoint
     first = kept.graph.get_state(turn_ends[-1].config)
-    assert first.values["user_text"] == "one" and first.values["answer"]
+    assert first.values["messages"][0].content == "one" and first.values["answer"]
 
 
 def tasklist_agent(open_agent: Any, tmp_path: Path) -> tuple[ChatAgent, Any, str]:
