@@ -70,11 +70,12 @@ bench: $(STAMP) ## Benchmarks: start-up imports, memory, agent beside its peers 
 	$(BIN)/python -m bench.archive_bench
 	$(BIN)/python -m bench.transfer_bench
 
-eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd, then recall and off-topic injection on a long archive, then on RealMem's dev personas when ../shared/data/realmem-dev (or REALMEM_DIR) holds them (offline, about 20 min).
+eval: $(STAMP) ## Memory evaluation: scenarios and dialogues, dev and held-out, against this agent and its peers, then the dialogues in a crowd, then recall and off-topic injection on a long archive, then on RealMem's dev personas when ../shared/data/realmem-dev (or REALMEM_DIR) holds them, recall and then long-term write quality (offline, about 25 min).
 	$(BIN)/python -m evals
 	$(BIN)/python -m evals.crowded
 	$(BIN)/python -m evals.long_archive
 	$(BIN)/python -m evals.realmem
+	$(BIN)/python -m evals.realmem_writes
 
 # The local model (AGENT_MODEL=local): llama-cpp-python's server, built from source for AVX2
 # without -march=native (a native build enables AMX on some CPUs, and its first matrix
