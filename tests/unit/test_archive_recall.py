@@ -3,6 +3,7 @@ the `memory` event naming the lines, and a deleted conversation never recalled."
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,8 @@ from memory.archive import ArchivedLine, Recall
 from memory.archive.recall import (
     FRAME_TOKENS,
     LINE_CHARS,
+    SHORT_LINE_TERMS,
+    by_units,
     choose,
     heading_tokens,
     line_tokens,
@@ -207,6 +210,26 @@ def test_a_hit_comes_before_any_other_hits_surroundings() -> None:
         [hit, other], terms, conversation_id="now", state=ThreadState(), max_tokens=cost
     )
     assert {line.id for line in chosen.lines} == {1, 7}
+
+
+def test_a_short_line_is_ranked_by_its_unit_a_long_one_by_itself() -> None:
+    said = ["Big news. We have a dog.", "Tell me about the dog!", "A greyhound called Pickle."]
+    lines = [ArchivedLine(n, "c1", "Dogs", f"m{n}", "user", NOW, t) for n, t in enumerate(said)]
+
+    def hit(n: int, score: float, text: str | None = None) -> ArchivedLine:
+        return ArchivedLine(
+            n, "c1", "Dogs", f"m{n}", "user", NOW, text or said[n], score,
+            previous=lines[n - 1] if n else None, following=lines[n + 1] if n < 2 else None,
+        )  # fmt: skip
+
+    alone = ArchivedLine(7, "c7", "Show", "m7", "user", NOW, "The dog show is on Saturday", 2.5)
+    # units: 3 + 2, 2 + 3 + 1, 1 + 2; the line of another conversation its own 2.5
+    assert [h.id for h in by_units([hit(0, 3.0), alone, hit(1, 2.0), hit(2, 1.0)])] == [1, 0, 2, 7]
+    # a long line is ranked by its own score, and adds nothing to its neighbours'
+    long_text = " ".join(f"word{n}" for n in range(SHORT_LINE_TERMS)) + " dog"
+    lines[1] = dataclasses.replace(lines[1], text=long_text)
+    ranked = by_units([hit(0, 3.0), alone, hit(1, 2.0, long_text), hit(2, 1.0)])
+    assert [h.id for h in ranked] == [0, 7, 1, 2]
 
 
 def test_one_heading_per_conversation_and_day_and_long_lines_cut_short() -> None:
