@@ -131,6 +131,9 @@ def create_paced_offline_extracting() -> FastAPI:
     }
     return create_app(
         lambda: ChatAgent(
-            model=PacedOfflineModel(structured_handlers=handlers), long_term_memory="model"
+            model=PacedOfflineModel(structured_handlers=handlers),
+            long_term_memory="model",
+            # each turn's upkeep extracts: the page shows a change on the turn that made it
+            settings=Settings(extraction_batch_turns=1),
         )
     )

@@ -48,6 +48,7 @@ def _settings(tmp_path: Path, long_term: str = "off") -> Settings:
             "AGENT_SESSION_SECRET": "a-local-model-lane-secret-of-32-chars",
             "AGENT_LONG_TERM_MEMORY": long_term,
             "AGENT_STRUCTURED_OUTPUT_METHOD": "function_calling",
+            "AGENT_EXTRACTION_BATCH_TURNS": "1",  # each turn's upkeep extracts
         }
     )
 

@@ -248,20 +248,27 @@ def test_compaction_failure_keeps_the_turn_and_hides_provider_errors(
 
     final, events = run(graph, "question 4")
 
+    # a server error leaves compaction owed; an answer of the wrong form (the same model
+    # would give it again) is replaced at once by the deterministic summary
+    status = "failed" if failure == "http_500" else "fallback"
     assert (final["status"], final["answer"], final["compaction"]) == (
         "completed",
         "answer 4",
-        "failed",
+        status,
     )
     assert final["degraded"] is False
     assert len(stub.requests) == 6  # one compaction attempt, no retries
     assert stub.last_request["model"] == COMPACTION_MODEL
     after = memory.read_memory(SESSION, CONVERSATION)
-    assert len(after.messages) == 10
-    assert (after.summary, after.pinned_decisions) == ("", [])
+    assert after.pinned_decisions == []
+    if failure == "http_500":
+        assert len(after.messages) == 10 and after.summary == ""
+    else:
+        assert len(after.messages) < 10 and '"question 0"' in after.summary
+        assert PROVIDER_SECRET not in after.summary
     assert [(e["stage"], e["status"]) for e in events[-2:]] == [
-        ("compact", "failed"),
-        ("upkeep", "failed"),
+        ("compact", status),
+        ("upkeep", "failed" if failure == "http_500" else "done"),
     ]
     assert "upstream-trace-7f3a" not in str(final)
     assert "upstream-trace-7f3a" not in str(events)
