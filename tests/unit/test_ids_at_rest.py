@@ -8,6 +8,8 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from langchain_core.runnables import RunnableConfig
+
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
 from agent.run_ids import SCRUBBED
@@ -45,7 +47,7 @@ def test_a_finished_runs_checkpoint_holds_the_users_text_once(
     text = "my zebra-quartz ledger"
     result = agent.send(text, session_id=SESSION, create_conversation=True)
     agent.wait_for_upkeep(30)
-    config = {
+    config: RunnableConfig = {
         "configurable": {"thread_id": agent.memory.run_thread(SESSION, result.conversation_id)}
     }
     values = agent.graph.get_state(config).values
