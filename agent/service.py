@@ -83,6 +83,7 @@ class ChatAgent:
         self.memory, self.long_term, self.budget = parts.memory, parts.long_term, parts.budget
         self.structured = parts.structured
         self._release = parts.release
+        self._closed = False
         self.graph = parts.graph.compile(
             checkpointer=self.memory.threads.checkpointer, name="agent"
         )
@@ -107,7 +108,11 @@ class ChatAgent:
 
     def close(self) -> None:
         """Wait (briefly) for memory upkeep, stop the agent's loop, close its database,
-        and stop the local model's server if this agent was its last user."""
+        and stop the local model's server if this agent was its last user. A second
+        call does nothing (a `with` block around an explicit close)."""
+        if self._closed:
+            return
+        self._closed = True
         self.upkeep.close()
         self._loop.close()
         self.memory.threads.close()

@@ -388,3 +388,12 @@ def test_a_workflow_run_keeps_the_conversations_background_out_of_its_checkpoint
 
 def _in(config: Any, namespace: str) -> Any:
     return {"configurable": {**config["configurable"], "checkpoint_ns": namespace}}
+
+
+def test_closing_twice_is_harmless(tmp_path: Path) -> None:
+    """A `with` block around an explicit `close()` (the README's snippet could end either
+    way) closes once: the second call finds the loop already stopped and does nothing."""
+    with ChatAgent(model=OfflineChatModel(), settings=Settings(data_dir=tmp_path)) as agent:
+        agent.send("hello", session_id="s", create_conversation=True)
+        agent.close()
+    agent.close()
