@@ -44,7 +44,7 @@ dev: $(SERVER_STAMP) $(if $(filter local,$(MODEL)),$(LOCAL_STAMP)) ## Run the ag
 	LANGSMITH_TRACING=$${LANGSMITH_TRACING:-false} \
 	$(BIN)/python -m agent dev --host $(HOST) --port $(PORT)
 
-test: lint typecheck unit ## Lint, type check and run every test (about 4 min on an idle 2-core machine, 6-8 when it is busy).
+test: lint typecheck unit ## Lint, type check and run every test (about 6 min on an idle 2-core machine, 10-15 when it is busy).
 
 lint: $(STAMP) ## ruff check and ruff format --check.
 	$(BIN)/ruff check .
