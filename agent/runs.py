@@ -268,7 +268,11 @@ class TurnRunner:
                 except (InvalidRequest, ConversationNotFound):
                     raise
                 except Exception:
-                    logger.exception("turn failed in conversation %s", turn.conversation_id)
+                    # the memory thread's id (an HMAC), never the conversation id in clear
+                    logger.exception(
+                        "turn failed in memory thread %s",
+                        self._memory.memory_thread(turn.session_id, turn.conversation_id),
+                    )
                     output.crashed = True
                 if output.crashed and not output.answered:
                     return

@@ -4,15 +4,18 @@ the ids reach the graph through its context only, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import copy
+import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from langchain_core.runnables import RunnableConfig
 
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
 from agent.run_ids import SCRUBBED
+from tests.fakes import ScriptedModel
 
 SESSION = "session-7f3a9c2b"
 TASKS = "/tasklist Set up CI. Add linting."
@@ -111,3 +114,15 @@ def test_an_earlier_releases_run_threads_are_scrubbed_and_a_review_still_resumes
     assert again.pending_review(session_id=SESSION, conversation_id=cid) is not None
     done = again.resume({"action": "approve"}, session_id=SESSION, conversation_id=cid)
     assert done.status == "completed" and done.conversation_id == cid
+
+
+def test_a_failed_turn_logs_no_conversation_id_in_clear(
+    open_agent: Callable[..., ChatAgent], caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = open_agent(ScriptedModel(replies=[RuntimeError("the model broke")]))
+    with caplog.at_level(logging.ERROR, logger="agent.runs"):
+        result = agent.send("hello", session_id=SESSION, create_conversation=True)
+    assert result.status == "failed"
+    logged = [record.getMessage() for record in caplog.records]
+    assert any("turn failed" in line for line in logged), logged
+    assert not any(result.conversation_id in line for line in logged), logged
