@@ -50,9 +50,9 @@ UPKEEP_LOCK_TIMEOUT = 120.0
 """Seconds an upkeep waits for another process's upkeep of the same conversation; past
 it the record stays pending for the next one."""
 CLOSE_TIMEOUT = 30.0
+"""Seconds `close` waits for running upkeep (what is left stays on the record)."""
 IDLE_SECONDS = 30.0
 """Default seconds after a conversation's last turn before its waiting extraction runs."""
-"""Seconds `close` waits for running upkeep (what is left stays on the record)."""
 UpkeepEvent = StatusEvent | MemoryEvent
 """What an upkeep's run streams to the clients following it (its `memory` events)."""
 
