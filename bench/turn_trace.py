@@ -153,16 +153,21 @@ class StorageCounter:
                     print(f"  {by}: {times / exchanges:g}")
 
 
+def trace_agent(directory: str) -> ChatAgent:
+    """The traced agent: SQLite in `directory`, the zero-latency scripted model."""
+    return ChatAgent(
+        database_url=f"sqlite:///{directory}/trace.sqlite",
+        model=ScriptedChatModel(),
+        secret="trace-secret-" + "x" * 32,
+        long_term_memory="explicit",
+    )
+
+
 def count_exchanges(turns: int, exchanges: int) -> None:
     """Play `turns` exchanges, then count the next `exchanges` ones."""
     counter = StorageCounter()
     with tempfile.TemporaryDirectory() as tmp:
-        agent = ChatAgent(
-            database_url=f"sqlite:///{tmp}/trace.sqlite",
-            model=ScriptedChatModel(),
-            secret="trace-secret-" + "x" * 32,
-            long_term_memory="explicit",
-        )
+        agent = trace_agent(tmp)
         with agent:
             counter.attach(agent)
             first = agent.send(MESSAGE.format(n=0), session_id="trace", create_conversation=True)
@@ -195,12 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     # until the traced turn
     threading.setprofile(tracer.profile)
     with tempfile.TemporaryDirectory() as tmp:
-        agent = ChatAgent(
-            database_url=f"sqlite:///{tmp}/trace.sqlite",
-            model=ScriptedChatModel(),
-            secret="trace-secret-" + "x" * 32,
-            long_term_memory="explicit",
-        )
+        agent = trace_agent(tmp)
         with agent:
             first = agent.send(MESSAGE.format(n=0), session_id="trace", create_conversation=True)
             cid = first.conversation_id
