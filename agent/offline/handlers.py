@@ -8,19 +8,43 @@ example `{**DEFAULT_HANDLERS, MySchema: my_handler}`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from agent.offline import delivery, tasklist
 from agent.offline.compaction import compaction_output
-from agent.offline.longterm import extraction_output
 from graphs.delivery import DeliveryPlan, DeliveryReport, DeliveryTaskResult, ReviewVerdict
 from graphs.tasklist import SelfCheck, TasklistSummary, TasklistTaskResult, TaskPlan
 from memory.compaction import CompactionOutput
 from memory.longterm import ExtractionOutput
+
+NOT_AN_EXTRACTION_INPUT = (
+    "the offline extraction handler needs the JSON document of "
+    "memory.longterm.extraction.extraction_prompt as the last user message"
+)
+
+
+def extraction_output(messages: Sequence[BaseMessage]) -> ExtractionOutput:
+    """No operations: the offline model judges no meaning, so with it long-term items come
+    from the explicit requests `memory.longterm.extraction` reads by code beside any model's
+    (`AGENT_LONG_TERM_MEMORY=model` offline does what `explicit` does).
+
+    Raises:
+        ValueError: the input is not an extraction document.
+    """
+    human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+    try:
+        document = json.loads(str(human.content)) if human is not None else {}
+        if not isinstance(document["turns"], list):
+            raise TypeError("turns")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(NOT_AN_EXTRACTION_INPUT) from exc
+    return ExtractionOutput(operations=[])
+
 
 StructuredHandler = Callable[[Sequence[BaseMessage]], BaseModel]
 """Builds an instance of its schema from the input messages, deterministically."""

@@ -31,7 +31,6 @@ from agent.offline.chat import (
 )
 from agent.offline.handlers import DEFAULT_HANDLERS, StructuredHandler
 from agent.offline.local import LocalChatModel, ModelCall
-from agent.offline.summaries import summary_answer, summary_request
 
 OFFLINE_MODEL_NAME = "offline-deterministic"
 STRUCTURED_OUTPUT_KWARG = "offline_structured_output"
@@ -185,10 +184,7 @@ class OfflineChatModel(LocalChatModel):
             call_id = tool_call_id(schema.__name__, args, structured, 0)
             answer = tool_call(name=schema.__name__, args=args, id=call_id)
             return AIMessage(content="", tool_calls=[answer], response_metadata=meta)
-        history = summary_request(messages)
-        if history is not None:
-            text = summary_answer(history)
-        elif ends_with_tool_results(messages):
+        if ends_with_tool_results(messages):
             text = tool_results_answer(messages)
         else:
             names = _bound_tool_names(kwargs.get("tools"), kwargs.get("tool_choice"))
