@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from agent.client_events import ClientEvent
+from typing import Any
 
 MESSAGE_PREFIXES = ("/tasklist", "/delivery")
 """Prefixes sent to the agent as messages: it routes them to its workflows."""
@@ -67,49 +65,6 @@ EDIT_FORMAT = (
 
 class UsageError(ValueError):
     """An input line or review answer the CLI cannot use; shown as `error: ...`."""
-
-
-class ChatBackend(Protocol):
-    """The part of `ChatAgent` the terminal chat uses (see `ChatAgent` for each method)."""
-
-    def astream(
-        self,
-        message: str,
-        *,
-        session_id: str,
-        conversation_id: str | None = None,
-        create_conversation: bool = False,
-    ) -> AsyncGenerator[ClientEvent, None]: ...
-
-    def astream_resume(
-        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[ClientEvent, None]: ...
-
-    def astream_recover(
-        self, *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[ClientEvent, None]: ...
-
-    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
-
-    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None: ...
-
-    def conversations(self, *, session_id: str) -> dict[str, Any]: ...
-
-    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
-
-    def memories(self, *, session_id: str, include_history: bool = False) -> dict[str, Any]: ...
-
-    def remember(self, text: str, *, session_id: str) -> dict[str, Any]: ...
-
-    def forget(self, memory_id: str, *, session_id: str) -> None: ...
-
-    def search_conversations(
-        self, query: str, *, session_id: str, limit: int = 10
-    ) -> list[dict[str, Any]]: ...
-
-    def export(self, *, session_id: str) -> dict[str, Any]: ...
-
-    def import_(self, document: object, *, session_id: str) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)

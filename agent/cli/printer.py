@@ -150,12 +150,8 @@ def tasklist_line(event: StatusEvent) -> str | None:
 
 
 def status_line(event: StatusEvent) -> str | None:
-    """A `status` event as a bracketed line, or None when not worth one.
-
-    `[route: chat]`, `[tool: calculator]`, delivery progress in words, task-list
-    progress such as `[tasklist: execute in_progress 1/3 — Write the tests]`, else
-    `[stage: key=value, …]`.
-    """
+    """A `status` event as a bracketed line (`[route: chat]`, `[tool: calculator]`, a
+    workflow's progress in words), or None when not worth one."""
     stage = event.get("stage") or "status"
     if stage == "route":
         return f"[route: {event.get('route')}]"
@@ -165,15 +161,9 @@ def status_line(event: StatusEvent) -> str | None:
         return delivery_line(event)
     if stage == "tasklist":
         return tasklist_line(event)
-    shown = {"event", "stage", "step", "status", "index", "total", "title", "taskId"}
-    words = [str(event[key]) for key in ("step", "status") if event.get(key) is not None]
-    if event.get("index") is not None and event.get("total") is not None:
-        words.append(f"{event['index']}/{event['total']}")
-    if event.get("title"):
-        words.append(f"— {one_line(event['title'], 80)}")
-    fields = [f"{k}={one_line(v, 80)}" for k, v in event.items() if k not in shown]
-    detail = ", ".join(part for part in (" ".join(words), ", ".join(fields)) if part)
-    return f"[{stage}: {detail}]" if detail else f"[{stage}]"
+    # the graph sends no other stage: a newer server's is named with its step and status
+    words = " ".join(str(event[key]) for key in ("step", "status") if event.get(key) is not None)
+    return f"[{stage}: {words}]" if words else f"[{stage}]"
 
 
 @dataclass

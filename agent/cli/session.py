@@ -8,11 +8,10 @@ import functools
 import logging
 import sys
 from collections.abc import AsyncGenerator, Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli.commands import (
     HELP,
-    ChatBackend,
     Command,
     UsageError,
     parse_command,
@@ -33,6 +32,9 @@ from agent.cli.transfer import export_to, import_from
 from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
+
+if TYPE_CHECKING:  # the terminal chat takes anything with its methods
+    from agent.service import ChatAgent
 
 logger = logging.getLogger("agent.cli")
 
@@ -86,7 +88,7 @@ class ChatSession:
     """An interactive chat in one session: reads lines, runs turns, prints what happens.
 
     Args:
-        agent: the chat agent (anything with its streaming and registry methods).
+        agent: the chat agent.
         session_id: the session whose conversations this chat sees.
         conversation_id: the conversation to continue; None starts a new one.
         read_line: reads the next line after a prompt.
@@ -97,7 +99,7 @@ class ChatSession:
 
     def __init__(
         self,
-        agent: ChatBackend,
+        agent: ChatAgent,
         *,
         session_id: str,
         conversation_id: str | None = None,

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.cli.commands import ChatBackend, UsageError
+from agent.cli.commands import UsageError
 from memory.files import PRIVATE_FILE_MODE
 from memory.limits import MAX_EXPORT_BYTES
+
+if TYPE_CHECKING:
+    from agent.service import ChatAgent
 
 CANNOT = "cannot {verb} {path}: {why}"
 
 
-def export_to(agent: ChatBackend, session_id: str, path: str) -> str:
+def export_to(agent: ChatAgent, session_id: str, path: str) -> str:
     """Write the session's export document to `path` (readable by this user only, as
     the agent's own files are); returns the line that says so.
 
@@ -33,7 +36,7 @@ def export_to(agent: ChatBackend, session_id: str, path: str) -> str:
     return f"exported this session to {path}"
 
 
-def import_from(agent: ChatBackend, session_id: str, path: str) -> str:
+def import_from(agent: ChatAgent, session_id: str, path: str) -> str:
     """Import the export document in `path` into the session; returns what it did, one
     line per part of the document.
 
