@@ -71,15 +71,9 @@ class Unauthenticated(Exception):
 
 @dataclass(frozen=True)
 class SignedIn:
-    """A request's user.
-
-    Attributes:
-        session_id: `mode:user`, the session the user's data lives in.
-        via: the credentials it came with (`cookie`: the page's sign-in cookie).
-        expires: when those credentials expire (a token's `exp`), if they do.
-        key: the hash of the API key it came with (a cookie made from it ends with it).
-        generation: a cookie's sign-in generation (one signing out ends the older ones).
-    """
+    """A request's user: its session `mode:user`, the credentials it came `via`, when they
+    `expires` (a token's `exp`), the hash of its API `key` (a cookie made from it is bound
+    to it), a cookie's sign-in `generation` (signing out ends the older ones)."""
 
     session_id: str
     via: IdentityMode | Literal["cookie"]
@@ -111,13 +105,8 @@ def _escape(char: str) -> str:
 
 
 class SignIns:
-    """Each signed-in user's sign-in generation, in the agent's database: signing out
-    raises it, and every cookie of an older generation is refused by every worker.
-
-    Args:
-        threads: the agent's storage (its documents hold the generations).
-        ids: the agent's ids (a generation's thread id is keyed by the session's HMAC).
-    """
+    """Each user's sign-in generation, a document in the agent's storage keyed by the
+    session's HMAC: signing out raises it, and every worker refuses older cookies."""
 
     def __init__(self, threads: ThreadStore, ids: ThreadIds) -> None:
         self.threads, self.ids = threads, ids
