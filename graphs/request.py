@@ -243,10 +243,7 @@ def signed_in_user() -> str | None:
 
 
 def run_ids(
-    given: Mapping[str, Any],
-    session_id: str,
-    conversation_id: str | None,
-    thread_id: str | None,
+    given: Mapping[str, Any], session_id: str, conversation_id: str | None, thread_id: str | None
 ) -> tuple[str, str]:
     """(session id, conversation id) of a run: the signed-in user's, else its input's, else
     its context's; the conversation defaults to the run's thread (`langgraph dev`'s).

@@ -214,9 +214,7 @@ class ChatSession:
             self._error(UNEXPECTED)
 
     def _stream(
-        self,
-        start: Callable[[], AsyncGenerator[ClientEvent, None]],
-        route: str | None = None,
+        self, start: Callable[[], AsyncGenerator[ClientEvent, None]], route: str | None = None
     ) -> TurnOutcome:
         """Run a turn, printing its events; Ctrl-C cancels it (a cancelled turn writes nothing).
 

@@ -34,12 +34,7 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
 from graphs.delivery import prompts as texts
-from graphs.delivery.schemas import (
-    DeliveryPlan,
-    DeliveryReport,
-    DeliveryTaskResult,
-    ReviewVerdict,
-)
+from graphs.delivery.schemas import DeliveryPlan, DeliveryReport, DeliveryTaskResult, ReviewVerdict
 from graphs.delivery.stages import (
     REVIEWERS,
     as_json,
@@ -51,13 +46,7 @@ from graphs.delivery.stages import (
     request_words,
     stage,
 )
-from graphs.delivery.state import (
-    DeliveryState,
-    PlanRecord,
-    ReviewAssignment,
-    TaskArtifact,
-    Verdict,
-)
+from graphs.delivery.state import DeliveryState, PlanRecord, ReviewAssignment, TaskArtifact, Verdict
 from graphs.routing import STOP
 from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
