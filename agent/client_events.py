@@ -1,13 +1,8 @@
-"""The client events of a turn, typed, and their translation from LangGraph stream parts:
-what `ChatAgent.astream` yields, the HTTP app sends as server-sent events (`event:
-<name>`, `data: <the other keys as JSON>`), the chat page reads and the terminal chat
-prints.
-
-Each event is a `TypedDict` tagged by its `event` key; `ClientEvent` is their union.
-A turn's stream starts with `conversation` and ends with `done` or `error`, and the
-`memory` events of the upkeep it left owed may follow `done`. Only final-answer tokens
-and public status fields cross from the graph's stream: tool arguments and results,
-prompts and internal ids never do.
+"""The client events of a turn (`TypedDict`s tagged by `event`; `ClientEvent` their union)
+and their translation from LangGraph stream parts: what `ChatAgent.astream` yields, SSE
+carries, the page and the terminal chat show. A stream starts with `conversation`, ends
+with `done` or `error`, and the upkeep's `memory` events may follow `done`. Only answer
+tokens and public status fields cross: never tool arguments, results, prompts or ids.
 """
 
 from __future__ import annotations
@@ -61,14 +56,9 @@ class _Answer:
 
 
 class AnswerTokens:
-    """A run's `token` events, with the text of a tool call written as text kept back.
-
-    A weak model may write its tool call into the answer; the graph makes it a real call
-    or replaces the answer (`graphs.text_tool_calls`), but only once the reply is whole.
-    So each reply streams until it may start such a call (`TOOL_CALL_OPENERS`); from
-    there on it is held, and `release` lets it out at the end of the run only if it is
-    part of the run's answer. What the client was shown is never a tool call.
-    """
+    """A run's `token` events, holding back a tool call a weak model wrote as text (which
+    `graphs.text_tool_calls` handles once the reply is whole): a reply streams up to where
+    such a call may start, and `release` lets the rest out only if it is in the answer."""
 
     def __init__(self) -> None:
         self._answers: dict[tuple[tuple[str, ...], str], _Answer] = {}

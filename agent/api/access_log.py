@@ -24,12 +24,7 @@ UNKNOWN = "conversation"
 
 
 class RedactedAccessLog(logging.Filter):
-    """Rewrites the path of uvicorn's access-log records (`client - "METHOD path
-    HTTP/x" status`).
-
-    Args:
-        secret: returns the server secret that keys the hashes.
-    """
+    """Rewrites the path of uvicorn's access-log records, hashed under `secret()`."""
 
     def __init__(self, secret: Callable[[], str]) -> None:
         super().__init__()

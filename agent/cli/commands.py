@@ -69,14 +69,8 @@ class UsageError(ValueError):
 
 @dataclass(frozen=True)
 class Command:
-    """A parsed input line.
-
-    Attributes:
-        name: `message` for text to send, else the slash command without its slash.
-        text: the message to send, the text of `/remember`, the words of `/search`, the
-            file of `/export` and `/import`, `history` for `/memories history`.
-        number: the conversation number of `/switch`, the item number of `/forget`.
-    """
+    """A parsed input line: `name` is `message` or the command without its slash, `text`
+    its text (a message, words, a file, `history`), `number` that of `/switch`, `/forget`."""
 
     name: str
     text: str = ""
@@ -148,15 +142,8 @@ def _task_list(text: str) -> list[Any]:
 
 
 def parse_decision(line: str, actions: Sequence[str]) -> dict[str, Any]:
-    """Parse a review answer such as `approve`, `reject too risky` or `edit [...]`.
-
-    Args:
-        line: what the person typed.
-        actions: the actions the review allows (empty: any).
-
-    Raises:
-        UsageError: an action the review does not allow, or missing or bad text.
-    """
+    """Parse a review answer such as `approve`, `reject too risky` or `edit [...]` among
+    the review's `actions` (empty: any); `UsageError` for another action or bad text."""
     action, _, rest = line.strip().partition(" ")
     action, rest = action.lower(), rest.strip()
     if not action or (actions and action not in actions):

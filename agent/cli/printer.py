@@ -168,14 +168,8 @@ def status_line(event: StatusEvent) -> str | None:
 
 @dataclass
 class TurnOutcome:
-    """What a streamed turn left behind.
-
-    Attributes:
-        conversation_id: the conversation it ran in (set by the `conversation` event).
-        result: the `done` event's result (camelCase `TurnResult`), if it finished.
-        interrupt: the pending review payload, if the turn stopped for one.
-        error: the message of an `error` event, if the turn failed.
-    """
+    """What a streamed turn left: its conversation, the `done` result, a review payload it
+    stopped for, an `error` event's message."""
 
     conversation_id: str | None = None
     result: TurnResultDTO | None = None

@@ -85,17 +85,8 @@ def echo_reader(source: TextIO, out: TextIO) -> Reader:
 
 
 class ChatSession:
-    """An interactive chat in one session: reads lines, runs turns, prints what happens.
-
-    Args:
-        agent: the chat agent.
-        session_id: the session whose conversations this chat sees.
-        conversation_id: the conversation to continue; None starts a new one.
-        read_line: reads the next line after a prompt.
-        out: where answers, status lines and views go (default: stdout).
-        err: where `error: ...` lines go (default: stderr).
-        markdown: render answers as Markdown (for a terminal; default: plain text).
-    """
+    """An interactive chat in one session: reads lines, runs turns, prints what happens
+    (to `out`, errors to `err`; answers as Markdown with `markdown`, for a terminal)."""
 
     def __init__(
         self,
@@ -216,12 +207,8 @@ class ChatSession:
     def _stream(
         self, start: Callable[[], AsyncGenerator[ClientEvent, None]], route: str | None = None
     ) -> TurnOutcome:
-        """Run a turn, printing its events; Ctrl-C cancels it (a cancelled turn writes nothing).
-
-        Args:
-            start: opens the turn's event stream.
-            route: the route already shown for this turn (when resuming it).
-        """
+        """Run the turn `start` opens, printing its events (`route`: already shown, on a
+        resume); Ctrl-C cancels it (a cancelled turn writes nothing)."""
         self._settle()
         printer = TurnPrinter(self.out, self.err, route=route, markdown=self._markdown)
         try:

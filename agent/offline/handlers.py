@@ -1,10 +1,6 @@
-"""`DEFAULT_HANDLERS`: every structured output the offline model produces, by schema.
-
-The one table of what `OfflineChatModel.with_structured_output` can answer: memory
-compaction, long-term extraction, the task list's four stages and the delivery's four.
-A model built with `structured_handlers=` answers from its own table instead (for
-example `{**DEFAULT_HANDLERS, MySchema: my_handler}`).
-"""
+"""`DEFAULT_HANDLERS`: every structured output the offline model produces, by schema
+(compaction, extraction, the task list's four stages and the delivery's four); a model
+built with `structured_handlers={**DEFAULT_HANDLERS, ...}` answers from its own table."""
 
 from __future__ import annotations
 

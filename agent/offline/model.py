@@ -1,11 +1,4 @@
-"""`OfflineChatModel`: a deterministic chat model that serves when no API key is set.
-
-It is a real chat model (a `LocalChatModel`, which serves and streams what `respond`
-answers): it calls the built-in tools when a message clearly asks for them, answers
-from tool results (agent/offline/chat.py), and produces structured output with the
-deterministic handler its `structured_handlers` table holds for the schema (by
-default `DEFAULT_HANDLERS`: compaction, task list, delivery).
-"""
+"""`OfflineChatModel`: the deterministic chat model that serves when no model is set."""
 
 from __future__ import annotations
 
@@ -67,15 +60,10 @@ def _cut_at_stop(text: str, stop: list[str] | None) -> str:
 
 
 class OfflineChatModel(LocalChatModel):
-    """A deterministic chat model for machines without an API key or a network.
-
-    It says plainly that it is offline, echoes the latest user message and reports
-    what the memory context holds (pinned decisions, summary, earlier messages). With
-    tools bound, it calls `calculator` for arithmetic and `current_time` for the time
-    or date when the latest user message clearly asks, then states the results.
-    `with_structured_output` answers with the handler `structured_handlers` holds for
-    the schema. Same input, same output.
-    """
+    """A deterministic chat model for machines without a model or a network: it says it is
+    offline and shows what the memory context holds; with tools bound it calls them when
+    the latest message clearly asks (agent/offline/chat.py); structured output comes from
+    the schema's handler in `structured_handlers`. Same input, same output."""
 
     model_name: str = OFFLINE_MODEL_NAME
     structured_handlers: Mapping[type[BaseModel], StructuredHandler] = Field(
@@ -110,14 +98,8 @@ class OfflineChatModel(LocalChatModel):
         tool_choice: str | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """The model with `tools` bound in OpenAI tool format.
-
-        Args:
-            tools: tools, functions, pydantic classes or OpenAI tool dicts.
-            tool_choice: "none" disables calls; a tool name restricts calls to that tool.
-                Calls are still made only when the message asks for one.
-            **kwargs: further call parameters to bind.
-        """
+        """The model with `tools` bound in OpenAI tool format; `tool_choice` "none" disables
+        calls, a tool's name restricts them to it (still made only when a message asks)."""
         formatted = [convert_to_openai_tool(tool) for tool in tools]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
@@ -131,19 +113,9 @@ class OfflineChatModel(LocalChatModel):
         include_raw: bool = False,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
-        """A runnable that answers with an instance of `schema`, built by its handler.
-
-        Args:
-            schema: a pydantic class with a handler in `structured_handlers`.
-            method: accepted for interface parity ("json_schema", "function_calling",
-                "json_mode"); the offline model answers the same way for all.
-            include_raw: return {"raw", "parsed", "parsing_error"} instead of the instance.
-            **kwargs: ignored, as other chat models ignore unknown options here.
-
-        Raises:
-            NotImplementedError: `structured_handlers` has no handler for `schema`.
-            ValueError: `method` is not a known structured-output method.
-        """
+        """A runnable answering with an instance of `schema`, built by its handler; `method`
+        is checked, then answered alike; `include_raw` as other chat models; other options
+        ignored. Raises `NotImplementedError` for a schema without a handler."""
         if method is not None and method not in STRUCTURED_OUTPUT_METHODS:
             raise ValueError(
                 UNKNOWN_METHOD.format(method=method, methods=sorted(STRUCTURED_OUTPUT_METHODS))

@@ -1,19 +1,12 @@
-"""The delivery subgraph: load the request, plan, run a sub-agent per task, review, report.
+"""The delivery subgraph: `load_request → plan_delivery → execute_tasks (once per task)
+→ review_quality, review_risk, review_boundary (in parallel) → synthesize_report`.
 
-`START → load_request → plan_delivery → execute_tasks (once per task) → review_quality,
-review_risk, review_boundary (in parallel) → synthesize_report → END`. A thin request, a
-planner that cannot
-act, or a failed stage ends the run early. Each task is a step of its own, keyed by
-its number: with a checkpoint after every step, a run stopped by a crash resumes at
-the first unfinished task, and finished tasks (and finished reviewers, whose writes
-LangGraph keeps) are never run again. Everything the stages produce (the plan, task
-artifacts, reviewer verdicts, failures) lives in this subgraph's state in the run
-thread; `output_schema=WorkflowOutput` lets only the report text and the status out,
-so nothing else can reach chat memory (finalize writes `completed` and `blocked` runs).
-The conversation's summary and pins, the run's background, stay out of its checkpoints:
-the run reads them itself (`Background`), keeps them in an untracked channel that the
-reviewers read from the shared state (not from a `Send`), and reads them again after a
-crash.
+A thin request, a planner that cannot act or a failed stage ends the run early. Each
+task is a step keyed by its number, so a crashed run resumes at the first unfinished
+task and finished tasks and reviewers are never run again. What the stages produce stays
+in the run thread: only the report text and status leave (`WorkflowOutput`). The
+conversation's summary and pins are read by the run itself (`Background`), kept in an
+untracked channel the reviewers read (not a `Send`), never checkpointed.
 """
 
 from __future__ import annotations
@@ -122,11 +115,8 @@ async def work_with_tools(sub_agent: TaskAgent, work: str) -> list[AnyMessage]:
 
 
 class DeliverySteps:
-    """The delivery's nodes, bound to one chat model, the task
-    sub-agent built on the tools, and the run's limits.
-
-    Every node is a stage: a failure or a timeout ends the run `failed` with a clear text.
-    """
+    """The delivery's nodes, bound to one model, the task sub-agent and the run's limits;
+    each is a stage: a failure or a timeout ends the run `failed` with a clear text."""
 
     def __init__(
         self,
