@@ -1,8 +1,5 @@
-"""Answers as Markdown in a terminal: rendered with `rich` as they stream in.
-
-Used only when the chat's output is a terminal; piped output gets the text as it is
-(`TurnPrinter` without a `MarkdownView`), so a transcript stays plain.
-"""
+"""Answers as Markdown in a terminal, rendered with `rich` as they stream in (piped
+output stays plain text, a transcript)."""
 
 from __future__ import annotations
 

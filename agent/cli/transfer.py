@@ -18,12 +18,8 @@ CANNOT = "cannot {verb} {path}: {why}"
 
 
 def export_to(agent: ChatAgent, session_id: str, path: str) -> str:
-    """Write the session's export document to `path` (readable by this user only, as
-    the agent's own files are); returns the line that says so.
-
-    Raises:
-        UsageError: the file cannot be written.
-    """
+    """Write the session's export document to `path`, readable by this user only, as the
+    agent's files are; the line that says so (`UsageError`: it cannot be written)."""
     document = json.dumps(agent.export(session_id=session_id), ensure_ascii=False)
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
@@ -37,13 +33,8 @@ def export_to(agent: ChatAgent, session_id: str, path: str) -> str:
 
 
 def import_from(agent: ChatAgent, session_id: str, path: str) -> str:
-    """Import the export document in `path` into the session; returns what it did, one
-    line per part of the document.
-
-    Raises:
-        UsageError: the file cannot be read.
-        InvalidRequest: the document was refused (nothing was written).
-    """
+    """Import the export document in `path`: what it did, a line per part (`UsageError`:
+    unreadable; `InvalidRequest`: refused, nothing written)."""
     try:
         with Path(path).expanduser().open("rb") as source:
             document = source.read(MAX_EXPORT_BYTES + 1)  # past the limit: refused whole

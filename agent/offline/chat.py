@@ -116,16 +116,9 @@ def _recalled_lines(body: str) -> list[str]:
 
 @dataclass(frozen=True)
 class ContextView:
-    """What the offline model reads from a context (`memory.context.ContextParts.messages`).
-
-    Attributes:
-        long_term: the user's recalled long-term items, as `[kind] text` lines.
-        earlier: lines recalled from earlier conversations, as the context shows them.
-        pins: pinned decisions, in their numbered order.
-        summary: the summary block's text ("" when absent).
-        history: earlier user/assistant messages, oldest first.
-        latest: the latest user message, or None when the list does not end with one.
-    """
+    """What the offline model reads from a context: long-term items (`[kind] text`), lines
+    recalled from earlier conversations, pins, the summary, earlier messages (oldest
+    first) and the latest user message (None when the list does not end with one)."""
 
     long_term: list[str] = field(default_factory=list)
     earlier: list[str] = field(default_factory=list)
@@ -294,11 +287,8 @@ def asks_about_the_past(text: str) -> bool:
 
 
 def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]) -> list[ToolCall]:
-    """The tool calls the latest user message asks for, among the bound `tool_names`.
-
-    Only a conversation that ends with a user message can ask; a request for a tool
-    that is not bound is answered in text instead.
-    """
+    """The tool calls the latest user message (if last) asks for, among the bound
+    `tool_names`; a request for a tool not bound is answered in text."""
     if not messages or not isinstance(messages[-1], HumanMessage):
         return []
     text = messages[-1].text
