@@ -265,24 +265,24 @@ class ChatSession:
         if pending and outcome.result is not None and pending[0] == outcome.conversation_id:
             self._pending = None  # the paused run gave way to this turn
             self._say(REVIEW_DROPPED)
-        if outcome.interrupt is not None and outcome.conversation_id:
+        if outcome.conversation_id:
+            self._review_paused(outcome.conversation_id, outcome)
+
+    def _review_paused(self, conversation_id: str, outcome: TurnOutcome) -> None:
+        """Answer the review a turn paused for, if it did."""
+        if outcome.interrupt is not None:
             route = outcome.result["route"] if outcome.result else None
-            self._pending = (outcome.conversation_id, outcome.interrupt, route)
+            self._pending = (conversation_id, outcome.interrupt, route)
             self._answer_review()
 
     def _recover(self, _: Command) -> None:
         conversation_id = self.conversation_id
         if conversation_id is None:
             raise UsageError("there is nothing to recover in a new conversation")
-        outcome = self._stream(
-            lambda: self.agent.astream_recover(
-                session_id=self.session_id, conversation_id=conversation_id
-            )
+        recover = functools.partial(
+            self.agent.astream_recover, session_id=self.session_id, conversation_id=conversation_id
         )
-        if outcome.interrupt is not None:
-            route = outcome.result["route"] if outcome.result else None
-            self._pending = (conversation_id, outcome.interrupt, route)
-            self._answer_review()
+        self._review_paused(conversation_id, self._stream(recover))
 
     def _review(self, _: Command) -> None:
         if self._pending is None or self._pending[0] != self.conversation_id:
