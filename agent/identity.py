@@ -127,18 +127,9 @@ class SignIns:
 
 
 class Authenticator:
-    """Checks a request's credentials against the configured modes.
-
-    Args:
-        settings: the modes (`AGENT_API_KEYS`, `AGENT_JWT_*`/`AGENT_JWKS`,
-            `AGENT_PROXY_USER_HEADER`/`AGENT_TRUSTED_PROXIES`).
-        secret: returns the server secret that signs the sign-in cookie.
-        sign_ins: the users' sign-in generations (None: a cookie is checked by its
-            signature, expiry and key alone, as where the HTTP app checks it again).
-
-    Raises:
-        SettingsError: a JWKS file that is missing or holds no usable key.
-    """
+    """Checks a request's credentials against the settings' modes; `secret()` signs the
+    sign-in cookie; without `sign_ins` a cookie is checked by signature, expiry and key
+    alone. Raises `SettingsError` for a JWKS file missing or without a usable key."""
 
     def __init__(
         self, settings: Settings, secret: Callable[[], str], sign_ins: SignIns | None = None
@@ -175,12 +166,9 @@ class Authenticator:
         now: float | None = None,
     ) -> SignedIn:
         """The user a request's credentials name: the proxy's header (from a trusted
-        address only), else `x-api-key`, else `Authorization: Bearer` (an API key, else a
-        token), else the sign-in `cookie` when the caller passes one.
-
-        Raises:
-            Unauthenticated: no valid credentials; nothing else is tried after a bad one.
-        """
+        address only), else `x-api-key`, else `Authorization: Bearer` (a key, else a
+        token), else the sign-in `cookie`. `Unauthenticated` without valid credentials;
+        nothing else is tried after a bad one."""
         proxied = self._proxy_user(headers, client)
         if proxied is not None:
             return SignedIn(session_of("proxy", proxied), "proxy")

@@ -1,8 +1,6 @@
-"""The local model: a GGUF file served by llama-cpp-python's OpenAI-compatible server on
-127.0.0.1, started, health-checked and stopped by the agent (`AGENT_MODEL=local`).
-
-The agent reaches it as it reaches any endpoint (`ChatOpenAI` on a base URL): this module
-only yields the endpoint (`LocalEndpoint`) and the settings that point at it.
+"""The local model (`AGENT_MODEL=local`): a GGUF served by llama-cpp-python's
+OpenAI-compatible server on 127.0.0.1, started, checked and stopped by the agent, reached
+as any endpoint is: this module yields the endpoint and the settings pointing at it.
 """
 
 from __future__ import annotations

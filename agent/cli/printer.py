@@ -179,11 +179,8 @@ class TurnOutcome:
 
 class TurnPrinter:
     """Prints a turn's events as they arrive: tokens inline, status on their own lines.
-
-    The route line waits until the turn shows something else, so a chat turn that
-    escalates to a tool prints `[route: tool]`, not the route it left. Memory lines that
-    come before any answer text (workflows answer in one piece, at the end) wait for it.
-    """
+    The route line waits for the turn's next output (a chat turn escalating to a tool
+    shows `[route: tool]`); memory lines before any answer text wait for it."""
 
     def __init__(
         self,

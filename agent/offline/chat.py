@@ -259,11 +259,6 @@ def arithmetic_expressions(text: str) -> list[str]:
     return found[:MAX_CALCULATIONS]
 
 
-def asks_for_time(text: str) -> bool:
-    """Whether the message asks for the current time or today's date."""
-    return bool(_TIME_REQUEST.search(text))
-
-
 def requested_timezone(text: str) -> str | None:
     """An IANA zone named in the message ("Europe/Paris"), if it is a known one."""
     for match in _IANA_ZONE.finditer(text):
@@ -281,11 +276,6 @@ def tool_call_id(name: str, args: dict[str, Any], request: str, position: int) -
     return "call_" + hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-def asks_about_the_past(text: str) -> bool:
-    """Whether the message asks what was said in earlier conversations."""
-    return bool(_ASKS_ABOUT_THE_PAST.search(text))
-
-
 def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]) -> list[ToolCall]:
     """The tool calls the latest user message (if last) asks for, among the bound
     `tool_names`; a request for a tool not bound is answered in text."""
@@ -295,10 +285,10 @@ def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]
     planned: list[tuple[str, dict[str, Any]]] = []
     if CALCULATOR in tool_names:
         planned.extend((CALCULATOR, {"expression": expr}) for expr in arithmetic_expressions(text))
-    if CURRENT_TIME in tool_names and asks_for_time(text):
+    if CURRENT_TIME in tool_names and _TIME_REQUEST.search(text):
         zone = requested_timezone(text)
         planned.append((CURRENT_TIME, {"timezone": zone} if zone else {}))
-    if SEARCH_CONVERSATIONS in tool_names and asks_about_the_past(text):
+    if SEARCH_CONVERSATIONS in tool_names and _ASKS_ABOUT_THE_PAST.search(text):
         planned.append((SEARCH_CONVERSATIONS, {"query": clamp(text, 500)}))
     request = f"{len(messages)}:{text}"
     return [
