@@ -1,9 +1,6 @@
-"""The chat subgraph: one model call with the memory context.
-
-In auto mode the model may ask for a tool; the main graph then continues the turn
-in the tool subgraph with the tool request as the last message. The model call has
-a sync and an async body (`ModelNode`): `graph.invoke` calls the model in the
-caller's thread, `graph.astream` awaits it (streaming, cancellable).
+"""The chat subgraph: one model call with the memory context; in auto mode a tool request
+makes the main graph continue the turn in the tool subgraph. `ModelNode` calls the model
+in the caller's thread under `invoke` and awaits it under `astream` (cancellable).
 """
 
 from __future__ import annotations
@@ -60,16 +57,9 @@ def model_input(state: ChatState) -> list[BaseMessage]:
 
 
 class ModelNode(Runnable[S, U]):
-    """A node that calls a model, with a sync and an async body.
-
-    A plain `Runnable` (LangGraph runs it inside the node's own run): no extra traced
-    run and no signature inspection per call, as `RunnableLambda` would add.
-
-    Args:
-        call: picks the runnable and its input from the state.
-        done: the node's update from the state and the model's reply.
-        name: the node's name.
-    """
+    """A node that calls a model (`call` picks the runnable and its input from the state,
+    `done` makes the update from the reply), sync and async: a plain `Runnable`, without
+    the traced run and per-call signature inspection a `RunnableLambda` would add."""
 
     def __init__(
         self,
@@ -94,13 +84,8 @@ class ModelNode(Runnable[S, U]):
 def build_chat_graph(
     *, model: BaseChatModel, tools: Sequence[BaseTool] = (), timeout: float | None = None
 ) -> StateGraph[ChatState, None, ChatState, ChatOutput]:
-    """`START → call_model → END`.
-
-    Args:
-        model: the chat model.
-        tools: offered to the model when `tools_allowed` is set.
-        timeout: seconds the model call may take (`memory.structured.ModelTimeout`).
-    """
+    """`START → call_model → END`; `tools` offered when `tools_allowed` is set, the call
+    bounded by `timeout` seconds (`memory.bounded.ModelTimeout`)."""
     with_tools = model.bind_tools(list(tools)) if tools else model  # bound once
     names = frozenset(tool.name for tool in tools)
 
