@@ -95,12 +95,8 @@ class TurnRequest:
 
 
 def check_text(value: object, what: str = "message", limit: int = MAX_MESSAGE_CHARS) -> str:
-    """`value` stripped, if it is non-empty text of at most `limit` characters.
-
-    Raises:
-        InvalidRequest: not a string, empty, or not encodable as UTF-8.
-        MessageTooLong: longer than `limit`.
-    """
+    """`value` stripped, if it is non-empty Unicode text (else `InvalidRequest`) of at most
+    `limit` characters (else `MessageTooLong`)."""
     if not isinstance(value, str):
         raise InvalidRequest(NOT_TEXT.format(what=what, type_name=type(value).__name__))
     text = value.strip()

@@ -336,9 +336,14 @@ def build_upkeep_graph(
     long_term: tuple[LongTermMemory, Extractor] | None = None,
     stats: StructuredStats | None = None,
 ) -> UpkeepGraph:
-    """`read_owed → [embed] → [remember] → [compact] → settle` over the chat memory, the
-    compactor (`memory.compaction.structured_compactor`), long-term memory and its
-    extractor (None: no `remember`), and the structured calls' counts (shown on failure)."""
+    """`read_owed → [embed] → [remember] → [compact] → settle`.
+
+    Args:
+        memory: the chat memory.
+        compactor: the compaction model (`memory.compaction.structured_compactor`).
+        long_term: the users' long-term memory and its extractor (None: no `remember`).
+        stats: the counts of the structured calls, shown when an upkeep failed.
+    """
     nodes = UpkeepNodes(memory, compactor, long_term, stats)
     remembers = ("remember",) if long_term is not None else ()
     builder: UpkeepGraph = StateGraph(

@@ -46,12 +46,8 @@ def open_session(
     read_line: Reader,
     markdown: bool = False,
 ) -> ChatSession:
-    """A chat on `conversation_id`, else the session's selected conversation, else a new one.
-
-    Raises:
-        InvalidRequest: a malformed session or conversation id.
-        ConversationNotFound: `conversation_id` is not one of the session's conversations.
-    """
+    """A chat on `conversation_id`, else the session's selected conversation, else a new
+    one (`InvalidRequest` for a malformed id, `ConversationNotFound` for another's)."""
     registry = agent.conversations(session_id=session_id)  # validates the session id
     titles = {entry["id"]: entry["title"] for entry in registry["conversations"]}
     if conversation_id is not None:

@@ -322,11 +322,10 @@ def build_delivery_graph(
         model: the model of every stage and sub-agent.
         tools: the task sub-agents' tools (the tool subgraph); none: one call per task.
         max_tasks: tasks planned beyond this many are dropped (and named in the report).
-        stage_timeout: seconds allowed for each unit of model work: the plan, each
-            task's sub-agent, each reviewer, the report. A timeout fails the run.
+        stage_timeout: seconds for each unit of model work (the plan, a task's sub-agent,
+            a reviewer, the report); past it the run fails.
         structured_output_method: how structured calls are made (`memory.structured`).
-        background: reads the conversation's summary and pins, the stages' context
-            (None: none, as when the graph runs on its own).
+        background: reads the conversation's summary and pins (None: none).
 
     Raises:
         ValueError: `max_tasks` or `stage_timeout` is not positive.

@@ -200,10 +200,8 @@ async def review_revision(state: TasklistState) -> Command[Literal["execute_task
 
 
 class TasklistSteps:
-    """The model-calling nodes, bound to one chat model.
-
-    A model failure (error or invalid output) ends the run `failed` with a safe text.
-    """
+    """The model-calling nodes, bound to one chat model; a model failure (an error or an
+    invalid output) ends the run `failed` with a safe text."""
 
     def __init__(
         self,
@@ -362,11 +360,9 @@ def build_tasklist_graph(
     """Assemble the task-list subgraph (uncompiled; the agent graph adds it compiled).
 
     Args:
-        model: the chat model for planning, execution, self-check and summary; it must
-            support structured output.
+        model: the chat model of every step; it must support structured output.
         structured_output_method: how structured calls are made (`memory.structured`).
-        background: reads the conversation's summary and pins for the planner (None:
-            none, as when the graph runs on its own).
+        background: reads the conversation's summary and pins for the planner (None: none).
     """
     steps = TasklistSteps(model, structured_output_method, background)
     builder: TasklistGraph = StateGraph(
