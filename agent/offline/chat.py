@@ -114,7 +114,7 @@ def _recalled_lines(body: str) -> list[str]:
     return lines
 
 
-@dataclass(frozen=True)
+@dataclass
 class ContextView:
     """What the offline model reads from a context: long-term items (`[kind] text`), lines
     recalled from earlier conversations, pins, the summary, earlier messages (oldest
@@ -161,41 +161,28 @@ def _template_body(content: str, template: str, placeholder: str) -> str:
 def read_context(messages: Sequence[BaseMessage]) -> ContextView:
     """Split a context into long-term items, pinned decisions, summary, earlier messages
     and latest input."""
-    long_term: list[str] = []
-    earlier: list[str] = []
-    pins: list[str] = []
-    summary = ""
-    history: list[BaseMessage] = []
+    view = ContextView()
     for message in messages:
         if isinstance(message, SystemMessage):
             if message.id == LONG_TERM_BLOCK_ID:
                 body = _template_body(message.text, LONG_TERM_BLOCK, "items")
-                long_term = [line.removeprefix("- ").strip() for line in body.splitlines()]
-                long_term = [item for item in long_term if item]
+                items = (line.removeprefix("- ").strip() for line in body.splitlines())
+                view.long_term = [item for item in items if item]
             elif message.id == RECALL_BLOCK_ID:
-                body = _template_body(message.text, RECALL_BLOCK, "lines")
-                earlier = _recalled_lines(body)
+                view.earlier = _recalled_lines(_template_body(message.text, RECALL_BLOCK, "lines"))
             elif message.id == PINNED_BLOCK_ID:
                 body = _template_body(message.text, PINNED_BLOCK, "pins")
-                pins = [re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines()]
-                pins = [pin for pin in pins if pin]
+                pins = (re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines())
+                view.pins = [pin for pin in pins if pin]
             elif message.id == SUMMARY_BLOCK_ID:
-                summary = _template_body(message.text, SUMMARY_BLOCK, "summary")
+                view.summary = _template_body(message.text, SUMMARY_BLOCK, "summary")
         elif isinstance(message, HumanMessage | AIMessage) and message.text.strip():
-            history.append(message)
-    latest: str | None = None
+            view.history.append(message)
     if messages and isinstance(messages[-1], HumanMessage):
-        latest = messages[-1].text
-        if history and history[-1] is messages[-1]:
-            history.pop()
-    return ContextView(
-        long_term=long_term,
-        earlier=earlier,
-        pins=pins,
-        summary=summary,
-        history=history,
-        latest=latest,
-    )
+        view.latest = messages[-1].text
+        if view.history and view.history[-1] is messages[-1]:
+            view.history.pop()
+    return view
 
 
 def plain_answer(messages: Sequence[BaseMessage]) -> str:
