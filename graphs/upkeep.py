@@ -198,7 +198,8 @@ class UpkeepNodes:
         )
 
     def _folded(self, record: ThreadState) -> set[str]:
-        """The user messages the owed compaction is about to fold."""
+        """The user messages the owed compaction is about to fold (with the assistant's line
+        before them: hence the one more)."""
         if not record.compaction_owed:
             return set()
         reach = len(record.messages) - self.memory.keep + 1
