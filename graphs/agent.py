@@ -30,7 +30,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from graphs.chat import announce_tool_calls, build_chat_graph
+from graphs.chat import announce_tool_calls, chat_node
 from graphs.events import emit
 from graphs.request import WORKFLOW_ROUTES
 from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
@@ -182,8 +182,7 @@ def build_agent_graph(
     # destinations are declared for Studio
     builder.add_node(nodes.load_memory, destinations=tuple(sorted(routes)))
     builder.add_edge(START, "load_memory")
-    chat = build_chat_graph(model=model, tools=tools, timeout=call_timeout)
-    builder.add_node("chat", chat.compile(name="chat"))
+    builder.add_node("chat", chat_node(model=model, tools=tools, timeout=call_timeout))
     if tools:
         tool = build_tool_graph(model=model, tools=tools, timeout=call_timeout)
         builder.add_node("tool", tool.compile(name="tool"))

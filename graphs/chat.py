@@ -1,23 +1,23 @@
-"""The chat subgraph: one model call with the memory context.
+"""The chat node: one model call with the memory context.
 
-In auto mode the model may ask for a tool; the main graph then continues the turn
-in the tool subgraph with the tool request as the last message. The model call has
-a sync and an async body (`ModelNode`): `graph.invoke` calls the model in the
-caller's thread, `graph.astream` awaits it (streaming, cancellable).
+A node of the agent graph, not a subgraph of one node: a subgraph would add a graph
+run of its own to every turn (its loop, its checkpoint read) and buy nothing. In auto
+mode the model may ask for a tool; the main graph then continues the turn in the tool
+subgraph with the tool request as the last message. The model call has a sync and an
+async body (`ModelNode`): `graph.invoke` calls the model in the caller's thread,
+`graph.astream` awaits it (streaming, cancellable).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Annotated, Any, NotRequired, TypeVar
+from typing import Any, NotRequired, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.channels import UntrackedValue
-from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from graphs.events import emit
@@ -30,7 +30,7 @@ U = TypeVar("U", bound=Mapping[str, Any])
 
 
 class ChatOutput(TypedDict):
-    """What the chat subgraph hands back to the main graph."""
+    """What the chat node writes."""
 
     turn_messages: list[AnyMessage]
     """This turn's own messages, the model's reply last (replaced)."""
@@ -39,12 +39,12 @@ class ChatOutput(TypedDict):
 
 
 class ChatState(ChatOutput, total=False):
-    """State shared with the main graph."""
+    """What the chat node reads of the agent graph's state."""
 
-    context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
+    context: MemoryContext
     """The memory context read before the turn's messages (never checkpointed)."""
     tools_allowed: bool
-    """Whether the model may ask for a tool (replaced)."""
+    """Whether the model may ask for a tool."""
 
 
 def announce_tool_calls(reply: AIMessage) -> None:
@@ -91,10 +91,10 @@ class ModelNode(Runnable[S, U]):
         return self.done(input, await bounded_ainvoke(call, self.timeout))
 
 
-def build_chat_graph(
+def chat_node(
     *, model: BaseChatModel, tools: Sequence[BaseTool] = (), timeout: float | None = None
-) -> StateGraph[ChatState, None, ChatState, ChatOutput]:
-    """`START → call_model → END`.
+) -> ModelNode[ChatState, ChatOutput]:
+    """The chat node: the model answers from the memory context and the turn's messages.
 
     Args:
         model: the chat model.
@@ -117,8 +117,4 @@ def build_chat_graph(
         output: ChatOutput = {"turn_messages": [*state["turn_messages"], reply]}
         return {**output, "degraded": True} if degraded else output
 
-    builder = StateGraph(ChatState, output_schema=ChatOutput)
-    builder.add_node("call_model", ModelNode(call, done, timeout=timeout))
-    builder.add_edge(START, "call_model")
-    builder.add_edge("call_model", END)
-    return builder
+    return ModelNode(call, done, name="chat", timeout=timeout)
