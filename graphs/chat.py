@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, NotRequired, TypeVar
+from typing import Any, Literal, NotRequired, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.events import emit
@@ -26,7 +27,7 @@ from graphs.text_tool_calls import checked_reply
 from memory.bounded import bounded_ainvoke, bounded_invoke
 
 S = TypeVar("S", bound=Mapping[str, Any])
-U = TypeVar("U", bound=Mapping[str, Any])
+U = TypeVar("U")
 
 
 class ChatOutput(TypedDict):
@@ -93,8 +94,12 @@ class ModelNode(Runnable[S, U]):
 
 def chat_node(
     *, model: BaseChatModel, tools: Sequence[BaseTool] = (), timeout: float | None = None
-) -> ModelNode[ChatState, ChatOutput]:
+) -> ModelNode[ChatState, ChatOutput | Command[Literal["tool", "finalize"]]]:
     """The chat node: the model answers from the memory context and the turn's messages.
+    With tools, the node also routes (`Command`): a tool request goes on to the tool
+    subgraph, else the turn is done; a turn whose model could ask for a tool announces
+    the route it took, once, then the tools called. Routing here, not in an edge, keeps
+    the turn on the event loop: LangGraph runs a plain function in a worker thread.
 
     Args:
         model: the chat model.
@@ -109,12 +114,22 @@ def chat_node(
         allowed = bool(tools) and state.get("tools_allowed", False)
         return (with_tools if allowed else model), model_input(state)
 
-    def done(state: ChatState, reply: AIMessage) -> ChatOutput:
-        # a tool request is announced where the turn goes on to the tool route; one
-        # written as text is made a real one where tools are allowed, never an answer
+    def done(
+        state: ChatState, reply: AIMessage
+    ) -> ChatOutput | Command[Literal["tool", "finalize"]]:
+        # a call written as text is made a real one where tools are allowed, never an answer
         allowed = bool(tools) and state.get("tools_allowed", False)
         reply, degraded = checked_reply(reply, names, may_call=allowed)
         output: ChatOutput = {"turn_messages": [*state["turn_messages"], reply]}
-        return {**output, "degraded": True} if degraded else output
+        if degraded:
+            output["degraded"] = True
+        if not tools:
+            return output
+        asked = bool(reply.tool_calls)
+        if allowed:
+            emit("route", route="tool" if asked else "chat")
+        if asked:
+            announce_tool_calls(reply)
+        return Command(update=output, goto="tool" if asked else "finalize")
 
     return ModelNode(call, done, name="chat", timeout=timeout)
