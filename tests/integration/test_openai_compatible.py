@@ -135,9 +135,7 @@ def test_messages_stream_carries_the_providers_token_chunks(
     stub.reply_text(answer)
 
     tokens = [
-        text
-        for node, text in streamed_chunks(graph, "stream please")
-        if node == "chat" and text
+        text for node, text in streamed_chunks(graph, "stream please") if node == "chat" and text
     ]
     values = graph.get_state(run_config()).values
 
