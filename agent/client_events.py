@@ -13,17 +13,19 @@ from typing import Any, Literal, NotRequired, cast
 from langchain_core.messages import AIMessageChunk
 from typing_extensions import TypedDict
 
-ANSWER_SUBGRAPHS = frozenset({"chat", "tool"})
-"""Subgraphs (directly under the agent graph) whose `call_model` tokens are the answer:
+ANSWER_NODES = frozenset({("", "chat"), ("tool", "call_model")})
+"""Where the answer's tokens come from, as (the subgraph directly under the agent graph,
+"" for the agent graph itself; the node): the chat node and the tool subgraph's model,
 not compaction, not a workflow's planning or sub-agents."""
 
 
 def token_event(namespace: tuple[str, ...], chunk: tuple[Any, dict[str, Any]]) -> TokenEvent | None:
     """A `token` event for an answer chunk of the `messages` stream, else None."""
     message, metadata = chunk
-    if len(namespace) != 1 or namespace[0].partition(":")[0] not in ANSWER_SUBGRAPHS:
+    if len(namespace) > 1:
         return None
-    if metadata.get("langgraph_node") != "call_model":
+    graph = namespace[0].partition(":")[0] if namespace else ""
+    if (graph, metadata.get("langgraph_node")) not in ANSWER_NODES:
         return None
     if not isinstance(message, AIMessageChunk) or message.tool_call_chunks:
         return None

@@ -188,7 +188,11 @@ class UpkeepRunner:
 
     async def _drive(self, upkeep: Upkeep) -> None:
         loop = asyncio.get_running_loop()
+        # one step of the loop first: the turn that asked is handed to its caller before
+        # a worker starts, else the worker's first stretch of Python holds the GIL while
+        # the caller waits to wake (a switch interval, 5 ms, on the reply path)
         try:
+            await asyncio.sleep(0)
             while True:
                 upkeep.again, flush, upkeep.flush = False, upkeep.flush, False
                 waiting = await loop.run_in_executor(self._pool, self._pay, upkeep, loop, flush)

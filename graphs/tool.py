@@ -55,7 +55,7 @@ def pending_tool_calls(state: ToolOutput) -> bool:
 
 
 def route_tool_entry(state: ToolState) -> Literal["tools", "call_model"]:
-    """Run a tool request handed over by the chat subgraph, else ask the model."""
+    """Run a tool request handed over by the chat node, else ask the model."""
     return "tools" if pending_tool_calls(state) else "call_model"
 
 

@@ -135,9 +135,7 @@ def test_messages_stream_carries_the_providers_token_chunks(
     stub.reply_text(answer)
 
     tokens = [
-        text
-        for node, text in streamed_chunks(graph, "stream please")
-        if node == "call_model" and text
+        text for node, text in streamed_chunks(graph, "stream please") if node == "chat" and text
     ]
     values = graph.get_state(run_config()).values
 
@@ -287,5 +285,5 @@ def test_compaction_output_never_streams_as_tokens(
 
     streamed = streamed_chunks(graph, "question 4")
     assert memory.read_memory(SESSION, CONVERSATION).summary == "SECRET-SUMMARY"
-    assert {node for node, _ in streamed} == {"call_model"}
+    assert {node for node, _ in streamed} == {"chat"}
     assert "SECRET-SUMMARY" not in "".join(text for _, text in streamed)
