@@ -154,8 +154,9 @@ class AgentOutput(TypedDict, total=False):
     conversation_id: Annotated[str, UntrackedValue(str)]
     """The conversation the turn belongs to: the run's context's (`turn_ids`), in the
     run's output and never checkpointed."""
-    answer: str
-    """The final user-visible text."""
+    answer: Annotated[str, UntrackedValue(str)]
+    """The final user-visible text, in the run's output and never checkpointed: the run
+    thread keeps it once, as the last of `messages`."""
     route: RouteName
     """The subgraph that answered."""
     status: str

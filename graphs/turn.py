@@ -115,9 +115,8 @@ def given(state: AgentState) -> list[str]:
 
 SAID_ONCE: dict[str, Any] = {"user_text": "", "turn_messages": [], "workflow_text": ""}
 """The working copies of the turn's texts, emptied by `finalize`: a finished run's
-checkpoint holds the user's text once (`messages`) and the answer in `answer` and
-`messages` (the run's output and Studio's chat view), so a forgetting has less to
-chase."""
+checkpoint holds the user's text and the answer once each, in `messages` (Studio's chat
+view; `answer` is the run's output only), so a forgetting has less to chase."""
 
 
 def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:
