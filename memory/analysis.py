@@ -63,15 +63,11 @@ class UserText:
     """A turn's reading of its user's text.
 
     Attributes:
-        text: the text as the user sent it (validated, stripped).
-        secret: what it discloses, if anything (never the value).
         kept: the text as the archive and a title keep it (secret lines redacted).
         says_something: whether a model's extraction is owed for it.
         explicit: whether it holds an explicit request ("remember that …").
     """
 
-    text: str = ""
-    secret: SecretKind | None = None
     kept: str = ""
     says_something: bool = False
     explicit: bool = False
@@ -84,8 +80,6 @@ def read(text: str) -> UserText:
     # a secret beside something lasting ("I'm allergic to peanuts. My wifi password
     # is …") leaves the rest to extract: an extractor reads the kept text
     return UserText(
-        text=text,
-        secret=secret,
         kept=kept,
         says_something=says_something(kept),
         explicit=is_explicit(kept),

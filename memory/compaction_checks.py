@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from memory.archive.terms import tokens
 from memory.limits import MAX_SUMMARY_CHARS
 from memory.longterm.evidence import Reason, grounded, quote_refusal
-from memory.longterm.recall import tokens
 from memory.longterm.secrets import find_secret
 from memory.schema import ChatThreadMessage
 

@@ -10,10 +10,10 @@ import unicodedata
 from collections.abc import Sequence
 from enum import StrEnum
 
+from memory.archive.terms import tokens
 from memory.limits import MAX_NEW_MEMORIES_PER_TURN
 from memory.longterm.analysis import own_words
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import tokens
 from memory.longterm.secrets import find_secret
 
 

@@ -17,11 +17,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memory.archive.terms import tokens
 from memory.limits import MAX_IMPORTANCE, MAX_NEW_MEMORIES_PER_TURN
 from memory.longterm.analysis import own_words
 from memory.longterm.items import MemoryItem, tidy
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import tokens
 
 REMEMBER_FORM = re.compile(
     r"^(?:please\s+remember(?:\s+that)?|remember\s+that)\b[\s,:]*|^请?记住[\s,:：，]*", re.I

@@ -21,12 +21,12 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from pydantic import ValidationError
 
+from memory.archive.terms import tokens
 from memory.limits import MAX_MEMORY_TEXT_CHARS, MAX_NEW_MEMORIES_PER_TURN
 from memory.longterm.evidence import normalised_words
 from memory.longterm.explicit import explicit_operations
 from memory.longterm.items import MemoryItem, Source
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
-from memory.longterm.recall import tokens
 from memory.prompts import EXTRACTION_RETRY, EXTRACTION_SYSTEM
 from memory.structured import StructuredPolicy, as_policy
 

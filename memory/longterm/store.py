@@ -23,6 +23,7 @@ from datetime import UTC, date, datetime
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
 
+from memory.archive.terms import tokens
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.ids import ThreadIds
 from memory.limits import MAX_HISTORY_ITEMS, MAX_IMPORTANCE, MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
@@ -31,7 +32,7 @@ from memory.longterm.extraction import Extractor
 from memory.longterm.gate import WritePlan, explicit, plan_write
 from memory.longterm.items import MemoryItem, MemoryKind, Source, check_kind
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import Recalled, recall, tokens
+from memory.longterm.recall import Recalled, recall
 from memory.redaction import without_traces
 from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
@@ -323,10 +324,10 @@ class LongTermMemory:
             MemoryRefused: the gate turned the text down; the message says why.
         """
         body = strip_form(require_storable(require_text(text, "memory text"), "memory text"))
-        if not tokens(body):  # "remember that" alone holds nothing to remember
-            raise MemoryRefused(TEXT_EMPTY)
         if len(body) > MAX_MEMORY_TEXT_CHARS:
             raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))
+        if not tokens(body):  # "remember that" alone holds nothing to remember
+            raise MemoryRefused(TEXT_EMPTY)
         # what the user adds directly is kept as written: no code judges its meaning
         chosen: MemoryKind = "fact" if kind is None else check_kind(kind)
         grade = MAX_IMPORTANCE

@@ -142,7 +142,7 @@ def test_messages_stream_carries_the_providers_token_chunks(
     assert stub.last_request["stream"] is True
     assert len(tokens) > 1
     assert "".join(tokens) == answer
-    assert values["answer"] == answer
+    assert values["messages"][-1].content == answer
     assert stored(memory) == [("user", "stream please"), ("assistant", answer)]
 
 
