@@ -168,21 +168,26 @@ def _listed(
     return _newest(state.model_copy(update={"pending": pending}), entries)
 
 
+def _without(state: RegistryState, gone: Collection[str], **update: Any) -> RegistryState:
+    """`state` (with `update`) without the conversations `gone`, listed, pending or selected."""
+    selected = state.selected_conversation_id
+    return state.model_copy(
+        update={
+            "conversations": [e for e in state.conversations if e.id not in gone],
+            "pending": [cid for cid in state.pending if cid not in gone],
+            "selected_conversation_id": None if selected in gone else selected,
+            **update,
+        }
+    )
+
+
 def _newest(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
     """`state` listing `entries`, newest activity first; past `MAX_CONVERSATIONS` the least
     recently active are pruned."""
     entries = ordered(entries)
-    kept, pruned = entries[:MAX_CONVERSATIONS], tuple(e.id for e in entries[MAX_CONVERSATIONS:])
-    selected = state.selected_conversation_id
-    return RegistryChange(
-        state.model_copy(
-            update={
-                "conversations": kept,
-                "selected_conversation_id": None if selected in pruned else selected,
-            }
-        ),
-        pruned,
-    )
+    pruned = tuple(e.id for e in entries[MAX_CONVERSATIONS:])
+    kept = state.model_copy(update={"conversations": entries[:MAX_CONVERSATIONS]})
+    return RegistryChange(_without(kept, pruned), pruned)
 
 
 def add_listed(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
@@ -211,11 +216,8 @@ def await_review(
     state: RegistryState, conversation_id: str, goal: str, now: datetime, key: str | None = None
 ) -> RegistryChange:
     """A task list stopped for its review: list the conversation (titled by the goal when
-    it is new) and mark it as waiting, so that a reload or another client finds it.
-
-    Raises:
-        ConversationNotFound: the conversation is not the session's (deleted meanwhile).
-    """
+    it is new) and mark it as waiting, so that a reload or another client finds it
+    (`ConversationNotFound`: not the session's, deleted meanwhile)."""
     if not state.owns(conversation_id):
         raise ConversationNotFound()
     return _listed(state, conversation_id, goal, now, key, review=True)
@@ -234,46 +236,26 @@ def settle_review(state: RegistryState, conversation_id: str, *, unlist: bool) -
         ]
         return RegistryChange(state.model_copy(update={"conversations": entries}))
     pending = [*state.pending, conversation_id][-MAX_CONVERSATIONS:]
+    selected = state.selected_conversation_id  # still the session's: it stays selected
     return RegistryChange(
-        state.model_copy(
-            update={
-                "conversations": [e for e in state.conversations if e is not entry],
-                "pending": pending,
-            }
-        )
+        _without(state, {conversation_id}, pending=pending, selected_conversation_id=selected)
     )
 
 
 def select(state: RegistryState, conversation_id: str) -> RegistryChange:
-    """Select an owned conversation; the order does not change.
-
-    Raises:
-        ConversationNotFound: unknown here, or another session's conversation.
-    """
+    """Select an owned conversation (`ConversationNotFound`: not this session's); the
+    order does not change."""
     if not state.owns(conversation_id):
         raise ConversationNotFound()
     return RegistryChange(state.model_copy(update={"selected_conversation_id": conversation_id}))
 
 
 def remove(state: RegistryState, conversation_id: str) -> RegistryChange:
-    """Remove an owned conversation; the caller deletes its threads.
-
-    Raises:
-        ConversationNotFound: unknown here, or another session's conversation.
-    """
+    """Remove an owned conversation (`ConversationNotFound`: not this session's); the
+    caller deletes its threads."""
     if not state.owns(conversation_id):
         raise ConversationNotFound()
-    selected = state.selected_conversation_id
-    return RegistryChange(
-        state.model_copy(
-            update={
-                "conversations": [e for e in state.conversations if e.id != conversation_id],
-                "pending": [cid for cid in state.pending if cid != conversation_id],
-                "selected_conversation_id": None if selected == conversation_id else selected,
-            }
-        ),
-        (conversation_id,),
-    )
+    return RegistryChange(_without(state, {conversation_id}), (conversation_id,))
 
 
 def expire(
@@ -286,18 +268,7 @@ def expire(
     ]
     if not idle:
         return state, []
-    gone = {entry.id for entry in idle}
-    selected = state.selected_conversation_id
-    kept = [e for e in state.conversations if e.id not in gone]
-    return (
-        state.model_copy(
-            update={
-                "conversations": kept,
-                "selected_conversation_id": None if selected in gone else selected,
-            }
-        ),
-        idle,
-    )
+    return _without(state, {entry.id for entry in idle}), idle
 
 
 def registry_dto(state: RegistryState) -> dict[str, Any]:
