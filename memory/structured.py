@@ -2,15 +2,12 @@
 (learned per endpoint), tolerant parsing validated on the client, transient-only retries,
 calls bounded in time (`memory.bounded`), and the counts of what went wrong.
 
-Servers differ in what they accept: llama-cpp-python's answers HTTP 500 to a
-`json_schema` response format, llama.cpp's `llama-server` accepts it but not a forced
-tool call. In `auto` the first structured call to an endpoint walks the ladder
-`json_schema → function_calling → json_mode` (a JSON object with the schema in the
-prompt) until one is accepted, and that method is kept for the endpoint (its base URL
-and model) for the life of the process. Small models wrap their JSON in code fences,
-`<think>` blocks or prose: the first JSON object is taken from the text, and whatever
-the endpoint promised, it is validated against the schema here. A result that does not
-validate raises `StructuredOutputError`: nothing of it is used.
+Servers differ: llama-cpp-python answers HTTP 500 to a `json_schema` response format,
+llama.cpp's `llama-server` accepts it but not a forced tool call. So in `auto` an
+endpoint's first call walks `json_schema → function_calling → json_mode` until one is
+accepted, kept per base URL and model for the process. Small models wrap their JSON in
+fences, `<think>` blocks or prose, and endpoints break promises: the first JSON object
+is taken and validated here, or `StructuredOutputError` is raised.
 """
 
 from __future__ import annotations
@@ -198,11 +195,8 @@ def token_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
 
 
 def as_policy(structured: StructuredPolicy | str | None) -> StructuredPolicy:
-    """A policy, or one from a method's name (None: the model's own structured output).
-
-    Raises:
-        ValueError: an unknown method.
-    """
+    """A policy, or one from a method's name (None: the model's own structured output;
+    an unknown name: `ValueError`)."""
     if isinstance(structured, StructuredPolicy):
         return structured
     if structured is not None and structured not in METHODS:
@@ -234,12 +228,8 @@ Request = tuple[Runnable[Any, Any], list[BaseMessage]]
 
 
 class StructuredCall(Runnable[Any, SchemaT]):
-    """One schema on one model: each call returns a validated `schema` object.
-
-    Raises (from `invoke`, `ainvoke`):
-        StructuredOutputError: the answer held no valid object (counted, never stored).
-        ModelTimeout: a model call took longer than the policy's timeout.
-    """
+    """One schema on one model: each call returns a validated `schema` object, or raises
+    `StructuredOutputError` (counted, nothing stored) or `ModelTimeout`."""
 
     def __init__(
         self,

@@ -74,11 +74,7 @@ _OPENERS: dict[str, Callable[[DatabaseUrl, float, bool], ThreadStore]] = {
 
 def parse_database_url(url: str) -> DatabaseUrl:
     """Parse `sqlite:///relative.sqlite`, `sqlite:////abs.sqlite`, `sqlite:///:memory:`
-    or `postgresql://…`.
-
-    Raises:
-        UnsupportedDatabaseUrl: for any other form.
-    """
+    or `postgresql://…` (`UnsupportedDatabaseUrl`: any other form)."""
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in _OPENERS:
         raise UnsupportedDatabaseUrl(UNSUPPORTED_DATABASE_URL.format(url=url))
@@ -96,13 +92,8 @@ def open_thread_store(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     vectors: bool = False,
 ) -> ThreadStore:
-    """Open the thread store that `database_url` names (see `parse_database_url`); with
-    `vectors`, on a connection that can hold vector indexes (SQLite: sqlean.py with
-    sqlite-vec; the standard library's sqlite3 otherwise).
-
-    Raises:
-        UnsupportedDatabaseUrl: an unsupported URL, or `vectors` without their driver.
-    """
+    """Open the thread store that `database_url` names; with `vectors`, on a connection
+    that can hold vector indexes (SQLite: sqlean.py with sqlite-vec)."""
     url = parse_database_url(database_url)
     return _OPENERS[url.scheme](url, lock_timeout, vectors)
 
