@@ -52,14 +52,9 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def assert_client_safe(payload: object, path: str = "$") -> None:
-    """Raise if any mapping key anywhere in `payload` is a forbidden key.
-
-    Keys match in any spelling (`threadId`, `thread_id`, `THREAD-ID`); values are
-    not inspected, so text that mentions the words is fine.
-
-    Raises:
-        ForbiddenKeyError: naming the first offending key and its path.
-    """
+    """Raise `ForbiddenKeyError` (naming its path) if any mapping key in `payload` is a
+    forbidden key, in any spelling (`threadId`, `THREAD-ID`); values are not inspected,
+    so text that mentions the words is fine."""
     if isinstance(payload, dict | Mapping):
         for key, value in payload.items():
             if isinstance(key, str) and _normal(key) in _FORBIDDEN_NORMAL:
@@ -80,16 +75,9 @@ def summary_preview(summary: str, limit: int = SUMMARY_PREVIEW_CHARS) -> str:
 
 
 def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, Any]:
-    """What `hydrate` returns: the conversation's visible memory, checked by the guard.
-
-    Args:
-        conversation_id: the client's own handle for the conversation.
-        state: the stored memory, or None when nothing is stored yet.
-
-    `summary` is the whole summary (a page shows it where the folded messages were),
-    `summaryPreview` its first characters. `upkeep` says whether memory upkeep after the
-    last turn is `pending`, `done` or `failed`.
-    """
+    """What `hydrate` returns: the conversation's visible memory (`state` None: nothing
+    stored yet), checked by the guard. A page shows `summary` whole where the folded
+    messages were."""
     current = state or ThreadState()
     dto: dict[str, Any] = {
         "conversationId": conversation_id,

@@ -51,11 +51,7 @@ def memory_id() -> str:
 
 
 def check_kind(kind: object) -> MemoryKind:
-    """`kind` if it is one of `MEMORY_KINDS`.
-
-    Raises:
-        InvalidInput: otherwise.
-    """
+    """`kind` if it is one of `MEMORY_KINDS`, else `InvalidInput`."""
     if kind not in MEMORY_KINDS:
         raise InvalidInput(INVALID_KIND)
     return kind
