@@ -31,12 +31,8 @@ Latin stop only before a space, never inside a value ("P@ssw0rd!77")."""
 def redact_secrets(text: str, secret: SecretKind | None = None) -> str:
     """`text` as it is kept (the archive, a title, what an extractor reads): each
     sentence that discloses a secret replaced by `[redacted]`, or the whole text when
-    the secret spans sentences ("Remember my bank password. It's hunter2!").
-
-    Args:
-        text: the text.
-        secret: what `find_secret(text)` found, when the caller has it already.
-    """
+    the secret spans sentences ("Remember my bank password. It's hunter2!"). `secret`:
+    what `find_secret(text)` found, when the caller has it already."""
     if secret is None and find_secret(text) is None:
         return text
     pieces = _SENTENCE_ENDS.split(text)
@@ -60,15 +56,9 @@ def says_something(text: str) -> bool:
 
 @dataclass(frozen=True)
 class UserText:
-    """A turn's reading of its user's text.
-
-    Attributes:
-        text: the text as the user sent it (validated, stripped).
-        secret: what it discloses, if anything (never the value).
-        kept: the text as the archive and a title keep it (secret lines redacted).
-        says_something: whether a model's extraction is owed for it.
-        explicit: whether it holds an explicit request ("remember that …").
-    """
+    """A turn's reading of its user's text: what it discloses (never the value), the
+    text as kept (secret lines redacted), whether an extraction is owed for it and
+    whether it holds an explicit request."""
 
     text: str = ""
     secret: SecretKind | None = None

@@ -9,6 +9,7 @@ from typing import Any
 from memory.errors import FORBIDDEN_KEY, ForbiddenKeyError
 from memory.limits import SUMMARY_PREVIEW_CHARS
 from memory.schema import ThreadState
+from memory.text import clamp
 
 FORBIDDEN_KEYS = frozenset(
     {
@@ -67,13 +68,6 @@ def assert_client_safe(payload: object, path: str = "$") -> None:
                 assert_client_safe(item, f"{path}[{index}]")
 
 
-def summary_preview(summary: str, limit: int = SUMMARY_PREVIEW_CHARS) -> str:
-    """`summary` cut to `limit` characters, ending with an ellipsis when cut."""
-    if len(summary) <= limit:
-        return summary
-    return summary[: limit - 1].rstrip() + "…"
-
-
 def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, Any]:
     """What `hydrate` returns: the conversation's visible memory (`state` None: nothing
     stored yet), checked by the guard. A page shows `summary` whole where the folded
@@ -92,7 +86,7 @@ def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, 
         ],
     }
     if current.summary:
-        dto["summaryPreview"] = summary_preview(current.summary)
+        dto["summaryPreview"] = clamp(current.summary, SUMMARY_PREVIEW_CHARS)
         dto["summary"] = current.summary
     dto["summaryVersion"] = current.summary_version
     dto["pinnedDecisions"] = list(current.pinned_decisions)

@@ -142,8 +142,6 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
                 keep_latest(cur, thread_id)
 
     def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
-        (where it has one), in one query: a run thread's `status`, for instance."""
         if not thread_ids:
             return {}
         marks = ", ".join("?" * len(thread_ids))
@@ -162,7 +160,6 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
         return {thread: found[channel] for thread, found in values.items() if channel in found}
 
     def list_threads(self, prefix: str) -> list[str]:
-        """Every thread id with a checkpoint that starts with `prefix`."""
         with self.cursor(transaction=False) as cur:
             rows = cur.execute(
                 "SELECT DISTINCT thread_id FROM checkpoints WHERE substr(thread_id, 1, ?) = ?",
