@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.compaction_checks import LOST_VALUE, Checked, lost_values
 from memory.compaction_input import compaction_prompt
@@ -37,7 +37,7 @@ from memory.limits import (
 )
 from memory.prompts import FALLBACK_SUMMARY_LINE, LOST_VALUES_RETRY
 from memory.schema import ChatThreadMessage, ThreadState, utcnow
-from memory.structured import StructuredPolicy, as_policy
+from memory.structured import StructuredPolicy, as_policy, validated
 from memory.text import clamp, quoted
 
 logger = logging.getLogger(__name__)
@@ -267,15 +267,6 @@ def structured_compactor(
     return as_policy(structured).bind(model, CompactionOutput, max_tokens=COMPACTION_MAX_TOKENS)
 
 
-def _parse(raw: object) -> CompactionOutput:
-    try:
-        return CompactionOutput.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidCompactionOutput(
-            f"invalid compaction output: {exc.error_count()} errors"
-        ) from exc
-
-
 def _failed(state: ThreadState, error: BaseException, keep: int, now: datetime) -> CompactionResult:
     reason = f"{type(error).__name__}: {error}"
     logger.warning("compaction model failed: %s", reason)
@@ -302,7 +293,7 @@ class _Job:
     def attempt(self, prompt: list[BaseMessage]) -> tuple[ThreadState, Checked]:
         """One model call, its output checked and merged (raises the model's error)."""
         raw = self.runnable.invoke(prompt)
-        output = raw if isinstance(raw, CompactionOutput) else _parse(raw)
+        output = validated(CompactionOutput, raw, InvalidCompactionOutput)
         return merge_compaction(self.state, output, self.fold, self.kept, self.now)
 
     def run(self) -> CompactionResult:

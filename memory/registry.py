@@ -31,12 +31,8 @@ from memory.tombstones import ForgottenMark
 
 
 class ConversationEntry(BaseModel):
-    """One listed conversation.
-
-    `key` is `H(session:conversation)`, the part of its thread ids that retention needs
-    (entries written before it existed have none until their next turn). `review` is
-    true while a task list in it waits for its review.
-    """
+    """One listed conversation: `key` is `H(session:conversation)`, what retention needs
+    of its thread ids (an entry older than keys has none until its next turn)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -191,9 +187,7 @@ def _newest(state: RegistryState, entries: list[ConversationEntry]) -> RegistryC
 
 
 def add_listed(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
-    """List `entries`, conversations the session does not own yet (an import's), beside
-    its own; past `MAX_CONVERSATIONS` the least recently active are pruned, whichever
-    they are."""
+    """List `entries` (an import's) beside the session's own, pruning as a turn does."""
     return _newest(state, [*state.conversations, *entries])
 
 
@@ -261,8 +255,8 @@ def remove(state: RegistryState, conversation_id: str) -> RegistryChange:
 def expire(
     state: RegistryState, cutoff: datetime, *, busy: Collection[str] = ()
 ) -> tuple[RegistryState, list[ConversationEntry]]:
-    """The registry without the conversations idle since before `cutoff` whose threads
-    can be found (they have a key) and that are not `busy` (ids), and those conversations."""
+    """The registry without the conversations idle since before `cutoff` that have a key
+    (their threads can be found) and are not `busy`, and those conversations."""
     idle = [
         e for e in state.conversations if e.last_active_at < cutoff and e.key and e.id not in busy
     ]

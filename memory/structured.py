@@ -139,6 +139,17 @@ def first_json_object(text: str) -> Any:
     raise ValueError("no JSON object in the answer")
 
 
+def validated(schema: type[SchemaT], raw: object, error: type[ValueError]) -> SchemaT:
+    """`raw` as a `schema` object, or `error` naming how many fields failed (never the
+    model's words)."""
+    if isinstance(raw, schema):
+        return raw
+    try:
+        return schema.model_validate(raw)
+    except ValidationError as exc:
+        raise error(f"invalid {schema.__name__}: {exc.error_count()} errors") from exc
+
+
 def _message_value(raw: AIMessage) -> Any:
     """The JSON value an answer carries: its first tool call's arguments, else its text."""
     if raw.tool_calls:
@@ -155,15 +166,9 @@ def _refused(raw: Any) -> bool:
 
 @dataclass(frozen=True)
 class StructuredPolicy:
-    """How structured calls are made on an agent's models.
-
-    Attributes:
-        method: `auto` (the ladder, learned per endpoint), one method fixed, or None: the
-            model's own `with_structured_output` (a local model, or one given in that
-            speaks no OpenAI dialect).
-        timeout: seconds each model call may take (None: unbounded).
-        stats: where what the calls met is counted.
-    """
+    """How structured calls are made on an agent's models: `method` is `auto` (the
+    ladder), one method fixed, or None, the model's own `with_structured_output` (a
+    model that speaks no OpenAI dialect); `timeout` bounds each call in seconds."""
 
     method: Method | None = None
     timeout: float | None = None
@@ -294,8 +299,8 @@ class StructuredCall(Runnable[Any, SchemaT]):
         return ((learned,), False) if learned else (LADDER, True)
 
     def _plan(self, messages: list[BaseMessage]) -> Generator[Request, Any, SchemaT]:
-        """The calls of one structured request, as `(runnable, messages)` sent to its
-        driver, which sends back each answer (or throws in its error)."""
+        """The calls of one request, as `(runnable, messages)` to its driver (`invoke`,
+        `ainvoke`), which sends back each answer or throws in its error."""
         stats = self.policy.stats
         stats.add("calls")
         methods, probing = self._methods()
@@ -355,14 +360,13 @@ class StructuredCall(Runnable[Any, SchemaT]):
         try:
             runnable, prompt = next(plan)
             while True:
+                call = partial(runnable.invoke, prompt, config)
                 try:
-                    raw = bounded_invoke(
-                        partial(runnable.invoke, prompt, config), self.policy.timeout
-                    )
+                    raw = bounded_invoke(call, self.policy.timeout)
                 except Exception as exc:
                     runnable, prompt = plan.throw(exc)
-                else:
-                    runnable, prompt = plan.send(raw)
+                    continue
+                runnable, prompt = plan.send(raw)
         except StopIteration as stop:
             return stop.value
 
@@ -373,13 +377,13 @@ class StructuredCall(Runnable[Any, SchemaT]):
         try:
             runnable, prompt = next(plan)
             while True:
+                call = partial(runnable.ainvoke, prompt, config)
                 try:
-                    call = partial(runnable.ainvoke, prompt, config)
                     raw = await bounded_ainvoke(call, self.policy.timeout)
                 except Exception as exc:
                     runnable, prompt = plan.throw(exc)
-                else:
-                    runnable, prompt = plan.send(raw)
+                    continue
+                runnable, prompt = plan.send(raw)
         except StopIteration as stop:
             return stop.value
 

@@ -17,7 +17,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
-from pydantic import ValidationError
 
 from memory.limits import MAX_MEMORY_TEXT_CHARS, MAX_NEW_MEMORIES_PER_TURN
 from memory.longterm.evidence import normalised_words
@@ -26,7 +25,7 @@ from memory.longterm.items import MemoryItem, Source
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
 from memory.longterm.recall import tokens
 from memory.prompts import EXTRACTION_RETRY, EXTRACTION_SYSTEM
-from memory.structured import StructuredPolicy, as_policy
+from memory.structured import StructuredPolicy, as_policy, validated
 
 logger = logging.getLogger(__name__)
 
@@ -107,17 +106,6 @@ def structured_extractor(
     return as_policy(structured).bind(model, ExtractionOutput, max_tokens=EXTRACTION_MAX_TOKENS)
 
 
-def parse_extraction(raw: object) -> list[Operation]:
-    """The model's answer as operations (`InvalidExtractionOutput`: not the schema)."""
-    try:
-        output = raw if isinstance(raw, ExtractionOutput) else ExtractionOutput.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidExtractionOutput(
-            f"invalid extraction output: {exc.error_count()} errors"
-        ) from exc
-    return output.proposed()
-
-
 EXPLICIT_EXTRACTOR = Extractor("explicit", explicit_operations)
 """The explicit requests alone (offline: no model judges meaning)."""
 
@@ -151,7 +139,8 @@ def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
 
     def ask(prompt: list[BaseMessage]) -> list[Operation]:
         try:
-            return parse_extraction(runnable.invoke(prompt))
+            raw = runnable.invoke(prompt)
+            return validated(ExtractionOutput, raw, InvalidExtractionOutput).proposed()
         except InvalidExtractionOutput:
             raise
         except ValueError as exc:  # StructuredOutputError, a parser's error

@@ -172,8 +172,7 @@ class LongTermMemory:
 
     @storage_errors
     def recall(self, session_id: str, query: str) -> list[MemoryItem]:
-        """What a turn about `query` gets: at most 8 current items and 1,200 characters,
-        boundaries first (`memory.longterm.recall`)."""
+        """What a turn about `query` gets (`memory.longterm.recall`)."""
         return self.recall_with_changes(session_id, query)[0]
 
     @storage_errors
@@ -193,8 +192,8 @@ class LongTermMemory:
         return Recalled(chosen, changed, tuple(items))
 
     def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
-        """Move the TTL of recalled items on, at most once a day per session (a write on
-        every turn would cost more than a day's precision on a months-long TTL is worth)."""
+        """Move the TTL of recalled items on, at most once a day per session: a write each
+        turn would cost more than a day's precision on a months-long TTL is worth."""
         if self.ttl_minutes is None or not chosen:
             return
         today = self.clock().date()
@@ -338,11 +337,9 @@ class LongTermMemory:
     def sweep_unused_sessions(
         self, cutoff: datetime, *, chatted: Collection[str], dry_run: bool = False
     ) -> tuple[int, int]:
-        """Delete the items of every session that never chatted and has added nothing
-        since `cutoff`: its key is not in `chatted` (sessions with a registry) and none of
-        its items came from a conversation. Such a session cannot outlive the retention
-        of the conversations it never had. Returns (sessions, items) removed (or, with
-        `dry_run`, that would be)."""
+        """Delete the items of every session that never chatted (not in `chatted`, no item
+        from a conversation) and has added nothing since `cutoff`: it cannot outlive the
+        retention of conversations it never had. Returns (sessions, items) removed."""
         sessions = items = 0
         for namespace in self._session_namespaces():
             if namespace[-1] in chatted:
