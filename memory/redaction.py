@@ -142,10 +142,9 @@ def _walk(value: Any, redact: Substitute, keep_length: bool, depth: int) -> Any:
 
 
 def _redact_document(thread_id: str, value: Any, redact: Substitute) -> Any:
-    """A memory or registry document redacted so that it still validates: a string that
-    the marker would push past its limit keeps its length instead. A changed document's
-    `version` moves on, so that a compaction computed from the text before fails its
-    compare-and-set instead of writing the text back."""
+    """A memory or registry document redacted so that it still validates (a string the
+    marker would push past its limit keeps its length). Its `version` moves on, so that
+    a compaction computed from the text before fails its compare-and-set."""
     redacted = redact_value(value, redact)
     if redacted is value:
         return value
@@ -218,10 +217,9 @@ def forget_texts(
 
 
 def _without_repeats(document: Any, texts: Sequence[str]) -> Any:
-    """A memory document whose texts (messages, summary, pins, open questions; never an
-    id or a role) read `[forgotten]` for each sentence that repeats one of `texts`, as
-    the archive's lines do ("Noted, a vegetarian since 2019."); the very same document
-    when none does. A text never grows past its length (its limits still hold)."""
+    """A memory document whose texts read `[forgotten]` for each sentence that repeats
+    one of `texts`, as the archive's lines do ("Noted, a vegetarian since 2019."); the
+    very same document when none does."""
     if not isinstance(document, dict):
         return document
     state = ThreadState.from_document(document)
@@ -238,9 +236,8 @@ def _session_redaction(
     pattern: re.Pattern[str],
     texts: Sequence[str],
 ) -> tuple[dict[str, Any], InTransaction]:
-    """The session's documents that forgetting `texts` (matched by `pattern`) changes,
-    redacted, and the step that redacts its run threads' rows; the caller holds the
-    session's lock."""
+    """The session's documents that forgetting `texts` changes, redacted, and the step
+    that redacts its run threads' rows (the caller holds the session's lock)."""
     redact = redactor(pattern)
     memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
     registry = ids.registry_thread(session_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from memory.errors import UNSUPPORTED_DATABASE_URL, UnsupportedDatabaseUrl
@@ -36,7 +36,7 @@ class DatabaseUrl:
 def _open_sqlite(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> ThreadStore:
     from memory.storage.sqlite.backend import open_sqlite
 
-    return _thread_store(open_sqlite(url.sqlite_path, vectors=vectors), lock_timeout)
+    return open_sqlite(url.sqlite_path, lock_timeout=lock_timeout, vectors=vectors)
 
 
 def _open_postgres(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> ThreadStore:
@@ -47,22 +47,7 @@ def _open_postgres(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> Thre
     except ImportError as exc:
         raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
 
-    return _thread_store(open_postgres(url.location), lock_timeout)
-
-
-def _thread_store(opened: tuple[Any, ...], lock_timeout: float) -> ThreadStore:
-    """A `ThreadStore` over what a backend's `open_*` returned."""
-    from memory.storage.threads import ThreadStore  # with the store: the settings read the URL
-
-    checkpointer, documents, locks, close, open_items = opened
-    return ThreadStore(
-        checkpointer,
-        documents,
-        locks,
-        lock_timeout=lock_timeout,
-        on_close=close,
-        open_items=open_items,
-    )
+    return open_postgres(url.location, lock_timeout=lock_timeout)
 
 
 _OPENERS: dict[str, Callable[[DatabaseUrl, float, bool], ThreadStore]] = {
