@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from memory.archive.lines import REDACTED
-from memory.longterm.analysis import own_words
+from memory.longterm.evidence import own_words
 from memory.longterm.explicit import is_explicit
 from memory.longterm.secrets import SecretKind, find_secret
 

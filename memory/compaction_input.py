@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.limits import MAX_OPEN_QUESTION_CHARS, MAX_PINNED_DECISION_CHARS, MAX_SUMMARY_CHARS
-from memory.longterm.analysis import own_words
+from memory.longterm.evidence import own_words
 from memory.prompts import COMPACTION_SYSTEM
 from memory.schema import ChatThreadMessage, Role, ThreadState
 

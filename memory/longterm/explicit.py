@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.limits import MAX_IMPORTANCE, MAX_NEW_MEMORIES_PER_TURN
-from memory.longterm.analysis import own_words
+from memory.longterm.evidence import own_words
 from memory.longterm.items import MemoryItem, tidy
 from memory.longterm.operations import Operation, OwedTurn
 from memory.longterm.recall import tokens
