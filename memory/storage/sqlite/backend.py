@@ -29,9 +29,6 @@ def open_sqlite(path: Path | None, *, lock_timeout: float, vectors: bool = False
 
     SQLite creates the WAL and shared-memory files with the database file's mode, so
     creating that file 0600 first keeps all of them private.
-
-    Raises:
-        UnsupportedDatabaseUrl: `vectors`, and the driver that gives them is missing.
     """
     if vectors:
         vector_driver()  # a missing driver refuses before any file is created
