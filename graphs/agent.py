@@ -37,7 +37,12 @@ from graphs.upkeep import build_upkeep_graph
 from memory.budget import ContextBudget
 from memory.compaction import structured_compactor
 from memory.conversations import ConversationMemory
-from memory.longterm import EXPLICIT_EXTRACTOR, Extractor, model_extractor, structured_extractor
+from memory.longterm.extraction import (
+    EXPLICIT_EXTRACTOR,
+    Extractor,
+    model_extractor,
+    structured_extractor,
+)
 from memory.longterm.store import LongTermMemory
 from memory.structured import StructuredPolicy
 

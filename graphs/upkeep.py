@@ -33,9 +33,9 @@ from memory.bounded import ModelTimeout
 from memory.compaction import CompactionStatus, InvalidCompactionOutput
 from memory.conversations import ConversationMemory
 from memory.limits import EXTRACTION_BATCH_TURNS, MAX_OWED_IN_ONE_CALL
-from memory.longterm import EXPLICIT_EXTRACTOR, Extractor, OwedTurn
+from memory.longterm import OwedTurn
 from memory.longterm.explicit import is_explicit
-from memory.longterm.extraction import InvalidExtractionOutput
+from memory.longterm.extraction import EXPLICIT_EXTRACTOR, Extractor, InvalidExtractionOutput
 from memory.longterm.store import LongTermMemory
 from memory.structured import StructuredOutputError, StructuredStats
 
