@@ -212,8 +212,9 @@ def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
         return received, await client.threads.get_state(tid)
 
     received, state = asyncio.run(go())
-    # one answer: chunks of one message (with subgraphs), or the message whole (without)
-    assert {m["type"] for m in received} == ({"AIMessageChunk"} if subgraphs else {"ai"})
+    # one answer, token by token: the chat model runs in a node of the agent graph itself,
+    # so its chunks stream with or without subgraphs
+    assert {m["type"] for m in received} == {"AIMessageChunk"}
     assert len({m["id"] for m in received}) == 1
     final = state["values"]["messages"][-1]["content"]  # the thread keeps the answer there
     assert "".join(m["content"] for m in received) == final
@@ -244,10 +245,21 @@ def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer
         return received, await client.threads.get_state(tid)
 
     received, state = asyncio.run(go())
-    assert [m["type"] for m in received] == ["ai", "tool", "ai"]
-    assert received[0]["tool_calls"] and received[0]["tool_calls"][0]["name"] == "calculator"
-    assert received[1]["content"] == "42"
-    assert received[2]["content"] == state["values"]["messages"][-1]["content"]
+    # the chat node's tool call streams as chunks of one message, then the tool's result and
+    # the tool subgraph's answer arrive whole
+    call = [m for m in received if m["type"] == "AIMessageChunk"]
+    rest = [m for m in received if m["type"] != "AIMessageChunk"]
+    assert call and received[: len(call)] == call and len({m["id"] for m in call}) == 1
+    names = [
+        c["name"]
+        for m in call
+        for c in m.get("tool_call_chunks") or m.get("tool_calls") or []
+        if c.get("name")
+    ]
+    assert names == ["calculator"]
+    assert [m["type"] for m in rest] == ["tool", "ai"]
+    assert rest[0]["content"] == "42"
+    assert rest[1]["content"] == state["values"]["messages"][-1]["content"]
 
 
 def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:
