@@ -40,6 +40,8 @@ PG_TABLES = (
     "archive_lines",
     "archive_counts",
     "archive_terms",
+    "archive_versions",
+    "archive_vector_model",
 )
 
 

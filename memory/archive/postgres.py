@@ -64,6 +64,7 @@ def _line(row: dict[str, Any]) -> ArchivedLine:
         created_at=row["created_at"],
         text=row["text"],
         score=float(row["score"]),
+        distance=None if row["distance"] is None else float(row["distance"]),
         previous=_neighbour(row, "p"),
         following=_neighbour(row, "n"),
         said_before=_neighbour(row, "pu"),
@@ -232,7 +233,8 @@ class PostgresArchive:
     ) -> int:
         """With `cursor`, inside the transaction the caller commits: give the session's
         lines `changes` their new texts, its lines of `message_ids` the text `text`, and
-        its lines titled by a key of `titles` that title's value, index included."""
+        its lines titled by a key of `titles` that title's value, index included (a
+        rewritten line loses its vector: the old text's would find it again)."""
         done = 0
         for old, new in (titles or {}).items():
             cursor.execute(
@@ -241,7 +243,8 @@ class PostgresArchive:
             )
         for line_id, new in changes.items():
             cursor.execute(
-                "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
+                "UPDATE archive_lines SET text = %s, indexed = NULL, embedding = NULL,"
+                " terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND id = %s",
                 (new, *indexed(new), session_key, line_id),
             )
@@ -249,7 +252,8 @@ class PostgresArchive:
         # (last: a line forgotten whole by its message id stays so, whatever else changed)
         if message_ids:
             cursor.execute(
-                "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
+                "UPDATE archive_lines SET text = %s, indexed = NULL, embedding = NULL,"
+                " terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND message_id = ANY(%s)",
                 (text, *indexed(text), session_key, list(message_ids)),
             )

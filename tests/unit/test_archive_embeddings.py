@@ -17,7 +17,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.models import RecentEmbeddings, load_embeddings
-from agent.runtime import open_memory
+from agent.runtime import open_long_term, open_memory
 from agent.settings import Settings
 from graphs.agent import build_agent_graph, build_upkeep
 from memory import InvalidInput, UnsupportedDatabaseUrl
@@ -40,7 +40,7 @@ from tests.conftest import SECRET
 from tests.fakes import ScriptedModel
 from tests.graph_support import run_graph, run_upkeep
 
-pytestmark = pytest.mark.sqlite_only  # PostgreSQL has no archive index: it refuses, below
+pytestmark = pytest.mark.sqlite_only  # PostgreSQL's vectors: test_archive_vectors.py
 
 
 def embedding_settings(tmp_path: Path) -> Settings:
@@ -179,13 +179,23 @@ def test_failing_embeddings_leave_recall_lexical_and_the_turn_standing(vector_ur
         memory.threads.close()
 
 
-def test_postgresql_refuses_embeddings_naming_pgvector(
+def test_on_postgresql_the_archive_has_vectors_and_an_endpoints_items_need_pgvector(
     tmp_path: Path, postgres_server: str | None
 ) -> None:
     if postgres_server is None:
         pytest.skip("PostgreSQL is not reachable")
-    with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL.*pgvector"):
-        open_memory(embedding_settings(tmp_path), database_url=postgres_server, secret=SECRET)
+    settings = embedding_settings(tmp_path)
+    memory = open_memory(settings, database_url=postgres_server, secret=SECRET)
+    try:
+        assert memory.archive.embeds  # in the archive's own table: no pgvector needed
+        # LangGraph's store indexes items only with pgvector: an endpoint's model says so
+        with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL.*pgvector"):
+            open_long_term(settings, memory)
+        # the local model keeps items lexical there instead of refusing to start
+        local = settings.model_copy(update={"embeddings_model": "local"})
+        assert not open_long_term(local, memory).semantic
+    finally:
+        memory.threads.close()
 
 
 def test_embeddings_without_an_endpoint_are_refused_with_a_clear_message() -> None:

@@ -1,7 +1,9 @@
-"""The archive's vectors go with their lines: a deleted conversation's, a forgotten
-session's, swept lines', a forgotten item's lines' (in the transaction that deletes or
-rewrites them); vectors of another model are dropped; those a process without embeddings
-could not reach are deleted when embeddings are back."""
+"""The archive's vectors go with their lines, on both backends: a deleted conversation's,
+a forgotten session's, swept lines', a forgotten item's lines' (in the transaction that
+deletes or rewrites them); vectors of another model are dropped; on SQLite, those a
+process without embeddings could not reach are deleted when embeddings are back; on
+PostgreSQL, a process's cache of a session's vectors follows what another process
+forgets."""
 
 from __future__ import annotations
 
@@ -23,8 +25,6 @@ from tests.archive_vectors import (
     say,
     vectors,
 )
-
-pytestmark = pytest.mark.sqlite_only  # PostgreSQL has no archive index
 
 
 def test_deleting_a_conversation_deletes_its_vectors_with_its_lines(
@@ -88,6 +88,7 @@ def test_forgetting_an_item_deletes_its_lines_vectors_in_its_transaction(
     assert embedded.archive.embed_lines("s1") == 0  # a forgotten line is never embedded
 
 
+@pytest.mark.sqlite_only  # (on PostgreSQL a vector is in its line's row)
 def test_a_rewrite_that_could_not_reach_the_vectors_takes_them_out_of_use(
     vector_url: str, concepts: ConceptEmbeddings
 ) -> None:
@@ -122,6 +123,7 @@ def test_vectors_of_another_model_are_dropped(vector_url: str, concepts: Concept
         other.threads.close()
 
 
+@pytest.mark.sqlite_only
 def test_vectors_a_process_without_embeddings_left_behind_go_when_they_are_back(
     vector_url: str, concepts: ConceptEmbeddings, caplog: pytest.LogCaptureFixture
 ) -> None:
