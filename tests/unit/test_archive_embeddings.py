@@ -225,3 +225,32 @@ def test_a_text_asked_for_again_is_not_sent_again() -> None:
     concepts.documents.clear()
     recent.embed_query(SAVING)
     assert concepts.documents == [[SAVING]]
+
+
+def test_the_local_model_embeds_queries_and_passages_in_their_own_forms() -> None:
+    import numpy as np
+
+    from memory.archive.embedding import LOCAL_DIMS
+    from tests.local_embeddings import LOCAL_EMBEDDINGS
+
+    texts = ["We moored the boat in Vigo harbour", "Lentil soup for dinner", "我们把船停在港口"]
+    passages = np.array(LOCAL_EMBEDDINGS.embed_documents(texts))
+    query = np.array(LOCAL_EMBEDDINGS.embed_query("where did we leave the boat?"))
+    assert passages.shape == (3, LOCAL_DIMS) and query.shape == (LOCAL_DIMS,)
+    assert np.linalg.norm(passages, axis=1) == pytest.approx([1.0, 1.0, 1.0], abs=1e-4)
+    # e5's two forms: a text as a query is not the same vector as the text as a passage
+    assert not np.allclose(LOCAL_EMBEDDINGS.embed_query(texts[0]), passages[0])
+    similarity = passages @ query
+    assert similarity[1] < min(similarity[0], similarity[2])  # the boat, in either language
+    assert LOCAL_EMBEDDINGS.embed_documents([]) == []
+
+
+def test_local_embeddings_need_no_endpoint_and_have_their_own_size(tmp_path: Path) -> None:
+    from agent.runtime import archive_embeddings
+    from memory.archive.embedding import LOCAL_DIMS, LOCAL_MODEL, LocalEmbeddings
+
+    settings = Settings(data_dir=tmp_path, embeddings_model="local", openai_api_key=None)
+    assert isinstance(load_embeddings(settings), LocalEmbeddings)  # offline too
+    config = archive_embeddings(settings)
+    assert config is not None and (config.model, config.dims) == (LOCAL_MODEL, LOCAL_DIMS)
+    assert isinstance(config.embeddings, LocalEmbeddings)  # no query-as-passage cache
