@@ -99,10 +99,10 @@ class LocalEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         with self._lock:
-            return self._loaded().query(text).tolist()  # type: ignore[no-any-return]
+            return self._loaded().query(text).tolist()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         with self._lock:
-            return self._loaded().passage(list(texts)).tolist()  # type: ignore[no-any-return]
+            return self._loaded().passage(list(texts)).tolist()
