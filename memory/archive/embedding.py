@@ -4,6 +4,7 @@ the packaged local model (`local`)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Sequence
@@ -65,6 +66,8 @@ LOCAL_DIMS = 384
 LOCAL_THREADS = 2
 """OpenMP threads of the local model: a turn's query is one short text, and more threads
 would take cores from the server's other requests."""
+RECENT_QUERIES = 16
+"""Queries whose vectors the local model keeps (a turn asks for its message's twice)."""
 LOCAL_MAX_DISTANCE = 0.15
 """The local model's `max_distance`: e5's cosine similarities sit in a narrow band (a
 best match of 0.79-0.88 for off-topic questions, 0.84-0.93 on-topic), so the endpoint
@@ -77,7 +80,8 @@ class LocalEmbeddings(Embeddings):
 
     e5 embeds a search's text and a stored text in different forms ("query: ",
     "passage: "), which `embed_query` and `embed_documents` apply: the two must not share
-    a cache (`agent.models.RecentEmbeddings` assumes they may). The model is loaded on
+    a cache (`agent.models.RecentEmbeddings` assumes they may), so only the last
+    queries' vectors are kept (a turn's message is a query twice). The model is loaded on
     first use (a fifth of a second), once per process; calls are serialised, the C
     engine keeping its buffers per model. OpenMP waits passively
     (`OMP_WAIT_POLICY=PASSIVE` unless set): a spinning pool would hold the cores between
@@ -88,6 +92,7 @@ class LocalEmbeddings(Embeddings):
         self.threads = threads
         self._lock = threading.Lock()
         self._model: Any = None
+        self._query = functools.lru_cache(maxsize=RECENT_QUERIES)(self._embed_query)
 
     def _loaded(self) -> Any:
         if self._model is None:
@@ -97,9 +102,12 @@ class LocalEmbeddings(Embeddings):
             self._model = E5(num_threads=self.threads)
         return self._model
 
-    def embed_query(self, text: str) -> list[float]:
+    def _embed_query(self, text: str) -> tuple[float, ...]:
         with self._lock:
-            return self._loaded().query(text).tolist()
+            return tuple(self._loaded().query(text).tolist())
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self._query(text))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:

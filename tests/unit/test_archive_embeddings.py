@@ -254,3 +254,24 @@ def test_local_embeddings_need_no_endpoint_and_have_their_own_size(tmp_path: Pat
     config = archive_embeddings(settings)
     assert config is not None and (config.model, config.dims) == (LOCAL_MODEL, LOCAL_DIMS)
     assert isinstance(config.embeddings, LocalEmbeddings)  # no query-as-passage cache
+
+
+def test_the_local_model_embeds_a_query_asked_for_twice_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memory.archive.embedding import LocalEmbeddings
+
+    local = LocalEmbeddings(threads=1)
+    calls: list[str] = []
+
+    class Model:
+        def query(self, text: str) -> Any:
+            import numpy as np
+
+            calls.append(text)
+            return np.ones(2, dtype=np.float32)
+
+    monkeypatch.setattr(local, "_model", Model())
+    # long-term recall and the archive's both embed the turn's message as a query
+    assert local.embed_query("the boat") == local.embed_query("the boat") == [1.0, 1.0]
+    assert calls == ["the boat"]
