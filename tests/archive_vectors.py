@@ -100,9 +100,7 @@ def vectors(threads: ThreadStore) -> list[tuple[int, str]]:
     documents: Any = threads.documents
     if documents.dialect == "postgresql":
         with documents.pool.connection() as conn:
-            rows = conn.execute(
-                "SELECT id, session_key FROM archive_lines WHERE embedding IS NOT NULL"
-            ).fetchall()
+            rows = conn.execute("SELECT id, session_key FROM archive_vectors").fetchall()
         return sorted((row["id"], row["session_key"]) for row in rows)
     with documents.lock:
         return sorted(documents.conn.execute("SELECT id, session_key FROM archive_vectors"))

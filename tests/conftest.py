@@ -38,6 +38,7 @@ PG_TABLES = (
     "memory_documents",
     "store",
     "archive_lines",
+    "archive_vectors",
     "archive_counts",
     "archive_terms",
     "archive_versions",

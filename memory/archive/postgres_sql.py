@@ -30,12 +30,17 @@ SETUP_SQL = (
     " UNIQUE (session_key, conversation_key, message_id))",
     "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS size INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS indexed TEXT",
-    # a line's vector (float32, little-endian; `memory.archive.postgres_vectors`), in its
-    # row: deleting or rewriting the line removes it in the same statement
-    "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS embedding BYTEA",
+    # a line's vector (float32, little-endian; `memory.archive.postgres_vectors`): deleting
+    # the line deletes it (the same statement), rewriting it deletes it (the same
+    # transaction); beside the line rather than in its row, so storing one rewrites no
+    # row, its GIN entries or its counts
+    "CREATE TABLE IF NOT EXISTS archive_vectors (id BIGINT PRIMARY KEY"
+    " REFERENCES archive_lines (id) ON DELETE CASCADE, session_key TEXT NOT NULL,"
+    " embedding BYTEA NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS archive_vectors_session ON archive_vectors (session_key)",
     "CREATE TABLE IF NOT EXISTS archive_vector_model (model TEXT NOT NULL, dims INTEGER NOT NULL)",
-    # a session's vectors' version, bumped by every statement that deletes or changes its
-    # lines: what a process's cache of them is checked against
+    # a session's vectors' version, bumped by every statement that adds or deletes one:
+    # what a process's cache of them is checked against
     "CREATE TABLE IF NOT EXISTS archive_versions (session_key TEXT PRIMARY KEY,"
     " version BIGINT NOT NULL)",
     """CREATE OR REPLACE FUNCTION archive_versioned() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -49,9 +54,9 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$""",
-    "CREATE OR REPLACE TRIGGER archive_lines_versioned_removed AFTER DELETE ON archive_lines"
+    "CREATE OR REPLACE TRIGGER archive_vectors_removed AFTER DELETE ON archive_vectors"
     " REFERENCING OLD TABLE AS old_lines FOR EACH STATEMENT EXECUTE FUNCTION archive_versioned()",
-    "CREATE OR REPLACE TRIGGER archive_lines_versioned_changed AFTER UPDATE ON archive_lines"
+    "CREATE OR REPLACE TRIGGER archive_vectors_added AFTER INSERT ON archive_vectors"
     " REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION archive_versioned()",
     # without a pending list: a search reads the index, never a list of recent entries
     # that only a vacuum merges (with it, a fresh archive's searches scanned the table)
@@ -163,7 +168,8 @@ def search_sql(ranked: str, embedded_only: bool = False) -> str:
     """The statement of a search whose candidates `ranked` names (`id, score[, distance]`),
     best first, each with the lines said around it when `%(neighbours)s`."""
     distance = "r.distance" if embedded_only else "NULL::float8"
-    only = "WHERE l.session_key = %(session)s AND l.embedding IS NOT NULL" if embedded_only else ""
+    only = "JOIN archive_vectors e ON e.id = l.id WHERE l.session_key = %(session)s"
+    only = only if embedded_only else ""
     return f"""
 WITH {ranked}, hits AS (
   SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,

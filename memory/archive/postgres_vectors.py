@@ -1,13 +1,14 @@
 """The archive's embeddings on PostgreSQL, which has no pgvector here: each line's vector
-in its own row (`archive_lines.embedding`, float32 bytes), and the nearest lines found by
-an exact scan of the session's vectors in Python.
+beside it (`archive_vectors`, float32 bytes, keyed by the line), and the nearest lines
+found by an exact scan of the session's vectors in Python.
 
-A vector lives and dies with its line: deleting a line deletes it, and rewriting one
-(forgetting, redaction) clears it in the same statement, whichever process does it,
-with embeddings or without. The session's vectors are read once into a matrix kept per
-process, and read again when the session's version (`archive_versions`, bumped by a
-trigger on every statement that changes or deletes its lines) has moved: a forgotten
-line's vector leaves every process's cache at its next search.
+A vector lives and dies with its line: deleting a line deletes it (a cascade), and
+rewriting one (forgetting, redaction) deletes it in the same transaction, whichever
+process does it, with embeddings or without. The session's vectors are read once into
+a matrix kept per process, and read again when the session's version
+(`archive_versions`, bumped by a trigger on every statement that adds or deletes its
+vectors) has moved: a forgotten line's vector leaves every process's cache at its next
+search.
 """
 
 from __future__ import annotations
@@ -26,15 +27,20 @@ from memory.archive.postgres_sql import NEAREST_SQL, SETUP_LOCK_KEY
 CACHED_SESSIONS = 16
 """Sessions whose vectors a process keeps (10,000 lines of 384 floats: 15 MB)."""
 VERSION_SQL = "SELECT version FROM archive_versions WHERE session_key = %s"
-VECTORS_SQL = (
-    "SELECT id, embedding FROM archive_lines"
-    " WHERE session_key = %s AND embedding IS NOT NULL ORDER BY id"
-)
+VECTORS_SQL = "SELECT id, embedding FROM archive_vectors WHERE session_key = %s ORDER BY id"
 UNEMBEDDED_SQL = (
-    "SELECT id, text FROM archive_lines WHERE session_key = %s AND role = ANY(%s)"
-    " AND embedding IS NULL AND text <> ALL(%s) ORDER BY id DESC LIMIT %s"
+    "SELECT l.id, l.text FROM archive_lines l WHERE l.session_key = %s AND l.role = ANY(%s)"
+    " AND l.text <> ALL(%s) AND NOT EXISTS (SELECT 1 FROM archive_vectors v WHERE v.id = l.id)"
+    " ORDER BY l.id DESC LIMIT %s"
 )
-ADD_SQL = "UPDATE archive_lines SET embedding = %s WHERE id = %s AND session_key = %s AND text = %s"
+ADD_SQL = (
+    "INSERT INTO archive_vectors (id, session_key, embedding)"
+    " SELECT l.id, l.session_key, v.embedding"
+    " FROM unnest(%s::bigint[], %s::bytea[], %s::text[]) AS v(id, embedding, text)"
+    " JOIN archive_lines l ON l.id = v.id AND l.session_key = %s AND l.text = v.text"
+    " ON CONFLICT (id) DO UPDATE SET embedding = EXCLUDED.embedding"
+)
+"""A batch's vectors in one statement, of the lines still reading the text embedded."""
 
 
 def as_bytes(vector: Sequence[float]) -> bytes:
@@ -60,7 +66,7 @@ class PostgresVectors:
         self._cache: OrderedDict[str, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
 
     def setup(self) -> None:
-        """Record the model (after the archive's setup, which adds the column); vectors
+        """Record the model (after the archive's setup, which makes the table); vectors
         of another model or size are cleared: none of them compares with this model's
         (their lines are found lexically until embedded again)."""
         with self.pool.connection() as conn, conn.transaction():
@@ -68,7 +74,7 @@ class PostgresVectors:
             rows = conn.execute("SELECT model, dims FROM archive_vector_model").fetchall()
             if [(row["model"], row["dims"]) for row in rows] == [(self.model, self.dims)]:
                 return
-            conn.execute("UPDATE archive_lines SET embedding = NULL WHERE embedding IS NOT NULL")
+            conn.execute("DELETE FROM archive_vectors")
             conn.execute("DELETE FROM archive_vector_model")
             conn.execute(
                 "INSERT INTO archive_vector_model VALUES (%s, %s)", (self.model, self.dims)
@@ -137,12 +143,14 @@ class PostgresVectors:
         return [(row["id"], row["text"]) for row in rows]
 
     def add(self, session_key: str, embedded: Iterable[tuple[int, str, Sequence[float]]]) -> int:
-        """Store the vectors of `(line id, text, vector)` in one transaction, for the
+        """Store the vectors of `(line id, text, vector)` in one statement, for the
         lines still the session's and still reading the text embedded; returns how many
         were stored."""
-        added = 0
-        with self.pool.connection() as conn, conn.transaction():
-            for line_id, text, vector in embedded:
-                done = conn.execute(ADD_SQL, (as_bytes(vector), line_id, session_key, text))
-                added += done.rowcount
-        return added
+        rows = list(embedded)
+        if not rows:
+            return 0
+        ids = [line_id for line_id, _, _ in rows]
+        texts = [text for _, text, _ in rows]
+        vectors = [as_bytes(vector) for _, _, vector in rows]
+        with self.pool.connection() as conn:
+            return int(conn.execute(ADD_SQL, (ids, vectors, texts, session_key)).rowcount)
