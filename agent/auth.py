@@ -53,14 +53,9 @@ def public(path: str) -> bool:
 
 @auth.authenticate
 def authenticate(scope: dict[str, Any]) -> Any:
-    """The request's user (`mode:user`), or the anonymous user when no mode is configured.
-
-    Runs in a worker thread (fetching a JWKS may block).
-
-    Raises:
-        Auth.exceptions.HTTPException: 401 when a mode is configured and the request's
-            credentials are missing or invalid.
-    """
+    """The request's user (`mode:user`; anonymous with no mode), found in a worker thread
+    (fetching a JWKS may block); 401 `Auth.exceptions.HTTPException` without valid
+    credentials."""
     if authenticator is None or public(scope["path"]):
         return anonymous()
     connection = HTTPConnection(scope)

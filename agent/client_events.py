@@ -1,13 +1,8 @@
-"""The client events of a turn, typed, and their translation from LangGraph stream parts:
-what `ChatAgent.astream` yields, the HTTP app sends as server-sent events (`event:
-<name>`, `data: <the other keys as JSON>`), the chat page reads and the terminal chat
-prints.
-
-Each event is a `TypedDict` tagged by its `event` key; `ClientEvent` is their union.
-A turn's stream starts with `conversation` and ends with `done` or `error`, and the
-`memory` events of the upkeep it left owed may follow `done`. Only final-answer tokens
-and public status fields cross from the graph's stream: tool arguments and results,
-prompts and internal ids never do.
+"""The client events of a turn (`TypedDict`s tagged by `event`; `ClientEvent` their union)
+and their translation from LangGraph stream parts: what `ChatAgent.astream` yields, SSE
+carries, the page and the terminal chat show. A stream starts with `conversation`, ends
+with `done` or `error`, and the upkeep's `memory` events may follow `done`. Only answer
+tokens and public status fields cross: never tool arguments, results, prompts or ids.
 """
 
 from __future__ import annotations
@@ -18,17 +13,19 @@ from typing import Any, Literal, NotRequired, cast
 from langchain_core.messages import AIMessageChunk
 from typing_extensions import TypedDict
 
-ANSWER_SUBGRAPHS = frozenset({"chat", "tool"})
-"""Subgraphs (directly under the agent graph) whose `call_model` tokens are the answer:
+ANSWER_NODES = frozenset({("", "chat"), ("tool", "call_model")})
+"""Where the answer's tokens come from, as (the subgraph directly under the agent graph,
+"" for the agent graph itself; the node): the chat node and the tool subgraph's model,
 not compaction, not a workflow's planning or sub-agents."""
 
 
 def token_event(namespace: tuple[str, ...], chunk: tuple[Any, dict[str, Any]]) -> TokenEvent | None:
     """A `token` event for an answer chunk of the `messages` stream, else None."""
     message, metadata = chunk
-    if len(namespace) != 1 or namespace[0].partition(":")[0] not in ANSWER_SUBGRAPHS:
+    if len(namespace) > 1:
         return None
-    if metadata.get("langgraph_node") != "call_model":
+    graph = namespace[0].partition(":")[0] if namespace else ""
+    if (graph, metadata.get("langgraph_node")) not in ANSWER_NODES:
         return None
     if not isinstance(message, AIMessageChunk) or message.tool_call_chunks:
         return None
@@ -61,14 +58,9 @@ class _Answer:
 
 
 class AnswerTokens:
-    """A run's `token` events, with the text of a tool call written as text kept back.
-
-    A weak model may write its tool call into the answer; the graph makes it a real call
-    or replaces the answer (`graphs.text_tool_calls`), but only once the reply is whole.
-    So each reply streams until it may start such a call (`TOOL_CALL_OPENERS`); from
-    there on it is held, and `release` lets it out at the end of the run only if it is
-    part of the run's answer. What the client was shown is never a tool call.
-    """
+    """A run's `token` events, holding back a tool call a weak model wrote as text (which
+    `graphs.text_tool_calls` handles once the reply is whole): a reply streams up to where
+    such a call may start, and `release` lets the rest out only if it is in the answer."""
 
     def __init__(self) -> None:
         self._answers: dict[tuple[tuple[str, ...], str], _Answer] = {}

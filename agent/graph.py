@@ -1,12 +1,8 @@
-"""The graphs served by `langgraph dev` and LangGraph Server (`langgraph.json`): `graph`,
-the agent, and `memory`, the read-only view of what it keeps (`graphs.memory_view`).
-
-Both are async graph factories: importing this module builds nothing, and the first
-run (or the first look from Studio) opens the stores and builds the models, once, in a
-worker thread (opening a database blocks); every later call returns the same graphs.
-The server supplies the checkpointer for run threads; chat memory and the users'
-long-term memory live in `AGENT_DATABASE_URL`, shared with the HTTP app, `ChatAgent`
-and the CLI.
+"""The graphs `langgraph.json` serves: `graph`, the agent, and `memory`, the read-only view
+(`graphs.memory_view`). Async factories: importing builds nothing; the first run opens the
+stores and builds the models once, in a worker thread (opening a database blocks). The
+server checkpoints run threads; memory lives in `AGENT_DATABASE_URL`, shared with the
+HTTP app, `ChatAgent` and the CLI.
 """
 
 from __future__ import annotations

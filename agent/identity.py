@@ -71,15 +71,9 @@ class Unauthenticated(Exception):
 
 @dataclass(frozen=True)
 class SignedIn:
-    """A request's user.
-
-    Attributes:
-        session_id: `mode:user`, the session the user's data lives in.
-        via: the credentials it came with (`cookie`: the page's sign-in cookie).
-        expires: when those credentials expire (a token's `exp`), if they do.
-        key: the hash of the API key it came with (a cookie made from it ends with it).
-        generation: a cookie's sign-in generation (one signing out ends the older ones).
-    """
+    """A request's user: its session `mode:user`, the credentials it came `via`, when they
+    `expires` (a token's `exp`), the hash of its API `key` (a cookie made from it is bound
+    to it), a cookie's sign-in `generation` (signing out ends the older ones)."""
 
     session_id: str
     via: IdentityMode | Literal["cookie"]
@@ -111,13 +105,8 @@ def _escape(char: str) -> str:
 
 
 class SignIns:
-    """Each signed-in user's sign-in generation, in the agent's database: signing out
-    raises it, and every cookie of an older generation is refused by every worker.
-
-    Args:
-        threads: the agent's storage (its documents hold the generations).
-        ids: the agent's ids (a generation's thread id is keyed by the session's HMAC).
-    """
+    """Each user's sign-in generation, a document in the agent's storage keyed by the
+    session's HMAC: signing out raises it, and every worker refuses older cookies."""
 
     def __init__(self, threads: ThreadStore, ids: ThreadIds) -> None:
         self.threads, self.ids = threads, ids
@@ -138,18 +127,9 @@ class SignIns:
 
 
 class Authenticator:
-    """Checks a request's credentials against the configured modes.
-
-    Args:
-        settings: the modes (`AGENT_API_KEYS`, `AGENT_JWT_*`/`AGENT_JWKS`,
-            `AGENT_PROXY_USER_HEADER`/`AGENT_TRUSTED_PROXIES`).
-        secret: returns the server secret that signs the sign-in cookie.
-        sign_ins: the users' sign-in generations (None: a cookie is checked by its
-            signature, expiry and key alone, as where the HTTP app checks it again).
-
-    Raises:
-        SettingsError: a JWKS file that is missing or holds no usable key.
-    """
+    """Checks a request's credentials against the settings' modes; `secret()` signs the
+    sign-in cookie; without `sign_ins` a cookie is checked by signature, expiry and key
+    alone. Raises `SettingsError` for a JWKS file missing or without a usable key."""
 
     def __init__(
         self, settings: Settings, secret: Callable[[], str], sign_ins: SignIns | None = None
@@ -186,12 +166,9 @@ class Authenticator:
         now: float | None = None,
     ) -> SignedIn:
         """The user a request's credentials name: the proxy's header (from a trusted
-        address only), else `x-api-key`, else `Authorization: Bearer` (an API key, else a
-        token), else the sign-in `cookie` when the caller passes one.
-
-        Raises:
-            Unauthenticated: no valid credentials; nothing else is tried after a bad one.
-        """
+        address only), else `x-api-key`, else `Authorization: Bearer` (a key, else a
+        token), else the sign-in `cookie`. `Unauthenticated` without valid credentials;
+        nothing else is tried after a bad one."""
         proxied = self._proxy_user(headers, client)
         if proxied is not None:
             return SignedIn(session_of("proxy", proxied), "proxy")

@@ -1,8 +1,6 @@
-"""The local model: a GGUF file served by llama-cpp-python's OpenAI-compatible server on
-127.0.0.1, started, health-checked and stopped by the agent (`AGENT_MODEL=local`).
-
-The agent reaches it as it reaches any endpoint (`ChatOpenAI` on a base URL): this module
-only yields the endpoint (`LocalEndpoint`) and the settings that point at it.
+"""The local model (`AGENT_MODEL=local`): a GGUF served by llama-cpp-python's
+OpenAI-compatible server on 127.0.0.1, started, checked and stopped by the agent, reached
+as any endpoint is: this module yields the endpoint and the settings pointing at it.
 """
 
 from __future__ import annotations
@@ -68,13 +66,8 @@ class LocalModelUnavailable(SettingsError):
 
 @dataclass(frozen=True)
 class LocalEndpoint:
-    """Where the local model answers.
-
-    Attributes:
-        base_url: the server's OpenAI-compatible base URL (`http://127.0.0.1:PORT/v1`).
-        model: the model's name on that server (the GGUF's file name, without `.gguf`).
-        window: the context window the server runs with, in tokens.
-    """
+    """Where the local model answers: its `/v1` base URL, its name there (the GGUF's file
+    name without `.gguf`) and the context window it runs with, in tokens."""
 
     base_url: str
     model: str
@@ -82,11 +75,8 @@ class LocalEndpoint:
 
 
 def model_path(settings: Settings) -> Path:
-    """The GGUF to serve: `AGENT_LOCAL_MODEL_PATH`, else the packaged SmolLM2.
-
-    Raises:
-        LocalModelUnavailable: neither is there, or llama-cpp-python's server is missing.
-    """
+    """The GGUF to serve: `AGENT_LOCAL_MODEL_PATH`, else the packaged SmolLM2 (neither, or
+    no llama-cpp-python server: `LocalModelUnavailable`)."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise LocalModelUnavailable(NOT_INSTALLED.format(missing="llama-cpp-python[server]"))
     if settings.local_model_path is not None:
@@ -166,12 +156,8 @@ agent's process closes, so that no server outlives its agent (a kill leaves no o
 
 
 class LocalServer:
-    """One llama-cpp-python server process serving one GGUF on 127.0.0.1.
-
-    Started by `start` and waited for until `/v1/models` names the model; stopped by
-    `stop` (terminated, then killed), at this process's exit, and by itself when this
-    process is gone.
-    """
+    """One llama-cpp-python server serving one GGUF on 127.0.0.1: `start` waits until
+    `/v1/models` names the model; stopped by `stop`, at exit, and when this process is gone."""
 
     def __init__(self, path: Path, window: int, log: Path) -> None:
         self.path, self.window, self.log = path, window, log
@@ -181,31 +167,15 @@ class LocalServer:
         self._process: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        """The server's command line."""
+        """The server's command line (not verbose: that log prints the prompts)."""
         return [
-            sys.executable,
-            "-c",
-            SERVE_WHILE_PARENT_LIVES,
-            "--model",
-            str(self.path),
-            "--model_alias",
-            self.model,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--n_ctx",
-            str(self.window),
-            "--verbose",
-            "False",  # its verbose log prints prompts: the log file holds no conversation
-        ]
+            sys.executable, "-c", SERVE_WHILE_PARENT_LIVES, "--model", str(self.path),
+            "--model_alias", self.model, "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", str(self.window), "--verbose", "False",
+        ]  # fmt: skip
 
     def start(self, timeout: float = START_TIMEOUT_S) -> None:
-        """Start the server and wait until it serves the model.
-
-        Raises:
-            LocalModelUnavailable: it exited, or did not answer within `timeout`.
-        """
+        """Start the server and wait until it serves the model (else `LocalModelUnavailable`)."""
         make_private_dir(self.log.parent)
         fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
         # a busy-waiting OpenMP pool starves the other threads of a small shared machine
@@ -303,13 +273,8 @@ def _answer_tokens(settings: Settings) -> int:
 
 
 def serve(settings: Settings) -> tuple[LocalEndpoint, Callable[[], None]]:
-    """Start (or share) the server of the settings' local model; the endpoint, and the
-    function that releases it (the last release stops the server).
-
-    Raises:
-        LocalModelUnavailable: nothing is installed, the file is not a GGUF, the window is
-            too small, or the server did not start.
-    """
+    """Start (or share) the settings' local model server: its endpoint, and the function
+    that releases it (the last release stops it). Raises `LocalModelUnavailable`."""
     path = model_path(settings)
     trained = read_context_length(path) or settings.local_context
     window = min(settings.local_context, trained)

@@ -48,18 +48,10 @@ def chat_openai(
     max_retries: int,
     max_tokens: int | None = None,
 ) -> ChatOpenAI:
-    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`; None: OpenAI's), the one
-    client every model the agent builds goes through, a local server's included.
-
-    Args:
-        base_url: the endpoint's `/v1` URL.
-        model: the model's name on it.
-        api_key: None for an endpoint that needs none.
-        temperature: None leaves the endpoint's default.
-        timeout: seconds per request.
-        max_retries: the client's retries of a failed request.
-        max_tokens: the most tokens of an answer (structured calls set their own).
-    """
+    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`, `/v1`; None: OpenAI's),
+    the one client of every model the agent builds, a local server's included. No
+    `api_key`: an endpoint that needs none; no `temperature`: the endpoint's; `max_tokens`
+    bounds an answer (structured calls set their own)."""
     import openai
     from langchain_openai import ChatOpenAI
 

@@ -1,11 +1,7 @@
-"""The start-up scrub of run checkpoints that an earlier release wrote with the raw
-session and conversation ids in their state: each id left in a run thread's rows is
-replaced by an empty string, once per database.
-
-A run thread's id is an HMAC of the two ids; the run state now holds neither (they reach
-the graph through its context), so that reading the database never links a thread back
-to its session. What the scrub rewrites are channels the graph no longer has: a pending
-review resumes as before.
+"""The start-up scrub, once per database, of the raw session and conversation ids an
+earlier release left in run checkpoints (now they reach the graph through its context),
+so that the database never links a run thread, an HMAC, back to its session. The
+channels it empties are ones the graph no longer has: a pending review still resumes.
 """
 
 from __future__ import annotations

@@ -150,8 +150,10 @@ logger = logging.getLogger(__name__)
 
 STREAM_MODES: tuple[StreamMode, ...] = ("messages", "custom", *OUTPUT_MODES)
 """What a streamed turn follows: answer tokens, status and memory events, its output."""
-RESULT_MODES: tuple[StreamMode, ...] = ("custom", *OUTPUT_MODES)
-"""What a turn run for its result follows: no answer tokens."""
+RESULT_MODES: tuple[StreamMode, ...] = OUTPUT_MODES
+"""What a turn run for its result follows: its output alone. Without `custom`, a node's
+status events cost nothing (LangGraph's writer is then a no-op), where each would
+otherwise wake the loop from the node's worker thread for an event nobody reads."""
 
 
 class TurnRunner:
@@ -258,6 +260,8 @@ class TurnRunner:
                         context=turn.context,
                         durability=durability(turn),
                         stream_mode=list(stream_mode),
+                        # also makes LangGraph stream eagerly: `finalize`'s update arrives
+                        # before the last checkpoint is stored (and survives its failure)
                         subgraphs=True,
                     ):
                         namespace, mode, chunk = part

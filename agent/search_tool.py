@@ -1,12 +1,7 @@
-"""The `search_conversations` tool: the model looks something up in the user's earlier
-conversations on purpose (what recall did not bring into the context by itself),
-this conversation's lines that compaction folded out of view included.
-
-The session comes from the run's state, never from the model's arguments: a tool call
-cannot name another session. The lines still in this conversation's recent window are
-left out (the model sees them already), unless they are all that matches: then they
-come back marked as in view. Results are quoted records, one per line, each
-with its date, conversation title and message id.
+"""The `search_conversations` tool: the model looks up the user's earlier conversations on
+purpose (folded lines of this one too). The session is the run's, never an argument: no
+call names another session. Lines in this conversation's recent window are left out
+unless they are all that matches (then marked in view). Results are quoted records.
 """
 
 from __future__ import annotations

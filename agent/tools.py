@@ -63,11 +63,8 @@ class ToolInputError(ToolException, ValueError):
 
 
 def resolve_timezone(timezone: str) -> tzinfo:
-    """The `tzinfo` for an IANA zone name ("UTC", "Z" and "GMT" in any case mean UTC).
-
-    Raises:
-        ToolInputError: for an empty, over-long or unknown zone name.
-    """
+    """The `tzinfo` for an IANA zone name ("UTC", "Z", "GMT" in any case: UTC), else
+    `ToolInputError`."""
     name = timezone.strip()
     if name.upper() in _UTC_ALIASES:
         return UTC
@@ -81,11 +78,7 @@ def resolve_timezone(timezone: str) -> tzinfo:
 
 
 def now_in_timezone(timezone: str = "UTC", *, now: datetime | None = None) -> str:
-    """`now` (default: the current instant) in `timezone`, as ISO-8601 to the second.
-
-    Raises:
-        ToolInputError: for an unknown zone name.
-    """
+    """`now` (default: the current instant) in `timezone`, as ISO-8601 to the second."""
     zone = resolve_timezone(timezone)
     instant = now if now is not None else datetime.now(UTC)
     return instant.astimezone(zone).isoformat(timespec="seconds")
@@ -168,12 +161,8 @@ def format_number(value: Number) -> str:
 
 
 def evaluate_expression(expression: str) -> str:
-    """Evaluate an arithmetic expression safely (no `eval`): parse, check every node, compute.
-
-    Raises:
-        ToolInputError: for an empty or over-long expression, a syntax error, anything
-            but numbers and arithmetic operators, division by zero, or an oversized result.
-    """
+    """Evaluate an arithmetic expression safely (no `eval`): parse, check every node, compute;
+    `ToolInputError` for anything but bounded arithmetic on decimal numbers."""
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ToolInputError(
             EXPRESSION_TOO_LONG.format(length=len(expression), limit=MAX_EXPRESSION_CHARS)

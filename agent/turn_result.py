@@ -4,8 +4,8 @@
 The outcome of a turn is the agent graph's output (`graphs.state.AgentOutput`): the
 last `values` of the run, and the `updates` its nodes made after them. LangGraph sends
 a run's last `values` only once it has stored the run's last checkpoint, while, when it
-streams eagerly (with `custom` among the modes), a node's `updates` go out as soon as
-the node ends: following both, the answer `finalize` produced reaches the caller even
+streams eagerly (as it does when it follows subgraphs), a node's `updates` go out as soon
+as the node ends: following both, the answer `finalize` produced reaches the caller even
 when storing that checkpoint fails.
 """
 
@@ -24,9 +24,6 @@ INTERRUPT: Final = "__interrupt__"
 """Where LangGraph's output carries a run's pending interrupts."""
 OUTPUT_MODES: Final[tuple[StreamMode, ...]] = ("values", "updates")
 """The stream modes that carry the graph's output."""
-RESULT_MODES: Final[tuple[StreamMode, ...]] = (*OUTPUT_MODES, "custom")
-"""What a run followed only for its result streams: its output, and `custom`, which
-makes LangGraph emit eagerly (each node's update as the node ends)."""
 ANSWERING_NODE: Final = "finalize"
 """The node whose update holds the turn's answer, written to memory."""
 

@@ -1,24 +1,14 @@
-"""Memory upkeep after a turn is done: `UpkeepRunner` runs the upkeep graph
-(`graphs.upkeep`: `read_owed → embed → remember → compact → settle`) on its own, off
-the reply path.
+"""`UpkeepRunner`: the upkeep graph (`graphs.upkeep`) run off the reply path, after the
+turn's `finalize` committed what it leaves owed (the conversation is free by then).
 
-The turn's run ends at `finalize`, whose transaction records what upkeep it leaves
-owed; the conversation is free for its next turn as soon as that commits. The runner
-then pays the record, one upkeep at a time per conversation:
-- in this process, a request for a conversation whose upkeep is running is merged into
-  it (the running one goes round once more, reading the record afresh);
-- across processes, each upkeep holds the conversation's upkeep lock, and a later one
-  waits for it;
-- a process that dies first leaves the record pending: the next turn's upkeep (or a
-  read of the conversation) pays it.
-A turn's upkeep lets a model's extraction wait for its batch (`graphs.upkeep`); the
-runner pays what waits when the conversation has been idle `idle_seconds`, when a turn
-of another conversation of the same user comes (before that conversation reads
-long-term memory much: its own turn is not delayed, and sees the owed turns through
-episodic recall meanwhile), on `wait` and on `close`. The first turn of a user in a
-process also pays what the user's other conversations owe (a stopped process's).
-Each upkeep runs in a worker thread of its own pool (the model calls and the lock
-stay in one thread); its `memory` events reach every stream following it.
+One upkeep at a time per conversation: in this process a request meets the running one,
+which goes round once more; across processes the conversation's upkeep lock orders
+them; a process that dies leaves the record pending for the next. A model's extraction
+waiting for its batch is paid when the conversation has been idle `idle_seconds`, when
+the user's turn comes in another conversation (which meanwhile sees those turns through
+episodic recall, never waiting), on `wait` and on `close`; a user's first turn in a
+process pays what their other conversations owe. Each upkeep runs in a worker thread
+(its model calls and lock in one thread); its `memory` events reach every follower.
 """
 
 from __future__ import annotations
@@ -72,17 +62,14 @@ class Upkeep:
 
 
 class UpkeepRunner:
-    """Runs conversations' memory upkeep on the agent's loop, one at a time per
-    conversation.
+    """Runs conversations' memory upkeep on the agent's loop.
 
     Args:
-        graph: the compiled upkeep graph (without a checkpointer: its record is in the
-            conversation's memory).
+        graph: the compiled upkeep graph (no checkpointer: the record is in memory).
         memory: the chat memory (its locks order upkeep across processes).
-        loop: the agent's event loop, where the upkeep is scheduled and followed.
+        loop: the agent's event loop, where upkeep is scheduled and followed.
         batch_turns: owed turns that make a model extraction due (1: no batching).
-        idle_seconds: how long after a conversation's last turn its waiting
-            extraction runs.
+        idle_seconds: how long after a conversation's last turn its waiting extraction runs.
     """
 
     def __init__(
@@ -114,10 +101,7 @@ class UpkeepRunner:
         self, session_id: str, conversation_id: str, *, merge: bool = True, flush: bool = False
     ) -> Upkeep:
         """Start the conversation's upkeep, or (`merge`) have the running one go round
-        once more for what was added to the record since it read it; with `flush`, its
-        waiting extraction is paid now. A turn's upkeep (`merge`) pays what the user's
-        other conversations owe; an upkeep that leaves turns waiting (re)starts the
-        conversation's idle timer."""
+        once more; `flush` pays its waiting extraction now."""
         return self._begin(session_id, conversation_id, merge=merge, flush=flush)
 
     def _begin(self, session_id: str, conversation_id: str, *, merge: bool, flush: bool) -> Upkeep:
@@ -173,10 +157,8 @@ class UpkeepRunner:
                 self._begin(session_id, entry.id, merge=False, flush=True)
 
     def follow(self, upkeep: Upkeep) -> AsyncGenerator[UpkeepEvent, None]:
-        """The `memory` events of `upkeep` from this call until it ends (closing the
-        iterator only stops following it). The stream is joined here, not when the
-        iterator is first read: a caller that sends something else first (the turn's
-        `done`) misses none of the events the upkeep publishes meanwhile."""
+        """The `memory` events of `upkeep` from this call on (closing it stops following).
+        Joined here, not at the first read: a caller sending `done` first misses none."""
         queue: asyncio.Queue[UpkeepEvent | None] = asyncio.Queue()
         if upkeep.finished.is_set():
             queue.put_nowait(None)
@@ -206,7 +188,11 @@ class UpkeepRunner:
 
     async def _drive(self, upkeep: Upkeep) -> None:
         loop = asyncio.get_running_loop()
+        # one step of the loop first: the turn that asked is handed to its caller before
+        # a worker starts, else the worker's first stretch of Python holds the GIL while
+        # the caller waits to wake (a switch interval, 5 ms, on the reply path)
         try:
+            await asyncio.sleep(0)
             while True:
                 upkeep.again, flush, upkeep.flush = False, upkeep.flush, False
                 waiting = await loop.run_in_executor(self._pool, self._pay, upkeep, loop, flush)
@@ -227,8 +213,7 @@ class UpkeepRunner:
     # -- in an upkeep worker thread ------------------------------------------------------
 
     def _pay(self, upkeep: Upkeep, loop: asyncio.AbstractEventLoop, flush: bool) -> bool:
-        """Run the upkeep graph for the conversation, under its upkeep lock; whether it
-        left owed turns waiting for their batch."""
+        """Run the upkeep graph under the conversation's upkeep lock; whether turns wait."""
         session_id, conversation_id = upkeep.session_id, upkeep.conversation_id
         key = "upkeep:" + self._memory.memory_thread(session_id, conversation_id)
         context = Context(session_id=session_id, conversation_id=conversation_id)
@@ -260,8 +245,8 @@ class UpkeepRunner:
         self._loop.submit(self.start(session_id, conversation_id, merge=merge))
 
     def wait(self, timeout: float | None = None, *, flush: bool = True) -> bool:
-        """Block until no upkeep runs, with `flush` once the waiting extractions are paid;
-        False when `timeout` seconds passed first."""
+        """Block until no upkeep runs (with `flush`, waiting extractions paid first); False
+        when `timeout` passed first."""
         try:
             self._loop.run(asyncio.wait_for(self.idle(flush=flush), timeout))
         except TimeoutError:
@@ -269,8 +254,7 @@ class UpkeepRunner:
         return True
 
     def close(self) -> None:
-        """Pay the waiting extractions and wait (briefly) for running upkeep, then stop
-        the worker threads (what is left stays on the record)."""
+        """Pay waiting extractions, wait briefly, stop the workers (the rest stays owed)."""
         if not self.wait(CLOSE_TIMEOUT):
             logger.warning("memory upkeep still running at close; left on the record")
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -188,7 +188,7 @@ class Conversation:
         """One turn: answer from the context, store the turn, compact past eight messages."""
         state = self.memory.read_memory(SESSION, self.conversation_id)
         answer = self.model.invoke(context_parts(state, text).messages())
-        self.memory.write_turn(SESSION, self.conversation_id, chat_turn(text, answer))
+        self.memory.write_turn(SESSION, self.conversation_id, chat_turn(text, answer.text))
         self.memory.compact(SESSION, self.conversation_id, self.model)
         return self.memory.read_memory(SESSION, self.conversation_id)
 

@@ -41,7 +41,6 @@ from pydantic import Field
 from agent.offline import OfflineChatModel
 from agent.offline.local import ModelCall
 from agent.offline.model import STRUCTURED_OUTPUT_KWARG
-from agent.offline.summaries import summary_request
 from evals.contract import Recalled, System
 from evals.dialogue import DIALOGUE_DIR, Context, Dialogue, Question
 from evals.report import QUESTION_TYPES, SPLITS
@@ -66,7 +65,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 
 
 class ReplayModel(OfflineChatModel):
-    """The offline model (compaction, summaries, extraction), whose chat answers are
+    """The offline model (compaction, extraction), whose chat answers are
     scripted: the assistant's line set for the turn, else `ACKNOWLEDGED`."""
 
     script: deque[str] = Field(default_factory=deque, exclude=True, repr=False)
@@ -79,7 +78,7 @@ class ReplayModel(OfflineChatModel):
             self.script.append(answer)
 
     def respond(self, call: ModelCall) -> AIMessage:
-        if call.options.get(STRUCTURED_OUTPUT_KWARG) or summary_request(call.messages) is not None:
+        if call.options.get(STRUCTURED_OUTPUT_KWARG):
             return super().respond(call)
         return AIMessage(content=self.script.popleft() if self.script else ACKNOWLEDGED)
 

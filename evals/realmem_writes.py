@@ -30,7 +30,13 @@ Measures on each persona's current items after the replay (`ChatAgent.memories`)
 - secrets: `memory.longterm.secrets.find_secret` finds one in the text, or it holds the
   planted "hunter2".
 
-Run: `python -m evals.realmem_writes [--sessions N] [--personas NAME…] [--out FILE]`
+With `--local`, one row only: the local small model (`AGENT_MODEL=local`, `make
+local-model`) extracts and compacts, on a frozen sample (`LOCAL_SESSIONS` sessions of each
+persona, about 10 minutes here: a separate command, as the real-model lane's figures are);
+the chat replies stay the dataset's. Its extraction calls are counted on the wire (a
+request whose tools or response format carry the extraction schema).
+
+Run: `python -m evals.realmem_writes [--sessions N] [--personas NAME…] [--local] [--out FILE]`
 (REALMEM_DIR overrides the data folder).
 """
 
@@ -48,12 +54,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.language_models import LanguageModelInput
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, PrivateAttr
 
 from agent import ChatAgent
+from agent.local_model import endpoint_settings, serve
+from agent.models import load_compaction_model
 from agent.offline.local import ModelCall
 from agent.settings import Settings
 from bench.agent_bench import SECRET
@@ -66,6 +75,8 @@ from memory.longterm.secrets import find_secret
 
 SESSIONS = 40
 """Sessions replayed per persona by default (of ~200), to keep the run near 3 minutes."""
+LOCAL_SESSIONS = 8
+"""Sessions replayed per persona with the local model (`--local`): the frozen sample."""
 DUPLICATES = 3
 """Current items the hostile extractor proposes again, per turn (the first shown)."""
 GOLD_OVERLAP = 0.6
@@ -306,20 +317,29 @@ def count(persona: Persona, items: Sequence[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def replay(persona: Persona, mode: str, extract: Extract | None, directory: Path) -> dict[str, int]:
+def replay(
+    persona: Persona,
+    mode: str,
+    extract: Extract | None,
+    directory: Path,
+    local: LocalExtractor | None = None,
+) -> dict[str, int]:
     """The persona's user lines through a `ChatAgent`; the counts of its items, the
-    extraction calls and the user turns."""
+    extraction calls and the user turns. With `local`, its model extracts and compacts."""
     model = ReplayModel()
     model._extract = extract
     directory = Path(tempfile.mkdtemp(dir=directory))  # a store of its own
     agent = ChatAgent(
         database_url=f"sqlite:///{directory / persona.name}.sqlite",
         model=model,
-        compaction_model=model,
+        compaction_model=local.model if local else model,
         secret=SECRET,
-        settings=Settings(data_dir=directory),
+        settings=(local.settings if local else Settings()).model_copy(
+            update={"data_dir": directory}
+        ),
         long_term_memory=mode,  # type: ignore[arg-type]
     )
+    calls_before = local.counter.calls if local else 0
     user = persona.name.casefold()
     turns = 0
     conversation_of: dict[str, str] = {}
@@ -342,11 +362,34 @@ def replay(persona: Persona, mode: str, extract: Extract | None, directory: Path
     for item in items:  # the measures name sessions, not conversations
         item["conversationId"] = conversation_of.get(item.get("conversationId") or "")
     counts = count(persona, items)
+    if local:
+        return counts | {"calls": local.counter.calls - calls_before, "user_turns": turns}
     return counts | {
         "proposed": model.proposed,
         "calls": model.log.extraction_calls,
         "user_turns": turns,
     }
+
+
+class ExtractionCalls(BaseCallbackHandler):
+    """Counts the chat requests that ask for the extraction schema (by its name in the
+    request's tools or response format), whatever structured-output method sent them."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        params = json.dumps(kwargs.get("invocation_params") or {}, default=str)
+        self.calls += ExtractionOutput.__name__ in params
+
+
+@dataclass
+class LocalExtractor:
+    """The local small model as the extraction and compaction model, with its calls counted."""
+
+    model: BaseChatModel
+    settings: Settings
+    counter: ExtractionCalls
 
 
 EXTRACTORS: dict[str, tuple[str, Callable[[Persona], Extract] | None]] = {
@@ -375,14 +418,34 @@ def table(rows: Sequence[Row], sessions: int | None) -> str:
     ]
     for r in rows:
         per = "/".join(str(n) for n in r.per_persona)
+        proposed = r.proposed if r.proposed >= 0 else "-"
         lines.append(
-            f"| {r.extractor} | {r.proposed} | {r.items / max(r.personas, 1):.1f} ({per}) "
+            f"| {r.extractor} | {proposed} | {r.items / max(r.personas, 1):.1f} ({per}) "
             f"| {_share(r.gold, r.items)} | {_share(r.distractor, r.items)} "
             f"| {_share(r.filler, r.items)} | {_share(r.duplicates, r.items)} "
             f"| {_share(r.from_agent, r.items)} | {r.secrets} "
             f"| {r.calls / max(r.user_turns, 1):.3f} ({r.calls}/{r.user_turns}) |"
         )
     return "\n".join(lines) + "\n"
+
+
+def run_local(files: Sequence[Path], sessions: int) -> list[Row]:
+    """The local model's row (`--local`): it serves for the whole run."""
+    settings = Settings.from_env({"AGENT_MODEL": "local"})
+    endpoint, release = serve(settings)
+    try:
+        served = endpoint_settings(settings, endpoint)
+        counter = ExtractionCalls()
+        model = load_compaction_model(served).with_config(callbacks=[counter])
+        local = LocalExtractor(model, served, counter)  # type: ignore[arg-type]
+        row = Row(f"local model ({endpoint.model})")
+        row.proposed = -1  # not seen on the wire
+        with tempfile.TemporaryDirectory() as directory:
+            for persona in (load(f, sessions) for f in files):
+                row.add(replay(persona, "model", None, Path(directory), local))
+        return [row]
+    finally:
+        release()
 
 
 def run(files: Sequence[Path], sessions: int | None) -> list[Row]:
@@ -402,6 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=SESSIONS, help="0: all")
     parser.add_argument("--personas", nargs="*", default=())
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--local", action="store_true", help="the local model's row, on the frozen sample"
+    )
     args = parser.parse_args(argv)
     data = Path(os.environ.get(DATA_ENV) or DATA_DIR)
     files = sorted(data.glob("*.json")) if data.is_dir() else []
@@ -412,8 +478,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"realmem_writes: no persona files in {data} (set {DATA_ENV}); skipped")
         return 0
     started = time.perf_counter()
-    rows = run(files, args.sessions or None)
-    text = table(rows, args.sessions or None)
+    sessions: int | None = LOCAL_SESSIONS if args.local else args.sessions or None
+    rows = run_local(files, LOCAL_SESSIONS) if args.local else run(files, sessions)
+    text = table(rows, sessions)
     print(text)
     print(f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     if args.out:

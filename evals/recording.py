@@ -15,7 +15,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from agent.offline.model import STRUCTURED_OUTPUT_KWARG
-from agent.offline.summaries import summary_request
+from evals.offline_summaries import summary_request
 from evals.tokens import count_messages
 
 

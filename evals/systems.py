@@ -47,9 +47,11 @@ from rank_bm25 import BM25Okapi
 
 from agent import ChatAgent
 from agent.models import at_temperature_zero
+from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from evals.contract import Metric, Recalled, System
 from evals.dialogue import content_words
+from evals.offline_summaries import SummarizingOfflineModel
 from evals.oracle import GateOutcome, Script, ScriptedExtraction, scripted
 from evals.recording import CallLog, recorded
 from evals.scenario import Scenario
@@ -242,6 +244,8 @@ class Peer:
 
 
 def summarization(model: BaseChatModel) -> list[AgentMiddleware[Any, Any, Any]]:
+    if type(model) is OfflineChatModel:  # its summaries: the offline compactor's lines
+        model = SummarizingOfflineModel(**dict(model))
     return [
         SummarizationMiddleware(
             model=model, trigger=("messages", SUMMARY_TRIGGER), keep=("messages", SUMMARY_KEEP)

@@ -20,18 +20,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from typing_extensions import TypedDict
 
-from graphs.chat import announce_tool_calls, build_chat_graph
-from graphs.events import emit
+from graphs.chat import chat_node
 from graphs.request import WORKFLOW_ROUTES
 from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
 from graphs.tool import build_tool_graph
@@ -40,7 +37,12 @@ from graphs.upkeep import build_upkeep_graph
 from memory.budget import ContextBudget
 from memory.compaction import structured_compactor
 from memory.conversations import ConversationMemory
-from memory.longterm import EXPLICIT_EXTRACTOR, Extractor, model_extractor, structured_extractor
+from memory.longterm.extraction import (
+    EXPLICIT_EXTRACTOR,
+    Extractor,
+    model_extractor,
+    structured_extractor,
+)
 from memory.longterm.store import LongTermMemory
 from memory.structured import StructuredPolicy
 
@@ -72,28 +74,6 @@ def extractor_for(
         return EXPLICIT_EXTRACTOR
     runnable = structured_extractor(model, method).with_config(tags=[TAG_NOSTREAM])
     return model_extractor(runnable)
-
-
-class ChatOutcome(TypedDict):
-    """What `route_after_chat` reads: the turn's messages and whether it could ask for a
-    tool, not the whole state."""
-
-    turn_messages: list[AnyMessage]
-    tools_allowed: bool
-
-
-def route_after_chat(state: ChatOutcome) -> Literal["tool", "finalize"]:
-    """A tool request from the chat model continues the turn in the tool subgraph, else
-    the turn is done. A turn whose model could ask for a tool announces the route it took
-    here, once (in the main graph, so every stream client sees it), then the tools called."""
-    last = state["turn_messages"][-1]
-    asked = isinstance(last, AIMessage) and bool(last.tool_calls)
-    if state.get("tools_allowed", False):
-        emit("route", route="tool" if asked else "chat")
-    if asked:
-        announce_tool_calls(cast(AIMessage, last))
-        return "tool"
-    return "finalize"
 
 
 def build_upkeep(
@@ -182,14 +162,14 @@ def build_agent_graph(
     # destinations are declared for Studio
     builder.add_node(nodes.load_memory, destinations=tuple(sorted(routes)))
     builder.add_edge(START, "load_memory")
-    chat = build_chat_graph(model=model, tools=tools, timeout=call_timeout)
-    builder.add_node("chat", chat.compile(name="chat"))
-    if tools:
+    chat = chat_node(model=model, tools=tools, timeout=call_timeout)
+    if tools:  # the chat node routes: on to the tool subgraph, or the turn is done
+        builder.add_node("chat", chat, destinations=("finalize", "tool"))
         tool = build_tool_graph(model=model, tools=tools, timeout=call_timeout)
         builder.add_node("tool", tool.compile(name="tool"))
-        builder.add_conditional_edges("chat", route_after_chat)
         builder.add_edge("tool", "finalize")
     else:
+        builder.add_node("chat", chat)
         builder.add_edge("chat", "finalize")
     for name, workflow in sorted(workflows.items()):
         # only the workflow input reaches the subgraph (its first checkpoint stores what it

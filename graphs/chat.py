@@ -1,23 +1,24 @@
-"""The chat subgraph: one model call with the memory context.
+"""The chat node: one model call with the memory context.
 
-In auto mode the model may ask for a tool; the main graph then continues the turn
-in the tool subgraph with the tool request as the last message. The model call has
-a sync and an async body (`ModelNode`): `graph.invoke` calls the model in the
-caller's thread, `graph.astream` awaits it (streaming, cancellable).
+A node of the agent graph, not a subgraph of one node: a subgraph would add a graph
+run of its own to every turn (its loop, its checkpoint read) and buy nothing. In auto
+mode the model may ask for a tool; the main graph then continues the turn in the tool
+subgraph with the tool request as the last message. The model call has a sync and an
+async body (`ModelNode`): `graph.invoke` calls the model in the caller's thread,
+`graph.astream` awaits it (streaming, cancellable).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Annotated, Any, NotRequired, TypeVar
+from typing import Any, Literal, NotRequired, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.channels import UntrackedValue
-from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from graphs.events import emit
@@ -26,11 +27,11 @@ from graphs.text_tool_calls import checked_reply
 from memory.bounded import bounded_ainvoke, bounded_invoke
 
 S = TypeVar("S", bound=Mapping[str, Any])
-U = TypeVar("U", bound=Mapping[str, Any])
+U = TypeVar("U")
 
 
 class ChatOutput(TypedDict):
-    """What the chat subgraph hands back to the main graph."""
+    """What the chat node writes."""
 
     turn_messages: list[AnyMessage]
     """This turn's own messages, the model's reply last (replaced)."""
@@ -39,12 +40,12 @@ class ChatOutput(TypedDict):
 
 
 class ChatState(ChatOutput, total=False):
-    """State shared with the main graph."""
+    """What the chat node reads of the agent graph's state."""
 
-    context: Annotated[MemoryContext, UntrackedValue(MemoryContext)]
+    context: MemoryContext
     """The memory context read before the turn's messages (never checkpointed)."""
     tools_allowed: bool
-    """Whether the model may ask for a tool (replaced)."""
+    """Whether the model may ask for a tool."""
 
 
 def announce_tool_calls(reply: AIMessage) -> None:
@@ -60,16 +61,9 @@ def model_input(state: ChatState) -> list[BaseMessage]:
 
 
 class ModelNode(Runnable[S, U]):
-    """A node that calls a model, with a sync and an async body.
-
-    A plain `Runnable` (LangGraph runs it inside the node's own run): no extra traced
-    run and no signature inspection per call, as `RunnableLambda` would add.
-
-    Args:
-        call: picks the runnable and its input from the state.
-        done: the node's update from the state and the model's reply.
-        name: the node's name.
-    """
+    """A node that calls a model (`call` picks the runnable and its input from the state,
+    `done` makes the update from the reply), sync and async: a plain `Runnable`, without
+    the traced run and per-call signature inspection a `RunnableLambda` would add."""
 
     def __init__(
         self,
@@ -91,10 +85,14 @@ class ModelNode(Runnable[S, U]):
         return self.done(input, await bounded_ainvoke(call, self.timeout))
 
 
-def build_chat_graph(
+def chat_node(
     *, model: BaseChatModel, tools: Sequence[BaseTool] = (), timeout: float | None = None
-) -> StateGraph[ChatState, None, ChatState, ChatOutput]:
-    """`START → call_model → END`.
+) -> ModelNode[ChatState, ChatOutput | Command[Literal["tool", "finalize"]]]:
+    """The chat node: the model answers from the memory context and the turn's messages.
+    With tools, the node also routes (`Command`): a tool request goes on to the tool
+    subgraph, else the turn is done; a turn whose model could ask for a tool announces
+    the route it took, once, then the tools called. Routing here, not in an edge, keeps
+    the turn on the event loop: LangGraph runs a plain function in a worker thread.
 
     Args:
         model: the chat model.
@@ -109,16 +107,22 @@ def build_chat_graph(
         allowed = bool(tools) and state.get("tools_allowed", False)
         return (with_tools if allowed else model), model_input(state)
 
-    def done(state: ChatState, reply: AIMessage) -> ChatOutput:
-        # a tool request is announced where the turn goes on to the tool route; one
-        # written as text is made a real one where tools are allowed, never an answer
+    def done(
+        state: ChatState, reply: AIMessage
+    ) -> ChatOutput | Command[Literal["tool", "finalize"]]:
+        # a call written as text is made a real one where tools are allowed, never an answer
         allowed = bool(tools) and state.get("tools_allowed", False)
         reply, degraded = checked_reply(reply, names, may_call=allowed)
         output: ChatOutput = {"turn_messages": [*state["turn_messages"], reply]}
-        return {**output, "degraded": True} if degraded else output
+        if degraded:
+            output["degraded"] = True
+        if not tools:
+            return output
+        asked = bool(reply.tool_calls)
+        if allowed:
+            emit("route", route="tool" if asked else "chat")
+        if asked:
+            announce_tool_calls(reply)
+        return Command(update=output, goto="tool" if asked else "finalize")
 
-    builder = StateGraph(ChatState, output_schema=ChatOutput)
-    builder.add_node("call_model", ModelNode(call, done, timeout=timeout))
-    builder.add_edge(START, "call_model")
-    builder.add_edge("call_model", END)
-    return builder
+    return ModelNode(call, done, name="chat", timeout=timeout)

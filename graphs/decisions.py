@@ -1,9 +1,6 @@
-"""Resume decisions: validation of a human review's decision before a paused run continues.
-
-A workflow that pauses with `interrupt(payload)` puts `"kind"` in its payload and
-exports a mapping from each kind to its validator (`graphs.tasklist.REVIEWS`).
-`ChatAgent.resume` checks a decision with that mapping before resuming, so a bad
-decision is a clear error, writes nothing, and leaves the pending review resumable.
+"""Resume decisions, validated before a paused run continues: by the validator of the
+payload's `"kind"` in the workflow's mapping (`graphs.tasklist.REVIEWS`), so that a bad
+decision is a clear error, writes nothing and leaves the review resumable.
 """
 
 from __future__ import annotations
@@ -27,18 +24,8 @@ class InvalidDecision(InvalidRequest):
 def validate_decision(
     payload: object, decision: object, validators: Mapping[str, Validator]
 ) -> dict[str, Any]:
-    """The normalised decision for the pending review `payload`.
-
-    Args:
-        payload: the interrupt payload of the pending review; its `"kind"` picks the
-            validator.
-        decision: the reviewer's decision, as received.
-        validators: the validator of each review kind that may be resumed here.
-
-    Raises:
-        InvalidDecision: the decision is malformed, not allowed for this review, or the
-            review's kind has no validator in `validators`.
-    """
+    """The normalised decision for the pending review `payload`, by the validator of its
+    `"kind"`; `InvalidDecision` for a bad decision or a kind without one."""
     if not isinstance(decision, Mapping):
         raise InvalidDecision(NOT_A_DECISION)
     kind = payload.get("kind") if isinstance(payload, Mapping) else None

@@ -1,11 +1,7 @@
-"""The memory view: a read-only graph that shows what the agent keeps of a
-conversation and of its user, as a client may see it.
-
-A run of the agent graph holds its turn, never the conversation's memory; Studio and
-SDK users who want to see the memory run this graph, best without a thread (a
-stateless run keeps no checkpoint, so no copy of the memory outlives it):
-`client.runs.wait(None, "memory", input={"conversation_id": …})`. The session is
-the run's as for a turn (its input's, the context's, else Studio's default).
+"""The memory view: a read-only graph showing what the agent keeps of a conversation and
+its user, for Studio and the SDK (a turn's run never holds the memory). Best run without
+a thread, so no checkpoint keeps a copy: `client.runs.wait(None, "memory",
+input={"conversation_id": …})`; the session is the run's, as for a turn.
 """
 
 from __future__ import annotations

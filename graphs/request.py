@@ -1,9 +1,6 @@
-"""The turn request: validated once, at the boundary, and shared by every way in.
-
-The HTTP app, `ChatAgent` and the graph's own input (Studio, the SDK) all build a
-`TurnRequest` with `parse_request`; the route is decided there, once, and carried
-in the run state. Messages name fields the way the caller spells them
-(`conversation_id` in Python, `conversationId` over HTTP).
+"""The turn request, validated once by `parse_request` for every way in (the HTTP app,
+`ChatAgent`, Studio and the SDK), its route decided there and carried in the run state.
+Messages name fields as the caller spells them (`conversation_id`, `conversationId`).
 """
 
 from __future__ import annotations
@@ -81,9 +78,8 @@ HTTP: Surface = {
 
 @dataclass(frozen=True)
 class TurnRequest:
-    """A validated turn: built only by `parse_request`, so a run that is handed one (in
-    its `Context`) never validates it again, and a client of the server cannot forge one
-    (its JSON arrives as a dict, not as this type).
+    """A validated turn, built only by `parse_request`: a run handed one (in its `Context`)
+    never validates it again, and a server's client cannot forge one (JSON is a dict).
 
     Attributes:
         text: the user's text, stripped, a workflow prefix removed.
@@ -99,12 +95,8 @@ class TurnRequest:
 
 
 def check_text(value: object, what: str = "message", limit: int = MAX_MESSAGE_CHARS) -> str:
-    """`value` stripped, if it is non-empty text of at most `limit` characters.
-
-    Raises:
-        InvalidRequest: not a string, empty, or not encodable as UTF-8.
-        MessageTooLong: longer than `limit`.
-    """
+    """`value` stripped, if it is non-empty Unicode text (else `InvalidRequest`) of at most
+    `limit` characters (else `MessageTooLong`)."""
     if not isinstance(value, str):
         raise InvalidRequest(NOT_TEXT.format(what=what, type_name=type(value).__name__))
     text = value.strip()
@@ -117,12 +109,8 @@ def check_text(value: object, what: str = "message", limit: int = MAX_MESSAGE_CH
 
 
 def check_unicode(text: str, what: str = "request") -> None:
-    """Raise `InvalidRequest` if `text` cannot be encoded as UTF-8, or holds a NUL.
-
-    JSON allows escaped lone surrogates ("\\ud800") and NULs ("\\u0000"); they would
-    break writers downstream (storage, the event stream; PostgreSQL refuses NUL in
-    text), so they are refused at the boundary.
-    """
+    """Raise `InvalidRequest` for a lone surrogate or a NUL: JSON allows both escaped, and
+    they would break storage (PostgreSQL refuses NUL) and the event stream."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -132,13 +120,8 @@ def check_unicode(text: str, what: str = "request") -> None:
 
 
 def check_payload(value: object, what: str = "request", max_depth: int = MAX_DEPTH) -> None:
-    """Check a structured request value (a review decision): every string valid
-    Unicode, nesting at most `max_depth` levels. Iterative, so that no input can
-    exhaust the stack.
-
-    Raises:
-        InvalidRequest: naming `what`.
-    """
+    """Check a structured value (a review decision): valid Unicode strings, nesting at most
+    `max_depth` (iterative: no input exhausts the stack). Raises `InvalidRequest`."""
     pending: list[tuple[object, int]] = [(value, 0)]
     while pending:
         item, depth = pending.pop()
@@ -168,9 +151,8 @@ def check_id(value: object, what: str) -> str:
 
 
 def check_search(query: object, limit: object) -> str:
-    """A search's words (stripped) if they and `limit` are a search's, else
-    `InvalidRequest`: no word, past `MAX_SEARCH_QUERY_CHARS`, a limit out of 1 to
-    `MAX_SEARCH_RESULTS`."""
+    """A search's words, stripped; `InvalidRequest` for no word, too many characters, or a
+    limit outside 1 to `MAX_SEARCH_RESULTS`."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidRequest(EMPTY_SEARCH)
     text = query.strip()
@@ -218,22 +200,20 @@ def parse_request(
     budget: ContextBudget | None = None,
     system_prompt: str | None = None,
 ) -> tuple[str | None, TurnRequest]:
-    """Validate a turn request: (the conversation id or None for a new one, the request).
+    """Validate a turn request: (the conversation id, None for a new one; the request).
 
     Args:
         message: the user's message.
         mode: auto | chat | tool | tasklist | delivery.
-        conversation_id: the conversation to continue.
-        create_conversation: start a new conversation instead (exactly one of the two).
+        conversation_id: the conversation to continue, or
+        create_conversation: start a new one (exactly one of the two).
         routes: the routes the agent offers (None: any).
         surface: how the caller spells `conversation_id` and `create_conversation`.
-        budget: the context budget the message must fit (None: no check).
-        system_prompt: the system prompt the message must fit beside.
+        budget: the context budget the message must fit beside `system_prompt` (None: any).
 
     Raises:
         InvalidRequest: naming what is wrong; nothing has been read or written.
-        MessageTooLong: the message alone is too long (characters, or tokens of the
-            context budget).
+        MessageTooLong: the message alone is too long (characters, or tokens).
     """
     create = create_conversation is True
     if (conversation_id is None) != create or not isinstance(create_conversation, bool):
@@ -259,18 +239,13 @@ def signed_in_user() -> str | None:
 
 
 def run_ids(
-    given: Mapping[str, Any],
-    session_id: str,
-    conversation_id: str | None,
-    thread_id: str | None,
+    given: Mapping[str, Any], session_id: str, conversation_id: str | None, thread_id: str | None
 ) -> tuple[str, str]:
-    """(session id, conversation id) of a run: the signed-in user's (LangGraph's
-    `langgraph_auth_user`), else its input's, else its context's; the conversation
-    defaults to the run's thread (under `langgraph dev` a thread is a conversation).
+    """(session id, conversation id) of a run: the signed-in user's, else its input's, else
+    its context's; the conversation defaults to the run's thread (`langgraph dev`'s).
 
     Raises:
-        InvalidRequest: an id is malformed, or the input or context names a session
-            other than the signed-in user's.
+        InvalidRequest: a malformed id, or a session other than the signed-in user's.
     """
     named = given.get("session_id") or session_id
     user = signed_in_user()

@@ -1,8 +1,5 @@
-"""`STOP`: LangGraph's `END`, typed for routers that return `Literal[..., "__end__"]`.
-
-`END` is a plain `str` to the type checker, so a router annotated with the destinations
-Studio draws (`Literal[...]`, `Command[Literal[...]]`) cannot return it as is. Edges and
-path maps use `END`; routers return `STOP`, the same value with the literal type.
+"""`STOP`: LangGraph's `END` typed as `Literal["__end__"]` (`END` is a plain `str`), for
+routers annotated with the destinations Studio draws; edges and path maps use `END`.
 """
 
 from __future__ import annotations

@@ -18,29 +18,12 @@ from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
-from graphs.request import DEFAULT_SESSION_ID, MODES, Mode, RouteName, TurnRequest, run_ids
+from graphs.request import DEFAULT_SESSION_ID, Mode, RouteName, TurnRequest, run_ids
 from memory.analysis import UserText
 from memory.budget import ContextBudget
 from memory.context import ContextParts
 from memory.longterm.items import MemoryItem
 from memory.session_documents import Snapshot
-
-__all__ = [
-    "DEFAULT_SESSION_ID",
-    "FRESH_TURN",
-    "MODES",
-    "AgentInput",
-    "AgentOutput",
-    "AgentState",
-    "Background",
-    "Context",
-    "MemoryContext",
-    "Mode",
-    "RouteName",
-    "WorkflowInput",
-    "WorkflowOutput",
-    "turn_ids",
-]
 
 
 @dataclass(kw_only=True)
@@ -154,8 +137,9 @@ class AgentOutput(TypedDict, total=False):
     conversation_id: Annotated[str, UntrackedValue(str)]
     """The conversation the turn belongs to: the run's context's (`turn_ids`), in the
     run's output and never checkpointed."""
-    answer: str
-    """The final user-visible text."""
+    answer: Annotated[str, UntrackedValue(str)]
+    """The final user-visible text, in the run's output and never checkpointed: the run
+    thread keeps it once, as the last of `messages`."""
     route: RouteName
     """The subgraph that answered."""
     status: str

@@ -1,10 +1,7 @@
-"""Tool calls a model wrote as text: read back into real ones, or kept from the answer.
-
-A weak model often writes its tool call into the answer instead of the API's field: a
-JSON object (fenced or bare) naming a tool with its arguments, as `{"name": …,
-"arguments": …}` or `{"tool": …, "parameters": …}`, or Qwen's and Hermes'
-`<tool_call>{…}</tool_call>`. Such text is never an answer: where the model may call
-that tool it becomes the call; elsewhere the answer says the tool could not be used.
+"""Tool calls a weak model wrote into its answer (a JSON object, fenced or bare, as
+`{"name", "arguments"}` or `{"tool", "parameters"}`, or `<tool_call>{…}</tool_call>`): never
+an answer; where the model may call that tool it becomes the call, elsewhere the answer
+says the tool could not be used.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def pending_tool_calls(state: ToolOutput) -> bool:
 
 
 def route_tool_entry(state: ToolState) -> Literal["tools", "call_model"]:
-    """Run a tool request handed over by the chat subgraph, else ask the model."""
+    """Run a tool request handed over by the chat node, else ask the model."""
     return "tools" if pending_tool_calls(state) else "call_model"
 
 
@@ -71,12 +71,9 @@ def build_tool_graph(
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     timeout: float | None = None,
 ) -> StateGraph[ToolState, None, ToolState, ToolOutput]:
-    """`START → (tools ⇄ call_model) → END`, at most `max_rounds` tool rounds, each model
-    call at most `timeout` seconds.
-
-    Tool errors come back to the model as error messages (ToolNode's default); past
-    `max_rounds` the model is asked, without tools, for its final answer.
-    """
+    """`START → (tools ⇄ call_model) → END`, each model call at most `timeout` seconds; tool
+    errors come back to the model (ToolNode's default), and past `max_rounds` rounds it is
+    asked, without tools, for its final answer."""
     with_tools = model.bind_tools(list(tools))  # bound once
     names = frozenset(tool.name for tool in tools)
 

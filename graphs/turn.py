@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -50,12 +49,9 @@ from memory.turns import (
     Route,
     SkipReason,
     TurnStatus,
-    chat_turn,
-    delivery_turn,
     final_ai_message,
     message_text,
-    tasklist_turn,
-    tool_turn,
+    truncate_report,
 )
 
 logger = logging.getLogger(__name__)
@@ -65,36 +61,36 @@ WORKFLOW_STATUSES = {
     "blocked": TurnStatus.BLOCKED,
     "rejected": TurnStatus.CANCELLED,
 }
-WORKFLOW_ADAPTERS: dict[Route, Callable[..., FinalTurn]] = {
-    Route.TASKLIST: tasklist_turn,
-    Route.DELIVERY: delivery_turn,
-}
 
 
 def final_turn(state: AgentState) -> FinalTurn:
     """The turn's user-visible outcome, with stable message ids derived from the turn id.
 
     Chat and tool: only the last assistant message counts, and only if it is not a
-    tool request; tool calls and results never reach memory. Workflows: the goal or
-    request and the final text; `rejected` and `failed` runs are never written.
+    tool request; tool calls and results never reach memory (a turn that ran a tool is
+    a tool turn, whatever its mode). Workflows: the goal or request and the final text
+    (a delivery's report cut to the memory limit); `rejected` and `failed` runs are
+    never written.
     """
-    ids = {
-        "user_message_id": f"{state['turn_id']}-u",
-        "assistant_message_id": f"{state['turn_id']}-a",
-    }
     route = Route(state["route"])
-    if route in WORKFLOW_ADAPTERS:
+    if route in (Route.TASKLIST, Route.DELIVERY):
+        text = state.get("workflow_text", "")
+        text = truncate_report(text) if route is Route.DELIVERY else text
         status = WORKFLOW_STATUSES.get(state.get("workflow_status", ""), TurnStatus.FAILED)
-        adapter = WORKFLOW_ADAPTERS[route]
-        return adapter(state["user_text"], state.get("workflow_text", ""), status, **ids)
-    messages = state.get("turn_messages", [])
-    final = final_ai_message(messages)
-    answered = final is not None and bool(message_text(final))
-    status = TurnStatus.COMPLETED if answered else TurnStatus.FAILED
-    if any(isinstance(m, ToolMessage) for m in messages):
-        return tool_turn(state["user_text"], messages, status, **ids)
-    # an explicit tool mode whose model answered without a tool keeps its route
-    return replace(chat_turn(state["user_text"], final or "", status, **ids), route=route)
+    else:
+        messages = state.get("turn_messages") or []
+        final = final_ai_message(messages)
+        text = message_text(final) if final is not None else ""
+        status = TurnStatus.COMPLETED if text else TurnStatus.FAILED
+        route = Route.TOOL if any(isinstance(m, ToolMessage) for m in messages) else route
+    return FinalTurn(
+        route=route,
+        status=status,
+        user_text=state["user_text"],
+        assistant_text=text,
+        user_message_id=f"{state['turn_id']}-u",
+        assistant_message_id=f"{state['turn_id']}-a",
+    )
 
 
 def given(state: AgentState) -> list[str]:
@@ -115,9 +111,8 @@ def given(state: AgentState) -> list[str]:
 
 SAID_ONCE: dict[str, Any] = {"user_text": "", "turn_messages": [], "workflow_text": ""}
 """The working copies of the turn's texts, emptied by `finalize`: a finished run's
-checkpoint holds the user's text once (`messages`) and the answer in `answer` and
-`messages` (the run's output and Studio's chat view), so a forgetting has less to
-chase."""
+checkpoint holds the user's text and the answer once each, in `messages` (Studio's chat
+view; `answer` is the run's output only), so a forgetting has less to chase."""
 
 
 def visible_messages(state: AgentState, answer: str) -> list[AnyMessage]:

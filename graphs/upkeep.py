@@ -1,24 +1,13 @@
-"""The upkeep graph: what looks after a conversation's memory once a turn is written.
+"""The upkeep graph: `read_owed → [embed] → [remember] → [compact] → settle`, paying what
+a written turn left owed on its conversation's record (`finalize` records it in the turn's
+own transaction): the archived lines' vectors, the extraction, a compaction.
 
-`read_owed → [embed] → [remember] → [compact] → settle`. `finalize` records, in the
-turn's own transaction, what upkeep the turn leaves owed (the user's message to
-extract from; a compaction past eight messages; with embeddings, the vector of the
-user's archived line). `read_owed` reads that record once and goes to what pays it:
-`embed` embeds the session's newest archived lines that have none yet, `remember`
-extracts what the user said about themselves and writes it through the long-term
-gate, `compact` folds older turns into the summary and pinned decisions, and `settle`
-takes what was paid off the record.
-
-A model's extraction is batched when the input gives `batch_from` (the runner does):
-it is due at `batch_turns` owed turns, when a compaction is owed, or when
-a turn owed is older than `batch_from` (a process that stopped left it); until then
-the turns stay owed and only their explicit requests are applied. Without
-`batch_from` every upkeep extracts what is owed.
-
-The graph is compiled once and runs two ways: as the `upkeep` node of the agent graph
-(inline: Studio and the server show it in the turn's run), or on its own, after the
-caller's turn is done (`agent.upkeep_runner`). A failure never fails the turn: the
-record says `failed`, and what a crash left unpaid is still on it for the next upkeep.
+With `batch_from` (the runner gives it) a model's extraction waits for its batch: it is
+due at `batch_turns` owed turns, when a compaction is owed, or when an owed turn is older
+than `batch_from` (a stopped process left it); meanwhile only explicit requests apply.
+It runs inline as the agent graph's `upkeep` node, or after the turn is done
+(`agent.upkeep_runner`). A failure never fails the turn: the record says `failed`, and
+what is unpaid stays on it for the next upkeep.
 """
 
 from __future__ import annotations
@@ -44,9 +33,9 @@ from memory.bounded import ModelTimeout
 from memory.compaction import CompactionStatus, InvalidCompactionOutput
 from memory.conversations import ConversationMemory
 from memory.limits import EXTRACTION_BATCH_TURNS, MAX_OWED_IN_ONE_CALL
-from memory.longterm import EXPLICIT_EXTRACTOR, Extractor, OwedTurn
+from memory.longterm import OwedTurn
 from memory.longterm.explicit import is_explicit
-from memory.longterm.extraction import InvalidExtractionOutput
+from memory.longterm.extraction import EXPLICIT_EXTRACTOR, Extractor, InvalidExtractionOutput
 from memory.longterm.store import LongTermMemory
 from memory.structured import StructuredOutputError, StructuredStats
 
@@ -54,8 +43,7 @@ logger = logging.getLogger(__name__)
 
 
 class UpkeepInput(TypedDict, total=False):
-    """Whose conversation the upkeep looks after, the run's context says (`turn_ids`),
-    so that no checkpoint of an inline upkeep holds the ids."""
+    """The ids come from the run's context (`turn_ids`): no inline checkpoint holds them."""
 
     batch_from: datetime
     """Owed turns since then may wait for their batch (absent: extract now)."""
@@ -86,8 +74,7 @@ class UpkeepState(UpkeepInput, UpkeepOutput, total=False):
     failed: Annotated[bool, UntrackedValue(bool)]
     """Whether a step of this upkeep failed."""
     embedded: Annotated[str, UntrackedValue(str)]
-    """The user message through which this upkeep embedded the archived lines ("" when
-    it embedded none)."""
+    """The user message up to which it embedded archived lines ("": none)."""
     paid: Annotated[list[str], UntrackedValue(list)]
     """The owed turns whose extraction this upkeep paid."""
     batching: Annotated[bool, UntrackedValue(bool)]
@@ -100,9 +87,8 @@ UpkeepGraph = StateGraph[UpkeepState, None, UpkeepInput, UpkeepOutput]
 
 
 def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
-    """The turns the record owes an extraction, each with the assistant's line it
-    answered (when the conversation's memory still holds it): the user's text as the
-    archive keeps it, so that no extractor is ever shown a secret."""
+    """The turns owed an extraction, each with the assistant's line before it (if still
+    held), the user's text redacted as the archive keeps it: no extractor sees a secret."""
     before = {
         message.id: previous.text
         for previous, message in zip(record.messages, record.messages[1:], strict=False)
@@ -121,8 +107,7 @@ def owed_turns(record: ThreadState, conversation_id: str) -> list[OwedTurn]:
 
 
 def paid_by(state: UpkeepState) -> list[str]:
-    """What this upkeep paid: the owed extractions it made (or gave up), and the
-    embedding owed through the message it embedded."""
+    """The owed extractions it made (or gave up), and the embedding it paid."""
     paid = list(state.get("paid", []))
     if state.get("embedded"):
         paid.append(state["embedded"])
@@ -142,14 +127,7 @@ def failure_reason(error: BaseException | str) -> str:
 
 
 class UpkeepNodes:
-    """The upkeep's nodes over the chat memory, long-term memory and the compactor.
-
-    Args:
-        memory: the chat memory (the record, the archive, compaction's commit).
-        compactor: the compaction model bound to its structured output.
-        long_term: the users' long-term memory and its extractor (None: no `remember`).
-        stats: the counts of the structured calls, shown when an upkeep failed.
-    """
+    """The upkeep's nodes; the arguments are `build_upkeep_graph`'s."""
 
     def __init__(
         self,
@@ -172,9 +150,8 @@ class UpkeepNodes:
         return self._after_remember(record)
 
     def read_owed(self, state: UpkeepState) -> Command[Any]:
-        """Read the conversation's upkeep record (one read) and go to what pays it. An
-        upkeep that finds nothing owed still says how it ended: a stream told `pending`
-        (an earlier upkeep paid the record since) hears the end of the one it follows."""
+        """Read the upkeep record (one read) and go to what pays it. Finding nothing owed, it
+        still says how the last upkeep ended, for a stream told `pending` meanwhile."""
         session_id, conversation_id = turn_ids()
         snapshot = self.memory.documents.read(session_id, conversation_id)
         record = snapshot.state
@@ -193,9 +170,8 @@ class UpkeepNodes:
         return Command(update=update, goto=goto)
 
     def embed(self, state: UpkeepState) -> Command[Any]:
-        """Embed the archived lines owed a vector: one embeddings call, no lock held, the
-        vectors stored in a short transaction of their own. A failure leaves the lines
-        found by their words only; the turn stands."""
+        """Embed the archived lines owed a vector (one call, no lock held, stored in a short
+        transaction); on failure they are found by their words only."""
         record = state["record"]
         update: dict[str, Any] = {"embedded": record.embedding_owed or ""}
         emit_memory("embed", "started")
@@ -222,21 +198,18 @@ class UpkeepNodes:
         )
 
     def _folded(self, record: ThreadState) -> set[str]:
-        """The user messages whose turn (the assistant's line before them included) the
-        compaction owed is about to fold."""
+        """The user messages the owed compaction is about to fold (with the assistant's line
+        before them: hence the one more)."""
         if not record.compaction_owed:
             return set()
         reach = len(record.messages) - self.memory.keep + 1
         return {message.id for message in record.messages[:reach] if message.role == "user"}
 
     def remember(self, state: UpkeepState) -> Command[Any]:
-        """Extract lasting preferences, boundaries, goals, style and facts from the
-        user's own words in the owed turns (one extraction call for each batch of at
-        most `MAX_OWED_IN_ONE_CALL`, each turn with the assistant's line it answered;
-        never the answer, tools or artifacts), and write what the gate lets through;
-        what a write forgets is forgotten everywhere in the write's own transaction.
-        Turns left for their batch have their explicit requests applied now (no model
-        call); a batch whose extraction failed stays owed."""
+        """Extract from the user's own words in the owed turns (one call per
+        `MAX_OWED_IN_ONE_CALL`; never the answer, tools or artifacts) and write what the
+        gate lets through, forgetting everywhere in the write's transaction. Turns left
+        for their batch get their explicit requests only; a failed batch stays owed."""
         assert self.long_term is not None
         long_term, extractor = self.long_term
         record = state["record"]
@@ -294,8 +267,8 @@ class UpkeepNodes:
     def _stored_turns(
         self, session_id: str, conversation_id: str, turns: Sequence[OwedTurn]
     ) -> list[OwedTurn]:
-        """`turns` as the conversation's record holds them now: a forgetting since they
-        were read redacted them there; a turn the record no longer owes reads empty."""
+        """`turns` as the record holds them now (a forgetting since redacted them; a turn
+        no longer owed reads empty)."""
         record = self.memory.read_memory(session_id, conversation_id)
         stored = {turn.message_id: turn for turn in owed_turns(record, conversation_id)}
         return [
@@ -304,9 +277,8 @@ class UpkeepNodes:
         ]
 
     def compact(self, state: UpkeepState) -> dict[str, Any]:
-        """Run the compaction model (structured output) over the conversation's memory,
-        without any lock held; store its result with a compare-and-set, and the upkeep's
-        end with it (one commit)."""
+        """Compact with no lock held; store the result by compare-and-set, with the
+        upkeep's end in the same commit."""
         emit_memory("compact", "started")
         try:
             result = self.memory.compact(
@@ -339,8 +311,8 @@ class UpkeepNodes:
         return update
 
     def settle(self, state: UpkeepState) -> dict[str, Any]:
-        """Record the upkeep's end: the extractions paid, and `done`, `failed`, or
-        `pending` while more is owed (a turn that landed meanwhile)."""
+        """Record the upkeep's end: what it paid, and `done`, `failed` or `pending` (a
+        turn landed meanwhile)."""
         failed = bool(state.get("failed"))
         batching = bool(state.get("batching"))
         try:
@@ -369,8 +341,7 @@ def build_upkeep_graph(
 
     Args:
         memory: the chat memory.
-        compactor: the compaction model, bound to its structured output
-            (`memory.compaction.structured_compactor`).
+        compactor: the compaction model (`memory.compaction.structured_compactor`).
         long_term: the users' long-term memory and its extractor (None: no `remember`).
         stats: the counts of the structured calls, shown when an upkeep failed.
     """

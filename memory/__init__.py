@@ -1,11 +1,9 @@
 """Chat memory with no agent logic: bounded, final-text only, isolated per conversation.
 
-The package exports its pure parts (schema, ids, write rules, compaction, context,
-hydration, errors): importing them loads no storage, and those built on LangChain
-(compaction, context, turns) are imported on first use, so that importing one module of
-the package (`memory.errors`) loads none of LangChain. What reads and writes a database
-is imported from its module: `memory.conversations.ConversationMemory`, and
-`memory.storage` (`ThreadStore`, `open_thread_store`).
+The package exports its pure parts, loading no storage; those built on LangChain are
+imported on first use, so that importing one module (`memory.errors`) loads none of it.
+What reads and writes a database is imported from its module (`ConversationMemory`,
+`memory.storage`).
 """
 
 from typing import TYPE_CHECKING

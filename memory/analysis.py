@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from memory.archive.lines import REDACTED
-from memory.longterm.analysis import own_words
+from memory.longterm.evidence import own_words
 from memory.longterm.explicit import is_explicit
 from memory.longterm.secrets import SecretKind, find_secret
 
@@ -31,12 +31,8 @@ Latin stop only before a space, never inside a value ("P@ssw0rd!77")."""
 def redact_secrets(text: str, secret: SecretKind | None = None) -> str:
     """`text` as it is kept (the archive, a title, what an extractor reads): each
     sentence that discloses a secret replaced by `[redacted]`, or the whole text when
-    the secret spans sentences ("Remember my bank password. It's hunter2!").
-
-    Args:
-        text: the text.
-        secret: what `find_secret(text)` found, when the caller has it already.
-    """
+    the secret spans sentences ("Remember my bank password. It's hunter2!"). `secret`:
+    what `find_secret(text)` found, when the caller has it already."""
     if secret is None and find_secret(text) is None:
         return text
     pieces = _SENTENCE_ENDS.split(text)
@@ -63,15 +59,11 @@ class UserText:
     """A turn's reading of its user's text.
 
     Attributes:
-        text: the text as the user sent it (validated, stripped).
-        secret: what it discloses, if anything (never the value).
         kept: the text as the archive and a title keep it (secret lines redacted).
         says_something: whether a model's extraction is owed for it.
         explicit: whether it holds an explicit request ("remember that …").
     """
 
-    text: str = ""
-    secret: SecretKind | None = None
     kept: str = ""
     says_something: bool = False
     explicit: bool = False
@@ -84,8 +76,6 @@ def read(text: str) -> UserText:
     # a secret beside something lasting ("I'm allergic to peanuts. My wifi password
     # is …") leaves the rest to extract: an extractor reads the kept text
     return UserText(
-        text=text,
-        secret=secret,
         kept=kept,
         says_something=says_something(kept),
         explicit=is_explicit(kept),

@@ -22,11 +22,8 @@ def bounded_invoke(call: Callable[[], T], timeout: float | None) -> T:
     """`call()` in a worker thread, waited for at most `timeout` seconds.
 
     A synchronous call cannot be interrupted: past its bound it is left to finish on its
-    own (its result unused) and the caller goes on. The context (LangGraph's config,
-    the stream writer) travels with it.
-
-    Raises:
-        ModelTimeout: the call did not return in time.
+    own (its result unused) and the caller goes on with `ModelTimeout`. The context
+    (LangGraph's config, the stream writer) travels with it.
     """
     if timeout is None:
         return call()
@@ -51,11 +48,7 @@ def bounded_invoke(call: Callable[[], T], timeout: float | None) -> T:
 
 
 async def bounded_ainvoke(call: Callable[[], Any], timeout: float | None) -> Any:
-    """`await call()`, cancelled past `timeout` seconds.
-
-    Raises:
-        ModelTimeout: the call did not return in time.
-    """
+    """`await call()`, cancelled past `timeout` seconds (`ModelTimeout`)."""
     if timeout is None:
         return await call()
     try:

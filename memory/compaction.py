@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.compaction_checks import LOST_VALUE, Checked, lost_values
 from memory.compaction_input import compaction_prompt
@@ -37,7 +37,7 @@ from memory.limits import (
 )
 from memory.prompts import FALLBACK_SUMMARY_LINE, LOST_VALUES_RETRY
 from memory.schema import ChatThreadMessage, ThreadState, utcnow
-from memory.structured import StructuredPolicy, as_policy
+from memory.structured import StructuredPolicy, as_policy, validated
 from memory.text import clamp, quoted
 
 logger = logging.getLogger(__name__)
@@ -119,10 +119,7 @@ class CompactionStatus(StrEnum):
 
 @dataclass(frozen=True)
 class CompactionResult:
-    """A compaction outcome and the state to store (the input state when nothing changed).
-
-    `error` is an internal reason for logs; it is never shown to users.
-    """
+    """A compaction outcome and the state to store; `error` is for logs, never users."""
 
     status: CompactionStatus
     state: ThreadState
@@ -142,11 +139,6 @@ class CompactionResult:
 
 class InvalidCompactionOutput(ValueError):
     """The compaction model answered, but not with a usable result."""
-
-
-def needs_compaction(state: ThreadState) -> bool:
-    """Whether the memory holds more than `MAX_RECENT_MESSAGES` messages."""
-    return len(state.messages) > MAX_RECENT_MESSAGES
 
 
 def split_for_fold(
@@ -171,11 +163,8 @@ def merge_numbered(
     limit: int,
     max_chars: int,
 ) -> list[str]:
-    """Old items minus retired ones, then new proposed items; the oldest go past `limit`.
-
-    An old item that the model omits but does not retire is kept. Proposed items that
-    restate a kept one are not added twice. Numbers are 1-based; unknown ones are ignored.
-    """
+    """Old items minus retired ones (1-based), then the new ones not restating a kept
+    one; the oldest go past `limit`. An old item omitted but not retired is kept."""
     retired_set = set(retired)
     items = [item for number, item in enumerate(old, start=1) if number not in retired_set]
     seen = {_item_key(item) for item in items}
@@ -189,26 +178,9 @@ def merge_numbered(
 
 
 def merge_pins(old: Sequence[str], proposed: Sequence[str], retired: Sequence[int]) -> list[str]:
-    """Pinned decisions merged (`merge_numbered`): at most 20 of 300 characters."""
+    """Pinned decisions merged (`merge_numbered`) within their limits."""
     return merge_numbered(
-        old,
-        proposed,
-        retired,
-        limit=MAX_PINNED_DECISIONS,
-        max_chars=MAX_PINNED_DECISION_CHARS,
-    )
-
-
-def merge_questions(
-    old: Sequence[str], proposed: Sequence[str], resolved: Sequence[int]
-) -> list[str]:
-    """Open questions merged (`merge_numbered`): at most 10 of 300 characters."""
-    return merge_numbered(
-        old,
-        proposed,
-        resolved,
-        limit=MAX_OPEN_QUESTIONS,
-        max_chars=MAX_OPEN_QUESTION_CHARS,
+        old, proposed, retired, limit=MAX_PINNED_DECISIONS, max_chars=MAX_PINNED_DECISION_CHARS
     )
 
 
@@ -225,14 +197,9 @@ def merge_compaction(
     kept: Sequence[ChatThreadMessage],
     now: datetime,
 ) -> tuple[ThreadState, Checked]:
-    """The new state: the model's summary, and the pins and open questions whose quotes
-    check out merged, the kept messages, the summary version one up and its coverage
-    moved to the newest folded message (the storage `version` is the caller's
-    compare-and-set); with what was refused, and what the summary lost.
-
-    Raises:
-        InvalidCompactionOutput: an empty summary would silently drop the folded turns.
-    """
+    """The new state (the storage `version` is the caller's compare-and-set), with what
+    the checks refused and what the summary lost. Raises `InvalidCompactionOutput` for
+    an empty summary, which would silently drop the folded turns."""
     summary = clamp(output.summary, MAX_SUMMARY_CHARS)
     if not summary:
         raise InvalidCompactionOutput("compaction returned an empty summary")
@@ -242,8 +209,12 @@ def merge_compaction(
         state.pinned_decisions, checked.stated(output.pinned_decisions, fold), retired
     )
     resolved = checked.removed(output.resolved_questions, state.open_questions, fold)
-    questions = merge_questions(
-        state.open_questions, checked.stated(output.open_questions, fold), resolved
+    questions = merge_numbered(
+        state.open_questions,
+        checked.stated(output.open_questions, fold),
+        resolved,
+        limit=MAX_OPEN_QUESTIONS,
+        max_chars=MAX_OPEN_QUESTION_CHARS,
     )
     checked.lost = lost_values(state.summary, state.pinned_decisions, summary, pins)
     new = state.model_copy(
@@ -262,11 +233,8 @@ def merge_compaction(
 def local_fallback(
     state: ThreadState, keep: int = COMPACTION_KEEP_MESSAGES, now: datetime | None = None
 ) -> ThreadState:
-    """Deterministic compaction without a model: fold old messages as short summary lines.
-
-    The newest lines win when the summary would exceed its limit; pins and open
-    questions are unchanged; the summary version goes up as for any compaction.
-    """
+    """Deterministic compaction without a model: old messages folded as short summary
+    lines (the newest win past the limit), pins and open questions unchanged."""
     fold, kept = split_for_fold(state.messages, validate_keep(keep))
     lines = [
         FALLBACK_SUMMARY_LINE.format(
@@ -299,29 +267,13 @@ def structured_compactor(
     return as_policy(structured).bind(model, CompactionOutput, max_tokens=COMPACTION_MAX_TOKENS)
 
 
-def _parse(raw: object) -> CompactionOutput:
-    if isinstance(raw, CompactionOutput):
-        return raw
-    try:
-        return CompactionOutput.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidCompactionOutput(
-            f"invalid compaction output: {exc.error_count()} errors"
-        ) from exc
-
-
-def format_failure(error: BaseException) -> bool:
-    """Whether a model's failure is its answer's form (empty, cut at `max_tokens`, not
-    JSON, not the schema): the same model asked the same again fails the same way, so
-    the deterministic fallback folds the turns now. Anything else (a timeout, a lost
-    connection, a server error) may pass: the compaction stays owed for a later upkeep."""
-    return isinstance(error, ValueError)  # StructuredOutputError, ValidationError, …
-
-
 def _failed(state: ThreadState, error: BaseException, keep: int, now: datetime) -> CompactionResult:
     reason = f"{type(error).__name__}: {error}"
     logger.warning("compaction model failed: %s", reason)
-    if format_failure(error) or len(state.messages) >= HARD_MESSAGE_CAP:
+    # an answer of the wrong form (a ValueError: empty, cut, not the schema) fails the
+    # same way again, so the fallback folds now; a timeout or lost connection may pass,
+    # and the compaction stays owed for a later upkeep
+    if isinstance(error, ValueError) or len(state.messages) >= HARD_MESSAGE_CAP:
         return CompactionResult(CompactionStatus.FALLBACK, local_fallback(state, keep, now), reason)
     return CompactionResult(CompactionStatus.FAILED, state, reason)
 
@@ -339,18 +291,15 @@ class _Job:
     now: datetime
 
     def attempt(self, prompt: list[BaseMessage]) -> tuple[ThreadState, Checked]:
-        """One model call, its output checked and merged.
-
-        Raises:
-            Exception: the model's error, or `InvalidCompactionOutput`.
-        """
-        output = _parse(self.runnable.invoke(prompt))
+        """One model call, its output checked and merged (raises the model's error)."""
+        raw = self.runnable.invoke(prompt)
+        output = validated(CompactionOutput, raw, InvalidCompactionOutput)
         return merge_compaction(self.state, output, self.fold, self.kept, self.now)
 
     def run(self) -> CompactionResult:
         """The model's compaction; asked once more when its summary lost a value in
         force, then the local fallback (with the pins and questions that checked out).
-        An answer of the wrong form falls back at once (`format_failure`)."""
+        An answer of the wrong form falls back at once."""
         try:
             new, checked = self.attempt(self.prompt)
         except Exception as exc:  # a transient failure leaves memory as it is
@@ -383,26 +332,14 @@ def compact(
     method: str | None = None,
     now: datetime | None = None,
 ) -> CompactionResult:
-    """Compact `state` with `model` when it holds more than `MAX_RECENT_MESSAGES` messages.
+    """Compact `state` with `model` (a chat model, or a runnable already structured)
+    when it holds more than `MAX_RECENT_MESSAGES` messages, keeping the newest `keep`.
 
-    The model's proposals are checked (`memory.compaction_checks`): what does not
-    stand on a folded message's words is refused and counted; a summary that loses a
-    value in force is asked for once more, then replaced by the local fallback, as is
-    an answer that is empty, cut or not of the schema.
-
-    Args:
-        state: the memory read from storage.
-        model: a chat model (bound to the schema here) or an already structured runnable.
-        keep: newest messages kept verbatim (even, below `MAX_RECENT_MESSAGES`).
-        method: the structured-output method (`memory.structured.Method`).
-        now: timestamp for `last_compacted_at`.
-
-    Returns:
-        The outcome: an answer of the wrong form gives the local fallback; any other
-        failure the input state (the local fallback at the hard cap). Model errors are
-        caught and reported, never raised.
+    What does not stand on a folded message's words is refused and counted. Model
+    errors are reported in the result, never raised: a wrong form gives the local
+    fallback, any other failure the input state (the fallback at the hard cap).
     """
-    if not needs_compaction(state):
+    if len(state.messages) <= MAX_RECENT_MESSAGES:
         return CompactionResult(CompactionStatus.SKIPPED, state)
     fold, kept = split_for_fold(state.messages, validate_keep(keep))
     bound = structured_compactor(model, method) if isinstance(model, BaseChatModel) else model

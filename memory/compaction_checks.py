@@ -1,13 +1,10 @@
 """What a compaction's output must stand on, checked in code as extraction's is.
 
-Each new pinned decision or open question, and each retirement or resolution, carries
-a quote: the words of a folded message (the user's or the assistant's own, outside
-pasted, quoted, forwarded or role-forged text) that state it. A new pin or question
-must say something and restate its quote; a retirement or resolution must quote words
-about what it removes, so an old pin stays unless a message revokes it. A new summary
-must keep every name, number and date still in force: a token of the old summary or
-pins found by its form (digits, dates, identifiers) and in no retired pin. Every
-refusal is counted by its reason.
+Each new pin or open question must say something and restate its quote, a folded
+message's own words; a retirement or resolution must quote words about what it removes,
+so an old pin stays unless a message revokes it. A new summary must keep every name,
+number and date in force (found by its form, in no retired pin). Every refusal is
+counted by its reason.
 """
 
 from __future__ import annotations
@@ -18,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from memory.archive.terms import tokens
 from memory.limits import MAX_SUMMARY_CHARS
 from memory.longterm.evidence import Reason, grounded, quote_refusal
-from memory.longterm.recall import tokens
 from memory.longterm.secrets import find_secret
 from memory.schema import ChatThreadMessage
 

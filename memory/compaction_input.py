@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.limits import MAX_OPEN_QUESTION_CHARS, MAX_PINNED_DECISION_CHARS, MAX_SUMMARY_CHARS
-from memory.longterm.analysis import own_words
+from memory.longterm.evidence import own_words
 from memory.prompts import COMPACTION_SYSTEM
 from memory.schema import ChatThreadMessage, Role, ThreadState
 
@@ -50,33 +49,16 @@ class CompactionInput(BaseModel):
     kept_messages: list[FoldedMessage]
 
 
-def numbered_items(texts: Sequence[str]) -> list[dict[str, Any]]:
-    """`texts` as `NumberedItem` data, numbered from 1 (what the model retires them by)."""
-    return [{"number": n, "text": text} for n, text in enumerate(texts, start=1)]
+def _numbered(texts: Sequence[str]) -> list[NumberedItem]:
+    return [NumberedItem(number=n, text=text) for n, text in enumerate(texts, start=1)]
 
 
-def compaction_document(
-    state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
-) -> dict[str, Any]:
-    """The `CompactionInput` for folding `fold` into `state` (`kept` for reference), as
-    the plain data it is sent as (the model validates what parses it back)."""
-    return {
-        "old_summary": state.summary,
-        "old_pinned_decisions": numbered_items(state.pinned_decisions),
-        "old_open_questions": numbered_items(state.open_questions),
-        "messages_to_fold": [folded(m) for m in fold],
-        "kept_messages": [folded(m) for m in kept],
-    }
-
-
-def folded(message: ChatThreadMessage) -> dict[str, Any]:
+def folded(message: ChatThreadMessage) -> FoldedMessage:
     """A message as the compaction model reads it: pasted material marked by giving the
     speaker's own words apart."""
-    said = {"role": message.role, "text": message.text}
     own = " ".join(own_words(message.text).split())
-    if own != " ".join(message.text.split()):
-        said["own_words"] = own
-    return said
+    kept = None if own == " ".join(message.text.split()) else own
+    return FoldedMessage(role=message.role, text=message.text, own_words=kept)
 
 
 def compaction_prompt(
@@ -88,5 +70,12 @@ def compaction_prompt(
         max_pin=MAX_PINNED_DECISION_CHARS,
         max_question=MAX_OPEN_QUESTION_CHARS,
     )
-    body = json.dumps(compaction_document(state, fold, kept), ensure_ascii=False, indent=1)
+    document = CompactionInput(
+        old_summary=state.summary,
+        old_pinned_decisions=_numbered(state.pinned_decisions),
+        old_open_questions=_numbered(state.open_questions),
+        messages_to_fold=[folded(m) for m in fold],
+        kept_messages=[folded(m) for m in kept],
+    )
+    body = json.dumps(document.model_dump(exclude_none=True), ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]

@@ -75,20 +75,10 @@ def summary_block(state: ThreadState) -> SystemMessage | None:
 
 @dataclass(frozen=True)
 class ContextParts:
-    """A turn's context in the pieces a `ContextBudget` may shorten.
-
-    Attributes:
-        system: the system prompt (always kept), or None.
-        long_term: the recalled long-term items, best first.
-        long_term_count: how many of them the context keeps.
-        pins: the pinned decisions block (always kept), or None.
-        summary: the summary block, or None.
-        recent: the recent messages, oldest first.
-        tail: the turn's own messages (the new input; in a tool turn also its calls and
-            results), always kept.
-        recalled: lines recalled from earlier conversations, in groups, best first.
-        recalled_count: how many of those groups the context keeps.
-    """
+    """A turn's context in the pieces a `ContextBudget` may shorten: `long_term` items
+    and `recalled` groups (best first) keep their first `*_count`; the system prompt,
+    pins and `tail` (the turn's own messages: the input, a tool turn's calls and
+    results) always stay."""
 
     system: SystemMessage | None
     long_term: tuple[MemoryItem, ...]

@@ -1,21 +1,11 @@
 """The export document: everything a session owns as one versioned JSON document, its
 schema and its checks.
 
-The document is `{"format", "version", "exportedAt", "conversations", "memories",
-"archive", "tombstones", "historyClearedAt"}`. Each conversation is its listing (id,
-title, times) with its memory as stored (`ThreadState`: messages, summary and its
-version, what it covers, pins, open questions, upkeep); each long-term item, current or
-history, is its stored value with its id, whatever fields the item has (provenance,
-what changed it: the marks a search puts on lines that no longer hold); each archived
-line is what the archive's index and its searches read (conversation, title, message
-id, role, time, text, what a summary covered), in the order the lines were archived,
-which breaks a search's ties; the tombstones are the ids of forgotten items, and
-`historyClearedAt` when the archive was last forgotten (the marks of the forgotten
-texts stay: they are keyed under the server's secret). No session id, thread id or
-hashed key is in it (`memory.transfer` files everything again under the importing
-session's own keys). Every key is camelCase, as the API's; a document of an earlier
-release, whose conversations' memory and whose items kept the stored snake_case keys,
-reads the same.
+Archived lines keep their order, which breaks a search's ties. No session id, thread id
+or hashed key is in it, nor the marks of forgotten texts (keyed under the server's
+secret): `memory.transfer` files everything again under the importing session's keys.
+Every key is camelCase, as the API's; a document of an earlier release, whose memories
+and items kept the stored snake_case keys, reads the same.
 """
 
 from __future__ import annotations
@@ -169,13 +159,8 @@ class ExportDocument(_Part):
 
 
 def read_document(raw: object) -> ExportDocument:
-    """The export document in `raw` (JSON text or bytes, or the parsed object), checked.
-
-    Raises:
-        InvalidInput: larger than `MAX_EXPORT_BYTES`, not JSON, not a document of this
-            format and version, past a limit, or holding text a backend cannot store;
-            the message names the first problems (never the document's values).
-    """
+    """The export document in `raw` (JSON text or bytes, or the parsed object), checked:
+    `InvalidInput` names the first problems (never the document's values)."""
     try:
         if isinstance(raw, str | bytes | bytearray):
             size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)

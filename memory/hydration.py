@@ -9,6 +9,7 @@ from typing import Any
 from memory.errors import FORBIDDEN_KEY, ForbiddenKeyError
 from memory.limits import SUMMARY_PREVIEW_CHARS
 from memory.schema import ThreadState
+from memory.text import clamp
 
 FORBIDDEN_KEYS = frozenset(
     {
@@ -52,14 +53,9 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def assert_client_safe(payload: object, path: str = "$") -> None:
-    """Raise if any mapping key anywhere in `payload` is a forbidden key.
-
-    Keys match in any spelling (`threadId`, `thread_id`, `THREAD-ID`); values are
-    not inspected, so text that mentions the words is fine.
-
-    Raises:
-        ForbiddenKeyError: naming the first offending key and its path.
-    """
+    """Raise `ForbiddenKeyError` (naming its path) if any mapping key in `payload` is a
+    forbidden key, in any spelling (`threadId`, `THREAD-ID`); values are not inspected,
+    so text that mentions the words is fine."""
     if isinstance(payload, dict | Mapping):
         for key, value in payload.items():
             if isinstance(key, str) and _normal(key) in _FORBIDDEN_NORMAL:
@@ -72,24 +68,10 @@ def assert_client_safe(payload: object, path: str = "$") -> None:
                 assert_client_safe(item, f"{path}[{index}]")
 
 
-def summary_preview(summary: str, limit: int = SUMMARY_PREVIEW_CHARS) -> str:
-    """`summary` cut to `limit` characters, ending with an ellipsis when cut."""
-    if len(summary) <= limit:
-        return summary
-    return summary[: limit - 1].rstrip() + "…"
-
-
 def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, Any]:
-    """What `hydrate` returns: the conversation's visible memory, checked by the guard.
-
-    Args:
-        conversation_id: the client's own handle for the conversation.
-        state: the stored memory, or None when nothing is stored yet.
-
-    `summary` is the whole summary (a page shows it where the folded messages were),
-    `summaryPreview` its first characters. `upkeep` says whether memory upkeep after the
-    last turn is `pending`, `done` or `failed`.
-    """
+    """What `hydrate` returns: the conversation's visible memory (`state` None: nothing
+    stored yet), checked by the guard. A page shows `summary` whole where the folded
+    messages were."""
     current = state or ThreadState()
     dto: dict[str, Any] = {
         "conversationId": conversation_id,
@@ -104,7 +86,7 @@ def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, 
         ],
     }
     if current.summary:
-        dto["summaryPreview"] = summary_preview(current.summary)
+        dto["summaryPreview"] = clamp(current.summary, SUMMARY_PREVIEW_CHARS)
         dto["summary"] = current.summary
     dto["summaryVersion"] = current.summary_version
     dto["pinnedDecisions"] = list(current.pinned_decisions)

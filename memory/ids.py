@@ -32,11 +32,8 @@ REGISTRY_THREAD_PREFIX = "chat-registry"
 
 
 def check_secret(secret: object) -> str:
-    """Return `secret` if it is a string of at least `MIN_SECRET_CHARS` characters.
-
-    Raises:
-        InvalidSecret: otherwise; the message names the length, never the value.
-    """
+    """`secret` if it is a string of at least `MIN_SECRET_CHARS` characters, else
+    `InvalidSecret` (naming the length, never the value)."""
     if not isinstance(secret, str) or len(secret) < MIN_SECRET_CHARS:
         length = len(secret) if isinstance(secret, str) else 0
         raise InvalidSecret(SHORT_SECRET.format(limit=MIN_SECRET_CHARS, length=length))

@@ -1,19 +1,11 @@
 """What an import checks of an export document before anything is written: the document
 is user input, however it was made.
 
-- Each long-term item passes the write gate as an item the user adds by hand: its text
-  is its own quote (the user's own words, no pasted, quoted, forwarded or role-forged
-  part, no prompt injection, no secret), and the gate derives its `key` and `subject`
-  and files it as `explicit`. Its provenance proves nothing: a quote is kept only when
-  it passes the same checks of a quote. A `key` or `subject` holding a secret is
-  refused too. One refused item refuses the whole import, naming it: an import is all
-  or nothing.
-- Conversations' messages, summaries, pins and open questions are kept as a turn's
-  write keeps what it archives: each sentence holding a secret reads `[redacted]`, and
-  a pin or open question that was nothing else goes.
-- Every time is bounded by now: a time later than now by more than a clock's skew is
-  refused (naming it), one within the skew is taken as now. A conversation dated in the
-  future would otherwise outrank every conversation the user has, and never be idle.
+Each item passes the write gate as one the user adds by hand (its provenance proves
+nothing: a quote is kept only when it passes a quote's checks); one refused item refuses
+the whole import. Conversations' texts are redacted as a turn's archived ones. Every
+time is bounded by now: a conversation dated in the future would otherwise outrank
+every other and never be idle.
 """
 
 from __future__ import annotations
@@ -40,13 +32,8 @@ SECRET_FIELD = "its {field} holds a secret"
 
 
 def checked(document: ExportDocument, now: datetime) -> ExportDocument:
-    """`document` as an import may write it: times bounded by `now`, items gated,
-    conversations' texts redacted (see the module docstring).
-
-    Raises:
-        InvalidInput: a time too far ahead of `now`, or an item the gate refuses; the
-            message names it (its place, never its text).
-    """
+    """`document` as an import may write it; `InvalidInput` names a time too far ahead
+    of `now` or a refused item by its place, never its text."""
     bounded: ExportDocument = _bounded(document, now, "")
     return bounded.model_copy(
         update={
@@ -78,11 +65,8 @@ def _bounded(value: Any, now: datetime, path: str) -> Any:
 
 
 def _gated(index: int, item: ExportedItem, now: datetime) -> ExportedItem:
-    """`item` as the gate makes it when the user adds its text by hand.
-
-    Raises:
-        InvalidInput: the gate refuses it, its quote or its key or subject.
-    """
+    """`item` as the gate makes it when the user adds its text by hand (`InvalidInput`:
+    the gate refuses it, its quote, or a secret in its key or subject)."""
 
     def refuse(why: str) -> InvalidInput:
         return InvalidInput(REFUSED_ITEM.format(index=index, id=item.id, why=why))

@@ -1,16 +1,11 @@
 """Redaction: a forgotten text taken out of everything a session's memory keeps.
 
-When the user forgets a long-term item, an earlier answer that listed it, a summary or
-a pin that took it in, a conversation title, or a workflow's run state could still
-carry it into a later context, and the archive could recall the turn it was learnt
-from. `forget_texts` replaces each occurrence of the item's text, and of the user's
-words that stated it, with `[forgotten]` in every thread of the session (its registry,
-each conversation's memory and run threads, every checkpoint and pending write of
-those) and in the archived lines, and runs the item store's deletion (which also takes
-the item out of the other items' quotes), all in one transaction under the session's
-lock. Matching ignores case and how whitespace is spread. A turn that raced the
-forgetting takes out, from what it writes, the sentences that repeat the item as well
-(`repeats_forgotten`).
+An earlier answer, a summary, a pin, a title or a workflow's run state could still
+carry a forgotten item into a later context, and the archive could recall the turn it
+was learnt from: `forget_texts` replaces the item's text and the user's words that
+stated it (case and whitespace aside) with `[forgotten]` in every thread of the session
+and in the archive, in the item store's own transaction. A turn that raced the
+forgetting takes out the sentences that repeat the item as well (`repeats_forgotten`).
 """
 
 from __future__ import annotations
@@ -102,14 +97,10 @@ def repeats_forgotten(texts: Sequence[str]) -> Substitute | None:
 
 
 def redact_value(value: Any, redact: Substitute, *, keep_length: bool = False) -> Any:
-    """`value` with `redact` applied to its strings: strings, dicts, lists, tuples,
-    messages and other pydantic models, dataclasses. Anything else is kept as is. The
-    very same object comes back when nothing changed.
-
-    Args:
-        keep_length: never let a string grow past its length (a short match replaced by
-            the longer marker is cut back), for documents with length limits.
-    """
+    """`value` with `redact` applied to the strings in it (in dicts, lists, tuples,
+    pydantic models, dataclasses); the very same object when nothing changed.
+    `keep_length` cuts a string the marker grew back to its length (documents with
+    length limits)."""
     return _walk(value, redact, keep_length, 0)
 
 
@@ -132,28 +123,28 @@ def _walk(value: Any, redact: Substitute, keep_length: bool, depth: int) -> Any:
             return value
         return walked if isinstance(value, list) else type(value)(walked)
     if isinstance(value, BaseModel):
-        fields = {
-            name: _walk(getattr(value, name), redact, keep_length, depth + 1)
-            for name in type(value).model_fields
-        }
-        changed = {name: new for name, new in fields.items() if new is not getattr(value, name)}
-        return value.model_copy(update=changed) if changed else value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {
-            f.name: _walk(getattr(value, f.name), redact, keep_length, depth + 1)
-            for f in dataclasses.fields(value)
-            if f.init
-        }
-        changed = {name: new for name, new in fields.items() if new is not getattr(value, name)}
-        return dataclasses.replace(value, **changed) if changed else value
-    return value
+        names: Iterable[str] = type(value).model_fields
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = [f.name for f in dataclasses.fields(value) if f.init]
+    else:
+        return value
+    changed = {}
+    for name in names:
+        old = getattr(value, name)
+        new = _walk(old, redact, keep_length, depth + 1)
+        if new is not old:
+            changed[name] = new
+    if not changed:
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_copy(update=changed)
+    return dataclasses.replace(value, **changed)
 
 
 def _redact_document(thread_id: str, value: Any, redact: Substitute) -> Any:
-    """A memory or registry document redacted so that it still validates: a string that
-    the marker would push past its limit keeps its length instead. A changed document's
-    `version` moves on, so that a compaction computed from the text before fails its
-    compare-and-set instead of writing the text back."""
+    """A memory or registry document redacted so that it still validates (a string the
+    marker would push past its limit keeps its length). Its `version` moves on, so that
+    a compaction computed from the text before fails its compare-and-set."""
     redacted = redact_value(value, redact)
     if redacted is value:
         return value
@@ -189,14 +180,11 @@ def forget_texts(
     also: InTransaction,
 ) -> None:
     """Forget long-term `items` and run `also` (the item store's write that deletes them)
-    in one transaction, under the session's lock: the archived lines they were learnt
-    from read `[forgotten]` (`Archive.forgetter`), so does each occurrence in every thread
-    of the session (its registry and memory documents, its run threads' checkpoints and
-    pending writes), and the registry keeps a tombstone of each id (a turn that recalled
-    one before it was forgotten redacts it from what it writes) and the marks of the
-    forgotten texts (`memory.tombstones`: no later import brings them back). All or nothing: should
-    any step fail, the items, the archive and the memory stay as they were, and
-    forgetting again starts afresh.
+    in one transaction, all or nothing: their archived lines and each occurrence in every
+    thread of the session (documents, run checkpoints and pending writes) read
+    `[forgotten]`, and the registry keeps a tombstone of each id (a turn that recalled
+    one meanwhile redacts it from what it writes) and marks of the texts (no later
+    import brings them back).
 
     The caller holds the session's long-term lock (the items cannot change meanwhile);
     this takes the session's documents lock after it, the one every writer of the
@@ -229,10 +217,9 @@ def forget_texts(
 
 
 def _without_repeats(document: Any, texts: Sequence[str]) -> Any:
-    """A memory document whose texts (messages, summary, pins, open questions; never an
-    id or a role) read `[forgotten]` for each sentence that repeats one of `texts`, as
-    the archive's lines do ("Noted, a vegetarian since 2019."); the very same document
-    when none does. A text never grows past its length (its limits still hold)."""
+    """A memory document whose texts read `[forgotten]` for each sentence that repeats
+    one of `texts`, as the archive's lines do ("Noted, a vegetarian since 2019."); the
+    very same document when none does."""
     if not isinstance(document, dict):
         return document
     state = ThreadState.from_document(document)
@@ -249,9 +236,8 @@ def _session_redaction(
     pattern: re.Pattern[str],
     texts: Sequence[str],
 ) -> tuple[dict[str, Any], InTransaction]:
-    """The session's documents that forgetting `texts` (matched by `pattern`) changes,
-    redacted, and the step that redacts its run threads' rows; the caller holds the
-    session's lock."""
+    """The session's documents that forgetting `texts` changes, redacted, and the step
+    that redacts its run threads' rows (the caller holds the session's lock)."""
     redact = redactor(pattern)
     memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
     registry = ids.registry_thread(session_id)

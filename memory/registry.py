@@ -31,12 +31,8 @@ from memory.tombstones import ForgottenMark
 
 
 class ConversationEntry(BaseModel):
-    """One listed conversation.
-
-    `key` is `H(session:conversation)`, the part of its thread ids that retention needs
-    (entries written before it existed have none until their next turn). `review` is
-    true while a task list in it waits for its review.
-    """
+    """One listed conversation: `key` is `H(session:conversation)`, what retention needs
+    of its thread ids (an entry older than keys has none until its next turn)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -168,27 +164,30 @@ def _listed(
     return _newest(state.model_copy(update={"pending": pending}), entries)
 
 
+def _without(state: RegistryState, gone: Collection[str], **update: Any) -> RegistryState:
+    """`state` (with `update`) without the conversations `gone`, listed, pending or selected."""
+    selected = state.selected_conversation_id
+    return state.model_copy(
+        update={
+            "conversations": [e for e in state.conversations if e.id not in gone],
+            "pending": [cid for cid in state.pending if cid not in gone],
+            "selected_conversation_id": None if selected in gone else selected,
+            **update,
+        }
+    )
+
+
 def _newest(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
     """`state` listing `entries`, newest activity first; past `MAX_CONVERSATIONS` the least
     recently active are pruned."""
     entries = ordered(entries)
-    kept, pruned = entries[:MAX_CONVERSATIONS], tuple(e.id for e in entries[MAX_CONVERSATIONS:])
-    selected = state.selected_conversation_id
-    return RegistryChange(
-        state.model_copy(
-            update={
-                "conversations": kept,
-                "selected_conversation_id": None if selected in pruned else selected,
-            }
-        ),
-        pruned,
-    )
+    pruned = tuple(e.id for e in entries[MAX_CONVERSATIONS:])
+    kept = state.model_copy(update={"conversations": entries[:MAX_CONVERSATIONS]})
+    return RegistryChange(_without(kept, pruned), pruned)
 
 
 def add_listed(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
-    """List `entries`, conversations the session does not own yet (an import's), beside
-    its own; past `MAX_CONVERSATIONS` the least recently active are pruned, whichever
-    they are."""
+    """List `entries` (an import's) beside the session's own, pruning as a turn does."""
     return _newest(state, [*state.conversations, *entries])
 
 
@@ -211,11 +210,8 @@ def await_review(
     state: RegistryState, conversation_id: str, goal: str, now: datetime, key: str | None = None
 ) -> RegistryChange:
     """A task list stopped for its review: list the conversation (titled by the goal when
-    it is new) and mark it as waiting, so that a reload or another client finds it.
-
-    Raises:
-        ConversationNotFound: the conversation is not the session's (deleted meanwhile).
-    """
+    it is new) and mark it as waiting, so that a reload or another client finds it
+    (`ConversationNotFound`: not the session's, deleted meanwhile)."""
     if not state.owns(conversation_id):
         raise ConversationNotFound()
     return _listed(state, conversation_id, goal, now, key, review=True)
@@ -234,70 +230,39 @@ def settle_review(state: RegistryState, conversation_id: str, *, unlist: bool) -
         ]
         return RegistryChange(state.model_copy(update={"conversations": entries}))
     pending = [*state.pending, conversation_id][-MAX_CONVERSATIONS:]
+    selected = state.selected_conversation_id  # still the session's: it stays selected
     return RegistryChange(
-        state.model_copy(
-            update={
-                "conversations": [e for e in state.conversations if e is not entry],
-                "pending": pending,
-            }
-        )
+        _without(state, {conversation_id}, pending=pending, selected_conversation_id=selected)
     )
 
 
 def select(state: RegistryState, conversation_id: str) -> RegistryChange:
-    """Select an owned conversation; the order does not change.
-
-    Raises:
-        ConversationNotFound: unknown here, or another session's conversation.
-    """
+    """Select an owned conversation (`ConversationNotFound`: not this session's); the
+    order does not change."""
     if not state.owns(conversation_id):
         raise ConversationNotFound()
     return RegistryChange(state.model_copy(update={"selected_conversation_id": conversation_id}))
 
 
 def remove(state: RegistryState, conversation_id: str) -> RegistryChange:
-    """Remove an owned conversation; the caller deletes its threads.
-
-    Raises:
-        ConversationNotFound: unknown here, or another session's conversation.
-    """
+    """Remove an owned conversation (`ConversationNotFound`: not this session's); the
+    caller deletes its threads."""
     if not state.owns(conversation_id):
         raise ConversationNotFound()
-    selected = state.selected_conversation_id
-    return RegistryChange(
-        state.model_copy(
-            update={
-                "conversations": [e for e in state.conversations if e.id != conversation_id],
-                "pending": [cid for cid in state.pending if cid != conversation_id],
-                "selected_conversation_id": None if selected == conversation_id else selected,
-            }
-        ),
-        (conversation_id,),
-    )
+    return RegistryChange(_without(state, {conversation_id}), (conversation_id,))
 
 
 def expire(
     state: RegistryState, cutoff: datetime, *, busy: Collection[str] = ()
 ) -> tuple[RegistryState, list[ConversationEntry]]:
-    """The registry without the conversations idle since before `cutoff` whose threads
-    can be found (they have a key) and that are not `busy` (ids), and those conversations."""
+    """The registry without the conversations idle since before `cutoff` that have a key
+    (their threads can be found) and are not `busy`, and those conversations."""
     idle = [
         e for e in state.conversations if e.last_active_at < cutoff and e.key and e.id not in busy
     ]
     if not idle:
         return state, []
-    gone = {entry.id for entry in idle}
-    selected = state.selected_conversation_id
-    kept = [e for e in state.conversations if e.id not in gone]
-    return (
-        state.model_copy(
-            update={
-                "conversations": kept,
-                "selected_conversation_id": None if selected in gone else selected,
-            }
-        ),
-        idle,
-    )
+    return _without(state, {entry.id for entry in idle}), idle
 
 
 def registry_dto(state: RegistryState) -> dict[str, Any]:

@@ -1,13 +1,10 @@
 """Retention: conversations idle past the policy go, registry entry and threads together.
 
-`AGENT_RETENTION_DAYS`. The sweep reads every session's registry; a
-conversation idle since before the cutoff loses its registry entry, its memory thread
-and its run thread in one transaction, under the session's lock (the same lock every
-writer of the session holds, found from the registry thread id: the sweep never needs
-a raw session id). A session whose every conversation is idle goes as a whole. A
-conversation in which a turn is running is active, however long it was idle before:
-the sweep holds its turn lock (never waiting for it) while it deletes, so no turn
-starts in a conversation going away.
+`AGENT_RETENTION_DAYS`. Each session's idle conversations go in one transaction under
+the session's lock, found from the registry thread id (the sweep never needs a raw
+session id); a session whose every conversation is idle goes whole. A conversation
+with a running turn is active: the sweep holds its turn lock (never waiting for it)
+while it deletes, so no turn starts in a conversation going away.
 """
 
 from __future__ import annotations
@@ -34,14 +31,8 @@ REGISTRY_PREFIX = f"{REGISTRY_THREAD_PREFIX}:"
 
 @dataclass(frozen=True)
 class SweepResult:
-    """What a sweep removed (or, in a dry run, would remove).
-
-    Attributes:
-        conversations: conversations removed, registry entry and threads.
-        sessions: sessions removed whole (every conversation idle).
-        threads: threads deleted (memory, run and registry threads).
-        dry_run: nothing was deleted.
-    """
+    """What a sweep removed (or, in a dry run, would remove): conversations, sessions
+    removed whole (every conversation idle) and threads (memory, run and registry)."""
 
     conversations: int = 0
     sessions: int = 0

@@ -42,12 +42,7 @@ other ids never hold a colon, so `session:conversation` splits one way only."""
 
 
 def validate_id(value: object, what: str = "id") -> str:
-    """Return `value` if it is a valid session, conversation or message id.
-
-    Raises:
-        InvalidInput: for a non-string, an empty or over-long id, or a character
-            outside `[A-Za-z0-9_-]` (past a session id's `mode:` prefix).
-    """
+    """`value` if it is a valid session, conversation or message id, else `InvalidInput`."""
     pattern = _SESSION_ID_PATTERN if what == SESSION_ID else _ID_PATTERN
     if not isinstance(value, str) or not pattern.fullmatch(value):
         raise InvalidInput(INVALID_ID.format(what=what, limit=MAX_ID_CHARS))
@@ -55,11 +50,7 @@ def validate_id(value: object, what: str = "id") -> str:
 
 
 def require_text(value: object, what: str = "text") -> str:
-    """Return `value` stripped, rejecting anything that is not a `str`.
-
-    Raises:
-        InvalidInput: when `value` is not a string.
-    """
+    """`value` stripped; `InvalidInput` for anything that is not a `str`."""
     if not isinstance(value, str):
         raise InvalidInput(INVALID_TEXT_TYPE.format(what=what, type_name=type(value).__name__))
     return value.strip()
@@ -68,11 +59,7 @@ def require_text(value: object, what: str = "text") -> str:
 def require_storable(text: str, what: str = "text") -> str:
     """Return `text` if every backend can store it: UTF-8 encodable (JSON lets a client
     send an escaped lone surrogate) and without NUL (PostgreSQL's text and jsonb refuse
-    it). A client's mistake, refused before anything is written.
-
-    Raises:
-        InvalidInput: otherwise (the message never repeats the text).
-    """
+    it); else `InvalidInput` (never repeating the text), before anything is written."""
     if not is_storable(text):
         raise InvalidInput(UNSTORABLE_TEXT.format(what=what))
     return text
@@ -139,18 +126,10 @@ class ChatThreadMessage(BaseModel):
 class ThreadState(BaseModel):
     """A conversation's short-term memory: recent messages, summary, pinned decisions.
 
-    The summary's contract: `summary_version` counts the compactions that
-    wrote it (0 before the first), `covered_until` is the id of the newest message it
-    covers, and `open_questions` what the user asked that is still unresolved. Threads
-    stored before these fields existed load as version 0 with none.
-
-    Upkeep (long-term extraction, compaction, embedding the archived lines) runs after
-    a turn is done: `upkeep` says whether some is owed (`pending`), finished (`done`) or
-    last failed (`failed`), `upkeep_owed` holds the user messages whose extraction is
-    still owed, and `embedding_owed` the newest user message whose archived line awaits
-    its embedding (with `AGENT_EMBEDDINGS_MODEL`). They are written in the same
-    transaction as the turn, so a process that dies before its upkeep ran leaves the
-    debt on record for the next one to pay.
+    `summary_version` counts the compactions that wrote the summary, `covered_until` is
+    the newest message it covers. `upkeep`, `upkeep_owed` (the user messages whose
+    extraction is owed) and `embedding_owed` are written in the turn's transaction, so a
+    process that dies before its upkeep ran leaves the debt on record for the next one.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -209,11 +188,7 @@ class ThreadState(BaseModel):
 
     @classmethod
     def from_document(cls, document: object) -> ThreadState:
-        """Validate a stored document back into a `ThreadState`.
-
-        Raises:
-            InvalidInput: if the stored document does not match the schema.
-        """
+        """A stored document validated back into a `ThreadState` (else `InvalidInput`)."""
         try:
             return cls.model_validate(document)
         except ValidationError as exc:

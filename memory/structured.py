@@ -2,15 +2,12 @@
 (learned per endpoint), tolerant parsing validated on the client, transient-only retries,
 calls bounded in time (`memory.bounded`), and the counts of what went wrong.
 
-Servers differ in what they accept: llama-cpp-python's answers HTTP 500 to a
-`json_schema` response format, llama.cpp's `llama-server` accepts it but not a forced
-tool call. In `auto` the first structured call to an endpoint walks the ladder
-`json_schema → function_calling → json_mode` (a JSON object with the schema in the
-prompt) until one is accepted, and that method is kept for the endpoint (its base URL
-and model) for the life of the process. Small models wrap their JSON in code fences,
-`<think>` blocks or prose: the first JSON object is taken from the text, and whatever
-the endpoint promised, it is validated against the schema here. A result that does not
-validate raises `StructuredOutputError`: nothing of it is used.
+Servers differ: llama-cpp-python answers HTTP 500 to a `json_schema` response format,
+llama.cpp's `llama-server` accepts it but not a forced tool call. So in `auto` an
+endpoint's first call walks `json_schema → function_calling → json_mode` until one is
+accepted, kept per base URL and model for the process. Small models wrap their JSON in
+fences, `<think>` blocks or prose, and endpoints break promises: the first JSON object
+is taken and validated here, or `StructuredOutputError` is raised.
 """
 
 from __future__ import annotations
@@ -142,6 +139,17 @@ def first_json_object(text: str) -> Any:
     raise ValueError("no JSON object in the answer")
 
 
+def validated(schema: type[SchemaT], raw: object, error: type[ValueError]) -> SchemaT:
+    """`raw` as a `schema` object, or `error` naming how many fields failed (never the
+    model's words)."""
+    if isinstance(raw, schema):
+        return raw
+    try:
+        return schema.model_validate(raw)
+    except ValidationError as exc:
+        raise error(f"invalid {schema.__name__}: {exc.error_count()} errors") from exc
+
+
 def _message_value(raw: AIMessage) -> Any:
     """The JSON value an answer carries: its first tool call's arguments, else its text."""
     if raw.tool_calls:
@@ -158,15 +166,9 @@ def _refused(raw: Any) -> bool:
 
 @dataclass(frozen=True)
 class StructuredPolicy:
-    """How structured calls are made on an agent's models.
-
-    Attributes:
-        method: `auto` (the ladder, learned per endpoint), one method fixed, or None: the
-            model's own `with_structured_output` (a local model, or one given in that
-            speaks no OpenAI dialect).
-        timeout: seconds each model call may take (None: unbounded).
-        stats: where what the calls met is counted.
-    """
+    """How structured calls are made on an agent's models: `method` is `auto` (the
+    ladder), one method fixed, or None, the model's own `with_structured_output` (a
+    model that speaks no OpenAI dialect); `timeout` bounds each call in seconds."""
 
     method: Method | None = None
     timeout: float | None = None
@@ -198,11 +200,8 @@ def token_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
 
 
 def as_policy(structured: StructuredPolicy | str | None) -> StructuredPolicy:
-    """A policy, or one from a method's name (None: the model's own structured output).
-
-    Raises:
-        ValueError: an unknown method.
-    """
+    """A policy, or one from a method's name (None: the model's own structured output;
+    an unknown name: `ValueError`)."""
     if isinstance(structured, StructuredPolicy):
         return structured
     if structured is not None and structured not in METHODS:
@@ -234,12 +233,8 @@ Request = tuple[Runnable[Any, Any], list[BaseMessage]]
 
 
 class StructuredCall(Runnable[Any, SchemaT]):
-    """One schema on one model: each call returns a validated `schema` object.
-
-    Raises (from `invoke`, `ainvoke`):
-        StructuredOutputError: the answer held no valid object (counted, never stored).
-        ModelTimeout: a model call took longer than the policy's timeout.
-    """
+    """One schema on one model: each call returns a validated `schema` object, or raises
+    `StructuredOutputError` (counted, nothing stored) or `ModelTimeout`."""
 
     def __init__(
         self,
@@ -304,8 +299,8 @@ class StructuredCall(Runnable[Any, SchemaT]):
         return ((learned,), False) if learned else (LADDER, True)
 
     def _plan(self, messages: list[BaseMessage]) -> Generator[Request, Any, SchemaT]:
-        """The calls of one structured request, as `(runnable, messages)` sent to its
-        driver, which sends back each answer (or throws in its error)."""
+        """The calls of one request, as `(runnable, messages)` to its driver (`invoke`,
+        `ainvoke`), which sends back each answer or throws in its error."""
         stats = self.policy.stats
         stats.add("calls")
         methods, probing = self._methods()
@@ -365,14 +360,13 @@ class StructuredCall(Runnable[Any, SchemaT]):
         try:
             runnable, prompt = next(plan)
             while True:
+                call = partial(runnable.invoke, prompt, config)
                 try:
-                    raw = bounded_invoke(
-                        partial(runnable.invoke, prompt, config), self.policy.timeout
-                    )
+                    raw = bounded_invoke(call, self.policy.timeout)
                 except Exception as exc:
                     runnable, prompt = plan.throw(exc)
-                else:
-                    runnable, prompt = plan.send(raw)
+                    continue
+                runnable, prompt = plan.send(raw)
         except StopIteration as stop:
             return stop.value
 
@@ -383,13 +377,13 @@ class StructuredCall(Runnable[Any, SchemaT]):
         try:
             runnable, prompt = next(plan)
             while True:
+                call = partial(runnable.ainvoke, prompt, config)
                 try:
-                    call = partial(runnable.ainvoke, prompt, config)
                     raw = await bounded_ainvoke(call, self.policy.timeout)
                 except Exception as exc:
                     runnable, prompt = plan.throw(exc)
-                else:
-                    runnable, prompt = plan.send(raw)
+                    continue
+                runnable, prompt = plan.send(raw)
         except StopIteration as stop:
             return stop.value
 

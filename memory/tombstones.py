@@ -1,13 +1,11 @@
 """Tombstone marks: what a forgetting leaves behind so that no later import brings the
 forgotten words back, without keeping the words.
 
-A forgotten item's text, and the user's words that stated it, each leave a mark of
-keyed hashes (HMAC under the server secret): of the normalised text, of each of its
-terms and of the names in it. Someone who reads the database without the secret learns
-nothing of the words from them. An import reads its texts sentence by sentence and
-forgets each one that repeats a mark by the forgetting's own rule (the whole text, most
-of its terms, or a name in it), so an export made before the forgetting cannot restore
-what was forgotten. The marks are the server's: an export never carries them.
+A forgotten text leaves keyed hashes (HMAC under the server secret) of its normalised
+text, its terms and its names: without the secret they tell nothing of the words. An
+import forgets each sentence that repeats a mark by the forgetting's own rule (the
+whole text, most of its terms, or a name), so an export made before the forgetting
+cannot restore it. The marks are the server's: an export never carries them.
 """
 
 from __future__ import annotations
@@ -55,12 +53,8 @@ def marks_of(texts: Iterable[str], keyed: Keyed) -> list[ForgottenMark]:
 
 
 class Forgotten:
-    """The texts a session forgot, as its marks recognise them in other texts.
-
-    Args:
-        marks: the session's marks.
-        keyed: the keyed hash they were made with.
-    """
+    """The texts a session forgot, as its `marks` (made with `keyed`) recognise them in
+    other texts."""
 
     def __init__(self, marks: Sequence[ForgottenMark], keyed: Keyed) -> None:
         self.marks = [m for m in marks if m.terms or m.names]

@@ -2,27 +2,11 @@
 its stores, and brought back into a session.
 
 An export is read under the session's locks, so that no turn's write lands half in it.
-An import is checked whole (`read_document`, then `memory.import_checks`: its items
-gated as if added by hand, its texts' secrets redacted, its times bounded by now) before
-any lock is taken, then written in one transaction under the session's locks, or not at
-all. Its rules:
-- a conversation the session already has (listed or pending) stays as it is: the
-  document's copy and its archived lines are skipped. So importing a document twice
-  changes nothing, and an import never overwrites what a session holds;
-- the imported conversations are listed by their last activity; past ten, the least
-  recently active are pruned as a turn prunes them (their archived lines stay);
-- an item whose id the session already has, a current item whose text it holds as a
-  current one, an item a tombstone names, and one that repeats a text the session
-  forgot are skipped; the session keeps at most 100 current items and 100 of history,
-  or nothing is imported;
-- what the session forgot stays forgotten: each sentence of the document (messages,
-  summaries, pins, titles, archived lines) that repeats a forgotten text reads
-  `[forgotten]` (`memory.tombstones`);
-- the document's tombstones are kept apart from the session's own (they never displace
-  them), and the later time its archive was forgotten holds;
-- an archived line the session has (same conversation and message id) is skipped;
-  lines and titles the secret detector flags are stored `[redacted]`, as the archive
-  stores a turn's.
+An import is checked whole (`memory.import_checks`) before any lock is taken, then
+written in one transaction under the session's locks, or not at all. What the session
+holds always stays (a conversation, item or line it has is skipped, so importing twice
+changes nothing), what it forgot stays forgotten (each repeating sentence reads
+`[forgotten]`), and the document's tombstones never displace the session's own.
 """
 
 from __future__ import annotations
@@ -135,16 +119,9 @@ def import_session(
     memory: ConversationMemory, long_term: LongTermMemory, session_id: str, raw: object
 ) -> dict[str, Any]:
     """Import the document in `raw` into `session_id` by the module's rules, in one
-    transaction; returns what it did: `{"conversations": {imported, skipped, pruned},
-    "memories": {imported, skipped}, "archive": {imported, skipped, redacted}}`
-    (`pruned`: listed conversations, the session's or imported ones, that the import
-    pushed past ten; `redacted`: lines holding a secret or a forgotten text).
-
-    Raises:
-        InvalidInput: see `read_document` and `memory.import_checks.checked`; or the
-            session would hold more than 100 current items or 100 of history. Nothing
-            was written.
-    """
+    transaction; returns the counts of what was imported, skipped, pruned (listed
+    conversations pushed past ten) and redacted. `InvalidInput` (the document's checks,
+    or more items than a session keeps): nothing was written."""
     document = checked(read_document(raw), memory.clock())
     scanned = _rows(memory, session_id, document.archive)  # the secret scans, unlocked
     with long_term.lock(session_id), memory.documents.lock(session_id):
@@ -214,12 +191,8 @@ def _forget_row(row: ArchiveRow, forgotten: Forgotten) -> ArchiveRow:
 def _new_items(
     items: list[ExportedItem], held: list[MemoryItem], forgotten: set[str]
 ) -> list[ExportedItem]:
-    """The `items` to import beside the `held` ones (see the module's rules).
-
-    Raises:
-        InvalidInput: the session would hold more current items, or more of history,
-            than it keeps.
-    """
+    """The `items` to import beside the `held` ones: not one the session has (by id, or
+    a current one by text) or a tombstone names. `InvalidInput`: more than it keeps."""
     skipped = {item.id for item in held} | forgotten
     keys = {item.key for item in held if item.current}
     new = [

@@ -2,7 +2,8 @@
 
 Only the user-visible text of a completed (or blocked) turn is written: one user
 message and one assistant message. Tool calls and results, task-list state and
-delivery artifacts never get here: each adapter takes the route's final text only.
+delivery artifacts never get here: `graphs.turn.final_turn` takes the route's final
+text only.
 The memory after a write (a turn appended, a compaction stored over turns that landed
 meanwhile, an upkeep settled) is a pure function of what was read:
 `ConversationMemory` reads under the session's lock, calls them, and commits what they
@@ -133,7 +134,6 @@ class TurnStatus(StrEnum):
 
     COMPLETED = "completed"
     BLOCKED = "blocked"
-    INTERRUPTED = "interrupted"
     FAILED = "failed"
     CANCELLED = "cancelled"
 
@@ -198,57 +198,11 @@ def final_ai_message(messages: Sequence[BaseMessage]) -> AIMessage | None:
 
 
 def chat_turn(
-    user_text: str, answer: BaseMessage | str, status: TurnStatus = TurnStatus.COMPLETED, **ids: str
+    user_text: str, answer: str, status: TurnStatus = TurnStatus.COMPLETED, **ids: str
 ) -> FinalTurn:
-    """Adapter for the chat route: the user's text and the model's final answer."""
-    text = answer if isinstance(answer, str) else message_text(answer)
-    if isinstance(answer, AIMessage) and answer.tool_calls:
-        text = ""  # a tool request is not an answer
+    """A chat turn of `user_text` and `answer` (what a caller outside the graph writes)."""
     return FinalTurn(
-        route=Route.CHAT, status=status, user_text=user_text, assistant_text=text, **ids
-    )
-
-
-def tool_turn(
-    user_text: str,
-    messages: Sequence[BaseMessage],
-    status: TurnStatus = TurnStatus.COMPLETED,
-    **ids: str,
-) -> FinalTurn:
-    """Adapter for the tool route: only the final answer after the tool loop.
-
-    Tool calls and tool results in `messages` are deliberately dropped; a loop that
-    ended on a tool request (no final answer) writes nothing.
-    """
-    final = final_ai_message(messages)
-    return FinalTurn(
-        route=Route.TOOL,
-        status=status,
-        user_text=user_text,
-        assistant_text=message_text(final) if final is not None else "",
-        **ids,
-    )
-
-
-def tasklist_turn(
-    goal: str, final_summary: str, status: TurnStatus = TurnStatus.COMPLETED, **ids: str
-) -> FinalTurn:
-    """Adapter for the task-list route: the goal and the final summary, nothing else."""
-    return FinalTurn(
-        route=Route.TASKLIST, status=status, user_text=goal, assistant_text=final_summary, **ids
-    )
-
-
-def delivery_turn(
-    request: str, report: str, status: TurnStatus = TurnStatus.COMPLETED, **ids: str
-) -> FinalTurn:
-    """Adapter for the delivery route: the request and the report, cut to the memory limit."""
-    return FinalTurn(
-        route=Route.DELIVERY,
-        status=status,
-        user_text=request,
-        assistant_text=truncate_report(require_text(report, "report")),
-        **ids,
+        route=Route.CHAT, status=status, user_text=user_text, assistant_text=answer, **ids
     )
 
 

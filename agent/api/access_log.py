@@ -1,8 +1,6 @@
-"""uvicorn's access log without conversation ids: each one in a request line's path or
-query written as a short keyed hash, and what a query searched for left out.
-
-The hash (HMAC under the server secret) is the same for every line of one conversation,
-so its requests can still be followed, and names nothing to a reader of the log.
+"""uvicorn's access log without conversation ids (each a short HMAC under the server
+secret: one conversation's requests can be followed, and it names nothing) nor what a
+query searched for.
 """
 
 from __future__ import annotations
@@ -24,12 +22,7 @@ UNKNOWN = "conversation"
 
 
 class RedactedAccessLog(logging.Filter):
-    """Rewrites the path of uvicorn's access-log records (`client - "METHOD path
-    HTTP/x" status`).
-
-    Args:
-        secret: returns the server secret that keys the hashes.
-    """
+    """Rewrites the path of uvicorn's access-log records, hashed under `secret()`."""
 
     def __init__(self, secret: Callable[[], str]) -> None:
         super().__init__()

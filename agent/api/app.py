@@ -1,9 +1,6 @@
 """The HTTP app (FastAPI): routers, middleware, error handlers and the agent's lifespan.
-
-Runs alone (`uvicorn agent.server:app`) or inside `langgraph dev` / LangGraph Server
-(`"http": {"app": "./agent/server.py:app"}`), where its routes, middleware and
-handlers are merged into LangGraph's app: both touch only the app's own paths. The
-chat page (`agent.web`) is served at `/`.
+Alone (`uvicorn agent.server:app`) or merged into `langgraph dev` / LangGraph Server,
+where it touches only its own paths; the chat page (`agent.web`) is at `/`.
 """
 
 # No `from __future__ import annotations` in the route modules' users: `langgraph dev`
@@ -131,15 +128,8 @@ def agent_lifespan(
 
 
 def create_app(agent: AgentSource = None, *, settings: Settings | None = None) -> FastAPI:
-    """The HTTP app over `agent`.
-
-    Args:
-        agent: see `AgentSource`.
-        settings: for the default agent (default: read from the environment at start-up).
-
-    Start-up fails, before any file or connection is opened, when a setting is unusable
-    (for example a session secret shorter than 32 characters).
-    """
+    """The HTTP app over `agent` (an `AgentSource`; `settings` for the default one, else
+    the environment's). Start-up fails, before anything opens, on an unusable setting."""
 
     app = FastAPI(
         title="LangGraph memory agent",

@@ -13,16 +13,9 @@ TOO_LARGE = "request bodies are limited to {limit:,} bytes"
 
 
 class BodyLimit:
-    """ASGI middleware: read a request body of the app's own paths in full, up to
-    `limit` bytes, before the app runs; answer 413 as soon as the body (declared or
-    streamed) goes past it, without reading the rest.
-
-    Args:
-        app: the wrapped ASGI app.
-        limit: the largest body accepted, in bytes.
-        prefixes: paths the limit applies to (LangGraph's own routes are left alone).
-        larger: paths that take more than `limit`, and how much (an import's document).
-    """
+    """ASGI middleware: read a body under `prefixes` (not LangGraph's routes) in full, up
+    to `limit` bytes (`larger` for some paths: an import), before the app runs; 413 as
+    soon as it (declared or streamed) goes past, the rest unread."""
 
     def __init__(
         self,

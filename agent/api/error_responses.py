@@ -1,9 +1,7 @@
-"""One error shape for every response of the app: `{"error": {"code", "message"}}`.
-
-Domain errors map to stable codes; FastAPI's own errors (validation, unknown routes,
-wrong methods, unparsable bodies) are reshaped; anything unexpected is logged and
-answered with a bare `internal_error`. Under `langgraph dev` this app's handlers serve
-LangGraph's routes too, so only the app's own paths are reshaped.
+"""One error shape for the app's responses, `{"error": {"code", "message"}}`: domain
+errors by stable codes, FastAPI's own reshaped, the unexpected logged and answered as a
+bare `internal_error`. Only the app's paths: under `langgraph dev` these handlers serve
+LangGraph's routes too.
 """
 
 from __future__ import annotations

@@ -12,13 +12,8 @@ user's text is never sniffed into HTML or script."""
 
 
 class NoSniff:
-    """ASGI middleware: `X-Content-Type-Options: nosniff` on every HTTP response of the
-    app's own paths (the page at `/`, and every path under `prefixes`).
-
-    Args:
-        app: the wrapped ASGI app.
-        prefixes: the app's path prefixes (LangGraph's own routes are left alone).
-    """
+    """ASGI middleware: `nosniff` on every response at `/` and under `prefixes` (the app's
+    own paths; LangGraph's are left alone)."""
 
     def __init__(self, app: ASGIApp, *, prefixes: tuple[str, ...] = ("/",)) -> None:
         self.app, self.prefixes = app, prefixes

@@ -1,26 +1,15 @@
 """Sessions: an HttpOnly, SameSite=Lax cookie holding a random id signed with the secret.
 
-A pure ASGI middleware reads the cookie of every request to the app's own paths and
-puts the session id in `request.state.session_id`. It guards the session against
-other sites and bounds how many are made:
-
-- A state-changing request (anything but GET, HEAD, OPTIONS) from another origin is
-  refused with 403 `cross_site_request`, cookie or not: the browser says where it
-  comes from in `Sec-Fetch-Site`, or else in `Origin` (clients that are not browsers
-  send neither and pass).
-- A new session starts only on a safe request from the page's own origin (the page's
-  first `GET /api/conversations`), or on any request that asks for one with the header
-  `X-Agent-Session: new` (which a form on another site cannot send, and a script there
-  cannot send without a CORS permission this app never gives). A state-changing
-  request without a valid cookie is otherwise refused with 403 `session_required`
-  and no cookie: a cross-site form post can never replace the victim's session.
-- One client address may start at most `per_minute` sessions a minute (429
-  `too_many_sessions` past that): a session is free to make, its stored items are not.
-
-With an identity mode configured (`agent/identity.py`) the session is the signed-in
-user's instead: every request to the app's paths carries a key, a token, the trusted
-proxy's header or the page's sign-in cookie, or gets 401 `unauthenticated`; no
-anonymous cookie is read or made.
+A pure ASGI middleware puts each request's session id in `request.state.session_id`:
+- a state-changing request from another origin (`Sec-Fetch-Site`, else `Origin`;
+  non-browsers send neither) is refused, 403 `cross_site_request`, cookie or not;
+- a session starts only on a safe request from the page's own origin, or with the header
+  `X-Agent-Session: new` (no form can send it, no script without a CORS permission never
+  given); else 403 `session_required`: a cross-site post never replaces a session;
+- one address starts at most `per_minute` sessions a minute (429): sessions are free to
+  make, their stored items are not.
+With an identity mode (`agent/identity.py`) the session is the signed-in user's, or the
+request gets 401 `unauthenticated`; no anonymous cookie is read or made.
 """
 
 from __future__ import annotations
@@ -81,21 +70,16 @@ def read_cookie(secret: str, raw: str) -> str | None:
 
 
 def cookie_header(secret: str, session_id: str, *, secure: bool) -> str:
-    """The `Set-Cookie` value that hands `session_id` to the browser (the value is
-    URL-safe base64 and hex: nothing to quote)."""
+    """The `Set-Cookie` value for `session_id` (base64url and hex: nothing to quote)."""
     value = f"{session_id}.{sign(secret, session_id)}"
     flags = "; Secure" if secure else ""
     return f"{COOKIE_NAME}={value}; Max-Age={COOKIE_MAX_AGE}; Path=/; HttpOnly; SameSite=Lax{flags}"
 
 
 def from_another_origin(headers: Headers) -> bool:
-    """Whether a browser says the request comes from a page of another origin.
-
-    `Sec-Fetch-Site` decides when present (browsers send it to HTTPS and local origins);
-    else an `Origin` whose host is not this request's `Host` (`null` included: the
-    scheme is left out, as a TLS proxy may hide it); a request with neither is not a
-    browser's cross-origin request.
-    """
+    """Whether a browser says the request comes from another origin: `Sec-Fetch-Site`
+    when sent, else an `Origin` whose host is not `Host` (`null` too; the scheme is not
+    compared, a TLS proxy may hide it); with neither, it is not a browser's."""
     site = headers.get("sec-fetch-site")
     if site is not None:
         return site not in OWN_SITE
@@ -214,8 +198,7 @@ class SessionCookies:
     async def _refuse(
         status: int, code: str, message: str, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        """Answer without a session: nothing runs, no cookie is set (the body is left
-        unread)."""
+        """Answer without a session: nothing runs, no cookie is set, the body is unread."""
         logger.info("refused a %s request: %s", scope["method"], code)
         response = error_response(status, code, message)
         if status == 429:

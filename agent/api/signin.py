@@ -1,15 +1,9 @@
-"""Signing in from the page: a key or token traded for a cookie, and signing out.
-
-A browser cannot add a header to the page's own requests. With an identity mode
-configured, `POST /api/session` carrying an API key or a bearer token (the request is
-authenticated like any other) answers with an HttpOnly, SameSite=Strict cookie signed
-with the server secret that names the user, for `/api/…` only, for at most 12 hours and
-never past the token's expiry, and only while the key it was made with stays listed; the
-app and LangGraph's auth handler accept it there. A trusted proxy's user needs none (the
-proxy names them on every request). `DELETE /api/session` removes it and signs the user
-out in the database: every sign-in cookie of theirs made so far (a copied one, another
-browser's) is refused by every worker from then on. With no mode configured, both are
-404: sessions are anonymous.
+"""Signing in from the page (a browser cannot add a header to the page's requests): with
+an identity mode, `POST /api/session` with a key or token (authenticated like any
+request) answers with an HttpOnly, SameSite=Strict cookie naming the user, signed, for
+`/api/…`, at most 12 hours, never past the token's expiry, only while its key stays
+listed. `DELETE /api/session` signs the user out in the database: every worker refuses
+their cookies made so far (copied ones too). With no mode, both are 404.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Server-sent events: a turn's events as an `EventSourceResponse` (sse-starlette).
-
-The first event is awaited before the response starts, so that an error found when
-the turn opens (unknown conversation, busy, bad input) is an ordinary JSON error
-response; the last is `done` (or `error`), unless the client asks to follow the upkeep
-after it (`?followUpkeep=true`). Keep-alive pings flow while a long workflow stage runs
-without output.
+"""Server-sent events: a turn's events as an `EventSourceResponse` (sse-starlette). The
+first is awaited before the response starts, so an error at the turn's opening is an
+ordinary JSON error; the last is `done` or `error` (or the upkeep's, with
+`?followUpkeep=true`); pings keep a long silent stage's connection alive.
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from agent.client_events import ClientEvent
+from typing import Any
 
 MESSAGE_PREFIXES = ("/tasklist", "/delivery")
 """Prefixes sent to the agent as messages: it routes them to its workflows."""
@@ -69,59 +67,10 @@ class UsageError(ValueError):
     """An input line or review answer the CLI cannot use; shown as `error: ...`."""
 
 
-class ChatBackend(Protocol):
-    """The part of `ChatAgent` the terminal chat uses (see `ChatAgent` for each method)."""
-
-    def astream(
-        self,
-        message: str,
-        *,
-        session_id: str,
-        conversation_id: str | None = None,
-        create_conversation: bool = False,
-    ) -> AsyncGenerator[ClientEvent, None]: ...
-
-    def astream_resume(
-        self, decision: dict[str, Any], *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[ClientEvent, None]: ...
-
-    def astream_recover(
-        self, *, session_id: str, conversation_id: str
-    ) -> AsyncGenerator[ClientEvent, None]: ...
-
-    def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
-
-    def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None: ...
-
-    def conversations(self, *, session_id: str) -> dict[str, Any]: ...
-
-    def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]: ...
-
-    def memories(self, *, session_id: str, include_history: bool = False) -> dict[str, Any]: ...
-
-    def remember(self, text: str, *, session_id: str) -> dict[str, Any]: ...
-
-    def forget(self, memory_id: str, *, session_id: str) -> None: ...
-
-    def search_conversations(
-        self, query: str, *, session_id: str, limit: int = 10
-    ) -> list[dict[str, Any]]: ...
-
-    def export(self, *, session_id: str) -> dict[str, Any]: ...
-
-    def import_(self, document: object, *, session_id: str) -> dict[str, Any]: ...
-
-
 @dataclass(frozen=True)
 class Command:
-    """A parsed input line.
-
-    Attributes:
-        name: `message` for text to send, else the slash command without its slash.
-        text: the message to send, the text of `/remember`, the words of `/search`, the
-            file of `/export` and `/import`, `history` for `/memories history`.
-        number: the conversation number of `/switch`, the item number of `/forget`.
-    """
+    """A parsed input line: `name` is `message` or the command without its slash, `text`
+    its text (a message, words, a file, `history`), `number` that of `/switch`, `/forget`."""
 
     name: str
     text: str = ""
@@ -193,15 +142,8 @@ def _task_list(text: str) -> list[Any]:
 
 
 def parse_decision(line: str, actions: Sequence[str]) -> dict[str, Any]:
-    """Parse a review answer such as `approve`, `reject too risky` or `edit [...]`.
-
-    Args:
-        line: what the person typed.
-        actions: the actions the review allows (empty: any).
-
-    Raises:
-        UsageError: an action the review does not allow, or missing or bad text.
-    """
+    """Parse a review answer such as `approve`, `reject too risky` or `edit [...]` among
+    the review's `actions` (empty: any); `UsageError` for another action or bad text."""
     action, _, rest = line.strip().partition(" ")
     action, rest = action.lower(), rest.strip()
     if not action or (actions and action not in actions):

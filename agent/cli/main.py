@@ -46,12 +46,8 @@ def open_session(
     read_line: Reader,
     markdown: bool = False,
 ) -> ChatSession:
-    """A chat on `conversation_id`, else the session's selected conversation, else a new one.
-
-    Raises:
-        InvalidRequest: a malformed session or conversation id.
-        ConversationNotFound: `conversation_id` is not one of the session's conversations.
-    """
+    """A chat on `conversation_id`, else the session's selected conversation, else a new
+    one (`InvalidRequest` for a malformed id, `ConversationNotFound` for another's)."""
     registry = agent.conversations(session_id=session_id)  # validates the session id
     titles = {entry["id"]: entry["title"] for entry in registry["conversations"]}
     if conversation_id is not None:
@@ -150,13 +146,9 @@ def port_free(host: str, port: int) -> bool:
 
 
 def run_dev(host: str, port: int) -> int:
-    """`langgraph dev` on `host:port`, in this process, after checking the port is free.
-
-    `langgraph dev` would silently move to a random port; its file watcher (it reloads
-    on `*.py` changes) would log every write of the server's own data files, so its
-    logger is kept to warnings. No proxy's `X-Forwarded-For` is taken unless
-    `FORWARDED_ALLOW_IPS` names it.
-    """
+    """`langgraph dev` on `host:port`, in this process, once the port is free (it would
+    silently move to a random one); its file watcher, which would log every write of the
+    server's data files, kept to warnings."""
     if not port_free(host, port):
         return _fail(PORT_BUSY.format(host=host, port=port, next=port + 1))
     from langgraph_cli.cli import cli  # the dev tools are a development dependency

@@ -1,8 +1,5 @@
-"""Answers as Markdown in a terminal: rendered with `rich` as they stream in.
-
-Used only when the chat's output is a terminal; piped output gets the text as it is
-(`TurnPrinter` without a `MarkdownView`), so a transcript stays plain.
-"""
+"""Answers as Markdown in a terminal, rendered with `rich` as they stream in (piped
+output stays plain text, a transcript)."""
 
 from __future__ import annotations
 
@@ -14,11 +11,8 @@ from rich.markdown import Markdown
 
 
 class MarkdownView:
-    """Shows an answer as Markdown, re-rendered as its tokens arrive.
-
-    A line printed in between (a status, a memory note) closes the rendering so far; text
-    that streams after it starts a new block.
-    """
+    """Shows an answer as Markdown, re-rendered as its tokens arrive; a line printed in
+    between closes the rendering so far, and later text starts a new block."""
 
     def __init__(self, out: TextIO, *, width: int | None = None, force: bool = False) -> None:
         """Render to `out` (a terminal; `force` for one that does not say so, in tests)."""

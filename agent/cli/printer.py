@@ -150,12 +150,8 @@ def tasklist_line(event: StatusEvent) -> str | None:
 
 
 def status_line(event: StatusEvent) -> str | None:
-    """A `status` event as a bracketed line, or None when not worth one.
-
-    `[route: chat]`, `[tool: calculator]`, delivery progress in words, task-list
-    progress such as `[tasklist: execute in_progress 1/3 — Write the tests]`, else
-    `[stage: key=value, …]`.
-    """
+    """A `status` event as a bracketed line (`[route: chat]`, `[tool: calculator]`, a
+    workflow's progress in words), or None when not worth one."""
     stage = event.get("stage") or "status"
     if stage == "route":
         return f"[route: {event.get('route')}]"
@@ -165,27 +161,15 @@ def status_line(event: StatusEvent) -> str | None:
         return delivery_line(event)
     if stage == "tasklist":
         return tasklist_line(event)
-    shown = {"event", "stage", "step", "status", "index", "total", "title", "taskId"}
-    words = [str(event[key]) for key in ("step", "status") if event.get(key) is not None]
-    if event.get("index") is not None and event.get("total") is not None:
-        words.append(f"{event['index']}/{event['total']}")
-    if event.get("title"):
-        words.append(f"— {one_line(event['title'], 80)}")
-    fields = [f"{k}={one_line(v, 80)}" for k, v in event.items() if k not in shown]
-    detail = ", ".join(part for part in (" ".join(words), ", ".join(fields)) if part)
-    return f"[{stage}: {detail}]" if detail else f"[{stage}]"
+    # the graph sends no other stage: a newer server's is named with its step and status
+    words = " ".join(str(event[key]) for key in ("step", "status") if event.get(key) is not None)
+    return f"[{stage}: {words}]" if words else f"[{stage}]"
 
 
 @dataclass
 class TurnOutcome:
-    """What a streamed turn left behind.
-
-    Attributes:
-        conversation_id: the conversation it ran in (set by the `conversation` event).
-        result: the `done` event's result (camelCase `TurnResult`), if it finished.
-        interrupt: the pending review payload, if the turn stopped for one.
-        error: the message of an `error` event, if the turn failed.
-    """
+    """What a streamed turn left: its conversation, the `done` result, a review payload it
+    stopped for, an `error` event's message."""
 
     conversation_id: str | None = None
     result: TurnResultDTO | None = None
@@ -195,11 +179,8 @@ class TurnOutcome:
 
 class TurnPrinter:
     """Prints a turn's events as they arrive: tokens inline, status on their own lines.
-
-    The route line waits until the turn shows something else, so a chat turn that
-    escalates to a tool prints `[route: tool]`, not the route it left. Memory lines that
-    come before any answer text (workflows answer in one piece, at the end) wait for it.
-    """
+    The route line waits for the turn's next output (a chat turn escalating to a tool
+    shows `[route: tool]`); memory lines before any answer text wait for it."""
 
     def __init__(
         self,

@@ -8,11 +8,10 @@ import functools
 import logging
 import sys
 from collections.abc import AsyncGenerator, Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli.commands import (
     HELP,
-    ChatBackend,
     Command,
     UsageError,
     parse_command,
@@ -33,6 +32,9 @@ from agent.cli.transfer import export_to, import_from
 from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
+
+if TYPE_CHECKING:  # the terminal chat takes anything with its methods
+    from agent.service import ChatAgent
 
 logger = logging.getLogger("agent.cli")
 
@@ -83,21 +85,12 @@ def echo_reader(source: TextIO, out: TextIO) -> Reader:
 
 
 class ChatSession:
-    """An interactive chat in one session: reads lines, runs turns, prints what happens.
-
-    Args:
-        agent: the chat agent (anything with its streaming and registry methods).
-        session_id: the session whose conversations this chat sees.
-        conversation_id: the conversation to continue; None starts a new one.
-        read_line: reads the next line after a prompt.
-        out: where answers, status lines and views go (default: stdout).
-        err: where `error: ...` lines go (default: stderr).
-        markdown: render answers as Markdown (for a terminal; default: plain text).
-    """
+    """An interactive chat in one session: reads lines, runs turns, prints what happens
+    (to `out`, errors to `err`; answers as Markdown with `markdown`, for a terminal)."""
 
     def __init__(
         self,
-        agent: ChatBackend,
+        agent: ChatAgent,
         *,
         session_id: str,
         conversation_id: str | None = None,
@@ -212,16 +205,10 @@ class ChatSession:
             self._error(UNEXPECTED)
 
     def _stream(
-        self,
-        start: Callable[[], AsyncGenerator[ClientEvent, None]],
-        route: str | None = None,
+        self, start: Callable[[], AsyncGenerator[ClientEvent, None]], route: str | None = None
     ) -> TurnOutcome:
-        """Run a turn, printing its events; Ctrl-C cancels it (a cancelled turn writes nothing).
-
-        Args:
-            start: opens the turn's event stream.
-            route: the route already shown for this turn (when resuming it).
-        """
+        """Run the turn `start` opens, printing its events (`route`: already shown, on a
+        resume); Ctrl-C cancels it (a cancelled turn writes nothing)."""
         self._settle()
         printer = TurnPrinter(self.out, self.err, route=route, markdown=self._markdown)
         try:
@@ -278,24 +265,24 @@ class ChatSession:
         if pending and outcome.result is not None and pending[0] == outcome.conversation_id:
             self._pending = None  # the paused run gave way to this turn
             self._say(REVIEW_DROPPED)
-        if outcome.interrupt is not None and outcome.conversation_id:
+        if outcome.conversation_id:
+            self._review_paused(outcome.conversation_id, outcome)
+
+    def _review_paused(self, conversation_id: str, outcome: TurnOutcome) -> None:
+        """Answer the review a turn paused for, if it did."""
+        if outcome.interrupt is not None:
             route = outcome.result["route"] if outcome.result else None
-            self._pending = (outcome.conversation_id, outcome.interrupt, route)
+            self._pending = (conversation_id, outcome.interrupt, route)
             self._answer_review()
 
     def _recover(self, _: Command) -> None:
         conversation_id = self.conversation_id
         if conversation_id is None:
             raise UsageError("there is nothing to recover in a new conversation")
-        outcome = self._stream(
-            lambda: self.agent.astream_recover(
-                session_id=self.session_id, conversation_id=conversation_id
-            )
+        recover = functools.partial(
+            self.agent.astream_recover, session_id=self.session_id, conversation_id=conversation_id
         )
-        if outcome.interrupt is not None:
-            route = outcome.result["route"] if outcome.result else None
-            self._pending = (conversation_id, outcome.interrupt, route)
-            self._answer_review()
+        self._review_paused(conversation_id, self._stream(recover))
 
     def _review(self, _: Command) -> None:
         if self._pending is None or self._pending[0] != self.conversation_id:

@@ -5,22 +5,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.cli.commands import ChatBackend, UsageError
+from agent.cli.commands import UsageError
 from memory.files import PRIVATE_FILE_MODE
 from memory.limits import MAX_EXPORT_BYTES
+
+if TYPE_CHECKING:
+    from agent.service import ChatAgent
 
 CANNOT = "cannot {verb} {path}: {why}"
 
 
-def export_to(agent: ChatBackend, session_id: str, path: str) -> str:
-    """Write the session's export document to `path` (readable by this user only, as
-    the agent's own files are); returns the line that says so.
-
-    Raises:
-        UsageError: the file cannot be written.
-    """
+def export_to(agent: ChatAgent, session_id: str, path: str) -> str:
+    """Write the session's export document to `path`, readable by this user only, as the
+    agent's files are; the line that says so (`UsageError`: it cannot be written)."""
     document = json.dumps(agent.export(session_id=session_id), ensure_ascii=False)
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
@@ -33,14 +32,9 @@ def export_to(agent: ChatBackend, session_id: str, path: str) -> str:
     return f"exported this session to {path}"
 
 
-def import_from(agent: ChatBackend, session_id: str, path: str) -> str:
-    """Import the export document in `path` into the session; returns what it did, one
-    line per part of the document.
-
-    Raises:
-        UsageError: the file cannot be read.
-        InvalidRequest: the document was refused (nothing was written).
-    """
+def import_from(agent: ChatAgent, session_id: str, path: str) -> str:
+    """Import the export document in `path`: what it did, a line per part (`UsageError`:
+    unreadable; `InvalidRequest`: refused, nothing written)."""
     try:
         with Path(path).expanduser().open("rb") as source:
             document = source.read(MAX_EXPORT_BYTES + 1)  # past the limit: refused whole

@@ -22,12 +22,7 @@ from langchain_core.messages.tool import tool_call
 
 from agent.search_tool import IN_VIEW
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
-from memory.context import (
-    LONG_TERM_BLOCK_ID,
-    PINNED_BLOCK_ID,
-    RECALL_BLOCK_ID,
-    SUMMARY_BLOCK_ID,
-)
+from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, RECALL_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, RECALL_BLOCK, SUMMARY_BLOCK
 from memory.text import clamp
 
@@ -119,18 +114,11 @@ def _recalled_lines(body: str) -> list[str]:
     return lines
 
 
-@dataclass(frozen=True)
+@dataclass
 class ContextView:
-    """What the offline model reads from a context (`memory.context.ContextParts.messages`).
-
-    Attributes:
-        long_term: the user's recalled long-term items, as `[kind] text` lines.
-        earlier: lines recalled from earlier conversations, as the context shows them.
-        pins: pinned decisions, in their numbered order.
-        summary: the summary block's text ("" when absent).
-        history: earlier user/assistant messages, oldest first.
-        latest: the latest user message, or None when the list does not end with one.
-    """
+    """What the offline model reads from a context: long-term items (`[kind] text`), lines
+    recalled from earlier conversations, pins, the summary, earlier messages (oldest
+    first) and the latest user message (None when the list does not end with one)."""
 
     long_term: list[str] = field(default_factory=list)
     earlier: list[str] = field(default_factory=list)
@@ -173,41 +161,28 @@ def _template_body(content: str, template: str, placeholder: str) -> str:
 def read_context(messages: Sequence[BaseMessage]) -> ContextView:
     """Split a context into long-term items, pinned decisions, summary, earlier messages
     and latest input."""
-    long_term: list[str] = []
-    earlier: list[str] = []
-    pins: list[str] = []
-    summary = ""
-    history: list[BaseMessage] = []
+    view = ContextView()
     for message in messages:
         if isinstance(message, SystemMessage):
             if message.id == LONG_TERM_BLOCK_ID:
                 body = _template_body(message.text, LONG_TERM_BLOCK, "items")
-                long_term = [line.removeprefix("- ").strip() for line in body.splitlines()]
-                long_term = [item for item in long_term if item]
+                items = (line.removeprefix("- ").strip() for line in body.splitlines())
+                view.long_term = [item for item in items if item]
             elif message.id == RECALL_BLOCK_ID:
-                body = _template_body(message.text, RECALL_BLOCK, "lines")
-                earlier = _recalled_lines(body)
+                view.earlier = _recalled_lines(_template_body(message.text, RECALL_BLOCK, "lines"))
             elif message.id == PINNED_BLOCK_ID:
                 body = _template_body(message.text, PINNED_BLOCK, "pins")
-                pins = [re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines()]
-                pins = [pin for pin in pins if pin]
+                pins = (re.sub(r"^\d+\.\s*", "", line).strip() for line in body.splitlines())
+                view.pins = [pin for pin in pins if pin]
             elif message.id == SUMMARY_BLOCK_ID:
-                summary = _template_body(message.text, SUMMARY_BLOCK, "summary")
+                view.summary = _template_body(message.text, SUMMARY_BLOCK, "summary")
         elif isinstance(message, HumanMessage | AIMessage) and message.text.strip():
-            history.append(message)
-    latest: str | None = None
+            view.history.append(message)
     if messages and isinstance(messages[-1], HumanMessage):
-        latest = messages[-1].text
-        if history and history[-1] is messages[-1]:
-            history.pop()
-    return ContextView(
-        long_term=long_term,
-        earlier=earlier,
-        pins=pins,
-        summary=summary,
-        history=history,
-        latest=latest,
-    )
+        view.latest = messages[-1].text
+        if view.history and view.history[-1] is messages[-1]:
+            view.history.pop()
+    return view
 
 
 def plain_answer(messages: Sequence[BaseMessage]) -> str:
@@ -271,11 +246,6 @@ def arithmetic_expressions(text: str) -> list[str]:
     return found[:MAX_CALCULATIONS]
 
 
-def asks_for_time(text: str) -> bool:
-    """Whether the message asks for the current time or today's date."""
-    return bool(_TIME_REQUEST.search(text))
-
-
 def requested_timezone(text: str) -> str | None:
     """An IANA zone named in the message ("Europe/Paris"), if it is a known one."""
     for match in _IANA_ZONE.finditer(text):
@@ -293,27 +263,19 @@ def tool_call_id(name: str, args: dict[str, Any], request: str, position: int) -
     return "call_" + hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-def asks_about_the_past(text: str) -> bool:
-    """Whether the message asks what was said in earlier conversations."""
-    return bool(_ASKS_ABOUT_THE_PAST.search(text))
-
-
 def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]) -> list[ToolCall]:
-    """The tool calls the latest user message asks for, among the bound `tool_names`.
-
-    Only a conversation that ends with a user message can ask; a request for a tool
-    that is not bound is answered in text instead.
-    """
+    """The tool calls the latest user message (if last) asks for, among the bound
+    `tool_names`; a request for a tool not bound is answered in text."""
     if not messages or not isinstance(messages[-1], HumanMessage):
         return []
     text = messages[-1].text
     planned: list[tuple[str, dict[str, Any]]] = []
     if CALCULATOR in tool_names:
         planned.extend((CALCULATOR, {"expression": expr}) for expr in arithmetic_expressions(text))
-    if CURRENT_TIME in tool_names and asks_for_time(text):
+    if CURRENT_TIME in tool_names and _TIME_REQUEST.search(text):
         zone = requested_timezone(text)
         planned.append((CURRENT_TIME, {"timezone": zone} if zone else {}))
-    if SEARCH_CONVERSATIONS in tool_names and asks_about_the_past(text):
+    if SEARCH_CONVERSATIONS in tool_names and _ASKS_ABOUT_THE_PAST.search(text):
         planned.append((SEARCH_CONVERSATIONS, {"query": clamp(text, 500)}))
     request = f"{len(messages)}:{text}"
     return [

@@ -1,13 +1,9 @@
-"""The offline model's compaction: the folded messages as quoted summary lines.
-
-Nothing here judges meaning. It reads the `CompactionInput` document of
-`memory.compaction.compaction_prompt` and answers with a `CompactionOutput`: the old
-summary's lines, then one line per folded message (the speaker's own words, quoted as
-the local fallback quotes them, so no text reads as another speaker's line); its own
-echoing answers add nothing, and a line said again replaces its older copy. Past the
-limit the oldest line that holds no name, number or date (by form,
-`memory.compaction_checks.values`) goes first, then the oldest. It proposes no pins
-or open questions: offline, episodic recall carries the rest.
+"""The offline model's compaction, judging no meaning: the old summary's lines, then one
+line per folded message in the speaker's own words, quoted as the local fallback quotes
+them (no text reads as another speaker's); its own echoes add nothing, a line said again
+replaces its older copy, and past the limit the oldest line without a name, number or date
+(`memory.compaction_checks.values`) goes first. No pins or open questions: offline,
+episodic recall carries the rest.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""The offline model's delivery handlers: deterministic plans, task results, verdicts, reports.
-
-One structured-output handler per delivery schema (graphs/delivery/schemas.py), listed
-in `agent.offline.DEFAULT_HANDLERS`, so the whole delivery chain runs without a key.
-Each handler reads the tagged stage input written by graphs/delivery/graph.py
-(`<request>`, `<plan>`, `<results>`, …) and answers the same way for the same input.
-
-Rules:
-- plan: one task per clause of the request (split at `;`, `,`, new lines and "then"),
-  then a final check task; the graph caps the tasks at its `max_tasks`.
-- task result: a placeholder outcome that says it is offline, quoting any tool results
-  of the task's tool loop (e.g. the calculator's), marked done.
-- verdicts: quality fails a task that is not done; scope boundary passes; **risk fails,
-  with a blocking issue, when the request mentions "production database" or "no tests"**
-  (case-insensitive): the deterministic path to a `blocked` delivery.
-- report: an offline summary with counts, the plan's deliverables and risks; it never
-  copies task outcomes or reviewer notes.
+"""The offline model's delivery handlers, one per schema, reading the tagged stage inputs
+(`<request>`, `<plan>`, `<results>`, …), so the whole chain runs without a model:
+- plan: a task per clause of the request (`;`, `,`, lines, "then"), then a check task;
+- task result: done, saying it is offline, quoting the task's tool results;
+- verdicts: quality fails a task not done, scope passes, and risk blocks when the request
+  names "production database" or "no tests": the deterministic way to a `blocked` run;
+- report: counts, deliverables and risks; never task outcomes or reviewer notes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """`LocalChatModel`: the base of every chat model answered in-process, offline or scripted.
 
-A subclass says what to answer (`respond`, given the `ModelCall` it received); this base
-serves that answer every way LangChain asks for one (invoke, stream, sync and async),
-streams it in pieces, paces it when the subclass asks, and records what it was sent
-when `record` is set. The offline model is one; the scripted models of the tests and
-the benchmarks are the others, so none of them repeats `_generate`/`_stream`.
+A subclass says what to answer (`respond`); this base serves it every way LangChain asks
+(invoke, stream, sync, async), in pieces, paced when asked, recorded when `record` is set,
+so neither the offline model nor a test's or benchmark's scripted one repeats `_generate`.
 """
 
 from __future__ import annotations

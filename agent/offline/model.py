@@ -1,20 +1,18 @@
-"""`OfflineChatModel`: a deterministic chat model that serves when no API key is set.
-
-It is a real chat model (a `LocalChatModel`, which serves and streams what `respond`
-answers): it calls the built-in tools when a message clearly asks for them, answers
-from tool results (agent/offline/chat.py), and produces structured output with the
-deterministic handler its `structured_handlers` table holds for the schema (by
-default `DEFAULT_HANDLERS`: compaction, task list, delivery).
-"""
+"""`OfflineChatModel`, the deterministic chat model that serves when no model is set, and
+`DEFAULT_HANDLERS`, every structured output it produces by schema (compaction, extraction,
+the task list's four stages and the delivery's four); a model built with
+`structured_handlers={**DEFAULT_HANDLERS, ...}` answers from its own table."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.tool import tool_call
 from langchain_core.output_parsers.openai_tools import PydanticToolsParser
 from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
@@ -22,6 +20,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, field_validator
 
+from agent.offline import delivery, tasklist
 from agent.offline.chat import (
     ends_with_tool_results,
     plain_answer,
@@ -29,9 +28,56 @@ from agent.offline.chat import (
     tool_call_id,
     tool_results_answer,
 )
-from agent.offline.handlers import DEFAULT_HANDLERS, StructuredHandler
+from agent.offline.compaction import compaction_output
 from agent.offline.local import LocalChatModel, ModelCall
-from agent.offline.summaries import summary_answer, summary_request
+from graphs.delivery import DeliveryPlan, DeliveryReport, DeliveryTaskResult, ReviewVerdict
+from graphs.tasklist import SelfCheck, TasklistSummary, TasklistTaskResult, TaskPlan
+from memory.compaction import CompactionOutput
+from memory.longterm import ExtractionOutput
+
+NOT_AN_EXTRACTION_INPUT = (
+    "the offline extraction handler needs the JSON document of "
+    "memory.longterm.extraction.extraction_prompt as the last user message"
+)
+
+
+def extraction_output(messages: Sequence[BaseMessage]) -> ExtractionOutput:
+    """No operations: the offline model judges no meaning, so with it long-term items come
+    from the explicit requests `memory.longterm.extraction` reads by code beside any model's
+    (`AGENT_LONG_TERM_MEMORY=model` offline does what `explicit` does).
+
+    Raises:
+        ValueError: the input is not an extraction document.
+    """
+    human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+    try:
+        document = json.loads(str(human.content)) if human is not None else {}
+        if not isinstance(document["turns"], list):
+            raise TypeError("turns")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(NOT_AN_EXTRACTION_INPUT) from exc
+    return ExtractionOutput(operations=[])
+
+
+StructuredHandler = Callable[[Sequence[BaseMessage]], BaseModel]
+"""Builds an instance of its schema from the input messages, deterministically."""
+
+DEFAULT_HANDLERS: Mapping[type[BaseModel], StructuredHandler] = MappingProxyType(
+    {
+        CompactionOutput: compaction_output,
+        ExtractionOutput: extraction_output,
+        TaskPlan: tasklist.offline_plan,
+        TasklistTaskResult: tasklist.offline_result,
+        SelfCheck: tasklist.offline_check,
+        TasklistSummary: tasklist.offline_summary,
+        DeliveryPlan: delivery.offline_plan,
+        DeliveryTaskResult: delivery.offline_task_result,
+        ReviewVerdict: delivery.offline_verdict,
+        DeliveryReport: delivery.offline_report,
+    }
+)
+"""Schema class → handler; read-only, so no code can add to it behind a caller's back."""
+
 
 OFFLINE_MODEL_NAME = "offline-deterministic"
 STRUCTURED_OUTPUT_KWARG = "offline_structured_output"
@@ -68,15 +114,10 @@ def _cut_at_stop(text: str, stop: list[str] | None) -> str:
 
 
 class OfflineChatModel(LocalChatModel):
-    """A deterministic chat model for machines without an API key or a network.
-
-    It says plainly that it is offline, echoes the latest user message and reports
-    what the memory context holds (pinned decisions, summary, earlier messages). With
-    tools bound, it calls `calculator` for arithmetic and `current_time` for the time
-    or date when the latest user message clearly asks, then states the results.
-    `with_structured_output` answers with the handler `structured_handlers` holds for
-    the schema. Same input, same output.
-    """
+    """A deterministic chat model for machines without a model or a network: it says it is
+    offline and shows what the memory context holds; with tools bound it calls them when
+    the latest message clearly asks (agent/offline/chat.py); structured output comes from
+    the schema's handler in `structured_handlers`. Same input, same output."""
 
     model_name: str = OFFLINE_MODEL_NAME
     structured_handlers: Mapping[type[BaseModel], StructuredHandler] = Field(
@@ -111,14 +152,8 @@ class OfflineChatModel(LocalChatModel):
         tool_choice: str | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """The model with `tools` bound in OpenAI tool format.
-
-        Args:
-            tools: tools, functions, pydantic classes or OpenAI tool dicts.
-            tool_choice: "none" disables calls; a tool name restricts calls to that tool.
-                Calls are still made only when the message asks for one.
-            **kwargs: further call parameters to bind.
-        """
+        """The model with `tools` bound in OpenAI tool format; `tool_choice` "none" disables
+        calls, a tool's name restricts them to it (still made only when a message asks)."""
         formatted = [convert_to_openai_tool(tool) for tool in tools]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
@@ -132,19 +167,9 @@ class OfflineChatModel(LocalChatModel):
         include_raw: bool = False,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
-        """A runnable that answers with an instance of `schema`, built by its handler.
-
-        Args:
-            schema: a pydantic class with a handler in `structured_handlers`.
-            method: accepted for interface parity ("json_schema", "function_calling",
-                "json_mode"); the offline model answers the same way for all.
-            include_raw: return {"raw", "parsed", "parsing_error"} instead of the instance.
-            **kwargs: ignored, as other chat models ignore unknown options here.
-
-        Raises:
-            NotImplementedError: `structured_handlers` has no handler for `schema`.
-            ValueError: `method` is not a known structured-output method.
-        """
+        """A runnable answering with an instance of `schema`, built by its handler; `method`
+        is checked, then answered alike; `include_raw` as other chat models; other options
+        ignored. Raises `NotImplementedError` for a schema without a handler."""
         if method is not None and method not in STRUCTURED_OUTPUT_METHODS:
             raise ValueError(
                 UNKNOWN_METHOD.format(method=method, methods=sorted(STRUCTURED_OUTPUT_METHODS))
@@ -185,10 +210,7 @@ class OfflineChatModel(LocalChatModel):
             call_id = tool_call_id(schema.__name__, args, structured, 0)
             answer = tool_call(name=schema.__name__, args=args, id=call_id)
             return AIMessage(content="", tool_calls=[answer], response_metadata=meta)
-        history = summary_request(messages)
-        if history is not None:
-            text = summary_answer(history)
-        elif ends_with_tool_results(messages):
+        if ends_with_tool_results(messages):
             text = tool_results_answer(messages)
         else:
             names = _bound_tool_names(kwargs.get("tools"), kwargs.get("tool_choice"))

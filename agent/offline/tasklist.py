@@ -1,22 +1,12 @@
-"""The offline model's task lists: deterministic plans, results, self-checks and summaries.
-
-The handlers of the task-list subgraph's structured outputs (graphs/tasklist/schemas.py),
-listed in `agent.offline.DEFAULT_HANDLERS`. Each reads the tagged request the subgraph
-sends (`<goal>`, `<feedback>`, `<task>`, `<issues>`, `<results>`, `<run>`), so the
-whole flow runs without a key. The rules:
-
-- plan: one task per sentence of the goal; with fewer than three sentences, one per
-  clause (split at commas and "then"); padded to three with a check and a write-up
-  task, and past seven the rest is folded into the seventh task. Reviewer feedback
-  adds a task that addresses it (replacing the seventh when the plan is full);
-- execute: every task completes with a plain note that nothing was run;
-- self-check: a task whose title asks to verify something (`verify`, `verified`,
-  `verification`, `验证`) is a blocking issue, since the offline model cannot verify
-  anything; the check passes otherwise. So a goal containing "verify" goes through
-  the revision review and, whichever way it is answered, ends `blocked`;
-- summary: what was done (completed tasks without a blocking issue), what remains
-  (blocking issues), and what needs a manual check (other issues, and the offline
-  results themselves).
+"""The offline model's task-list handlers, one per schema, reading the tagged requests
+(`<goal>`, `<feedback>`, `<task>`, `<issues>`, `<results>`, `<run>`):
+- plan: a task per sentence of the goal (per clause under three), padded to three with a
+  check and a write-up, past seven folded into the seventh; feedback adds a task for it;
+- execute: every task completes, noting that nothing was run;
+- self-check: a task asking to verify (`verify`, `验证`, …) is a blocking issue, as the
+  offline model verifies nothing: such a goal goes through the revision review and ends
+  `blocked`;
+- summary: what was done, what remains (blocking issues), what to check by hand.
 """
 
 from __future__ import annotations

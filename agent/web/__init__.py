@@ -52,15 +52,12 @@ SECURITY_HEADERS = {
 }
 
 ASSETS = {
-    path.name: path
-    for path in sorted(WEB_DIR.iterdir())
+    path.relative_to(WEB_DIR).as_posix(): path
+    for path in sorted([*WEB_DIR.iterdir(), *(WEB_DIR / "vendor").glob("*.js")])
     if path.suffix in MEDIA_TYPES and path.name != INDEX
 }
-"""The page's assets by file name, read once at import (the package does not change)."""
-
-VENDOR_DIR = WEB_DIR / "vendor"
-VENDORED = {path.name: path for path in sorted(VENDOR_DIR.glob("*.js"))}
-"""The Markdown renderer and sanitiser the page imports (`vendor/README.md` says which)."""
+"""The page's assets by path under `/web/` (the vendored Markdown renderer and sanitiser
+under `vendor/`, which `vendor/README.md` names), read once at import."""
 
 router = APIRouter(include_in_schema=False)
 
@@ -75,19 +72,10 @@ def page() -> FileResponse:
     return _file(WEB_DIR / INDEX)
 
 
-@router.api_route("/web/{name}", methods=["GET", "HEAD"])
+@router.api_route("/web/{name:path}", methods=["GET", "HEAD"])
 def asset(name: str) -> FileResponse:
-    """One of the page's modules, its style sheet or its icon."""
+    """One of the page's modules, its style sheet, its icon or a vendored module."""
     path = ASSETS.get(name)
-    if path is None:
-        raise HTTPException(status_code=404)
-    return _file(path)
-
-
-@router.api_route("/web/vendor/{name}", methods=["GET", "HEAD"])
-def vendored(name: str) -> FileResponse:
-    """One of the vendored modules (the Markdown renderer, the sanitiser)."""
-    path = VENDORED.get(name)
     if path is None:
         raise HTTPException(status_code=404)
     return _file(path)

@@ -1,8 +1,4 @@
-"""The delivery workflow: its builder and what other packages use of it.
-
-`graph` builds the subgraph, `stages` holds its stage plumbing, `state` its run state,
-`prompts` its prompts and texts, `schemas` the structured outputs its stages answer with.
-"""
+"""The delivery workflow: its builder and what other packages use of it."""
 
 from graphs.delivery.graph import build_delivery_graph
 from graphs.delivery.schemas import (

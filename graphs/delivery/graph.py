@@ -1,19 +1,12 @@
-"""The delivery subgraph: load the request, plan, run a sub-agent per task, review, report.
+"""The delivery subgraph: `load_request → plan_delivery → execute_tasks (once per task)
+→ review_quality, review_risk, review_boundary (in parallel) → synthesize_report`.
 
-`START → load_request → plan_delivery → execute_tasks (once per task) → review_quality,
-review_risk, review_boundary (in parallel) → synthesize_report → END`. A thin request, a
-planner that cannot
-act, or a failed stage ends the run early. Each task is a step of its own, keyed by
-its number: with a checkpoint after every step, a run stopped by a crash resumes at
-the first unfinished task, and finished tasks (and finished reviewers, whose writes
-LangGraph keeps) are never run again. Everything the stages produce (the plan, task
-artifacts, reviewer verdicts, failures) lives in this subgraph's state in the run
-thread; `output_schema=WorkflowOutput` lets only the report text and the status out,
-so nothing else can reach chat memory (finalize writes `completed` and `blocked` runs).
-The conversation's summary and pins, the run's background, stay out of its checkpoints:
-the run reads them itself (`Background`), keeps them in an untracked channel that the
-reviewers read from the shared state (not from a `Send`), and reads them again after a
-crash.
+A thin request, a planner that cannot act or a failed stage ends the run early. Each
+task is a step keyed by its number, so a crashed run resumes at the first unfinished
+task and finished tasks and reviewers are never run again. What the stages produce stays
+in the run thread: only the report text and status leave (`WorkflowOutput`). The
+conversation's summary and pins are read by the run itself (`Background`), kept in an
+untracked channel the reviewers read (not a `Send`), never checkpointed.
 """
 
 from __future__ import annotations
@@ -34,12 +27,7 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
 from graphs.delivery import prompts as texts
-from graphs.delivery.schemas import (
-    DeliveryPlan,
-    DeliveryReport,
-    DeliveryTaskResult,
-    ReviewVerdict,
-)
+from graphs.delivery.schemas import DeliveryPlan, DeliveryReport, DeliveryTaskResult, ReviewVerdict
 from graphs.delivery.stages import (
     REVIEWERS,
     as_json,
@@ -51,13 +39,7 @@ from graphs.delivery.stages import (
     request_words,
     stage,
 )
-from graphs.delivery.state import (
-    DeliveryState,
-    PlanRecord,
-    ReviewAssignment,
-    TaskArtifact,
-    Verdict,
-)
+from graphs.delivery.state import DeliveryState, PlanRecord, ReviewAssignment, TaskArtifact, Verdict
 from graphs.routing import STOP
 from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
@@ -133,11 +115,8 @@ async def work_with_tools(sub_agent: TaskAgent, work: str) -> list[AnyMessage]:
 
 
 class DeliverySteps:
-    """The delivery's nodes, bound to one chat model, the task
-    sub-agent built on the tools, and the run's limits.
-
-    Every node is a stage: a failure or a timeout ends the run `failed` with a clear text.
-    """
+    """The delivery's nodes, bound to one model, the task sub-agent and the run's limits;
+    each is a stage: a failure or a timeout ends the run `failed` with a clear text."""
 
     def __init__(
         self,
@@ -343,11 +322,10 @@ def build_delivery_graph(
         model: the model of every stage and sub-agent.
         tools: the task sub-agents' tools (the tool subgraph); none: one call per task.
         max_tasks: tasks planned beyond this many are dropped (and named in the report).
-        stage_timeout: seconds allowed for each unit of model work: the plan, each
-            task's sub-agent, each reviewer, the report. A timeout fails the run.
+        stage_timeout: seconds for each unit of model work (the plan, a task's sub-agent,
+            a reviewer, the report); past it the run fails.
         structured_output_method: how structured calls are made (`memory.structured`).
-        background: reads the conversation's summary and pins, the stages' context
-            (None: none, as when the graph runs on its own).
+        background: reads the conversation's summary and pins (None: none).
 
     Raises:
         ValueError: `max_tasks` or `stage_timeout` is not positive.

@@ -1,10 +1,6 @@
-"""The delivery's prompts and texts: what each stage asks, what the user reads.
-
-The system prompts and input templates of graphs/delivery/graph.py, and the texts
-the user reads (the report, failures). What each stage must answer is in
-graphs/delivery/schemas.py. Stage inputs wrap each part in a tag (`<request>`,
-`<plan>`, …) so that a model, and the offline model's handlers
-(agent/offline/delivery.py), can tell the parts apart.
+"""The delivery's prompts and the texts the user reads (the report, failures). Stage
+inputs wrap each part in a tag (`<request>`, `<plan>`, …) so that a model, and the
+offline model's handlers (agent/offline/delivery.py), can tell the parts apart.
 """
 
 # -- stage prompts ----------------------------------------------------------------------

@@ -1,8 +1,5 @@
-"""The delivery's structured outputs: the plan, a task's result, a verdict, the report.
-
-What each stage of graphs/delivery/graph.py must answer, as pydantic models whose
-field descriptions are part of the prompt.
-"""
+"""The delivery's structured outputs: the plan, a task's result, a verdict, the report
+(their field descriptions are part of the prompt)."""
 
 from __future__ import annotations
 

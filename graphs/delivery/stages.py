@@ -108,16 +108,11 @@ StageMethod = TypeVar("StageMethod", bound=Callable[..., Awaitable[dict[str, Any
 def stage(
     *, parallel: bool = False, starts: Callable[[Any], bool] = lambda state: True
 ) -> Callable[[StageMethod], StageMethod]:
-    """Make a steps method a stage node: `started`/`failed` progress and failure handling.
-
-    The stage is named by the method (its label is in `STAGE_LABELS`). A stage that
-    takes several steps (one per task) says `started` on the step that `starts` picks out.
-
-    Any exception (a stage timeout included) is logged and becomes a clear user text;
-    a sequential stage then ends the run `failed`, while a parallel reviewer records
-    the failure for `synthesize_report` (parallel writes to the status would clash).
-    Cancellation is not an exception: it propagates, and the run writes nothing.
-    """
+    """Make a steps method a stage node (named by the method, labelled in `STAGE_LABELS`):
+    `started` progress (on the step `starts` picks, for a stage of several), and any
+    exception (a timeout too) logged as a clear user text that ends a sequential stage's
+    run `failed`; a parallel reviewer records it for `synthesize_report` (parallel status
+    writes would clash). Cancellation propagates, and the run writes nothing."""
 
     def wrap(body: StageMethod) -> StageMethod:
         name = body.__name__

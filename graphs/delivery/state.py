@@ -1,8 +1,5 @@
-"""The delivery run state: the plan, task artifacts and verdicts a delivery keeps.
-
-Plain TypedDicts, so that checkpoints hold JSON-like values only. All of it stays in
-the delivery subgraph's run thread; only `WorkflowOutput` leaves it.
-"""
+"""The delivery run state: the plan, task artifacts and verdicts, as plain TypedDicts
+(checkpoints hold JSON-like values), kept in the run thread."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The task-list workflow: its builder and what other packages use of it.
-
-`graph` builds the subgraph, `prompts` holds its prompts and texts, `schemas` the
-structured outputs its model answers with, `reviews` the human reviews and their checks.
-"""
+"""The task-list workflow: its builder and what other packages use of it."""
 
 from graphs.tasklist.graph import MIN_PLANNED_TASKS, build_tasklist_graph
 from graphs.tasklist.prompts import NONE_TEXT

@@ -1,18 +1,11 @@
-"""The task-list subgraph: plan a goal, review the strategy, execute, self-check, summarise.
+"""The task-list subgraph: `plan_tasks → review_strategy` (approve / edit → execute,
+respond → plan again, reject → end) `→ execute_tasks` (once per queued task)
+`→ check_results` (blocking issues, first time → `review_revision`: accept → summarize,
+revise → those tasks once more) `→ summarize`.
 
-`plan_tasks → review_strategy` (approve / edit → execute, respond → plan again,
-reject → end) `→ execute_tasks` (once per queued task) `→ check_results` (blocking
-issues, first time → `review_revision`: accept → summarize, revise → execute the
-named tasks once more) `→ summarize`.
-
-Each task is a step of its own, keyed by its id: with a checkpoint after every step,
-a run stopped by a crash resumes at the first task still queued, and a finished task
-is never run again.
-
-Both reviews pause with `interrupt()` and do nothing before it, so they are safe to
-re-execute on resume. Only `workflow_text` and `workflow_status` leave the subgraph
-(`output_schema=WorkflowOutput`): the task list, drafts, review payloads and
-decisions stay in the run thread's checkpoints.
+Each task is a step keyed by its id: a crashed run resumes at the first task queued and
+never runs a finished one. The reviews do nothing before `interrupt()`, so re-executing
+them on resume is safe. Only `workflow_text` and `workflow_status` leave the subgraph.
 """
 
 from __future__ import annotations
@@ -207,10 +200,8 @@ async def review_revision(state: TasklistState) -> Command[Literal["execute_task
 
 
 class TasklistSteps:
-    """The model-calling nodes, bound to one chat model.
-
-    A model failure (error or invalid output) ends the run `failed` with a safe text.
-    """
+    """The model-calling nodes, bound to one chat model; a model failure (an error or an
+    invalid output) ends the run `failed` with a safe text."""
 
     def __init__(
         self,
@@ -369,11 +360,9 @@ def build_tasklist_graph(
     """Assemble the task-list subgraph (uncompiled; the agent graph adds it compiled).
 
     Args:
-        model: the chat model for planning, execution, self-check and summary; it must
-            support structured output.
+        model: the chat model of every step; it must support structured output.
         structured_output_method: how structured calls are made (`memory.structured`).
-        background: reads the conversation's summary and pins for the planner (None:
-            none, as when the graph runs on its own).
+        background: reads the conversation's summary and pins for the planner (None: none).
     """
     steps = TasklistSteps(model, structured_output_method, background)
     builder: TasklistGraph = StateGraph(

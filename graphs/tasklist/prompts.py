@@ -1,10 +1,6 @@
-"""The task list's prompts and texts: what it asks its model, what the user reads.
-
-The system prompts and request templates of graphs/tasklist/graph.py, and the texts
-the user reads (summary, rejection, failure, validation messages). The structured
-answers the model must give are in graphs/tasklist/schemas.py. Requests put their
-inputs between simple tags (`<goal>`, `<task>`, `<results>`, `<run>`), structured data
-inside them as JSON; the offline model (agent/offline/tasklist.py) reads the same tags.
+"""The task list's prompts and the texts the user reads (summary, rejection, failure,
+validation). Requests put their inputs between tags (`<goal>`, `<task>`, `<results>`,
+`<run>`), data inside as JSON; the offline model (agent/offline/tasklist.py) reads them.
 """
 
 from __future__ import annotations

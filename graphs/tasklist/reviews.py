@@ -1,9 +1,5 @@
-"""Task-list reviews: the task items, the decisions a reviewer may send, their checks.
-
-Both reviews pause the run with `interrupt()`; `ChatAgent` checks a decision with the
-validators of `REVIEWS` before resuming, and `ask_reviewer` checks again (a resume
-from Studio or the SDK arrives unchecked) and pauses once more on a bad one.
-"""
+"""Task-list reviews: the task items, the decisions a reviewer may send, their checks
+(`REVIEWS`, which `ChatAgent` applies before resuming)."""
 
 from __future__ import annotations
 
@@ -92,10 +88,8 @@ def _invalid_tasks(problem: str) -> InvalidDecision:
 
 
 def validate_tasks(value: object) -> list[dict[str, Any]]:
-    """The edited task list as a review payload shows tasks (pending; ids kept or assigned).
-
-    Validating the result again returns it unchanged: `ChatAgent` validates a decision
-    before resuming and the review node validates what it receives.
+    """The edited task list as a review payload shows tasks (pending; ids kept or assigned),
+    unchanged when validated again (`ChatAgent` does, then the review node).
 
     Raises:
         InvalidDecision: not 1 to `MAX_TASKS` tasks, a malformed task, or a duplicate id.
@@ -122,11 +116,8 @@ def validate_tasks(value: object) -> list[dict[str, Any]]:
 def validate_strategy_decision(
     payload: Mapping[str, Any], decision: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Normalise a strategy-review decision: approve | edit | reject | respond.
-
-    Raises:
-        InvalidDecision: unknown action, unexpected or missing fields, invalid tasks.
-    """
+    """Normalise a strategy-review decision (approve | edit | reject | respond), else
+    `InvalidDecision`."""
     action = _action(decision, STRATEGY_FIELDS, "strategy review")
     if action == "edit":
         return {"action": action, "tasks": validate_tasks(decision.get("tasks"))}
@@ -140,11 +131,7 @@ def validate_strategy_decision(
 def validate_revision_decision(
     payload: Mapping[str, Any], decision: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Normalise a revision-review decision: accept | revise.
-
-    Raises:
-        InvalidDecision: unknown action or unexpected fields.
-    """
+    """Normalise a revision-review decision (accept | revise), else `InvalidDecision`."""
     return {"action": _action(decision, REVISION_FIELDS, "revision review")}
 
 
@@ -155,11 +142,8 @@ REVIEWS: Mapping[str, Validator] = MappingProxyType(
 
 
 def ask_reviewer(payload: dict[str, Any]) -> dict[str, Any]:
-    """Pause for a review and return the validated decision.
-
-    `ChatAgent` validates before resuming; a resume from Studio or the SDK does not, so
-    an invalid decision here pauses again with the same payload plus an `error`.
-    """
+    """Pause for a review and return the validated decision: a resume from Studio or the
+    SDK comes unchecked, so a bad one pauses again, the payload with an `error`."""
     answer = interrupt(payload)
     while True:
         try:

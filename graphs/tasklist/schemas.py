@@ -1,9 +1,6 @@
-"""The task list's structured outputs (plan, task result, self-check, summary) and edited task.
-
-What the task-list model must answer, as pydantic models whose field descriptions are
-part of the prompt, and `EditedTask`, the shape of a task in a reviewer's `edit`
-decision. The limits on a task's fields live here, beside the models they bound.
-"""
+"""The task list's structured outputs (plan, task result, self-check, summary; their
+field descriptions are part of the prompt), `EditedTask` (a task of a reviewer's `edit`),
+and the limits of a task's fields."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from memory.archive.terms import index_terms
 SETUP_LOCK_KEY = -(1 << 62) - 23
 """Transaction advisory lock that serialises the archive's setup across workers."""
 MAX_POSITION = 16_383
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 """The version of the lines' `terms` and `size` (`memory.archive.terms`): lines of another
 version are indexed again on setup (as SQLite's index is rebuilt)."""
 SETUP_SQL = (

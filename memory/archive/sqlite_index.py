@@ -83,7 +83,7 @@ MERGE_INDEX_SQL = "INSERT INTO archive_index (archive_index) VALUES ('optimize')
 """Merges the index into one segment. FTS5 deletes a row's terms by writing a marker in
 a new segment; the terms stay in the older segments, in the file, until a merge of
 those segments drops them: a deletion or rewrite runs this before it commits."""
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 """The version of the index's terms (`index_row`, `memory.archive.terms`): an index of
 another version is rebuilt on open. A contentless index is told a line's terms again to
 delete them, so terms computed another way would leave the old ones behind: change the

@@ -13,8 +13,6 @@ import functools
 import re
 import unicodedata
 
-from memory.longterm.recall import STOP_WORDS
-
 MAX_TERMS = 2_000
 """Terms indexed per line (positions past it are not indexed)."""
 MAX_QUERY_TERMS = 64
@@ -30,7 +28,8 @@ searches for)."""
 
 def _stem(word: str) -> str:
     """A light English stem: "decided", "decides" and "decide" all read "decid";
-    "running" and "run" read "run"; "deployments" and "deploy" read "deploy"."""
+    "running" and "run" read "run"; "deployments" and "deploy" read "deploy"; "lived"
+    and "live" read "liv" (but "note" stays itself: "not" is a stop word)."""
     for suffix in ("ments", "ment"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
@@ -39,9 +38,20 @@ def _stem(word: str) -> str:
             stem = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
             doubled = len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "lsz"
             return stem[:-1] if doubled and suffix in ("ing", "ed") else stem
-    return word[:-1] if word.endswith("e") and len(word) >= 5 else word
+    stem = word[:-1] if word.endswith("e") and len(word) >= 4 else word
+    return word if stem in STOP_WORDS else stem
 
 
+_STOP_WORDS_TEXT = """
+a an the and or but if then so to of in on at by for with from as is are was were be been
+being am i me my mine myself you your yours we our us it its this that these those he she
+they them his her their do does did done have has had having not no nor can could would
+should will shall may might must just also very really too please what which who whom
+whose when where why how all any each some such than there here about into over under
+again further once only own same other more most both few up down out off don ll ve re
+"""
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+"""Words that carry no subject ("don't" reads "don" and "t", "you're" "you" and "re")."""
 _CJK_STOP_TEXT = """
 我们 你们 他们 她们 什么 怎么 为什 时候 当时 聊过 说过 记得 还记 一下 这个 那个 一个 没有
 可以 就是 不是 我的 你的 他的 她的 是不 了吗 的吗 我说 你说 以前 之前 上次 有没 还是 或者
@@ -94,6 +104,14 @@ def query_terms(text: str) -> tuple[str, ...]:
     that carries no subject, at most `MAX_QUERY_TERMS`."""
     kept = dict.fromkeys(term for term, _, stop in _terms(text) if not stop)
     return tuple(kept)[:MAX_QUERY_TERMS]
+
+
+@functools.lru_cache(maxsize=8192)
+def tokens(text: str) -> frozenset[str]:
+    """The distinct terms of `text` that say something, however many (what long-term
+    items are ranked, grounded and matched by). Cached: a session's items are read
+    every turn."""
+    return frozenset(term for term, _, stop in _terms(text) if not stop)
 
 
 @functools.lru_cache(maxsize=8192)

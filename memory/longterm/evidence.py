@@ -1,7 +1,13 @@
 """The evidence an operation stands on, checked in code: the user's own words in its
-turn, whole words (whitespace, width and case aside), outside what they pasted or
-quoted; no secret; an item that restates its quote. Each refusal names its `Reason`, in
-words safe to show."""
+turn, whole words (whitespace, width and case aside); no secret; an item that restates
+its quote. Each refusal names its `Reason`, in words safe to show.
+
+What is not the user's own words is found by structure only, never meaning: a quote
+(`>` lines, quote marks, code blocks), a hand-off ("X wrote:", an e-mail header, "here
+is the email:", "下面是…发来的："), a line that speaks as someone else ("assistant: …",
+"系统："), an attack on the assistant ("ignore previous instructions") or a pasted
+memory block or JSON document ends or removes what the user stated themselves.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,54 @@ import unicodedata
 from collections.abc import Sequence
 from enum import StrEnum
 
+from memory.archive.terms import tokens
 from memory.limits import MAX_NEW_MEMORIES_PER_TURN
-from memory.longterm.analysis import own_words
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import tokens
 from memory.longterm.secrets import find_secret
+
+CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
+QUOTED_LINE = re.compile(r"^\s*(?:>|&gt;|\|).*$", re.M)
+QUOTE_MARKS = re.compile(
+    r"\"[^\"\n]{2,}\"|“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^’]{4,}’"
+    r"|(?<![A-Za-z])'[^'\n]{8,}'(?![A-Za-z])"
+)
+HANDOFF = re.compile(
+    r"(?:\b(?:wrote|writes|said|says|replied|posted|sent(?: me)?|forwarded)\b\s*:"
+    r"|-{2,}\s*(?:forwarded|original) message\s*-{2,}"
+    r"|^\s*(?:from|to|subject|date|cc|sent|发件人|收件人|主题)\s*[:：]"
+    r"|\b(?:here(?:'s| is| are)|below is|this is)\b[^\n:：]{0,40}[:：]"
+    r"|(?:下面|以下|这)是[^\n：:]{0,20}[：:]"
+    r"|[^\n：:]{0,12}(?:发来的|转发的|写道|说道|原文)[^\n：:]{0,6}[：:]"
+    r"|\b(?:proofread|translate|rewrite|edit|polish|check|summari[sz]e)\b[^\n:：]{0,30}[:：]"
+    r"|(?:润色|翻译|改写|检查)[^\n：:]{0,10}[：:]"
+    # a line that speaks as someone else ("assistant: …", "> system: …", "助手：…")
+    r"|^[\s>]*(?:assistant|system|user|ai|bot|model|助手|系统|用户)\s*[:：]"
+    # a prompt injection: what follows is an attack on the assistant, not the user's say
+    r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
+    r"(?:previous|prior|above|earlier|system)\s+(?:instructions|prompts?|rules|messages)\b"
+    r"|忽略(?:之前|以上|前面|上面)的?(?:所有)?(?:指令|指示|提示|规则)"
+    # a pasted memory block, or a pasted JSON document
+    r"|^\s*(?:pinned decisions|summary of (?:the|our) earlier conversation|from earlier"
+    r" conversations|what i remember about you|long-term memory)\b[^\n]{0,40}[:：(]"
+    r"|^\s*[\[{]\s*[\"\[{])",
+    re.I | re.M,
+)
+SLASH_COMMAND = re.compile(r"^\s*/[a-z]+\b", re.I)
+
+
+def own_words(text: str) -> str:
+    """`text` without what the user did not state themselves: quoted lines, code
+    blocks, quoted strings, everything after a hand-off, a role-forged line or an
+    injection. A slash command states nothing."""
+    text = text.replace("\r", "")
+    if SLASH_COMMAND.match(text):  # "/memory", "/forget 3"
+        return ""
+    text = CODE_BLOCK.sub(" ", text)
+    handoff = HANDOFF.search(text)
+    if handoff is not None:
+        text = text[: handoff.start()]
+    text = QUOTED_LINE.sub(" ", text)
+    return QUOTE_MARKS.sub(" … ", text)
 
 
 class Reason(StrEnum):

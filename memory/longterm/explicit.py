@@ -1,14 +1,10 @@
 """Explicit requests: "remember that …" and "forget that …", read by code in every mode.
 
-The forms are anchored prefixes of a sentence of the user's own words, a short list in
-each supported language: "remember that", "please remember", "forget that" (with an
-optional "please"); 记住, 请记住, 忘掉, 忘记, 别记. No model is needed to honour them:
-offline they are the only way a turn adds or forgets an item (besides the memory panel
-and the API); with a model they are applied beside its operations.
-
-"remember that X" adds X, in the user's words. "forget that X" forgets the items whose
-text holds all of X's words; when several do, the gate asks which (forgetting cannot be
-undone). Explicit items never supersede each other: two requests are two items.
+The forms are anchored prefixes of a sentence of the user's own words: "remember
+that", "please remember", "forget that" (an optional "please"); 记住, 请记住, 忘掉, 忘记,
+别记. Offline they are how a turn adds or forgets an item; with a model they are applied
+beside its operations. "forget that X" forgets the items whose text holds all of X's
+words (several: the gate asks which). Explicit items never supersede each other.
 """
 
 from __future__ import annotations
@@ -17,11 +13,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memory.archive.terms import tokens
 from memory.limits import MAX_IMPORTANCE, MAX_NEW_MEMORIES_PER_TURN
-from memory.longterm.analysis import own_words
+from memory.longterm.evidence import own_words
 from memory.longterm.items import MemoryItem, tidy
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import tokens
 
 REMEMBER_FORM = re.compile(
     r"^(?:please\s+remember(?:\s+that)?|remember\s+that)\b[\s,:]*|^请?记住[\s,:：，]*", re.I

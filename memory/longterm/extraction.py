@@ -1,11 +1,9 @@
 """Extraction: the owed turns of a conversation → operations on the user's long-term items.
 
-`model` asks the compaction model (structured output, temperature 0) once for a batch
-of owed turns, each with the assistant line it answered, and the user's current items;
-the explicit requests of the turns ("remember that …", `memory.longterm.explicit`) are
-read by code beside it. `explicit` (offline) reads those alone. Either way an operation
-carries `quote`, the user's own words that state it, and the gate
-(`memory.longterm.gate`) verifies every operation in code before anything is written.
+`model` asks the compaction model once for a batch of owed turns (each with the
+assistant line it answered) and the user's items; code reads the explicit requests
+beside it, and offline (`explicit`) alone. Every operation carries its `quote`, which
+the gate verifies before anything is written.
 """
 
 from __future__ import annotations
@@ -19,16 +17,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
-from pydantic import ValidationError
 
+from memory.archive.terms import tokens
 from memory.limits import MAX_MEMORY_TEXT_CHARS, MAX_NEW_MEMORIES_PER_TURN
 from memory.longterm.evidence import normalised_words
 from memory.longterm.explicit import explicit_operations
 from memory.longterm.items import MemoryItem, Source
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
-from memory.longterm.recall import tokens
 from memory.prompts import EXTRACTION_RETRY, EXTRACTION_SYSTEM
-from memory.structured import StructuredPolicy, as_policy
+from memory.structured import StructuredPolicy, as_policy, validated
 
 logger = logging.getLogger(__name__)
 
@@ -39,12 +36,8 @@ class InvalidExtractionOutput(ValueError):
 
 @dataclass(frozen=True)
 class Extractor:
-    """(owed turns, the user's items, current and history) → operations.
-
-    Attributes:
-        source: what wrote the items it proposes (`explicit` or `model`).
-        run: the extraction itself.
-    """
+    """(owed turns, the user's items, current and history) → operations; `source` is
+    what wrote the items it proposes."""
 
     source: Source
     run: Callable[[Sequence[OwedTurn], Sequence[MemoryItem]], list[Operation]]
@@ -113,21 +106,6 @@ def structured_extractor(
     return as_policy(structured).bind(model, ExtractionOutput, max_tokens=EXTRACTION_MAX_TOKENS)
 
 
-def parse_extraction(raw: object) -> list[Operation]:
-    """The model's answer as operations.
-
-    Raises:
-        InvalidExtractionOutput: when it does not match `ExtractionOutput`.
-    """
-    try:
-        output = raw if isinstance(raw, ExtractionOutput) else ExtractionOutput.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidExtractionOutput(
-            f"invalid extraction output: {exc.error_count()} errors"
-        ) from exc
-    return output.proposed()
-
-
 EXPLICIT_EXTRACTOR = Extractor("explicit", explicit_operations)
 """The explicit requests alone (offline: no model judges meaning)."""
 
@@ -149,21 +127,20 @@ def _beside(explicit: list[Operation], proposed: list[Operation]) -> list[Operat
 
 
 def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
-    """The `model` extractor over a structured-output runnable (`structured_extractor`):
-    one call for the whole batch of owed turns.
+    """The `model` extractor over a structured-output runnable: one call for the whole
+    batch of owed turns.
 
-    An answer of the wrong form (no JSON object, cut at `max_tokens`, not the schema, no
-    tool call) is asked for once more with a stricter instruction (at temperature 0 the
-    same input gives the same answer); a second one raises `InvalidExtractionOutput`
-    and nothing of either is used. The upkeep then counts the batch as refused, not
-    failed: the same model would fail the same way on a later upkeep, so the turns are
-    paid, and their explicit requests are still applied by code.
+    An answer of the wrong form is asked for once more with a stricter instruction (at
+    temperature 0 the same input gives the same answer); a second raises
+    `InvalidExtractionOutput`, nothing of either used. The upkeep counts the batch as
+    refused, not failed: the same model would fail the same way later.
     """
     retry = HumanMessage(content=EXTRACTION_RETRY.format(max_new=MAX_NEW_MEMORIES_PER_TURN))
 
     def ask(prompt: list[BaseMessage]) -> list[Operation]:
         try:
-            return parse_extraction(runnable.invoke(prompt))
+            raw = runnable.invoke(prompt)
+            return validated(ExtractionOutput, raw, InvalidExtractionOutput).proposed()
         except InvalidExtractionOutput:
             raise
         except ValueError as exc:  # StructuredOutputError, a parser's error

@@ -1,25 +1,20 @@
 """The write gate: every operation an extractor proposes is verified in code.
 
-Whatever proposed it (a model, an explicit request, the user through the memory form),
-an operation stands only when:
-1. its `quote` is the user's own words in that turn: found in what they said, whole
-   words (whitespace, width and case aside), outside quoted, pasted, forwarded or
-   role-forged parts, never taken from the assistant's line;
+Whoever proposed it (a model, an explicit request, the memory form), an operation
+stands only when:
+1. its `quote` is the user's own words in that turn, whole words, outside quoted,
+   pasted, forwarded or role-forged parts (`memory.longterm.evidence`);
 2. neither the item nor its quote discloses a secret;
-3. an item restates its quote: most of what it is about is in the quote (or in the
-   assistant's line a short answer answered: "Yes, Denver."), and it fits the limits;
-4. an item it changes, retires or forgets is one of this session's; only a `forget`
-   whose quote holds a documented forget form ("forget that …", "忘掉…") deletes, and
-   not when it names several items at once (the user is asked which); any other
-   `forget` is applied as a `retire`, keeping the item as history;
-5. a duplicate (the same words, near enough) refreshes the item it repeats; at most
-   `MAX_NEW_MEMORIES_PER_TURN` new items per turn, each on a distinct quote.
-What it changes is kept as history: `update` and `retire` invalidate the old item
-(`invalid_at`, `superseded_by`); a statement older than the item it would replace is
-kept as that item's history instead. Nothing supersedes an item unless an operation
-names it: code never guesses what a statement is about. Past `MAX_MEMORY_ITEMS`
-current items the least important, then the oldest, go; past `MAX_HISTORY_ITEMS`, the
-oldest history. A refusal says why (`Reason`), in words safe to show.
+3. the item restates its quote (or the assistant's line a short answer answered:
+   "Yes, Denver."), within the limits;
+4. an item it changes, retires or forgets is this session's; only a `forget` whose quote
+   holds a documented forget form deletes, and not when it names several items (the
+   user is asked which); any other `forget` is a `retire`, keeping history;
+5. a near duplicate refreshes the item it repeats; at most `MAX_NEW_MEMORIES_PER_TURN`
+   new items per turn, each on a distinct quote.
+Changes are kept as history (a statement older than the item it would replace becomes
+that item's history). Nothing supersedes an item unless an operation names it: code
+never guesses what a statement is about.
 """
 
 from __future__ import annotations
@@ -81,16 +76,9 @@ class Refusal:
 
 @dataclass(frozen=True)
 class WritePlan:
-    """What one write changes, applied together.
-
-    Attributes:
-        added: new items.
-        refreshed: items said again (their `updated_at` moves on).
-        changed: items a later statement changed, as kept in history.
-        forgotten: items the user asked to forget: deleted, their texts redacted.
-        evicted: ids removed to keep within the limits.
-        refused: the operations turned down.
-    """
+    """What one write changes, applied together: `refreshed` items were said again,
+    `changed` ones are kept as history, `forgotten` ones are deleted and their texts
+    redacted, `evicted` ids go to keep within the limits."""
 
     added: tuple[MemoryItem, ...] = ()
     refreshed: tuple[MemoryItem, ...] = ()
@@ -282,15 +270,8 @@ def plan_write(
     *,
     source: Source,
 ) -> WritePlan:
-    """Pass `operations` through the gate against the session's stored `items` (current
-    and history), in the order of their turns.
-
-    Args:
-        items: the session's items, as stored.
-        operations: what the extractor proposes, each naming its turn (1-based).
-        turns: the turns the operations come from (their times are the items').
-        source: model or explicit.
-    """
+    """Pass `operations` (each naming its 1-based turn) through the gate against the
+    session's stored `items` (current and history), in the order of their turns."""
     plan = _Plan(items, source)
     adds: dict[int, int] = {}
     ambiguous = _ambiguous(operations)

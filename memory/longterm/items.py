@@ -51,11 +51,7 @@ def memory_id() -> str:
 
 
 def check_kind(kind: object) -> MemoryKind:
-    """`kind` if it is one of `MEMORY_KINDS`.
-
-    Raises:
-        InvalidInput: otherwise.
-    """
+    """`kind` if it is one of `MEMORY_KINDS`, else `InvalidInput`."""
     if kind not in MEMORY_KINDS:
         raise InvalidInput(INVALID_KIND)
     return kind
@@ -101,21 +97,10 @@ class Provenance(BaseModel):
 class MemoryItem(BaseModel):
     """One long-term item as stored (the store item's value) and used internally.
 
-    Attributes:
-        id: the store key.
-        kind: boundary | preference | goal | style | fact.
-        text: what the user said, one line, at most 300 characters.
-        importance: 1-5; ranks recall and decides what goes past the session limit.
-        created_at, updated_at: UTC; a duplicate statement refreshes `updated_at`.
-        conversation_id: the conversation where it was said (None when added directly).
-        key: the normalised text (duplicates), never exposed.
-        subject: what a later statement on the same subject supersedes, never exposed.
-        source: which path wrote it: model or explicit (rules: an earlier release's
-            extractor, whose items read as history).
-        provenance: the message and words it came from (None for items stored before
-            items kept it).
-        invalid_at: when a later statement changed it (None while it is current).
-        superseded_by: the item that replaced it (None: revoked, or current).
+    `key` (the normalised text, for duplicates) and `subject` are never exposed; a
+    duplicate statement refreshes `updated_at`; `source` `rules` (an earlier release's
+    extractor) reads as history; `invalid_at` is set once a later statement changed it,
+    `superseded_by` naming what replaced it (None: revoked).
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)

@@ -17,15 +17,8 @@ OperationName = Literal["add", "update", "retire", "forget"]
 
 @dataclass(frozen=True)
 class OwedTurn:
-    """A completed turn owed an extraction.
-
-    Attributes:
-        message_id: the user's message.
-        conversation_id: where it was said.
-        user_text: what the user said.
-        assistant_before: the assistant's line it answered ("" when none is known).
-        at: when it was said.
-    """
+    """A completed turn owed an extraction (`assistant_before`: the line it answered, ""
+    when none is known)."""
 
     message_id: str
     conversation_id: str
@@ -35,24 +28,20 @@ class OwedTurn:
 
 
 class Operation(BaseModel):
-    """One change to the user's items, with the user's words that state it."""
+    """One change to the user's items, with the user's words that state it (the flat
+    form the gate reads; the model writes `Proposed`)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    op: OperationName = Field(
-        description="add a new item; update an item that changed (its id); retire an item "
-        "that no longer holds (its id); forget an item the user asked you to forget (its id)"
-    )
-    turn: int = Field(description="the number of the turn the quote comes from")
-    quote: str = Field(description="the user's exact words in that turn that state it")
-    id: str | None = Field(default=None, description="for update, retire, forget: the item")
-    kind: MemoryKind | None = Field(
-        default=None, description="for add, update: boundary, preference, goal, style or fact"
-    )
-    text: str | None = Field(
-        default=None, description="for add, update: the item, one subject, first person"
-    )
-    importance: int | None = Field(default=None, description="1 (minor) to 5 (always respect)")
+    op: OperationName
+    turn: int
+    """The number (1-based) of the turn the quote comes from."""
+    quote: str
+    id: str | None = None
+    """For update, retire, forget: the item."""
+    kind: MemoryKind | None = None
+    text: str | None = None
+    importance: int | None = None
 
 
 class _Proposed(BaseModel):
@@ -117,8 +106,8 @@ class ExtractionOutput(BaseModel):
     @field_validator("operations", mode="before")
     @classmethod
     def _flat(cls, operations: Any) -> Any:
-        # in-process extractors (the rules, tests) build flat `Operation`s; an add of
-        # theirs with no kind is a fact, as the gate takes it
+        # in-process extractors (the offline model, scripted ones) build flat
+        # `Operation`s; an add of theirs with no kind is a fact, as the gate takes it
         if not isinstance(operations, list):
             return operations
         return [_from_flat(op) if isinstance(op, Operation) else op for op in operations]

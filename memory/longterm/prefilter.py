@@ -1,19 +1,13 @@
 """`Prefiltered`: a regular expression behind a gate of literal strings that every match
 of it contains, so that a text holding none of them is never searched.
 
-The secret detector runs some sixty patterns over every archived text, and Python's
-`re` tries a pattern with no literal prefix (a case-insensitive word list, a
-lookbehind) at every position of the text. A substring test is a fast scan in C, so
-asking first whether the text holds any of the words a pattern needs saves most of the
-cost on ordinary prose.
-
-The gate is read off the pattern's parse tree (the stdlib parser `re` compiles from),
-as RE2's prefilter does: a part of a pattern either matches one of a few exact strings,
-or requires that each of some sets of strings has a member in the text. A construct the
-reading does not know requires nothing, so a gate may let through texts the pattern
-does not match, never the reverse. A case-insensitive pattern is gated on the folded
-text (`folded`), in which each character `re.IGNORECASE` matches to an ASCII character
-is that character.
+The secret detector runs some sixty patterns over every archived text, and `re` tries a
+pattern with no literal prefix at every position; a substring test is a fast scan in C.
+The gate is read off the pattern's parse tree (the stdlib parser `re` compiles from), as
+RE2's prefilter does: a part either matches one of a few exact strings, or requires a
+member of each of some sets of strings. A construct the reading does not know requires
+nothing, so a gate may let through texts the pattern does not match, never the
+reverse. A case-insensitive pattern is gated on the `folded` text.
 """
 
 from __future__ import annotations

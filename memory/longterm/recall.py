@@ -5,25 +5,24 @@ boundary or style, importance 4-5) come first but take at most `ALWAYS_ON_MAX` o
 slots, so they never crowd out relevant facts; everything else, the always-on items
 past that share included, is ranked by relevance to the new message × importance ×
 freshness. A text that discloses a secret is never recalled (whatever wrote it).
-Offline, relevance is lexical: English words (lightly stemmed, stop words out) and
-CJK character bigrams; with an embeddings model the store's vector index gives the
-relevance instead (`scores`). Preferences and style
-shape every answer, so they are eligible without any word in common; a fact or a
-goal needs something in common with the message, unless it is important (4-5). When
-all of a user's items fit the budget, all are recalled ("What do you know about me?",
-"Where do I live?" need no word in common with the answer), the ranked ones first.
+Offline, relevance is lexical, in the archive's terms (`memory.archive.terms.tokens`);
+with an embeddings model the store's vector index gives it instead (`scores`).
+Preferences and style shape every answer, so they are eligible without any word in
+common; a fact or a goal needs something in common with the message, unless it is
+important (4-5). When all of a user's items fit the budget, all are recalled ("What do
+you know about me?", "Where do I live?" need no word in common with the answer), the
+ranked ones first.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
+from memory.archive.terms import tokens
 from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
 from memory.longterm.items import MemoryItem
 from memory.longterm.secrets import find_secret
@@ -32,49 +31,11 @@ FRESHNESS_HALF_LIFE_DAYS = 180.0
 DISTINCT = 0.25
 """A fact or goal is recalled for a shared word only if the word is this distinctive
 (weight of a word all of several items share: 0.18; of one only one item has: ≥ 0.29)."""
-TOKEN_CACHE_SIZE = 8192
 ALWAYS_ELIGIBLE = frozenset({"boundary", "preference", "style"})
 IMPORTANT = 4
 ALWAYS_ON_MAX = 3
 """Always-on items recalled ahead of the rest, at most (of `RECALL_MAX_ITEMS`, 8)."""
 ALWAYS_ON_KINDS = frozenset({"boundary", "style"})
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
-_STOP_WORDS_TEXT = """
-a an the and or but if then so to of in on at by for with from as is are was were be been
-being am i me my mine myself you your yours we our us it its this that these those he she
-they them his her their do does did done have has had having not no nor can could would
-should will shall may might must just also very really too please what which who whom
-whose when where why how all any each some such than there here about into over under
-again further once only own same other more most both few up down out off s t don't i'm
-i've i'd i'll it's that's let's
-"""
-STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-
-
-def _stem(word: str) -> str:
-    """A word as a person would match it: a possessive is its noun ("daughter's"), and
-    plurals and simple inflections meet their word ("named", "names", "name" → "nam")."""
-    word = word.removesuffix("'s").rstrip("'")
-    for suffix in ("ing", "ies", "es", "ed", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-            break
-    return word[:-1] if word.endswith("e") and len(word) >= 4 else word
-
-
-@functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)
-def tokens(text: str) -> frozenset[str]:
-    """Lexical tokens: stemmed English words without stop words, and CJK bigrams (a lone
-    CJK character counts as itself). Cached: a session's items are ranked every turn."""
-    lowered = text.casefold()
-    words = (word.removesuffix("'s").rstrip("'") for word in _WORD.findall(lowered))
-    found = {_stem(word) for word in words if word not in STOP_WORDS}
-    for run in _CJK_RUN.findall(lowered):
-        if len(run) == 1:
-            found.add(run)
-        found.update(run[i : i + 2] for i in range(len(run) - 1))
-    return frozenset(found)
 
 
 def idf(items: Sequence[MemoryItem]) -> dict[str, float]:

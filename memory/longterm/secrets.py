@@ -1,28 +1,17 @@
 """Secret detection for the long-term write gate: code decides, never a model.
 
-A text that discloses a secret is never stored or recalled, whoever proposed it, and
-whether or not it is otherwise worth keeping. It runs on the whole text, before any
-clause split, after NFKC normalisation (full-width digits become ASCII digits). A
-secret is found by what it is:
-- a value near a word that names a secret, in either order and in English or Chinese
-  (password/pw/PIN/passcode/2FA/backup/door/gate/alarm code/security answer/密码/口令/
-  验证码 …: "4821 is my PIN", "Remember my bank password, I always use …"), an
-  English word written against Chinese ("password是…") included;
-- a user name given with its password ("my login is jsmith / …", "username X password Y");
-- key formats from detect-secrets' maintained plugins (AWS, GitHub, GitLab, Slack,
-  Stripe, JWT, PEM private keys, npm, PyPI, Twilio, …; its keyword and entropy plugins
-  are built for source code and its public-IP plugin is no secret, so they are not
-  used), with a few formats it lacks (`sk-…` keys, Google `AIza…`/`ya29.…`, `hf_…`);
-- long tokens of high entropy, with a threshold that grows with the length (a
-  32-hex key sits above it, words and identifiers below);
-- checksums: card numbers (Luhn; spaces, dashes or dots between groups), IBANs
-  (mod-97), US SSNs, UK National Insurance and Chinese resident ids (python-stdnum),
-  passport and other identity numbers after their name.
+A text that discloses a secret is never stored or recalled, whoever proposed it. The
+whole text is scanned after NFKC normalisation (full-width digits become ASCII) for: a
+value near a word that names a secret, in either order, in English or Chinese ("4821 is
+my PIN", "password是…"); a user name given with its password; key formats from
+detect-secrets' maintained regex plugins (its keyword and entropy plugins are built for
+source code, and a public IP is no secret) and a few it lacks; long tokens of high
+entropy; checksummed numbers (python-stdnum: cards, IBANs, SSNs, Chinese resident ids)
+and identity numbers after their name.
 
-Every archived text is scanned, so the scan is kept cheap: a pattern that the regex
-engine would try at every position sits behind a gate of the literals any match of it
-contains (`memory.longterm.prefilter`), and a text without them is not searched. A gate
-only skips what cannot match, so what is found does not change.
+Every archived text is scanned, so a pattern the engine would try at every position
+sits behind a gate of the literals any match contains (`memory.longterm.prefilter`):
+a gate only skips what cannot match, so what is found does not change.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """`LongTermMemory`: a session's long-term items in LangGraph's `BaseStore`.
 
-Items live in the namespace `("user-memory", H(session))`, one store item each, the
-current ones and the history (items a later statement changed). Every write of a
-session's items happens under that session's long-term lock (the same keyed locks as
-the registry: file locks on SQLite, advisory locks on PostgreSQL), reads the items,
-passes the gate, and commits its puts and deletes in one batch, which the backends run
-as one transaction. A write that forgets items runs instead in the transaction that
-forgets their texts everywhere else (`Forget`): the items and the rest change together
-or not at all. An extraction model is called before the lock is taken, never while
-holding it.
+Items, current and history, live in the namespace `("user-memory", H(session))`. Every
+write holds the session's long-term lock, reads the items, passes the gate and commits
+in one batch (one transaction); a write that forgets items runs in the transaction that
+forgets their texts everywhere else (`Forget`). An extraction model is called before
+the lock is taken, never while holding it.
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ from datetime import UTC, date, datetime
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
 
+from memory.archive.terms import tokens
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.ids import ThreadIds
 from memory.limits import MAX_HISTORY_ITEMS, MAX_IMPORTANCE, MAX_MEMORY_ITEMS, MAX_MEMORY_TEXT_CHARS
@@ -31,7 +28,7 @@ from memory.longterm.extraction import Extractor
 from memory.longterm.gate import WritePlan, explicit, plan_write
 from memory.longterm.items import MemoryItem, MemoryKind, Source, check_kind
 from memory.longterm.operations import Operation, OwedTurn
-from memory.longterm.recall import Recalled, recall, tokens
+from memory.longterm.recall import Recalled, recall
 from memory.redaction import without_traces
 from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
@@ -62,11 +59,7 @@ _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 @dataclass(frozen=True)
 class MemoryWrite:
-    """What an upkeep's extraction changed (counts for the `memory` event).
-
-    Attributes:
-        plan: the write the gate planned.
-    """
+    """What an upkeep's extraction changed (counts for the `memory` event)."""
 
     plan: WritePlan
 
@@ -98,14 +91,10 @@ class LongTermMemory:
 
     Args:
         store: the `BaseStore` (`ThreadStore.open_items`), with a vector index when
-            `semantic`.
-        locks: the keyed locks of the thread store (serialise a session's writers).
-        ids: derives `H(session)`.
-        semantic: rank by the store's vector index instead of lexically.
+            `semantic` (rank by it instead of lexically).
+        locks: the thread store's keyed locks (serialise a session's writers).
         ttl_minutes: items expire this long after they were last written or recalled
             (None: never); the store sweeps them.
-        clock: the time source (UTC, timezone-aware).
-        lock_timeout: seconds a writer waits for a session's lock.
     """
 
     def __init__(
@@ -184,8 +173,7 @@ class LongTermMemory:
 
     @storage_errors
     def recall(self, session_id: str, query: str) -> list[MemoryItem]:
-        """What a turn about `query` gets: at most 8 current items and 1,200 characters,
-        boundaries first (`memory.longterm.recall`)."""
+        """What a turn about `query` gets (`memory.longterm.recall`)."""
         return self.recall_with_changes(session_id, query)[0]
 
     @storage_errors
@@ -205,8 +193,8 @@ class LongTermMemory:
         return Recalled(chosen, changed, tuple(items))
 
     def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
-        """Move the TTL of recalled items on, at most once a day per session (a write on
-        every turn would cost more than a day's precision on a months-long TTL is worth)."""
+        """Move the TTL of recalled items on, at most once a day per session: a write each
+        turn would cost more than a day's precision on a months-long TTL is worth."""
         if self.ttl_minutes is None or not chosen:
             return
         today = self.clock().date()
@@ -219,13 +207,12 @@ class LongTermMemory:
 
     # -- writes -----------------------------------------------------------------------
 
-    def _lock_key(self, session_id: str) -> str:
-        return f"{LOCK_PREFIX}:{self.ids.session_key(session_id)}"
-
     def lock(self, session_id: str) -> AbstractContextManager[None]:
         """The lock every writer of the session's items holds (taken before the lock of
         the session's documents, when a write holds both)."""
-        return self.locks.hold(self._lock_key(session_id), self.lock_timeout)
+        return self.locks.hold(
+            f"{LOCK_PREFIX}:{self.ids.session_key(session_id)}", self.lock_timeout
+        )
 
     def _ops(
         self, session_id: str, puts: Iterable[MemoryItem], deletes: Iterable[str]
@@ -267,7 +254,7 @@ class LongTermMemory:
     ) -> WritePlan:
         """The plan the gate makes of `operations`, written (what it forgets goes to
         `forget`), each checked against its turn as `reread` finds it under the lock."""
-        with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
+        with self.lock(session_id):
             if reread is not None:
                 turns = reread(turns)
             items = self.all_items(session_id)
@@ -287,15 +274,10 @@ class LongTermMemory:
         forget: Forget | None = None,
         reread: Reread | None = None,
     ) -> MemoryWrite:
-        """Extract from the owed turns (one call of a model extractor for all of them,
-        before the session's lock is taken) and write what the gate lets through.
-
-        Args:
-            forget: given the items the user asked to forget, under the session's
-                long-term lock, with the write itself to run in the same transaction.
-            reread: the turns as stored once the lock is held: the gate checks each
-                operation's quote against them, so that what a forgetting took out of a
-                turn while its extraction ran is never written back.
+        """Extract from the owed turns (one call for all of them, before the lock is
+        taken) and write what the gate lets through (what it forgets through `forget`).
+        The gate checks each quote against the turns as `reread` finds them under the
+        lock: what a forgetting took out while the extraction ran is never written back.
         """
         if not turns:
             return MemoryWrite(WritePlan())
@@ -313,20 +295,14 @@ class LongTermMemory:
         kind: object = None,
         conversation_id: str | None = None,
     ) -> MemoryItem:
-        """Add an item the user asked for directly (the same gate as a turn's).
-
-        Returns:
-            the new item, or the existing one it repeats (its `updatedAt` refreshed).
-
-        Raises:
-            InvalidInput: a text that is not a string, empty or too long, or an unknown kind.
-            MemoryRefused: the gate turned the text down; the message says why.
-        """
+        """Add an item the user asked for directly (the same gate as a turn's): the new
+        item, or the one it repeats, refreshed. Raises `InvalidInput` (not a string, an
+        unknown kind) or `MemoryRefused` (empty, too long, or the gate's reason)."""
         body = strip_form(require_storable(require_text(text, "memory text"), "memory text"))
-        if not tokens(body):  # "remember that" alone holds nothing to remember
-            raise MemoryRefused(TEXT_EMPTY)
         if len(body) > MAX_MEMORY_TEXT_CHARS:
             raise MemoryRefused(TEXT_TOO_LONG.format(limit=MAX_MEMORY_TEXT_CHARS, length=len(body)))
+        if not tokens(body):  # "remember that" alone holds nothing to remember
+            raise MemoryRefused(TEXT_EMPTY)
         # what the user adds directly is kept as written: no code judges its meaning
         chosen: MemoryKind = "fact" if kind is None else check_kind(kind)
         grade = MAX_IMPORTANCE
@@ -338,19 +314,12 @@ class LongTermMemory:
 
     @storage_errors
     def forget(self, session_id: str, memory_id: object, *, forget: Forget | None = None) -> None:
-        """Delete one item; the very next turn no longer recalls it.
-
-        Args:
-            forget: given the item's text under the session's long-term lock, with the
-                item's deletion to run in the same transaction.
-
-        Raises:
-            MemoryNotFound: no such item in this session (another session's id included).
-        """
+        """Delete one item (through `forget`, in its transaction); the very next turn no
+        longer recalls it. `MemoryNotFound`: not an item of this session."""
         if not isinstance(memory_id, str) or not _MEMORY_ID.fullmatch(memory_id):
             raise MemoryNotFound()  # no stored id has another form: nothing to look up
         namespace = self.namespace(session_id)
-        with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
+        with self.lock(session_id):
             found = self.store.get(namespace, memory_id, refresh_ttl=False)
             if found is None:
                 raise MemoryNotFound()
@@ -369,11 +338,9 @@ class LongTermMemory:
     def sweep_unused_sessions(
         self, cutoff: datetime, *, chatted: Collection[str], dry_run: bool = False
     ) -> tuple[int, int]:
-        """Delete the items of every session that never chatted and has added nothing
-        since `cutoff`: its key is not in `chatted` (sessions with a registry) and none of
-        its items came from a conversation. Such a session cannot outlive the retention
-        of the conversations it never had. Returns (sessions, items) removed (or, with
-        `dry_run`, that would be)."""
+        """Delete the items of every session that never chatted (not in `chatted`, no item
+        from a conversation) and has added nothing since `cutoff`: it cannot outlive the
+        retention of conversations it never had. Returns (sessions, items) removed."""
         sessions = items = 0
         for namespace in self._session_namespaces():
             if namespace[-1] in chatted:
@@ -403,14 +370,9 @@ class LongTermMemory:
 
     @storage_errors
     def forget_all(self, session_id: str, *, forget: Forget | None = None) -> int:
-        """Delete every item of the session; returns how many there were.
-
-        Args:
-            forget: given the items' texts under the session's long-term lock, with their
-                deletion to run in the same transaction.
-        """
+        """Delete every item of the session (through `forget`); returns how many."""
         namespace = self.namespace(session_id)
-        with self.locks.hold(self._lock_key(session_id), self.lock_timeout):
+        with self.lock(session_id):
             found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
             if found:
                 deletes = [hit.key for hit in found]

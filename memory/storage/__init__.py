@@ -1,11 +1,9 @@
 """Storage: the run threads' checkpointer, the memory documents beside it and the
 long-term items, on one database (SQLite or PostgreSQL), with cross-process locks.
 
-`ThreadStore` (`memory.storage.threads`) is what memory's services read and write
-through; `open_thread_store` (`memory.storage.urls`) opens the one a URL names. The
-pure parts of memory (schema, limits, context, budget, registry, write rules, ...)
-never import this package (`tests/unit/test_layering.py`). `ThreadStore` is imported on
-first use: the settings read the default URL without loading a store.
+`ThreadStore` is what memory's services read and write through; `open_thread_store`
+opens the one a URL names. The pure parts of memory never import this package, and
+`ThreadStore` is imported on first use: the settings read the URL without loading a store.
 """
 
 from typing import TYPE_CHECKING

@@ -4,10 +4,6 @@
 connections are shared under a lock (SQLite) or pooled (PostgreSQL), so the async API
 can run the sync methods in worker threads: one checkpointer then serves sync and
 async graphs on any event loop, and never blocks the loop.
-
-Nothing else changes: `put` keeps every checkpoint, as LangGraph's saver contract
-says (history, replay and forks read them). Storage stays flat by policy instead: a
-finished run thread is pruned with `prune(..., strategy="keep_latest")`.
 """
 
 from __future__ import annotations
@@ -29,12 +25,8 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
 def check_prune_arguments(thread_ids: Sequence[str], strategy: str) -> list[str]:
-    """The thread ids of a `prune` call, as strings, once its arguments are checked.
-
-    Raises:
-        TypeError: `thread_ids` is one string (a common slip: it would prune each letter).
-        ValueError: `strategy` is neither `keep_latest` nor `delete`.
-    """
+    """The thread ids of a `prune` call, as strings, once its arguments are checked (one
+    string is a `TypeError`: it would prune each letter)."""
     if isinstance(thread_ids, str):
         raise TypeError("thread_ids must be a sequence of thread ids, not a str")
     if strategy not in PRUNE_STRATEGIES:

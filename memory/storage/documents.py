@@ -1,18 +1,10 @@
 """Memory documents: what a document store does, beside the checkpointer.
 
 A memory document (a conversation's `ThreadState`, a session's registry) is one JSON
-object under a thread id. Documents are not checkpoints: they have no history, no
-channels and no pending writes, so they live in a table of their own
-(`memory_documents`), on the checkpointer's database and connection (SQLite) or pool
-(PostgreSQL), and each backend implements `DocumentStore`.
-
-Several documents change in one transaction (a turn's memory, its session's
-registry and the deletion of pruned conversations, their run threads included: all
-or nothing, even under `kill -9`), and several are read in one query (a turn reads
-its memory and registry in one round trip). A caller with rows of its own to change
-in the same transaction passes `also`: it runs on the transaction's cursor, after
-the documents' statements and before the commit (the store's `dialect` says which
-SQL that cursor speaks).
+object under a thread id, with no history, channels or pending writes: a table of its
+own on the checkpointer's database. Several are read in one query and changed in one
+transaction, all or nothing even under `kill -9`; a caller with rows of its own to
+change in it passes `also`, run on the transaction's cursor before the commit.
 """
 
 from __future__ import annotations

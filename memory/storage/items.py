@@ -29,11 +29,8 @@ class ItemsInTransaction(Protocol):
 
 
 def items_step(store: BaseStore, ops: Sequence[PutOp]) -> InTransaction:
-    """`ops` as a step of a documents' transaction (`ThreadStore.put_many(..., also=)`).
-
-    Raises:
-        TypeError: `store` cannot join the transaction (an in-memory store, say).
-    """
+    """`ops` as a step of a documents' transaction (`ThreadStore.put_many(..., also=)`);
+    `TypeError` for a store that cannot join it (an in-memory one, say)."""
     if not isinstance(store, ItemsInTransaction):
         raise TypeError(CANNOT_JOIN.format(store=type(store).__name__))
     joined = store

@@ -35,11 +35,8 @@ def key_number(key: str) -> int:
 
 
 def wait_for(attempt: Any, deadline: float, timeout: float) -> Any:
-    """Call `attempt()` until it returns a truthy value, backing off, until `deadline`.
-
-    Raises:
-        LockTimeout: when `deadline` passes first.
-    """
+    """Call `attempt()`, backing off, until it returns a truthy value (`LockTimeout`
+    when `deadline` passes first)."""
     pause = 0.001
     while True:
         result = attempt()
@@ -88,15 +85,8 @@ class KeyedLocks:
 
     @contextmanager
     def hold(self, key: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
-        """Hold the lock of `key` for the duration of the block.
-
-        Args:
-            key: any string; distinct keys do not block each other.
-            timeout: seconds to wait; 0 means fail at once when the lock is taken.
-
-        Raises:
-            LockTimeout: when the lock could not be taken within `timeout`.
-        """
+        """Hold the lock of `key` for the block (`LockTimeout` past `timeout` seconds; 0
+        fails at once when the lock is taken)."""
         number = key_number(key)
         deadline = time.monotonic() + timeout
         slot = self._slot(number)

@@ -1,16 +1,10 @@
 """Storage: the checkpointer of the agent's run threads and, beside it, the store of
 memory documents, on one database.
 
-The checkpointer is a LangGraph saver that keeps LangGraph's contract (every
-checkpoint it is given stays until pruned): run threads have their history, and
-Studio's time travel works on them. Storage stays flat by policy instead: a finished
-run thread is pruned to its latest checkpoint (`prune_finished_runs`).
-
-Memory documents (a conversation's memory, a session's registry) are not
-checkpoints: the document store (`memory.storage.documents`) keeps one JSON document per
-thread id, on the checkpointer's connection or pool, under the same keyed locks.
-Several documents are read in one query and written in one transaction, with the
-deletion of whole conversations (their run threads included).
+The saver keeps LangGraph's contract (every checkpoint stays until pruned), so Studio's
+time travel works on run threads; storage stays flat by policy instead: a finished run
+thread is pruned to its latest checkpoint. Memory documents are not checkpoints: one
+JSON document per thread id, on the saver's connection, under the same keyed locks.
 """
 
 from __future__ import annotations
@@ -69,17 +63,9 @@ def storage_errors(method: Callable[P, R]) -> Callable[P, R]:
 
 
 class ThreadStore:
-    """The run threads' checkpointer and the memory documents' store, side by side.
-
-    Args:
-        checkpointer: the saver of the agent graph's run threads.
-        documents: the memory documents, on the checkpointer's database.
-        locks: serialises writers of a thread across threads and processes.
-        lock_timeout: seconds a writer waits for a thread's lock.
-        on_close: releases the backend's resources.
-        open_items: opens the backend's long-term store (`BaseStore`) on the same
-            database, given its vector index and TTL settings.
-    """
+    """The run threads' checkpointer and the memory documents' store, side by side;
+    `locks` serialise a thread's writers across threads and processes, `open_items`
+    opens the backend's long-term store on the same database."""
 
     def __init__(
         self,
@@ -103,12 +89,8 @@ class ThreadStore:
     def open_items(
         self, index: IndexConfig | None = None, ttl: TTLConfig | None = None
     ) -> BaseStore:
-        """The long-term store on this store's database (SQLite file or PostgreSQL).
-
-        Raises:
-            UnsupportedDatabaseUrl: the backend has no long-term store, or cannot give
-                the vector index asked for.
-        """
+        """The long-term store on this store's database (`UnsupportedDatabaseUrl`: the
+        backend has none, or not with the vector index asked for)."""
         if self._open_items is None:
             raise UnsupportedDatabaseUrl("this storage backend has no long-term store")
         return self._open_items(index=index, ttl=ttl)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from memory.errors import UNSUPPORTED_DATABASE_URL, UnsupportedDatabaseUrl
@@ -36,7 +36,7 @@ class DatabaseUrl:
 def _open_sqlite(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> ThreadStore:
     from memory.storage.sqlite.backend import open_sqlite
 
-    return _thread_store(open_sqlite(url.sqlite_path, vectors=vectors), lock_timeout)
+    return open_sqlite(url.sqlite_path, lock_timeout=lock_timeout, vectors=vectors)
 
 
 def _open_postgres(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> ThreadStore:
@@ -47,22 +47,7 @@ def _open_postgres(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> Thre
     except ImportError as exc:
         raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
 
-    return _thread_store(open_postgres(url.location), lock_timeout)
-
-
-def _thread_store(opened: tuple[Any, ...], lock_timeout: float) -> ThreadStore:
-    """A `ThreadStore` over what a backend's `open_*` returned."""
-    from memory.storage.threads import ThreadStore  # with the store: the settings read the URL
-
-    checkpointer, documents, locks, close, open_items = opened
-    return ThreadStore(
-        checkpointer,
-        documents,
-        locks,
-        lock_timeout=lock_timeout,
-        on_close=close,
-        open_items=open_items,
-    )
+    return open_postgres(url.location, lock_timeout=lock_timeout)
 
 
 _OPENERS: dict[str, Callable[[DatabaseUrl, float, bool], ThreadStore]] = {
@@ -74,11 +59,7 @@ _OPENERS: dict[str, Callable[[DatabaseUrl, float, bool], ThreadStore]] = {
 
 def parse_database_url(url: str) -> DatabaseUrl:
     """Parse `sqlite:///relative.sqlite`, `sqlite:////abs.sqlite`, `sqlite:///:memory:`
-    or `postgresql://…`.
-
-    Raises:
-        UnsupportedDatabaseUrl: for any other form.
-    """
+    or `postgresql://…` (`UnsupportedDatabaseUrl`: any other form)."""
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in _OPENERS:
         raise UnsupportedDatabaseUrl(UNSUPPORTED_DATABASE_URL.format(url=url))
@@ -96,13 +77,8 @@ def open_thread_store(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     vectors: bool = False,
 ) -> ThreadStore:
-    """Open the thread store that `database_url` names (see `parse_database_url`); with
-    `vectors`, on a connection that can hold vector indexes (SQLite: sqlean.py with
-    sqlite-vec; the standard library's sqlite3 otherwise).
-
-    Raises:
-        UnsupportedDatabaseUrl: an unsupported URL, or `vectors` without their driver.
-    """
+    """Open the thread store that `database_url` names; with `vectors`, on a connection
+    that can hold vector indexes (SQLite: sqlean.py with sqlite-vec)."""
     url = parse_database_url(database_url)
     return _OPENERS[url.scheme](url, lock_timeout, vectors)
 

@@ -15,8 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from agent.api import create_app
-from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
-from agent.offline.handlers import StructuredHandler
+from agent.offline import DEFAULT_HANDLERS, OfflineChatModel, StructuredHandler
 from agent.offline.local import ModelCall
 from agent.service import ChatAgent
 from agent.settings import Settings

@@ -215,7 +215,7 @@ def test_a_messages_stream_shows_the_answer_once_and_nothing_else(
     # one answer: chunks of one message (with subgraphs), or the message whole (without)
     assert {m["type"] for m in received} == ({"AIMessageChunk"} if subgraphs else {"ai"})
     assert len({m["id"] for m in received}) == 1
-    final = state["values"]["answer"]
+    final = state["values"]["messages"][-1]["content"]  # the thread keeps the answer there
     assert "".join(m["content"] for m in received) == final
     assert "We decided" in final  # the model did see the memory
     # the thread's state carries no memory context and no prompt either
@@ -247,7 +247,7 @@ def test_a_tool_turns_messages_stream_carries_the_call_the_result_and_the_answer
     assert [m["type"] for m in received] == ["ai", "tool", "ai"]
     assert received[0]["tool_calls"] and received[0]["tool_calls"][0]["name"] == "calculator"
     assert received[1]["content"] == "42"
-    assert received[2]["content"] == state["values"]["answer"]
+    assert received[2]["content"] == state["values"]["messages"][-1]["content"]
 
 
 def test_the_route_event_tells_the_truth(langgraph_dev: Server) -> None:

@@ -135,16 +135,14 @@ def test_messages_stream_carries_the_providers_token_chunks(
     stub.reply_text(answer)
 
     tokens = [
-        text
-        for node, text in streamed_chunks(graph, "stream please")
-        if node == "call_model" and text
+        text for node, text in streamed_chunks(graph, "stream please") if node == "chat" and text
     ]
     values = graph.get_state(run_config()).values
 
     assert stub.last_request["stream"] is True
     assert len(tokens) > 1
     assert "".join(tokens) == answer
-    assert values["answer"] == answer
+    assert values["messages"][-1].content == answer
     assert stored(memory) == [("user", "stream please"), ("assistant", answer)]
 
 
@@ -287,5 +285,5 @@ def test_compaction_output_never_streams_as_tokens(
 
     streamed = streamed_chunks(graph, "question 4")
     assert memory.read_memory(SESSION, CONVERSATION).summary == "SECRET-SUMMARY"
-    assert {node for node, _ in streamed} == {"call_model"}
+    assert {node for node, _ in streamed} == {"chat"}
     assert "SECRET-SUMMARY" not in "".join(text for _, text in streamed)

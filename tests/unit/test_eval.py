@@ -11,8 +11,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, get_buffer_string
 
 from agent.offline import OfflineChatModel
-from agent.offline.summaries import summary_answer, summary_request
 from evals.dialogue import load_split
+from evals.offline_summaries import SummarizingOfflineModel, summary_answer, summary_request
 from evals.report import dialogue_markdown, markdown, totals
 from evals.runner import evaluate, play, play_dialogue
 from evals.scenario import Fact, Scenario, load_all
@@ -164,5 +164,5 @@ def test_the_offline_model_answers_summarization_requests_with_its_compactors_li
         '## SUMMARY\nUser: "Our database is PostgreSQL 15."\nAssistant: "Noted."\n'
         'User: "Thanks, that helps."'
     )
-    assert OfflineChatModel().invoke(prompt).text == answer
+    assert SummarizingOfflineModel().invoke(prompt).text == answer
     assert summary_request([HumanMessage("hello")]) is None

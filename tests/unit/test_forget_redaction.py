@@ -12,7 +12,6 @@ from langchain_core.messages import AIMessage
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
 from agent.offline.local import ModelCall
-from agent.offline.summaries import summary_request
 from agent.settings import Settings
 from memory.redaction import FORGOTTEN
 from tests.context_support import overwrite_memory
@@ -28,7 +27,7 @@ class RecordingModel(OfflineChatModel):
     def respond(self, call: ModelCall) -> AIMessage:
         SENT.extend(message.text for message in call.messages)
         answer = super().respond(call)
-        if answer.tool_calls or summary_request(call.messages) is not None:
+        if answer.tool_calls:
             return answer
         return AIMessage(content=f"answer to: {call.messages[-1].text}")
 

@@ -40,23 +40,27 @@ def checkpointed(db_url: str) -> bytes:
     )
 
 
-def test_a_finished_runs_checkpoint_holds_the_users_text_once(
+def test_a_finished_runs_checkpoint_holds_the_users_text_and_the_answer_once(
     open_agent: Callable[..., ChatAgent], db_url: str
 ) -> None:
-    """`message`, `user_text` and `turn_messages` are working copies: the run's last
-    checkpoint keeps the user's text in `messages` only, the answer in `answer` and
-    `messages` (the run's output and Studio's chat view)."""
+    """`message`, `user_text` and `turn_messages` are working copies and `answer` is the
+    run's output only: the run's last checkpoint keeps the user's text and the answer in
+    `messages` (Studio's chat view), once each."""
     agent = open_agent(OfflineChatModel())
     text = "my zebra-quartz ledger"
     result = agent.send(text, session_id=SESSION, create_conversation=True)
     agent.wait_for_upkeep(30)
+    answer = result.text  # the API's response still carries the answer
+    assert answer
     config: RunnableConfig = {
         "configurable": {"thread_id": agent.memory.run_thread(SESSION, result.conversation_id)}
     }
     values = agent.graph.get_state(config).values
     assert (values["message"], values["user_text"], values["turn_messages"]) == (None, "", [])
-    assert [m.content for m in values["messages"]] == [text, result.text]
-    assert checkpointed(db_url).count(b"zebra-quartz") == 1
+    assert "answer" not in values
+    assert [m.content for m in values["messages"]] == [text, answer]
+    stored = checkpointed(db_url)
+    assert (stored.count(b"zebra-quartz"), stored.count(answer.encode())) == (1, 1)
 
 
 def test_run_checkpoints_hold_no_raw_ids(

@@ -11,14 +11,18 @@ import pytest
 
 from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_NEW_MEMORIES_PER_TURN
 from memory.longterm import (
-    EXPLICIT_EXTRACTOR,
     MemoryItem,
     Operation,
     OwedTurn,
     WritePlan,
     plan_write,
 )
-from memory.longterm.extraction import PROMPT_ASSISTANT_CHARS, PROMPT_ITEMS, extraction_prompt
+from memory.longterm.extraction import (
+    EXPLICIT_EXTRACTOR,
+    PROMPT_ASSISTANT_CHARS,
+    PROMPT_ITEMS,
+    extraction_prompt,
+)
 from memory.longterm.gate import Reason
 from memory.longterm.items import MemoryKind, Provenance, normalise
 

@@ -14,7 +14,8 @@ from langgraph.store.memory import InMemoryStore
 from memory import StorageError, ThreadIds
 from memory.errors import MemoryNotFound, MemoryRefused
 from memory.limits import RECALL_MAX_CHARS, RECALL_MAX_ITEMS
-from memory.longterm import EXPLICIT_EXTRACTOR, OwedTurn
+from memory.longterm import OwedTurn
+from memory.longterm.extraction import EXPLICIT_EXTRACTOR
 from memory.longterm.store import NAMESPACE, LongTermMemory
 from memory.storage import ThreadStore
 from memory.storage.documents import in_order

@@ -1,14 +1,19 @@
-"""Final-turn adapters and write rules: statuses, empty text, de-duplication, truncation."""
+"""A turn's final text (`graphs.turn.final_turn`) and the write rules: statuses, empty
+text, de-duplication, truncation."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
+from graphs.state import AgentState
+from graphs.turn import final_turn
 from memory.errors import InvalidInput
 from memory.limits import DELIVERY_REPORT_MAX_CHARS
 from memory.schema import ChatThreadMessage, ThreadState
@@ -18,10 +23,7 @@ from memory.turns import (
     SkipReason,
     TurnStatus,
     chat_turn,
-    delivery_turn,
     plan_turn_write,
-    tasklist_turn,
-    tool_turn,
     truncate_report,
 )
 
@@ -46,9 +48,7 @@ def test_written_statuses(status: TurnStatus) -> None:
     assert [(m.role, m.text) for m in plan.messages] == [("user", "hi"), ("assistant", "hello")]
 
 
-@pytest.mark.parametrize(
-    "status", [TurnStatus.INTERRUPTED, TurnStatus.FAILED, TurnStatus.CANCELLED]
-)
+@pytest.mark.parametrize("status", [TurnStatus.FAILED, TurnStatus.CANCELLED])
 def test_statuses_that_never_write(status: TurnStatus) -> None:
     plan = plan_turn_write(EMPTY, chat_turn("hi", "hello", status), NOW)
     assert plan == plan.__class__(skipped=SkipReason.STATUS)
@@ -89,16 +89,28 @@ def test_identical_text_with_new_stable_ids_is_a_new_turn() -> None:
     assert [m.id for m in plan.messages] == ["u9", "a9"]
 
 
-def test_chat_adapter_rejects_a_tool_request_as_answer() -> None:
+def turn_of(route: str, messages: Sequence[AnyMessage] = (), **state: str) -> FinalTurn:
+    """What `finalize` would write of a run state."""
+    values: dict[str, Any] = {"route": route, "turn_messages": [*messages], "turn_id": "t1"}
+    return final_turn(cast(AgentState, values | state))
+
+
+def test_a_tool_request_is_no_answer() -> None:
     request = AIMessage(content="", tool_calls=[{"name": "calc", "args": {}, "id": "c1"}])
-    assert chat_turn("hi", request).assistant_text == ""
-    assert (
-        chat_turn("hi", AIMessage(content=[{"type": "text", "text": "ok"}])).assistant_text == "ok"
+    turn = turn_of("chat", [HumanMessage("hi"), request], user_text="hi")
+    assert (turn.assistant_text, turn.status) == ("", TurnStatus.FAILED)
+    said = AIMessage(content=[{"type": "text", "text": "ok"}])
+    turn = turn_of("chat", [HumanMessage("hi"), said], user_text="hi")
+    assert (turn.route, turn.assistant_text, turn.status) == (
+        Route.CHAT,
+        "ok",
+        TurnStatus.COMPLETED,
     )
+    assert (turn.user_message_id, turn.assistant_message_id) == ("t1-u", "t1-a")
 
 
-def test_tool_adapter_keeps_only_the_final_answer() -> None:
-    messages = [
+def test_a_tool_turn_keeps_only_the_final_answer() -> None:
+    messages: list[AnyMessage] = [
         HumanMessage(content="what is 2+2"),
         AIMessage(
             content="", tool_calls=[{"name": "calculator", "args": {"e": "2+2"}, "id": "c1"}]
@@ -106,29 +118,39 @@ def test_tool_adapter_keeps_only_the_final_answer() -> None:
         ToolMessage(content="TOOL-RESULT-4", tool_call_id="c1"),
         AIMessage(content="2+2 = 4"),
     ]
-    turn = tool_turn("what is 2+2", messages)
+    # a chat turn that ran a tool is a tool turn
+    turn = turn_of("chat", messages, user_text="what is 2+2")
     assert (turn.route, turn.user_text, turn.assistant_text) == (
         Route.TOOL,
         "what is 2+2",
         "2+2 = 4",
     )
     assert "TOOL-RESULT" not in turn.assistant_text
-    unfinished = tool_turn("what is 2+2", messages[:3])
-    assert plan_turn_write(EMPTY, unfinished, NOW).skipped is SkipReason.EMPTY
+    unfinished = turn_of("tool", messages[:3], user_text="what is 2+2")
+    assert plan_turn_write(EMPTY, unfinished, NOW).skipped is SkipReason.STATUS
 
 
-def test_tasklist_adapter_writes_goal_and_summary_only() -> None:
-    turn = tasklist_turn("plan my trip", "## Outcome\nDone.", TurnStatus.BLOCKED)
-    assert (turn.route, turn.user_text, turn.assistant_text) == (
+def test_a_task_list_writes_its_goal_and_summary_only() -> None:
+    turn = turn_of(
+        "tasklist",
+        user_text="plan my trip",
+        workflow_text="## Outcome\nDone.",
+        workflow_status="blocked",
+    )
+    assert (turn.route, turn.status, turn.user_text, turn.assistant_text) == (
         Route.TASKLIST,
+        TurnStatus.BLOCKED,
         "plan my trip",
         "## Outcome\nDone.",
     )
+    rejected = turn_of("tasklist", user_text="x", workflow_text="no", workflow_status="rejected")
+    assert rejected.status is TurnStatus.CANCELLED
 
 
-def test_delivery_adapter_truncates_the_report() -> None:
+def test_a_delivery_report_is_truncated_for_memory() -> None:
     report = "HEAD " + "x" * 20_000
-    turn = delivery_turn("build it", report)
+    turn = turn_of("delivery", user_text="build it", workflow_text=report)
+    assert turn.status is TurnStatus.FAILED  # no workflow status: it never finished
     assert len(turn.assistant_text) <= DELIVERY_REPORT_MAX_CHARS
     assert turn.assistant_text.startswith("HEAD xxx")
     assert turn.assistant_text.splitlines()[-1].startswith("[Report truncated:")

@@ -119,7 +119,7 @@ def test_the_oldest_open_questions_go_past_ten_and_each_is_clamped(
 ) -> None:
     first = [f"When Q{i}?" for i in range(8)]
     state = compact_with(
-        memory, output(questions=first), output(questions=["When Q8?", "x " * 450])
+        memory, output(questions=first), output(questions=["When Q8?", "xy " * 300])
     )
     assert len(state.open_questions) == MAX_OPEN_QUESTIONS
     assert state.open_questions[0] == "When Q0?"

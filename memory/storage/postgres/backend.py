@@ -4,8 +4,6 @@ items on one pool (and a second pool for the locks)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
 
 from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 from psycopg import Connection
@@ -13,11 +11,11 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
 from memory.errors import StorageError
-from memory.storage.locks import KeyedLocks
 from memory.storage.postgres.checkpointer import PostgresCheckpointer
 from memory.storage.postgres.documents import PostgresDocuments
 from memory.storage.postgres.items import open_postgres_items
 from memory.storage.postgres.locks import AdvisoryLocks, run_setup
+from memory.storage.threads import ThreadStore
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +40,9 @@ def _pool(url: str, max_size: int) -> ConnectionPool[Connection[DictRow]]:
     )
 
 
-def open_postgres(
-    url: str,
-) -> tuple[Any, PostgresDocuments, KeyedLocks, Callable[[], None], Callable[..., BaseStore]]:
-    """The checkpointer, document store, locks, closer and long-term store opener of a
-    PostgreSQL database (tables created on first use), all on one pool.
-
-    Raises:
-        StorageError: the database cannot be reached.
+def open_postgres(url: str, *, lock_timeout: float) -> ThreadStore:
+    """The thread store of a PostgreSQL database (tables created on first use), all on
+    one pool (and a second one for the locks); `StorageError` when it cannot be reached.
     """
     pool, lock_pool = (_pool(url, size) for size in (POOL_MAX_SIZE, LOCK_POOL_MAX_SIZE))
     try:
@@ -77,4 +70,11 @@ def open_postgres(
     def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
         return open_postgres_items(pool, lock_pool, index, ttl)
 
-    return checkpointer, documents, locks, close, open_items
+    return ThreadStore(
+        checkpointer,
+        documents,
+        locks,
+        lock_timeout=lock_timeout,
+        on_close=close,
+        open_items=open_items,
+    )

@@ -31,8 +31,6 @@ class PostgresCheckpointer(RunSaver, PostgresSaver):
     its pool is thread-safe."""
 
     def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
-        (where it has one), in one query: a run thread's `status`, for instance."""
         if not thread_ids:
             return {}
         with self._cursor() as cur:
@@ -48,7 +46,6 @@ class PostgresCheckpointer(RunSaver, PostgresSaver):
         return values
 
     def list_threads(self, prefix: str) -> list[str]:
-        """Every thread id with a checkpoint that starts with `prefix`."""
         with self._cursor() as cur:
             rows = cur.execute(
                 "SELECT DISTINCT thread_id FROM checkpoints WHERE left(thread_id, %s) = %s",

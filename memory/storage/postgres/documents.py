@@ -91,7 +91,6 @@ class PostgresDocuments:
                 cur.executemany(UPSERT_DOCUMENTS_SQL, _document_rows(documents))
 
     def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The documents of `thread_ids`, read in one query."""
         if not thread_ids:
             return {}
         with self.pool.connection() as conn:
@@ -109,9 +108,6 @@ class PostgresDocuments:
         also: InTransaction | None = None,
         expected: Versions | None = None,
     ) -> None:
-        """Check the `expected` versions, replace the documents, delete the threads in
-        `delete` (documents, checkpoints, blobs and writes) and run `also`, in one
-        transaction."""
         with self.transaction() as cur:
             if expected:
                 found = cur.execute(
@@ -129,7 +125,6 @@ class PostgresDocuments:
                 also(cur)
 
     def list_threads(self, prefix: str) -> list[str]:
-        """Every document's thread id starting with `prefix`."""
         with self.pool.connection() as conn:
             rows = conn.execute(
                 f"SELECT thread_id FROM {DOCUMENTS_TABLE} WHERE left(thread_id, %s) = %s",

@@ -27,13 +27,8 @@ class PooledPostgresStore(PostgresStore):
 
     def put_in(self, cursor: Cursor[Any], ops: Sequence[PutOp]) -> None:
         """Run `ops` on `cursor`'s connection, inside the documents' transaction its
-        caller holds and commits (`memory.storage.items`), instead of a pooled
-        connection and a transaction of the store's own.
-
-        The statements are upstream's own (`_batch_put_ops`, what `batch` runs for its
-        puts and deletes), on a cursor of the kind `batch` gives them (binary, dict
-        rows), so the store's table is written exactly as `batch` writes it.
-        """
+        caller commits, with upstream's own statements on the kind of cursor `batch`
+        gives them (binary, dict rows): the table is written exactly as `batch` does."""
         with cursor.connection.cursor(binary=True, row_factory=dict_row) as own:
             self._batch_put_ops(list(enumerate(ops)), own)
 
@@ -63,11 +58,8 @@ def has_pgvector(pool: Any) -> bool:
 def open_postgres_items(
     pool: Any, lock_pool: Any, index: IndexConfig | None = None, ttl: TTLConfig | None = None
 ) -> BaseStore:
-    """The long-term store (`PostgresStore`) on the thread store's database.
-
-    Raises:
-        UnsupportedDatabaseUrl: a vector index was asked for without pgvector.
-    """
+    """The long-term store (`PostgresStore`) on the thread store's database
+    (`UnsupportedDatabaseUrl`: a vector index asked for without pgvector)."""
     if index is not None and not has_pgvector(pool):
         why = "the PostgreSQL server has no pgvector extension"
         raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))

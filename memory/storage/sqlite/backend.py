@@ -3,7 +3,6 @@ connection."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
@@ -21,22 +20,15 @@ from memory.storage.sqlite.connection import (
 )
 from memory.storage.sqlite.documents import SqliteDocuments
 from memory.storage.sqlite.items import open_sqlite_items
+from memory.storage.threads import ThreadStore
 
 
-def open_sqlite(
-    path: Path | None, *, vectors: bool = False
-) -> tuple[
-    SqliteCheckpointer, SqliteDocuments, KeyedLocks, Callable[[], None], Callable[..., BaseStore]
-]:
-    """The checkpointer, document store, locks, closer and long-term store opener of a
-    SQLite file (None: in memory, this process only), all on one connection; with
-    `vectors`, one that holds vector indexes (`connection.connect`).
+def open_sqlite(path: Path | None, *, lock_timeout: float, vectors: bool = False) -> ThreadStore:
+    """The thread store of a SQLite file (None: in memory, this process only), all on
+    one connection; with `vectors`, one that holds vector indexes (`connection.connect`).
 
     SQLite creates the WAL and shared-memory files with the database file's mode, so
     creating that file 0600 first keeps all of them private.
-
-    Raises:
-        UnsupportedDatabaseUrl: `vectors`, and the driver that gives them is missing.
     """
     if vectors:
         vector_driver()  # a missing driver refuses before any file is created
@@ -65,4 +57,11 @@ def open_sqlite(
     def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
         return open_sqlite_items(checkpointer, locks, index, ttl)
 
-    return checkpointer, documents, locks, close, open_items
+    return ThreadStore(
+        checkpointer,
+        documents,
+        locks,
+        lock_timeout=lock_timeout,
+        on_close=close,
+        open_items=open_items,
+    )

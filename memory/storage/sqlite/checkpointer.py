@@ -41,14 +41,12 @@ def delete_threads(cur: sqlite3.Cursor, thread_ids: Sequence[str]) -> None:
 
 
 def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
-    """Keep the latest checkpoint of each namespace of `thread_id`, with its writes.
+    """Keep the latest checkpoint of each namespace of `thread_id`, with its writes
+    (`NotImplementedError` for a `DeltaChannel` thread: nothing is pruned).
 
     A subgraph call's namespace (its task id after a ":") goes with the root
     checkpoint the call started from, once that one is saved and is not the one kept.
     A kept checkpoint whose parent is deleted is left with no parent.
-
-    Raises:
-        NotImplementedError: the thread uses a `DeltaChannel`; nothing is pruned.
     """
     marked = " OR ".join("instr(CAST(metadata AS TEXT), ?) > 0" for _ in DELTA_MARKERS)
     delta = cur.execute(
@@ -97,11 +95,8 @@ def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
 
 
 class SqliteCheckpointer(RunSaver, SqliteSaver):
-    """`SqliteSaver` with `prune` and the async API (both left unimplemented upstream).
-
-    The connection is shared under the saver's lock, so the async methods can run the
-    sync ones in worker threads (`memory.storage.checkpointers.ThreadedAsyncSaver`).
-    """
+    """`SqliteSaver` with `prune` and the async API (both left unimplemented upstream):
+    the connection is shared under the saver's lock, so worker threads can run it."""
 
     def setup(self) -> None:
         """Upstream's setup, on either driver of the connection (`connection.connect`).
@@ -121,16 +116,8 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
             self.is_setup = True
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune the checkpoints of `thread_ids`, all in one transaction.
-
-        `keep_latest` keeps the latest checkpoint of each namespace with its pending
-        writes (see `keep_latest`); `delete` removes every checkpoint and write.
-
-        Raises:
-            TypeError: `thread_ids` is a single string.
-            ValueError: `strategy` is unknown.
-            NotImplementedError: `keep_latest` on a thread that uses a `DeltaChannel`.
-        """
+        """Prune the checkpoints of `thread_ids` in one transaction: `keep_latest` (see
+        `keep_latest`), or `delete` every checkpoint and write."""
         threads = check_prune_arguments(thread_ids, strategy)
         if not threads:
             return
@@ -142,8 +129,6 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
                 keep_latest(cur, thread_id)
 
     def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
-        (where it has one), in one query: a run thread's `status`, for instance."""
         if not thread_ids:
             return {}
         marks = ", ".join("?" * len(thread_ids))
@@ -162,7 +147,6 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
         return {thread: found[channel] for thread, found in values.items() if channel in found}
 
     def list_threads(self, prefix: str) -> list[str]:
-        """Every thread id with a checkpoint that starts with `prefix`."""
         with self.cursor(transaction=False) as cur:
             rows = cur.execute(
                 "SELECT DISTINCT thread_id FROM checkpoints WHERE substr(thread_id, 1, ?) = ?",

@@ -34,11 +34,8 @@ VECTOR_PACKAGES = {"sqlean": "sqlean.py", "sqlite_vec": "sqlite-vec"}
 
 
 def vector_driver() -> tuple[Any, Any]:
-    """The modules of a connection with vectors: `sqlean` and `sqlite_vec`.
-
-    Raises:
-        UnsupportedDatabaseUrl: one of them is not installed (named by its package).
-    """
+    """The modules of a connection with vectors, `sqlean` and `sqlite_vec`
+    (`UnsupportedDatabaseUrl` names the package of one not installed)."""
     try:
         import sqlean  # type: ignore[import-untyped]
         import sqlite_vec  # type: ignore[import-untyped]
@@ -51,14 +48,10 @@ def vector_driver() -> tuple[Any, Any]:
 def connect(target: str, *, vectors: bool = False) -> sqlite3.Connection:
     """A connection to `target` (a file, or `:memory:`) that any thread may use.
 
-    Without `vectors` it is the standard library's `sqlite3`. With `vectors` it is a
-    `sqlean` connection with sqlite-vec loaded: `sqlean` is the standard library's
-    DB-API module built with extension loading (this Python's `sqlite3` may have none),
-    so LangGraph's saver and store, the documents and the archive run on it unchanged,
-    and the vector index (vec0 tables) lives in the same file.
-
-    Raises:
-        UnsupportedDatabaseUrl: `vectors`, and `sqlean.py` or `sqlite-vec` is missing.
+    With `vectors` it is a `sqlean` connection with sqlite-vec loaded: `sqlean` is the
+    standard library's DB-API module built with extension loading (this Python's
+    `sqlite3` may have none), so everything else runs on it unchanged and the vector
+    index lives in the same file.
     """
     if not vectors:
         return sqlite3.connect(target, check_same_thread=False, timeout=SQLITE_BUSY_TIMEOUT_S)
@@ -100,14 +93,10 @@ def sqlite_transaction(conn: sqlite3.Connection, lock: threading.Lock) -> Iterat
 
 def scrub_on_commit(cursor: sqlite3.Cursor, *statements: str) -> None:
     """Mark the transaction of `cursor` (a `sqlite_transaction`'s) as one that deleted or
-    rewrote what a user said: `statements` run just before it commits (once each), and
-    once it has committed, the WAL is checkpointed and truncated.
-
-    With `secure_delete` on (`backend.open_sqlite`), a deleted row's bytes are zeroed in
-    the pages the transaction writes, but the WAL still holds earlier versions of those
-    pages, the deleted text in them, until it is truncated; `statements` clear what is
-    no row of a table (an FTS5 index's merged-away terms).
-    """
+    rewrote what a user said: `statements` (clearing what is no row of a table, an FTS5
+    index's merged-away terms) run just before it commits, and then the WAL, which still
+    holds the pages as they were (`secure_delete` zeroes only the new ones), is
+    checkpointed and truncated."""
     _SCRUBS.setdefault(id(cursor.connection), {}).update(dict.fromkeys(statements))
 
 

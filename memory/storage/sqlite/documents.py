@@ -86,7 +86,6 @@ class SqliteDocuments:
         )
 
     def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The documents of `thread_ids`, read in one query."""
         if not thread_ids:
             return {}
         marks = ", ".join("?" * len(thread_ids))
@@ -105,8 +104,6 @@ class SqliteDocuments:
         also: InTransaction | None = None,
         expected: Versions | None = None,
     ) -> None:
-        """Check the `expected` versions, replace the documents, delete the threads in
-        `delete` (documents, checkpoints and writes) and run `also`, in one transaction."""
         with self.transaction() as cur:
             if expected:
                 marks = ", ".join("?" * len(expected))
@@ -127,7 +124,6 @@ class SqliteDocuments:
                 also(cur)
 
     def list_threads(self, prefix: str) -> list[str]:
-        """Every document's thread id starting with `prefix`."""
         with self.lock, closing(self.conn.cursor()) as cur:
             rows = cur.execute(
                 f"SELECT thread_id FROM {DOCUMENTS_TABLE} WHERE substr(thread_id, 1, ?) = ?",

@@ -57,13 +57,9 @@ class SharedSqliteStore(SqliteStore):
         return [_without(result, expired) for result in results] if expired else results
 
     def put_in(self, cursor: sqlite3.Cursor, ops: Sequence[PutOp]) -> None:
-        """Run `ops` with `cursor`, inside the documents' transaction its caller holds
-        (`memory.storage.items`): that caller already holds this store's lock (the
-        checkpointer's) and has begun the transaction, so neither is taken again here.
-
-        The statements are upstream's own (`_batch_put_ops`, what `batch` runs for its
-        puts and deletes), so the store's table is written exactly as `batch` writes it.
-        """
+        """Run `ops` with `cursor`, inside the documents' transaction whose caller holds
+        this store's lock (the checkpointer's), with upstream's own statements, so the
+        table is written exactly as `batch` writes it."""
         self._batch_put_ops(list(enumerate(ops)), cursor)
         if any(op.value is None for op in ops):
             scrub_on_commit(cursor)
@@ -117,13 +113,8 @@ def open_sqlite_items(
     index: IndexConfig | None = None,
     ttl: TTLConfig | None = None,
 ) -> BaseStore:
-    """The long-term store (`SqliteStore`) on the checkpointer's database.
-
-    Raises:
-        UnsupportedDatabaseUrl: a vector index was asked for, and the connection cannot
-            load the sqlite-vec extension (this Python's `sqlite3` without loadable
-            extensions: open the database with `vectors`, `connection.connect`).
-    """
+    """The long-term store (`SqliteStore`) on the checkpointer's database (a vector
+    index needs a connection that loads sqlite-vec: else `UnsupportedDatabaseUrl`)."""
     if index is not None and not hasattr(checkpointer.conn, "enable_load_extension"):
         why = (
             "the database was opened with this Python's sqlite3, which cannot load "

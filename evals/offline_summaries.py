@@ -1,5 +1,6 @@
-"""The offline model's answer to a summarization request from LangChain's
-`SummarizationMiddleware`: the same quoted lines the offline compactor writes.
+"""`SummarizingOfflineModel`: the offline model answering a summarization request from
+LangChain's `SummarizationMiddleware` with the same quoted lines the offline compactor
+writes. Only a peer of the evaluations asks for one, so the product's model does not.
 
 The middleware asks with one message: its instructions, then the history to summarise
 between `<messages>` tags, one `<message type="human|ai">` element each (XML-escaped).
@@ -14,9 +15,11 @@ import html
 import re
 from collections.abc import Sequence
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from agent.offline import OfflineChatModel
 from agent.offline.compaction import folded_summary
+from agent.offline.local import ModelCall
 
 SUMMARY_REQUEST_MARKER = "Messages to summarize:"
 SUMMARY_ANSWER = "## SESSION INTENT\n{intent}\n\n## SUMMARY\n{summary}"
@@ -60,3 +63,14 @@ def summary_answer(history: Sequence[tuple[str, str]]) -> str:
         intent = " ".join(first.split())[:INTENT_CHARS]
     digest = folded_summary(carried, rest)
     return SUMMARY_ANSWER.format(intent=intent or "None", summary=digest)
+
+
+class SummarizingOfflineModel(OfflineChatModel):
+    """The offline model, with the summaries a `SummarizationMiddleware` asks for."""
+
+    def respond(self, call: ModelCall) -> AIMessage:
+        history = summary_request(call.messages)
+        if history is None:
+            return super().respond(call)
+        meta = {"model_name": self.model_name}
+        return AIMessage(content=summary_answer(history), response_metadata=meta)
