@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from agent.offline import OfflineChatModel
 from agent.settings import Settings, SettingsError
+from memory.archive.embedding import LOCAL, LocalEmbeddings
 from memory.budget import TokenCounter
 from memory.errors import InvalidInput
 from memory.structured import token_limit
@@ -121,7 +122,8 @@ EMBEDDINGS_NEED_AN_ENDPOINT = (
 
 
 def load_embeddings(settings: Settings) -> Embeddings:
-    """`OpenAIEmbeddings(AGENT_EMBEDDINGS_MODEL)` on the configured endpoint.
+    """`OpenAIEmbeddings(AGENT_EMBEDDINGS_MODEL)` on the configured endpoint, or the
+    packaged local model for `local` (no endpoint: it runs offline too).
 
     Texts are sent as they are: checking their length would tokenise them with
     tiktoken, which downloads its encodings on first use, and memory items are short.
@@ -131,6 +133,8 @@ def load_embeddings(settings: Settings) -> Embeddings:
     """
     if not settings.embeddings_model:
         raise ValueError("AGENT_EMBEDDINGS_MODEL is not set")
+    if settings.embeddings_model == LOCAL:
+        return LocalEmbeddings()
     if settings.offline:  # the offline model has no embeddings: say so before anything opens
         raise InvalidInput(EMBEDDINGS_NEED_AN_ENDPOINT)
     key = settings.openai_api_key or NO_KEY

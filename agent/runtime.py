@@ -36,7 +36,14 @@ from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
 from memory import ThreadIds, resolve_secret
 from memory.archive.archive import open_archive
-from memory.archive.embedding import ArchiveEmbeddings
+from memory.archive.embedding import (
+    LOCAL,
+    LOCAL_DIMS,
+    LOCAL_MAX_DISTANCE,
+    LOCAL_MODEL,
+    ArchiveEmbeddings,
+    LocalEmbeddings,
+)
 from memory.budget import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
@@ -50,9 +57,14 @@ REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 
 
 def archive_embeddings(settings: Settings) -> ArchiveEmbeddings | None:
-    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` is set (built, not called)."""
+    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` is set (built, not called);
+    `local` has its own name, size and distance (`AGENT_EMBEDDINGS_DIMS` and
+    `AGENT_EMBEDDINGS_MAX_DISTANCE` are an endpoint's), and no recent-vector cache: its
+    query and passage forms differ."""
     if not settings.embeddings_model:
         return None
+    if settings.embeddings_model == LOCAL:
+        return ArchiveEmbeddings(LocalEmbeddings(), LOCAL_MODEL, LOCAL_DIMS, LOCAL_MAX_DISTANCE)
     return ArchiveEmbeddings(
         RecentEmbeddings(load_embeddings(settings)),
         settings.embeddings_model,
@@ -98,11 +110,12 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
             them (SQLite opened without its vector index, PostgreSQL without pgvector).
     """
     index: Any = None
-    if settings.embeddings_model:
+    if settings.embeddings_model and not _items_stay_lexical(settings, memory):
         # the archive's client: a message both recalls look up is embedded once
         archive = memory.archive.embeddings
         embed = archive.embeddings if archive is not None else load_embeddings(settings)
-        index = {"dims": settings.embeddings_dims, "embed": embed, "fields": ["text"]}
+        dims = archive.dims if archive is not None else settings.embeddings_dims
+        index = {"dims": dims, "embed": embed, "fields": ["text"]}
     ttl_minutes = settings.memory_ttl_days * MINUTES_PER_DAY or None
     # the TTL is refreshed by recall itself (`LongTermMemory._refresh`), not on every read;
     # an expired item is gone for every read at once, not only after the hourly sweep
@@ -120,6 +133,19 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
         ttl_minutes=ttl_minutes,
         lock_timeout=memory.threads.lock_timeout,
     )
+
+
+def _items_stay_lexical(settings: Settings, memory: ConversationMemory) -> bool:
+    """Whether long-term items go without a vector index although embeddings are set:
+    with `local` on a PostgreSQL server without pgvector (the archive keeps its vectors
+    in its own table there; LangGraph's store can only index with pgvector). An
+    endpoint's model still asks for the index, and fails to start without it."""
+    documents: Any = memory.threads.documents
+    if settings.embeddings_model != LOCAL or documents.dialect != "postgresql":
+        return False
+    from memory.storage.postgres.items import has_pgvector
+
+    return not has_pgvector(documents.pool)
 
 
 def extraction_for(

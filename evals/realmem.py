@@ -27,7 +27,9 @@ Then the off-topic probes (`evals/offtopic/dev.jsonl`), each in a new conversati
 probe recalls something when its context holds a recalled line or a long-term item.
 
 Run: `python -m evals.realmem [--persona NAME …] [--limit N]`; results in
-`bench/results/realmem.json`. These are dev figures (the data is tuned on).
+`bench/results/realmem.json`. These are dev figures (the data is tuned on). With
+`AGENT_EMBEDDINGS_MODEL=local` in the environment, `ours` ranks with the local
+embedding model (its settings read it), and each user line costs an embedding.
 """
 
 from __future__ import annotations

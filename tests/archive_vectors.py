@@ -74,7 +74,7 @@ def open_embedded(
     config = None if embeddings is None else ArchiveEmbeddings(embeddings, model, DIMS)
     archive = open_archive(threads, ids, embeddings=config)
     if isinstance(embeddings, ConceptEmbeddings):
-        embeddings.lock = threads.documents.lock  # type: ignore[attr-defined]
+        embeddings.lock = getattr(threads.documents, "lock", None)  # (SQLite's)
     return ConversationMemory(threads, ids, archive=archive)
 
 
@@ -96,7 +96,12 @@ def hits(memory: ConversationMemory, session: str, text: str) -> list[str]:
 
 
 def vectors(threads: ThreadStore) -> list[tuple[int, str]]:
+    """`(line id, session key)` of every stored vector, on either backend."""
     documents: Any = threads.documents
+    if documents.dialect == "postgresql":
+        with documents.pool.connection() as conn:
+            rows = conn.execute("SELECT id, session_key FROM archive_vectors").fetchall()
+        return sorted((row["id"], row["session_key"]) for row in rows)
     with documents.lock:
         return sorted(documents.conn.execute("SELECT id, session_key FROM archive_vectors"))
 

@@ -38,8 +38,11 @@ PG_TABLES = (
     "memory_documents",
     "store",
     "archive_lines",
+    "archive_vectors",
     "archive_counts",
     "archive_terms",
+    "archive_versions",
+    "archive_vector_model",
 )
 
 

@@ -9,10 +9,12 @@ Text the long-term secret detector flags is archived as `[redacted]` (the
 conversation's own memory is unchanged). Searches are scoped to one session's key.
 
 With embeddings (`AGENT_EMBEDDINGS_MODEL`), the user's lines are embedded after the
-turn, off the reply path (`embed_lines`, a step of the turn's upkeep), and recall
-finds the lines nearest the message's embedding besides the lexical hits. Embeddings
-are network calls: none is made under a lock or inside a transaction. A line without
-a vector (not embedded yet, or its upkeep failed) is still found lexically.
+turn, off the reply path (`embed_lines`, a step of the turn's upkeep; lines of earlier
+releases, newest first, a batch an upkeep), and recall finds the lines nearest the
+message's embedding besides the lexical hits, on either backend. Embeddings are network
+calls or a local model's seconds: none is made under a lock or inside a transaction. A
+line without a vector (not embedded yet, or its upkeep failed) is still found
+lexically.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ from memory.archive.recall import (
 from memory.archive.relevance import by_score, distinct, reference
 from memory.archive.repeats import unrepeated
 from memory.archive.terms import query_terms
-from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.ids import ThreadIds
 from memory.limits import DEFAULT_RECALL_TOKENS
 from memory.schema import ChatThreadMessage, ThreadState
@@ -387,9 +388,9 @@ def open_archive(
 
     Raises:
         TypeError: the document store speaks a dialect the archive has no backend for.
-        UnsupportedDatabaseUrl: `embeddings`, and the database holds no vector index: a
-            SQLite store opened without vectors (`open_thread_store(..., vectors=True)`),
-            or PostgreSQL (the archive's index there would need pgvector: not built).
+        UnsupportedDatabaseUrl: `embeddings`, and a SQLite store opened without vectors
+            (`open_thread_store(..., vectors=True)`). On PostgreSQL the vectors are in the
+            archive's table (`memory.archive.postgres_vectors`).
     """
     documents: Any = threads.documents
     backend: Any
@@ -412,22 +413,15 @@ def open_archive(
     elif documents.dialect == "postgresql":
         from memory.archive.postgres import PostgresArchive
 
-        if embeddings is not None:
-            raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=_postgres_why(threads)))
         backend = PostgresArchive(documents.pool)
         backend.setup()
+        if embeddings is not None:
+            from memory.archive.postgres_vectors import PostgresVectors
+
+            vectors = PostgresVectors(documents.pool, model=embeddings.model, dims=embeddings.dims)
+            vectors.setup()
     else:
         raise TypeError(f"no archive for the {documents.dialect!r} dialect")
     return Archive(
         backend, ids, recall_tokens=recall_tokens, embeddings=embeddings, vectors=vectors
     )
-
-
-def _postgres_why(threads: ThreadStore) -> str:
-    """Why the archive on `threads`' PostgreSQL server has no vector index."""
-    from memory.storage.postgres.items import has_pgvector
-
-    pool = threads.documents.pool  # type: ignore[attr-defined]
-    if not has_pgvector(pool):
-        return "the PostgreSQL server has no pgvector extension (the archive's index needs it)"
-    return "the conversation archive has no pgvector index on PostgreSQL yet (SQLite has one)"

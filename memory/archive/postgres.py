@@ -64,6 +64,7 @@ def _line(row: dict[str, Any]) -> ArchivedLine:
         created_at=row["created_at"],
         text=row["text"],
         score=float(row["score"]),
+        distance=None if row["distance"] is None else float(row["distance"]),
         previous=_neighbour(row, "p"),
         following=_neighbour(row, "n"),
         said_before=_neighbour(row, "pu"),
@@ -232,13 +233,22 @@ class PostgresArchive:
     ) -> int:
         """With `cursor`, inside the transaction the caller commits: give the session's
         lines `changes` their new texts, its lines of `message_ids` the text `text`, and
-        its lines titled by a key of `titles` that title's value, index included."""
+        its lines titled by a key of `titles` that title's value, index included (a
+        rewritten line loses its vector: the old text's would find it again)."""
         done = 0
         for old, new in (titles or {}).items():
             cursor.execute(
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
                 (new, session_key, old),
             )
+        rewritten = [*changes]
+        if message_ids:
+            found = cursor.execute(
+                "SELECT id FROM archive_lines WHERE session_key = %s AND message_id = ANY(%s)",
+                (session_key, list(message_ids)),
+            ).fetchall()
+            rewritten.extend(row["id"] for row in found)
+        cursor.execute("DELETE FROM archive_vectors WHERE id = ANY(%s)", (rewritten,))
         for line_id, new in changes.items():
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"

@@ -30,6 +30,34 @@ SETUP_SQL = (
     " UNIQUE (session_key, conversation_key, message_id))",
     "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS size INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS indexed TEXT",
+    # a line's vector (float32, little-endian; `memory.archive.postgres_vectors`): deleting
+    # the line deletes it (the same statement), rewriting it deletes it (the same
+    # transaction); beside the line rather than in its row, so storing one rewrites no
+    # row, its GIN entries or its counts
+    "CREATE TABLE IF NOT EXISTS archive_vectors (id BIGINT PRIMARY KEY"
+    " REFERENCES archive_lines (id) ON DELETE CASCADE, session_key TEXT NOT NULL,"
+    " embedding BYTEA NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS archive_vectors_session ON archive_vectors (session_key)",
+    "CREATE TABLE IF NOT EXISTS archive_vector_model (model TEXT NOT NULL, dims INTEGER NOT NULL)",
+    # a session's vectors' version, bumped by every statement that adds or deletes one:
+    # what a process's cache of them is checked against
+    "CREATE TABLE IF NOT EXISTS archive_versions (session_key TEXT PRIMARY KEY,"
+    " version BIGINT NOT NULL)",
+    """CREATE OR REPLACE FUNCTION archive_versioned() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    INSERT INTO archive_versions SELECT DISTINCT session_key, 1 FROM old_lines
+    ON CONFLICT (session_key) DO UPDATE SET version = archive_versions.version + 1;
+  ELSE
+    INSERT INTO archive_versions SELECT DISTINCT session_key, 1 FROM new_lines
+    ON CONFLICT (session_key) DO UPDATE SET version = archive_versions.version + 1;
+  END IF;
+  RETURN NULL;
+END $$""",
+    "CREATE OR REPLACE TRIGGER archive_vectors_removed AFTER DELETE ON archive_vectors"
+    " REFERENCING OLD TABLE AS old_lines FOR EACH STATEMENT EXECUTE FUNCTION archive_versioned()",
+    "CREATE OR REPLACE TRIGGER archive_vectors_added AFTER INSERT ON archive_vectors"
+    " REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION archive_versioned()",
     # without a pending list: a search reads the index, never a list of recent entries
     # that only a vacuum merges (with it, a fresh archive's searches scanned the table)
     "CREATE INDEX IF NOT EXISTS archive_lines_terms ON archive_lines USING GIN (terms)"
@@ -109,8 +137,7 @@ WHERE session_key = %(session)s AND term = ANY(%(terms)s) AND role = ANY(%(roles
 GROUP BY term
 """
 """The lines of `roles` (the row without a term), then how many of them hold each term."""
-SEARCH_SQL = f"""
-WITH totals AS MATERIALIZED (
+RANKED_SQL = f"""totals AS MATERIALIZED (
   SELECT COALESCE(SUM(lines), 0) AS lines, COALESCE(SUM(size), 0) AS size
   FROM archive_counts WHERE session_key = %(session)s
 ), weights AS MATERIALIZED (
@@ -128,13 +155,29 @@ WITH totals AS MATERIALIZED (
   WHERE l.session_key = %(session)s AND l.role = ANY(%(roles)s) AND l.terms @@ %(query)s::tsquery
     AND (%(conversation)s::text IS NULL OR l.conversation_key = %(conversation)s)
   ORDER BY s.score DESC, l.id DESC LIMIT %(limit)s
-), hits AS (
+)"""
+"""The lexical candidates: the session's lines holding the terms, best BM25 first."""
+NEAREST_RANKED_SQL = """ranked AS MATERIALIZED (
+  SELECT r.id, 0.0::float8 AS score, r.distance
+  FROM unnest(%(ids)s::bigint[], %(distances)s::float8[]) AS r(id, distance)
+)"""
+"""The dense candidates, scanned in Python: those still the session's and still embedded."""
+
+
+def search_sql(ranked: str, embedded_only: bool = False) -> str:
+    """The statement of a search whose candidates `ranked` names (`id, score[, distance]`),
+    best first, each with the lines said around it when `%(neighbours)s`."""
+    distance = "r.distance" if embedded_only else "NULL::float8"
+    only = "JOIN archive_vectors e ON e.id = l.id WHERE l.session_key = %(session)s"
+    only = only if embedded_only else ""
+    return f"""
+WITH {ranked}, hits AS (
   SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
-         l.conversation_key, r.score
-  FROM ranked r JOIN archive_lines l ON l.id = r.id
+         l.conversation_key, r.score, {distance} AS distance
+  FROM ranked r JOIN archive_lines l ON l.id = r.id {only}
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
-       h.score, p.id AS p_id, p.message_id AS p_message_id, p.role AS p_role,
+       h.score, h.distance, p.id AS p_id, p.message_id AS p_message_id, p.role AS p_role,
        p.created_at AS p_created_at, p.text AS p_text,
        n.id AS n_id, n.message_id AS n_message_id, n.role AS n_role,
        n.created_at AS n_created_at, n.text AS n_text,
@@ -174,8 +217,12 @@ LEFT JOIN LATERAL (
     AND q.role = 'user'
   ORDER BY q.id LIMIT 1 OFFSET 1
 ) nl ON true
-ORDER BY h.score DESC, h.id DESC
+ORDER BY h.score DESC, h.distance, h.id DESC
 """
+
+
+SEARCH_SQL = search_sql(RANKED_SQL)
+NEAREST_SQL = search_sql(NEAREST_RANKED_SQL, embedded_only=True)
 
 
 def tsvector_literal(text: str) -> str:

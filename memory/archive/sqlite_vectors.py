@@ -38,12 +38,14 @@ NEAREST_SQL = search_sql(
     " WHERE embedding MATCH ? AND k = ? AND session_key = ?"
 )
 _ROLES = ", ".join(f"'{role}'" for role in EMBEDDED_ROLES)
-# the newest lines of a session, each with the mark of its vector if it has one (a point
-# lookup of vec0 each: `id IN (...)` would scan every session's vectors)
+# the newest lines of a session without a vector, however old (a point lookup of vec0
+# each: `id IN (...)` would scan every session's vectors); a vector of a text rewritten
+# since is gone by then (`_purge` on setup, `forget` in every writer that can reach it)
 UNEMBEDDED_SQL = (
-    "SELECT l.id, l.text, (SELECT v.mark FROM archive_vectors v WHERE v.id = l.id)"
-    f" FROM archive_lines l WHERE l.session_key = ? AND l.role IN ({_ROLES})"
-    " AND l.text NOT IN (?, ?) ORDER BY l.id DESC LIMIT ?"
+    "SELECT l.id, l.text FROM archive_lines l"
+    f" WHERE l.session_key = ? AND l.role IN ({_ROLES}) AND l.text NOT IN (?, ?)"
+    " AND NOT EXISTS (SELECT 1 FROM archive_vectors v WHERE v.id = l.id)"
+    " ORDER BY l.id DESC LIMIT ?"
 )
 
 
@@ -136,13 +138,14 @@ class SqliteVectors:
         ]
 
     def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
-        """Among the session's newest `limit` lines of the embedded roles, those without
-        a vector of their text (newest first); a redacted or forgotten line has none."""
+        """The session's newest `limit` lines of the embedded roles without a vector
+        (newest first: lines of earlier releases get theirs a batch an upkeep); a
+        redacted or forgotten line gets none."""
         with self.lock:
             rows = self.conn.execute(
                 UNEMBEDDED_SQL, (session_key, REDACTED, FORGOTTEN, limit)
             ).fetchall()
-        return [(line_id, text) for line_id, text, kept in rows if kept != mark(text)]
+        return [(line_id, text) for line_id, text in rows]
 
     def add(self, session_key: str, embedded: Iterable[tuple[int, str, Sequence[float]]]) -> int:
         """Store the vectors of `(line id, text, vector)`, in a short transaction of its

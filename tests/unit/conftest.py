@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,10 @@ def concepts() -> ConceptEmbeddings:
 
 
 @pytest.fixture
-def vector_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'agent.sqlite'}"
+def vector_url(db_url: str) -> str:
+    """A database for the archive with vectors: SQLite, and PostgreSQL unless the module
+    (or test) is marked `sqlite_only`."""
+    return db_url
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent.models import RecentEmbeddings, load_embeddings
-from agent.runtime import open_memory
+from agent.runtime import open_long_term, open_memory
 from agent.settings import Settings
 from graphs.agent import build_agent_graph, build_upkeep
 from memory import InvalidInput, UnsupportedDatabaseUrl
@@ -40,7 +40,7 @@ from tests.conftest import SECRET
 from tests.fakes import ScriptedModel
 from tests.graph_support import run_graph, run_upkeep
 
-pytestmark = pytest.mark.sqlite_only  # PostgreSQL has no archive index: it refuses, below
+pytestmark = pytest.mark.sqlite_only  # PostgreSQL's vectors: test_archive_vectors.py
 
 
 def embedding_settings(tmp_path: Path) -> Settings:
@@ -179,13 +179,23 @@ def test_failing_embeddings_leave_recall_lexical_and_the_turn_standing(vector_ur
         memory.threads.close()
 
 
-def test_postgresql_refuses_embeddings_naming_pgvector(
+def test_on_postgresql_the_archive_has_vectors_and_an_endpoints_items_need_pgvector(
     tmp_path: Path, postgres_server: str | None
 ) -> None:
     if postgres_server is None:
         pytest.skip("PostgreSQL is not reachable")
-    with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL.*pgvector"):
-        open_memory(embedding_settings(tmp_path), database_url=postgres_server, secret=SECRET)
+    settings = embedding_settings(tmp_path)
+    memory = open_memory(settings, database_url=postgres_server, secret=SECRET)
+    try:
+        assert memory.archive.embeds  # in the archive's own table: no pgvector needed
+        # LangGraph's store indexes items only with pgvector: an endpoint's model says so
+        with pytest.raises(UnsupportedDatabaseUrl, match=r"AGENT_EMBEDDINGS_MODEL.*pgvector"):
+            open_long_term(settings, memory)
+        # the local model keeps items lexical there instead of refusing to start
+        local = settings.model_copy(update={"embeddings_model": "local"})
+        assert not open_long_term(local, memory).semantic
+    finally:
+        memory.threads.close()
 
 
 def test_embeddings_without_an_endpoint_are_refused_with_a_clear_message() -> None:
@@ -215,3 +225,53 @@ def test_a_text_asked_for_again_is_not_sent_again() -> None:
     concepts.documents.clear()
     recent.embed_query(SAVING)
     assert concepts.documents == [[SAVING]]
+
+
+def test_the_local_model_embeds_queries_and_passages_in_their_own_forms() -> None:
+    import numpy as np
+
+    from memory.archive.embedding import LOCAL_DIMS
+    from tests.local_embeddings import LOCAL_EMBEDDINGS
+
+    texts = ["We moored the boat in Vigo harbour", "Lentil soup for dinner", "我们把船停在港口"]
+    passages = np.array(LOCAL_EMBEDDINGS.embed_documents(texts))
+    query = np.array(LOCAL_EMBEDDINGS.embed_query("where did we leave the boat?"))
+    assert passages.shape == (3, LOCAL_DIMS) and query.shape == (LOCAL_DIMS,)
+    assert np.linalg.norm(passages, axis=1) == pytest.approx([1.0, 1.0, 1.0], abs=1e-4)
+    # e5's two forms: a text as a query is not the same vector as the text as a passage
+    assert not np.allclose(LOCAL_EMBEDDINGS.embed_query(texts[0]), passages[0])
+    similarity = passages @ query
+    assert similarity[1] < min(similarity[0], similarity[2])  # the boat, in either language
+    assert LOCAL_EMBEDDINGS.embed_documents([]) == []
+
+
+def test_local_embeddings_need_no_endpoint_and_have_their_own_size(tmp_path: Path) -> None:
+    from agent.runtime import archive_embeddings
+    from memory.archive.embedding import LOCAL_DIMS, LOCAL_MODEL, LocalEmbeddings
+
+    settings = Settings(data_dir=tmp_path, embeddings_model="local", openai_api_key=None)
+    assert isinstance(load_embeddings(settings), LocalEmbeddings)  # offline too
+    config = archive_embeddings(settings)
+    assert config is not None and (config.model, config.dims) == (LOCAL_MODEL, LOCAL_DIMS)
+    assert isinstance(config.embeddings, LocalEmbeddings)  # no query-as-passage cache
+
+
+def test_the_local_model_embeds_a_query_asked_for_twice_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memory.archive.embedding import LocalEmbeddings
+
+    local = LocalEmbeddings(threads=1)
+    calls: list[str] = []
+
+    class Model:
+        def query(self, text: str) -> Any:
+            import numpy as np
+
+            calls.append(text)
+            return np.ones(2, dtype=np.float32)
+
+    monkeypatch.setattr(local, "_model", Model())
+    # long-term recall and the archive's both embed the turn's message as a query
+    assert local.embed_query("the boat") == local.embed_query("the boat") == [1.0, 1.0]
+    assert calls == ["the boat"]

@@ -25,6 +25,7 @@ STORAGE_PREFIXES = (
     "memory.archive.sqlite_search",
     "memory.archive.sqlite_vectors",
     "memory.archive.postgres",
+    "memory.archive.postgres_vectors",
 )
 """Modules that open or talk to a database."""
 SERVICES = frozenset(
