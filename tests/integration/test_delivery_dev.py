@@ -64,9 +64,9 @@ def test_completed_delivery_streams_progress_and_writes_request_and_report_once(
     assert_client_safe(hydration)
     assert [m["text"] for m in hydration["messages"]] == [
         REQUEST.removeprefix("/delivery "),
-        output["answer"],
+        answer := output["messages"][-1]["content"],  # the thread keeps the answer there only
     ]
-    assert output["answer"].startswith("# Delivery report")
+    assert "answer" not in output and answer.startswith("# Delivery report")
     assert not any(text in json.dumps(hydration) for text in RUNTIME_TEXTS)
     assert not {"artifacts", "verdicts", "plan", "failures"} & set(output)
 
