@@ -43,6 +43,7 @@ from memory.archive.embedding import (
     LOCAL_MODEL,
     ArchiveEmbeddings,
     LocalEmbeddings,
+    local_embeddings,
 )
 from memory.budget import ContextBudget
 from memory.conversations import ConversationMemory
@@ -57,20 +58,27 @@ REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 
 
 def archive_embeddings(settings: Settings) -> ArchiveEmbeddings | None:
-    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` is set (built, not called);
-    `local` has its own name, size and distance (`AGENT_EMBEDDINGS_DIMS` and
+    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` names a model (built, not
+    called); `local` has its own name, size and distance (`AGENT_EMBEDDINGS_DIMS` and
     `AGENT_EMBEDDINGS_MAX_DISTANCE` are an endpoint's), and no recent-vector cache: its
     query and passage forms differ."""
     if not settings.embeddings_model:
         return None
     if settings.embeddings_model == LOCAL:
-        return ArchiveEmbeddings(LocalEmbeddings(), LOCAL_MODEL, LOCAL_DIMS, LOCAL_MAX_DISTANCE)
+        return ArchiveEmbeddings(local_embeddings(), LOCAL_MODEL, LOCAL_DIMS, LOCAL_MAX_DISTANCE)
     return ArchiveEmbeddings(
         RecentEmbeddings(load_embeddings(settings)),
         settings.embeddings_model,
         settings.embeddings_dims,
         settings.embeddings_max_distance,
     )
+
+
+def relevance_judge(settings: Settings) -> LocalEmbeddings | None:
+    """The local model whose query embedding the relevance judge reads: whatever ranks
+    (lexical by default, an endpoint's model, the local one: then the same instance, and
+    a message is embedded once), unless `AGENT_EMBEDDINGS_MODEL=none`."""
+    return local_embeddings() if settings.judges_relevance else None
 
 
 def open_memory(
@@ -92,7 +100,11 @@ def open_memory(
     threads = open_thread_store(url, vectors=embeddings is not None)
     try:
         archive = open_archive(
-            threads, ids, recall_tokens=settings.recall_tokens, embeddings=embeddings
+            threads,
+            ids,
+            recall_tokens=settings.recall_tokens,
+            embeddings=embeddings,
+            judge=relevance_judge(settings),
         )
     except BaseException:
         threads.close()

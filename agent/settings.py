@@ -41,6 +41,9 @@ RunHistory = Literal["latest", "all"]
 DEFAULT_MODEL = "gpt-4o-mini"
 LOCAL_MODEL = "local"
 """`AGENT_MODEL=local`: the packaged GGUF (or `AGENT_LOCAL_MODEL_PATH`), served on 127.0.0.1."""
+NO_EMBEDDINGS = "none"
+"""`AGENT_EMBEDDINGS_MODEL=none`: no embeddings at all (unset: the local model only judges
+whether a message recalls, and ranking is lexical)."""
 LOCAL_WITH_BASE_URL = (
     "AGENT_MODEL=local runs a model on this machine, and OPENAI_BASE_URL names another "
     "endpoint: unset one of them"
@@ -232,6 +235,12 @@ class Settings(BaseSettings):
             raise ValueError(PLAIN_JWKS_URL)
         return jwks
 
+    @field_validator("embeddings_model")
+    @classmethod
+    def _no_embeddings(cls, name: str | None) -> str | None:
+        # "" stands for `none`: no model ranks (falsy like unset), and none judges either
+        return "" if name is not None and name.strip().lower() == NO_EMBEDDINGS else name
+
     @field_validator("proxy_user_header")
     @classmethod
     def _header_name(cls, name: str | None) -> str | None:
@@ -284,6 +293,13 @@ class Settings(BaseSettings):
     def local(self) -> bool:
         """True with `AGENT_MODEL=local`: the agent serves a GGUF model itself."""
         return self.model == LOCAL_MODEL
+
+    @property
+    def judges_relevance(self) -> bool:
+        """False with `AGENT_EMBEDDINGS_MODEL=none`: nothing is embedded, not even the
+        message the relevance judge reads (`memory.archive.relevance`); recall decides by
+        score alone."""
+        return self.embeddings_model != ""
 
     @property
     def offline(self) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -40,9 +41,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import ChatAgent
-from agent.settings import Settings
+from agent.settings import NO_EMBEDDINGS, Settings
 from bench.figures import Figures, Run, database_figures, summarise, table
 from bench.scripted import ScriptedChatModel
+from memory.archive.embedding import QUERY_CHARS, local_embeddings
+from memory.text import clamp
 
 SECRET = "bench-secret-" + "x" * 32
 SESSION = "bench"
@@ -107,7 +110,8 @@ class Ours(Contender):
             model=self.model,
             compaction_model=self.model,
             secret=SECRET,
-            settings=Settings(data_dir=directory),
+            # (embeddings off, as DESIGN §24 measures the ratio: `judge_ms` is their cost)
+            settings=Settings(data_dir=directory, embeddings_model=NO_EMBEDDINGS),
         )
         self.conversation: str | None = None
 
@@ -236,6 +240,19 @@ def targets(figures: Sequence[Figures], schema_bytes: int) -> dict[str, bool]:
     }
 
 
+def judge_ms(turns: int, cue: bool) -> float:
+    """Median ms of the local model's embedding of a turn's message, the relevance
+    judge's cost on the reply path by default (`memory.archive.relevance`)."""
+    model = local_embeddings()
+    model.embed_query("warm up")
+    times = []
+    for number in range(1, min(turns, 20) + 1):
+        started = time.perf_counter()
+        model.embed_query(clamp(user_message(number, cue), QUERY_CHARS))
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200)
@@ -252,6 +269,8 @@ def main() -> None:
     print(f"{args.turns} turns, zero-latency scripted model, SQLite, {messages}")
     print(table(figures))
     print(json.dumps([asdict(f) for f in figures], indent=2))
+    judged = judge_ms(args.turns, args.cue)
+    print(f"judge_ms: {judged:.1f} (the relevance judge's embedding a turn, off above)")
     for name, met in targets(figures, schema).items():
         print(f"{'met ' if met else 'MISSED'}  {name}")
 

@@ -25,6 +25,7 @@ from langchain_core.runnables import Runnable
 from memory.analysis import redact_secrets
 from memory.archive import ArchivedLine, Recall
 from memory.archive.archive import Archive, open_archive
+from memory.archive.embedding import local_embeddings
 from memory.archive.lines import ArchiveWrite
 from memory.compaction import CompactionResult, CompactionStatus, compact
 from memory.errors import ConversationNotFound, VersionConflict
@@ -93,7 +94,7 @@ class ConversationMemory:
         keep: messages kept verbatim by compaction (even, below 8).
         clock: the time source (UTC, timezone-aware).
         archive: the session archive every write appends to (default: on `threads`'
-            database).
+            database, its relevance judged by the packaged local model).
     """
 
     def __init__(
@@ -109,7 +110,9 @@ class ConversationMemory:
         self.ids = ids
         self.keep = validate_keep(keep)
         self.clock = clock
-        self.archive = archive if archive is not None else open_archive(threads, ids)
+        self.archive = (
+            archive if archive is not None else open_archive(threads, ids, judge=local_embeddings())
+        )
         self.documents = SessionDocuments(threads, ids, self.archive)
         # what a written turn leaves owed: with embeddings, its user line's vector too
         self._with_turn = partial(with_turn, keep=self.keep, owe_embedding=self.archive.embeds)

@@ -13,7 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from memory import ThreadIds
 from memory.archive.archive import open_archive
-from memory.archive.embedding import ArchiveEmbeddings
+from memory.archive.embedding import ArchiveEmbeddings, local_embeddings
 from memory.conversations import ConversationMemory
 from memory.storage import ThreadStore, open_thread_store
 from memory.turns import TurnStatus, chat_turn
@@ -72,7 +72,7 @@ def open_embedded(
     threads = open_thread_store(url, vectors=embeddings is not None)
     ids = ThreadIds(SECRET)
     config = None if embeddings is None else ArchiveEmbeddings(embeddings, model, DIMS)
-    archive = open_archive(threads, ids, embeddings=config)
+    archive = open_archive(threads, ids, embeddings=config, judge=local_embeddings())
     if isinstance(embeddings, ConceptEmbeddings):
         embeddings.lock = getattr(threads.documents, "lock", None)  # (SQLite's)
     return ConversationMemory(threads, ids, archive=archive)

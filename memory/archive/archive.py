@@ -24,8 +24,16 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
+
 from memory.analysis import redact_secrets
-from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, ArchiveEmbeddings, VectorBackend
+from memory.archive.embedding import (
+    EMBED_BATCH,
+    EMBED_CHARS,
+    QUERY_CHARS,
+    ArchiveEmbeddings,
+    VectorBackend,
+)
 from memory.archive.forgetting import plan_forgetting
 from memory.archive.lines import (
     FORGOTTEN,
@@ -43,7 +51,7 @@ from memory.archive.recall import (
     recall_query,
     recall_text,
 )
-from memory.archive.relevance import by_score, distinct, reference
+from memory.archive.relevance import by_score, distinct, judge
 from memory.archive.repeats import unrepeated
 from memory.archive.terms import query_terms
 from memory.ids import ThreadIds
@@ -68,6 +76,9 @@ class Archive:
         recall_tokens: `AGENT_RECALL_TOKENS`, the most tokens recall adds to a context.
         embeddings: the lines' embeddings (None: lexical recall only).
         vectors: where their vectors are kept (given with `embeddings`).
+        judge: the packaged local model (`LocalEmbeddings`) whose query embedding the
+            relevance judge reads (None: whether a message recalls is decided by score
+            alone).
     """
 
     def __init__(
@@ -78,6 +89,7 @@ class Archive:
         recall_tokens: int = DEFAULT_RECALL_TOKENS,
         embeddings: ArchiveEmbeddings | None = None,
         vectors: VectorBackend | None = None,
+        judge: Embeddings | None = None,
     ) -> None:
         if (embeddings is None) != (vectors is None):
             raise ValueError("embeddings and their vectors come together")
@@ -86,6 +98,7 @@ class Archive:
         self.recall_tokens = recall_tokens
         self.embeddings = embeddings
         self.vectors = vectors
+        self.judge = judge
 
     @property
     def embeds(self) -> bool:
@@ -211,23 +224,25 @@ class Archive:
     ) -> Recall:
         """The earlier lines a turn about `text` gets (`memory.archive.recall`), never
         those of `exclude_message_ids` (they stay searchable): the session's term counts
-        and one search; nothing when neither the message's words mark it as about the
-        user's past nor its best hit scores enough (`memory.archive.relevance`); else,
-        with embeddings, the message is embedded (one call, no lock held; a failure
-        leaves this turn's recall lexical) and another query reads the lines nearest it."""
+        and one search; nothing when neither the judge says the message asks for the
+        user's past nor its best hit scores enough (`memory.archive.relevance`; the judge
+        embeds the message with the local model, no lock held); else, with embeddings,
+        the message is embedded (the same call when they are the local model's; a
+        failure leaves this turn's recall lexical) and another query reads the lines
+        nearest it."""
         if self.recall_tokens <= 0:
             return Recall()
-        about = reference(recall_text(text, state))
         terms = recall_query(text, state)
         if not terms:
             return Recall()
+        query = clamp(recall_text(text, state), QUERY_CHARS)
+        asks = self._asks(query)
         session_key = self.ids.session_key(session_id)
         roles = ("user", "assistant")
-        counted = tuple(dict.fromkeys((*terms, *about.name_terms)))
-        frequencies = self.backend.frequencies(session_key, counted, roles)
+        frequencies = self.backend.frequencies(session_key, terms, roles)
         rare = distinct(terms, frequencies)
         # (with embeddings, a line may be near the message though no word singles it out)
-        cued = about.recalls(frequencies) and (self.embeddings is not None or rare)
+        cued = asks and (self.embeddings is not None or rare)
         if not cued and not rare:  # no hit could score enough: no search
             return Recall()
         hits = self.backend.search(
@@ -235,7 +250,7 @@ class Archive:
         )
         if not cued and not by_score(hits, frequencies.total):
             return Recall()
-        vector = self._embedded_query(text, state)
+        vector = self._embedded_query(query)
         nearest: list[ArchivedLine] = []
         if vector is not None and self.vectors is not None:
             nearest = self.vectors.nearest(session_key, vector, CANDIDATES)
@@ -253,13 +268,24 @@ class Archive:
             exclude_message_ids=exclude_message_ids,
         )
 
-    def _embedded_query(self, text: str, state: ThreadState) -> list[float] | None:
-        """The embedding of a turn's query (`recall_text`), or None (no embeddings; or
-        they failed: the failure is logged, by its kind only, and the turn recalls
-        lexically)."""
+    def _asks(self, query: str) -> bool:
+        """Whether the judge (`memory.archive.relevance.Judge`) says `query` asks for the
+        user's past; False without the local model, or when it fails (logged by kind:
+        the score alone decides this turn)."""
+        if self.judge is None:
+            return False
+        try:
+            return judge().asks(self.judge.embed_query(query))
+        except Exception as exc:
+            logger.warning("judging the message failed (%s): recall by score", type(exc).__name__)
+            return False
+
+    def _embedded_query(self, query: str) -> list[float] | None:
+        """The embedding of a turn's query (`recall_text`, clamped), or None (no
+        embeddings; or they failed: the failure is logged, by its kind only, and the turn
+        recalls lexically)."""
         if self.embeddings is None:
             return None
-        query = clamp(recall_text(text, state), EMBED_CHARS)
         try:
             vector = self.embeddings.embeddings.embed_query(query)
         except Exception as exc:
@@ -382,9 +408,11 @@ def open_archive(
     *,
     recall_tokens: int = DEFAULT_RECALL_TOKENS,
     embeddings: ArchiveEmbeddings | None = None,
+    judge: Embeddings | None = None,
 ) -> Archive:
     """The archive on a thread store's database, beside its memory documents (tables
-    created on first use), with its vectors when `embeddings` are given.
+    created on first use), with its vectors when `embeddings` are given, and the
+    relevance judge reading `judge`'s query embeddings (the local model's).
 
     Raises:
         TypeError: the document store speaks a dialect the archive has no backend for.
@@ -423,5 +451,10 @@ def open_archive(
     else:
         raise TypeError(f"no archive for the {documents.dialect!r} dialect")
     return Archive(
-        backend, ids, recall_tokens=recall_tokens, embeddings=embeddings, vectors=vectors
+        backend,
+        ids,
+        recall_tokens=recall_tokens,
+        embeddings=embeddings,
+        vectors=vectors,
+        judge=judge,
     )

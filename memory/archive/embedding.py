@@ -22,6 +22,10 @@ those a failed or crashed upkeep left, then lines of earlier releases, newest fi
 EMBED_CHARS = 2_000
 """Characters of a text sent to the embeddings (a recalled line shows fewer): a long text
 must not fail every later upkeep on the model's input limit."""
+QUERY_CHARS = 256
+"""Characters of a turn's message that are embedded on the reply path, for the relevance
+judge and dense ranking (the local model's cost grows with its tokens: ~40 ms for these,
+~0.6 s for `EMBED_CHARS`); a message's first lines say what it asks."""
 
 
 @dataclass(frozen=True)
@@ -114,3 +118,9 @@ class LocalEmbeddings(Embeddings):
             return []
         with self._lock:
             return self._loaded().passage(list(texts)).tolist()
+
+
+@functools.cache
+def local_embeddings() -> LocalEmbeddings:
+    """The packaged local model, one per process (its weights load on first use)."""
+    return LocalEmbeddings()

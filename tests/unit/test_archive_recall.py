@@ -103,7 +103,9 @@ def test_a_fact_from_one_conversation_is_recalled_in_another_until_deleted(
     agent = open_agent(model, long_term_memory="off")  # the archive alone carries it
     first = agent.send(FACT, session_id="s1", create_conversation=True)
     agent.send("Something else entirely: knitting", session_id="s2", create_conversation=True)
-    second = agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    second = agent.send(
+        "Where was my boat moored again?", session_id="s1", create_conversation=True
+    )
     # the offline model counts what it was reminded of (quoting it would archive it again):
     # the line and the answer to it
     assert "reminded of 2 line(s)" in second.text and "Vigo" not in second.text
@@ -112,7 +114,7 @@ def test_a_fact_from_one_conversation_is_recalled_in_another_until_deleted(
 
     agent.delete_conversation(session_id="s1", conversation_id=first.conversation_id)
     assert agent.memory.search("s1", "Vigo", limit=10) == []
-    third = agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    third = agent.send("Where was my boat moored again?", session_id="s1", create_conversation=True)
     assert "Vigo" not in third.text
     assert all("Vigo" not in m.text for m in model.calls[-1])
 
@@ -127,7 +129,7 @@ def test_the_memory_event_names_the_recalled_lines(open_agent: Callable[..., Cha
         return [
             event
             async for event in agent.astream(
-                "Where is my boat moored?", session_id="s1", create_conversation=True
+                "Where was my boat moored again?", session_id="s1", create_conversation=True
             )
         ]
 
@@ -142,7 +144,7 @@ def test_recall_tokens_bound_the_block(
     model = OfflineChatModel(record=True)
     agent = open_agent(model, settings=Settings(data_dir=tmp_path / "d", recall_tokens=0))
     agent.send(FACT, session_id="s1", create_conversation=True)
-    agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    agent.send("Where was my boat moored again?", session_id="s1", create_conversation=True)
     assert all(m.id != RECALL_BLOCK_ID for m in model.calls[-1])
 
 
@@ -261,7 +263,7 @@ def test_an_answer_is_archived_without_indexing_what_its_context_gave_it(
     said = "Your boat Marisol is moored in Vigo. Anything else on the boat?"
     agent = open_agent(ScriptedModel(replies=["Noted.", said]), long_term_memory="off")
     agent.send(FACT, session_id="s1", create_conversation=True)
-    agent.send("Where is my boat moored?", session_id="s1", create_conversation=True)
+    agent.send("Where was my boat moored again?", session_id="s1", create_conversation=True)
     answer = next(h for h in agent.memory.search("s1", "anything else", 5) if h.text == said)
     assert answer.role == "assistant"
     assert all(h.text != said for h in agent.memory.search("s1", "Marisol moored Vigo", 10))

@@ -226,7 +226,9 @@ def test_both_backends_rank_the_same_archive_the_same_way(
         memory = ConversationMemory(
             threads,
             ThreadIds(SECRET),
-            archive=open_archive(threads, ThreadIds(SECRET), embeddings=config),
+            archive=open_archive(
+                threads, ThreadIds(SECRET), embeddings=config, judge=LOCAL_EMBEDDINGS
+            ),
         )
         try:
             for n, line in enumerate(LINES):
