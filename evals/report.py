@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.dialogue import QuestionType
-from evals.runner import DialogueOutcome, Outcome, mean
+from evals.dialogue_run import DialogueOutcome
+from evals.scenario_run import Outcome
 
 SPLITS = ("dev", "heldout")
 QUESTION_TYPES: tuple[QuestionType, ...] = ("single", "multi_hop", "temporal")
@@ -43,6 +44,10 @@ class Totals:
     total_tokens: float
     calls_per_turn: float
     seconds: float
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
 
 
 def _ratio(numerator: int, denominator: int) -> float | None:
