@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from agent import ChatAgent, ConversationBusy, InvalidRequest
-from agent.cli.session import ChatSession, echo_reader
+from agent.cli.readers import echo_reader
+from agent.cli.session import ChatSession
 from agent.errors import NOTHING_TO_RESUME
 from agent.offline import OfflineChatModel
 from agent.settings import Settings

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from agent import ChatAgent
-from agent.cli.session import ChatSession, echo_reader
+from agent.cli.readers import echo_reader
+from agent.cli.session import ChatSession
 from memory.hydration import assert_client_safe
 from tests.conftest import POSTGRES_ADMIN_URL
 from tests.unit.cli_support import chat
