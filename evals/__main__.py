@@ -23,12 +23,14 @@ from agent.models import load_chat_model
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from evals.dialogue import load_split
+from evals.dialogue_run import DialogueOutcome, evaluate_dialogues
 from evals.judge import JUDGE_PROMPT, dialogue_answers, judge_outcomes
 from evals.longterm_report import markdown as longterm_markdown
 from evals.profile_gate import section as profile_section
-from evals.report import SPLITS, dialogue_markdown, markdown, write_chart, write_json
-from evals.runner import DialogueOutcome, Outcome, evaluate, evaluate_dialogues
+from evals.report import SPLITS, dialogue_markdown, markdown, write_json
+from evals.report_chart import write_chart
 from evals.scenario import HELD_OUT_DIR, SCENARIO_DIR, load_all
+from evals.scenario_run import Outcome, evaluate
 from evals.systems import SYSTEM_NAMES
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"

@@ -14,8 +14,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from evals.runner import Answer, DialogueOutcome, Outcome
+from evals.dialogue_run import DialogueOutcome
 from evals.scenario import Fact
+from evals.scenario_run import Answer, Outcome
 from memory.structured import as_policy
 
 JUDGE_PROMPT = """\

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import reduce
 
 from evals.oracle import GateOutcome
-from evals.runner import Outcome
+from evals.scenario_run import Outcome
 
 SPLITS = ("dev", "heldout")
 CHANGED = ("superseded", "revoked")

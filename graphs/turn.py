@@ -39,11 +39,12 @@ from memory.analysis import UserText, read
 from memory.archive import Recall
 from memory.budget import ContextBudget
 from memory.context import context_parts
-from memory.conversations import ConversationMemory, TurnWrite
+from memory.conversations import ConversationMemory
 from memory.longterm.recall import Recalled
 from memory.longterm.store import LongTermMemory
 from memory.redaction import Substitute, redact_value, repeats_forgotten
 from memory.session_documents import Snapshot
+from memory.turn_write import TurnWrite
 from memory.turns import (
     FinalTurn,
     Route,

@@ -1,7 +1,8 @@
 """`ConversationMemory`: the one object the agent uses for memory and the registry.
 
 It ties thread ids, the session's documents (`memory.session_documents`), the write
-rules (`memory.turns`, `memory.updates`), compaction and the registry together. Every
+rules (`memory.turns`, `memory.updates`), a turn's write (`memory.turn_write`),
+compaction and the registry together. Every
 write of a session's documents (a conversation's memory, the registry, the
 deletion of a conversation's threads) happens under that session's lock, reads what
 it needs in one query, checks that the conversation is still the session's, and
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -33,26 +33,25 @@ from memory.hydration import hydration_dto
 from memory.ids import ThreadIds
 from memory.limits import COMPACTION_KEEP_MESSAGES, validate_keep
 from memory.longterm.items import MemoryItem
-from memory.redaction import forget_texts, repeats_forgotten, said_of
+from memory.redaction import forget_texts
 from memory.registry import (
     RegistryChange,
     RegistryState,
     accept_draft,
+    archives_summaries,
     await_review,
-    record_turn,
+    entry_title,
     registry_dto,
     remove,
     select,
-    settle_review,
 )
 from memory.schema import Clock, ThreadState, utcnow
 from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.storage.documents import InTransaction
+from memory.turn_write import TurnWrite, commit_turn
 from memory.turns import (
     FinalTurn,
-    SkipReason,
-    plan_turn_write,
     rebase,
     settled,
     with_compaction,
@@ -60,29 +59,6 @@ from memory.turns import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TurnWrite:
-    """The outcome of writing a finished turn.
-
-    Attributes:
-        written: whether the two messages were appended.
-        skipped: why nothing was written, when nothing was.
-        state: the memory after the write (as stored).
-        pruned: conversations pruned from the registry (their threads are deleted).
-        pruned_titles: their titles, for a notice that names them.
-        forgotten: the texts of items forgotten while the turn ran, taken out of what it
-            wrote (`memory.redaction.repeats_forgotten`): the turn's own outcome must
-            lose them too.
-    """
-
-    written: bool
-    skipped: SkipReason | None
-    state: ThreadState
-    pruned: tuple[str, ...] = ()
-    pruned_titles: tuple[str, ...] = ()
-    forgotten: tuple[str, ...] = ()
 
 
 class ConversationMemory:
@@ -191,7 +167,8 @@ class ConversationMemory:
         """
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
-            write = partial(self._write_turn, session_id, conversation_id, turn, kept)
+            commit = partial(commit_turn, self.documents, self._with_turn, self.clock)
+            write = partial(commit, session_id, conversation_id, turn, kept)
             if read is not None:
                 try:
                     return write(read, owe_remember, held, context, checked=True)
@@ -199,73 +176,6 @@ class ConversationMemory:
                     pass  # written meanwhile (an upkeep, a forgetting): read it again
             snapshot = self.documents.read(session_id, conversation_id)
             return write(snapshot, owe_remember, held, context)
-
-    def _write_turn(
-        self,
-        session_id: str,
-        conversation_id: str,
-        turn: FinalTurn,
-        kept: str,
-        snapshot: Snapshot,
-        owe_remember: bool,
-        held: Sequence[MemoryItem],
-        context: Sequence[str],
-        *,
-        checked: bool = False,
-    ) -> TurnWrite:
-        """`write_turn` from `snapshot` (`checked`: read before the lock, so the commit
-        checks that the stored documents are still those)."""
-        now = self.clock()
-        current = snapshot.memory
-        tombstones = set(snapshot.registry.forgotten)
-        forgotten = tuple(said_of(item for item in held if item.id in tombstones))
-        plan = plan_turn_write(current, turn, now)
-        gone = not snapshot.registry.owns(conversation_id)
-        if checked and (gone or plan.skipped is not None):  # decided on what is stored now
-            raise VersionConflict(current.version, current.version)
-        if gone:
-            return TurnWrite(False, SkipReason.GONE, current, forgotten=forgotten)
-        redact = repeats_forgotten(forgotten)
-        if redact is not None:
-            texts = tuple(m.model_copy(update={"text": redact(m.text)}) for m in plan.messages)
-            plan, kept = replace(plan, messages=texts), redact(kept)
-        if plan.skipped is not None:
-            # a review this turn ended is over; with nothing stored, nothing is listed
-            ended = settle_review(snapshot.registry, conversation_id, unlist=not current.messages)
-            if ended.state is not snapshot.registry:
-                self.documents.commit(session_id, snapshot.registry, ended)
-            return TurnWrite(False, plan.skipped, current, forgotten=forgotten)
-        state = self._with_turn(current, plan.messages, owe_remember=owe_remember, now=now)
-        key = self.ids.conversation_key(session_id, conversation_id)
-        change = record_turn(
-            snapshot.registry,
-            conversation_id,
-            kept,
-            now,
-            key,
-            retitle=not current.messages,
-        )
-        compacted = state.summary_version != current.summary_version
-        folded = (
-            current
-            if compacted and _archives_summaries(snapshot.registry, conversation_id)
-            else None
-        )
-        lines = self.archive.turn(
-            session_id,
-            conversation_id,
-            _title(change.state, conversation_id),
-            plan.messages,
-            folded,
-            user_text=kept,
-            context=context,
-        )
-        memory = {conversation_id: state}
-        read = (conversation_id, snapshot) if checked else None
-        self.documents.commit(session_id, snapshot.registry, change, memory, lines, read=read)
-        titles = {e.id: e.title for e in snapshot.registry.conversations}
-        pruned_titles = tuple(titles[cid] for cid in change.pruned if cid in titles)
-        return TurnWrite(True, None, state, change.pruned, pruned_titles, forgotten)
 
     def await_review(self, session_id: str, conversation_id: str, goal: str) -> tuple[str, ...]:
         """A task list in the conversation stopped for its review: list it as waiting
@@ -342,8 +252,8 @@ class ConversationMemory:
                 stored = settled(stored, settle[0], failed=settle[1], batching=settle[2])
             lines = None
             compacted = stored.summary_version != current.summary_version
-            if compacted and _archives_summaries(latest.registry, conversation_id):
-                title = _title(latest.registry, conversation_id)
+            if compacted and archives_summaries(latest.registry, conversation_id):
+                title = entry_title(latest.registry, conversation_id)
                 lines = self.archive.superseded(
                     session_id, conversation_id, title, current, self.clock()
                 )
@@ -467,17 +377,3 @@ class ConversationMemory:
         their texts forgotten in the session's archive and memory, with a tombstone of
         each, in the transaction of the write itself (`memory.redaction.forget_texts`)."""
         return partial(forget_texts, self.threads, self.ids, self.archive, session_id)
-
-
-def _archives_summaries(registry: RegistryState, conversation_id: str) -> bool:
-    """Whether a summary this conversation's compaction replaces may be archived: not when
-    the session's archive was forgotten since the conversation began (its summary may
-    quote turns from before, and a cleared archive stays cleared)."""
-    cleared = registry.history_cleared_at
-    entry = next((e for e in registry.conversations if e.id == conversation_id), None)
-    return cleared is None or (entry is not None and entry.created_at > cleared)
-
-
-def _title(registry: RegistryState, conversation_id: str) -> str:
-    entry = next((e for e in registry.conversations if e.id == conversation_id), None)
-    return entry.title if entry is not None else ""

@@ -265,6 +265,21 @@ def expire(
     return _without(state, {entry.id for entry in idle}), idle
 
 
+def archives_summaries(registry: RegistryState, conversation_id: str) -> bool:
+    """Whether a summary this conversation's compaction replaces may be archived: not when
+    the session's archive was forgotten since the conversation began (its summary may
+    quote turns from before, and a cleared archive stays cleared)."""
+    cleared = registry.history_cleared_at
+    entry = next((e for e in registry.conversations if e.id == conversation_id), None)
+    return cleared is None or (entry is not None and entry.created_at > cleared)
+
+
+def entry_title(registry: RegistryState, conversation_id: str) -> str:
+    """The conversation's title in the registry (empty when it is not listed)."""
+    entry = next((e for e in registry.conversations if e.id == conversation_id), None)
+    return entry.title if entry is not None else ""
+
+
 def registry_dto(state: RegistryState) -> dict[str, Any]:
     """What `conversations()` returns: `{selectedConversationId, conversations, limit}`."""
     dto = {

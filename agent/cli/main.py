@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.cli.session import ChatSession, Reader, echo_reader, terminal_reader
+from agent.cli.readers import Reader, echo_reader, terminal_reader
+from agent.cli.session import ChatSession
 from agent.settings import Settings, SettingsError
 from memory.errors import ChatMemoryError
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import sys
@@ -19,7 +18,8 @@ from agent.cli.commands import (
     review_actions,
 )
 from agent.cli.markdown import MarkdownView
-from agent.cli.printer import TurnOutcome, TurnPrinter, print_turn, print_upkeep
+from agent.cli.printer import TurnOutcome, TurnPrinter, print_turn
+from agent.cli.readers import Reader, terminal_reader
 from agent.cli.render import (
     render_history,
     render_listing,
@@ -29,6 +29,7 @@ from agent.cli.render import (
     render_search,
 )
 from agent.cli.transfer import export_to, import_from
+from agent.cli.upkeep import UpkeepFollower
 from agent.client_events import ClientEvent
 from agent.errors import NOTHING_TO_RESUME, InvalidRequest
 from memory.errors import ChatMemoryError
@@ -50,38 +51,6 @@ DROP_PROMPT = (
 REVIEW_KEPT = "(not sent: the review still waits; /review answers it)"
 REVIEW_DROPPED = "(you dropped the pending review: its plan was discarded, nothing of it was kept)"
 ANSWER_LATER = "(Ctrl-D or a /command leaves the review for later)"
-UPKEEP_WAIT = 3.0
-"""Seconds the prompt waits after a turn for its memory upkeep, whose lines print as they
-arrive; a line printed while someone types would break their line, so an upkeep still
-running then prints the rest before the next command's output."""
-UPKEEP_LATER = "[memory: upkeep still running; what it did prints with your next command]"
-
-Reader = Callable[[str], str]
-"""Prints a prompt and returns the next line; raises `EOFError` at the end of input."""
-
-
-def terminal_reader(prompt: str) -> str:
-    """`input`, ending the prompt line when the person presses Ctrl-D."""
-    try:
-        return input(prompt)
-    except EOFError:
-        print()
-        raise
-
-
-def echo_reader(source: TextIO, out: TextIO) -> Reader:
-    """A reader for piped input that echoes each line after its prompt, like a transcript."""
-
-    def read(prompt: str) -> str:
-        line = source.readline()
-        if not line:
-            raise EOFError
-        line = line.rstrip("\r\n")
-        out.write(f"{prompt}{line}\n")
-        out.flush()
-        return line
-
-    return read
 
 
 class ChatSession:
@@ -111,8 +80,7 @@ class ChatSession:
         self._next_line: str | None = None
         """A command typed at a review prompt, run once the review is left."""
         self._runner = asyncio.Runner()
-        self._upkeep: asyncio.Task[None] | None = None
-        """The last turn's memory upkeep, still printing its lines (`UPKEEP_WAIT`)."""
+        self._upkeep = UpkeepFollower(self._runner)
 
     def _say(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -141,39 +109,13 @@ class ChatSession:
                     continue
                 if command is None:
                     continue
-                self._settle()
+                self._upkeep.settle()
                 if command.name == "quit":
                     return 0
                 self.dispatch(command)
         finally:
-            self._settle()
+            self._upkeep.settle()
             self._runner.close()
-
-    def _settle(self) -> None:
-        """Print the rest of what the last turn's memory upkeep did, once it ends (one that
-        outlasted `UPKEEP_WAIT`): the next command runs after its lines."""
-        upkeep, self._upkeep = self._upkeep, None
-        if upkeep is not None:
-            self._join(upkeep, None)
-
-    def _follow_upkeep(
-        self, events: AsyncGenerator[ClientEvent, None], printer: TurnPrinter
-    ) -> None:
-        """Print the memory upkeep's lines that follow a turn's `done` as they arrive, for
-        up to `UPKEEP_WAIT` seconds; past that the prompt comes back and says so."""
-        upkeep = self._runner.get_loop().create_task(print_upkeep(events, printer))
-        if not self._join(upkeep, UPKEEP_WAIT):
-            self._upkeep = upkeep
-            printer.line(UPKEEP_LATER)
-
-    def _join(self, upkeep: asyncio.Task[None], timeout: float | None) -> bool:
-        """Run the upkeep's printing until it ends or `timeout`; whether it ended."""
-        with contextlib.suppress(KeyboardInterrupt):  # the upkeep goes on in the agent
-            self._runner.run(asyncio.wait({upkeep}, timeout=timeout))
-        if not upkeep.done():
-            return False
-        upkeep.result()  # a failure of its stream is the command's (logged, in words)
-        return True
 
     def dispatch(self, command: Command) -> None:
         """Run one command; typed errors become one `error: ...` line, never a traceback."""
@@ -209,12 +151,12 @@ class ChatSession:
     ) -> TurnOutcome:
         """Run the turn `start` opens, printing its events (`route`: already shown, on a
         resume); Ctrl-C cancels it (a cancelled turn writes nothing)."""
-        self._settle()
+        self._upkeep.settle()
         printer = TurnPrinter(self.out, self.err, route=route, markdown=self._markdown)
         try:
             events = start()
             if self._runner.run(print_turn(events, printer)):
-                self._follow_upkeep(events, printer)
+                self._upkeep.follow(events, printer)
         except KeyboardInterrupt:
             printer.cancelled()
         finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.session import UPKEEP_LATER
+from agent.cli.upkeep import UPKEEP_LATER
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,10 @@ import json
 import pytest
 from langchain_openai import ChatOpenAI
 
+from evals.dialogue_run import Asked, DialogueOutcome
 from evals.judge import JUDGE_PROMPT, dialogue_answers, judge_outcomes
-from evals.runner import Answer, Asked, DialogueOutcome, Outcome
 from evals.scenario import Fact
+from evals.scenario_run import Answer, Outcome
 from tests.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,8 @@ import io
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from agent.cli.session import ChatSession, echo_reader
+from agent.cli.readers import echo_reader
+from agent.cli.session import ChatSession
 
 STRATEGY = {
     "kind": "strategy_review",

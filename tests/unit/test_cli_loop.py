@@ -1,31 +1,26 @@
-"""The terminal chat loop without a terminal: a scripted backend, a real agent, the command line."""
+"""The terminal chat loop without a terminal: reviews rendered, answered, left pending and
+dropped, typed errors and /switch with a scripted backend; Ctrl-C and a review left at
+/quit with a real agent."""
 
 from __future__ import annotations
 
 import io
-import json
 import os
-import re
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from agent import ChatAgent, ConversationBusy, InvalidRequest
-from agent.cli.main import build_parser, main
-from agent.cli.session import ChatSession, echo_reader
-from agent.client_events import ClientEvent
+from agent.cli.readers import echo_reader
+from agent.cli.session import ChatSession
 from agent.errors import NOTHING_TO_RESUME
-from agent.offline import DEFAULT_HANDLERS, OfflineChatModel, StructuredHandler
+from agent.offline import OfflineChatModel
 from agent.settings import Settings
-from memory.longterm import ExtractionOutput, Operation
 from tests.gates import GATE_DIR_VARIABLE, GatedModel, new_gate
 from tests.unit.cli_support import REVISION, STRATEGY, FakeBackend, chat, done
-
-# -- the loop, with a scripted backend -----------------------------------------------------
 
 
 def interrupted(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -149,9 +144,6 @@ def test_switch_uses_the_numbers_of_the_last_list() -> None:
     assert err == ""
 
 
-# -- the loop, with a real agent -----------------------------------------------------------
-
-
 @pytest.fixture
 def gated_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatAgent]:
     """An agent whose answers to messages naming a gate wait after their first word (the
@@ -230,190 +222,3 @@ def test_a_review_left_at_quit_is_found_after_a_restart(tmp_path: Path) -> None:
         assert err == ""
         (entry,) = restarted.conversations(session_id="s1")["conversations"]
         assert entry["title"] == "Set up CI. Add linting." and not entry["reviewPending"]
-
-
-def test_answers_render_as_markdown_on_a_terminal() -> None:
-    from agent.cli.markdown import MarkdownView
-    from agent.cli.printer import TurnPrinter
-
-    out, err = io.StringIO(), io.StringIO()
-    printer = TurnPrinter(out, err, markdown=MarkdownView(out, width=60, force=True))
-    for event in (
-        {"event": "conversation", "conversationId": "c1"},
-        {"event": "status", "stage": "route", "route": "chat"},
-        {"event": "token", "text": "# Plan\n\n**Bold** and "},
-        {"event": "token", "text": "`code`\n\n- one\n- two\n"},
-        {"event": "memory", "stage": "write", "status": "succeeded"},
-        done(route="chat", text="# Plan\n\n**Bold** and `code`\n\n- one\n- two\n"),
-    ):
-        printer.handle(cast(ClientEvent, event))
-    text = out.getvalue()
-    assert "\x1b[" in text  # styled for the terminal
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
-    assert "**" not in plain and "# Plan" not in plain and "`code`" not in plain
-    assert "Plan" in plain and "• one" in plain
-    assert plain.rstrip().endswith("[memory: written]")
-
-
-def test_a_sentence_after_an_offline_answers_list_is_a_paragraph_of_its_own() -> None:
-    """The offline answer's list of long-term items is followed by a sentence: Markdown
-    (markdown-it, which `rich` renders with) makes it a paragraph, not part of the last item,
-    and the terminal shows it on a line of its own."""
-    from markdown_it import MarkdownIt
-
-    from agent.cli.markdown import MarkdownView
-    from memory.longterm.items import MemoryItem, normalise
-    from memory.schema import ThreadState, utcnow
-    from tests.context_support import build_context
-
-    now = utcnow()
-    items = [
-        MemoryItem(
-            id=f"m_{n}",
-            kind="fact",
-            text=text,
-            importance=3,
-            created_at=now,
-            updated_at=now,
-            key=normalise(text),
-        )
-        for n, text in enumerate(("I am vegetarian", "I live in Porto"))
-    ]
-    answer = OfflineChatModel().invoke(build_context(ThreadState(), "hi", long_term=items)).text
-    tokens = [t.type for t in MarkdownIt().parse(answer)]
-    after_list = tokens[tokens.index("bullet_list_close") + 1 :]
-    assert after_list[:3] == ["paragraph_open", "inline", "paragraph_close"]
-
-    out = io.StringIO()
-    MarkdownView(out, width=200, force=True).show(answer)
-    lines = [
-        line.strip() for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).splitlines()
-    ]
-    last_item = next(n for n, line in enumerate(lines) if line.endswith("I live in Porto"))
-    assert lines[last_item] == "• [fact] I live in Porto"
-    following = [line for line in lines[last_item + 1 :] if line]
-    assert following == ["I see no earlier messages in this conversation."]
-
-
-def test_long_term_memory_commands(tmp_path: Path) -> None:
-    with ChatAgent(
-        database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
-        model=OfflineChatModel(),
-        secret="s" * 40,
-        settings=Settings(data_dir=tmp_path / "data"),
-    ) as agent:
-        out, err, code = chat(
-            agent,
-            "Remember that I prefer short answers.",
-            "/remember my password is hunter2",
-            "/remember I am vegetarian",
-            "/memories",
-            "/forget 2",
-            "/forget 9",
-            "/new",
-            "what should I cook?",
-            "/memories",
-        )
-        assert code == 0
-        assert "[long-term memory: remembered 1]" in out
-        assert "remembered [fact] I am vegetarian" in out
-        listing = out.split("> /memories\n")[1]
-        assert "  1. [fact] I am vegetarian" in listing
-        assert "  2. [fact] I prefer short answers" in listing
-        assert "forgot item 2" in out
-        # the next conversation's answer shows what the offline model was given
-        assert "- [fact] I am vegetarian" in out.split("> what should I cook?")[1]
-        assert "short answers" not in out.split("> what should I cook?")[1]
-        assert err.splitlines() == [
-            "error: that looks like a password or pass phrase; secrets are never remembered",
-            "error: no item 9: /memories shows 1",
-        ]
-        assert [m["text"] for m in agent.memories(session_id="s1")["memories"]] == [
-            "I am vegetarian"
-        ]
-
-
-def moving_extractor(messages: Any) -> ExtractionOutput:
-    """A scripted extraction model: the first turn states two facts, the second a move."""
-    document = json.loads(str(messages[-1].content))
-    said = document["turns"][0]["user"]
-    if said.startswith("I live in Lisbon"):
-        return ExtractionOutput(
-            operations=[
-                Operation(op="add", turn=1, quote=quote, kind="fact", text=quote)
-                for quote in ("I live in Lisbon", "I work as a data engineer.")
-            ]
-        )
-    home = next(m for m in document["current_memories"] if "Lisbon" in m["text"])
-    quote = "I moved to Porto."
-    move = Operation(op="update", turn=1, quote=quote, id=home["id"], kind="fact", text=quote)
-    return ExtractionOutput(operations=[move] if said == quote else [])
-
-
-def test_memories_show_their_quotes_and_history_what_changed(tmp_path: Path) -> None:
-    handlers: dict[type[BaseModel], StructuredHandler] = {
-        **DEFAULT_HANDLERS,
-        ExtractionOutput: moving_extractor,
-    }
-    with ChatAgent(
-        database_url=f"sqlite:///{tmp_path / 'a.sqlite'}",
-        model=OfflineChatModel(structured_handlers=handlers),
-        secret="s" * 40,
-        settings=Settings(data_dir=tmp_path / "data", extraction_batch_turns=1),
-        long_term_memory="model",
-    ) as agent:
-        out, err, code = chat(
-            agent,
-            "I live in Lisbon and I work as a data engineer.",
-            "I moved to Porto.",
-            "/remember I drink green tea",
-            "/memories",
-            "/memories history",
-        )
-        assert (code, err) == (0, "")
-        listing = agent.memories(session_id="s1", include_history=True)
-        said = {item["text"]: item["provenance"]["at"][:10] for item in listing["memories"]}
-        (lisbon,) = listing["history"]
-        listings = out.split("> /memories")
-        assert listings[1].splitlines()[1:7] == [
-            "long-term memory (3 of 100):",
-            "  1. [fact] I drink green tea",
-            f"       added by you on {said['I drink green tea']}",
-            "  2. [fact] I moved to Porto.",
-            f"       said on {said['I moved to Porto.']}: “I moved to Porto.”",
-            "  3. [fact] I work as a data engineer.",
-        ]
-        assert listings[2].splitlines()[1:5] == [
-            "long-term memory history (1; never used again, /forget N forgets one):",
-            "  1. [fact] I live in Lisbon",
-            f"       changed on {lisbon['invalidAt'][:10]}: replaced by “I moved to Porto.”",
-            f"       said on {lisbon['provenance']['at'][:10]}: “I live in Lisbon”",
-        ]
-
-        # /forget N takes the number from the last listing: here the history's
-        out, err, code = chat(agent, "/memories history", "/forget 1", "/memories history")
-        assert (code, err) == (0, "")
-        assert "forgot item 1" in out
-        assert out.rstrip().endswith(
-            "long-term memory history: nothing you said has changed an item yet"
-        )
-        texts = [item["text"] for item in agent.memories(session_id="s1")["memories"]]
-        assert texts == ["I drink green tea", "I moved to Porto.", "I work as a data engineer."]
-
-
-# -- the command line ----------------------------------------------------------------------
-
-
-def test_the_parser_names_the_chat_command(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        build_parser().parse_args(["--help"])
-    assert exit_info.value.code == 0
-    assert "chat" in capsys.readouterr().out
-    args = build_parser().parse_args(["chat", "--session", "me", "--conversation", "c1"])
-    assert (args.command, args.session, args.conversation) == ("chat", "me", "c1")
-    assert build_parser().parse_args(["chat"]).session == "cli"
-
-
-def test_no_command_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 0
-    assert capsys.readouterr().out == build_parser().format_help()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent import ChatAgent
-from agent.cli import session
+from agent.cli import upkeep
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from tests.unit.cli_support import FakeBackend, chat, done
@@ -43,12 +43,12 @@ def test_the_upkeeps_lines_print_before_the_prompt_comes_back(agent: ChatAgent) 
 def test_an_upkeep_that_outlasts_the_wait_says_so_and_prints_with_the_next_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(session, "UPKEEP_WAIT", 0.05)
+    monkeypatch.setattr(upkeep, "UPKEEP_WAIT", 0.05)
     slow: list[dict[str, Any] | float] = [TURN, done(route="chat", text="Noted.")]
     slow += [0.5, REMEMBERED, UPKEEP_DONE]  # the upkeep's lines come half a second later
     out, err, _ = chat(FakeBackend(slow), "I am vegetarian.", "/list")
     turn, listing = out.split("> /list\n")
-    assert turn.rstrip().endswith(session.UPKEEP_LATER)
+    assert turn.rstrip().endswith(upkeep.UPKEEP_LATER)
     assert listing.startswith("[long-term memory: remembered 1]\nconversations (2 of 10):")
     assert err == ""
 

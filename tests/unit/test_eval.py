@@ -12,11 +12,13 @@ from langchain_core.messages import AIMessage, HumanMessage, get_buffer_string
 
 from agent.offline import OfflineChatModel
 from evals.dialogue import load_split
+from evals.dialogue_run import play_dialogue
 from evals.offline_summaries import SummarizingOfflineModel, summary_answer, summary_request
+from evals.ours import Ours
 from evals.report import dialogue_markdown, markdown, totals
-from evals.runner import evaluate, play, play_dialogue
 from evals.scenario import Fact, Scenario, load_all
-from evals.systems import Ours, build
+from evals.scenario_run import evaluate, play
+from evals.systems import build
 from evals.tokens import count_text
 
 SUBSET = (

@@ -16,8 +16,8 @@ from agent.offline import OfflineChatModel
 from evals.longterm_report import markdown as longterm_markdown
 from evals.oracle import UNKNOWN_ID, Planned, ScriptedExtraction, plan, quotes
 from evals.report import as_json
-from evals.runner import play
 from evals.scenario import HELD_OUT_DIR, SCENARIO_DIR, Fact, Scenario, load_all
+from evals.scenario_run import play
 from evals.systems import build
 from memory.longterm.evidence import quote_refusal
 from memory.longterm.extraction import extraction_prompt

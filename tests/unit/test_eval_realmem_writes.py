@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.realmem_writes import EXTRACTORS, count, load, main, replay
+from evals.realmem_measures import count
+from evals.realmem_personas import load
+from evals.realmem_writes import EXTRACTORS, main, replay
 
 FACT = "I live in Lisbon and I work as a nurse on night shifts."
 POINT = "I live in Lisbon and work as a nurse on night shifts"

@@ -21,8 +21,8 @@ from memory.longterm.items import memory_id, normalise
 from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 from tests.gates import GATE_DIR_VARIABLE, Gated, new_gate, open_gate
+from tests.unit.longterm_agent_support import long_term_block
 from tests.unit.test_archive import say
-from tests.unit.test_chat_agent_longterm import long_term_block
 from tests.unit.test_forget_redaction import stored_values
 
 

@@ -31,6 +31,7 @@ STORAGE_PREFIXES = (
 SERVICES = frozenset(
     {
         "memory.conversations",
+        "memory.turn_write",
         "memory.session_documents",
         "memory.longterm.store",
         "memory.archive.archive",
