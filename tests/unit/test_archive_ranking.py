@@ -97,7 +97,7 @@ def test_excluded_message_ids_are_never_recalled_but_stay_searchable(
     )
     memory.write_turn("s1", "c1", old)
     memory.write_turn("s1", "c1", chat_turn("I moved to Porto, near Lisbon", "Noted."))
-    asked = "where do I live, Lisbon?"
+    asked = "where did I say I live, Lisbon?"
     found = [line.text for line in memory.recall("s1", "c2", asked, ThreadState()).lines]
     assert "I live in Lisbon" in found
     kept = memory.recall("s1", "c2", asked, ThreadState(), exclude_message_ids=["t1-u"])
