@@ -147,32 +147,16 @@ def fuse(hits: Sequence[ArchivedLine], nearest: Sequence[ArchivedLine] = ()) -> 
     return sorted(lines.values(), key=lambda line: scores[line.id], reverse=True)
 
 
-_QUESTION = re.compile(
-    r"[?？]\s*$|^\s*(?:who|what|when|where|which|why|how|should|can|could|do|does|is|are)\b"
-    r"|吗|什么|哪|怎么|为什么|几",
-    re.IGNORECASE,
-)
-
-
-_OPENS_BY_REFERRING_BACK = re.compile(
-    r"^\W*(?:\w+\W+){0,2}?(?:that|it|this|those|these|they|them|then|there|he|she|so|yes|no)\b"
-    r"|^\W*(?:\w+\W+){0,2}?(?:那个|这个|那些|这些|它|他|她|那|所以|对)",
-    re.IGNORECASE,
-)
-"""A line whose first words (after a speaker's name, if any) refer back: it makes sense
-only after what was said before it."""
-
-
 def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
-    """`line` with what makes it make sense: a reply (short, or opening by referring
-    back) after the lines it replies to (the assistant's, and the user's before it); a
-    question before its answer (the assistant's, and the user's next line)."""
+    """`line` with what makes it make sense, read from its form alone: a short reply after
+    the lines it replies to (the assistant's, and the user's before it); a question (it
+    ends with a question mark) before its answer (the assistant's, and the user's next
+    line)."""
     before: list[ArchivedLine | None] = []
     after: list[ArchivedLine | None] = []
-    reply = len(line_terms(line.text)) < SHORT_ANSWER_TERMS
-    if reply or _OPENS_BY_REFERRING_BACK.search(line.text):
+    if len(line_terms(line.text)) < SHORT_ANSWER_TERMS:
         before = [line.said_before, line.previous]
-    if _QUESTION.search(line.text):
+    if line.text.rstrip().endswith(("?", "？")):
         after = [line.following, line.said_after]
     group = {n.id: n for n in (*before, line, *after) if n is not None}
     return list(group.values())

@@ -143,12 +143,12 @@ def test_a_record_of_two_speakers_brings_the_next_speakers_answer(
     say(memory, "s1", "c1", "Luis: I entered the Westfield summer show.", "Good luck!")
     say(memory, "s1", "c1", "Greta: When is the show?", "I cannot tell.")
     say(memory, "s1", "c1", "Luis: Saturday the 17th of August.", "Noted.")
-    say(memory, "s1", "c1", "Greta: Then I'll bring my tomatoes.", "Nice.")
+    say(memory, "s1", "c1", "Greta: Tomatoes, then.", "Nice.")
     texts = recalled_texts(memory, "s1", "c2", "When was the show Luis entered?")
     assert "Luis: Saturday the 17th of August." in texts
-    # a reply that opens by referring back comes after the line it answers
+    # a short reply comes after the line it answers
     texts = recalled_texts(memory, "s1", "c3", "What did Greta say about tomatoes?")
-    assert texts[: texts.index("Greta: Then I'll bring my tomatoes.")][-2:] == [
+    assert texts[: texts.index("Greta: Tomatoes, then.")][-2:] == [
         "Luis: Saturday the 17th of August.",
         "Noted.",
     ]
