@@ -224,9 +224,10 @@ class Archive:
     ) -> Recall:
         """The earlier lines a turn about `text` gets (`memory.archive.recall`), never
         those of `exclude_message_ids` (they stay searchable): the session's term counts
-        and one search; nothing when neither the judge says the message asks for the
-        user's past nor its best hit scores enough (`memory.archive.relevance`; the judge
-        embeds the message with the local model, no lock held); else, with embeddings,
+        and one search; nothing when neither its best hit scores enough nor the judge says
+        the message asks for the user's past (`memory.archive.relevance`; the judge embeds
+        the message with the local model, no lock held, and is asked only when the score
+        is not enough); else, with embeddings,
         the message is embedded (the same call when they are the local model's; a
         failure leaves this turn's recall lexical) and another query reads the lines
         nearest it."""
@@ -235,20 +236,19 @@ class Archive:
         terms = recall_query(text, state)
         if not terms:
             return Recall()
-        query = clamp(recall_text(text, state), QUERY_CHARS)
-        asks = self._asks(query)
         session_key = self.ids.session_key(session_id)
         roles = ("user", "assistant")
         frequencies = self.backend.frequencies(session_key, terms, roles)
         rare = distinct(terms, frequencies)
         # (with embeddings, a line may be near the message though no word singles it out)
-        cued = asks and (self.embeddings is not None or rare)
-        if not cued and not rare:  # no hit could score enough: no search
+        if not rare and self.embeddings is None:  # no hit could stand out: no search
             return Recall()
         hits = self.backend.search(
             session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies
         )
-        if not cued and not by_score(hits, frequencies.total):
+        query = clamp(recall_text(text, state), QUERY_CHARS)
+        # the judge (tens of ms on the reply path) is asked only when the score is not enough
+        if not (rare and by_score(hits, frequencies.total)) and not self._asks(query):
             return Recall()
         vector = self._embedded_query(query)
         nearest: list[ArchivedLine] = []
