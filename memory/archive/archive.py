@@ -227,10 +227,9 @@ class Archive:
         and one search; nothing when neither its best hit scores enough nor the judge says
         the message asks for the user's past (`memory.archive.relevance`; the judge embeds
         the message with the local model, no lock held, and is asked only when the score
-        is not enough); else, with embeddings,
-        the message is embedded (the same call when they are the local model's; a
-        failure leaves this turn's recall lexical) and another query reads the lines
-        nearest it."""
+        is not enough); else, with embeddings, the message is embedded (the same call
+        when they are the local model's; a failure leaves this turn's recall lexical) and
+        another query reads the lines nearest it."""
         if self.recall_tokens <= 0:
             return Recall()
         terms = recall_query(text, state)
