@@ -163,9 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     row_source = source_of[first]
     negatives = np.sort(scores[row_source == "offtopic"])
     threshold = float(negatives[int(np.ceil((1 - args.passed) * len(negatives))) - 1]) + 1e-6
+    row_y = y[first]
     passed = {
-        s: round(float((scores[row_source == s] >= threshold).mean()), 3)
+        f"{s} ({'asks' if label else 'does not'})": round(float((chosen >= threshold).mean()), 3)
         for s in sorted(set(row_source.tolist()))
+        for label in (1, 0)
+        if (chosen := scores[(row_source == s) & (row_y == label)]).size
     }
     w, b = fit(x, y, weight)
     judge = {
