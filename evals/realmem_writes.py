@@ -24,7 +24,6 @@ Run: `python -m evals.realmem_writes [--sessions N] [--personas NAME…] [--loca
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -46,7 +45,7 @@ from evals.realmem import DATA_DIR, DATA_ENV
 from evals.realmem_extractors import Extract, ReplayModel, hostile, oracle
 from evals.realmem_measures import Row, count, table
 from evals.realmem_personas import Persona, load
-from memory.longterm.operations import ExtractionOutput
+from memory.prompts import EXTRACTION_SYSTEM
 
 SESSIONS = 40
 """Sessions replayed per persona by default (of ~200), to keep the run near 3 minutes."""
@@ -110,15 +109,23 @@ def replay(
 
 
 class ExtractionCalls(BaseCallbackHandler):
-    """Counts the chat requests that ask for the extraction schema (by its name in the
-    request's tools or response format), whatever structured-output method sent them."""
+    """Counts the chat requests that ask for an extraction: those whose system message is
+    the extraction prompt, whatever structured-output method sent them (`json_mode`
+    names no schema in the request; the schema's name alone counted none)."""
 
     def __init__(self) -> None:
         self.calls = 0
 
     def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
-        params = json.dumps(kwargs.get("invocation_params") or {}, default=str)
-        self.calls += ExtractionOutput.__name__ in params
+        self.calls += any(
+            isinstance(message.content, str) and message.content.startswith(EXTRACTION_OPENING)
+            for batch in messages
+            for message in batch
+        )
+
+
+EXTRACTION_OPENING = EXTRACTION_SYSTEM.split("{", 1)[0][:60]
+"""The extraction prompt's first words (before any of its fields)."""
 
 
 @dataclass

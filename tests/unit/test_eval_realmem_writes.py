@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from evals.realmem_measures import count
 from evals.realmem_personas import load
-from evals.realmem_writes import EXTRACTORS, main, replay
+from evals.realmem_writes import EXTRACTORS, ExtractionCalls, main, replay
+from memory.prompts import EXTRACTION_SYSTEM
 
 FACT = "I live in Lisbon and I work as a nurse on night shifts."
 POINT = "I live in Lisbon and work as a nurse on night shifts"
@@ -129,3 +131,12 @@ def test_main_writes_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert main(["--sessions", "0", "--out", str(out)]) == 0
     table = out.read_text(encoding="utf-8")
     assert "| oracle | 1 | 1.0 (1) | 100% |" in table
+
+
+def test_extraction_calls_are_counted_by_their_prompt_whatever_the_method() -> None:
+    # json_mode names no schema in the request: the prompt is what marks an extraction
+    counter = ExtractionCalls()
+    extraction = [SystemMessage(EXTRACTION_SYSTEM), HumanMessage('{"turns": []}')]
+    counter.on_chat_model_start({}, [extraction], invocation_params={})
+    counter.on_chat_model_start({}, [[SystemMessage("Compact this."), HumanMessage("x")]])
+    assert counter.calls == 1
