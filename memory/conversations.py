@@ -167,8 +167,16 @@ class ConversationMemory:
         """
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
-            commit = partial(commit_turn, self.documents, self._with_turn, self.clock)
-            write = partial(commit, session_id, conversation_id, turn, kept)
+            write = partial(
+                commit_turn,
+                self.documents,
+                self._with_turn,
+                self.clock,
+                session_id,
+                conversation_id,
+                turn,
+                kept,
+            )
             if read is not None:
                 try:
                     return write(read, owe_remember, held, context, checked=True)
