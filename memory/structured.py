@@ -16,14 +16,14 @@ import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, TypeVar, cast, get_args
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from memory.bounded import ModelTimeout, bounded_ainvoke, bounded_invoke
@@ -232,6 +232,19 @@ def _without_client_retries(model: BaseChatModel) -> tuple[BaseChatModel, int]:
 Request = tuple[Runnable[Any, Any], list[BaseMessage]]
 
 
+def _unbound(model: BaseChatModel) -> tuple[BaseChatModel, Callable[[Runnable[Any, Any]], Any]]:
+    """The chat model under a `bind`/`with_config` binding, and a function that puts the
+    binding back on a runnable: `bind_tools`, `with_structured_output` and `model_copy`
+    reach through a binding to the bare model, and would drop its arguments and config
+    (a caller's callbacks, its stop words)."""
+    if not isinstance(model, RunnableBinding):
+        return model, lambda runnable: runnable
+    binding = model
+    return binding.bound, lambda runnable: runnable.bind(**binding.kwargs).with_config(
+        binding.config
+    )
+
+
 class StructuredCall(Runnable[Any, SchemaT]):
     """One schema on one model: each call returns a validated `schema` object, or raises
     `StructuredOutputError` (counted, nothing stored) or `ModelTimeout`."""
@@ -248,11 +261,12 @@ class StructuredCall(Runnable[Any, SchemaT]):
         self.name = f"structured_{schema.__name__}"
         self.key = endpoint_of(model)
         self._limit = token_limit(self.key[0], max_tokens)
+        bare, self._rebind = _unbound(model)
         if policy.method is None:
             self.model, self.retries = model, 0
-            self._own = model.with_structured_output(schema)
+            self._own = self._rebind(bare.with_structured_output(schema))
         else:
-            self.model, self.retries = _without_client_retries(model)
+            self.model, self.retries = _without_client_retries(bare)
         self._requests: dict[str, Runnable[Any, Any]] = {}
 
     def _runnable(self, method: str) -> Runnable[Any, Any]:
@@ -269,13 +283,13 @@ class StructuredCall(Runnable[Any, SchemaT]):
         }
         if method == "function_calling":
             tool = {"type": "function", "function": described}
-            return self.model.bind_tools([tool], tool_choice=name, **self._limit)
+            return self._rebind(self.model.bind_tools([tool], tool_choice=name, **self._limit))
         if method == "json_schema":
             schema = {"name": name, "schema": described["parameters"], "strict": False}
             response_format: dict[str, Any] = {"type": "json_schema", "json_schema": schema}
         else:
             response_format = {"type": "json_object"}
-        return self.model.bind(response_format=response_format, **self._limit)
+        return self._rebind(self.model.bind(response_format=response_format, **self._limit))
 
     def _prompt(self, method: str, messages: list[BaseMessage]) -> list[BaseMessage]:
         """json_mode names no schema on the wire: it goes into the system message (one

@@ -10,6 +10,7 @@ from typing import Any
 
 import openai
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from pydantic import BaseModel
 
 from agent.models import chat_openai
@@ -144,3 +145,28 @@ def test_the_agent_compacts_on_a_server_that_refuses_a_format(
         tried = ladder[: next(n for n, shape in enumerate(ladder) if shape not in refuse) + 1]
         assert [s for s in shapes(stub) if s is not None] == tried
         assert stub.pending == 0
+
+
+class ChatStarts(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.starts = 0
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.starts += 1
+
+
+@pytest.mark.parametrize("refusing", [("json_schema",)], indirect=True)
+def test_a_bound_model_keeps_its_callbacks_and_arguments_on_every_rung(
+    refusing: OpenAIStub,
+) -> None:
+    # `bind_tools` reaches through a binding to the bare model: the function-calling rung
+    # would otherwise drop a caller's callbacks (a tracer, a call counter) and arguments
+    seen = ChatStarts()
+    model = chat_openai(refusing.base_url, "stub-model", timeout=10, max_retries=2)
+    bound = model.bind(stop=["END"]).with_config(callbacks=[seen])
+    call = StructuredPolicy("auto").bind(bound, Weather, max_tokens=64)  # type: ignore[arg-type]
+    refusing.reply_json(WEATHER)
+    assert call.invoke("report") == Weather(**WEATHER)
+    assert shapes(refusing) == ["json_schema", "forced_tool"]  # the 500 not retried
+    assert seen.starts == 2
+    assert [request.get("stop") for request in refusing.requests] == [["END"], ["END"]]
