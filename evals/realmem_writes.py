@@ -110,9 +110,7 @@ def replay(
 
 class ExtractionCalls(BaseCallbackHandler):
     """Counts the chat requests that ask for an extraction: those whose system message is
-    the extraction prompt, whatever structured-output method sent them. On the local
-    model's run it still counts none although the log shows extractions (not explained:
-    the row's call count is not to be trusted)."""
+    the extraction prompt, whatever structured-output method sent them."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -152,8 +150,11 @@ def run_local(files: Sequence[Path], sessions: int) -> list[Row]:
     try:
         served = endpoint_settings(settings, endpoint)
         counter = ExtractionCalls()
-        model = load_compaction_model(served).with_config(callbacks=[counter])
-        local = LocalExtractor(model, served, counter)  # type: ignore[arg-type]
+        model = load_compaction_model(served)
+        # the model's own callbacks, not a `with_config` binding: `bind_tools` (the
+        # function-calling rung of the ladder) reaches through a binding to the bare model
+        model.callbacks = [counter]
+        local = LocalExtractor(model, served, counter)
         row = Row(f"local model ({endpoint.model})")
         row.proposed = -1  # not seen on the wire
         with tempfile.TemporaryDirectory() as directory:
