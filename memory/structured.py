@@ -17,7 +17,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal, TypeVar, cast, get_args
 
@@ -83,11 +83,6 @@ def learned_method(model: BaseChatModel) -> str | None:
     """The method `auto` learned for `model`'s endpoint in this process, if any."""
     with _learned_lock:
         return _learned.get(endpoint_of(model))
-
-
-def _learn(key: tuple[str, str], method: str) -> None:
-    with _learned_lock:
-        _learned[key] = method
 
 
 def _status(error: BaseException) -> int | None:
@@ -174,19 +169,15 @@ class StructuredPolicy:
     timeout: float | None = None
     stats: StructuredStats = field(default_factory=StructuredStats)
 
-    def for_model(self, model: BaseChatModel) -> StructuredPolicy:
-        """The policy for `model`: a method names an OpenAI-compatible dialect, so a model
-        that speaks none uses its own structured output."""
-        speaks_openai = hasattr(model, "openai_api_base")
-        if self.method is None or speaks_openai:
-            return self
-        return StructuredPolicy(None, self.timeout, self.stats)
-
     def bind(
         self, model: BaseChatModel, schema: type[SchemaT], *, max_tokens: int
     ) -> StructuredCall[SchemaT]:
-        """`model` answering with `schema`'s objects, at most `max_tokens` per answer."""
-        return StructuredCall(model, schema, max_tokens=max_tokens, policy=self.for_model(model))
+        """`model` answering with `schema`'s objects, at most `max_tokens` per answer. A
+        method names an OpenAI-compatible dialect: a model that speaks none uses its own
+        structured output."""
+        speaks_openai = hasattr(model, "openai_api_base")
+        policy = self if speaks_openai else replace(self, method=None)
+        return StructuredCall(model, schema, max_tokens=max_tokens, policy=policy)
 
 
 def token_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
@@ -257,7 +248,7 @@ class StructuredCall(Runnable[Any, SchemaT]):
         max_tokens: int,
         policy: StructuredPolicy,
     ) -> None:
-        self.schema, self.max_tokens, self.policy = schema, max_tokens, policy
+        self.schema, self.policy = schema, policy
         self.name = f"structured_{schema.__name__}"
         self.key = endpoint_of(model)
         self._limit = token_limit(self.key[0], max_tokens)
@@ -270,6 +261,8 @@ class StructuredCall(Runnable[Any, SchemaT]):
         self._requests: dict[str, Runnable[Any, Any]] = {}
 
     def _runnable(self, method: str) -> Runnable[Any, Any]:
+        if method == "own":
+            return self._own
         if method not in self._requests:
             self._requests[method] = self._build(method)
         return self._requests[method]
@@ -312,6 +305,16 @@ class StructuredCall(Runnable[Any, SchemaT]):
             learned = _learned.get(self.key)
         return ((learned,), False) if learned else (LADDER, True)
 
+    def _answered(self, method: str) -> None:
+        """An endpoint that answered in `method` (even an answer cut off) accepts it."""
+        if self.policy.method == "auto":
+            with _learned_lock:
+                _learned[self.key] = method
+
+    def _invalid(self, problem: str, count: str = "parse_failures") -> StructuredOutputError:
+        self.policy.stats.add(count)
+        return StructuredOutputError(NOT_VALID.format(schema=self.schema.__name__, problem=problem))
+
     def _plan(self, messages: list[BaseMessage]) -> Generator[Request, Any, SchemaT]:
         """The calls of one request, as `(runnable, messages)` to its driver (`invoke`,
         `ainvoke`), which sends back each answer or throws in its error."""
@@ -319,19 +322,15 @@ class StructuredCall(Runnable[Any, SchemaT]):
         stats.add("calls")
         methods, probing = self._methods()
         for rung, method in enumerate(methods):
-            runnable = self._own if method == "own" else self._runnable(method)
-            prompt = self._prompt(method, messages)
+            runnable, prompt = self._runnable(method), self._prompt(method, messages)
             attempt = 0
             while True:
                 try:
                     raw = yield runnable, prompt
                 except Exception as exc:
                     if type(exc).__name__ in CUT_OFF:  # an answer, of the wrong form
-                        if self.policy.method == "auto":
-                            _learn(self.key, method)
-                        stats.add("parse_failures")
-                        problem = NOT_VALID.format(schema=self.schema.__name__, problem="cut off")
-                        raise StructuredOutputError(problem) from exc
+                        self._answered(method)
+                        raise self._invalid("cut off") from exc
                     if isinstance(exc, ModelTimeout):
                         stats.add("timeouts")
                     if probing and rung + 1 < len(methods) and format_refused(exc):
@@ -343,63 +342,55 @@ class StructuredCall(Runnable[Any, SchemaT]):
                         stats.add("retries")
                         continue
                     raise
-                if self.policy.method == "auto":
-                    _learn(self.key, method)
+                self._answered(method)
                 return self._parse(raw)
         raise AssertionError("unreachable: the last method raises or returns")
 
     def _parse(self, raw: Any) -> SchemaT:
         """`raw` as a `schema` object, validated here whatever the endpoint promised."""
         if _refused(raw):
-            self.policy.stats.add("refusals")
-            problem = NOT_VALID.format(schema=self.schema.__name__, problem="refused")
-            raise StructuredOutputError(problem)
+            raise self._invalid("refused", "refusals")
         try:
             if isinstance(raw, self.schema):
                 return raw
             value = _message_value(raw) if isinstance(raw, AIMessage) else raw
-            if isinstance(value, str):
-                value = first_json_object(value)
-            return self.schema.model_validate(value)
-        except ValueError as exc:  # a ValidationError too
-            self.policy.stats.add("parse_failures")
-            problem = str(exc)
-            if isinstance(exc, ValidationError):  # its text would hold the model's words
-                problem = f"{exc.error_count()} errors"
-            message = NOT_VALID.format(schema=self.schema.__name__, problem=problem)
-            raise StructuredOutputError(message) from exc
+            return self.schema.model_validate(
+                first_json_object(value) if isinstance(value, str) else value
+            )
+        except ValidationError as exc:  # its text would hold the model's words
+            raise self._invalid(f"{exc.error_count()} errors") from exc
+        except ValueError as exc:
+            raise self._invalid(str(exc)) from exc
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> SchemaT:
         plan = self._plan(_messages(input))
-        try:
-            runnable, prompt = next(plan)
-            while True:
-                call = partial(runnable.invoke, prompt, config)
-                try:
-                    raw = bounded_invoke(call, self.policy.timeout)
-                except Exception as exc:
-                    runnable, prompt = plan.throw(exc)
-                    continue
-                runnable, prompt = plan.send(raw)
-        except StopIteration as stop:
-            return stop.value
+        step: Callable[[], Request] = partial(plan.send, None)
+        while True:
+            try:
+                runnable, prompt = step()
+            except StopIteration as stop:
+                return stop.value
+            call = partial(runnable.invoke, prompt, config)
+            try:
+                step = partial(plan.send, bounded_invoke(call, self.policy.timeout))
+            except Exception as exc:
+                step = partial(plan.throw, exc)
 
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> SchemaT:
         plan = self._plan(_messages(input))
-        try:
-            runnable, prompt = next(plan)
-            while True:
-                call = partial(runnable.ainvoke, prompt, config)
-                try:
-                    raw = await bounded_ainvoke(call, self.policy.timeout)
-                except Exception as exc:
-                    runnable, prompt = plan.throw(exc)
-                    continue
-                runnable, prompt = plan.send(raw)
-        except StopIteration as stop:
-            return stop.value
+        step: Callable[[], Request] = partial(plan.send, None)
+        while True:
+            try:
+                runnable, prompt = step()
+            except StopIteration as stop:
+                return stop.value
+            call = partial(runnable.ainvoke, prompt, config)
+            try:
+                step = partial(plan.send, await bounded_ainvoke(call, self.policy.timeout))
+            except Exception as exc:
+                step = partial(plan.throw, exc)
 
 
 def _messages(input: Any) -> list[BaseMessage]:
