@@ -4,11 +4,13 @@ The compaction model (structured output, temperature 0) proposes a new summary, 
 pinned decisions and open questions, and the old ones to retire or resolve, each with
 the quote it stands on. Everything else is derived here: which messages are folded,
 the checks (`memory.compaction_checks`), the clamps, which pins survive, and the
-deterministic local fallback that keeps the bound when the model keeps failing.
+deterministic local fallback that keeps the bound when the model keeps failing. The
+model reads one JSON document (`CompactionInput`) in which every text is an escaped value.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -18,12 +20,11 @@ from enum import StrEnum
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.compaction_checks import LOST_VALUE, Checked, lost_values
-from memory.compaction_input import compaction_prompt
 from memory.limits import (
     COMPACTION_KEEP_MESSAGES,
     HARD_MESSAGE_CAP,
@@ -35,8 +36,9 @@ from memory.limits import (
     MAX_SUMMARY_CHARS,
     validate_keep,
 )
-from memory.prompts import FALLBACK_SUMMARY_LINE, LOST_VALUES_RETRY
-from memory.schema import ChatThreadMessage, ThreadState, utcnow
+from memory.longterm.evidence import own_words
+from memory.prompts import COMPACTION_SYSTEM, FALLBACK_SUMMARY_LINE, LOST_VALUES_RETRY
+from memory.schema import ChatThreadMessage, Role, ThreadState, utcnow
 from memory.structured import StructuredPolicy, as_policy, validated
 from memory.text import clamp, quoted
 
@@ -106,6 +108,72 @@ class CompactionOutput(BaseModel):
 
     _items = field_validator("pinned_decisions", "open_questions", mode="before")(_quoted)
     _numbers = field_validator("retired_pins", "resolved_questions", mode="before")(_removals)
+
+
+class FoldedMessage(BaseModel):
+    """One message of the compaction input: its role outside its text, so that no text
+    can pass for another speaker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    text: str
+    own_words: str | None = None
+    """What the speaker said themselves, when the text also holds pasted, quoted or
+    forwarded material (None: all of it is theirs)."""
+
+
+class NumberedItem(BaseModel):
+    """An old pinned decision, by the number the model may retire it with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int
+    text: str
+
+
+class CompactionInput(BaseModel):
+    """What the compaction model reads: one JSON document, every text an escaped value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    old_summary: str
+    old_pinned_decisions: list[NumberedItem]
+    old_open_questions: list[NumberedItem] = Field(default_factory=list)
+    messages_to_fold: list[FoldedMessage]
+    kept_messages: list[FoldedMessage]
+
+
+def _numbered(texts: Sequence[str]) -> list[NumberedItem]:
+    return [NumberedItem(number=n, text=text) for n, text in enumerate(texts, start=1)]
+
+
+def folded(message: ChatThreadMessage) -> FoldedMessage:
+    """A message as the compaction model reads it: pasted material marked by giving the
+    speaker's own words apart."""
+    own = " ".join(own_words(message.text).split())
+    kept = None if own == " ".join(message.text.split()) else own
+    return FoldedMessage(role=message.role, text=message.text, own_words=kept)
+
+
+def compaction_prompt(
+    state: ThreadState, fold: Sequence[ChatThreadMessage], kept: Sequence[ChatThreadMessage]
+) -> list[BaseMessage]:
+    """The compaction model's input: the instruction, then the `CompactionInput` as JSON."""
+    system = COMPACTION_SYSTEM.format(
+        max_summary=MAX_SUMMARY_CHARS,
+        max_pin=MAX_PINNED_DECISION_CHARS,
+        max_question=MAX_OPEN_QUESTION_CHARS,
+    )
+    document = CompactionInput(
+        old_summary=state.summary,
+        old_pinned_decisions=_numbered(state.pinned_decisions),
+        old_open_questions=_numbered(state.open_questions),
+        messages_to_fold=[folded(m) for m in fold],
+        kept_messages=[folded(m) for m in kept],
+    )
+    body = json.dumps(document.model_dump(exclude_none=True), ensure_ascii=False, indent=1)
+    return [SystemMessage(content=system), HumanMessage(content=body)]
 
 
 class CompactionStatus(StrEnum):
@@ -278,52 +346,6 @@ def _failed(state: ThreadState, error: BaseException, keep: int, now: datetime) 
     return CompactionResult(CompactionStatus.FAILED, state, reason)
 
 
-@dataclass(frozen=True)
-class _Job:
-    """One compaction: what is folded and kept, the runnable and its prompt."""
-
-    state: ThreadState
-    fold: list[ChatThreadMessage]
-    kept: list[ChatThreadMessage]
-    runnable: Runnable[Any, Any]
-    prompt: list[BaseMessage]
-    keep: int
-    now: datetime
-
-    def attempt(self, prompt: list[BaseMessage]) -> tuple[ThreadState, Checked]:
-        """One model call, its output checked and merged (raises the model's error)."""
-        raw = self.runnable.invoke(prompt)
-        output = validated(CompactionOutput, raw, InvalidCompactionOutput)
-        return merge_compaction(self.state, output, self.fold, self.kept, self.now)
-
-    def run(self) -> CompactionResult:
-        """The model's compaction; asked once more when its summary lost a value in
-        force, then the local fallback (with the pins and questions that checked out).
-        An answer of the wrong form falls back at once."""
-        try:
-            new, checked = self.attempt(self.prompt)
-        except Exception as exc:  # a transient failure leaves memory as it is
-            return _failed(self.state, exc, self.keep, self.now)
-        if not checked.lost:
-            return CompactionResult(CompactionStatus.SUCCEEDED, new, refused=checked.refused)
-        logger.info("compaction summary lost %d values in force: asked again", len(checked.lost))
-        refused = Counter({LOST_VALUE: 1}) + checked.refused
-        retry = HumanMessage(content=LOST_VALUES_RETRY.format(values=", ".join(checked.lost)))
-        try:
-            again, checked_again = self.attempt([*self.prompt, retry])
-        except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-        else:
-            refused += checked_again.refused
-            if not checked_again.lost:
-                return CompactionResult(CompactionStatus.SUCCEEDED, again, refused=refused)
-            new, reason = again, "summary lost values in force"
-            refused[LOST_VALUE] += 1
-        kept = {k: getattr(new, k) for k in ("pinned_decisions", "open_questions")}
-        fallback = local_fallback(self.state, self.keep, self.now).model_copy(update=kept)
-        return CompactionResult(CompactionStatus.FALLBACK, fallback, reason, refused)
-
-
 def compact(
     state: ThreadState,
     model: BaseChatModel | Runnable[Any, Any],
@@ -337,11 +359,40 @@ def compact(
 
     What does not stand on a folded message's words is refused and counted. Model
     errors are reported in the result, never raised: a wrong form gives the local
-    fallback, any other failure the input state (the fallback at the hard cap).
+    fallback, any other failure the input state (the fallback at the hard cap). A summary
+    that lost a value in force is asked for once more, then the local fallback keeps the
+    pins and questions that checked out.
     """
     if len(state.messages) <= MAX_RECENT_MESSAGES:
         return CompactionResult(CompactionStatus.SKIPPED, state)
     fold, kept = split_for_fold(state.messages, validate_keep(keep))
     bound = structured_compactor(model, method) if isinstance(model, BaseChatModel) else model
     prompt = compaction_prompt(state, fold, kept)
-    return _Job(state, fold, kept, bound, prompt, keep, now or utcnow()).run()
+    at = now or utcnow()
+
+    def attempt(prompt: list[BaseMessage]) -> tuple[ThreadState, Checked]:
+        output = validated(CompactionOutput, bound.invoke(prompt), InvalidCompactionOutput)
+        return merge_compaction(state, output, fold, kept, at)
+
+    try:
+        new, checked = attempt(prompt)
+    except Exception as exc:  # a transient failure leaves memory as it is
+        return _failed(state, exc, keep, at)
+    if not checked.lost:
+        return CompactionResult(CompactionStatus.SUCCEEDED, new, refused=checked.refused)
+    logger.info("compaction summary lost %d values in force: asked again", len(checked.lost))
+    refused = Counter({LOST_VALUE: 1}) + checked.refused
+    retry = HumanMessage(content=LOST_VALUES_RETRY.format(values=", ".join(checked.lost)))
+    try:
+        again, checked_again = attempt([*prompt, retry])
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+    else:
+        refused += checked_again.refused
+        if not checked_again.lost:
+            return CompactionResult(CompactionStatus.SUCCEEDED, again, refused=refused)
+        new, reason = again, "summary lost values in force"
+        refused[LOST_VALUE] += 1
+    held = {k: getattr(new, k) for k in ("pinned_decisions", "open_questions")}
+    fallback = local_fallback(state, keep, at).model_copy(update=held)
+    return CompactionResult(CompactionStatus.FALLBACK, fallback, reason, refused)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from memory.archive.terms import tokens
 from memory.limits import MAX_SUMMARY_CHARS
@@ -35,6 +35,9 @@ _TOKEN = re.compile(r"[0-9A-Za-z\u00c0-\u024f_$€£¥%#@+.,/:\-]+")
 _EDGES = ".,:;!?/-+"
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+", re.MULTILINE)
 _IDENTIFIER = re.compile(r"[a-z][A-Z]|[A-Z].*[A-Z]|_|\w[./@:]\w")
+
+
+T = TypeVar("T")
 
 
 class Quoted(Protocol):
@@ -123,26 +126,20 @@ class Checked:
     refused: Counter[str] = field(default_factory=Counter)
     lost: list[str] = field(default_factory=list)
 
+    def _passed(self, items: Sequence[T], refusal: Callable[[T], Reason | None]) -> list[T]:
+        """The `items` with no refusal; each refusal counted by its reason."""
+        reasons = [refusal(item) for item in items]
+        self.refused.update(reason.value for reason in reasons if reason is not None)
+        return [item for item, reason in zip(items, reasons, strict=True) if reason is None]
+
     def stated(self, items: Sequence[Quoted], messages: Sequence[ChatThreadMessage]) -> list[str]:
         """The texts of the `items` that stand on their quotes."""
-        kept = []
-        for item in items:
-            reason = stated_refusal(item, messages)
-            if reason is None:
-                kept.append(item.text)
-            else:
-                self.refused[reason.value] += 1
-        return kept
+        passed = self._passed(items, lambda item: stated_refusal(item, messages))
+        return [item.text for item in passed]
 
     def removed(
         self, items: Sequence[Numbered], old: Sequence[str], messages: Sequence[ChatThreadMessage]
     ) -> list[int]:
         """The numbers of the old items a message revokes."""
-        kept = []
-        for item in items:
-            reason = removal_refusal(item, old, messages)
-            if reason is None:
-                kept.append(item.number)
-            else:
-                self.refused[reason.value] += 1
-        return kept
+        passed = self._passed(items, lambda item: removal_refusal(item, old, messages))
+        return [item.number for item in passed]

@@ -14,9 +14,8 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import ValidationError
 
 from agent.offline.chat import MEMORY_HEAD, OFFLINE_NOTICE, OFFLINE_PREFIX
-from memory.compaction import FALLBACK_LINE_CHARS, CompactionOutput
+from memory.compaction import FALLBACK_LINE_CHARS, CompactionInput, CompactionOutput
 from memory.compaction_checks import values
-from memory.compaction_input import CompactionInput
 from memory.limits import MAX_SUMMARY_CHARS
 from memory.prompts import FALLBACK_SUMMARY_LINE
 from memory.text import clamp, quoted

@@ -10,8 +10,14 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from agent.offline import OfflineChatModel
 from agent.offline.chat import plain_answer
 from agent.offline.compaction import EMPTY_SUMMARY, compaction_output, folded_summary
-from memory.compaction import CompactionOutput, CompactionStatus, compact
-from memory.compaction_input import CompactionInput, FoldedMessage, compaction_prompt
+from memory.compaction import (
+    CompactionInput,
+    CompactionOutput,
+    CompactionStatus,
+    FoldedMessage,
+    compact,
+    compaction_prompt,
+)
 from memory.limits import MAX_SUMMARY_CHARS
 from memory.schema import ThreadState
 from tests.unit.offline_support import thread_state

@@ -7,8 +7,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, create_model
 
 from agent.offline import DEFAULT_HANDLERS, OfflineChatModel
-from memory.compaction import CompactionOutput, split_for_fold
-from memory.compaction_input import compaction_prompt
+from memory.compaction import CompactionOutput, compaction_prompt, split_for_fold
 from memory.schema import ThreadState
 from tests.unit.offline_support import thread_state
 
