@@ -24,17 +24,6 @@ from memory.limits import DELIVERY_REPORT_MAX_CHARS, HARD_MESSAGE_CAP
 from memory.schema import ChatThreadMessage, ThreadState, new_message_id, require_text, validate_id
 
 
-def owed_after_turn(
-    current: ThreadState, written: Sequence[ChatThreadMessage], owe_remember: bool
-) -> list[ChatThreadMessage]:
-    """The user messages owed a long-term extraction once `written` is appended: none
-    is ever given up (upkeep pays them in batches of `MAX_OWED_IN_ONE_CALL`)."""
-    owed = list(current.upkeep_owed)
-    if owe_remember:
-        owed += [m for m in written if m.role == "user"]
-    return owed
-
-
 def with_turn(
     current: ThreadState,
     written: Sequence[ChatThreadMessage],
@@ -45,16 +34,17 @@ def with_turn(
     owe_embedding: bool = False,
 ) -> ThreadState:
     """`current` with a turn's messages appended and the upkeep it leaves owed (with
-    `owe_embedding`, its user line's embedding): past `HARD_MESSAGE_CAP` messages the
-    local fallback folds the oldest ones, so the bound holds even when no compaction
-    ever succeeds."""
-    said = [m.id for m in written if m.role == "user"]
+    `owe_remember`, its user message's extraction: none owed is ever given up, upkeep pays
+    them in batches of `MAX_OWED_IN_ONE_CALL`; with `owe_embedding`, its user line's
+    embedding): past `HARD_MESSAGE_CAP` messages the local fallback folds the oldest ones,
+    so the bound holds even when no compaction ever succeeds."""
+    said = [m for m in written if m.role == "user"]
     grown = current.model_copy(
         update={
             "messages": [*current.messages, *written],
             "version": current.version + 1,
-            "upkeep_owed": owed_after_turn(current, written, owe_remember),
-            "embedding_owed": said[-1] if owe_embedding and said else current.embedding_owed,
+            "upkeep_owed": [*current.upkeep_owed, *(said if owe_remember else ())],
+            "embedding_owed": said[-1].id if owe_embedding and said else current.embedding_owed,
         }
     )
     if len(grown.messages) > HARD_MESSAGE_CAP:
@@ -154,16 +144,10 @@ class SkipReason(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class FinalTurn:
-    """The user-visible outcome of one turn, as finalize sees it.
-
-    Attributes:
-        route: the subgraph that answered.
-        status: how the turn ended; only `completed` and `blocked` are written.
-        user_text: what the user asked (the goal or request for workflows).
-        assistant_text: the final answer, summary or report.
-        user_message_id: stable id of the user message, for idempotent writes.
-        assistant_message_id: stable id of the assistant message.
-    """
+    """The user-visible outcome of one turn, as finalize sees it: only `completed` and
+    `blocked` turns are written; `user_text` is the goal or request for workflows and
+    `assistant_text` the final answer, summary or report; stable message ids make a write
+    idempotent."""
 
     route: Route
     status: TurnStatus
@@ -233,34 +217,19 @@ def plan_turn_write(state: ThreadState, turn: FinalTurn, now: datetime) -> Write
         return WritePlan(skipped=SkipReason.STATUS)
     if not turn.user_text or not turn.assistant_text:
         return WritePlan(skipped=SkipReason.EMPTY)
-    stored_ids = {message.id for message in state.messages}
-    if {turn.user_message_id, turn.assistant_message_id} & stored_ids:
+    pair = (
+        ("user", turn.user_text, turn.user_message_id),
+        ("assistant", turn.assistant_text, turn.assistant_message_id),
+    )
+    ids = {message_id for _, _, message_id in pair if message_id is not None}
+    if ids & {message.id for message in state.messages}:
         return WritePlan(skipped=SkipReason.DUPLICATE_ID)
-    has_ids = turn.user_message_id is not None or turn.assistant_message_id is not None
-    if not has_ids and _is_last_pair(state, turn):
+    last = [(message.role, message.text) for message in state.messages[-2:]]
+    if not ids and last == [(role, text) for role, text, _ in pair]:
         return WritePlan(skipped=SkipReason.DUPLICATE_PAIR)
     return WritePlan(
-        messages=(
-            ChatThreadMessage(
-                id=turn.user_message_id or new_message_id(),
-                role="user",
-                text=turn.user_text,
-                created_at=now,
-            ),
-            ChatThreadMessage(
-                id=turn.assistant_message_id or new_message_id(),
-                role="assistant",
-                text=turn.assistant_text,
-                created_at=now,
-            ),
+        messages=tuple(
+            ChatThreadMessage(id=mid or new_message_id(), role=role, text=text, created_at=now)
+            for role, text, mid in pair
         )
-    )
-
-
-def _is_last_pair(state: ThreadState, turn: FinalTurn) -> bool:
-    last = state.messages[-2:]
-    return (
-        len(last) == 2
-        and (last[0].role, last[0].text) == ("user", turn.user_text)
-        and (last[1].role, last[1].text) == ("assistant", turn.assistant_text)
     )
