@@ -64,13 +64,8 @@ def clip(message: BaseMessage, keep_chars: int) -> BaseMessage:
 
 @dataclass(frozen=True)
 class ContextBudget:
-    """How many tokens a turn's context may hold, and how they are counted.
-
-    Attributes:
-        tokens: `AGENT_CONTEXT_BUDGET_TOKENS`.
-        counter: the model's own counter where it has a local one, else
-            `count_tokens_approximately`.
-    """
+    """How many tokens a turn's context may hold (`AGENT_CONTEXT_BUDGET_TOKENS`), counted
+    by the model's own counter where it has a local one."""
 
     tokens: int = DEFAULT_CONTEXT_BUDGET_TOKENS
     counter: TokenCounter = count_tokens_approximately

@@ -32,11 +32,6 @@ SUMMARY_BLOCK_ID = "memory-summary"
 RECALL_BLOCK_ID = "memory-recall"
 
 
-def numbered(items: list[str]) -> str:
-    """`items` as a numbered list, one per line, starting at 1."""
-    return "\n".join(f"{index}. {item}" for index, item in enumerate(items, start=1))
-
-
 def long_term_block(items: Sequence[MemoryItem]) -> SystemMessage | None:
     """The recalled long-term items, one `[kind] text` line each, or None when none."""
     if not items:
@@ -58,7 +53,8 @@ def pinned_block(state: ThreadState) -> SystemMessage | None:
     """The pinned-decisions block, or None when there are none."""
     if not state.pinned_decisions:
         return None
-    content = PINNED_BLOCK.format(pins=numbered(state.pinned_decisions))
+    pins = enumerate(state.pinned_decisions, start=1)
+    content = PINNED_BLOCK.format(pins="\n".join(f"{n}. {pin}" for n, pin in pins))
     return SystemMessage(content=content, id=PINNED_BLOCK_ID)
 
 

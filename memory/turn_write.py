@@ -19,17 +19,10 @@ from memory.turns import FinalTurn, SkipReason, plan_turn_write
 
 @dataclass(frozen=True)
 class TurnWrite:
-    """The outcome of writing a finished turn.
-
-    Attributes:
-        written: whether the two messages were appended.
-        skipped: why nothing was written, when nothing was.
-        state: the memory after the write (as stored).
-        pruned: conversations pruned from the registry (their threads are deleted).
-        pruned_titles: their titles, for a notice that names them.
-        forgotten: the texts of items forgotten while the turn ran, taken out of what it
-            wrote (`memory.redaction.repeats_forgotten`): the turn's own outcome must
-            lose them too.
+    """The outcome of writing a finished turn: the memory as stored, the conversations
+    pruned from the registry (their threads are deleted) with their titles for a notice,
+    and `forgotten`, the texts of items forgotten while the turn ran, taken out of what it
+    wrote (`memory.redaction.repeats_forgotten`): the turn's own outcome must lose them too.
     """
 
     written: bool
