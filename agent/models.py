@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from agent.offline import OfflineChatModel
 from agent.settings import Settings, SettingsError
 from memory.archive.embedding import LOCAL, LocalEmbeddings
-from memory.budget import TokenCounter
+from memory.context import TokenCounter
 from memory.errors import InvalidInput
 from memory.structured import token_limit
 

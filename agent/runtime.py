@@ -45,7 +45,7 @@ from memory.archive.embedding import (
     LocalEmbeddings,
     local_embeddings,
 )
-from memory.budget import ContextBudget
+from memory.context import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
 from memory.storage import open_thread_store

@@ -34,8 +34,8 @@ from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowI
 from graphs.tool import build_tool_graph
 from graphs.turn import TurnNodes
 from graphs.upkeep import build_upkeep_graph
-from memory.budget import ContextBudget
 from memory.compaction import structured_compactor
+from memory.context import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.extraction import (
     EXPLICIT_EXTRACTOR,

@@ -20,8 +20,7 @@ from typing_extensions import TypedDict
 
 from graphs.request import DEFAULT_SESSION_ID, Mode, RouteName, TurnRequest, run_ids
 from memory.analysis import UserText
-from memory.budget import ContextBudget
-from memory.context import ContextParts
+from memory.context import ContextBudget, ContextParts
 from memory.longterm.items import MemoryItem
 from memory.session_documents import Snapshot
 

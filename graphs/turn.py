@@ -37,8 +37,7 @@ from graphs.state import FRESH_TURN, AgentState, Context, MemoryContext, turn_id
 from memory import ConversationNotFound, ThreadState
 from memory.analysis import UserText, read
 from memory.archive import Recall
-from memory.budget import ContextBudget
-from memory.context import context_parts
+from memory.context import ContextBudget, context_parts
 from memory.conversations import ConversationMemory
 from memory.longterm.recall import Recalled
 from memory.longterm.store import LongTermMemory

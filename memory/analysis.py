@@ -56,13 +56,9 @@ def says_something(text: str) -> bool:
 
 @dataclass(frozen=True)
 class UserText:
-    """A turn's reading of its user's text.
-
-    Attributes:
-        kept: the text as the archive and a title keep it (secret lines redacted).
-        says_something: whether a model's extraction is owed for it.
-        explicit: whether it holds an explicit request ("remember that …").
-    """
+    """A turn's reading of its user's text: the text as the archive and a title keep it
+    (secret lines redacted), whether a model's extraction is owed for it, whether it holds
+    an explicit request ("remember that …")."""
 
     kept: str = ""
     says_something: bool = False
@@ -75,8 +71,4 @@ def read(text: str) -> UserText:
     kept = redact_secrets(text, secret) if secret is not None else text
     # a secret beside something lasting ("I'm allergic to peanuts. My wifi password
     # is …") leaves the rest to extract: an extractor reads the kept text
-    return UserText(
-        kept=kept,
-        says_something=says_something(kept),
-        explicit=is_explicit(kept),
-    )
+    return UserText(kept=kept, says_something=says_something(kept), explicit=is_explicit(kept))

@@ -115,11 +115,7 @@ _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 
 def first_json_object(text: str) -> Any:
     """The first JSON object in a model's text: past any `<think>` block, inside a code
-    fence if there is one, after any prose.
-
-    Raises:
-        ValueError: the text holds no JSON object.
-    """
+    fence if there is one, after any prose (`ValueError` when there is none)."""
     text = _THINK.sub("", text)
     candidates = [found.group(1) for found in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
@@ -153,10 +149,6 @@ def _message_value(raw: AIMessage) -> Any:
         if bad.get("args"):
             return first_json_object(str(bad["args"]))
     return first_json_object(raw.text)
-
-
-def _refused(raw: Any) -> bool:
-    return isinstance(raw, AIMessage) and bool(raw.additional_kwargs.get("refusal"))
 
 
 @dataclass(frozen=True)
@@ -348,7 +340,7 @@ class StructuredCall(Runnable[Any, SchemaT]):
 
     def _parse(self, raw: Any) -> SchemaT:
         """`raw` as a `schema` object, validated here whatever the endpoint promised."""
-        if _refused(raw):
+        if isinstance(raw, AIMessage) and raw.additional_kwargs.get("refusal"):
             raise self._invalid("refused", "refusals")
         try:
             if isinstance(raw, self.schema):

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage
 
 from memory.archive.recall import Recall
-from memory.budget import ContextBudget
-from memory.context import context_parts
+from memory.context import ContextBudget, context_parts
 from memory.conversations import ConversationMemory
 from memory.longterm.items import MemoryItem
 from memory.schema import ThreadState

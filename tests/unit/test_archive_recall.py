@@ -27,12 +27,12 @@ from memory.archive.recall import (
     render,
 )
 from memory.archive.terms import query_terms
-from memory.budget import ContextBudget
 from memory.context import (
     LONG_TERM_BLOCK_ID,
     PINNED_BLOCK_ID,
     RECALL_BLOCK_ID,
     SUMMARY_BLOCK_ID,
+    ContextBudget,
 )
 from memory.longterm import MemoryItem
 from memory.longterm.items import normalise
