@@ -357,11 +357,10 @@ def compact(
     """Compact `state` with `model` (a chat model, or a runnable already structured)
     when it holds more than `MAX_RECENT_MESSAGES` messages, keeping the newest `keep`.
 
-    What does not stand on a folded message's words is refused and counted. Model
-    errors are reported in the result, never raised: a wrong form gives the local
-    fallback, any other failure the input state (the fallback at the hard cap). A summary
-    that lost a value in force is asked for once more, then the local fallback keeps the
-    pins and questions that checked out.
+    What does not stand on a folded message's words is refused and counted. Model errors
+    are reported, never raised: a wrong form gives the local fallback, any other failure
+    the input state (the fallback at the hard cap). A summary that lost a value in force
+    is asked for once more, then the fallback keeps the pins and questions that checked out.
     """
     if len(state.messages) <= MAX_RECENT_MESSAGES:
         return CompactionResult(CompactionStatus.SKIPPED, state)

@@ -119,17 +119,13 @@ class ContextParts:
     recalled: tuple[tuple[ArchivedLine, ...], ...] = ()
     recalled_count: int = 0
 
-    def messages(self, *, with_tail: bool = True) -> list[BaseMessage]:
+    def messages(self) -> list[BaseMessage]:
         """The context in its order: system, long-term, recalled lines, pins, summary,
         recent, the turn."""
         kept = long_term_block(self.long_term[: self.long_term_count])
         earlier = recall_block(self.recalled[: self.recalled_count])
         head = (self.system, kept, earlier, self.pins, self.summary)
-        context: list[BaseMessage] = [block for block in head if block is not None]
-        context.extend(self.recent)
-        if with_tail:
-            context.extend(self.tail)
-        return context
+        return [block for block in head if block is not None] + [*self.recent, *self.tail]
 
 
 def to_langchain(message: ChatThreadMessage) -> BaseMessage:

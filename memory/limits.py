@@ -41,11 +41,8 @@ MIN_SECRET_CHARS: Final = 32
 
 
 def validate_keep(keep: int) -> int:
-    """Check a `COMPACTION_KEEP_MESSAGES` override: even, positive, below the recent limit.
-
-    Raises:
-        ValueError: if `keep` would split a turn or leave nothing to fold.
-    """
+    """A `COMPACTION_KEEP_MESSAGES` override checked: even, positive, below the recent
+    limit (`ValueError` if it would split a turn or leave nothing to fold)."""
     if isinstance(keep, bool) or not isinstance(keep, int):
         raise ValueError(f"compaction keep must be an int, got {type(keep).__name__}")
     if keep <= 0 or keep % 2 or keep >= MAX_RECENT_MESSAGES:

@@ -22,8 +22,7 @@ class TurnWrite:
     """The outcome of writing a finished turn: the memory as stored, the conversations
     pruned from the registry (their threads are deleted) with their titles for a notice,
     and `forgotten`, the texts of items forgotten while the turn ran, taken out of what it
-    wrote (`memory.redaction.repeats_forgotten`): the turn's own outcome must lose them too.
-    """
+    wrote (`memory.redaction.repeats_forgotten`): the turn's own outcome loses them too."""
 
     written: bool
     skipped: SkipReason | None
@@ -75,12 +74,7 @@ def commit_turn(
     state = append(current, plan.messages, owe_remember=owe_remember, now=now)
     key = documents.ids.conversation_key(session_id, conversation_id)
     change = record_turn(
-        snapshot.registry,
-        conversation_id,
-        kept,
-        now,
-        key,
-        retitle=not current.messages,
+        snapshot.registry, conversation_id, kept, now, key, retitle=not current.messages
     )
     compacted = state.summary_version != current.summary_version
     folded = (

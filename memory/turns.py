@@ -191,10 +191,8 @@ def chat_turn(
 
 
 def truncate_report(report: str, limit: int = DELIVERY_REPORT_MAX_CHARS) -> str:
-    """Cut `report` to at most `limit` characters, closing with a marker line.
-
-    The head of the report is kept intact; the marker line is counted in the limit.
-    """
+    """`report` cut to at most `limit` characters: its head intact, then a marker line
+    (counted in the limit)."""
     if len(report) <= limit:
         return report
     # The marker's length depends on the kept count; a bound on it is enough.

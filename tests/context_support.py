@@ -5,6 +5,7 @@ conversation's memory set by a test."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from langchain_core.messages import BaseMessage
 
@@ -32,7 +33,7 @@ def build_context(
     )
     if budget is not None:
         parts = budget.fit(parts)
-    return parts.messages(with_tail=append_input)
+    return (parts if append_input else replace(parts, tail=())).messages()
 
 
 def overwrite_memory(
