@@ -47,19 +47,21 @@ logger = logging.getLogger(__name__)
 FALLBACK_LINE_CHARS = 200
 
 
-class QuotedItem(BaseModel):
-    """A new pinned decision or open question, with the words that state it."""
+class _Strict(BaseModel):
+    """A document the model writes or reads: no field beyond the schema's."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class QuotedItem(_Strict):
+    """A new pinned decision or open question, with the words that state it."""
 
     text: str = Field(description="The decision or question, one short sentence.")
     quote: str = Field(description="The words of a message to fold that state it, copied exactly.")
 
 
-class Removal(BaseModel):
+class Removal(_Strict):
     """An old pin revoked, or an old open question answered, with the words that do it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     number: int = Field(description="The old item's number.")
     quote: str = Field(
@@ -80,10 +82,8 @@ def _removals(items: object) -> object:
     return items
 
 
-class CompactionOutput(BaseModel):
+class CompactionOutput(_Strict):
     """What the compaction model returns (its structured-output schema)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     summary: str = Field(
         description=(
@@ -110,11 +110,9 @@ class CompactionOutput(BaseModel):
     _numbers = field_validator("retired_pins", "resolved_questions", mode="before")(_removals)
 
 
-class FoldedMessage(BaseModel):
+class FoldedMessage(_Strict):
     """One message of the compaction input: its role outside its text, so that no text
     can pass for another speaker."""
-
-    model_config = ConfigDict(extra="forbid")
 
     role: Role
     text: str
@@ -123,19 +121,15 @@ class FoldedMessage(BaseModel):
     forwarded material (None: all of it is theirs)."""
 
 
-class NumberedItem(BaseModel):
+class NumberedItem(_Strict):
     """An old pinned decision, by the number the model may retire it with."""
-
-    model_config = ConfigDict(extra="forbid")
 
     number: int
     text: str
 
 
-class CompactionInput(BaseModel):
+class CompactionInput(_Strict):
     """What the compaction model reads: one JSON document, every text an escaped value."""
-
-    model_config = ConfigDict(extra="forbid")
 
     old_summary: str
     old_pinned_decisions: list[NumberedItem]
