@@ -50,7 +50,6 @@ from memory.turns import (
     SkipReason,
     TurnStatus,
     final_ai_message,
-    message_text,
     truncate_report,
 )
 
@@ -80,7 +79,7 @@ def final_turn(state: AgentState) -> FinalTurn:
     else:
         messages = state.get("turn_messages") or []
         final = final_ai_message(messages)
-        text = message_text(final) if final is not None else ""
+        text = final.text.strip() if final is not None else ""
         status = TurnStatus.COMPLETED if text else TurnStatus.FAILED
         route = Route.TOOL if any(isinstance(m, ToolMessage) for m in messages) else route
     return FinalTurn(
@@ -100,12 +99,12 @@ def given(state: AgentState) -> list[str]:
     memory = state.get("context")
     parts = memory.parts if isinstance(memory, MemoryContext) else None
     turn = state.get("turn_messages") or []
-    texts = [message_text(m) for m in turn if isinstance(m, ToolMessage)]
+    texts = [m.text.strip() for m in turn if isinstance(m, ToolMessage)]
     if parts is not None:
         texts += [item.text for item in parts.long_term]
         texts += [line.text for group in parts.recalled for line in group]
-        texts += [message_text(b) for b in (parts.pins, parts.summary) if b is not None]
-        texts += [message_text(m) for m in parts.recent]
+        texts += [b.text.strip() for b in (parts.pins, parts.summary) if b is not None]
+        texts += [m.text.strip() for m in parts.recent]
     return texts
 
 

@@ -169,11 +169,6 @@ class FinalTurn:
                 validate_id(value, name.replace("_", " "))
 
 
-def message_text(message: BaseMessage) -> str:
-    """The plain text of a message's content (text blocks joined, others ignored)."""
-    return message.text.strip()
-
-
 def final_ai_message(messages: Sequence[BaseMessage]) -> AIMessage | None:
     """The last assistant message that does not ask for a tool, if it is the last message."""
     if messages and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls:
