@@ -18,7 +18,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 from typing import Any, Literal, TypeVar, cast, get_args
 
 from langchain_core.language_models import BaseChatModel
@@ -250,14 +250,7 @@ class StructuredCall(Runnable[Any, SchemaT]):
             self._own = self._rebind(bare.with_structured_output(schema))
         else:
             self.model, self.retries = _without_client_retries(bare)
-        self._requests: dict[str, Runnable[Any, Any]] = {}
-
-    def _runnable(self, method: str) -> Runnable[Any, Any]:
-        if method == "own":
-            return self._own
-        if method not in self._requests:
-            self._requests[method] = self._build(method)
-        return self._requests[method]
+        self._request = cache(self._build)  # each method's request bound once, when first used
 
     def _build(self, method: str) -> Runnable[Any, Any]:
         name = self.schema.__name__
@@ -314,7 +307,8 @@ class StructuredCall(Runnable[Any, SchemaT]):
         stats.add("calls")
         methods, probing = self._methods()
         for rung, method in enumerate(methods):
-            runnable, prompt = self._runnable(method), self._prompt(method, messages)
+            runnable = self._own if method == "own" else self._request(method)
+            prompt = self._prompt(method, messages)
             attempt = 0
             while True:
                 try:
