@@ -22,9 +22,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
-from memory.compaction_checks import LOST_VALUE, Checked, lost_values
+from memory.compaction_checks import LOST_VALUE, Checked, QuotedItem, Removal, Strict, lost_values
 from memory.limits import (
     COMPACTION_KEEP_MESSAGES,
     HARD_MESSAGE_CAP,
@@ -47,28 +47,6 @@ logger = logging.getLogger(__name__)
 FALLBACK_LINE_CHARS = 200
 
 
-class _Strict(BaseModel):
-    """A document the model writes or reads: no field beyond the schema's."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class QuotedItem(_Strict):
-    """A new pinned decision or open question, with the words that state it."""
-
-    text: str = Field(description="The decision or question, one short sentence.")
-    quote: str = Field(description="The words of a message to fold that state it, copied exactly.")
-
-
-class Removal(_Strict):
-    """An old pin revoked, or an old open question answered, with the words that do it."""
-
-    number: int = Field(description="The old item's number.")
-    quote: str = Field(
-        description="The words of a message to fold that revoke or answer it, copied exactly."
-    )
-
-
 def _quoted(items: object) -> object:
     # a bare string (what a weak model writes) is an item with no quote: refused, counted
     if isinstance(items, list):
@@ -82,7 +60,7 @@ def _removals(items: object) -> object:
     return items
 
 
-class CompactionOutput(_Strict):
+class CompactionOutput(Strict):
     """What the compaction model returns (its structured-output schema)."""
 
     summary: str = Field(
@@ -110,7 +88,7 @@ class CompactionOutput(_Strict):
     _numbers = field_validator("retired_pins", "resolved_questions", mode="before")(_removals)
 
 
-class FoldedMessage(_Strict):
+class FoldedMessage(Strict):
     """One message of the compaction input: its role outside its text, so that no text
     can pass for another speaker."""
 
@@ -121,14 +99,14 @@ class FoldedMessage(_Strict):
     forwarded material (None: all of it is theirs)."""
 
 
-class NumberedItem(_Strict):
+class NumberedItem(Strict):
     """An old pinned decision, by the number the model may retire it with."""
 
     number: int
     text: str
 
 
-class CompactionInput(_Strict):
+class CompactionInput(Strict):
     """What the compaction model reads: one JSON document, every text an escaped value."""
 
     old_summary: str

@@ -1,4 +1,4 @@
-"""What a compaction's output must stand on, checked in code as extraction's is.
+"""A compaction's proposed items, and what they must stand on, checked in code as extraction's is.
 
 Each new pin or open question must say something and restate its quote, a folded
 message's own words; a retirement or resolution must quote words about what it removes,
@@ -13,7 +13,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory.archive.terms import tokens
 from memory.limits import MAX_SUMMARY_CHARS
@@ -40,18 +42,26 @@ _IDENTIFIER = re.compile(r"[a-z][A-Z]|[A-Z].*[A-Z]|_|\w[./@:]\w")
 T = TypeVar("T")
 
 
-class Quoted(Protocol):
-    """A proposed pin or open question: its text and the quote it stands on."""
+class Strict(BaseModel):
+    """A document the compaction model writes or reads: no field beyond the schema's."""
 
-    text: str
-    quote: str
+    model_config = ConfigDict(extra="forbid")
 
 
-class Numbered(Protocol):
-    """A proposed retirement or resolution: the old item's number and its quote."""
+class QuotedItem(Strict):
+    """A new pinned decision or open question, with the words that state it."""
 
-    number: int
-    quote: str
+    text: str = Field(description="The decision or question, one short sentence.")
+    quote: str = Field(description="The words of a message to fold that state it, copied exactly.")
+
+
+class Removal(Strict):
+    """An old pin revoked, or an old open question answered, with the words that do it."""
+
+    number: int = Field(description="The old item's number.")
+    quote: str = Field(
+        description="The words of a message to fold that revoke or answer it, copied exactly."
+    )
 
 
 def values(text: str) -> frozenset[str]:
@@ -89,7 +99,7 @@ def said_in(quote: str, messages: Sequence[ChatThreadMessage]) -> Reason | None:
     return Reason.PASTED if Reason.PASTED in reasons else reasons[0]
 
 
-def stated_refusal(item: Quoted, messages: Sequence[ChatThreadMessage]) -> Reason | None:
+def stated_refusal(item: QuotedItem, messages: Sequence[ChatThreadMessage]) -> Reason | None:
     """Why a new pin or open question is refused (None: it stands on its quote)."""
     reason = said_in(item.quote, messages)
     if reason is not None:
@@ -105,7 +115,7 @@ def stated_refusal(item: Quoted, messages: Sequence[ChatThreadMessage]) -> Reaso
 
 
 def removal_refusal(
-    item: Numbered, old: Sequence[str], messages: Sequence[ChatThreadMessage]
+    item: Removal, old: Sequence[str], messages: Sequence[ChatThreadMessage]
 ) -> Reason | None:
     """Why a retirement or resolution is refused (None: a message revokes the item)."""
     if not 1 <= item.number <= len(old):
@@ -132,13 +142,15 @@ class Checked:
         self.refused.update(reason.value for reason in reasons if reason is not None)
         return [item for item, reason in zip(items, reasons, strict=True) if reason is None]
 
-    def stated(self, items: Sequence[Quoted], messages: Sequence[ChatThreadMessage]) -> list[str]:
+    def stated(
+        self, items: Sequence[QuotedItem], messages: Sequence[ChatThreadMessage]
+    ) -> list[str]:
         """The texts of the `items` that stand on their quotes."""
         passed = self._passed(items, lambda item: stated_refusal(item, messages))
         return [item.text for item in passed]
 
     def removed(
-        self, items: Sequence[Numbered], old: Sequence[str], messages: Sequence[ChatThreadMessage]
+        self, items: Sequence[Removal], old: Sequence[str], messages: Sequence[ChatThreadMessage]
     ) -> list[int]:
         """The numbers of the old items a message revokes."""
         passed = self._passed(items, lambda item: removal_refusal(item, old, messages))
