@@ -222,10 +222,7 @@ def _unbound(model: BaseChatModel) -> tuple[BaseChatModel, Callable[[Runnable[An
     (a caller's callbacks, its stop words)."""
     if not isinstance(model, RunnableBinding):
         return model, lambda runnable: runnable
-    binding = model
-    return binding.bound, lambda runnable: runnable.bind(**binding.kwargs).with_config(
-        binding.config
-    )
+    return model.bound, lambda runnable: runnable.bind(**model.kwargs).with_config(model.config)
 
 
 class StructuredCall(Runnable[Any, SchemaT]):
