@@ -16,8 +16,8 @@ from pydantic import SecretStr
 
 from agent.offline import OfflineChatModel
 from agent.settings import Settings, SettingsError
-from graphs.context import TokenCounter
 from memory.archive.embedding import LOCAL, LocalEmbeddings
+from memory.context import TokenCounter
 from memory.errors import InvalidInput
 from memory.structured import token_limit
 

@@ -30,7 +30,6 @@ from agent.search_tool import search_conversations_tool
 from agent.settings import LongTermMode, Settings
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import AgentGraph, Compiled, Extraction, build_agent_graph, build_upkeep
-from graphs.context import ContextBudget
 from graphs.decisions import Validator
 from graphs.delivery import build_delivery_graph
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
@@ -46,6 +45,7 @@ from memory.archive.embedding import (
     LocalEmbeddings,
     local_embeddings,
 )
+from memory.context import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
 from memory.storage import open_thread_store

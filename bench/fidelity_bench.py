@@ -3,7 +3,7 @@
 Each scenario plants ten facts (a database, a budget, a launch date, a competitor, a
 rate limit, a role, a preference and three decisions), then talks on with filler.
 Every turn takes the real memory path: the offline model answers from
-`graphs.context.context_parts`, `ConversationMemory.write_turn` stores the turn and
+`memory.context.context_parts`, `ConversationMemory.write_turn` stores the turn and
 `ConversationMemory.compact` compacts with the offline model. After 10, 40 and 100
 filler turns it counts the facts found in the model's context (summary, pins and
 recent messages) and in the summary and pins alone (with content-free filler, at
@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agent.offline import OfflineChatModel
-from graphs.context import context_parts
 from memory import ThreadIds, ThreadState
+from memory.context import context_parts
 from memory.conversations import ConversationMemory
 from memory.storage import open_thread_store
 from memory.turns import chat_turn

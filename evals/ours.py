@@ -20,7 +20,7 @@ from evals.contract import Metric, Recalled
 from evals.oracle import GateOutcome, ScriptedExtraction
 from evals.recording import CallLog, recorded
 from evals.tokens import count_text
-from graphs.context import RECALL_BLOCK_ID
+from memory.context import RECALL_BLOCK_ID
 from memory.longterm.store import MemoryWrite
 
 SECRET = "evaluation-secret-" + "x" * 32

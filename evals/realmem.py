@@ -59,7 +59,7 @@ from evals.long_archive import ACKNOWLEDGED, ReplayClock, ReplayModel
 from evals.realmem_data import Persona, Query, load_persona, normalised, persona_files
 from evals.systems import LAST_MESSAGES, bm25_words, build
 from evals.threads import OffTopic, load_probes
-from graphs.context import LONG_TERM_BLOCK_ID, RECALL_BLOCK_ID
+from memory.context import LONG_TERM_BLOCK_ID, RECALL_BLOCK_ID
 from memory.limits import DEFAULT_RECALL_TOKENS
 from memory.longterm.recall import ALWAYS_ON_KINDS
 

@@ -29,13 +29,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs.chat import chat_node
-from graphs.context import ContextBudget
 from graphs.request import WORKFLOW_ROUTES
 from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
 from graphs.tool import build_tool_graph
 from graphs.turn import TurnNodes
 from graphs.upkeep import build_upkeep_graph
 from memory.compaction import structured_compactor
+from memory.context import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.extraction import (
     EXPLICIT_EXTRACTOR,

@@ -14,7 +14,7 @@ from memory.limits import MAX_MESSAGE_CHARS, MAX_SEARCH_QUERY_CHARS, MAX_SEARCH_
 from memory.schema import validate_id
 
 if TYPE_CHECKING:
-    from graphs.context import ContextBudget
+    from memory.context import ContextBudget
 
 Mode = Literal["auto", "chat", "tool", "tasklist", "delivery"]
 RouteName = Literal["chat", "tool", "tasklist", "delivery"]

@@ -18,9 +18,9 @@ from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
 from typing_extensions import TypedDict
 
-from graphs.context import ContextBudget, ContextParts
 from graphs.request import DEFAULT_SESSION_ID, Mode, RouteName, TurnRequest, run_ids
 from memory.analysis import UserText
+from memory.context import ContextBudget, ContextParts
 from memory.longterm.items import MemoryItem
 from memory.session_documents import Snapshot
 
@@ -77,7 +77,7 @@ def turn_ids(context: object = None) -> tuple[str, str]:
 @dataclass(frozen=True)
 class MemoryContext:
     """What the model reads before this turn's own messages: the system prompt, the
-    memory blocks and the recent messages (`graphs.context.context_parts`).
+    memory blocks and the recent messages (`memory.context.context_parts`).
 
     A container rather than a bare list, so that LangGraph's `messages` stream, which
     looks for messages in node outputs, never shows the memory to a client.

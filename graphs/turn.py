@@ -25,7 +25,6 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from graphs.context import ContextBudget, context_parts
 from graphs.events import emit, emit_memory
 from graphs.prompts import AGENT_SYSTEM_PROMPT, NO_ANSWER
 from graphs.request import (
@@ -38,6 +37,7 @@ from graphs.state import FRESH_TURN, AgentState, Context, MemoryContext, turn_id
 from memory import ConversationNotFound, ThreadState
 from memory.analysis import UserText, read
 from memory.archive import Recall
+from memory.context import ContextBudget, context_parts
 from memory.conversations import ConversationMemory
 from memory.limits import DELIVERY_REPORT_MAX_CHARS
 from memory.longterm.recall import Recalled

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 from langchain_core.messages import BaseMessage
 
-from graphs.context import ContextBudget, context_parts
 from memory.archive.recall import Recall
+from memory.context import ContextBudget, context_parts
 from memory.conversations import ConversationMemory
 from memory.longterm.items import MemoryItem
 from memory.schema import ThreadState

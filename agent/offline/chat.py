@@ -22,7 +22,7 @@ from langchain_core.messages.tool import tool_call
 
 from agent.search_tool import IN_VIEW
 from agent.tools import ToolInputError, normalise_expression, resolve_timezone
-from graphs.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, RECALL_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, RECALL_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.prompts import LONG_TERM_BLOCK, PINNED_BLOCK, RECALL_BLOCK, SUMMARY_BLOCK
 from memory.text import clamp
 

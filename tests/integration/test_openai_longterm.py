@@ -19,9 +19,9 @@ from agent.offline import OfflineChatModel
 from agent.runtime import open_long_term, open_memory
 from agent.settings import Settings
 from graphs.agent import build_agent_graph
-from graphs.context import RECALL_BLOCK_ID
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from memory import ThreadIds, UnsupportedDatabaseUrl
+from memory.context import RECALL_BLOCK_ID
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
 from memory.prompts import LONG_TERM_BLOCK

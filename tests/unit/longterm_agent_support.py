@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from agent import ChatAgent
-from graphs.context import LONG_TERM_BLOCK_ID
+from memory.context import LONG_TERM_BLOCK_ID
 from tests.fakes import ScriptedModel
 
 

@@ -15,12 +15,12 @@ from langgraph.graph.state import CompiledStateGraph
 
 from agent.tools import BUILTIN_TOOLS
 from graphs.agent import build_agent_graph
-from graphs.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from graphs.request import InvalidRequest
 from graphs.state import Context
 from graphs.tool import DEFAULT_MAX_TOOL_ROUNDS
 from memory import CompactionOutput
 from memory.compaction import QuotedItem
+from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.conversations import ConversationMemory
 from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel

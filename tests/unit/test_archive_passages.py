@@ -7,13 +7,13 @@ import dataclasses
 import re
 from datetime import UTC, datetime, timedelta
 
-from graphs.context import recall_block
 from memory import ThreadState
 from memory.archive import ArchivedLine
 from memory.archive.lines import ArchiveRole
 from memory.archive.passages import GAP, passage, sentences
 from memory.archive.recall import LINE_CHARS, choose, render
 from memory.archive.terms import query_terms
+from memory.context import recall_block
 from memory.schema import ChatThreadMessage
 from memory.text import approximate_tokens
 

@@ -14,13 +14,6 @@ from langchain_core.messages.utils import count_tokens_approximately
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
-from graphs.context import (
-    LONG_TERM_BLOCK_ID,
-    PINNED_BLOCK_ID,
-    RECALL_BLOCK_ID,
-    SUMMARY_BLOCK_ID,
-    ContextBudget,
-)
 from memory import ThreadState
 from memory.archive import ArchivedLine, Recall
 from memory.archive.recall import (
@@ -34,6 +27,13 @@ from memory.archive.recall import (
     render,
 )
 from memory.archive.terms import query_terms
+from memory.context import (
+    LONG_TERM_BLOCK_ID,
+    PINNED_BLOCK_ID,
+    RECALL_BLOCK_ID,
+    SUMMARY_BLOCK_ID,
+    ContextBudget,
+)
 from memory.longterm import MemoryItem
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent import ChatAgent, InvalidRequest, MemoryNotFound
-from graphs.context import LONG_TERM_BLOCK_ID
+from memory.context import LONG_TERM_BLOCK_ID
 from tests.fakes import ScriptedModel
 from tests.unit.longterm_agent_support import (
     chat_model,

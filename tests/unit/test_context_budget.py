@@ -14,16 +14,16 @@ from agent import ChatAgent, InvalidRequest
 from agent.errors import MessageTooLong
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
-from graphs.context import (
+from graphs.prompts import AGENT_SYSTEM_PROMPT
+from graphs.state import Mode
+from memory import ThreadState
+from memory.context import (
     CLIP_MARKER,
     LONG_TERM_BLOCK_ID,
     PINNED_BLOCK_ID,
     SUMMARY_BLOCK_ID,
     ContextBudget,
 )
-from graphs.prompts import AGENT_SYSTEM_PROMPT
-from graphs.state import Mode
-from memory import ThreadState
 from memory.longterm import MemoryItem, MemoryKind
 from memory.longterm.items import normalise
 from memory.schema import ChatThreadMessage
@@ -121,7 +121,7 @@ def test_long_term_items_go_before_the_summary_and_pins_never() -> None:
 
 
 def test_clip_keeps_head_and_tail() -> None:
-    from graphs.context import clip
+    from memory.context import clip
 
     message = HumanMessage(content="HEAD" + "-" * 5000 + "TAIL", id="u1")
     clipped = clip(message, 1000)

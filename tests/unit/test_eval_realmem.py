@@ -21,7 +21,7 @@ from evals.realmem import (
 )
 from evals.realmem_data import Query, load_persona
 from evals.threads import OffTopic
-from graphs.context import LONG_TERM_BLOCK_ID, RECALL_BLOCK_ID
+from memory.context import LONG_TERM_BLOCK_ID, RECALL_BLOCK_ID
 
 
 def turn(speaker: str, content: str, **extra: Any) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The import graph keeps its layers: read from the source with `ast`, nothing imported.
 
 `memory/` has three layers: its pure parts (schema, limits, ids, write rules,
-compaction, hydration, registry, long-term rules, the archive's lines, terms and
-recall), storage (`memory/storage/` and the archive's backends) and
+compaction, context, hydration, registry, long-term rules, the archive's
+lines, terms and recall), storage (`memory/storage/` and the archive's backends) and
 the services that read and write through storage. A layer never imports one above it,
 so importing a pure module never loads storage; and no module of `memory/` is in an
 import circle. `memory/` imports nothing of `graphs/` or `agent/`, `graphs/` nothing

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from graphs.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
+from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.schema import ChatThreadMessage, ThreadState
 from tests.context_support import build_context
 

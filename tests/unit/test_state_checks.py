@@ -14,11 +14,11 @@ from langchain_core.messages import SystemMessage
 
 from agent import ChatAgent
 from agent.offline import OfflineChatModel
-from graphs.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.tasklist import CheckIssue, SelfCheck, TasklistTaskResult
 from memory import ThreadState
 from memory.compaction import structured_compactor
+from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.schema import ChatThreadMessage
 from tests.context_support import overwrite_memory
 from tests.unit.tasklist_support import done, plan, requests, scripted, start, summary, texts
