@@ -39,13 +39,19 @@ from memory.analysis import UserText, read
 from memory.archive import Recall
 from memory.context import ContextBudget, context_parts
 from memory.conversations import ConversationMemory
-from memory.limits import DELIVERY_REPORT_MAX_CHARS
 from memory.longterm.recall import Recalled
 from memory.longterm.store import LongTermMemory
 from memory.redaction import Substitute, redact_value, repeats_forgotten
 from memory.session_documents import Snapshot
 from memory.turn_write import TurnWrite
-from memory.turns import FinalTurn, Route, SkipReason, TurnStatus
+from memory.turns import (
+    FinalTurn,
+    Route,
+    SkipReason,
+    TurnStatus,
+    final_ai_message,
+    truncate_report,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,25 +60,6 @@ WORKFLOW_STATUSES = {
     "blocked": TurnStatus.BLOCKED,
     "rejected": TurnStatus.CANCELLED,
 }
-TRUNCATION_MARKER = "[Report truncated: {kept:,} of {total:,} characters kept in memory.]"
-
-
-def truncate_report(report: str, limit: int = DELIVERY_REPORT_MAX_CHARS) -> str:
-    """`report` cut to at most `limit` characters: its head intact, then a marker line
-    (counted in the limit)."""
-    if len(report) <= limit:
-        return report
-    # The marker's length depends on the kept count; a bound on it is enough.
-    marker_room = len(TRUNCATION_MARKER.format(kept=limit, total=len(report))) + 1
-    kept = report[: limit - marker_room].rstrip()
-    return f"{kept}\n{TRUNCATION_MARKER.format(kept=len(kept), total=len(report))}"
-
-
-def final_ai_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
-    """The last assistant message that does not ask for a tool, if it is the last message."""
-    if messages and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls:
-        return messages[-1]
-    return None
 
 
 def final_turn(state: AgentState) -> FinalTurn:

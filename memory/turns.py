@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from langchain_core.messages import AIMessage, BaseMessage
+
 from memory.compaction import local_fallback
-from memory.limits import HARD_MESSAGE_CAP
+from memory.limits import DELIVERY_REPORT_MAX_CHARS, HARD_MESSAGE_CAP
 from memory.schema import ChatThreadMessage, ThreadState, new_message_id, require_text, validate_id
 
 
@@ -105,6 +107,9 @@ def settled(
     return left.model_copy(update={"upkeep": status, "version": current.version + 1})
 
 
+TRUNCATION_MARKER = "[Report truncated: {kept:,} of {total:,} characters kept in memory.]"
+
+
 class Route(StrEnum):
     """The subgraph that produced a turn."""
 
@@ -164,6 +169,13 @@ class FinalTurn:
                 validate_id(value, name.replace("_", " "))
 
 
+def final_ai_message(messages: Sequence[BaseMessage]) -> AIMessage | None:
+    """The last assistant message that does not ask for a tool, if it is the last message."""
+    if messages and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls:
+        return messages[-1]
+    return None
+
+
 def chat_turn(
     user_text: str, answer: str, status: TurnStatus = TurnStatus.COMPLETED, **ids: str
 ) -> FinalTurn:
@@ -171,6 +183,17 @@ def chat_turn(
     return FinalTurn(
         route=Route.CHAT, status=status, user_text=user_text, assistant_text=answer, **ids
     )
+
+
+def truncate_report(report: str, limit: int = DELIVERY_REPORT_MAX_CHARS) -> str:
+    """`report` cut to at most `limit` characters: its head intact, then a marker line
+    (counted in the limit)."""
+    if len(report) <= limit:
+        return report
+    # The marker's length depends on the kept count; a bound on it is enough.
+    marker_room = len(TRUNCATION_MARKER.format(kept=limit, total=len(report))) + 1
+    kept = report[: limit - marker_room].rstrip()
+    return f"{kept}\n{TRUNCATION_MARKER.format(kept=len(kept), total=len(report))}"
 
 
 @dataclass(frozen=True)

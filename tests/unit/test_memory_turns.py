@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from graphs.state import AgentState
-from graphs.turn import final_turn, truncate_report
+from graphs.turn import final_turn
 from memory.errors import InvalidInput
 from memory.limits import DELIVERY_REPORT_MAX_CHARS
 from memory.schema import ChatThreadMessage, ThreadState
@@ -24,6 +24,7 @@ from memory.turns import (
     TurnStatus,
     chat_turn,
     plan_turn_write,
+    truncate_report,
 )
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
