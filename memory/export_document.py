@@ -10,8 +10,10 @@ and items kept the stored snake_case keys, reads the same.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -72,8 +74,7 @@ def renamed(value: Any, rule: Callable[[str], str] = to_camel) -> Any:
     return value
 
 
-def _stored_names(value: Any) -> Any:
-    return renamed(value, to_snake)
+_stored_names = functools.partial(renamed, rule=to_snake)
 
 
 class _Part(BaseModel):
@@ -128,11 +129,6 @@ class ExportedItem(MemoryItem):
     key: Annotated[StrictStr, Field(max_length=2 * MAX_MEMORY_TEXT_CHARS)]
     subject: Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)] | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _stored_keys(cls, value: Any) -> Any:
-        return _stored_names(value)
-
 
 class ExportDocument(_Part):
     """Everything a session owns (see the module docstring)."""
@@ -141,7 +137,9 @@ class ExportDocument(_Part):
     version: Annotated[StrictInt, Field(ge=VERSION, le=VERSION)]
     exported_at: UtcDatetime
     conversations: list[ExportedConversation] = Field(max_length=MAX_CONVERSATIONS)
-    memories: list[ExportedItem] = Field(max_length=MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS)
+    memories: list[Annotated[ExportedItem, BeforeValidator(_stored_names)]] = Field(
+        max_length=MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS
+    )
     archive: list[ExportedLine] = Field(max_length=MAX_EXPORT_LINES)
     tombstones: list[ItemId] = Field(max_length=2 * MAX_TOMBSTONES)
     """The session's own tombstones, then those it imported."""
@@ -158,9 +156,10 @@ class ExportDocument(_Part):
         return self
 
 
-def read_document(raw: object) -> ExportDocument:
-    """The export document in `raw` (JSON text or bytes, or the parsed object), checked:
-    `InvalidInput` names the first problems (never the document's values)."""
+def read_document(raw: object, now: datetime | None = None) -> ExportDocument:
+    """The export document in `raw` (JSON text or bytes, or the parsed object), checked,
+    each time in it bounded by `now` (`memory.schema.CLOCK_SKEW`): `InvalidInput` names
+    the first problems (never the document's values)."""
     try:
         if isinstance(raw, str | bytes | bytearray):
             size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
@@ -173,7 +172,7 @@ def read_document(raw: object) -> ExportDocument:
     if size > MAX_EXPORT_BYTES:
         raise InvalidInput(TOO_LARGE.format(limit=MAX_EXPORT_BYTES))
     try:
-        document = ExportDocument.model_validate(raw)
+        document = ExportDocument.model_validate(raw, context={"now": now})
     except ValidationError as exc:
         raise InvalidInput(INVALID_DOCUMENT.format(problems=_problems(exc))) from None
     _require_storable(raw)
@@ -181,17 +180,12 @@ def read_document(raw: object) -> ExportDocument:
 
 
 def _problems(exc: ValidationError) -> str:
-    shown = [
-        f"{'.'.join(_named(part) for part in error['loc']) or 'document'}: {error['msg']}"
-        for error in exc.errors()[:_SHOWN_PROBLEMS]
-    ]
+    shown = []
+    for error in exc.errors()[:_SHOWN_PROBLEMS]:  # each place named as the document spells it
+        place = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in error["loc"])
+        shown.append(f"{place or 'document'}: {error['msg']}")
     more = exc.error_count() - len(shown)
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
-
-
-def _named(part: int | str) -> str:
-    """A part of a problem's place, named as the document spells it."""
-    return to_camel(part) if isinstance(part, str) else str(part)
 
 
 def _require_storable(value: object) -> None:

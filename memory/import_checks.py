@@ -3,17 +3,13 @@ is user input, however it was made.
 
 Each item passes the write gate as one the user adds by hand (its provenance proves
 nothing: a quote is kept only when it passes a quote's checks); one refused item refuses
-the whole import. Conversations' texts are redacted as a turn's archived ones. Every
-time is bounded by now: a conversation dated in the future would otherwise outrank
-every other and never be idle.
+the whole import. Conversations' texts are redacted as a turn's archived ones. (Every
+time was bounded by now as the document was read: `memory.export_document`.)
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Any
-
-from pydantic import BaseModel
+from datetime import datetime
 
 from memory.analysis import redact_secrets
 from memory.archive.lines import REDACTED
@@ -24,44 +20,19 @@ from memory.longterm.gate import explicit, plan_write
 from memory.longterm.secrets import find_secret
 from memory.schema import ThreadState
 
-CLOCK_SKEW = timedelta(minutes=5)
-"""How far ahead of this server's clock another server's may run."""
-FUTURE_TIME = "invalid export document: {path}: a time after now"
 REFUSED_ITEM = "invalid export document: memories.{index} ({id}): {why}; nothing was imported"
 SECRET_FIELD = "its {field} holds a secret"
 
 
 def checked(document: ExportDocument, now: datetime) -> ExportDocument:
-    """`document` as an import may write it; `InvalidInput` names a time too far ahead
-    of `now` or a refused item by its place, never its text."""
-    bounded: ExportDocument = _bounded(document, now, "")
-    return bounded.model_copy(
+    """`document` as an import may write it; `InvalidInput` names a refused item by its
+    place, never its text."""
+    return document.model_copy(
         update={
-            "memories": [_gated(n, item, now) for n, item in enumerate(bounded.memories)],
-            "conversations": [_without_secrets(c) for c in bounded.conversations],
+            "memories": [_gated(n, item, now) for n, item in enumerate(document.memories)],
+            "conversations": [_without_secrets(c) for c in document.conversations],
         }
     )
-
-
-def _bounded(value: Any, now: datetime, path: str) -> Any:
-    """`value` with each time in it at most `now` (the very same object when none was
-    later); `path` names where it is, by the document's keys."""
-    if isinstance(value, datetime):
-        if value > now + CLOCK_SKEW:
-            raise InvalidInput(FUTURE_TIME.format(path=path or "document"))
-        return now if value > now else value
-    if isinstance(value, list):
-        walked = [_bounded(v, now, f"{path}.{n}") for n, v in enumerate(value)]
-        return walked if any(a is not b for a, b in zip(walked, value, strict=True)) else value
-    if isinstance(value, BaseModel):
-        changed = {}
-        for name, field in type(value).model_fields.items():
-            old = getattr(value, name)
-            new = _bounded(old, now, f"{path}.{field.alias or name}".lstrip("."))
-            if new is not old:
-                changed[name] = new
-        return value.model_copy(update=changed) if changed else value
-    return value
 
 
 def _gated(index: int, item: ExportedItem, now: datetime) -> ExportedItem:

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from memory.archive.archive import Archive
 from memory.archive.forgetting import forget_sentences
-from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
+from memory.archive.lines import FORGOTTEN
+from memory.ids import MEMORY_THREAD_PREFIX, ThreadIds, session_threads
 from memory.limits import MAX_FORGOTTEN_MARKS, MAX_QUOTE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.registry import RegistryState
@@ -29,13 +30,10 @@ from memory.storage import ThreadStore
 from memory.storage.documents import Dialect, InTransaction, in_order
 from memory.tombstones import marks_of
 
-FORGOTTEN = "[forgotten]"
 _MAX_DEPTH = 64
 
 Substitute = Callable[[str], str]
 """A string's forgotten parts replaced by `[forgotten]` (the very same string when none)."""
-Redactor = Callable[[str, Any], Any]
-"""`(thread_id, stored value) -> value`: the value itself when nothing in it changed."""
 
 
 def forgotten_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
@@ -158,19 +156,6 @@ def _redact_document(thread_id: str, value: Any, redact: Substitute) -> Any:
     return {**redacted, "version": int(redacted.get("version", 0)) + 1}
 
 
-def redactor(pattern: re.Pattern[str]) -> Redactor:
-    """What the backend applies to each stored value of the session's threads."""
-    replace = partial(pattern.sub, FORGOTTEN)
-
-    def redact(thread_id: str, value: Any) -> Any:
-        documents = (MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX)
-        if isinstance(value, dict) and thread_id.startswith(documents):
-            return _redact_document(thread_id, value, replace)
-        return redact_value(value, replace)
-
-    return redact
-
-
 def forget_texts(
     threads: ThreadStore,
     ids: ThreadIds,
@@ -238,22 +223,22 @@ def _session_redaction(
 ) -> tuple[dict[str, Any], InTransaction]:
     """The session's documents that forgetting `texts` changes, redacted, and the step
     that redacts its run threads' rows (the caller holds the session's lock)."""
-    redact = redactor(pattern)
+    replace = partial(pattern.sub, FORGOTTEN)
     memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
     registry = ids.registry_thread(session_id)
     stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
     documents = {}
     for thread, document in stored.items():
-        redacted = redact(thread, document)
+        redacted = _redact_document(thread, document, replace)
         if thread.startswith(MEMORY_THREAD_PREFIX):
             redacted = _without_repeats(redacted, texts)
         if redacted is not document:
             documents[thread] = redacted
     runs = threads.list_threads(run_prefix)
-    rewrite = _run_redactor(threads.documents.dialect)
+    rewrite = run_redactor(threads.documents.dialect)
     # a run thread holds its turn's messages: an answer that restated the item in its
     # own words goes too, as in the conversation's memory
-    in_runs = repeats_forgotten(texts) or partial(pattern.sub, FORGOTTEN)
+    in_runs = repeats_forgotten(texts) or replace
 
     def redact_runs(cursor: Any) -> None:
         rewrite(
@@ -263,8 +248,8 @@ def _session_redaction(
     return documents, redact_runs
 
 
-def _run_redactor(dialect: Dialect) -> Callable[..., int]:
-    """The backend's rewrite of run-thread rows, for a cursor of `dialect`."""
+def run_redactor(dialect: Dialect) -> Callable[..., int]:
+    """The backend's rewrite of run-thread rows (`redact_runs`), for a cursor of `dialect`."""
     if dialect == "sqlite":
         from memory.storage.sqlite.checkpointer import redact_runs as sqlite_runs
 

@@ -122,7 +122,8 @@ def import_session(
     transaction; returns the counts of what was imported, skipped, pruned (listed
     conversations pushed past ten) and redacted. `InvalidInput` (the document's checks,
     or more items than a session keeps): nothing was written."""
-    document = checked(read_document(raw), memory.clock())
+    now = memory.clock()
+    document = checked(read_document(raw, now), now)
     scanned = _rows(memory, session_id, document.archive)  # the secret scans, unlocked
     with long_term.lock(session_id), memory.documents.lock(session_id):
         registry = memory.registry(session_id)
