@@ -1,11 +1,16 @@
 """The export document: everything a session owns as one versioned JSON document, its
-schema and its checks.
+schema and what an import checks of it before anything is written.
 
 Archived lines keep their order, which breaks a search's ties. No session id, thread id
 or hashed key is in it, nor the marks of forgotten texts (keyed under the server's
 secret): `memory.transfer` files everything again under the importing session's keys.
 Every key is camelCase, as the API's; a document of an earlier release, whose memories
 and items kept the stored snake_case keys, reads the same.
+
+A document is user input, however it was made. Each item passes the write gate as one
+the user adds by hand (its provenance proves nothing: a quote is kept only when it
+passes a quote's checks); one refused item refuses the whole import. Conversations'
+texts are redacted as a turn's archived ones, and every time is bounded by now.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel, to_snake
 
-from memory.archive.lines import ArchiveRole
+from memory.analysis import redact_secrets
+from memory.archive.lines import REDACTED, ArchiveRole
 from memory.errors import InvalidInput
 from memory.limits import (
     MAX_CONVERSATIONS,
@@ -45,7 +51,10 @@ from memory.limits import (
     MAX_TOMBSTONES,
     MIN_IMPORTANCE,
 )
+from memory.longterm.evidence import MESSAGES, verify
+from memory.longterm.gate import explicit, plan_write
 from memory.longterm.items import MemoryItem
+from memory.longterm.secrets import find_secret
 from memory.schema import MessageId, ThreadState, UtcDatetime, require_storable
 
 FORMAT = "langgraph-memory-agent.export"
@@ -55,6 +64,8 @@ NOT_JSON = "the export document is not JSON"
 INVALID_DOCUMENT = "invalid export document: {problems}"
 TEXT_TOO_LONG = f"a text is at most {MAX_EXPORT_TEXT_CHARS:,} characters"
 DUPLICATE = "each {what} appears once"
+REFUSED_ITEM = "invalid export document: memories.{index} ({id}): {why}; nothing was imported"
+SECRET_FIELD = "its {field} holds a secret"
 _SHOWN_PROBLEMS = 3
 
 ItemId = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
@@ -120,7 +131,7 @@ class ExportedLine(_Part):
 class ExportedItem(MemoryItem):
     """A long-term item's stored value and its id: the item's own fields, no others,
     strictly typed (`importance: true` is no number). Its `key` and `subject` are the
-    gate's to derive (`memory.import_checks`): here they are only bounded."""
+    gate's to derive (`checked`): here they are only bounded."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -199,3 +210,59 @@ def _require_storable(value: object) -> None:
             pending.extend([*current.keys(), *current.values()])
         elif isinstance(current, list):
             pending.extend(current)
+
+
+def checked(document: ExportDocument, now: datetime) -> ExportDocument:
+    """`document` as an import may write it; `InvalidInput` names a refused item by its
+    place, never its text."""
+    return document.model_copy(
+        update={
+            "memories": [_gated(n, item, now) for n, item in enumerate(document.memories)],
+            "conversations": [_without_secrets(c) for c in document.conversations],
+        }
+    )
+
+
+def _gated(index: int, item: ExportedItem, now: datetime) -> ExportedItem:
+    """`item` as the gate makes it when the user adds its text by hand (`InvalidInput`:
+    the gate refuses it, its quote, or a secret in its key or subject)."""
+
+    def refuse(why: str) -> InvalidInput:
+        return InvalidInput(REFUSED_ITEM.format(index=index, id=item.id, why=why))
+
+    for field, text in (("key", item.key), ("subject", item.subject)):
+        if text and find_secret(text) is not None:
+            raise refuse(SECRET_FIELD.format(field=field))
+    operation, turn = explicit(item.text, item.kind, item.importance, now)
+    plan = plan_write([], [operation], [turn], source="explicit")
+    if plan.refused:
+        raise refuse(plan.refused[0].message)
+    quote = item.provenance.quote if item.provenance is not None else ""
+    if quote.strip():
+        said, heard = explicit(quote, item.kind, item.importance, now)
+        refused = verify(said, [heard])
+        if refused is not None:
+            reason, kind = refused
+            raise refuse("its quote: " + MESSAGES[reason].format(kind=kind))
+    (made,) = plan.added
+    return item.model_copy(
+        update={"text": made.text, "key": made.key, "subject": made.subject, "source": "explicit"}
+    )
+
+
+def _without_secrets(conversation: ExportedConversation) -> ExportedConversation:
+    """`conversation` with each sentence of its memory that holds a secret redacted."""
+    memory = without_marked(conversation.memory.with_texts(redact_secrets), REDACTED)
+    if memory == conversation.memory:
+        return conversation
+    return conversation.model_copy(update={"memory": memory})
+
+
+def without_marked(memory: ThreadState, marker: str) -> ThreadState:
+    """`memory` without the pins and open questions that read `marker` alone: a
+    redacted decision binds nothing."""
+    pins = [pin for pin in memory.pinned_decisions if pin != marker]
+    questions = [question for question in memory.open_questions if question != marker]
+    if len(pins) == len(memory.pinned_decisions) and len(questions) == len(memory.open_questions):
+        return memory
+    return memory.model_copy(update={"pinned_decisions": pins, "open_questions": questions})

@@ -2,7 +2,7 @@
 its stores, and brought back into a session.
 
 An export is read under the session's locks, so that no turn's write lands half in it.
-An import is checked whole (`memory.import_checks`) before any lock is taken, then
+An import is checked whole (`memory.export_document`) before any lock is taken, then
 written in one transaction under the session's locks, or not at all. What the session
 holds always stays (a conversation, item or line it has is skipped, so importing twice
 changes nothing), what it forgot stays forgotten (each repeating sentence reads
@@ -28,11 +28,12 @@ from memory.export_document import (
     ExportedConversation,
     ExportedItem,
     ExportedLine,
+    checked,
     read_document,
     renamed,
+    without_marked,
 )
 from memory.hydration import assert_client_safe
-from memory.import_checks import checked, without_marked
 from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.longterm.store import LongTermMemory
