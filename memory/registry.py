@@ -20,12 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
-from memory.limits import (
-    MAX_CONVERSATIONS,
-    MAX_FORGOTTEN_MARKS,
-    MAX_TITLE_CHARS,
-    MAX_TOMBSTONES,
-)
+from memory.limits import MAX_CONVERSATIONS, MAX_FORGOTTEN_MARKS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.schema import MessageId, UtcDatetime
 from memory.tombstones import ForgottenMark
 
@@ -42,6 +37,15 @@ class ConversationEntry(BaseModel):
     last_active_at: UtcDatetime
     key: StrictStr | None = None
     review: StrictBool = False
+
+    def to_dto(self) -> dict[str, Any]:
+        """What a client reads of it (an export, the listing), camelCase."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "createdAt": self.created_at.isoformat(),
+            "lastActiveAt": self.last_active_at.isoformat(),
+        }
 
 
 class RegistryState(BaseModel):
@@ -263,13 +267,7 @@ def registry_dto(state: RegistryState) -> dict[str, Any]:
     dto = {
         "selectedConversationId": state.selected_conversation_id,
         "conversations": [
-            {
-                "id": entry.id,
-                "title": entry.title,
-                "createdAt": entry.created_at.isoformat(),
-                "lastActiveAt": entry.last_active_at.isoformat(),
-                "reviewPending": entry.review,
-            }
+            {**entry.to_dto(), "reviewPending": entry.review}
             for entry in ordered(state.conversations)
         ],
         "limit": MAX_CONVERSATIONS,

@@ -77,10 +77,7 @@ def export_session(
         "exportedAt": memory.clock().isoformat(),
         "conversations": [
             {
-                "id": entry.id,
-                "title": entry.title,
-                "createdAt": entry.created_at.isoformat(),
-                "lastActiveAt": entry.last_active_at.isoformat(),
+                **entry.to_dto(),
                 "memory": renamed(ThreadState.from_document(stored.get(thread, {})).to_document()),
             }
             for entry, thread in zip(listed, threads, strict=True)
@@ -183,8 +180,6 @@ def _forget_in(conversation: ExportedConversation, forgotten: Forgotten) -> Expo
 
 def _forget_row(row: ArchiveRow, forgotten: Forgotten) -> ArchiveRow:
     """`row` with each sentence that repeats a forgotten text read `[forgotten]`."""
-    if not forgotten.texts:
-        return row
     indexed = None if row.indexed is None else forgotten(row.indexed)
     title = forgotten(row.title)[:MAX_TITLE_CHARS]
     return replace(row, text=forgotten(row.text), title=title, indexed=indexed)
