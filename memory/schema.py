@@ -6,6 +6,7 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -110,14 +111,8 @@ def _aware_utc(value: datetime, info: ValidationInfo) -> datetime:
     return now
 
 
-def _checked_id(value: str) -> str:
-    if not _ID_PATTERN.fullmatch(value):
-        raise ValueError(INVALID_ID.format(what="message id", limit=MAX_ID_CHARS))
-    return value
-
-
 UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
-MessageId = Annotated[StrictStr, AfterValidator(_checked_id)]
+MessageId = Annotated[StrictStr, AfterValidator(partial(validate_id, what="message id"))]
 
 
 class ChatThreadMessage(BaseModel):
