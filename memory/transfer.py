@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from langgraph.store.base import PutOp
+from pydantic.alias_generators import to_camel
 
 from memory.analysis import redact_secrets
 from memory.archive.lines import FORGOTTEN, ArchiveRow, ArchiveWrite
@@ -83,16 +84,10 @@ def export_session(
             for entry, thread in zip(listed, threads, strict=True)
         ],
         "memories": [_item(item) for item in items],
-        "archive": [
+        "archive": [  # the fields of the document's line, as the row holds them
             {
-                "conversationId": row.conversation_id,
-                "title": row.title,
-                "messageId": row.message_id,
-                "role": row.role,
+                **{to_camel(name): getattr(row, name) for name in ExportedLine.model_fields},
                 "createdAt": row.created_at.isoformat(),
-                "text": row.text,
-                "covers": row.covers,
-                "indexed": row.indexed,
             }
             for row in lines
         ],
@@ -134,10 +129,7 @@ def import_session(
         listed = add_listed(registry, [_entry(memory, session_id, c) for c in new])
         change = RegistryChange(_with_marks(listed.state, document), listed.pruned)
         states = {c.id: c.memory for c in new if c.id not in change.pruned}
-        rows = [
-            _forget_row(row, forgotten)
-            for row in _unarchived(scanned, registry, memory.archive.lines(session_id))
-        ]
+        rows = _unarchived(scanned, registry, memory.archive.lines(session_id), forgotten)
         namespace = long_term.namespace(session_id)
         puts = [PutOp(namespace, i.id, i.to_value(), ttl=long_term.ttl_minutes) for i in items]
         listing = change if change.state != registry else None
@@ -176,13 +168,6 @@ def _forget_in(conversation: ExportedConversation, forgotten: Forgotten) -> Expo
             "memory": without_marked(conversation.memory.with_texts(forgotten), FORGOTTEN),
         }
     )
-
-
-def _forget_row(row: ArchiveRow, forgotten: Forgotten) -> ArchiveRow:
-    """`row` with each sentence that repeats a forgotten text read `[forgotten]`."""
-    indexed = None if row.indexed is None else forgotten(row.indexed)
-    title = forgotten(row.title)[:MAX_TITLE_CHARS]
-    return replace(row, text=forgotten(row.text), title=title, indexed=indexed)
 
 
 def _new_items(
@@ -233,16 +218,22 @@ def _entry(
 
 
 def _unarchived(
-    rows: list[ArchiveRow], registry: RegistryState, archived: list[ArchiveRow]
+    rows: list[ArchiveRow],
+    registry: RegistryState,
+    archived: list[ArchiveRow],
+    forgotten: Forgotten,
 ) -> list[ArchiveRow]:
     """The `rows` to import: not of a conversation the session owns, nor archived (a
-    line the document repeats is imported once)."""
+    line the document repeats is imported once); each sentence in them that repeats a
+    forgotten text reads `[forgotten]`."""
     seen = {(row.conversation_id, row.message_id) for row in archived}
     chosen = []
     for row in rows:
         mark = (row.conversation_id, row.message_id)
         if not registry.owns(row.conversation_id) and mark not in seen:
-            chosen.append(row)
+            indexed = None if row.indexed is None else forgotten(row.indexed)
+            title = forgotten(row.title)[:MAX_TITLE_CHARS]
+            chosen.append(replace(row, text=forgotten(row.text), title=title, indexed=indexed))
             seen.add(mark)
     return chosen
 
