@@ -126,12 +126,8 @@ def _walk(value: Any, redact: Substitute, keep_length: bool, depth: int) -> Any:
         names = [f.name for f in dataclasses.fields(value) if f.init]
     else:
         return value
-    changed = {}
-    for name in names:
-        old = getattr(value, name)
-        new = _walk(old, redact, keep_length, depth + 1)
-        if new is not old:
-            changed[name] = new
+    fields = {name: _walk(getattr(value, name), redact, keep_length, depth + 1) for name in names}
+    changed = {name: new for name, new in fields.items() if new is not getattr(value, name)}
     if not changed:
         return value
     if isinstance(value, BaseModel):
