@@ -45,13 +45,7 @@ from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.storage.documents import InTransaction
 from memory.turn_write import TurnWrite, commit_turn
-from memory.turns import (
-    FinalTurn,
-    rebase,
-    settled,
-    with_compaction,
-    with_turn,
-)
+from memory.turns import FinalTurn, rebase, settled, with_compaction, with_turn
 
 logger = logging.getLogger(__name__)
 
