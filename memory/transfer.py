@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 from langgraph.store.base import PutOp
 from pydantic.alias_generators import to_camel
@@ -83,7 +83,8 @@ def export_session(
             }
             for entry, thread in zip(listed, threads, strict=True)
         ],
-        "memories": [_item(item) for item in items],
+        # which path wrote an item is internal: `source` is a key no client payload carries
+        "memories": [renamed(item.model_dump(mode="json", exclude={"source"})) for item in items],
         "archive": [  # the fields of the document's line, as the row holds them
             {
                 **{to_camel(name): getattr(row, name) for name in ExportedLine.model_fields},
@@ -96,13 +97,6 @@ def export_session(
     }
     assert_client_safe(document)
     return document
-
-
-def _item(item: MemoryItem) -> dict[str, Any]:
-    value = {"id": item.id, **item.to_value()}
-    # which path wrote an item is internal: `source` is a key no client payload carries
-    value.pop("source", None)
-    return cast(dict[str, Any], renamed(value))
 
 
 # -- import --------------------------------------------------------------------------------
