@@ -218,7 +218,10 @@ def checked(document: ExportDocument, now: datetime) -> ExportDocument:
     return document.model_copy(
         update={
             "memories": [_gated(n, item, now) for n, item in enumerate(document.memories)],
-            "conversations": [_without_secrets(c) for c in document.conversations],
+            # each sentence of a memory that holds a secret redacted, as a turn's
+            "conversations": [
+                rewritten(c, redact_secrets, REDACTED) for c in document.conversations
+            ],
         }
     )
 
@@ -250,19 +253,15 @@ def _gated(index: int, item: ExportedItem, now: datetime) -> ExportedItem:
     )
 
 
-def _without_secrets(conversation: ExportedConversation) -> ExportedConversation:
-    """`conversation` with each sentence of its memory that holds a secret redacted."""
-    memory = without_marked(conversation.memory.with_texts(redact_secrets), REDACTED)
+def rewritten(
+    conversation: ExportedConversation, rule: Callable[[str], str], marker: str
+) -> ExportedConversation:
+    """`conversation` with `rule` applied to its memory's texts, without the pins and open
+    questions that then read `marker` alone: a redacted decision binds nothing."""
+    memory = conversation.memory.with_texts(rule)
+    pins = [pin for pin in memory.pinned_decisions if pin != marker]
+    questions = [question for question in memory.open_questions if question != marker]
+    memory = memory.model_copy(update={"pinned_decisions": pins, "open_questions": questions})
     if memory == conversation.memory:
         return conversation
     return conversation.model_copy(update={"memory": memory})
-
-
-def without_marked(memory: ThreadState, marker: str) -> ThreadState:
-    """`memory` without the pins and open questions that read `marker` alone: a
-    redacted decision binds nothing."""
-    pins = [pin for pin in memory.pinned_decisions if pin != marker]
-    questions = [question for question in memory.open_questions if question != marker]
-    if len(pins) == len(memory.pinned_decisions) and len(questions) == len(memory.open_questions):
-        return memory
-    return memory.model_copy(update={"pinned_decisions": pins, "open_questions": questions})

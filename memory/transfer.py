@@ -32,7 +32,7 @@ from memory.export_document import (
     checked,
     read_document,
     renamed,
-    without_marked,
+    rewritten,
 )
 from memory.hydration import assert_client_safe
 from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_TITLE_CHARS, MAX_TOMBSTONES
@@ -156,12 +156,8 @@ def _forget_in(conversation: ExportedConversation, forgotten: Forgotten) -> Expo
     """`conversation` with each sentence that repeats a forgotten text read `[forgotten]`."""
     if not forgotten.texts:
         return conversation
-    return conversation.model_copy(
-        update={
-            "title": forgotten(conversation.title)[:MAX_TITLE_CHARS],
-            "memory": without_marked(conversation.memory.with_texts(forgotten), FORGOTTEN),
-        }
-    )
+    title = forgotten(conversation.title)[:MAX_TITLE_CHARS]
+    return rewritten(conversation, forgotten, FORGOTTEN).model_copy(update={"title": title})
 
 
 def _new_items(
