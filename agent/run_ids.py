@@ -11,7 +11,7 @@ from typing import Any
 
 from memory.conversations import ConversationMemory
 from memory.ids import RUN_THREAD_PREFIX
-from memory.redaction import redact_value
+from memory.redaction import redact_value, run_redactor
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def scrub_run_ids(memory: ConversationMemory) -> int:
                 for thread, value in threads.run_channel_values(runs, channel).items():
                     if isinstance(value, str) and value:
                         held.setdefault(thread, set()).add(value)
-            rewrite = _rewriter(threads.documents.dialect)
+            rewrite = run_redactor(threads.documents.dialect)
 
             def scrub(cursor: Any) -> None:
                 rewrite(
@@ -57,14 +57,3 @@ def scrub_run_ids(memory: ConversationMemory) -> int:
     if held:
         logger.info("scrubbed the raw ids from %d run thread(s)", len(held))
     return len(held)
-
-
-def _rewriter(dialect: str) -> Any:
-    """The backend's rewrite of run-thread rows (`redact_runs`)."""
-    if dialect == "sqlite":
-        from memory.storage.sqlite.checkpointer import redact_runs as sqlite_runs
-
-        return sqlite_runs
-    from memory.storage.postgres.checkpointer import redact_runs as postgres_runs
-
-    return postgres_runs

@@ -468,7 +468,7 @@ class ChatAgent:
         all or nothing, by the rules of `memory.transfer` (what the session has stays;
         importing twice changes nothing); returns `{conversations: {imported, skipped,
         pruned}, memories: {imported, skipped}, archive: {imported, skipped,
-        redacted}}`. The document is user input (`memory.import_checks`).
+        redacted}}`. The document is user input (`memory.export_document`).
 
         Raises:
             InvalidRequest: not an export document of this version, past a limit (10 MB,

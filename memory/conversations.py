@@ -1,9 +1,6 @@
 """`ConversationMemory`: the one object the agent uses for memory and the registry.
 
-It ties thread ids, the session's documents (`memory.session_documents`), the write
-rules (`memory.turns`, `memory.updates`), a turn's write (`memory.turn_write`),
-compaction and the registry together. Every
-write of a session's documents (a conversation's memory, the registry, the
+Every write of a session's documents (a conversation's memory, the registry, the
 deletion of a conversation's threads) happens under that session's lock, reads what
 it needs in one query, checks that the conversation is still the session's, and
 commits in one transaction. So a conversation deleted or pruned while a turn runs
@@ -23,7 +20,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
 from memory.analysis import redact_secrets
-from memory.archive import ArchivedLine, Recall
 from memory.archive.archive import Archive, open_archive
 from memory.archive.embedding import local_embeddings
 from memory.archive.lines import ArchiveWrite
@@ -36,7 +32,6 @@ from memory.longterm.items import MemoryItem
 from memory.redaction import forget_texts
 from memory.registry import (
     RegistryChange,
-    RegistryState,
     accept_draft,
     archives_summaries,
     await_review,
@@ -50,13 +45,7 @@ from memory.session_documents import SessionDocuments, Snapshot
 from memory.storage import ThreadStore
 from memory.storage.documents import InTransaction
 from memory.turn_write import TurnWrite, commit_turn
-from memory.turns import (
-    FinalTurn,
-    rebase,
-    settled,
-    with_compaction,
-    with_turn,
-)
+from memory.turns import FinalTurn, rebase, settled, with_compaction, with_turn
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +54,7 @@ class ConversationMemory:
     """Per-conversation chat memory and the per-session registry over one `ThreadStore`.
 
     Args:
-        threads: the checkpointer-backed store.
-        ids: derives thread ids from session and conversation ids.
         keep: messages kept verbatim by compaction (even, below 8).
-        clock: the time source (UTC, timezone-aware).
         archive: the session archive every write appends to (default: on `threads`'
             database, its relevance judged by the packaged local model).
     """
@@ -92,14 +78,12 @@ class ConversationMemory:
         self.documents = SessionDocuments(threads, ids, self.archive)
         # what a written turn leaves owed: with embeddings, its user line's vector too
         self._with_turn = partial(with_turn, keep=self.keep, owe_embedding=self.archive.embeds)
-
-    # -- thread ids -------------------------------------------------------------------
-
-    def memory_thread(self, session_id: str, conversation_id: str) -> str:
-        return self.ids.memory_thread(session_id, conversation_id)
-
-    def run_thread(self, session_id: str, conversation_id: str) -> str:
-        return self.ids.run_thread(session_id, conversation_id)
+        # what is the thread ids', the documents' or the archive's own, as they give it
+        self.memory_thread = ids.memory_thread
+        self.run_thread = ids.run_thread
+        self.registry = self.documents.read_registry
+        self.recall = self.archive.recall
+        self.search = self.archive.search
 
     # -- reads ------------------------------------------------------------------------
 
@@ -107,25 +91,13 @@ class ConversationMemory:
         """The conversation's memory (empty when nothing is stored yet)."""
         return self.documents.read(session_id, conversation_id).memory
 
-    def registry(self, session_id: str) -> RegistryState:
-        """The session's registry (empty when the session has none)."""
-        return self.documents.read_registry(session_id)
-
     def memory_for_turn(
         self, session_id: str, conversation_id: str, *, admit: bool = False
     ) -> Snapshot:
         """The memory a turn starts from (with the registry: the turn's write goes from
-        them), checking in the same read that the session owns the conversation.
-
-        Args:
-            session_id: whose conversation it is.
-            conversation_id: the conversation.
-            admit: take a conversation the session does not own yet (the graph's own
-                input, as under `langgraph dev`, starts conversations without a draft).
-
-        Raises:
-            ConversationNotFound: the session does not own it, and `admit` is off.
-        """
+        them), checking in the same read that the session owns the conversation
+        (`ConversationNotFound` unless it does, or `admit`: the graph's own input, as
+        under `langgraph dev`, starts conversations without a draft)."""
         snapshot = self.documents.read(session_id, conversation_id)
         if not snapshot.registry.owns(conversation_id):
             if not admit:
@@ -188,11 +160,8 @@ class ConversationMemory:
     def await_review(self, session_id: str, conversation_id: str, goal: str) -> tuple[str, ...]:
         """A task list in the conversation stopped for its review: list it as waiting
         (titled by `goal` when it is new). Returns the titles of the conversations this
-        pruned from the list (their threads are deleted).
-
-        Raises:
-            ConversationNotFound: the conversation is not the session's any more.
-        """
+        pruned from the list (their threads are deleted); `ConversationNotFound`: the
+        conversation is not the session's any more."""
         now = self.clock()
         key = self.ids.conversation_key(session_id, conversation_id)
         with self.documents.lock(session_id):
@@ -219,28 +188,16 @@ class ConversationMemory:
         compare-and-set against the version it was computed from.
 
         Args:
-            session_id: whose conversation it is.
-            conversation_id: the conversation.
             model: the compaction model, or a runnable already bound to the schema.
             method: structured-output method for `with_structured_output`.
             snapshot: the memory to start from when the caller has it (as the turn's
                 write stored it); read from storage otherwise.
-            settle: the upkeep's end (`settle_upkeep`'s `paid`, `failed` and `batching`), stored in
-                the compaction's commit when it stores one.
+            settle: the upkeep's end (`settle_upkeep`'s `paid`, `failed` and `batching`),
+                stored in the compaction's commit when it stores one.
         """
         if snapshot is None:
             snapshot = self.read_memory(session_id, conversation_id)
         result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
-        return self._store_compaction(session_id, conversation_id, snapshot, result, settle)
-
-    def _store_compaction(
-        self,
-        session_id: str,
-        conversation_id: str,
-        snapshot: ThreadState,
-        result: CompactionResult,
-        settle: tuple[Collection[str], bool, bool] | None = None,
-    ) -> CompactionResult:
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
         with self.documents.lock(session_id):
@@ -281,11 +238,8 @@ class ConversationMemory:
         """Record that an upkeep run ended: what the messages `paid` owed (extraction,
         embedding) is off the record, and the status says what is left (`failed` when the
         run failed, else `pending` while anything is still owed, else `done`; with
-        `batching`, extractions left for their batch count as done).
-
-        Returns:
-            the memory as stored, or None when the conversation is gone.
-        """
+        `batching`, extractions left for their batch count as done). Returns the memory
+        as stored, or None when the conversation is gone."""
         with self.documents.lock(session_id):
             latest = self.documents.read(session_id, conversation_id)
             current = latest.state
@@ -296,11 +250,8 @@ class ConversationMemory:
         return stored
 
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The hydration DTO of an owned conversation.
-
-        Raises:
-            ConversationNotFound: unknown, pruned, or another session's conversation.
-        """
+        """The hydration DTO of an owned conversation (`ConversationNotFound`: unknown,
+        pruned, or another session's)."""
         snapshot = self.documents.read(session_id, conversation_id)
         if not snapshot.registry.owns(conversation_id):
             raise ConversationNotFound()
@@ -343,29 +294,6 @@ class ConversationMemory:
         return registry_dto(change.state)
 
     # -- the archive --------------------------------------------------------------------
-
-    def recall(
-        self,
-        session_id: str,
-        conversation_id: str,
-        text: str,
-        state: ThreadState,
-        *,
-        exclude_message_ids: Collection[str] = (),
-    ) -> Recall:
-        """Earlier lines of the session a turn about `text` gets, none of
-        `exclude_message_ids` (`Archive.recall`)."""
-        return self.archive.recall(
-            session_id, conversation_id, text, state, exclude_message_ids=exclude_message_ids
-        )
-
-    def search(
-        self, session_id: str, query: str, limit: int, *, conversation_id: str | None = None
-    ) -> list[ArchivedLine]:
-        """The session's archived lines (any conversation, pruned ones included; only
-        `conversation_id`'s when given) that share words with `query`, most relevant first
-        (ranked lexically: a search names words)."""
-        return self.archive.search(session_id, query, limit, conversation_id=conversation_id)
 
     def forget_history(self, session_id: str) -> int:
         """Delete every archived line of the session, and remember when: a summary that

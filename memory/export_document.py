@@ -1,17 +1,24 @@
 """The export document: everything a session owns as one versioned JSON document, its
-schema and its checks.
+schema and what an import checks of it before anything is written.
 
 Archived lines keep their order, which breaks a search's ties. No session id, thread id
 or hashed key is in it, nor the marks of forgotten texts (keyed under the server's
 secret): `memory.transfer` files everything again under the importing session's keys.
 Every key is camelCase, as the API's; a document of an earlier release, whose memories
 and items kept the stored snake_case keys, reads the same.
+
+A document is user input, however it was made. Each item passes the write gate as one
+the user adds by hand (its provenance proves nothing: a quote is kept only when it
+passes a quote's checks); one refused item refuses the whole import. Conversations'
+texts are redacted as a turn's archived ones, and every time is bounded by now.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -27,7 +34,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel, to_snake
 
-from memory.archive.lines import ArchiveRole
+from memory.analysis import redact_secrets
+from memory.archive.lines import REDACTED, ArchiveRole
 from memory.errors import InvalidInput
 from memory.limits import (
     MAX_CONVERSATIONS,
@@ -43,7 +51,10 @@ from memory.limits import (
     MAX_TOMBSTONES,
     MIN_IMPORTANCE,
 )
+from memory.longterm.evidence import MESSAGES, verify
+from memory.longterm.gate import explicit, plan_write
 from memory.longterm.items import MemoryItem
+from memory.longterm.secrets import find_secret
 from memory.schema import MessageId, ThreadState, UtcDatetime, require_storable
 
 FORMAT = "langgraph-memory-agent.export"
@@ -53,6 +64,8 @@ NOT_JSON = "the export document is not JSON"
 INVALID_DOCUMENT = "invalid export document: {problems}"
 TEXT_TOO_LONG = f"a text is at most {MAX_EXPORT_TEXT_CHARS:,} characters"
 DUPLICATE = "each {what} appears once"
+REFUSED_ITEM = "invalid export document: memories.{index} ({id}): {why}; nothing was imported"
+SECRET_FIELD = "its {field} holds a secret"
 _SHOWN_PROBLEMS = 3
 
 ItemId = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
@@ -72,8 +85,7 @@ def renamed(value: Any, rule: Callable[[str], str] = to_camel) -> Any:
     return value
 
 
-def _stored_names(value: Any) -> Any:
-    return renamed(value, to_snake)
+_stored_names = functools.partial(renamed, rule=to_snake)
 
 
 class _Part(BaseModel):
@@ -119,7 +131,7 @@ class ExportedLine(_Part):
 class ExportedItem(MemoryItem):
     """A long-term item's stored value and its id: the item's own fields, no others,
     strictly typed (`importance: true` is no number). Its `key` and `subject` are the
-    gate's to derive (`memory.import_checks`): here they are only bounded."""
+    gate's to derive (`checked`): here they are only bounded."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -127,11 +139,6 @@ class ExportedItem(MemoryItem):
     importance: StrictInt = Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)
     key: Annotated[StrictStr, Field(max_length=2 * MAX_MEMORY_TEXT_CHARS)]
     subject: Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _stored_keys(cls, value: Any) -> Any:
-        return _stored_names(value)
 
 
 class ExportDocument(_Part):
@@ -141,7 +148,9 @@ class ExportDocument(_Part):
     version: Annotated[StrictInt, Field(ge=VERSION, le=VERSION)]
     exported_at: UtcDatetime
     conversations: list[ExportedConversation] = Field(max_length=MAX_CONVERSATIONS)
-    memories: list[ExportedItem] = Field(max_length=MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS)
+    memories: list[Annotated[ExportedItem, BeforeValidator(_stored_names)]] = Field(
+        max_length=MAX_MEMORY_ITEMS + MAX_HISTORY_ITEMS
+    )
     archive: list[ExportedLine] = Field(max_length=MAX_EXPORT_LINES)
     tombstones: list[ItemId] = Field(max_length=2 * MAX_TOMBSTONES)
     """The session's own tombstones, then those it imported."""
@@ -158,9 +167,10 @@ class ExportDocument(_Part):
         return self
 
 
-def read_document(raw: object) -> ExportDocument:
-    """The export document in `raw` (JSON text or bytes, or the parsed object), checked:
-    `InvalidInput` names the first problems (never the document's values)."""
+def read_document(raw: object, now: datetime | None = None) -> ExportDocument:
+    """The export document in `raw` (JSON text or bytes, or the parsed object), checked,
+    each time in it bounded by `now` (`memory.schema.CLOCK_SKEW`): `InvalidInput` names
+    the first problems (never the document's values)."""
     try:
         if isinstance(raw, str | bytes | bytearray):
             size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
@@ -173,7 +183,7 @@ def read_document(raw: object) -> ExportDocument:
     if size > MAX_EXPORT_BYTES:
         raise InvalidInput(TOO_LARGE.format(limit=MAX_EXPORT_BYTES))
     try:
-        document = ExportDocument.model_validate(raw)
+        document = ExportDocument.model_validate(raw, context={"now": now})
     except ValidationError as exc:
         raise InvalidInput(INVALID_DOCUMENT.format(problems=_problems(exc))) from None
     _require_storable(raw)
@@ -181,17 +191,12 @@ def read_document(raw: object) -> ExportDocument:
 
 
 def _problems(exc: ValidationError) -> str:
-    shown = [
-        f"{'.'.join(_named(part) for part in error['loc']) or 'document'}: {error['msg']}"
-        for error in exc.errors()[:_SHOWN_PROBLEMS]
-    ]
+    shown = []
+    for error in exc.errors()[:_SHOWN_PROBLEMS]:  # each place named as the document spells it
+        place = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in error["loc"])
+        shown.append(f"{place or 'document'}: {error['msg']}")
     more = exc.error_count() - len(shown)
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
-
-
-def _named(part: int | str) -> str:
-    """A part of a problem's place, named as the document spells it."""
-    return to_camel(part) if isinstance(part, str) else str(part)
 
 
 def _require_storable(value: object) -> None:
@@ -205,3 +210,58 @@ def _require_storable(value: object) -> None:
             pending.extend([*current.keys(), *current.values()])
         elif isinstance(current, list):
             pending.extend(current)
+
+
+def checked(document: ExportDocument, now: datetime) -> ExportDocument:
+    """`document` as an import may write it; `InvalidInput` names a refused item by its
+    place, never its text."""
+    return document.model_copy(
+        update={
+            "memories": [_gated(n, item, now) for n, item in enumerate(document.memories)],
+            # each sentence of a memory that holds a secret redacted, as a turn's
+            "conversations": [
+                rewritten(c, redact_secrets, REDACTED) for c in document.conversations
+            ],
+        }
+    )
+
+
+def _gated(index: int, item: ExportedItem, now: datetime) -> ExportedItem:
+    """`item` as the gate makes it when the user adds its text by hand (`InvalidInput`:
+    the gate refuses it, its quote, or a secret in its key or subject)."""
+
+    def refuse(why: str) -> InvalidInput:
+        return InvalidInput(REFUSED_ITEM.format(index=index, id=item.id, why=why))
+
+    for field, text in (("key", item.key), ("subject", item.subject)):
+        if text and find_secret(text) is not None:
+            raise refuse(SECRET_FIELD.format(field=field))
+    operation, turn = explicit(item.text, item.kind, item.importance, now)
+    plan = plan_write([], [operation], [turn], source="explicit")
+    if plan.refused:
+        raise refuse(plan.refused[0].message)
+    quote = item.provenance.quote if item.provenance is not None else ""
+    if quote.strip():
+        said, heard = explicit(quote, item.kind, item.importance, now)
+        refused = verify(said, [heard])
+        if refused is not None:
+            reason, kind = refused
+            raise refuse("its quote: " + MESSAGES[reason].format(kind=kind))
+    (made,) = plan.added
+    return item.model_copy(
+        update={"text": made.text, "key": made.key, "subject": made.subject, "source": "explicit"}
+    )
+
+
+def rewritten(
+    conversation: ExportedConversation, rule: Callable[[str], str], marker: str
+) -> ExportedConversation:
+    """`conversation` with `rule` applied to its memory's texts, without the pins and open
+    questions that then read `marker` alone: a redacted decision binds nothing."""
+    memory = conversation.memory.with_texts(rule)
+    pins = [pin for pin in memory.pinned_decisions if pin != marker]
+    questions = [question for question in memory.open_questions if question != marker]
+    memory = memory.model_copy(update={"pinned_decisions": pins, "open_questions": questions})
+    if memory == conversation.memory:
+        return conversation
+    return conversation.model_copy(update={"memory": memory})

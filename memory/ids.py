@@ -14,6 +14,7 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,17 +87,15 @@ class ThreadIds:
     """Derives the memory, run and registry thread ids of sessions and conversations."""
 
     secret: str = field(repr=False)
+    _h: Callable[[str], str] = field(init=False, repr=False, compare=False)
+    """`_hmac`, cached: a turn derives the same few ids several times."""
 
     def __post_init__(self) -> None:
         check_secret(self.secret)
-        # a turn derives the same few ids several times: remember the recent ones
         object.__setattr__(self, "_h", functools.lru_cache(maxsize=ID_CACHE_SIZE)(self._hmac))
 
     def _hmac(self, value: str) -> str:
         return hmac.new(self.secret.encode(), value.encode(), hashlib.sha256).hexdigest()
-
-    def _h(self, value: str) -> str:  # replaced per instance by a cached `_hmac`
-        return self._hmac(value)
 
     def _pair(self, session_id: str, conversation_id: str) -> str:
         return (

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from memory.archive.archive import Archive
 from memory.archive.forgetting import forget_sentences
-from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, ThreadIds, session_threads
+from memory.archive.lines import FORGOTTEN
+from memory.ids import MEMORY_THREAD_PREFIX, ThreadIds, session_threads
 from memory.limits import MAX_FORGOTTEN_MARKS, MAX_QUOTE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.registry import RegistryState
@@ -29,13 +30,10 @@ from memory.storage import ThreadStore
 from memory.storage.documents import Dialect, InTransaction, in_order
 from memory.tombstones import marks_of
 
-FORGOTTEN = "[forgotten]"
 _MAX_DEPTH = 64
 
 Substitute = Callable[[str], str]
 """A string's forgotten parts replaced by `[forgotten]` (the very same string when none)."""
-Redactor = Callable[[str, Any], Any]
-"""`(thread_id, stored value) -> value`: the value itself when nothing in it changed."""
 
 
 def forgotten_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
@@ -128,12 +126,8 @@ def _walk(value: Any, redact: Substitute, keep_length: bool, depth: int) -> Any:
         names = [f.name for f in dataclasses.fields(value) if f.init]
     else:
         return value
-    changed = {}
-    for name in names:
-        old = getattr(value, name)
-        new = _walk(old, redact, keep_length, depth + 1)
-        if new is not old:
-            changed[name] = new
+    fields = {name: _walk(getattr(value, name), redact, keep_length, depth + 1) for name in names}
+    changed = {name: new for name, new in fields.items() if new is not getattr(value, name)}
     if not changed:
         return value
     if isinstance(value, BaseModel):
@@ -158,19 +152,6 @@ def _redact_document(thread_id: str, value: Any, redact: Substitute) -> Any:
     return {**redacted, "version": int(redacted.get("version", 0)) + 1}
 
 
-def redactor(pattern: re.Pattern[str]) -> Redactor:
-    """What the backend applies to each stored value of the session's threads."""
-    replace = partial(pattern.sub, FORGOTTEN)
-
-    def redact(thread_id: str, value: Any) -> Any:
-        documents = (MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX)
-        if isinstance(value, dict) and thread_id.startswith(documents):
-            return _redact_document(thread_id, value, replace)
-        return redact_value(value, replace)
-
-    return redact
-
-
 def forget_texts(
     threads: ThreadStore,
     ids: ThreadIds,
@@ -192,25 +173,41 @@ def forget_texts(
     archive's plan and its rewrite), then the database transaction.
     """
     texts = said_of(items)
+    pattern = forgotten_pattern(texts)
     registry = ids.registry_thread(session_id)
     with threads.lock(registry):
-        pattern = forgotten_pattern(texts)
-        documents, runs = (
-            ({}, None)
-            if pattern is None
-            else _session_redaction(threads, ids, session_id, pattern, texts)
-        )
-        stored = documents.get(registry) or threads.get(registry)
-        if stored is not None:  # (a session that never chatted has no turn to race)
-            tombstones = [*stored.get("forgotten", []), *(item.id for item in items)]
+        documents: dict[str, Any] = {}
+        runs = None
+        if pattern is not None:
+            replace = partial(pattern.sub, FORGOTTEN)
+            memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
+            stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
+            for thread, document in stored.items():
+                redacted = _redact_document(thread, document, replace)
+                if thread.startswith(MEMORY_THREAD_PREFIX):
+                    redacted = _without_repeats(redacted, texts)
+                if redacted is not document:
+                    documents[thread] = redacted
+            # a run thread holds its turn's messages: an answer that restated the item in
+            # its own words goes too, as in the conversation's memory
+            in_runs = repeats_forgotten(texts) or replace
+            runs = partial(
+                run_redactor(threads.documents.dialect),
+                thread_ids=threads.list_threads(run_prefix),
+                redact=lambda _, value: redact_value(value, in_runs),
+                serde=threads.checkpointer.serde,
+            )
+        listing = documents.get(registry) or threads.get(registry)
+        if listing is not None:  # (a session that never chatted has no turn to race)
+            tombstones = [*listing.get("forgotten", []), *(item.id for item in items)]
             marks = [m.model_dump() for m in marks_of(texts, ids.mark)]
             documents[registry] = {
-                **stored,
+                **listing,
                 "forgotten": tombstones[-MAX_TOMBSTONES:],
-                "forgotten_marks": [*stored.get("forgotten_marks", []), *marks][
+                "forgotten_marks": [*listing.get("forgotten_marks", []), *marks][
                     -MAX_FORGOTTEN_MARKS:
                 ],
-                "version": int(stored.get("version", 0)) + 1,
+                "version": int(listing.get("version", 0)) + 1,
             }
         steps = in_order(runs, archive.forgetter(session_id, texts), also)
         threads.put_many(documents, also=steps)
@@ -220,8 +217,6 @@ def _without_repeats(document: Any, texts: Sequence[str]) -> Any:
     """A memory document whose texts read `[forgotten]` for each sentence that repeats
     one of `texts`, as the archive's lines do ("Noted, a vegetarian since 2019."); the
     very same document when none does."""
-    if not isinstance(document, dict):
-        return document
     state = ThreadState.from_document(document)
     forgotten = state.with_texts(lambda text: forget_sentences(text, texts))
     if forgotten == state:
@@ -229,42 +224,8 @@ def _without_repeats(document: Any, texts: Sequence[str]) -> Any:
     return {**forgotten.to_document(), "version": state.version + 1}
 
 
-def _session_redaction(
-    threads: ThreadStore,
-    ids: ThreadIds,
-    session_id: str,
-    pattern: re.Pattern[str],
-    texts: Sequence[str],
-) -> tuple[dict[str, Any], InTransaction]:
-    """The session's documents that forgetting `texts` changes, redacted, and the step
-    that redacts its run threads' rows (the caller holds the session's lock)."""
-    redact = redactor(pattern)
-    memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
-    registry = ids.registry_thread(session_id)
-    stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
-    documents = {}
-    for thread, document in stored.items():
-        redacted = redact(thread, document)
-        if thread.startswith(MEMORY_THREAD_PREFIX):
-            redacted = _without_repeats(redacted, texts)
-        if redacted is not document:
-            documents[thread] = redacted
-    runs = threads.list_threads(run_prefix)
-    rewrite = _run_redactor(threads.documents.dialect)
-    # a run thread holds its turn's messages: an answer that restated the item in its
-    # own words goes too, as in the conversation's memory
-    in_runs = repeats_forgotten(texts) or partial(pattern.sub, FORGOTTEN)
-
-    def redact_runs(cursor: Any) -> None:
-        rewrite(
-            cursor, runs, lambda _, value: redact_value(value, in_runs), threads.checkpointer.serde
-        )
-
-    return documents, redact_runs
-
-
-def _run_redactor(dialect: Dialect) -> Callable[..., int]:
-    """The backend's rewrite of run-thread rows, for a cursor of `dialect`."""
+def run_redactor(dialect: Dialect) -> Callable[..., Any]:
+    """The backend's rewrite of run-thread rows (`redact_runs`), for a cursor of `dialect`."""
     if dialect == "sqlite":
         from memory.storage.sqlite.checkpointer import redact_runs as sqlite_runs
 

@@ -20,12 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
-from memory.limits import (
-    MAX_CONVERSATIONS,
-    MAX_FORGOTTEN_MARKS,
-    MAX_TITLE_CHARS,
-    MAX_TOMBSTONES,
-)
+from memory.limits import MAX_CONVERSATIONS, MAX_FORGOTTEN_MARKS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.schema import MessageId, UtcDatetime
 from memory.tombstones import ForgottenMark
 
@@ -42,6 +37,15 @@ class ConversationEntry(BaseModel):
     last_active_at: UtcDatetime
     key: StrictStr | None = None
     review: StrictBool = False
+
+    def to_dto(self) -> dict[str, Any]:
+        """What a client reads of it (an export, the listing), camelCase."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "createdAt": self.created_at.isoformat(),
+            "lastActiveAt": self.last_active_at.isoformat(),
+        }
 
 
 class RegistryState(BaseModel):
@@ -71,9 +75,11 @@ class RegistryState(BaseModel):
 
     def owns(self, conversation_id: str) -> bool:
         """Whether the conversation is listed or pending in this session."""
-        return conversation_id in self.pending or any(
-            entry.id == conversation_id for entry in self.conversations
-        )
+        return conversation_id in self.pending or self.entry(conversation_id) is not None
+
+    def entry(self, conversation_id: str) -> ConversationEntry | None:
+        """The conversation's entry, when it is listed."""
+        return next((e for e in self.conversations if e.id == conversation_id), None)
 
 
 @dataclass(frozen=True)
@@ -116,52 +122,8 @@ def accept_draft(state: RegistryState, conversation_id: str) -> RegistryChange:
     if state.owns(conversation_id):
         return RegistryChange(state)
     pending = [*state.pending, conversation_id]
-    dropped = tuple(pending[:-MAX_CONVERSATIONS])
-    return RegistryChange(
-        state.model_copy(
-            update={
-                "pending": pending[-MAX_CONVERSATIONS:],
-                "selected_conversation_id": conversation_id,
-            }
-        ),
-        dropped,
-    )
-
-
-def _listed(
-    state: RegistryState,
-    conversation_id: str,
-    text: str,
-    now: datetime,
-    key: str | None,
-    *,
-    review: bool,
-    retitle: bool = False,
-) -> RegistryChange:
-    """List the conversation (titled by `text`) or touch it, with its review flag; prune
-    past `MAX_CONVERSATIONS`."""
-    entries = list(state.conversations)
-    for index, entry in enumerate(entries):
-        if entry.id == conversation_id:
-            update: dict[str, Any] = {"last_active_at": now, "key": key or entry.key}
-            update["review"] = review
-            if retitle:
-                update["title"] = make_title(text)
-            entries[index] = entry.model_copy(update=update)
-            break
-    else:
-        entries.append(
-            ConversationEntry(
-                id=conversation_id,
-                title=make_title(text),
-                created_at=now,
-                last_active_at=now,
-                key=key,
-                review=review,
-            )
-        )
-    pending = [cid for cid in state.pending if cid != conversation_id]
-    return _newest(state.model_copy(update={"pending": pending}), entries)
+    kept = {"pending": pending[-MAX_CONVERSATIONS:], "selected_conversation_id": conversation_id}
+    return RegistryChange(state.model_copy(update=kept), tuple(pending[:-MAX_CONVERSATIONS]))
 
 
 def _without(state: RegistryState, gone: Collection[str], **update: Any) -> RegistryState:
@@ -194,16 +156,37 @@ def add_listed(state: RegistryState, entries: list[ConversationEntry]) -> Regist
 def record_turn(
     state: RegistryState,
     conversation_id: str,
-    user_text: str,
+    text: str,
     now: datetime,
     key: str | None = None,
     *,
     retitle: bool = False,
+    review: bool = False,
 ) -> RegistryChange:
-    """A turn was written: list the conversation (titled by its first message) or touch
-    it; a review it waited for is over. `retitle`: the turn is the first one stored (a
+    """A turn was written: list the conversation (titled by its first message, `text`) or
+    touch it, pruning past `MAX_CONVERSATIONS`; a review it waited for is over unless
+    `review` (a task list stopped for it). `retitle`: the turn is the first one stored (a
     review it replaced had titled the conversation)."""
-    return _listed(state, conversation_id, user_text, now, key, review=False, retitle=retitle)
+    entries = list(state.conversations)
+    entry = state.entry(conversation_id)
+    if entry is None:
+        entries.append(
+            ConversationEntry(
+                id=conversation_id,
+                title=make_title(text),
+                created_at=now,
+                last_active_at=now,
+                key=key,
+                review=review,
+            )
+        )
+    else:
+        update: dict[str, Any] = {"last_active_at": now, "key": key or entry.key, "review": review}
+        if retitle:
+            update["title"] = make_title(text)
+        entries[entries.index(entry)] = entry.model_copy(update=update)
+    pending = [cid for cid in state.pending if cid != conversation_id]
+    return _newest(state.model_copy(update={"pending": pending}), entries)
 
 
 def await_review(
@@ -214,14 +197,14 @@ def await_review(
     (`ConversationNotFound`: not the session's, deleted meanwhile)."""
     if not state.owns(conversation_id):
         raise ConversationNotFound()
-    return _listed(state, conversation_id, goal, now, key, review=True)
+    return record_turn(state, conversation_id, goal, now, key, review=True)
 
 
 def settle_review(state: RegistryState, conversation_id: str, *, unlist: bool) -> RegistryChange:
     """A review ended without a turn to store (rejected, or the run failed): the flag is
     cleared, and a conversation that stores nothing (`unlist`) goes back to pending
     (still the session's, no longer listed as if it held something)."""
-    entry = next((e for e in state.conversations if e.id == conversation_id), None)
+    entry = state.entry(conversation_id)
     if entry is None or not entry.review:
         return RegistryChange(state)
     if not unlist:
@@ -269,14 +252,13 @@ def archives_summaries(registry: RegistryState, conversation_id: str) -> bool:
     """Whether a summary this conversation's compaction replaces may be archived: not when
     the session's archive was forgotten since the conversation began (its summary may
     quote turns from before, and a cleared archive stays cleared)."""
-    cleared = registry.history_cleared_at
-    entry = next((e for e in registry.conversations if e.id == conversation_id), None)
+    cleared, entry = registry.history_cleared_at, registry.entry(conversation_id)
     return cleared is None or (entry is not None and entry.created_at > cleared)
 
 
 def entry_title(registry: RegistryState, conversation_id: str) -> str:
     """The conversation's title in the registry (empty when it is not listed)."""
-    entry = next((e for e in registry.conversations if e.id == conversation_id), None)
+    entry = registry.entry(conversation_id)
     return entry.title if entry is not None else ""
 
 
@@ -285,13 +267,7 @@ def registry_dto(state: RegistryState) -> dict[str, Any]:
     dto = {
         "selectedConversationId": state.selected_conversation_id,
         "conversations": [
-            {
-                "id": entry.id,
-                "title": entry.title,
-                "createdAt": entry.created_at.isoformat(),
-                "lastActiveAt": entry.last_active_at.isoformat(),
-                "reviewPending": entry.review,
-            }
+            {**entry.to_dto(), "reviewPending": entry.review}
             for entry in ordered(state.conversations)
         ],
         "limit": MAX_CONVERSATIONS,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -16,8 +17,10 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from memory.errors import INVALID_ID, INVALID_TEXT_TYPE, UNSTORABLE_TEXT, InvalidInput
 from memory.limits import (
@@ -88,20 +91,28 @@ Clock = Callable[[], datetime]
 """A time source: returns the current time, timezone-aware in UTC."""
 
 
-def _aware_utc(value: datetime) -> datetime:
+CLOCK_SKEW = timedelta(minutes=5)
+"""How far ahead of this server's clock another server's may run."""
+FUTURE_TIME = "a time after now"
+
+
+def _aware_utc(value: datetime, info: ValidationInfo) -> datetime:
+    """`value` in UTC. Validated with a context's `now` (an import's: a conversation dated
+    in the future would otherwise outrank every other and never be idle), a time after
+    it is refused, or taken as now when it is at most `CLOCK_SKEW` ahead."""
     if value.tzinfo is None:
         raise ValueError("timestamps must be timezone-aware")
-    return value.astimezone(UTC)
-
-
-def _checked_id(value: str) -> str:
-    if not _ID_PATTERN.fullmatch(value):
-        raise ValueError(INVALID_ID.format(what="message id", limit=MAX_ID_CHARS))
-    return value
+    value = value.astimezone(UTC)
+    now = info.context.get("now") if isinstance(info.context, dict) else None
+    if now is None or value <= now:
+        return value
+    if value > now + CLOCK_SKEW:
+        raise PydanticCustomError("future_time", FUTURE_TIME)
+    return now
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
-MessageId = Annotated[StrictStr, AfterValidator(_checked_id)]
+MessageId = Annotated[StrictStr, AfterValidator(partial(validate_id, what="message id"))]
 
 
 class ChatThreadMessage(BaseModel):

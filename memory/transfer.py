@@ -2,7 +2,7 @@
 its stores, and brought back into a session.
 
 An export is read under the session's locks, so that no turn's write lands half in it.
-An import is checked whole (`memory.import_checks`) before any lock is taken, then
+An import is checked whole (`memory.export_document`) before any lock is taken, then
 written in one transaction under the session's locks, or not at all. What the session
 holds always stays (a conversation, item or line it has is skipped, so importing twice
 changes nothing), what it forgot stays forgotten (each repeating sentence reads
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 from langgraph.store.base import PutOp
+from pydantic.alias_generators import to_camel
 
 from memory.analysis import redact_secrets
 from memory.archive.lines import FORGOTTEN, ArchiveRow, ArchiveWrite
@@ -28,11 +29,12 @@ from memory.export_document import (
     ExportedConversation,
     ExportedItem,
     ExportedLine,
+    checked,
     read_document,
     renamed,
+    rewritten,
 )
 from memory.hydration import assert_client_safe
-from memory.import_checks import checked, without_marked
 from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.longterm.items import MemoryItem
 from memory.longterm.store import LongTermMemory
@@ -76,25 +78,17 @@ def export_session(
         "exportedAt": memory.clock().isoformat(),
         "conversations": [
             {
-                "id": entry.id,
-                "title": entry.title,
-                "createdAt": entry.created_at.isoformat(),
-                "lastActiveAt": entry.last_active_at.isoformat(),
+                **entry.to_dto(),
                 "memory": renamed(ThreadState.from_document(stored.get(thread, {})).to_document()),
             }
             for entry, thread in zip(listed, threads, strict=True)
         ],
-        "memories": [_item(item) for item in items],
-        "archive": [
+        # which path wrote an item is internal: `source` is a key no client payload carries
+        "memories": [renamed(item.model_dump(mode="json", exclude={"source"})) for item in items],
+        "archive": [  # the fields of the document's line, as the row holds them
             {
-                "conversationId": row.conversation_id,
-                "title": row.title,
-                "messageId": row.message_id,
-                "role": row.role,
+                **{to_camel(name): getattr(row, name) for name in ExportedLine.model_fields},
                 "createdAt": row.created_at.isoformat(),
-                "text": row.text,
-                "covers": row.covers,
-                "indexed": row.indexed,
             }
             for row in lines
         ],
@@ -103,13 +97,6 @@ def export_session(
     }
     assert_client_safe(document)
     return document
-
-
-def _item(item: MemoryItem) -> dict[str, Any]:
-    value = {"id": item.id, **item.to_value()}
-    # which path wrote an item is internal: `source` is a key no client payload carries
-    value.pop("source", None)
-    return cast(dict[str, Any], renamed(value))
 
 
 # -- import --------------------------------------------------------------------------------
@@ -122,7 +109,8 @@ def import_session(
     transaction; returns the counts of what was imported, skipped, pruned (listed
     conversations pushed past ten) and redacted. `InvalidInput` (the document's checks,
     or more items than a session keeps): nothing was written."""
-    document = checked(read_document(raw), memory.clock())
+    now = memory.clock()
+    document = checked(read_document(raw, now), now)
     scanned = _rows(memory, session_id, document.archive)  # the secret scans, unlocked
     with long_term.lock(session_id), memory.documents.lock(session_id):
         registry = memory.registry(session_id)
@@ -135,10 +123,7 @@ def import_session(
         listed = add_listed(registry, [_entry(memory, session_id, c) for c in new])
         change = RegistryChange(_with_marks(listed.state, document), listed.pruned)
         states = {c.id: c.memory for c in new if c.id not in change.pruned}
-        rows = [
-            _forget_row(row, forgotten)
-            for row in _unarchived(scanned, registry, memory.archive.lines(session_id))
-        ]
+        rows = _unarchived(scanned, registry, memory.archive.lines(session_id), forgotten)
         namespace = long_term.namespace(session_id)
         puts = [PutOp(namespace, i.id, i.to_value(), ttl=long_term.ttl_minutes) for i in items]
         listing = change if change.state != registry else None
@@ -171,21 +156,8 @@ def _forget_in(conversation: ExportedConversation, forgotten: Forgotten) -> Expo
     """`conversation` with each sentence that repeats a forgotten text read `[forgotten]`."""
     if not forgotten.texts:
         return conversation
-    return conversation.model_copy(
-        update={
-            "title": forgotten(conversation.title)[:MAX_TITLE_CHARS],
-            "memory": without_marked(conversation.memory.with_texts(forgotten), FORGOTTEN),
-        }
-    )
-
-
-def _forget_row(row: ArchiveRow, forgotten: Forgotten) -> ArchiveRow:
-    """`row` with each sentence that repeats a forgotten text read `[forgotten]`."""
-    if not forgotten.texts:
-        return row
-    indexed = None if row.indexed is None else forgotten(row.indexed)
-    title = forgotten(row.title)[:MAX_TITLE_CHARS]
-    return replace(row, text=forgotten(row.text), title=title, indexed=indexed)
+    title = forgotten(conversation.title)[:MAX_TITLE_CHARS]
+    return rewritten(conversation, forgotten, FORGOTTEN).model_copy(update={"title": title})
 
 
 def _new_items(
@@ -236,16 +208,22 @@ def _entry(
 
 
 def _unarchived(
-    rows: list[ArchiveRow], registry: RegistryState, archived: list[ArchiveRow]
+    rows: list[ArchiveRow],
+    registry: RegistryState,
+    archived: list[ArchiveRow],
+    forgotten: Forgotten,
 ) -> list[ArchiveRow]:
     """The `rows` to import: not of a conversation the session owns, nor archived (a
-    line the document repeats is imported once)."""
+    line the document repeats is imported once); each sentence in them that repeats a
+    forgotten text reads `[forgotten]`."""
     seen = {(row.conversation_id, row.message_id) for row in archived}
     chosen = []
     for row in rows:
         mark = (row.conversation_id, row.message_id)
         if not registry.owns(row.conversation_id) and mark not in seen:
-            chosen.append(row)
+            indexed = None if row.indexed is None else forgotten(row.indexed)
+            title = forgotten(row.title)[:MAX_TITLE_CHARS]
+            chosen.append(replace(row, text=forgotten(row.text), title=title, indexed=indexed))
             seen.add(mark)
     return chosen
 
