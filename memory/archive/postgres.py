@@ -24,6 +24,7 @@ from memory.archive.lines import (
     ArchiveRow,
     ArchiveWrite,
     Frequencies,
+    read_line,
 )
 from memory.archive.postgres_sql import (
     FREQUENCIES_SQL,
@@ -38,39 +39,6 @@ from memory.archive.postgres_sql import (
     tsquery_literal,
 )
 from memory.archive.ranking import distinctive
-
-
-def _neighbour(row: dict[str, Any], prefix: str) -> ArchivedLine | None:
-    if row[f"{prefix}_id"] is None:
-        return None
-    return ArchivedLine(
-        id=row[f"{prefix}_id"],
-        conversation_id=row["conversation_id"],
-        title=row["title"],
-        message_id=row[f"{prefix}_message_id"],
-        role=row[f"{prefix}_role"],
-        created_at=row[f"{prefix}_created_at"],
-        text=row[f"{prefix}_text"],
-    )
-
-
-def _line(row: dict[str, Any]) -> ArchivedLine:
-    return ArchivedLine(
-        id=row["id"],
-        conversation_id=row["conversation_id"],
-        title=row["title"],
-        message_id=row["message_id"],
-        role=row["role"],
-        created_at=row["created_at"],
-        text=row["text"],
-        score=float(row["score"]),
-        distance=None if row["distance"] is None else float(row["distance"]),
-        previous=_neighbour(row, "p"),
-        following=_neighbour(row, "n"),
-        said_before=_neighbour(row, "pu"),
-        said_after=_neighbour(row, "nu"),
-        said_later=_neighbour(row, "nl"),
-    )
 
 
 class PostgresArchive:
@@ -210,7 +178,7 @@ class PostgresArchive:
             "neighbours": neighbours,
             "conversation": conversation_key,
         }
-        return [_line(row) for row in db.execute(SEARCH_SQL, params).fetchall()]
+        return [read_line(tuple(row.values())) for row in db.execute(SEARCH_SQL, params)]
 
     def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
         """With `cursor`: the session's next `limit` lines after id `after`, by id."""

@@ -164,12 +164,41 @@ NEAREST_RANKED_SQL = """ranked AS MATERIALIZED (
 """The dense candidates, scanned in Python: those still the session's and still embedded."""
 
 
+NEIGHBOURS = (
+    ("p", "<", "<> 'summary'", ""),
+    ("n", ">", "<> 'summary'", ""),
+    ("pu", "<", "= 'user'", ""),
+    ("nu", ">", "= 'user'", ""),
+    ("nl", ">", "= 'user'", " OFFSET 1"),
+)
+"""Each neighbour a hit is read with (the line before, after, the user's before, after, and
+the one after that), in `read_line`'s order: its alias, side, role and rank."""
+_NEIGHBOUR_COLUMNS = ("id", "message_id", "role", "created_at", "text")
+
+
+def _near(alias: str, direction: str, role: str, offset: str) -> str:
+    order = "q.id DESC" if direction == "<" else "q.id"
+    return f"""LEFT JOIN LATERAL (
+  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
+  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id {direction} h.id
+    AND q.role {role}
+  ORDER BY {order} LIMIT 1{offset}
+) {alias} ON true"""
+
+
 def search_sql(ranked: str, embedded_only: bool = False) -> str:
     """The statement of a search whose candidates `ranked` names (`id, score[, distance]`),
-    best first, each with the lines said around it when `%(neighbours)s`."""
+    best first, each with the lines said around it when `%(neighbours)s`, its columns in
+    the order `memory.archive.lines.read_line` reads."""
     distance = "r.distance" if embedded_only else "NULL::float8"
     only = "JOIN archive_vectors e ON e.id = l.id WHERE l.session_key = %(session)s"
     only = only if embedded_only else ""
+    around = ", ".join(
+        f"{alias}.{column} AS {alias}_{column}"
+        for alias, *_ in NEIGHBOURS
+        for column in _NEIGHBOUR_COLUMNS
+    )
+    joins = "\n".join(_near(*neighbour) for neighbour in NEIGHBOURS)
     return f"""
 WITH {ranked}, hits AS (
   SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
@@ -177,46 +206,8 @@ WITH {ranked}, hits AS (
   FROM ranked r JOIN archive_lines l ON l.id = r.id {only}
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
-       h.score, h.distance, p.id AS p_id, p.message_id AS p_message_id, p.role AS p_role,
-       p.created_at AS p_created_at, p.text AS p_text,
-       n.id AS n_id, n.message_id AS n_message_id, n.role AS n_role,
-       n.created_at AS n_created_at, n.text AS n_text,
-       pu.id AS pu_id, pu.message_id AS pu_message_id, pu.role AS pu_role,
-       pu.created_at AS pu_created_at, pu.text AS pu_text,
-       nu.id AS nu_id, nu.message_id AS nu_message_id, nu.role AS nu_role,
-       nu.created_at AS nu_created_at, nu.text AS nu_text,
-       nl.id AS nl_id, nl.message_id AS nl_message_id, nl.role AS nl_role,
-       nl.created_at AS nl_created_at, nl.text AS nl_text
-FROM hits h LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
-    AND q.role <> 'summary'
-  ORDER BY q.id DESC LIMIT 1
-) p ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role <> 'summary'
-  ORDER BY q.id LIMIT 1
-) n ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
-    AND q.role = 'user'
-  ORDER BY q.id DESC LIMIT 1
-) pu ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role = 'user'
-  ORDER BY q.id LIMIT 1
-) nu ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role = 'user'
-  ORDER BY q.id LIMIT 1 OFFSET 1
-) nl ON true
+       h.score, {around}, h.distance
+FROM hits h {joins}
 ORDER BY h.score DESC, h.distance, h.id DESC
 """
 

@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine
-from memory.archive.postgres import _line
+from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine, read_line
 from memory.archive.postgres_sql import NEAREST_SQL, SETUP_LOCK_KEY
 
 CACHED_SESSIONS = 16
@@ -131,7 +130,8 @@ class PostgresVectors:
                 "neighbours": True,
             }
             rows = conn.execute(NEAREST_SQL, params).fetchall()
-        return [line for line in map(_line, rows) if line.text not in (REDACTED, FORGOTTEN)]
+        found = [read_line(tuple(row.values())) for row in rows]
+        return [line for line in found if line.text not in (REDACTED, FORGOTTEN)]
 
     def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
         """The session's newest `limit` lines of the embedded roles without a vector,

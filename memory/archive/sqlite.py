@@ -18,6 +18,7 @@ from memory.archive.lines import (
     ArchiveRow,
     ArchiveWrite,
     Frequencies,
+    read_line,
 )
 from memory.archive.ranking import distinctive
 from memory.archive.sqlite_index import (
@@ -38,7 +39,7 @@ from memory.archive.sqlite_index import (
     session_frequencies,
     stamp,
 )
-from memory.archive.sqlite_search import read_line, search_sql
+from memory.archive.sqlite_search import search_sql
 from memory.storage.sqlite.connection import scrub_on_commit, sqlite_transaction
 
 logger = logging.getLogger(__name__)

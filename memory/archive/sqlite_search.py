@@ -1,16 +1,10 @@
 """One search of the SQLite archive in one statement: a session's ranked lines, each with
-the lines said around it in its conversation, and the rows read back as lines.
+the lines said around it in its conversation (read back by `memory.archive.lines.read_line`).
 
 The ranking is the caller's (FTS5's `bm25()`, sqlite-vec's distance): every ranking
 gets the same neighbours the same way."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
-
-from memory.archive.lines import ArchivedLine
 
 
 def _near(direction: str, pick: str, role: str, line: str = "h.id") -> str:
@@ -61,37 +55,3 @@ ORDER BY h.score DESC, h.distance, h.id DESC
 
 MARK_COLUMN = 34
 """Where a row of `search_sql` holds its candidate's `mark`."""
-
-
-def _neighbour(row: Sequence[Any], at: int) -> ArchivedLine | None:
-    if row[at] is None:
-        return None
-    return ArchivedLine(
-        id=row[at],
-        conversation_id=row[1],
-        title=row[2],
-        message_id=row[at + 1],
-        role=row[at + 2],
-        created_at=datetime.fromisoformat(row[at + 3]),
-        text=row[at + 4],
-    )
-
-
-def read_line(row: Sequence[Any]) -> ArchivedLine:
-    """A row of `search_sql` as a hit with its neighbours."""
-    return ArchivedLine(
-        id=row[0],
-        conversation_id=row[1],
-        title=row[2],
-        message_id=row[3],
-        role=row[4],
-        created_at=datetime.fromisoformat(row[5]),
-        text=row[6],
-        score=float(row[7]),
-        previous=_neighbour(row, 8),
-        following=_neighbour(row, 13),
-        said_before=_neighbour(row, 18),
-        said_after=_neighbour(row, 23),
-        said_later=_neighbour(row, 28),
-        distance=None if row[33] is None else float(row[33]),
-    )
