@@ -50,11 +50,14 @@ class ArchiveRow:
     indexed: str | None = None
 
 
+COLUMNS = tuple(f.name for f in dataclasses.fields(ArchiveRow))
+"""The columns of `archive_lines` an `ArchiveRow` is written to and read from, in order."""
+
+
 def lines_sql(mark: str) -> str:
     """The statement that reads a session's lines back as `ArchiveRow`s (the session key
     its one parameter, written `mark`), in the order they were archived."""
-    columns = ", ".join(f.name for f in dataclasses.fields(ArchiveRow))
-    return f"SELECT {columns} FROM archive_lines WHERE session_key = {mark} ORDER BY id"
+    return f"SELECT {', '.join(COLUMNS)} FROM archive_lines WHERE session_key = {mark} ORDER BY id"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ same lines, Chinese included.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -91,16 +93,7 @@ class PostgresArchive:
                 INSERT_LINE_SQL,
                 [
                     (
-                        row.session_key,
-                        row.conversation_key,
-                        row.conversation_id,
-                        row.title,
-                        row.message_id,
-                        row.role,
-                        row.created_at,
-                        row.text,
-                        row.covers,
-                        row.indexed,
+                        *dataclasses.astuple(row),
                         *indexed(row.text if row.indexed is None else row.indexed),
                     )
                     for row in change.rows
@@ -145,40 +138,21 @@ class PostgresArchive:
         `frequencies`: the terms' among those lines, when the caller has them)."""
         if not terms or limit <= 0 or not roles:
             return []
-        if cursor is not None:
-            return self._search(
-                cursor, session_key, terms, limit, neighbours, roles, conversation_key, frequencies
-            )
-        with self.pool.connection() as conn:
-            return self._search(
-                conn, session_key, terms, limit, neighbours, roles, conversation_key, frequencies
-            )
-
-    def _search(
-        self,
-        db: Any,
-        session_key: str,
-        terms: Sequence[str],
-        limit: int,
-        neighbours: bool,
-        roles: Sequence[str],
-        conversation_key: str | None,
-        frequencies: Frequencies | None,
-    ) -> list[ArchivedLine]:
-        counted = frequencies or self._frequencies(db, session_key, terms, roles)
-        counts = counted.lines_with  # exact: no term needs counting again
-        kept = distinctive(terms, counts, counted.total, lambda common: counts)
-        params = {
-            "terms": kept,
-            "held": [counts.get(term, 0) for term in kept],
-            "roles": list(roles),
-            "query": tsquery_literal(kept),
-            "session": session_key,
-            "limit": limit,
-            "neighbours": neighbours,
-            "conversation": conversation_key,
-        }
-        return [read_line(tuple(row.values())) for row in db.execute(SEARCH_SQL, params)]
+        with contextlib.nullcontext(cursor) if cursor is not None else self.pool.connection() as db:
+            counted = frequencies or self._frequencies(db, session_key, terms, roles)
+            counts = counted.lines_with  # exact: no term needs counting again
+            kept = distinctive(terms, counts, counted.total, lambda common: counts)
+            params = {
+                "terms": kept,
+                "held": [counts.get(term, 0) for term in kept],
+                "roles": list(roles),
+                "query": tsquery_literal(kept),
+                "session": session_key,
+                "limit": limit,
+                "neighbours": neighbours,
+                "conversation": conversation_key,
+            }
+            return [read_line(tuple(row.values())) for row in db.execute(SEARCH_SQL, params)]
 
     def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
         """With `cursor`: the session's next `limit` lines after id `after`, by id."""

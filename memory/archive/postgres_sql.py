@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from memory.archive.lines import lines_sql
+from memory.archive.lines import COLUMNS, lines_sql
 from memory.archive.ranking import IDF_FLOOR, K1, B
 from memory.archive.terms import index_terms
 
@@ -123,9 +123,8 @@ RECOUNT_SQL = (
     " GROUP BY session_key, term, role",
 )
 INSERT_LINE_SQL = (
-    "INSERT INTO archive_lines (session_key, conversation_key, conversation_id, title,"
-    " message_id, role, created_at, text, covers, indexed, terms, size)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s) ON CONFLICT DO NOTHING"
+    f"INSERT INTO archive_lines ({', '.join(COLUMNS)}, terms, size)"
+    f" VALUES ({', '.join(['%s'] * len(COLUMNS))}, %s::tsvector, %s) ON CONFLICT DO NOTHING"
 )
 LINES_SQL = lines_sql("%s")
 FREQUENCIES_SQL = """

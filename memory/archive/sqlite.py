@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import sqlite3
 import threading
@@ -113,21 +115,8 @@ class SqliteArchive:
         if change.drop_session is not None:
             self._drop(cursor, "session_key = ?", (change.drop_session,))
         for row in change.rows:
-            cursor.execute(
-                INSERT_LINE_SQL,
-                (
-                    row.session_key,
-                    row.conversation_key,
-                    row.conversation_id,
-                    row.title,
-                    row.message_id,
-                    row.role,
-                    stamp(row.created_at),
-                    row.text,
-                    row.covers,
-                    row.indexed,
-                ),
-            )
+            values = {**dataclasses.asdict(row), "created_at": stamp(row.created_at)}
+            cursor.execute(INSERT_LINE_SQL, values)
             if cursor.rowcount == 1:
                 indexed = row.text if row.indexed is None else row.indexed
                 index = index_row(cursor.lastrowid, row.session_key, row.role, indexed)
@@ -160,35 +149,21 @@ class SqliteArchive:
         among those lines, when the caller has them)."""
         if not terms or limit <= 0 or not roles:
             return []
-        where = (session_key, terms, limit, neighbours, roles, conversation_key, frequencies)
-        if cursor is not None:  # its transaction holds the lock already
-            return self._search(cursor, *where)
-        with self.lock:
-            return self._search(self.conn, *where)
-
-    def _search(
-        self,
-        db: sqlite3.Connection | sqlite3.Cursor,
-        session_key: str,
-        terms: Sequence[str],
-        limit: int,
-        neighbours: bool,
-        roles: Sequence[str],
-        conversation_key: str | None,
-        frequencies: Frequencies | None,
-    ) -> list[ArchivedLine]:
-        counted = frequencies or session_frequencies(db, session_key, terms, roles)
-        terms = distinctive(
-            terms,
-            counted.lines_with,
-            counted.total,
-            lambda common: held_counts(db, session_key, common, roles),
-        )
-        expression = match_expression(session_key, terms, roles)
-        conversation = (conversation_key, conversation_key)
-        rows = db.execute(
-            SEARCH_SQL, (expression, *conversation, limit, session_key, neighbours, neighbours)
-        ).fetchall()
+        # with a cursor, its transaction holds the lock already
+        with contextlib.nullcontext() if cursor is not None else self.lock:
+            db = cursor if cursor is not None else self.conn
+            counted = frequencies or session_frequencies(db, session_key, terms, roles)
+            terms = distinctive(
+                terms,
+                counted.lines_with,
+                counted.total,
+                lambda common: held_counts(db, session_key, common, roles),
+            )
+            expression = match_expression(session_key, terms, roles)
+            conversation = (conversation_key, conversation_key)
+            rows = db.execute(
+                SEARCH_SQL, (expression, *conversation, limit, session_key, neighbours, neighbours)
+            ).fetchall()
         return [read_line(row) for row in rows]
 
     def page(

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.archive.lines import ROLES, Frequencies, lines_sql
+from memory.archive.lines import COLUMNS, ROLES, Frequencies, lines_sql
 from memory.archive.ranking import common_cap
 from memory.archive.terms import index_terms
 
@@ -61,9 +61,8 @@ PREFIX_CHARS = 12
 """Characters of the session key that prefix its terms (its lines are still checked
 against the whole key: two sessions sharing a prefix only share posting lists)."""
 INSERT_LINE_SQL = (
-    "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
-    " title, message_id, role, created_at, text, covers, indexed)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO archive_lines ({', '.join(COLUMNS)})"
+    f" VALUES ({', '.join(':' + column for column in COLUMNS)})"
 )
 LINES_SQL = lines_sql("?")
 PAGE_SQL = (
