@@ -19,6 +19,7 @@ lexically.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
@@ -65,6 +66,7 @@ logger = logging.getLogger(__name__)
 
 FORGET_PAGE = 500
 """Lines read at a time when forgetting (all of the session's are read)."""
+RowOf = Callable[..., ArchiveRow]
 
 
 class Archive:
@@ -123,7 +125,8 @@ class Archive:
         turn's reading of it). An answer is indexed without the sentences that nearly
         repeat what it was given (`memory.archive.repeats`): the turn's user message and
         `context` (the texts of its context: recalled lines, summary, remembered items)."""
-        rows = [self._summary_row(session_id, conversation_id, title, superseded)]
+        new_row = self._rows(session_id, conversation_id, title)
+        rows = [_summary_row(new_row, superseded)]
         said = [
             user_text if m.role == "user" and user_text is not None else redact_secrets(m.text)
             for m in messages
@@ -131,10 +134,7 @@ class Archive:
         given = [*(text for m, text in zip(messages, said, strict=True) if m.role == "user")]
         given.extend(context)
         rows.extend(
-            self._row(
-                session_id,
-                conversation_id,
-                title,
+            new_row(
                 m.id,
                 m.role,
                 m.created_at,
@@ -149,7 +149,7 @@ class Archive:
         self, session_id: str, conversation_id: str, title: str, old: ThreadState, now: datetime
     ) -> ArchiveWrite:
         """The line a compaction appends: the summary version it replaced."""
-        row = self._summary_row(session_id, conversation_id, title, old, now)
+        row = _summary_row(self._rows(session_id, conversation_id, title), old, now)
         return ArchiveWrite(rows=[] if row is None else [row])
 
     def dropped(self, session_id: str, conversation_ids: Iterable[str]) -> ArchiveWrite:
@@ -163,51 +163,14 @@ class Archive:
             return None
         return lambda cursor: self.backend.write(cursor, change)
 
-    def _row(
-        self,
-        session_id: str,
-        conversation_id: str,
-        title: str,
-        message_id: str,
-        role: Any,
-        created_at: datetime,
-        text: str,
-        covers: str | None = None,
-        indexed: str | None = None,
-    ) -> ArchiveRow:
-        return ArchiveRow(
-            session_key=self.ids.session_key(session_id),
-            conversation_key=self.ids.conversation_key(session_id, conversation_id),
-            conversation_id=conversation_id,
-            title=title,
-            message_id=message_id,
-            role=role,
-            created_at=created_at,
-            text=text,
-            covers=covers,
-            indexed=indexed,
-        )
-
-    def _summary_row(
-        self,
-        session_id: str,
-        conversation_id: str,
-        title: str,
-        old: ThreadState | None,
-        now: datetime | None = None,
-    ) -> ArchiveRow | None:
-        if old is None or not old.summary:
-            return None
-        moment = now or old.last_compacted_at or old.messages[0].created_at
-        return self._row(
-            session_id,
+    def _rows(self, session_id: str, conversation_id: str, title: str) -> RowOf:
+        """`ArchiveRow` with the conversation's keys, id and title given."""
+        return functools.partial(
+            ArchiveRow,
+            self.ids.session_key(session_id),
+            self.ids.conversation_key(session_id, conversation_id),
             conversation_id,
             title,
-            f"summary-{old.summary_version}",
-            "summary",
-            moment,
-            redact_secrets(old.summary),
-            covers=f"..{old.covered_until}" if old.covered_until else None,
         )
 
     # -- reads --------------------------------------------------------------------------
@@ -399,6 +362,20 @@ class Archive:
     def lines(self, session_id: str) -> list[ArchiveRow]:
         """Every line the session has archived, in the order they were (an export)."""
         return self.backend.lines(self.ids.session_key(session_id))
+
+
+def _summary_row(
+    row: RowOf, old: ThreadState | None, now: datetime | None = None
+) -> ArchiveRow | None:
+    if old is None or not old.summary:
+        return None
+    return row(
+        f"summary-{old.summary_version}",
+        "summary",
+        now or old.last_compacted_at or old.messages[0].created_at,
+        redact_secrets(old.summary),
+        covers=f"..{old.covered_until}" if old.covered_until else None,
+    )
 
 
 def open_archive(

@@ -171,13 +171,12 @@ class ArchiveWrite:
     Attributes:
         rows: lines to append (a line already archived is left as it is).
         drop_conversations: conversation keys whose lines go (a deleted conversation).
-        drop_session: the session key whose lines all go.
+        drop_session: the session key whose lines all go (its archive forgotten).
     """
 
     rows: Sequence[ArchiveRow] = ()
     drop_conversations: Sequence[str] = ()
     drop_session: str | None = None
-    """A session key whose every line goes (its archive forgotten)."""
 
     def __bool__(self) -> bool:
         return bool(self.rows or self.drop_conversations or self.drop_session)

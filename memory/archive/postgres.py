@@ -77,8 +77,7 @@ class PostgresArchive:
             conn.execute("INSERT INTO archive_layout VALUES (%s)", (INDEX_VERSION,))
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
-        """Delete the dropped conversations' lines and append the new ones with `cursor`,
-        inside the transaction the caller commits."""
+        """Delete the dropped conversations' lines and append the new ones."""
         if change.drop_conversations:
             cursor.execute(
                 "DELETE FROM archive_lines WHERE conversation_key = ANY(%s)",
@@ -103,8 +102,7 @@ class PostgresArchive:
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
     ) -> Frequencies:
-        """How many of the session's lines of `roles` hold each of `terms`, counted up to
-        just past the commonness cut (`memory.archive.ranking`), in one query."""
+        """Exact counts, in one query."""
         with self.pool.connection() as conn:
             return self._frequencies(conn, session_key, terms, roles)
 
@@ -131,11 +129,7 @@ class PostgresArchive:
         cursor: Any = None,
         frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
-        """The session's lines of `roles` sharing any of `terms`, best BM25 first (as
-        SQLite ranks them), each with the lines said just before and after it when
-        `neighbours`, of the conversation of `conversation_key` only when given (with
-        `cursor`, in the transaction that holds it: its own changes are seen;
-        `frequencies`: the terms' among those lines, when the caller has them)."""
+        """Ranked by BM25 as SQLite ranks them, in one query."""
         if not terms or limit <= 0 or not roles:
             return []
         with contextlib.nullcontext(cursor) if cursor is not None else self.pool.connection() as db:
@@ -173,10 +167,8 @@ class PostgresArchive:
         *,
         titles: Mapping[str, str] | None = None,
     ) -> int:
-        """With `cursor`, inside the transaction the caller commits: give the session's
-        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
-        its lines titled by a key of `titles` that title's value, index included (a
-        rewritten line loses its vector: the old text's would find it again)."""
+        """Rewrite the lines and their terms; a rewritten line loses its vector (the old
+        text's would find it again)."""
         done = 0
         for old, new in (titles or {}).items():
             cursor.execute(

@@ -1,9 +1,5 @@
-"""The PostgreSQL archive's schema and statements, and the literals of its terms.
-
-The `tsvector` and `tsquery` are built from the archive's own terms
-(`memory.archive.terms`), with their positions: no text search configuration stems or
-drops them. `SEARCH_SQL` ranks as SQLite's FTS5 does (`memory.archive.ranking`).
-"""
+"""The PostgreSQL archive's schema and statements, and the literals of its terms (how
+they are built and ranked: `memory.archive.postgres`)."""
 
 from __future__ import annotations
 

@@ -108,8 +108,7 @@ class SqliteArchive:
                 logger.warning(VECTORS_LEFT_BEHIND)
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
-        """Delete the dropped conversations' lines and append the new ones with `cursor`,
-        inside the transaction the caller commits."""
+        """Delete the dropped conversations' lines and append the new ones."""
         for key in change.drop_conversations:
             self._drop(cursor, "conversation_key = ?", (key,))
         if change.drop_session is not None:
@@ -125,8 +124,7 @@ class SqliteArchive:
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
     ) -> Frequencies:
-        """How many of the session's lines of `roles` hold each of `terms`, counted up to
-        just past the commonness cut (`memory.archive.ranking`)."""
+        """Counts up to just past the commonness cut (`memory.archive.ranking`)."""
         with self.lock:
             return session_frequencies(self.conn, session_key, terms, roles)
 
@@ -142,11 +140,7 @@ class SqliteArchive:
         cursor: sqlite3.Cursor | None = None,
         frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
-        """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, each
-        with the lines said just before and after it when `neighbours`, of the conversation
-        of `conversation_key` only when given, in one query (with `cursor`, in the
-        transaction that holds it: its own changes are seen; `frequencies`: the terms'
-        among those lines, when the caller has them)."""
+        """Ranked by `bm25()`, in one query."""
         if not terms or limit <= 0 or not roles:
             return []
         # with a cursor, its transaction holds the lock already
@@ -186,9 +180,7 @@ class SqliteArchive:
         *,
         titles: Mapping[str, str] | None = None,
     ) -> int:
-        """With `cursor`, inside the transaction the caller commits: give the session's
-        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
-        its lines titled by a key of `titles` that title's value, index included."""
+        """Rewrite the lines and their index terms, deleting their vectors."""
         if not changes and not message_ids and not titles:
             return 0
         for old, new in (titles or {}).items():
