@@ -316,11 +316,6 @@ class Archive:
     # -- forgetting ---------------------------------------------------------------------
 
     @storage_errors
-    def forget_session(self, session_id: str) -> int:
-        """Delete every archived line of the session; returns how many."""
-        return self.backend.forget_session(self.ids.session_key(session_id))
-
-    @storage_errors
     def sweep(self, cutoff: datetime) -> int:
         """Delete the lines of conversations idle since before `cutoff` (every session)."""
         return self.backend.sweep(cutoff)

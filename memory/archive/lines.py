@@ -229,9 +229,6 @@ class ArchiveBackend(Protocol):
         lines `changes` their new texts, its lines of `message_ids` the text `text`, and
         its lines titled by a key of `titles` that title's value (the index follows)."""
 
-    def forget_session(self, session_key: str) -> int:
-        """Delete every line of the session; returns how many."""
-
     def sweep(self, cutoff: datetime) -> int:
         """Delete the lines of conversations whose newest line predates `cutoff`."""
 

@@ -200,12 +200,6 @@ class PostgresArchive:
             done += cursor.rowcount
         return done
 
-    def forget_session(self, session_key: str) -> int:
-        """Delete every line of the session."""
-        with self.pool.connection() as conn:
-            done = conn.execute("DELETE FROM archive_lines WHERE session_key = %s", (session_key,))
-            return int(done.rowcount)
-
     def sweep(self, cutoff: datetime) -> int:
         """Delete the lines of every conversation whose newest line predates `cutoff`."""
         with self.pool.connection() as conn:

@@ -222,21 +222,15 @@ class SqliteArchive:
             scrub_on_commit(cursor, MERGE_INDEX_SQL)
         return int(cursor.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)
 
-    def _delete(self, where: str, params: tuple[Any, ...]) -> int:
-        with sqlite_transaction(self.conn, self.lock) as cur:
-            return self._drop(cur, where, params)
-
-    def forget_session(self, session_key: str) -> int:
-        """Delete every line of the session, in one transaction."""
-        return self._delete("session_key = ?", (session_key,))
-
     def sweep(self, cutoff: datetime) -> int:
         """Delete the lines of every conversation whose newest line predates `cutoff`."""
-        return self._delete(
-            "conversation_key IN (SELECT conversation_key FROM archive_lines "
-            "GROUP BY conversation_key HAVING MAX(created_at) < ?)",
-            (stamp(cutoff),),
-        )
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            return self._drop(
+                cur,
+                "conversation_key IN (SELECT conversation_key FROM archive_lines "
+                "GROUP BY conversation_key HAVING MAX(created_at) < ?)",
+                (stamp(cutoff),),
+            )
 
     def count(self, session_key: str) -> int:
         """How many lines the session has."""
