@@ -38,10 +38,10 @@ from memory.archive.sqlite_index import (
     held_counts,
     index_row,
     match_expression,
+    search_sql,
     session_frequencies,
     stamp,
 )
-from memory.archive.sqlite_search import search_sql
 from memory.storage.sqlite.connection import scrub_on_commit, sqlite_transaction
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import sqlite_vec  # type: ignore[import-untyped]
 
 from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine, read_line
-from memory.archive.sqlite_search import MARK_COLUMN, search_sql
+from memory.archive.sqlite_index import MARK_COLUMN, search_sql
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.storage.sqlite.connection import sqlite_transaction
 
