@@ -23,23 +23,16 @@ import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
 from memory.analysis import redact_secrets
-from memory.archive.embedding import (
-    EMBED_BATCH,
-    EMBED_CHARS,
-    QUERY_CHARS,
-    ArchiveEmbeddings,
-    VectorBackend,
-)
+from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, QUERY_CHARS, ArchiveEmbeddings
 from memory.archive.forgetting import plan_forgetting
 from memory.archive.lines import (
     FORGOTTEN,
     REDACTED,
-    ArchiveBackend,
     ArchivedLine,
     ArchiveRow,
     ArchiveWrite,
@@ -61,6 +54,12 @@ from memory.schema import ChatThreadMessage, ThreadState
 from memory.storage import ThreadStore, storage_errors
 from memory.storage.documents import InTransaction
 from memory.text import clamp
+
+if TYPE_CHECKING:
+    from memory.archive.postgres import PostgresArchive
+    from memory.archive.postgres_vectors import PostgresVectors
+    from memory.archive.sqlite import SqliteArchive
+    from memory.archive.sqlite_vectors import SqliteVectors
 
 logger = logging.getLogger(__name__)
 
@@ -85,12 +84,12 @@ class Archive:
 
     def __init__(
         self,
-        backend: ArchiveBackend,
+        backend: SqliteArchive | PostgresArchive,
         ids: ThreadIds,
         *,
         recall_tokens: int = DEFAULT_RECALL_TOKENS,
         embeddings: ArchiveEmbeddings | None = None,
-        vectors: VectorBackend | None = None,
+        vectors: SqliteVectors | PostgresVectors | None = None,
         judge: Embeddings | None = None,
     ) -> None:
         if (embeddings is None) != (vectors is None):
@@ -392,7 +391,7 @@ def open_archive(
             archive's table (`memory.archive.postgres_vectors`).
     """
     documents: Any = threads.documents
-    backend: Any
+    backend: SqliteArchive | PostgresArchive
     vectors: Any = None
     if documents.dialect == "sqlite":
         from memory.archive.sqlite import SqliteArchive

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 ArchiveRole = Literal["user", "assistant", "summary"]
 ROLES: tuple[ArchiveRole, ...] = ("user", "assistant", "summary")
@@ -180,61 +180,3 @@ class ArchiveWrite:
 
     def __bool__(self) -> bool:
         return bool(self.rows or self.drop_conversations or self.drop_session)
-
-
-class ArchiveBackend(Protocol):
-    """The archive on one database; `write` and `rewrite` run inside the caller's
-    transaction (and `search` too when given its cursor)."""
-
-    def write(self, cursor: Any, change: ArchiveWrite) -> None:
-        """Apply `change` with `cursor`, inside the transaction that holds it."""
-
-    def frequencies(
-        self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
-    ) -> Frequencies:
-        """How many of the session's lines of `roles` hold each of `terms`."""
-
-    def search(
-        self,
-        session_key: str,
-        terms: Sequence[str],
-        limit: int,
-        *,
-        neighbours: bool = False,
-        roles: Sequence[str] = ROLES,
-        conversation_key: str | None = None,
-        cursor: Any = None,
-        frequencies: Frequencies | None = None,
-    ) -> list[ArchivedLine]:
-        """The session's lines of `roles` sharing any of `terms`, best first, in one query
-        (with `neighbours`, each with the lines said just before and after it; with
-        `conversation_key`, of that conversation only; with `cursor`, inside the
-        transaction that holds it, its own changes seen; `frequencies`: the terms'
-        among those lines, when the caller has them already)."""
-
-    def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
-        """With `cursor`: the session's next `limit` lines after id `after`, by id."""
-
-    def rewrite(
-        self,
-        cursor: Any,
-        session_key: str,
-        changes: Mapping[int, str],
-        message_ids: Sequence[str] = (),
-        text: str = FORGOTTEN,
-        *,
-        titles: Mapping[str, str] | None = None,
-    ) -> int:
-        """With `cursor`, inside the transaction the caller commits: give the session's
-        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
-        its lines titled by a key of `titles` that title's value (the index follows)."""
-
-    def sweep(self, cutoff: datetime) -> int:
-        """Delete the lines of conversations whose newest line predates `cutoff`."""
-
-    def count(self, session_key: str) -> int:
-        """How many lines the session has."""
-
-    def lines(self, session_key: str) -> list[ArchiveRow]:
-        """Every line of the session as it was written, oldest first (in the order they
-        were archived, which breaks a search's ties)."""

@@ -77,7 +77,7 @@ class PostgresArchive:
             conn.execute("INSERT INTO archive_layout VALUES (%s)", (INDEX_VERSION,))
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
-        """Delete the dropped conversations' lines and append the new ones."""
+        """As `SqliteArchive.write`."""
         if change.drop_conversations:
             cursor.execute(
                 "DELETE FROM archive_lines WHERE conversation_key = ANY(%s)",
@@ -102,7 +102,7 @@ class PostgresArchive:
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
     ) -> Frequencies:
-        """Exact counts, in one query."""
+        """As `SqliteArchive.frequencies`, but exact counts, in one query."""
         with self.pool.connection() as conn:
             return self._frequencies(conn, session_key, terms, roles)
 
@@ -129,7 +129,7 @@ class PostgresArchive:
         cursor: Any = None,
         frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
-        """Ranked by BM25 as SQLite ranks them, in one query."""
+        """As `SqliteArchive.search`, ranked by BM25 as SQLite ranks them."""
         if not terms or limit <= 0 or not roles:
             return []
         with contextlib.nullcontext(cursor) if cursor is not None else self.pool.connection() as db:
@@ -167,8 +167,8 @@ class PostgresArchive:
         *,
         titles: Mapping[str, str] | None = None,
     ) -> int:
-        """Rewrite the lines and their terms; a rewritten line loses its vector (the old
-        text's would find it again)."""
+        """As `SqliteArchive.rewrite`: a rewritten line loses its vector (the old text's
+        would find it again)."""
         done = 0
         for old, new in (titles or {}).items():
             cursor.execute(

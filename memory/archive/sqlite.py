@@ -108,7 +108,8 @@ class SqliteArchive:
                 logger.warning(VECTORS_LEFT_BEHIND)
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
-        """Delete the dropped conversations' lines and append the new ones."""
+        """With `cursor`, in the transaction the caller commits: delete the dropped
+        conversations' lines and append the new ones."""
         for key in change.drop_conversations:
             self._drop(cursor, "conversation_key = ?", (key,))
         if change.drop_session is not None:
@@ -124,7 +125,8 @@ class SqliteArchive:
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
     ) -> Frequencies:
-        """Counts up to just past the commonness cut (`memory.archive.ranking`)."""
+        """How many of the session's lines of `roles` hold each of `terms`, counted up to
+        just past the commonness cut (`memory.archive.ranking`)."""
         with self.lock:
             return session_frequencies(self.conn, session_key, terms, roles)
 
@@ -140,7 +142,11 @@ class SqliteArchive:
         cursor: sqlite3.Cursor | None = None,
         frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
-        """Ranked by `bm25()`, in one query."""
+        """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, in one
+        query: with `neighbours`, each with the lines said around it; of `conversation_key`'s
+        conversation only when given; with `cursor`, in the transaction that holds it (its
+        own changes seen); `frequencies`: the terms' among those lines, when the caller has
+        them."""
         if not terms or limit <= 0 or not roles:
             return []
         # with a cursor, its transaction holds the lock already
@@ -180,7 +186,9 @@ class SqliteArchive:
         *,
         titles: Mapping[str, str] | None = None,
     ) -> int:
-        """Rewrite the lines and their index terms, deleting their vectors."""
+        """With `cursor`, in the transaction the caller commits: give the session's lines
+        `changes` their new texts, its lines of `message_ids` the text `text`, and its lines
+        titled by a key of `titles` that title's value, index included, vectors deleted."""
         if not changes and not message_ids and not titles:
             return 0
         for old, new in (titles or {}).items():
@@ -241,7 +249,8 @@ class SqliteArchive:
         return int(row[0])
 
     def lines(self, session_key: str) -> list[ArchiveRow]:
-        """Every line of the session, in the order they were archived."""
+        """Every line of the session, in the order they were archived (which breaks a
+        search's ties)."""
         with self.lock:
             cursor = self.conn.execute(LINES_SQL, (session_key,))
             names = [column[0] for column in cursor.description]
