@@ -64,12 +64,8 @@ class Judge:
 def judge() -> Judge:
     """The judge frozen in `JUDGE_PATH`."""
     fitted = json.loads(JUDGE_PATH.read_text(encoding="utf-8"))
-    return Judge(
-        fitted["model"],
-        tuple(float(w) for w in fitted["weights"]),
-        float(fitted["bias"]),
-        float(fitted["threshold"]),
-    )
+    weights = tuple(map(float, fitted["weights"]))
+    return Judge(fitted["model"], weights, float(fitted["bias"]), float(fitted["threshold"]))
 
 
 BACKGROUND_SHARE = 0.1
