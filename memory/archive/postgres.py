@@ -163,13 +163,11 @@ class PostgresArchive:
         session_key: str,
         changes: Mapping[int, str],
         message_ids: Sequence[str] = (),
-        text: str = FORGOTTEN,
         *,
         titles: Mapping[str, str] | None = None,
-    ) -> int:
+    ) -> None:
         """As `SqliteArchive.rewrite`: a rewritten line loses its vector (the old text's
         would find it again)."""
-        done = 0
         for old, new in (titles or {}).items():
             cursor.execute(
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
@@ -189,16 +187,13 @@ class PostgresArchive:
                 " size = %s WHERE session_key = %s AND id = %s",
                 (new, *indexed(new), session_key, line_id),
             )
-            done += cursor.rowcount
         # (last: a line forgotten whole by its message id stays so, whatever else changed)
         if message_ids:
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND message_id = ANY(%s)",
-                (text, *indexed(text), session_key, list(message_ids)),
+                (FORGOTTEN, *indexed(FORGOTTEN), session_key, list(message_ids)),
             )
-            done += cursor.rowcount
-        return done
 
     def sweep(self, cutoff: datetime) -> int:
         """Delete the lines of every conversation whose newest line predates `cutoff`."""

@@ -182,15 +182,14 @@ class SqliteArchive:
         session_key: str,
         changes: Mapping[int, str],
         message_ids: Sequence[str] = (),
-        text: str = FORGOTTEN,
         *,
         titles: Mapping[str, str] | None = None,
-    ) -> int:
+    ) -> None:
         """With `cursor`, in the transaction the caller commits: give the session's lines
-        `changes` their new texts, its lines of `message_ids` the text `text`, and its lines
+        `changes` their new texts, its lines of `message_ids` the text `[forgotten]`, and its lines
         titled by a key of `titles` that title's value, index included, vectors deleted."""
         if not changes and not message_ids and not titles:
-            return 0
+            return
         for old, new in (titles or {}).items():
             cursor.execute(
                 "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
@@ -201,7 +200,7 @@ class SqliteArchive:
             f"SELECT id FROM archive_lines WHERE session_key = ? AND message_id IN ({marks})",
             (session_key, *message_ids),
         ).fetchall()
-        wanted = {**dict(changes), **{row[0]: text for row in found}}
+        wanted = {**dict(changes), **{row[0]: FORGOTTEN for row in found}}
         ids = ", ".join("?" * len(wanted)) or "NULL"
         owned = cursor.execute(
             f"{INDEXED} WHERE session_key = ? AND id IN ({ids})", (session_key, *wanted)
@@ -217,7 +216,6 @@ class SqliteArchive:
             self.vectors.forget(cursor, [line_id for line_id, *_ in owned])
         if owned or titles:  # the old texts are in the WAL, the old terms in the index
             scrub_on_commit(cursor, *([MERGE_INDEX_SQL] if owned else []))
-        return len(owned)
 
     def _drop(self, cursor: sqlite3.Cursor, where: str, params: tuple[Any, ...]) -> int:
         """With `cursor`: delete the lines `where` selects, their terms and embeddings."""
