@@ -13,7 +13,6 @@ same lines, Chinese included.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -126,13 +125,12 @@ class PostgresArchive:
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
         conversation_key: str | None = None,
-        cursor: Any = None,
         frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
         """As `SqliteArchive.search`, ranked by BM25 as SQLite ranks them."""
         if not terms or limit <= 0 or not roles:
             return []
-        with contextlib.nullcontext(cursor) if cursor is not None else self.pool.connection() as db:
+        with self.pool.connection() as db:
             counted = frequencies or self._frequencies(db, session_key, terms, roles)
             counts = counted.lines_with  # exact: no term needs counting again
             kept = distinctive(terms, counts, counted.total, lambda common: counts)

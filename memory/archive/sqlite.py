@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import sqlite3
@@ -139,29 +138,25 @@ class SqliteArchive:
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
         conversation_key: str | None = None,
-        cursor: sqlite3.Cursor | None = None,
         frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
         """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, in one
         query: with `neighbours`, each with the lines said around it; of `conversation_key`'s
-        conversation only when given; with `cursor`, in the transaction that holds it (its
-        own changes seen); `frequencies`: the terms' among those lines, when the caller has
-        them."""
+        conversation only when given (`frequencies`: the terms' among those lines, when the
+        caller has them)."""
         if not terms or limit <= 0 or not roles:
             return []
-        # with a cursor, its transaction holds the lock already
-        with contextlib.nullcontext() if cursor is not None else self.lock:
-            db = cursor if cursor is not None else self.conn
-            counted = frequencies or session_frequencies(db, session_key, terms, roles)
+        with self.lock:
+            counted = frequencies or session_frequencies(self.conn, session_key, terms, roles)
             terms = distinctive(
                 terms,
                 counted.lines_with,
                 counted.total,
-                lambda common: held_counts(db, session_key, common, roles),
+                lambda common: held_counts(self.conn, session_key, common, roles),
             )
             expression = match_expression(session_key, terms, roles)
             conversation = (conversation_key, conversation_key)
-            rows = db.execute(
+            rows = self.conn.execute(
                 SEARCH_SQL, (expression, *conversation, limit, session_key, neighbours, neighbours)
             ).fetchall()
         return [read_line(row) for row in rows]
