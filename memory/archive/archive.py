@@ -342,7 +342,7 @@ class Archive:
                 for text in wanted:  # each text's plan sees what the earlier ones changed
                     plan = plan_forgetting(page, text)
                     self.backend.rewrite(
-                        cursor, session_key, plan.changes, plan.answers, titles=plan.titles
+                        cursor, session_key, plan.changes, plan.answers, plan.titles
                     )
                     page = plan.applied(page)
 

@@ -160,13 +160,12 @@ class PostgresArchive:
         cursor: Any,
         session_key: str,
         changes: Mapping[int, str],
-        message_ids: Sequence[str] = (),
-        *,
-        titles: Mapping[str, str] | None = None,
+        message_ids: Sequence[str],
+        titles: Mapping[str, str],
     ) -> None:
         """As `SqliteArchive.rewrite`: a rewritten line loses its vector (the old text's
         would find it again)."""
-        for old, new in (titles or {}).items():
+        for old, new in titles.items():
             cursor.execute(
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
                 (new, session_key, old),

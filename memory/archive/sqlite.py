@@ -176,16 +176,15 @@ class SqliteArchive:
         cursor: sqlite3.Cursor,
         session_key: str,
         changes: Mapping[int, str],
-        message_ids: Sequence[str] = (),
-        *,
-        titles: Mapping[str, str] | None = None,
+        message_ids: Sequence[str],
+        titles: Mapping[str, str],
     ) -> None:
         """With `cursor`, in the transaction the caller commits: give the session's lines
-        `changes` their new texts, its lines of `message_ids` the text `[forgotten]`, and its lines
+        `changes` their new texts, its lines of `message_ids` `[forgotten]`, and its lines
         titled by a key of `titles` that title's value, index included, vectors deleted."""
         if not changes and not message_ids and not titles:
             return
-        for old, new in (titles or {}).items():
+        for old, new in titles.items():
             cursor.execute(
                 "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
                 (new, session_key, old),
