@@ -42,11 +42,6 @@ ADD_SQL = (
 """A batch's vectors in one statement, of the lines still reading the text embedded."""
 
 
-def as_bytes(vector: Sequence[float]) -> bytes:
-    """A vector as stored: float32, little-endian."""
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
 class PostgresVectors:
     """The archived lines' embeddings in the archive's PostgreSQL table.
 
@@ -151,6 +146,6 @@ class PostgresVectors:
             return 0
         ids = [line_id for line_id, _, _ in rows]
         texts = [text for _, text, _ in rows]
-        vectors = [as_bytes(vector) for _, _, vector in rows]
+        vectors = [np.asarray(vector, dtype="<f4").tobytes() for _, _, vector in rows]
         with self.pool.connection() as conn:
             return int(conn.execute(ADD_SQL, (ids, vectors, texts, session_key)).rowcount)
