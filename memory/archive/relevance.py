@@ -107,11 +107,9 @@ def by_score(hits: Sequence[ArchivedLine], total: int) -> bool:
     said before it; the 156 off-topic dev probes against each persona's whole archive,
     780 probes): on its own, 2.7 lets 1.7% of the off-topic probes recall and 80% of the
     queries that need memory (2.5: 2.3% and 85%; 3.0: 1.2% and 75%), too few to decide
-    alone (and on the dev long archive, whose questions are short, it alone kept 17%
-    of the evidence against 65%); beside the cue lists the judge replaced it added 6%
-    of the queries that need memory (89% to 95%) and 0.6% of the off-topic probes.
-    wordllama's best similarity did worse on the same probes (at a 2% off-topic share,
-    10% of the queries that need memory).
+    alone (and on the dev long archive, whose questions are short, it alone kept 17% of
+    the evidence against 65%). wordllama's best similarity did worse on the same probes
+    (at a 2% off-topic share, 10% of the queries that need memory).
     """
     best = max((hit.score for hit in hits), default=0.0)
     return best > 0.0 and best >= SCORE_FLOOR * rare_word(total)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory.archive.lines import (
+    COLUMNS,
     EMBEDDED_ROLES,
     FORGOTTEN,
     ROLES,
@@ -244,9 +245,8 @@ class SqliteArchive:
         """Every line of the session, in the order they were archived (which breaks a
         search's ties)."""
         with self.lock:
-            cursor = self.conn.execute(LINES_SQL, (session_key,))
-            names = [column[0] for column in cursor.description]
-            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            found = self.conn.execute(LINES_SQL, (session_key,)).fetchall()
+        rows = [dict(zip(COLUMNS, row, strict=True)) for row in found]
         return [
             ArchiveRow(**{**row, "created_at": datetime.fromisoformat(row["created_at"])})
             for row in rows
