@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -68,10 +69,11 @@ FORGET_PAGE = 500
 RowOf = Callable[..., ArchiveRow]
 
 
+@dataclass(eq=False)
 class Archive:
     """A session-scoped archive of past lines on one backend.
 
-    Args:
+    Attributes:
         backend: the database's archive (`memory.archive.sqlite`, `.postgres`).
         ids: derives the session and conversation keys.
         recall_tokens: `AGENT_RECALL_TOKENS`, the most tokens recall adds to a context.
@@ -82,24 +84,17 @@ class Archive:
             alone).
     """
 
-    def __init__(
-        self,
-        backend: SqliteArchive | PostgresArchive,
-        ids: ThreadIds,
-        *,
-        recall_tokens: int = DEFAULT_RECALL_TOKENS,
-        embeddings: ArchiveEmbeddings | None = None,
-        vectors: SqliteVectors | PostgresVectors | None = None,
-        judge: Embeddings | None = None,
-    ) -> None:
-        if (embeddings is None) != (vectors is None):
+    backend: SqliteArchive | PostgresArchive
+    ids: ThreadIds
+    _: KW_ONLY
+    recall_tokens: int = DEFAULT_RECALL_TOKENS
+    embeddings: ArchiveEmbeddings | None = None
+    vectors: SqliteVectors | PostgresVectors | None = None
+    judge: Embeddings | None = None
+
+    def __post_init__(self) -> None:
+        if (self.embeddings is None) != (self.vectors is None):
             raise ValueError("embeddings and their vectors come together")
-        self.backend = backend
-        self.ids = ids
-        self.recall_tokens = recall_tokens
-        self.embeddings = embeddings
-        self.vectors = vectors
-        self.judge = judge
 
     @property
     def embeds(self) -> bool:

@@ -42,15 +42,15 @@ from memory.archive.postgres_sql import (
 from memory.archive.ranking import distinctive
 
 
+@dataclasses.dataclass(eq=False)
 class PostgresArchive:
     """The archive in the thread store's PostgreSQL database.
 
-    Args:
+    Attributes:
         pool: the thread store's connection pool (autocommit connections, dict rows).
     """
 
-    def __init__(self, pool: Any) -> None:
-        self.pool = pool
+    pool: Any
 
     def setup(self) -> None:
         """Create the tables, indexes and trigger (idempotent), one worker at a time; lines

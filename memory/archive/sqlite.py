@@ -64,22 +64,20 @@ VECTORS_LEFT_BEHIND = (
 )
 
 
+@dataclasses.dataclass(eq=False)
 class SqliteArchive:
     """The archive in a SQLite file (or in-memory database) shared with the checkpointer.
 
-    Args:
+    Attributes:
         conn: the checkpointer's connection.
         lock: the checkpointer's lock (the connection is shared between threads).
         vectors: the lines' embeddings (`AGENT_EMBEDDINGS_MODEL`), which every deletion
             and rewrite of a line deletes in its own transaction.
     """
 
-    def __init__(
-        self, conn: sqlite3.Connection, lock: threading.Lock, vectors: SqliteVectors | None = None
-    ) -> None:
-        self.conn = conn
-        self.lock = lock
-        self.vectors = vectors
+    conn: sqlite3.Connection
+    lock: threading.Lock
+    vectors: SqliteVectors | None = None
 
     def setup(self) -> None:
         """Create the tables (idempotent), and rebuild an index of an earlier layout (one

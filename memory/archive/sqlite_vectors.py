@@ -17,6 +17,7 @@ import hashlib
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass
 
 import sqlite_vec  # type: ignore[import-untyped]
 
@@ -64,23 +65,22 @@ def mark(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
+@dataclass(eq=False)
 class SqliteVectors:
     """The archived lines' embeddings in the archive's SQLite file.
 
-    Args:
+    Attributes:
         conn: the archive's connection, with sqlite-vec loaded.
         lock: the connection's lock.
         model: the embeddings' model: vectors of another model are dropped on setup.
         dims: the embeddings' dimensions.
     """
 
-    def __init__(
-        self, conn: sqlite3.Connection, lock: threading.Lock, *, model: str, dims: int
-    ) -> None:
-        self.conn = conn
-        self.lock = lock
-        self.model = model
-        self.dims = dims
+    conn: sqlite3.Connection
+    lock: threading.Lock
+    _: KW_ONLY
+    model: str
+    dims: int
 
     def setup(self) -> None:
         """Create the table (idempotent); callers serialise processes around it. Vectors
