@@ -9,12 +9,11 @@ Text the long-term secret detector flags is archived as `[redacted]` (the
 conversation's own memory is unchanged). Searches are scoped to one session's key.
 
 With embeddings (`AGENT_EMBEDDINGS_MODEL`), the user's lines are embedded after the
-turn, off the reply path (`embed_lines`, a step of the turn's upkeep; lines of earlier
-releases, newest first, a batch an upkeep), and recall finds the lines nearest the
-message's embedding besides the lexical hits, on either backend. Embeddings are network
-calls or a local model's seconds: none is made under a lock or inside a transaction. A
-line without a vector (not embedded yet, or its upkeep failed) is still found
-lexically.
+turn, off the reply path (`embed_lines`, a step of the turn's upkeep), and recall finds
+the lines nearest the message's embedding besides the lexical hits, on either backend.
+Embeddings are network calls or a local model's seconds: none is made under a lock or
+inside a transaction. A line without a vector (not embedded yet, or its upkeep failed)
+is still found lexically.
 """
 
 from __future__ import annotations
@@ -180,13 +179,11 @@ class Archive:
         exclude_message_ids: Collection[str] = (),
     ) -> Recall:
         """The earlier lines a turn about `text` gets (`memory.archive.recall`), never
-        those of `exclude_message_ids` (they stay searchable): the session's term counts
-        and one search; nothing when neither its best hit scores enough nor the judge says
-        the message asks for the user's past (`memory.archive.relevance`; the judge embeds
-        the message with the local model, no lock held, and is asked only when the score
-        is not enough); else, with embeddings, the message is embedded (the same call
-        when they are the local model's; a failure leaves this turn's recall lexical) and
-        another query reads the lines nearest it."""
+        those of `exclude_message_ids` (they stay searchable): nothing when neither its best
+        hit scores enough nor the judge says the message asks for the user's past
+        (`memory.archive.relevance`; no lock is held while the judge embeds it); else, with
+        embeddings, the lines nearest the message's embedding too (the same call when they
+        are the local model's; a failure leaves this turn's recall lexical)."""
         if self.recall_tokens <= 0:
             return Recall()
         terms = recall_query(text, state)
@@ -260,11 +257,10 @@ class Archive:
         return vector
 
     def embed_lines(self, session_id: str) -> int:
-        """Embed the session's newest lines without a vector of their text (at most
-        `EMBED_BATCH`: a turn's own, and those a failed upkeep left), in one embeddings
-        call with no lock held, then store the vectors in a short transaction of their
-        own (a line deleted or rewritten meanwhile is left out). Returns how many were
-        stored (0 without embeddings).
+        """Embed the session's newest lines without a vector of their text (`EMBED_BATCH`)
+        in one embeddings call with no lock held, then store the vectors in a short
+        transaction of their own (a line deleted or rewritten meanwhile is left out).
+        Returns how many were stored (0 without embeddings).
 
         Raises:
             StorageError: reading the lines or storing their vectors failed.
@@ -316,9 +312,8 @@ class Archive:
 
     def forgetter(self, session_id: str, texts: Sequence[str]) -> InTransaction | None:
         """The step a documents' transaction runs to forget profile items' `texts` in the
-        session's archive (`memory.archive.forgetting`): the lines each was learnt from
-        and their answers read `[forgotten]`, and so do the sentences elsewhere that
-        repeat it. None when no text has a searchable word.
+        session's archive (`memory.archive.forgetting`); None when no text has a searchable
+        word.
 
         Every line of the session is read, a page at a time on the transaction's cursor
         (however many lines repeat an item; by their text, not by what the index holds
