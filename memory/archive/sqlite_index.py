@@ -173,29 +173,8 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
-def held_up_to(
-    db: sqlite3.Connection | sqlite3.Cursor,
-    session_key: str,
-    terms: Sequence[str],
-    roles: Sequence[str],
-    bound: int,
-) -> dict[str, int]:
-    """How many of the session's lines of `roles` hold each term, counted up to `bound`:
-    a posting list is read only that far, however common its term."""
-    count = (
-        "(SELECT COUNT(*) FROM (SELECT 1 FROM archive_index WHERE archive_index MATCH ?"
-        f" LIMIT {int(bound)}))"
-    )
-    sql = " UNION ALL ".join([f"SELECT {count}"] * len(terms))
-    rows = db.execute(sql, [match_expression(session_key, [term], roles) for term in terms])
-    return {term: int(found) for term, (found,) in zip(terms, rows.fetchall(), strict=True)}
-
-
 def held_counts(
-    db: sqlite3.Connection | sqlite3.Cursor,
-    session_key: str,
-    terms: Sequence[str],
-    roles: Sequence[str],
+    db: sqlite3.Connection, session_key: str, terms: Sequence[str], roles: Sequence[str]
 ) -> dict[str, int]:
     """How many of the session's lines of `roles` hold each term (its whole posting list
     is read)."""
@@ -213,21 +192,26 @@ def held_counts(
 
 
 def session_frequencies(
-    db: sqlite3.Connection | sqlite3.Cursor,
-    session_key: str,
-    terms: Sequence[str],
-    roles: Sequence[str],
+    db: sqlite3.Connection, session_key: str, terms: Sequence[str], roles: Sequence[str]
 ) -> Frequencies:
     """How many of the session's lines of `roles` hold each term, counted up to just past
-    the commonness cut; the caller holds the lock."""
+    the commonness cut (a posting list is read only that far, however common its term);
+    the caller holds the lock."""
     marks = ", ".join("?" * len(roles))
     (total,) = db.execute(
         "SELECT COALESCE(SUM(lines), 0) FROM archive_sessions"
         f" WHERE session_key = ? AND role IN ({marks})",
         (session_key, *roles),
     ).fetchone()
-    bound = common_cap(total) + 1
-    counts = held_up_to(db, session_key, terms, roles, bound) if terms else {}
+    if not terms:
+        return Frequencies({}, int(total))
+    count = (
+        "(SELECT COUNT(*) FROM (SELECT 1 FROM archive_index WHERE archive_index MATCH ?"
+        f" LIMIT {common_cap(total) + 1}))"
+    )
+    sql = " UNION ALL ".join([f"SELECT {count}"] * len(terms))
+    rows = db.execute(sql, [match_expression(session_key, [term], roles) for term in terms])
+    counts = {term: int(found) for term, (found,) in zip(terms, rows.fetchall(), strict=True)}
     return Frequencies(counts, int(total))
 
 
