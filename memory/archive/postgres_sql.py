@@ -211,17 +211,15 @@ SEARCH_SQL = search_sql(RANKED_SQL)
 NEAREST_SQL = search_sql(NEAREST_RANKED_SQL, embedded_only=True)
 
 
-def tsvector_literal(text: str) -> str:
-    """`'term':1,4 'other':2`: the line's terms with their positions."""
-    positions: dict[str, list[int]] = defaultdict(list)
-    for position, term in enumerate(index_terms(text)[:MAX_POSITION], start=1):
-        positions[term].append(position)
-    return " ".join(f"'{term}':{','.join(map(str, found))}" for term, found in positions.items())
-
-
 def indexed(text: str) -> tuple[str, int]:
-    """A line's `terms` and `size` (how many terms it has: BM25's length of a line)."""
-    return tsvector_literal(text), min(len(index_terms(text)), MAX_POSITION)
+    """A line's `terms` (`'term':1,4 'other':2`: its terms with their positions) and `size`
+    (how many terms it has: BM25's length of a line)."""
+    terms = index_terms(text)[:MAX_POSITION]
+    positions: dict[str, list[int]] = defaultdict(list)
+    for position, term in enumerate(terms, start=1):
+        positions[term].append(position)
+    found = " ".join(f"'{term}':{','.join(map(str, at))}" for term, at in positions.items())
+    return found, len(terms)
 
 
 def tsquery_literal(terms: Sequence[str]) -> str:
