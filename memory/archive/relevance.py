@@ -91,12 +91,6 @@ SCORE_FLOOR = 2.7
 many rare words' worth (`by_score`)."""
 
 
-def rare_word(total: int) -> float:
-    """The BM25 score of one word said once in an archive of `total` lines (at tf 1 and
-    an average length): ln((N - 0.5) / 1.5)."""
-    return max(math.log((total - 0.5) / 1.5), IDF_FLOOR) if total > 2 else IDF_FLOOR
-
-
 def by_score(hits: Sequence[ArchivedLine], total: int) -> bool:
     """Whether the best of `hits` (scored by BM25) scores at least `SCORE_FLOOR` rare
     words' worth in an archive of `total` lines: it shares that much that is rare with
@@ -112,4 +106,6 @@ def by_score(hits: Sequence[ArchivedLine], total: int) -> bool:
     (at a 2% off-topic share, 10% of the queries that need memory).
     """
     best = max((hit.score for hit in hits), default=0.0)
-    return best > 0.0 and best >= SCORE_FLOOR * rare_word(total)
+    # one word said once, at tf 1 and an average length: ln((N - 0.5) / 1.5)
+    rare_word = max(math.log((total - 0.5) / 1.5), IDF_FLOOR) if total > 2 else IDF_FLOOR
+    return best > 0.0 and best >= SCORE_FLOOR * rare_word
