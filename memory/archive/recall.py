@@ -248,25 +248,20 @@ class _Block:
         for message in state.messages:
             self.held.add(message.text)
 
-    def holds(self, line: ArchivedLine) -> bool:
-        """Whether the context holds `line` already (a recent message of this
-        conversation, this conversation's summary, or a line its summary quotes)."""
+    def new(self, line: ArchivedLine | None) -> bool:
+        """Whether `line` is not in the block yet and says something the context does not
+        hold already (a recent message of this conversation, this conversation's summary,
+        or a line its summary quotes)."""
+        if line is None or line.id in self.seen:
+            return False
+        if line.text in (REDACTED, FORGOTTEN) or line.message_id in self.excluded:
+            return False  # nothing left to say, or no longer true
         if line.conversation_id == self.conversation_id and (
             line.message_id in self.in_context or line.role == "summary"
         ):
-            return True
-        summary = self.summary
-        return bool(summary) and len(line.text) > 20 and _folded(line.text) in summary
-
-    def wanted(self, line: ArchivedLine) -> bool:
-        """Whether `line` says something the context does not hold already."""
-        if line.text in (REDACTED, FORGOTTEN) or line.message_id in self.excluded:
-            return False  # nothing left to say, or no longer true
-        return not self.holds(line)
-
-    def new(self, line: ArchivedLine | None) -> bool:
-        """Whether `line` is wanted and not in the block yet."""
-        return line is not None and line.id not in self.seen and self.wanted(line)
+            return False
+        folded = bool(self.summary) and len(line.text) > 20
+        return not (folded and _folded(line.text) in self.summary)
 
     def fit(self, line: ArchivedLine) -> ArchivedLine:
         """`line` as the block shows it: a long one cut to its passage for the query."""
