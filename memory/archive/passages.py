@@ -67,5 +67,5 @@ def _passage(text: str, terms: tuple[str, ...], limit: int) -> str:
         matched = max(range(len(parts)), key=lambda i: (weights[i], -i))
         return clamp(parts[matched] if weights[matched] else text, limit)
     return " ".join(
-        (["…"] if start > 0 else []) + parts[start:end] + (["…"] if end < len(parts) else [])
+        ([GAP] if start > 0 else []) + parts[start:end] + ([GAP] if end < len(parts) else [])
     )
