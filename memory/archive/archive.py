@@ -9,36 +9,30 @@ Text the long-term secret detector flags is archived as `[redacted]` (the
 conversation's own memory is unchanged). Searches are scoped to one session's key.
 
 With embeddings (`AGENT_EMBEDDINGS_MODEL`), the user's lines are embedded after the
-turn, off the reply path (`embed_lines`, a step of the turn's upkeep; lines of earlier
-releases, newest first, a batch an upkeep), and recall finds the lines nearest the
-message's embedding besides the lexical hits, on either backend. Embeddings are network
-calls or a local model's seconds: none is made under a lock or inside a transaction. A
-line without a vector (not embedded yet, or its upkeep failed) is still found
-lexically.
+turn, off the reply path (`embed_lines`, a step of the turn's upkeep), and recall finds
+the lines nearest the message's embedding besides the lexical hits, on either backend.
+Embeddings are network calls or a local model's seconds: none is made under a lock or
+inside a transaction. A line without a vector (not embedded yet, or its upkeep failed)
+is still found lexically.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
 from memory.analysis import redact_secrets
-from memory.archive.embedding import (
-    EMBED_BATCH,
-    EMBED_CHARS,
-    QUERY_CHARS,
-    ArchiveEmbeddings,
-    VectorBackend,
-)
+from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, QUERY_CHARS, ArchiveEmbeddings
 from memory.archive.forgetting import plan_forgetting
 from memory.archive.lines import (
     FORGOTTEN,
     REDACTED,
-    ArchiveBackend,
     ArchivedLine,
     ArchiveRow,
     ArchiveWrite,
@@ -61,16 +55,24 @@ from memory.storage import ThreadStore, storage_errors
 from memory.storage.documents import InTransaction
 from memory.text import clamp
 
+if TYPE_CHECKING:
+    from memory.archive.postgres import PostgresArchive
+    from memory.archive.postgres_vectors import PostgresVectors
+    from memory.archive.sqlite import SqliteArchive
+    from memory.archive.sqlite_vectors import SqliteVectors
+
 logger = logging.getLogger(__name__)
 
 FORGET_PAGE = 500
 """Lines read at a time when forgetting (all of the session's are read)."""
+RowOf = Callable[..., ArchiveRow]
 
 
+@dataclass(eq=False)
 class Archive:
     """A session-scoped archive of past lines on one backend.
 
-    Args:
+    Attributes:
         backend: the database's archive (`memory.archive.sqlite`, `.postgres`).
         ids: derives the session and conversation keys.
         recall_tokens: `AGENT_RECALL_TOKENS`, the most tokens recall adds to a context.
@@ -81,24 +83,17 @@ class Archive:
             alone).
     """
 
-    def __init__(
-        self,
-        backend: ArchiveBackend,
-        ids: ThreadIds,
-        *,
-        recall_tokens: int = DEFAULT_RECALL_TOKENS,
-        embeddings: ArchiveEmbeddings | None = None,
-        vectors: VectorBackend | None = None,
-        judge: Embeddings | None = None,
-    ) -> None:
-        if (embeddings is None) != (vectors is None):
+    backend: SqliteArchive | PostgresArchive
+    ids: ThreadIds
+    _: KW_ONLY
+    recall_tokens: int = DEFAULT_RECALL_TOKENS
+    embeddings: ArchiveEmbeddings | None = None
+    vectors: SqliteVectors | PostgresVectors | None = None
+    judge: Embeddings | None = None
+
+    def __post_init__(self) -> None:
+        if (self.embeddings is None) != (self.vectors is None):
             raise ValueError("embeddings and their vectors come together")
-        self.backend = backend
-        self.ids = ids
-        self.recall_tokens = recall_tokens
-        self.embeddings = embeddings
-        self.vectors = vectors
-        self.judge = judge
 
     @property
     def embeds(self) -> bool:
@@ -123,7 +118,8 @@ class Archive:
         turn's reading of it). An answer is indexed without the sentences that nearly
         repeat what it was given (`memory.archive.repeats`): the turn's user message and
         `context` (the texts of its context: recalled lines, summary, remembered items)."""
-        rows = [self._summary_row(session_id, conversation_id, title, superseded)]
+        new_row = self._rows(session_id, conversation_id, title)
+        rows = [_summary_row(new_row, superseded)]
         said = [
             user_text if m.role == "user" and user_text is not None else redact_secrets(m.text)
             for m in messages
@@ -131,10 +127,7 @@ class Archive:
         given = [*(text for m, text in zip(messages, said, strict=True) if m.role == "user")]
         given.extend(context)
         rows.extend(
-            self._row(
-                session_id,
-                conversation_id,
-                title,
+            new_row(
                 m.id,
                 m.role,
                 m.created_at,
@@ -149,7 +142,7 @@ class Archive:
         self, session_id: str, conversation_id: str, title: str, old: ThreadState, now: datetime
     ) -> ArchiveWrite:
         """The line a compaction appends: the summary version it replaced."""
-        row = self._summary_row(session_id, conversation_id, title, old, now)
+        row = _summary_row(self._rows(session_id, conversation_id, title), old, now)
         return ArchiveWrite(rows=[] if row is None else [row])
 
     def dropped(self, session_id: str, conversation_ids: Iterable[str]) -> ArchiveWrite:
@@ -163,51 +156,14 @@ class Archive:
             return None
         return lambda cursor: self.backend.write(cursor, change)
 
-    def _row(
-        self,
-        session_id: str,
-        conversation_id: str,
-        title: str,
-        message_id: str,
-        role: Any,
-        created_at: datetime,
-        text: str,
-        covers: str | None = None,
-        indexed: str | None = None,
-    ) -> ArchiveRow:
-        return ArchiveRow(
-            session_key=self.ids.session_key(session_id),
-            conversation_key=self.ids.conversation_key(session_id, conversation_id),
-            conversation_id=conversation_id,
-            title=title,
-            message_id=message_id,
-            role=role,
-            created_at=created_at,
-            text=text,
-            covers=covers,
-            indexed=indexed,
-        )
-
-    def _summary_row(
-        self,
-        session_id: str,
-        conversation_id: str,
-        title: str,
-        old: ThreadState | None,
-        now: datetime | None = None,
-    ) -> ArchiveRow | None:
-        if old is None or not old.summary:
-            return None
-        moment = now or old.last_compacted_at or old.messages[0].created_at
-        return self._row(
-            session_id,
+    def _rows(self, session_id: str, conversation_id: str, title: str) -> RowOf:
+        """`ArchiveRow` with the conversation's keys, id and title given."""
+        return functools.partial(
+            ArchiveRow,
+            self.ids.session_key(session_id),
+            self.ids.conversation_key(session_id, conversation_id),
             conversation_id,
             title,
-            f"summary-{old.summary_version}",
-            "summary",
-            moment,
-            redact_secrets(old.summary),
-            covers=f"..{old.covered_until}" if old.covered_until else None,
         )
 
     # -- reads --------------------------------------------------------------------------
@@ -223,13 +179,11 @@ class Archive:
         exclude_message_ids: Collection[str] = (),
     ) -> Recall:
         """The earlier lines a turn about `text` gets (`memory.archive.recall`), never
-        those of `exclude_message_ids` (they stay searchable): the session's term counts
-        and one search; nothing when neither its best hit scores enough nor the judge says
-        the message asks for the user's past (`memory.archive.relevance`; the judge embeds
-        the message with the local model, no lock held, and is asked only when the score
-        is not enough); else, with embeddings, the message is embedded (the same call
-        when they are the local model's; a failure leaves this turn's recall lexical) and
-        another query reads the lines nearest it."""
+        those of `exclude_message_ids` (they stay searchable): nothing when neither its best
+        hit scores enough nor the judge says the message asks for the user's past
+        (`memory.archive.relevance`; no lock is held while the judge embeds it); else, with
+        embeddings, the lines nearest the message's embedding too (the same call when they
+        are the local model's; a failure leaves this turn's recall lexical)."""
         if self.recall_tokens <= 0:
             return Recall()
         terms = recall_query(text, state)
@@ -303,11 +257,10 @@ class Archive:
         return vector
 
     def embed_lines(self, session_id: str) -> int:
-        """Embed the session's newest lines without a vector of their text (at most
-        `EMBED_BATCH`: a turn's own, and those a failed upkeep left), in one embeddings
-        call with no lock held, then store the vectors in a short transaction of their
-        own (a line deleted or rewritten meanwhile is left out). Returns how many were
-        stored (0 without embeddings).
+        """Embed the session's newest lines without a vector of their text (`EMBED_BATCH`)
+        in one embeddings call with no lock held, then store the vectors in a short
+        transaction of their own (a line deleted or rewritten meanwhile is left out).
+        Returns how many were stored (0 without embeddings).
 
         Raises:
             StorageError: reading the lines or storing their vectors failed.
@@ -353,20 +306,14 @@ class Archive:
     # -- forgetting ---------------------------------------------------------------------
 
     @storage_errors
-    def forget_session(self, session_id: str) -> int:
-        """Delete every archived line of the session; returns how many."""
-        return self.backend.forget_session(self.ids.session_key(session_id))
-
-    @storage_errors
     def sweep(self, cutoff: datetime) -> int:
         """Delete the lines of conversations idle since before `cutoff` (every session)."""
         return self.backend.sweep(cutoff)
 
     def forgetter(self, session_id: str, texts: Sequence[str]) -> InTransaction | None:
         """The step a documents' transaction runs to forget profile items' `texts` in the
-        session's archive (`memory.archive.forgetting`): the lines each was learnt from
-        and their answers read `[forgotten]`, and so do the sentences elsewhere that
-        repeat it. None when no text has a searchable word.
+        session's archive (`memory.archive.forgetting`); None when no text has a searchable
+        word.
 
         Every line of the session is read, a page at a time on the transaction's cursor
         (however many lines repeat an item; by their text, not by what the index holds
@@ -385,7 +332,7 @@ class Archive:
                 for text in wanted:  # each text's plan sees what the earlier ones changed
                     plan = plan_forgetting(page, text)
                     self.backend.rewrite(
-                        cursor, session_key, plan.changes, plan.answers, titles=plan.titles
+                        cursor, session_key, plan.changes, plan.answers, plan.titles
                     )
                     page = plan.applied(page)
 
@@ -399,6 +346,20 @@ class Archive:
     def lines(self, session_id: str) -> list[ArchiveRow]:
         """Every line the session has archived, in the order they were (an export)."""
         return self.backend.lines(self.ids.session_key(session_id))
+
+
+def _summary_row(
+    row: RowOf, old: ThreadState | None, now: datetime | None = None
+) -> ArchiveRow | None:
+    if old is None or not old.summary:
+        return None
+    return row(
+        f"summary-{old.summary_version}",
+        "summary",
+        now or old.last_compacted_at or old.messages[0].created_at,
+        redact_secrets(old.summary),
+        covers=f"..{old.covered_until}" if old.covered_until else None,
+    )
 
 
 def open_archive(
@@ -420,7 +381,7 @@ def open_archive(
             archive's table (`memory.archive.postgres_vectors`).
     """
     documents: Any = threads.documents
-    backend: Any
+    backend: SqliteArchive | PostgresArchive
     vectors: Any = None
     if documents.dialect == "sqlite":
         from memory.archive.sqlite import SqliteArchive

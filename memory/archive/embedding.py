@@ -7,13 +7,11 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from memory.archive.lines import ArchivedLine
 from memory.limits import DEFAULT_RECALL_DISTANCE
 
 EMBED_BATCH = 64
@@ -44,22 +42,6 @@ class ArchiveEmbeddings:
     model: str
     dims: int
     max_distance: float = DEFAULT_RECALL_DISTANCE
-
-
-class VectorBackend(Protocol):
-    """The archive's vectors on one database (the user's lines only: `EMBEDDED_ROLES`):
-    `memory.archive.sqlite_vectors`, `memory.archive.postgres_vectors`."""
-
-    def nearest(self, session_key: str, vector: Sequence[float], limit: int) -> list[ArchivedLine]:
-        """The session's lines nearest `vector`, nearest first, each with its neighbours."""
-
-    def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
-        """`(id, text)` of the session's newest `limit` lines without a vector of their
-        text, newest first."""
-
-    def add(self, session_key: str, embedded: Sequence[tuple[int, str, Sequence[float]]]) -> int:
-        """Store `(line id, text, vector)` for the lines that still read that text, in a
-        transaction of its own; returns how many were stored."""
 
 
 LOCAL = "local"

@@ -59,11 +59,6 @@ def names_in(text: str) -> frozenset[str]:
     return frozenset(term for word in found for term in query_terms(word))
 
 
-def _repeats(sentence: str, terms: frozenset[str], names: frozenset[str]) -> bool:
-    own = line_terms(sentence)
-    return bool(own & names) or len(own & terms) >= FORGET_SHARE * len(terms)
-
-
 def plan_forgetting(hits: Sequence[ArchivedLine], text: str) -> Forgetting:
     """The changes that forget `text` among `hits` (the lines sharing its terms)."""
     terms = frozenset(query_terms(text))
@@ -103,7 +98,12 @@ def forget_sentences(text: str, forgotten: Sequence[str]) -> str:
 
 def _forget_sentences(text: str, terms: frozenset[str], names: frozenset[str]) -> str:
     """`text` with each sentence that repeats the item replaced by `[forgotten]`."""
-    return forget_sentences_where(text, lambda sentence: _repeats(sentence, terms, names))
+
+    def repeats(sentence: str) -> bool:
+        own = line_terms(sentence)
+        return bool(own & names) or len(own & terms) >= FORGET_SHARE * len(terms)
+
+    return forget_sentences_where(text, repeats)
 
 
 def forget_sentences_where(text: str, repeats: Callable[[str], bool]) -> str:

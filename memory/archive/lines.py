@@ -7,7 +7,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 ArchiveRole = Literal["user", "assistant", "summary"]
 ROLES: tuple[ArchiveRole, ...] = ("user", "assistant", "summary")
@@ -50,11 +50,14 @@ class ArchiveRow:
     indexed: str | None = None
 
 
+COLUMNS = tuple(f.name for f in dataclasses.fields(ArchiveRow))
+"""The columns of `archive_lines` an `ArchiveRow` is written to and read from, in order."""
+
+
 def lines_sql(mark: str) -> str:
     """The statement that reads a session's lines back as `ArchiveRow`s (the session key
     its one parameter, written `mark`), in the order they were archived."""
-    columns = ", ".join(f.name for f in dataclasses.fields(ArchiveRow))
-    return f"SELECT {columns} FROM archive_lines WHERE session_key = {mark} ORDER BY id"
+    return f"SELECT {', '.join(COLUMNS)} FROM archive_lines WHERE session_key = {mark} ORDER BY id"
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,47 @@ class ArchivedLine:
         }
 
 
+def _moment(value: datetime | str) -> datetime:
+    # SQLite keeps a time as ISO text, PostgreSQL reads back a datetime
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
+
+def _neighbour(row: Sequence[Any], at: int) -> ArchivedLine | None:
+    if row[at] is None:
+        return None
+    return ArchivedLine(
+        id=row[at],
+        conversation_id=row[1],
+        title=row[2],
+        message_id=row[at + 1],
+        role=row[at + 2],
+        created_at=_moment(row[at + 3]),
+        text=row[at + 4],
+    )
+
+
+def read_line(row: Sequence[Any]) -> ArchivedLine:
+    """A row of either backend's search statement as a hit with its neighbours: the hit's
+    line and score, then `(id, message_id, role, created_at, text)` of each neighbour
+    (previous, following, said before, said after, said later), then its distance."""
+    return ArchivedLine(
+        id=row[0],
+        conversation_id=row[1],
+        title=row[2],
+        message_id=row[3],
+        role=row[4],
+        created_at=_moment(row[5]),
+        text=row[6],
+        score=float(row[7]),
+        previous=_neighbour(row, 8),
+        following=_neighbour(row, 13),
+        said_before=_neighbour(row, 18),
+        said_after=_neighbour(row, 23),
+        said_later=_neighbour(row, 28),
+        distance=None if row[33] is None else float(row[33]),
+    )
+
+
 @dataclass(frozen=True)
 class Frequencies:
     """How common a query's terms are among the session's lines searched.
@@ -127,74 +171,12 @@ class ArchiveWrite:
     Attributes:
         rows: lines to append (a line already archived is left as it is).
         drop_conversations: conversation keys whose lines go (a deleted conversation).
-        drop_session: the session key whose lines all go.
+        drop_session: the session key whose lines all go (its archive forgotten).
     """
 
     rows: Sequence[ArchiveRow] = ()
     drop_conversations: Sequence[str] = ()
     drop_session: str | None = None
-    """A session key whose every line goes (its archive forgotten)."""
 
     def __bool__(self) -> bool:
         return bool(self.rows or self.drop_conversations or self.drop_session)
-
-
-class ArchiveBackend(Protocol):
-    """The archive on one database; `write` and `rewrite` run inside the caller's
-    transaction (and `search` too when given its cursor)."""
-
-    def write(self, cursor: Any, change: ArchiveWrite) -> None:
-        """Apply `change` with `cursor`, inside the transaction that holds it."""
-
-    def frequencies(
-        self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
-    ) -> Frequencies:
-        """How many of the session's lines of `roles` hold each of `terms`."""
-
-    def search(
-        self,
-        session_key: str,
-        terms: Sequence[str],
-        limit: int,
-        *,
-        neighbours: bool = False,
-        roles: Sequence[str] = ROLES,
-        conversation_key: str | None = None,
-        cursor: Any = None,
-        frequencies: Frequencies | None = None,
-    ) -> list[ArchivedLine]:
-        """The session's lines of `roles` sharing any of `terms`, best first, in one query
-        (with `neighbours`, each with the lines said just before and after it; with
-        `conversation_key`, of that conversation only; with `cursor`, inside the
-        transaction that holds it, its own changes seen; `frequencies`: the terms'
-        among those lines, when the caller has them already)."""
-
-    def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
-        """With `cursor`: the session's next `limit` lines after id `after`, by id."""
-
-    def rewrite(
-        self,
-        cursor: Any,
-        session_key: str,
-        changes: Mapping[int, str],
-        message_ids: Sequence[str] = (),
-        text: str = FORGOTTEN,
-        *,
-        titles: Mapping[str, str] | None = None,
-    ) -> int:
-        """With `cursor`, inside the transaction the caller commits: give the session's
-        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
-        its lines titled by a key of `titles` that title's value (the index follows)."""
-
-    def forget_session(self, session_key: str) -> int:
-        """Delete every line of the session; returns how many."""
-
-    def sweep(self, cutoff: datetime) -> int:
-        """Delete the lines of conversations whose newest line predates `cutoff`."""
-
-    def count(self, session_key: str) -> int:
-        """How many lines the session has."""
-
-    def lines(self, session_key: str) -> list[ArchiveRow]:
-        """Every line of the session as it was written, oldest first (in the order they
-        were archived, which breaks a search's ties)."""

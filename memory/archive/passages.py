@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from memory.archive.terms import line_terms, term_weight
@@ -47,10 +48,7 @@ def _passage(text: str, terms: tuple[str, ...], limit: int) -> str:
     # cached: a recall prices each candidate, and the next turn's mostly again
     parts = sentences(text)
     held = [line_terms(part).intersection(terms) for part in parts]
-    lines_with: dict[str, int] = {}
-    for found in held:
-        for term in found:
-            lines_with[term] = lines_with.get(term, 0) + 1
+    lines_with = Counter(term for found in held for term in found)
     weights = [
         sum(term_weight(term) * math.log(1 + len(parts) / lines_with[term]) for term in found)
         for found in held
@@ -69,5 +67,5 @@ def _passage(text: str, terms: tuple[str, ...], limit: int) -> str:
         matched = max(range(len(parts)), key=lambda i: (weights[i], -i))
         return clamp(parts[matched] if weights[matched] else text, limit)
     return " ".join(
-        (["…"] if start > 0 else []) + parts[start:end] + (["…"] if end < len(parts) else [])
+        ([GAP] if start > 0 else []) + parts[start:end] + ([GAP] if end < len(parts) else [])
     )

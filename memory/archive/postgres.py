@@ -13,6 +13,7 @@ same lines, Chinese included.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -24,6 +25,7 @@ from memory.archive.lines import (
     ArchiveRow,
     ArchiveWrite,
     Frequencies,
+    read_line,
 )
 from memory.archive.postgres_sql import (
     FREQUENCIES_SQL,
@@ -40,48 +42,15 @@ from memory.archive.postgres_sql import (
 from memory.archive.ranking import distinctive
 
 
-def _neighbour(row: dict[str, Any], prefix: str) -> ArchivedLine | None:
-    if row[f"{prefix}_id"] is None:
-        return None
-    return ArchivedLine(
-        id=row[f"{prefix}_id"],
-        conversation_id=row["conversation_id"],
-        title=row["title"],
-        message_id=row[f"{prefix}_message_id"],
-        role=row[f"{prefix}_role"],
-        created_at=row[f"{prefix}_created_at"],
-        text=row[f"{prefix}_text"],
-    )
-
-
-def _line(row: dict[str, Any]) -> ArchivedLine:
-    return ArchivedLine(
-        id=row["id"],
-        conversation_id=row["conversation_id"],
-        title=row["title"],
-        message_id=row["message_id"],
-        role=row["role"],
-        created_at=row["created_at"],
-        text=row["text"],
-        score=float(row["score"]),
-        distance=None if row["distance"] is None else float(row["distance"]),
-        previous=_neighbour(row, "p"),
-        following=_neighbour(row, "n"),
-        said_before=_neighbour(row, "pu"),
-        said_after=_neighbour(row, "nu"),
-        said_later=_neighbour(row, "nl"),
-    )
-
-
+@dataclasses.dataclass(eq=False)
 class PostgresArchive:
     """The archive in the thread store's PostgreSQL database.
 
-    Args:
+    Attributes:
         pool: the thread store's connection pool (autocommit connections, dict rows).
     """
 
-    def __init__(self, pool: Any) -> None:
-        self.pool = pool
+    pool: Any
 
     def setup(self) -> None:
         """Create the tables, indexes and trigger (idempotent), one worker at a time; lines
@@ -107,8 +76,7 @@ class PostgresArchive:
             conn.execute("INSERT INTO archive_layout VALUES (%s)", (INDEX_VERSION,))
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
-        """Delete the dropped conversations' lines and append the new ones with `cursor`,
-        inside the transaction the caller commits."""
+        """As `SqliteArchive.write`."""
         if change.drop_conversations:
             cursor.execute(
                 "DELETE FROM archive_lines WHERE conversation_key = ANY(%s)",
@@ -123,16 +91,7 @@ class PostgresArchive:
                 INSERT_LINE_SQL,
                 [
                     (
-                        row.session_key,
-                        row.conversation_key,
-                        row.conversation_id,
-                        row.title,
-                        row.message_id,
-                        row.role,
-                        row.created_at,
-                        row.text,
-                        row.covers,
-                        row.indexed,
+                        *dataclasses.astuple(row),
                         *indexed(row.text if row.indexed is None else row.indexed),
                     )
                     for row in change.rows
@@ -142,8 +101,7 @@ class PostgresArchive:
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
     ) -> Frequencies:
-        """How many of the session's lines of `roles` hold each of `terms`, counted up to
-        just past the commonness cut (`memory.archive.ranking`), in one query."""
+        """As `SqliteArchive.frequencies`, but exact counts, in one query."""
         with self.pool.connection() as conn:
             return self._frequencies(conn, session_key, terms, roles)
 
@@ -167,50 +125,26 @@ class PostgresArchive:
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
         conversation_key: str | None = None,
-        cursor: Any = None,
         frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
-        """The session's lines of `roles` sharing any of `terms`, best BM25 first (as
-        SQLite ranks them), each with the lines said just before and after it when
-        `neighbours`, of the conversation of `conversation_key` only when given (with
-        `cursor`, in the transaction that holds it: its own changes are seen;
-        `frequencies`: the terms' among those lines, when the caller has them)."""
+        """As `SqliteArchive.search`, ranked by BM25 as SQLite ranks them."""
         if not terms or limit <= 0 or not roles:
             return []
-        if cursor is not None:
-            return self._search(
-                cursor, session_key, terms, limit, neighbours, roles, conversation_key, frequencies
-            )
-        with self.pool.connection() as conn:
-            return self._search(
-                conn, session_key, terms, limit, neighbours, roles, conversation_key, frequencies
-            )
-
-    def _search(
-        self,
-        db: Any,
-        session_key: str,
-        terms: Sequence[str],
-        limit: int,
-        neighbours: bool,
-        roles: Sequence[str],
-        conversation_key: str | None,
-        frequencies: Frequencies | None,
-    ) -> list[ArchivedLine]:
-        counted = frequencies or self._frequencies(db, session_key, terms, roles)
-        counts = counted.lines_with  # exact: no term needs counting again
-        kept = distinctive(terms, counts, counted.total, lambda common: counts)
-        params = {
-            "terms": kept,
-            "held": [counts.get(term, 0) for term in kept],
-            "roles": list(roles),
-            "query": tsquery_literal(kept),
-            "session": session_key,
-            "limit": limit,
-            "neighbours": neighbours,
-            "conversation": conversation_key,
-        }
-        return [_line(row) for row in db.execute(SEARCH_SQL, params).fetchall()]
+        with self.pool.connection() as db:
+            counted = frequencies or self._frequencies(db, session_key, terms, roles)
+            counts = counted.lines_with  # exact: no term needs counting again
+            kept = distinctive(terms, counts, counted.total, lambda common: counts)
+            params = {
+                "terms": kept,
+                "held": [counts.get(term, 0) for term in kept],
+                "roles": list(roles),
+                "query": tsquery_literal(kept),
+                "session": session_key,
+                "limit": limit,
+                "neighbours": neighbours,
+                "conversation": conversation_key,
+            }
+            return [read_line(tuple(row.values())) for row in db.execute(SEARCH_SQL, params)]
 
     def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
         """With `cursor`: the session's next `limit` lines after id `after`, by id."""
@@ -226,17 +160,12 @@ class PostgresArchive:
         cursor: Any,
         session_key: str,
         changes: Mapping[int, str],
-        message_ids: Sequence[str] = (),
-        text: str = FORGOTTEN,
-        *,
-        titles: Mapping[str, str] | None = None,
-    ) -> int:
-        """With `cursor`, inside the transaction the caller commits: give the session's
-        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
-        its lines titled by a key of `titles` that title's value, index included (a
-        rewritten line loses its vector: the old text's would find it again)."""
-        done = 0
-        for old, new in (titles or {}).items():
+        message_ids: Sequence[str],
+        titles: Mapping[str, str],
+    ) -> None:
+        """As `SqliteArchive.rewrite`: a rewritten line loses its vector (the old text's
+        would find it again)."""
+        for old, new in titles.items():
             cursor.execute(
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
                 (new, session_key, old),
@@ -255,22 +184,13 @@ class PostgresArchive:
                 " size = %s WHERE session_key = %s AND id = %s",
                 (new, *indexed(new), session_key, line_id),
             )
-            done += cursor.rowcount
         # (last: a line forgotten whole by its message id stays so, whatever else changed)
         if message_ids:
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND message_id = ANY(%s)",
-                (text, *indexed(text), session_key, list(message_ids)),
+                (FORGOTTEN, *indexed(FORGOTTEN), session_key, list(message_ids)),
             )
-            done += cursor.rowcount
-        return done
-
-    def forget_session(self, session_key: str) -> int:
-        """Delete every line of the session."""
-        with self.pool.connection() as conn:
-            done = conn.execute("DELETE FROM archive_lines WHERE session_key = %s", (session_key,))
-            return int(done.rowcount)
 
     def sweep(self, cutoff: datetime) -> int:
         """Delete the lines of every conversation whose newest line predates `cutoff`."""

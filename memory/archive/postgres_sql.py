@@ -1,16 +1,12 @@
-"""The PostgreSQL archive's schema and statements, and the literals of its terms.
-
-The `tsvector` and `tsquery` are built from the archive's own terms
-(`memory.archive.terms`), with their positions: no text search configuration stems or
-drops them. `SEARCH_SQL` ranks as SQLite's FTS5 does (`memory.archive.ranking`).
-"""
+"""The PostgreSQL archive's schema and statements, and the literals of its terms (how
+they are built and ranked: `memory.archive.postgres`)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
 
-from memory.archive.lines import lines_sql
+from memory.archive.lines import COLUMNS, lines_sql
 from memory.archive.ranking import IDF_FLOOR, K1, B
 from memory.archive.terms import index_terms
 
@@ -123,9 +119,8 @@ RECOUNT_SQL = (
     " GROUP BY session_key, term, role",
 )
 INSERT_LINE_SQL = (
-    "INSERT INTO archive_lines (session_key, conversation_key, conversation_id, title,"
-    " message_id, role, created_at, text, covers, indexed, terms, size)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s) ON CONFLICT DO NOTHING"
+    f"INSERT INTO archive_lines ({', '.join(COLUMNS)}, terms, size)"
+    f" VALUES ({', '.join(['%s'] * len(COLUMNS))}, %s::tsvector, %s) ON CONFLICT DO NOTHING"
 )
 LINES_SQL = lines_sql("%s")
 FREQUENCIES_SQL = """
@@ -164,12 +159,41 @@ NEAREST_RANKED_SQL = """ranked AS MATERIALIZED (
 """The dense candidates, scanned in Python: those still the session's and still embedded."""
 
 
+NEIGHBOURS = (
+    ("p", "<", "<> 'summary'", ""),
+    ("n", ">", "<> 'summary'", ""),
+    ("pu", "<", "= 'user'", ""),
+    ("nu", ">", "= 'user'", ""),
+    ("nl", ">", "= 'user'", " OFFSET 1"),
+)
+"""Each neighbour a hit is read with (the line before, after, the user's before, after, and
+the one after that), in `read_line`'s order: its alias, side, role and rank."""
+_NEIGHBOUR_COLUMNS = ("id", "message_id", "role", "created_at", "text")
+
+
+def _near(alias: str, direction: str, role: str, offset: str) -> str:
+    order = "q.id DESC" if direction == "<" else "q.id"
+    return f"""LEFT JOIN LATERAL (
+  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
+  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id {direction} h.id
+    AND q.role {role}
+  ORDER BY {order} LIMIT 1{offset}
+) {alias} ON true"""
+
+
 def search_sql(ranked: str, embedded_only: bool = False) -> str:
     """The statement of a search whose candidates `ranked` names (`id, score[, distance]`),
-    best first, each with the lines said around it when `%(neighbours)s`."""
+    best first, each with the lines said around it when `%(neighbours)s`, its columns in
+    the order `memory.archive.lines.read_line` reads."""
     distance = "r.distance" if embedded_only else "NULL::float8"
     only = "JOIN archive_vectors e ON e.id = l.id WHERE l.session_key = %(session)s"
     only = only if embedded_only else ""
+    around = ", ".join(
+        f"{alias}.{column} AS {alias}_{column}"
+        for alias, *_ in NEIGHBOURS
+        for column in _NEIGHBOUR_COLUMNS
+    )
+    joins = "\n".join(_near(*neighbour) for neighbour in NEIGHBOURS)
     return f"""
 WITH {ranked}, hits AS (
   SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
@@ -177,46 +201,8 @@ WITH {ranked}, hits AS (
   FROM ranked r JOIN archive_lines l ON l.id = r.id {only}
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
-       h.score, h.distance, p.id AS p_id, p.message_id AS p_message_id, p.role AS p_role,
-       p.created_at AS p_created_at, p.text AS p_text,
-       n.id AS n_id, n.message_id AS n_message_id, n.role AS n_role,
-       n.created_at AS n_created_at, n.text AS n_text,
-       pu.id AS pu_id, pu.message_id AS pu_message_id, pu.role AS pu_role,
-       pu.created_at AS pu_created_at, pu.text AS pu_text,
-       nu.id AS nu_id, nu.message_id AS nu_message_id, nu.role AS nu_role,
-       nu.created_at AS nu_created_at, nu.text AS nu_text,
-       nl.id AS nl_id, nl.message_id AS nl_message_id, nl.role AS nl_role,
-       nl.created_at AS nl_created_at, nl.text AS nl_text
-FROM hits h LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
-    AND q.role <> 'summary'
-  ORDER BY q.id DESC LIMIT 1
-) p ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role <> 'summary'
-  ORDER BY q.id LIMIT 1
-) n ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id < h.id
-    AND q.role = 'user'
-  ORDER BY q.id DESC LIMIT 1
-) pu ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role = 'user'
-  ORDER BY q.id LIMIT 1
-) nu ON true
-LEFT JOIN LATERAL (
-  SELECT q.id, q.message_id, q.role, q.created_at, q.text FROM archive_lines q
-  WHERE %(neighbours)s AND q.conversation_key = h.conversation_key AND q.id > h.id
-    AND q.role = 'user'
-  ORDER BY q.id LIMIT 1 OFFSET 1
-) nl ON true
+       h.score, {around}, h.distance
+FROM hits h {joins}
 ORDER BY h.score DESC, h.distance, h.id DESC
 """
 
@@ -225,17 +211,15 @@ SEARCH_SQL = search_sql(RANKED_SQL)
 NEAREST_SQL = search_sql(NEAREST_RANKED_SQL, embedded_only=True)
 
 
-def tsvector_literal(text: str) -> str:
-    """`'term':1,4 'other':2`: the line's terms with their positions."""
-    positions: dict[str, list[int]] = defaultdict(list)
-    for position, term in enumerate(index_terms(text)[:MAX_POSITION], start=1):
-        positions[term].append(position)
-    return " ".join(f"'{term}':{','.join(map(str, found))}" for term, found in positions.items())
-
-
 def indexed(text: str) -> tuple[str, int]:
-    """A line's `terms` and `size` (how many terms it has: BM25's length of a line)."""
-    return tsvector_literal(text), min(len(index_terms(text)), MAX_POSITION)
+    """A line's `terms` (`'term':1,4 'other':2`: its terms with their positions) and `size`
+    (how many terms it has: BM25's length of a line)."""
+    terms = index_terms(text)[:MAX_POSITION]
+    positions: dict[str, list[int]] = defaultdict(list)
+    for position, term in enumerate(terms, start=1):
+        positions[term].append(position)
+    found = " ".join(f"'{term}':{','.join(map(str, at))}" for term, at in positions.items())
+    return found, len(terms)
 
 
 def tsquery_literal(terms: Sequence[str]) -> str:

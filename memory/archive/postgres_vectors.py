@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine
-from memory.archive.postgres import _line
+from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine, read_line
 from memory.archive.postgres_sql import NEAREST_SQL, SETUP_LOCK_KEY
 
 CACHED_SESSIONS = 16
@@ -41,11 +40,6 @@ ADD_SQL = (
     " ON CONFLICT (id) DO UPDATE SET embedding = EXCLUDED.embedding"
 )
 """A batch's vectors in one statement, of the lines still reading the text embedded."""
-
-
-def as_bytes(vector: Sequence[float]) -> bytes:
-    """A vector as stored: float32, little-endian."""
-    return np.asarray(vector, dtype="<f4").tobytes()
 
 
 class PostgresVectors:
@@ -131,7 +125,8 @@ class PostgresVectors:
                 "neighbours": True,
             }
             rows = conn.execute(NEAREST_SQL, params).fetchall()
-        return [line for line in map(_line, rows) if line.text not in (REDACTED, FORGOTTEN)]
+        found = [read_line(tuple(row.values())) for row in rows]
+        return [line for line in found if line.text not in (REDACTED, FORGOTTEN)]
 
     def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
         """The session's newest `limit` lines of the embedded roles without a vector,
@@ -151,6 +146,6 @@ class PostgresVectors:
             return 0
         ids = [line_id for line_id, _, _ in rows]
         texts = [text for _, text, _ in rows]
-        vectors = [as_bytes(vector) for _, _, vector in rows]
+        vectors = [np.asarray(vector, dtype="<f4").tobytes() for _, _, vector in rows]
         with self.pool.connection() as conn:
             return int(conn.execute(ADD_SQL, (ids, vectors, texts, session_key)).rowcount)

@@ -3,30 +3,19 @@
 Whether a message recalls anything at all is decided first (`memory.archive.relevance`:
 most messages are about the world, not the user's past). Then these pure functions pick
 among the hits of one search. The query is the new message, plus the previous user
-message when the new one is too short to stand alone ("and what about that?"). Both sides
-are searched: what the assistant said (a recipe, a plan, the numbers it worked out) is
-what users most often come back for, and the index weighs each word by how rare it is
-in the session, so the words every answer repeats weigh next to nothing. A hit must
-clear a floor: it shares a subject term with the query (not a stop word, a number or a
-lone letter: `memory.archive.terms.term_weight`). This
-conversation's own lines are recalled once compaction folded them out of view, never
-while they are in it. With embeddings, the lines nearest the
-message's embedding are hits too: one sharing no subject term must be within a distance
-(`ArchiveEmbeddings.max_distance`).
-A short line is ranked by the unit it makes with the short lines said just before and
-after it (`by_units`: its BM25 score plus theirs, when they are hits too); a long one by
-its own.
-Hits are ranked by reciprocal-rank fusion of their lexical rank, their embedding's rank
-and their recency rank; lines the context already holds (this conversation's recent
-messages, text its summary quotes) are left out.
-
-A hit comes with the lines it needs to make sense: a user's question with its answer, a
-short reply after the lines it replies to. What the hits leave of the budget goes to the
-lines around them, best hit first (the line after a hit and the user's next, then the
-line before it, then the user's lines further on): the answer to a question is the line
-after it, and a fact is often said a line or two after the line that names what it is
-about. Hits come in two rounds, each widened so: the best `FIRST_ROUND`, then the rest
-(a block of long lines has budget left after the first).
+message when the new one is too short to stand alone ("and what about that?"). Both
+sides are searched: what the assistant said (a recipe, a plan, the numbers it worked
+out) is what users most often come back for, and the index weighs each word by how rare
+it is in the session, so the words every answer repeats weigh next to nothing. A hit
+must clear a floor: it shares a subject term with the query (not a stop word, a number
+or a lone letter: `memory.archive.terms.term_weight`). This conversation's own lines are
+recalled once compaction folded them out of view, never while they are in it. With
+embeddings, the lines nearest the message's embedding are hits too: one sharing no
+subject term must be within a distance (`ArchiveEmbeddings.max_distance`). Hits are
+ranked by their units (`by_units`), then by fusion with their embedding's and recency
+ranks (`fuse`); each comes with the lines it needs to make sense (`_with_neighbours`),
+and what the hits leave of the budget goes to the lines around them (`_widen`), in two
+rounds (`FIRST_ROUND`).
 """
 
 from __future__ import annotations
@@ -184,14 +173,10 @@ class Recall:
         return [line.id for line in self.lines]
 
 
-def shown(line: ArchivedLine) -> str:
-    """`line`'s text as the block shows it (quoted, cut to its role's length)."""
-    return _shown(line.role, line.text)
-
-
 @functools.lru_cache(maxsize=4096)
-def _shown(role: str, text: str) -> str:
-    # cached: a recall prices each of its candidates, and the next turn's mostly again
+def shown(text: str) -> str:
+    """A line's text as the block shows it (quoted, cut to `LINE_CHARS`); cached: a recall
+    prices each of its candidates, and the next turn's mostly again."""
     return quoted(clamp(text, LINE_CHARS))
 
 
@@ -206,7 +191,7 @@ def line_tokens(line: ArchivedLine) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _line_tokens(role: str, text: str) -> int:
-    return approximate_tokens(RECALL_LINE.format(role=role, text=_shown(role, text))) + 1
+    return approximate_tokens(RECALL_LINE.format(role=role, text=shown(text))) + 1
 
 
 @functools.lru_cache(maxsize=1024)
@@ -235,7 +220,7 @@ def render(lines: Sequence[ArchivedLine]) -> str:
         if _heading(line) != current:
             current = _heading(line)
             out.append(RECALL_HEADING.format(date=current[0], title=quoted(line.title)))
-        out.append(RECALL_LINE.format(role=line.role, text=shown(line)))
+        out.append(RECALL_LINE.format(role=line.role, text=shown(line.text)))
     return "\n".join(out)
 
 
@@ -263,25 +248,20 @@ class _Block:
         for message in state.messages:
             self.held.add(message.text)
 
-    def holds(self, line: ArchivedLine) -> bool:
-        """Whether the context holds `line` already (a recent message of this
-        conversation, this conversation's summary, or a line its summary quotes)."""
+    def new(self, line: ArchivedLine | None) -> bool:
+        """Whether `line` is not in the block yet and says something the context does not
+        hold already (a recent message of this conversation, this conversation's summary,
+        or a line its summary quotes)."""
+        if line is None or line.id in self.seen:
+            return False
+        if line.text in (REDACTED, FORGOTTEN) or line.message_id in self.excluded:
+            return False  # nothing left to say, or no longer true
         if line.conversation_id == self.conversation_id and (
             line.message_id in self.in_context or line.role == "summary"
         ):
-            return True
-        summary = self.summary
-        return bool(summary) and len(line.text) > 20 and _folded(line.text) in summary
-
-    def wanted(self, line: ArchivedLine) -> bool:
-        """Whether `line` says something the context does not hold already."""
-        if line.text in (REDACTED, FORGOTTEN) or line.message_id in self.excluded:
-            return False  # nothing left to say, or no longer true
-        return not self.holds(line)
-
-    def new(self, line: ArchivedLine | None) -> bool:
-        """Whether `line` is wanted and not in the block yet."""
-        return line is not None and line.id not in self.seen and self.wanted(line)
+            return False
+        folded = bool(self.summary) and len(line.text) > 20
+        return not (folded and _folded(line.text) in self.summary)
 
     def fit(self, line: ArchivedLine) -> ArchivedLine:
         """`line` as the block shows it: a long one cut to its passage for the query."""
@@ -302,32 +282,7 @@ class _Block:
         self.headed.update(_heading(line) for line in lines)
         self.seen.update(line.id for line in lines)
         for line in lines:  # what the block shows of them (an answer is cut short)
-            self.held.add(shown(line))
-
-
-def _eligible(
-    hits: Sequence[ArchivedLine],
-    nearest: Sequence[ArchivedLine],
-    terms: Sequence[str],
-    block: _Block,
-    max_distance: float,
-) -> tuple[list[ArchivedLine], list[ArchivedLine]]:
-    """The lines of either side among `hits` and `nearest` that clear the floors (see the
-    module docstring), in their order."""
-
-    # no bar set by what the context holds: the current conversation's own lines on the
-    # subject would otherwise keep out the other conversations' that the question needs
-    # (on RealMem's dev personas a new turn of a conversation recalled nothing a fifth
-    # of the times a new conversation recalled something)
-    lexical = [hit for hit in hits if hit.role != "summary" and clears_floor(hit, terms)]
-    found = [(hit, hit.distance) for hit in nearest if hit.role != "summary"]
-    # a line sharing no subject term with the message is related by its embedding alone
-    close = [
-        hit
-        for hit, distance in found
-        if distance is not None and (distance <= max_distance or clears_floor(hit, terms))
-    ]
-    return lexical, close
+            self.held.add(shown(line.text))
 
 
 def choose(
@@ -344,7 +299,19 @@ def choose(
     """The lines to recall among `hits` (best lexical rank first) and `nearest` (nearest
     embedding first), none of `exclude_message_ids` (see the module docstring)."""
     block = _Block(conversation_id, state, max_tokens, exclude_message_ids, terms)
-    lexical, close = _eligible(hits, nearest, terms, block, max_distance)
+    # no bar set by what the context holds: the current conversation's own lines on the
+    # subject would otherwise keep out the other conversations' that the question needs
+    # (on RealMem's dev personas a new turn of a conversation recalled nothing a fifth
+    # of the times a new conversation recalled something)
+    lexical = [hit for hit in hits if hit.role != "summary" and clears_floor(hit, terms)]
+    # a line sharing no subject term with the message is related by its embedding alone
+    close = [
+        hit
+        for hit in nearest
+        if hit.role != "summary"
+        and hit.distance is not None
+        and (hit.distance <= max_distance or clears_floor(hit, terms))
+    ]
     taken: list[tuple[ArchivedLine, list[ArchivedLine]]] = []
     ranked = fuse(by_units(lexical), close)
     for hits_of_round in (ranked[:FIRST_ROUND], ranked[FIRST_ROUND:]):

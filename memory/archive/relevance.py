@@ -64,12 +64,8 @@ class Judge:
 def judge() -> Judge:
     """The judge frozen in `JUDGE_PATH`."""
     fitted = json.loads(JUDGE_PATH.read_text(encoding="utf-8"))
-    return Judge(
-        fitted["model"],
-        tuple(float(w) for w in fitted["weights"]),
-        float(fitted["bias"]),
-        float(fitted["threshold"]),
-    )
+    weights = tuple(map(float, fitted["weights"]))
+    return Judge(fitted["model"], weights, float(fitted["bias"]), float(fitted["threshold"]))
 
 
 BACKGROUND_SHARE = 0.1
@@ -95,12 +91,6 @@ SCORE_FLOOR = 2.7
 many rare words' worth (`by_score`)."""
 
 
-def rare_word(total: int) -> float:
-    """The BM25 score of one word said once in an archive of `total` lines (at tf 1 and
-    an average length): ln((N - 0.5) / 1.5)."""
-    return max(math.log((total - 0.5) / 1.5), IDF_FLOOR) if total > 2 else IDF_FLOOR
-
-
 def by_score(hits: Sequence[ArchivedLine], total: int) -> bool:
     """Whether the best of `hits` (scored by BM25) scores at least `SCORE_FLOOR` rare
     words' worth in an archive of `total` lines: it shares that much that is rare with
@@ -111,11 +101,11 @@ def by_score(hits: Sequence[ArchivedLine], total: int) -> bool:
     said before it; the 156 off-topic dev probes against each persona's whole archive,
     780 probes): on its own, 2.7 lets 1.7% of the off-topic probes recall and 80% of the
     queries that need memory (2.5: 2.3% and 85%; 3.0: 1.2% and 75%), too few to decide
-    alone (and on the dev long archive, whose questions are short, it alone kept 17%
-    of the evidence against 65%); beside the cue lists the judge replaced it added 6%
-    of the queries that need memory (89% to 95%) and 0.6% of the off-topic probes.
-    wordllama's best similarity did worse on the same probes (at a 2% off-topic share,
-    10% of the queries that need memory).
+    alone (and on the dev long archive, whose questions are short, it alone kept 17% of
+    the evidence against 65%). wordllama's best similarity did worse on the same probes
+    (at a 2% off-topic share, 10% of the queries that need memory).
     """
     best = max((hit.score for hit in hits), default=0.0)
-    return best > 0.0 and best >= SCORE_FLOOR * rare_word(total)
+    # one word said once, at tf 1 and an average length: ln((N - 0.5) / 1.5)
+    rare_word = max(math.log((total - 0.5) / 1.5), IDF_FLOOR) if total > 2 else IDF_FLOOR
+    return best > 0.0 and best >= SCORE_FLOOR * rare_word

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Iterable
 
+from memory.archive.passages import SENTENCE
 from memory.archive.terms import QUERY_STOP_WORDS
 
 NEAR_DUPLICATE = 0.8
@@ -23,8 +24,6 @@ NEAR_DUPLICATE = 0.8
 FEWEST_WORDS = 4
 """A text of fewer subject words is no copy of anything: it is cheap."""
 _WORDS = re.compile(r"\w+")
-_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|\.(?=\d))+[.!?。！？]*[\"”'’)]*\s*|\n")
-"""A sentence: up to its closing mark and quote ("1.5 bar" is one sentence, not two)."""
 
 
 @functools.lru_cache(maxsize=8192)
@@ -77,8 +76,8 @@ def unrepeated(answer: str, given: Iterable[str]) -> str | None:
     when it repeats none of them (it is indexed whole)."""
     held = Held()
     for text in given:  # sentence by sentence: a copy of one, not words strewn over many
-        for sentence in _SENTENCE.findall(text):
+        for sentence in SENTENCE.findall(text):
             held.add(sentence)
-    sentences = _SENTENCE.findall(answer)
+    sentences = SENTENCE.findall(answer)
     kept = [sentence for sentence in sentences if not held.repeats(sentence)]
     return None if len(kept) == len(sentences) else "".join(kept).strip()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import threading
@@ -11,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory.archive.lines import (
+    COLUMNS,
     EMBEDDED_ROLES,
     FORGOTTEN,
     ROLES,
@@ -18,6 +20,7 @@ from memory.archive.lines import (
     ArchiveRow,
     ArchiveWrite,
     Frequencies,
+    read_line,
 )
 from memory.archive.ranking import distinctive
 from memory.archive.sqlite_index import (
@@ -35,10 +38,10 @@ from memory.archive.sqlite_index import (
     held_counts,
     index_row,
     match_expression,
+    search_sql,
     session_frequencies,
     stamp,
 )
-from memory.archive.sqlite_search import read_line, search_sql
 from memory.storage.sqlite.connection import scrub_on_commit, sqlite_transaction
 
 logger = logging.getLogger(__name__)
@@ -61,22 +64,20 @@ VECTORS_LEFT_BEHIND = (
 )
 
 
+@dataclasses.dataclass(eq=False)
 class SqliteArchive:
     """The archive in a SQLite file (or in-memory database) shared with the checkpointer.
 
-    Args:
+    Attributes:
         conn: the checkpointer's connection.
         lock: the checkpointer's lock (the connection is shared between threads).
         vectors: the lines' embeddings (`AGENT_EMBEDDINGS_MODEL`), which every deletion
             and rewrite of a line deletes in its own transaction.
     """
 
-    def __init__(
-        self, conn: sqlite3.Connection, lock: threading.Lock, vectors: SqliteVectors | None = None
-    ) -> None:
-        self.conn = conn
-        self.lock = lock
-        self.vectors = vectors
+    conn: sqlite3.Connection
+    lock: threading.Lock
+    vectors: SqliteVectors | None = None
 
     def setup(self) -> None:
         """Create the tables (idempotent), and rebuild an index of an earlier layout (one
@@ -105,28 +106,15 @@ class SqliteArchive:
                 logger.warning(VECTORS_LEFT_BEHIND)
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
-        """Delete the dropped conversations' lines and append the new ones with `cursor`,
-        inside the transaction the caller commits."""
+        """With `cursor`, in the transaction the caller commits: delete the dropped
+        conversations' lines and append the new ones."""
         for key in change.drop_conversations:
             self._drop(cursor, "conversation_key = ?", (key,))
         if change.drop_session is not None:
             self._drop(cursor, "session_key = ?", (change.drop_session,))
         for row in change.rows:
-            cursor.execute(
-                INSERT_LINE_SQL,
-                (
-                    row.session_key,
-                    row.conversation_key,
-                    row.conversation_id,
-                    row.title,
-                    row.message_id,
-                    row.role,
-                    stamp(row.created_at),
-                    row.text,
-                    row.covers,
-                    row.indexed,
-                ),
-            )
+            values = {**dataclasses.asdict(row), "created_at": stamp(row.created_at)}
+            cursor.execute(INSERT_LINE_SQL, values)
             if cursor.rowcount == 1:
                 indexed = row.text if row.indexed is None else row.indexed
                 index = index_row(cursor.lastrowid, row.session_key, row.role, indexed)
@@ -149,45 +137,27 @@ class SqliteArchive:
         neighbours: bool = False,
         roles: Sequence[str] = ROLES,
         conversation_key: str | None = None,
-        cursor: sqlite3.Cursor | None = None,
         frequencies: Frequencies | None = None,
     ) -> list[ArchivedLine]:
-        """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, each
-        with the lines said just before and after it when `neighbours`, of the conversation
-        of `conversation_key` only when given, in one query (with `cursor`, in the
-        transaction that holds it: its own changes are seen; `frequencies`: the terms'
-        among those lines, when the caller has them)."""
+        """The session's lines of `roles` sharing any of `terms`, best `bm25()` first, in one
+        query: with `neighbours`, each with the lines said around it; of `conversation_key`'s
+        conversation only when given (`frequencies`: the terms' among those lines, when the
+        caller has them)."""
         if not terms or limit <= 0 or not roles:
             return []
-        where = (session_key, terms, limit, neighbours, roles, conversation_key, frequencies)
-        if cursor is not None:  # its transaction holds the lock already
-            return self._search(cursor, *where)
         with self.lock:
-            return self._search(self.conn, *where)
-
-    def _search(
-        self,
-        db: sqlite3.Connection | sqlite3.Cursor,
-        session_key: str,
-        terms: Sequence[str],
-        limit: int,
-        neighbours: bool,
-        roles: Sequence[str],
-        conversation_key: str | None,
-        frequencies: Frequencies | None,
-    ) -> list[ArchivedLine]:
-        counted = frequencies or session_frequencies(db, session_key, terms, roles)
-        terms = distinctive(
-            terms,
-            counted.lines_with,
-            counted.total,
-            lambda common: held_counts(db, session_key, common, roles),
-        )
-        expression = match_expression(session_key, terms, roles)
-        conversation = (conversation_key, conversation_key)
-        rows = db.execute(
-            SEARCH_SQL, (expression, *conversation, limit, session_key, neighbours, neighbours)
-        ).fetchall()
+            counted = frequencies or session_frequencies(self.conn, session_key, terms, roles)
+            terms = distinctive(
+                terms,
+                counted.lines_with,
+                counted.total,
+                lambda common: held_counts(self.conn, session_key, common, roles),
+            )
+            expression = match_expression(session_key, terms, roles)
+            conversation = (conversation_key, conversation_key)
+            rows = self.conn.execute(
+                SEARCH_SQL, (expression, *conversation, limit, session_key, neighbours, neighbours)
+            ).fetchall()
         return [read_line(row) for row in rows]
 
     def page(
@@ -205,17 +175,15 @@ class SqliteArchive:
         cursor: sqlite3.Cursor,
         session_key: str,
         changes: Mapping[int, str],
-        message_ids: Sequence[str] = (),
-        text: str = FORGOTTEN,
-        *,
-        titles: Mapping[str, str] | None = None,
-    ) -> int:
-        """With `cursor`, inside the transaction the caller commits: give the session's
-        lines `changes` their new texts, its lines of `message_ids` the text `text`, and
-        its lines titled by a key of `titles` that title's value, index included."""
+        message_ids: Sequence[str],
+        titles: Mapping[str, str],
+    ) -> None:
+        """With `cursor`, in the transaction the caller commits: give the session's lines
+        `changes` their new texts, its lines of `message_ids` `[forgotten]`, and its lines
+        titled by a key of `titles` that title's value, index included, vectors deleted."""
         if not changes and not message_ids and not titles:
-            return 0
-        for old, new in (titles or {}).items():
+            return
+        for old, new in titles.items():
             cursor.execute(
                 "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
                 (new, session_key, old),
@@ -225,7 +193,7 @@ class SqliteArchive:
             f"SELECT id FROM archive_lines WHERE session_key = ? AND message_id IN ({marks})",
             (session_key, *message_ids),
         ).fetchall()
-        wanted = {**dict(changes), **{row[0]: text for row in found}}
+        wanted = {**dict(changes), **{row[0]: FORGOTTEN for row in found}}
         ids = ", ".join("?" * len(wanted)) or "NULL"
         owned = cursor.execute(
             f"{INDEXED} WHERE session_key = ? AND id IN ({ids})", (session_key, *wanted)
@@ -241,7 +209,6 @@ class SqliteArchive:
             self.vectors.forget(cursor, [line_id for line_id, *_ in owned])
         if owned or titles:  # the old texts are in the WAL, the old terms in the index
             scrub_on_commit(cursor, *([MERGE_INDEX_SQL] if owned else []))
-        return len(owned)
 
     def _drop(self, cursor: sqlite3.Cursor, where: str, params: tuple[Any, ...]) -> int:
         """With `cursor`: delete the lines `where` selects, their terms and embeddings."""
@@ -254,21 +221,15 @@ class SqliteArchive:
             scrub_on_commit(cursor, MERGE_INDEX_SQL)
         return int(cursor.execute(f"DELETE FROM archive_lines WHERE {where}", params).rowcount)
 
-    def _delete(self, where: str, params: tuple[Any, ...]) -> int:
-        with sqlite_transaction(self.conn, self.lock) as cur:
-            return self._drop(cur, where, params)
-
-    def forget_session(self, session_key: str) -> int:
-        """Delete every line of the session, in one transaction."""
-        return self._delete("session_key = ?", (session_key,))
-
     def sweep(self, cutoff: datetime) -> int:
         """Delete the lines of every conversation whose newest line predates `cutoff`."""
-        return self._delete(
-            "conversation_key IN (SELECT conversation_key FROM archive_lines "
-            "GROUP BY conversation_key HAVING MAX(created_at) < ?)",
-            (stamp(cutoff),),
-        )
+        with sqlite_transaction(self.conn, self.lock) as cur:
+            return self._drop(
+                cur,
+                "conversation_key IN (SELECT conversation_key FROM archive_lines "
+                "GROUP BY conversation_key HAVING MAX(created_at) < ?)",
+                (stamp(cutoff),),
+            )
 
     def count(self, session_key: str) -> int:
         """How many lines the session has."""
@@ -279,11 +240,11 @@ class SqliteArchive:
         return int(row[0])
 
     def lines(self, session_key: str) -> list[ArchiveRow]:
-        """Every line of the session, in the order they were archived."""
+        """Every line of the session, in the order they were archived (which breaks a
+        search's ties)."""
         with self.lock:
-            cursor = self.conn.execute(LINES_SQL, (session_key,))
-            names = [column[0] for column in cursor.description]
-            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            found = self.conn.execute(LINES_SQL, (session_key,)).fetchall()
+        rows = [dict(zip(COLUMNS, row, strict=True)) for row in found]
         return [
             ArchiveRow(**{**row, "created_at": datetime.fromisoformat(row["created_at"])})
             for row in rows

@@ -1,6 +1,10 @@
 """The SQLite archive's tables and its FTS5 index: each line's terms under its session's
 prefix, in its role's column (`said`, `answered`, `summary`), and how many of a
-session's lines hold a term, read from the index itself."""
+session's lines hold a term, read from the index itself; and one search in one
+statement: a session's ranked lines, each with the lines said around it in its
+conversation (read back by `memory.archive.lines.read_line`). The ranking is the
+caller's (FTS5's `bm25()`, sqlite-vec's distance): every ranking gets the same
+neighbours the same way."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.archive.lines import ROLES, Frequencies, lines_sql
+from memory.archive.lines import COLUMNS, ROLES, Frequencies, lines_sql
 from memory.archive.ranking import common_cap
 from memory.archive.terms import index_terms
 
@@ -61,9 +65,8 @@ PREFIX_CHARS = 12
 """Characters of the session key that prefix its terms (its lines are still checked
 against the whole key: two sessions sharing a prefix only share posting lists)."""
 INSERT_LINE_SQL = (
-    "INSERT OR IGNORE INTO archive_lines (session_key, conversation_key, conversation_id,"
-    " title, message_id, role, created_at, text, covers, indexed)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO archive_lines ({', '.join(COLUMNS)})"
+    f" VALUES ({', '.join(':' + column for column in COLUMNS)})"
 )
 LINES_SQL = lines_sql("?")
 PAGE_SQL = (
@@ -88,6 +91,56 @@ INDEX_VERSION = 3
 another version is rebuilt on open. A contentless index is told a line's terms again to
 delete them, so terms computed another way would leave the old ones behind: change the
 terms, bump this (tests/unit/test_archive.py pins the terms of a few lines)."""
+
+
+def _near(direction: str, pick: str, role: str, line: str = "h.id") -> str:
+    # the nearest line of `role` before or after `line` in a hit's conversation: one
+    # seek of the (conversation_key, role, id) index
+    return (
+        f"(SELECT {pick}(q.id) FROM archive_lines q WHERE q.conversation_key ="
+        f" h.conversation_key AND q.role = '{role}' AND q.id {direction} {line})"
+    )
+
+
+_COLUMNS = "l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text"
+
+
+def search_sql(ranked: str) -> str:
+    """The statement of a search ranked by `ranked`: a query of `(id, score, distance,
+    mark)`, the candidate lines best first (a higher `score`, then a lower `distance`),
+    whose parameters come first; then the session key (a candidate of another session
+    is never read) and, twice, whether to read each hit's neighbours."""
+    return f"""
+WITH ranked AS ({ranked}), hits AS MATERIALIZED (
+  SELECT {_COLUMNS}, l.conversation_key, r.score, r.distance, r.mark
+  FROM ranked r JOIN archive_lines l ON l.id = r.id AND l.session_key = ?
+), nearest AS MATERIALIZED (
+  SELECT h.*, {_near("<", "MAX", "user")} AS pu, {_near("<", "MAX", "assistant")} AS pa,
+         {_near(">", "MIN", "user")} AS nu, {_near(">", "MIN", "assistant")} AS na
+  FROM hits h WHERE ?
+  UNION ALL SELECT h.*, NULL, NULL, NULL, NULL FROM hits h WHERE NOT ?
+), near AS MATERIALIZED (
+  SELECT h.*, {_near(">", "MIN", "user", "h.nu")} AS nl FROM nearest h
+)
+SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text, h.score,
+       p.id, p.message_id, p.role, p.created_at, p.text,
+       n.id, n.message_id, n.role, n.created_at, n.text,
+       pu.id, pu.message_id, pu.role, pu.created_at, pu.text,
+       nu.id, nu.message_id, nu.role, nu.created_at, nu.text,
+       nl.id, nl.message_id, nl.role, nl.created_at, nl.text,
+       h.distance, h.mark
+FROM near h
+LEFT JOIN archive_lines p ON p.id = max(coalesce(h.pu, 0), coalesce(h.pa, 0))
+LEFT JOIN archive_lines n ON n.id = min(coalesce(h.nu, h.na), coalesce(h.na, h.nu))
+LEFT JOIN archive_lines pu ON pu.id = h.pu
+LEFT JOIN archive_lines nu ON nu.id = h.nu
+LEFT JOIN archive_lines nl ON nl.id = h.nl
+ORDER BY h.score DESC, h.distance, h.id DESC
+"""
+
+
+MARK_COLUMN = 34
+"""Where a row of `search_sql` holds its candidate's `mark`."""
 
 
 def prefix(session_key: str) -> str:
@@ -120,29 +173,8 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
-def held_up_to(
-    db: sqlite3.Connection | sqlite3.Cursor,
-    session_key: str,
-    terms: Sequence[str],
-    roles: Sequence[str],
-    bound: int,
-) -> dict[str, int]:
-    """How many of the session's lines of `roles` hold each term, counted up to `bound`:
-    a posting list is read only that far, however common its term."""
-    count = (
-        "(SELECT COUNT(*) FROM (SELECT 1 FROM archive_index WHERE archive_index MATCH ?"
-        f" LIMIT {int(bound)}))"
-    )
-    sql = " UNION ALL ".join([f"SELECT {count}"] * len(terms))
-    rows = db.execute(sql, [match_expression(session_key, [term], roles) for term in terms])
-    return {term: int(found) for term, (found,) in zip(terms, rows.fetchall(), strict=True)}
-
-
 def held_counts(
-    db: sqlite3.Connection | sqlite3.Cursor,
-    session_key: str,
-    terms: Sequence[str],
-    roles: Sequence[str],
+    db: sqlite3.Connection, session_key: str, terms: Sequence[str], roles: Sequence[str]
 ) -> dict[str, int]:
     """How many of the session's lines of `roles` hold each term (its whole posting list
     is read)."""
@@ -160,21 +192,26 @@ def held_counts(
 
 
 def session_frequencies(
-    db: sqlite3.Connection | sqlite3.Cursor,
-    session_key: str,
-    terms: Sequence[str],
-    roles: Sequence[str],
+    db: sqlite3.Connection, session_key: str, terms: Sequence[str], roles: Sequence[str]
 ) -> Frequencies:
     """How many of the session's lines of `roles` hold each term, counted up to just past
-    the commonness cut; the caller holds the lock."""
+    the commonness cut (a posting list is read only that far, however common its term);
+    the caller holds the lock."""
     marks = ", ".join("?" * len(roles))
     (total,) = db.execute(
         "SELECT COALESCE(SUM(lines), 0) FROM archive_sessions"
         f" WHERE session_key = ? AND role IN ({marks})",
         (session_key, *roles),
     ).fetchone()
-    bound = common_cap(total) + 1
-    counts = held_up_to(db, session_key, terms, roles, bound) if terms else {}
+    if not terms:
+        return Frequencies({}, int(total))
+    count = (
+        "(SELECT COUNT(*) FROM (SELECT 1 FROM archive_index WHERE archive_index MATCH ?"
+        f" LIMIT {common_cap(total) + 1}))"
+    )
+    sql = " UNION ALL ".join([f"SELECT {count}"] * len(terms))
+    rows = db.execute(sql, [match_expression(session_key, [term], roles) for term in terms])
+    counts = {term: int(found) for term, (found,) in zip(terms, rows.fetchall(), strict=True)}
     return Frequencies(counts, int(total))
 
 

@@ -17,11 +17,12 @@ import hashlib
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass
 
 import sqlite_vec  # type: ignore[import-untyped]
 
-from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine
-from memory.archive.sqlite_search import MARK_COLUMN, read_line, search_sql
+from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine, read_line
+from memory.archive.sqlite_index import MARK_COLUMN, search_sql
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.storage.sqlite.connection import sqlite_transaction
 
@@ -40,7 +41,7 @@ NEAREST_SQL = search_sql(
 _ROLES = ", ".join(f"'{role}'" for role in EMBEDDED_ROLES)
 # the newest lines of a session without a vector, however old (a point lookup of vec0
 # each: `id IN (...)` would scan every session's vectors); a vector of a text rewritten
-# since is gone by then (`_purge` on setup, `forget` in every writer that can reach it)
+# since is gone by then (purged on setup, `forget` in every writer that can reach it)
 UNEMBEDDED_SQL = (
     "SELECT l.id, l.text FROM archive_lines l"
     f" WHERE l.session_key = ? AND l.role IN ({_ROLES}) AND l.text NOT IN (?, ?)"
@@ -64,43 +65,28 @@ def mark(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def _purge(cursor: sqlite3.Cursor) -> int:
-    """Delete the vectors of lines gone or rewritten since they were computed: a process
-    opened without embeddings (stdlib `sqlite3`, no sqlite-vec) deletes and rewrites
-    lines but cannot reach their vectors, and an embedding can be partly turned back into
-    its text. Returns how many went."""
-    rows = cursor.execute(
-        "SELECT v.id, v.mark, l.text FROM archive_vectors v"
-        " LEFT JOIN archive_lines l ON l.id = v.id"
-    ).fetchall()
-    stale = [(line_id,) for line_id, kept, text in rows if text is None or kept != mark(text)]
-    cursor.executemany("DELETE FROM archive_vectors WHERE id = ?", stale)
-    return len(stale)
-
-
+@dataclass(eq=False)
 class SqliteVectors:
     """The archived lines' embeddings in the archive's SQLite file.
 
-    Args:
+    Attributes:
         conn: the archive's connection, with sqlite-vec loaded.
         lock: the connection's lock.
         model: the embeddings' model: vectors of another model are dropped on setup.
         dims: the embeddings' dimensions.
     """
 
-    def __init__(
-        self, conn: sqlite3.Connection, lock: threading.Lock, *, model: str, dims: int
-    ) -> None:
-        self.conn = conn
-        self.lock = lock
-        self.model = model
-        self.dims = dims
+    conn: sqlite3.Connection
+    lock: threading.Lock
+    _: KW_ONLY
+    model: str
+    dims: int
 
     def setup(self) -> None:
         """Create the table (idempotent); callers serialise processes around it. Vectors
         of another model or size are dropped: none of them compares with this model's
         (their lines are found lexically until embedded again); so are those of lines
-        deleted or rewritten since (`_purge`).
+        deleted or rewritten since they were computed (see the module docstring).
 
         Raises:
             UnsupportedDatabaseUrl: the connection has no sqlite-vec.
@@ -113,16 +99,20 @@ class SqliteVectors:
                 raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why)) from None
         with sqlite_transaction(self.conn, self.lock) as cur:
             cur.execute(MODEL_SQL)
-            if cur.execute("SELECT model, dims FROM archive_vector_model").fetchall() != [
-                (self.model, self.dims)
-            ]:
+            found = cur.execute("SELECT model, dims FROM archive_vector_model").fetchall()
+            if found != [(self.model, self.dims)]:
                 cur.execute("DROP TABLE IF EXISTS archive_vectors")
                 cur.execute("DELETE FROM archive_vector_model")
                 cur.execute(
                     "INSERT INTO archive_vector_model VALUES (?, ?)", (self.model, self.dims)
                 )
             cur.execute(vectors_sql(self.dims))
-            _purge(cur)
+            rows = cur.execute(
+                "SELECT v.id, v.mark, l.text FROM archive_vectors v"
+                " LEFT JOIN archive_lines l ON l.id = v.id"
+            ).fetchall()
+            stale = [line for line, kept, text in rows if text is None or kept != mark(text)]
+            self.forget(cur, stale)
 
     def nearest(self, session_key: str, vector: Sequence[float], limit: int) -> list[ArchivedLine]:
         """The session's lines whose vectors are nearest `vector`, nearest first, each

@@ -250,10 +250,10 @@ def test_each_text_forgotten_in_one_transaction_sees_the_ones_before(
     assert answer.text == f"{FORGOTTEN} Adorable."  # the marker and the next sentence go as one
 
 
-def test_forget_session_empties_only_that_session(memory: ConversationMemory) -> None:
+def test_forget_history_empties_only_that_session(memory: ConversationMemory) -> None:
     say(memory, "s1", "c1", "My sister Alma lives in Lisbon", "Noted.")
     say(memory, "s2", "c1", "My sister Alma lives in Porto", "Noted.")
-    assert memory.archive.forget_session("s1") == 2
+    assert memory.forget_history("s1") == 2
     assert memory.search("s1", "Alma", limit=10) == []
     assert len(memory.search("s2", "Alma", limit=10)) == 1
 
@@ -333,8 +333,8 @@ def test_a_sessions_line_counts_follow_every_write_and_go_with_its_lines(db_url:
         assert sqlite_rows(store, counted) == both
         memory.delete_conversation("s1", "c1")
         assert sqlite_rows(store, counted) == [("assistant", 1)] * 2 + [("user", 1)] * 2
-        memory.archive.forget_session("s1")
-        memory.archive.forget_session("s2")
+        memory.forget_history("s1")
+        memory.forget_history("s2")
         assert sqlite_rows(store, counted) == []  # no session key is left behind
     finally:
         store.close()
@@ -415,7 +415,7 @@ def test_deleted_and_rewritten_lines_leave_no_terms_in_the_index(db_url: str) ->
         documents: Any = store.documents
         with sqlite_transaction(documents.conn, documents.lock) as cursor:  # raises if not
             cursor.execute("INSERT INTO archive_index (archive_index) VALUES ('integrity-check')")
-        memory.archive.forget_session("s1")
+        memory.forget_history("s1")
         assert sqlite_rows(store, "SELECT term FROM archive_vocab") == []
     finally:
         store.close()

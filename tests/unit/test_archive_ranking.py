@@ -130,7 +130,7 @@ def test_postgres_counts_follow_every_write_and_leave_no_word_behind(
     memory.delete_conversation("s1", "c1")
     assert rows(kept) == rows(recount)
     assert not [row for row in rows(kept) if row[1] == "bakery"]
-    memory.archive.forget_session("s1")
+    memory.forget_history("s1")
     assert rows(kept) == [] and rows("SELECT * FROM archive_counts") == []
 
 

@@ -40,7 +40,7 @@ def test_deleting_a_conversation_deletes_its_vectors_with_its_lines(
     assert hits(embedded, "s1", QUESTION) == [HATCHBACK]
     say(embedded, "s2", "x1", SAVING)
     embedded.archive.embed_lines("s2")
-    embedded.archive.forget_session("s1")
+    embedded.forget_history("s1")
     assert [key for _, key in vectors(embedded.threads)] == [embedded.ids.session_key("s2")]
     embedded.archive.sweep(datetime.now(UTC) + timedelta(days=1))  # the retention sweep
     assert vectors(embedded.threads) == []
@@ -139,7 +139,7 @@ def test_vectors_a_process_without_embeddings_left_behind_go_when_they_are_back(
     memory.threads.close()
     plain = open_embedded(vector_url, None)
     assert "keep their vectors in the file" in caplog.text
-    plain.archive.forget_session("s1")
+    plain.forget_history("s1")
     plain.threads.close()
     back = open_embedded(vector_url, concepts)
     try:

@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 STORAGE_PREFIXES = (
     "memory.storage",
     "memory.archive.sqlite",
-    "memory.archive.sqlite_search",
     "memory.archive.sqlite_vectors",
     "memory.archive.postgres",
     "memory.archive.postgres_vectors",
