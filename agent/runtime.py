@@ -1,9 +1,6 @@
 """The application's one wiring point: settings and explicit collaborators → an agent's
-stores and graphs (`assemble`).
-
-`ChatAgent` and the graph of `langgraph dev` (`agent/graph.py`) both assemble here;
-only where the graph is compiled differs (the server supplies its own checkpointer for
-run threads).
+stores and graphs (`assemble`), for `ChatAgent` and `langgraph dev` (`agent/graph.py`)
+alike; only the checkpointer the graph is compiled with differs.
 """
 
 from __future__ import annotations
@@ -58,10 +55,9 @@ REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 
 
 def archive_embeddings(settings: Settings) -> ArchiveEmbeddings | None:
-    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` names a model (built, not
-    called); `local` has its own name, size and distance (`AGENT_EMBEDDINGS_DIMS` and
-    `AGENT_EMBEDDINGS_MAX_DISTANCE` are an endpoint's), and no recent-vector cache: its
-    query and passage forms differ."""
+    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` names a model; `local` has
+    its own name, size and distance, and no recent-vector cache: its query and passage
+    forms differ."""
     if not settings.embeddings_model:
         return None
     if settings.embeddings_model == LOCAL:
@@ -84,16 +80,10 @@ def relevance_judge(settings: Settings) -> LocalEmbeddings | None:
 def open_memory(
     settings: Settings, *, database_url: str | None = None, secret: str | None = None
 ) -> ConversationMemory:
-    """The memory store (`AGENT_DATABASE_URL`) under the session secret, with the archive
-    of past turns, its lines embedded when `AGENT_EMBEDDINGS_MODEL` is set (SQLite then
-    opens with its vector index: sqlean.py with sqlite-vec). The secret is resolved
-    first, so a bad one opens nothing. Explicit arguments win.
-
-    Raises:
-        UnsupportedDatabaseUrl: embeddings were asked for, and the database cannot index
-            them (SQLite without sqlean.py or sqlite-vec installed; PostgreSQL, where the
-            archive has no pgvector index), so nothing starts.
-    """
+    """The memory store under the session secret, with the archive of past turns (its
+    lines embedded when `AGENT_EMBEDDINGS_MODEL` is set). The secret is resolved first,
+    so a bad one opens nothing; `UnsupportedDatabaseUrl` when the database cannot index
+    the embeddings asked for."""
     ids = ThreadIds(resolve_secret(secret or settings.secret, settings.data_dir))
     embeddings = archive_embeddings(settings)
     url = database_url or settings.database_url
@@ -113,14 +103,8 @@ def open_memory(
 
 
 def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMemory:
-    """The users' long-term memory in the same database as `memory`, with the store's
-    vector index when `AGENT_EMBEDDINGS_MODEL` is set and the TTL of
-    `AGENT_MEMORY_TTL_DAYS`.
-
-    Raises:
-        UnsupportedDatabaseUrl: embeddings were asked for, and the database cannot index
-            them (SQLite opened without its vector index, PostgreSQL without pgvector).
-    """
+    """The users' long-term memory in `memory`'s database, with the store's vector index
+    when `AGENT_EMBEDDINGS_MODEL` is set, and the TTL of `AGENT_MEMORY_TTL_DAYS`."""
     index: Any = None
     if settings.embeddings_model and not _items_stay_lexical(settings, memory):
         # the archive's client: a message both recalls look up is embedded once
@@ -208,19 +192,9 @@ def _nothing() -> None:
 
 @dataclass(frozen=True)
 class Assembly:
-    """An agent's parts, open and wired: its stores and its graphs.
-
-    Attributes:
-        memory: the chat memory (registry, archive, the run threads' store).
-        long_term: the users' long-term memory.
-        budget: the context budget a turn's message is checked against.
-        graph: the agent graph, uncompiled (each caller compiles it with its saver).
-        upkeep: the compiled upkeep graph, the agent graph's `upkeep` node, which a
-            caller also runs on its own after a turn.
-        structured: how its structured calls are made, and what they met (`stats`).
-        release: lets go of what the agent started besides its stores (the local
-            model's server); its owner calls it when it closes.
-    """
+    """An agent's parts, open and wired: its stores, its graph (uncompiled: each caller
+    compiles it with its saver) and the compiled upkeep graph a caller also runs after a
+    turn; `release` lets go of the local model's server, when its owner closes."""
 
     memory: ConversationMemory
     long_term: LongTermMemory
@@ -243,15 +217,12 @@ def assemble(
     tools: Sequence[BaseTool] | None = None,
     long_term_memory: LongTermMode | None = None,
 ) -> Assembly:
-    """Open the stores and build the graphs of an agent. Explicit arguments win over the
-    settings.
+    """Open the stores and build the graphs of an agent; explicit arguments win over
+    `settings`.
 
     Args:
-        settings: where what is not given comes from.
-        database_url: `AGENT_DATABASE_URL` otherwise.
-        secret: `AGENT_SESSION_SECRET` otherwise.
         model: the chat model (default: `ChatOpenAI` from the settings, or the offline
-            model without a key).
+            model without an endpoint).
         compaction_model: the compaction model (default: `model` at temperature 0, else
             the settings' compaction model).
         tools: the tool route's tools (default: the built-in tools and
