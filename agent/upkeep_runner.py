@@ -62,15 +62,9 @@ class Upkeep:
 
 
 class UpkeepRunner:
-    """Runs conversations' memory upkeep on the agent's loop.
-
-    Args:
-        graph: the compiled upkeep graph (no checkpointer: the record is in memory).
-        memory: the chat memory (its locks order upkeep across processes).
-        loop: the agent's event loop, where upkeep is scheduled and followed.
-        batch_turns: owed turns that make a model extraction due (1: no batching).
-        idle_seconds: how long after a conversation's last turn its waiting extraction runs.
-    """
+    """Runs conversations' memory upkeep on the agent's `loop`: `graph` is the compiled
+    upkeep graph (no checkpointer: the record is in memory), `batch_turns` the owed turns
+    that make a model extraction due (1: no batching)."""
 
     def __init__(
         self,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Literal
@@ -126,20 +126,14 @@ def failure_reason(error: BaseException | str) -> str:
     return kinds.get(name, "error")
 
 
+@dataclass(eq=False)
 class UpkeepNodes:
-    """The upkeep's nodes; the arguments are `build_upkeep_graph`'s."""
+    """The upkeep's nodes; the fields are `build_upkeep_graph`'s arguments."""
 
-    def __init__(
-        self,
-        memory: ConversationMemory,
-        compactor: Runnable[Any, Any],
-        long_term: tuple[LongTermMemory, Extractor] | None = None,
-        stats: StructuredStats | None = None,
-    ) -> None:
-        self.memory = memory
-        self.compactor = compactor
-        self.long_term = long_term
-        self.stats = stats
+    memory: ConversationMemory
+    compactor: Runnable[Any, Any]
+    long_term: tuple[LongTermMemory, Extractor] | None = None
+    stats: StructuredStats | None = None
 
     def _after_remember(self, record: ThreadState) -> Literal["compact", "settle"]:
         return "compact" if record.compaction_owed else "settle"
@@ -337,14 +331,9 @@ def build_upkeep_graph(
     long_term: tuple[LongTermMemory, Extractor] | None = None,
     stats: StructuredStats | None = None,
 ) -> UpkeepGraph:
-    """`read_owed → [embed] → [remember] → [compact] → settle`.
-
-    Args:
-        memory: the chat memory.
-        compactor: the compaction model (`memory.compaction.structured_compactor`).
-        long_term: the users' long-term memory and its extractor (None: no `remember`).
-        stats: the counts of the structured calls, shown when an upkeep failed.
-    """
+    """`read_owed → [embed] → [remember] → [compact] → settle`; `long_term` is the users'
+    long-term memory and its extractor (None: no `remember`), `stats` the counts of the
+    structured calls, shown when an upkeep failed."""
     nodes = UpkeepNodes(memory, compactor, long_term, stats)
     remembers = ("remember",) if long_term is not None else ()
     builder: UpkeepGraph = StateGraph(

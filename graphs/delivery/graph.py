@@ -144,8 +144,8 @@ class DeliverySteps:
         )
 
     async def context(self, state: DeliveryState) -> str:
-        """The summary and pins as a prompt block: as `load_request` read them, or read
-        again after a crash (they are never checkpointed)."""
+        """The summary and pins as a prompt block: as `load_request` read them, or again
+        after a crash (they are never checkpointed)."""
         if state.get("context"):
             return state["context"]
         summary, pins = "", list[str]()
@@ -319,16 +319,11 @@ def build_delivery_graph(
     """Assemble the delivery subgraph.
 
     Args:
-        model: the model of every stage and sub-agent.
         tools: the task sub-agents' tools (the tool subgraph); none: one call per task.
         max_tasks: tasks planned beyond this many are dropped (and named in the report).
         stage_timeout: seconds for each unit of model work (the plan, a task's sub-agent,
             a reviewer, the report); past it the run fails.
-        structured_output_method: how structured calls are made (`memory.structured`).
         background: reads the conversation's summary and pins (None: none).
-
-    Raises:
-        ValueError: `max_tasks` or `stage_timeout` is not positive.
     """
     steps = DeliverySteps(
         model,
