@@ -48,10 +48,9 @@ def chat_openai(
     max_retries: int,
     max_tokens: int | None = None,
 ) -> ChatOpenAI:
-    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`, `/v1`; None: OpenAI's),
-    the one client of every model the agent builds, a local server's included. No
-    `api_key`: an endpoint that needs none; no `temperature`: the endpoint's; `max_tokens`
-    bounds an answer (structured calls set their own)."""
+    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`; None: OpenAI's), the one
+    client of every model the agent builds; `max_tokens` bounds an answer (structured
+    calls set their own)."""
     import openai
     from langchain_openai import ChatOpenAI
 
@@ -123,14 +122,9 @@ EMBEDDINGS_NEED_AN_ENDPOINT = (
 
 def load_embeddings(settings: Settings) -> Embeddings:
     """`OpenAIEmbeddings(AGENT_EMBEDDINGS_MODEL)` on the configured endpoint, or the
-    packaged local model for `local` (no endpoint: it runs offline too).
-
-    Texts are sent as they are: checking their length would tokenise them with
-    tiktoken, which downloads its encodings on first use, and memory items are short.
-
-    Raises:
-        InvalidInput: neither `OPENAI_API_KEY` nor `OPENAI_BASE_URL` is set.
-    """
+    packaged local model for `local` (it runs offline too). Texts are sent as they are:
+    checking their length would tokenise them with tiktoken, which downloads its
+    encodings on first use, and memory items are short."""
     if not settings.embeddings_model:
         raise ValueError("AGENT_EMBEDDINGS_MODEL is not set")
     if settings.embeddings_model == LOCAL:
@@ -190,13 +184,9 @@ class RecentEmbeddings(Embeddings):
 
 def token_counter(model: BaseChatModel | None) -> TokenCounter:
     """The model's own token counter where it has one that runs locally, else LangChain's
-    `count_tokens_approximately`.
-
-    `ChatOpenAI` counts with tiktoken, which downloads its encodings on first use (and
-    knows nothing of the models behind other OpenAI-compatible endpoints); the base
-    class's counter downloads a GPT-2 tokenizer. Nothing may download at run time, so
-    those count approximately.
-    """
+    `count_tokens_approximately`: `ChatOpenAI` counts with tiktoken and the base class
+    with a GPT-2 tokenizer, both downloaded on first use, and nothing may download at
+    run time."""
     # a ChatOpenAI exists only once its module is loaded: recognising one imports nothing
     openai = sys.modules.get("langchain_openai")
     if model is None or (openai is not None and isinstance(model, openai.ChatOpenAI)):

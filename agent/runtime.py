@@ -115,12 +115,8 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
     ttl_minutes = settings.memory_ttl_days * MINUTES_PER_DAY or None
     # the TTL is refreshed by recall itself (`LongTermMemory._refresh`), not on every read;
     # an expired item is gone for every read at once, not only after the hourly sweep
-    ttl: Any = (
-        None
-        if ttl_minutes is None
-        else {"default_ttl": ttl_minutes, "refresh_on_read": False, "omit_expired": True}
-    )
-    store = memory.threads.open_items(index=index, ttl=ttl)
+    ttl: Any = {"default_ttl": ttl_minutes, "refresh_on_read": False, "omit_expired": True}
+    store = memory.threads.open_items(index=index, ttl=ttl if ttl_minutes else None)
     return LongTermMemory(
         store,
         memory.threads.locks,

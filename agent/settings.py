@@ -10,7 +10,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, cast
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -266,14 +266,8 @@ class Settings(BaseSettings):
     @property
     def identity_modes(self) -> tuple[IdentityMode, ...]:
         """The ways a user may sign in; empty: anonymous sessions (cookies, chosen ids)."""
-        modes: list[IdentityMode] = []
-        if self.api_keys:
-            modes.append("key")
-        if self.jwks:
-            modes.append("jwt")
-        if self.proxy_user_header:
-            modes.append("proxy")
-        return tuple(modes)
+        given = {"key": self.api_keys, "jwt": self.jwks, "proxy": self.proxy_user_header}
+        return tuple(cast(IdentityMode, mode) for mode, value in given.items() if value)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

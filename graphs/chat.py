@@ -88,16 +88,11 @@ class ModelNode(Runnable[S, U]):
 def chat_node(
     *, model: BaseChatModel, tools: Sequence[BaseTool] = (), timeout: float | None = None
 ) -> ModelNode[ChatState, ChatOutput | Command[Literal["tool", "finalize"]]]:
-    """The chat node: the model answers from the memory context and the turn's messages.
-    With tools, the node also routes (`Command`): a tool request goes on to the tool
-    subgraph, else the turn is done; a turn whose model could ask for a tool announces
-    the route it took, once, then the tools called. Routing here, not in an edge, keeps
+    """The chat node: the model answers from the memory context and the turn's messages
+    (`tools` offered when `tools_allowed`; the call bounded by `timeout` seconds). With
+    tools, the node also routes (`Command`) to the tool subgraph or to the end, and
+    announces the route once, then the tools called. Routing here, not in an edge, keeps
     the turn on the event loop: LangGraph runs a plain function in a worker thread.
-
-    Args:
-        model: the chat model.
-        tools: offered to the model when `tools_allowed` is set.
-        timeout: seconds the model call may take (`memory.structured.ModelTimeout`).
     """
     with_tools = model.bind_tools(list(tools)) if tools else model  # bound once
     names = frozenset(tool.name for tool in tools)
