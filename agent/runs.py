@@ -147,25 +147,17 @@ status events cost nothing (LangGraph's writer is then a no-op), where each woul
 otherwise wake the loop from the node's worker thread for an event nobody reads."""
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
 class TurnRunner:
     """Runs admitted turns over the agent graph (compiled with the run threads'
     checkpointer); `run_history="latest"` prunes a finished run to its last checkpoint,
     `reviews` validate the decisions a resume carries."""
 
-    def __init__(
-        self,
-        *,
-        graph: CompiledStateGraph[Any, Any, Any, Any],
-        memory: ConversationMemory,
-        upkeep: UpkeepRunner,
-        run_history: RunHistory,
-        reviews: Mapping[str, Validator],
-    ) -> None:
-        self._graph = graph
-        self._reviews = reviews
-        self._memory = memory
-        self._upkeep = upkeep
-        self._run_history = run_history
+    graph: CompiledStateGraph[Any, Any, Any, Any]
+    memory: ConversationMemory
+    upkeep: UpkeepRunner
+    run_history: RunHistory
+    reviews: Mapping[str, Validator]
 
     async def run(self, turn: Turn) -> TurnResult:
         """Run a turn (a new one, a resume or a recovery) for its result; the upkeep it
@@ -176,7 +168,7 @@ class TurnRunner:
                 pass
         result = output.result(turn.conversation_id)
         if result.upkeep == "pending":
-            await self._upkeep.start(turn.session_id, turn.conversation_id)
+            await self.upkeep.start(turn.session_id, turn.conversation_id)
         return result
 
     async def stream(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
@@ -205,8 +197,8 @@ class TurnRunner:
         if result.upkeep != "pending":
             yield {"event": "done", "result": result.to_dict()}
             return
-        upkeep = await self._upkeep.start(turn.session_id, turn.conversation_id)
-        following = self._upkeep.follow(upkeep)  # joined before `done`: no event is missed
+        upkeep = await self.upkeep.start(turn.session_id, turn.conversation_id)
+        following = self.upkeep.follow(upkeep)  # joined before `done`: no event is missed
         yield {"event": "done", "result": result.to_dict()}
         async with aclosing(following):
             async for event in following:
@@ -222,11 +214,11 @@ class TurnRunner:
         output) and conclude it. Another failure than a refusal is logged and marks the
         output `crashed`; after the answer existed, the answer is delivered degraded."""
         try:
-            with busy_lock(self._memory, turn.session_id, turn.conversation_id):
+            with busy_lock(self.memory, turn.session_id, turn.conversation_id):
                 graph_input = await self._admit(turn)
                 tokens = AnswerTokens()  # a tool call written as text is never shown
                 try:
-                    async for part in self._graph.astream(
+                    async for part in self.graph.astream(
                         graph_input,
                         turn.config,
                         context=turn.context,
@@ -247,7 +239,7 @@ class TurnRunner:
                     # the memory thread's id (an HMAC), never the conversation id in clear
                     logger.exception(
                         "turn failed in memory thread %s",
-                        self._memory.memory_thread(turn.session_id, turn.conversation_id),
+                        self.memory.memory_thread(turn.session_id, turn.conversation_id),
                     )
                     output.crashed = True
                 if output.crashed and not output.answered:
@@ -269,22 +261,20 @@ class TurnRunner:
         if turn.request is None:  # the hop: the checks read the registry and run thread
             return await asyncio.to_thread(self._paused_input, turn)
         if turn.request.create:  # the hop: the registry's write is sync
-            await asyncio.to_thread(
-                self._memory.accept_draft, turn.session_id, turn.conversation_id
-            )
+            await asyncio.to_thread(self.memory.accept_draft, turn.session_id, turn.conversation_id)
         return turn.graph_input
 
     def _paused_input(self, turn: Turn) -> Any:
         """A resume's `Command`, its decision validated against the pending review, or
         None for a recovery (`InvalidRequest` when there is nothing to resume or recover)."""
-        self._memory.require_conversation(turn.session_id, turn.conversation_id)
-        state = self._graph.get_state(turn.config)
+        self.memory.require_conversation(turn.session_id, turn.conversation_id)
+        state = self.graph.get_state(turn.config)
         if isinstance(turn.graph_input, Command):
             if not state.interrupts:
                 raise InvalidRequest(NOTHING_TO_RESUME)
             payload, decision = state.interrupts[0].value, turn.graph_input.resume
-            return Command(resume=validate_decision(payload, decision, self._reviews))
-        saver = self._memory.threads.checkpointer
+            return Command(resume=validate_decision(payload, decision, self.reviews))
+        saver = self.memory.threads.checkpointer
         unfinished_check(state, answered=review_answered(saver, state))
         return None
 
@@ -297,9 +287,9 @@ class TurnRunner:
         thread = turn.config["configurable"]["thread_id"]
         try:
             if result.conversation_deleted:
-                self._memory.threads.delete(thread)
-            elif not output.crashed and self._run_history == "latest":
-                self._memory.threads.prune_finished_runs([thread])
+                self.memory.threads.delete(thread)
+            elif not output.crashed and self.run_history == "latest":
+                self.memory.threads.prune_finished_runs([thread])
         except Exception:  # a leftover holds no memory; the next finished turn prunes again
             logger.warning("tidying the run thread failed", exc_info=True)
         return None
@@ -309,7 +299,7 @@ class TurnRunner:
         finds it): the `memory` event saying so. A failure leaves it answerable, unlisted."""
         goal = payload.get("goal")
         try:
-            pruned = self._memory.await_review(
+            pruned = self.memory.await_review(
                 turn.session_id, turn.conversation_id, goal if isinstance(goal, str) else ""
             )
         except ConversationNotFound:  # deleted while the run went on: nothing to list
