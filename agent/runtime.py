@@ -151,11 +151,6 @@ def extraction_for(
     return "explicit" if offline else "model"
 
 
-def context_budget(settings: Settings, model: BaseChatModel | None = None) -> ContextBudget:
-    """`AGENT_CONTEXT_BUDGET_TOKENS`, counted by `model`'s own local counter if it has one."""
-    return ContextBudget(settings.context_budget_tokens, token_counter(model))
-
-
 def workflow_graphs(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
@@ -263,7 +258,8 @@ def assemble(
         # runs without it (its steps work on the request, not on the user's history)
         tool_list = BUILTIN_TOOLS if tools is None else list(tools)
         chat_tools = [*tool_list, search_conversations_tool(memory)] if tools is None else tool_list
-        budget = context_budget(settings, model)
+        # counted by the model's own local counter if it has one
+        budget = ContextBudget(settings.context_budget_tokens, token_counter(model))
         graph = build_agent_graph(
             model=chat_model,
             memory=memory,

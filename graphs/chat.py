@@ -54,12 +54,6 @@ def announce_tool_calls(reply: AIMessage) -> None:
         emit("tool_call", name=call["name"], id=call.get("id"))
 
 
-def model_input(state: ChatState) -> list[BaseMessage]:
-    """The memory context followed by this turn's own messages."""
-    context = state.get("context") or MemoryContext()
-    return context.with_turn(state["turn_messages"])
-
-
 class ModelNode(Runnable[S, U]):
     """A node that calls a model (`call` picks the runnable and its input from the state,
     `done` makes the update from the reply), sync and async: a plain `Runnable`, without
@@ -100,7 +94,8 @@ def chat_node(
     def call(state: ChatState) -> tuple[Runnable[Any, Any], list[BaseMessage]]:
         """Answer from the memory context, or ask for a tool in auto mode."""
         allowed = bool(tools) and state.get("tools_allowed", False)
-        return (with_tools if allowed else model), model_input(state)
+        context = state.get("context") or MemoryContext()
+        return (with_tools if allowed else model), context.with_turn(state["turn_messages"])
 
     def done(
         state: ChatState, reply: AIMessage
