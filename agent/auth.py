@@ -102,8 +102,7 @@ async def refuse_the_rest(ctx: Auth.types.AuthContext, value: Any) -> bool:
 
 @auth.on(resources=["threads", "crons"])
 async def own_threads(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> Any:
-    """Threads with their runs (reads, streams, state updates, resumes, copies) and crons
-    are their owner's alone."""
+    """Threads with their runs (reads, streams, updates, resumes, copies), crons: the owner's."""
     user = owner(ctx)
     if user is None:
         return None

@@ -153,8 +153,7 @@ class Authenticator:
     def from_settings(
         cls, settings: Settings, secret: Callable[[], str], sign_ins: SignIns | None = None
     ) -> Authenticator | None:
-        """The authenticator of `settings`, or None when no mode is configured (anonymous
-        sessions)."""
+        """The authenticator of `settings`; None without an identity mode (anonymous sessions)."""
         return cls(settings, secret, sign_ins) if settings.identity_modes else None
 
     def authenticate(

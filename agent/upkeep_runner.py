@@ -239,8 +239,7 @@ class UpkeepRunner:
         self._loop.submit(self.start(session_id, conversation_id, merge=merge))
 
     def wait(self, timeout: float | None = None, *, flush: bool = True) -> bool:
-        """Block until no upkeep runs (with `flush`, waiting extractions paid first); False
-        when `timeout` passed first."""
+        """Block until no upkeep runs (`flush`: waiting extractions first); False on a timeout."""
         try:
             self._loop.run(asyncio.wait_for(self.idle(flush=flush), timeout))
         except TimeoutError:

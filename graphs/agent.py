@@ -65,8 +65,7 @@ def explicit_only(extraction: Extraction) -> bool:
 def extractor_for(
     extraction: Extraction, model: BaseChatModel, method: StructuredPolicy | str | None
 ) -> Extractor | None:
-    """The long-term extractor of `extraction` (None for `off`); a model's raw output
-    never streams (memory internals)."""
+    """The long-term extractor of `extraction` (None: `off`); its raw output never streams."""
     if extraction == "off":
         return None
     if explicit_only(extraction):

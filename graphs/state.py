@@ -126,13 +126,11 @@ class AgentOutput(TypedDict, total=False):
     memory_written: bool
     """Whether the turn was written to chat memory."""
     conversation_deleted: bool
-    """The conversation was deleted or pruned while the turn ran: it stays deleted, and
-    the turn wrote nothing."""
+    """Deleted or pruned while the turn ran: it stays deleted, and the turn wrote nothing."""
     compaction: str
     """skipped | pending (left to the upkeep) | succeeded | failed | fallback."""
     remembered: list[str]
-    """Texts of the long-term items this turn added or said again (empty while its
-    upkeep is pending)."""
+    """The long-term items the turn added or repeated, as texts (empty while upkeep is pending)."""
     upkeep: str
     """The memory upkeep after the turn: pending (runs after it) | done | failed."""
     degraded: bool
@@ -173,8 +171,7 @@ class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     tools_allowed: bool
     """Whether the chat model may ask for tools (auto mode)."""
     turn_messages: list[AnyMessage]
-    """This turn's own messages: the user's, tool calls and results, the answer (the
-    subgraphs append to their copy)."""
+    """The turn's messages: the user's, tool calls and results, the answer (subgraphs append)."""
     said: Annotated[UserText, UntrackedValue(UserText)]
     """The one reading of the user's text this turn makes (secrets, the user's own
     words), handed to `finalize` (never checkpointed)."""

@@ -167,8 +167,7 @@ def _forget_in(message: AnyMessage, redact: Substitute) -> AnyMessage:
 
 @dataclass(eq=False)
 class TurnNodes:
-    """`load_memory` and `finalize` over a conversation memory and the users' long-term
-    memory (None: no recall)."""
+    """`load_memory` and `finalize` over the chat and long-term memory (None: no recall)."""
 
     memory: ConversationMemory
     routes: frozenset[str]

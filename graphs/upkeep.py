@@ -271,8 +271,7 @@ class UpkeepNodes:
         ]
 
     def compact(self, state: UpkeepState) -> dict[str, Any]:
-        """Compact with no lock held; store the result by compare-and-set, with the
-        upkeep's end in the same commit."""
+        """Compact with no lock held; compare-and-set the result, the upkeep's end in one commit."""
         emit_memory("compact", "started")
         try:
             result = self.memory.compact(
@@ -305,8 +304,7 @@ class UpkeepNodes:
         return update
 
     def settle(self, state: UpkeepState) -> dict[str, Any]:
-        """Record the upkeep's end: what it paid, and `done`, `failed` or `pending` (a
-        turn landed meanwhile)."""
+        """Record what the upkeep paid and its end: `done`, `failed`, `pending` (a turn landed)."""
         failed = bool(state.get("failed"))
         batching = bool(state.get("batching"))
         try:

@@ -159,8 +159,7 @@ def _template_body(content: str, template: str, placeholder: str) -> str:
 
 
 def read_context(messages: Sequence[BaseMessage]) -> ContextView:
-    """Split a context into long-term items, pinned decisions, summary, earlier messages
-    and latest input."""
+    """A context split into long-term items, pins, summary, earlier messages, latest input."""
     view = ContextView()
     for message in messages:
         if isinstance(message, SystemMessage):

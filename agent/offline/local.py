@@ -116,8 +116,7 @@ class LocalChatModel(BaseChatModel):
         return 0.0
 
     def _streaming_time(self, call: ModelCall, message: AIMessage) -> float:
-        """How long streaming `message` would have taken (its pieces are counted only
-        when the model pauses between them)."""
+        """How long streaming `message` would take (counted only when the model pauses)."""
         pause = self.pause(call)
         return pause * len(message_chunks(message)) if pause > 0 else 0.0
 

@@ -86,8 +86,7 @@ REVIEW_NODES = tuple(f"review_{name}" for name in REVIEWERS)
 
 
 async def route_after_task(state: DeliveryState) -> list[str] | Literal["execute_tasks", "__end__"]:
-    """The next task while tasks remain; then the three reviewers, in parallel; a failed
-    task ends the run."""
+    """The next task while any remain, then the reviewers in parallel; a failed task ends it."""
     if state.get("workflow_status"):
         return STOP
     if len(state.get("artifacts", [])) < len(state["plan"]["tasks"]):

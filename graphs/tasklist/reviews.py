@@ -116,8 +116,7 @@ def validate_tasks(value: object) -> list[dict[str, Any]]:
 def validate_strategy_decision(
     payload: Mapping[str, Any], decision: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Normalise a strategy-review decision (approve | edit | reject | respond), else
-    `InvalidDecision`."""
+    """Normalise a strategy-review decision: approve, edit, reject, respond (`InvalidDecision`)."""
     action = _action(decision, STRATEGY_FIELDS, "strategy review")
     if action == "edit":
         return {"action": action, "tasks": validate_tasks(decision.get("tasks"))}
