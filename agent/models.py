@@ -152,17 +152,11 @@ times within a second or so: a few turns at once fit)."""
 class RecentEmbeddings(Embeddings):
     """`embeddings` keeping the vectors of the texts embedded one at a time lately.
 
-    A turn's message is asked for up to three times: by long-term recall (LangGraph's
-    store embeds a search's query), by the archive's recall (the same text unless the
-    message is short), and after the reply by the upkeep that stores its archived line's
-    vector. Each is a request to the endpoint, two of them on the reply path; kept here,
-    the message is sent once. A batch of several texts (lines an earlier upkeep left) is
-    sent as it is. OpenAI's embeddings are one vector per text whether it is a query or a
-    document (`OpenAIEmbeddings.embed_query` is `embed_documents` of one text), so both
-    share what is kept.
-
-    Written here rather than with LangChain's `CacheBackedEmbeddings`: that one keeps
-    every document's vector in a byte store with no bound, where a few are wanted.
+    A turn's message is embedded up to three times (long-term recall, the archive's recall,
+    and the upkeep storing its archived line's vector), two of them on the reply path: kept
+    here, it is sent once; a batch of several texts is sent as it is. OpenAI's query and
+    document vectors are one (`embed_query` is `embed_documents` of one text), so both share
+    what is kept. LangChain's `CacheBackedEmbeddings` would keep every vector, unbounded.
     """
 
     def __init__(self, embeddings: Embeddings, size: int = RECENT_VECTORS) -> None:

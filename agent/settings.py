@@ -174,9 +174,8 @@ class Settings(BaseSettings):
     @classmethod
     def _jwks_source(cls, jwks: str | None) -> str | None:
         parts = urlsplit(jwks or "")
-        if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
-            raise ValueError(PLAIN_JWKS_URL)
-        if parts.scheme not in ("", "http", "https"):
+        local_http = parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
+        if parts.scheme not in ("", "https") and not local_http:
             raise ValueError(PLAIN_JWKS_URL)
         return jwks
 
