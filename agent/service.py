@@ -1,10 +1,9 @@
 """`ChatAgent`: conversations, sessions and turns over the agent graph.
 
 One set of rules for Python, HTTP and the CLI: a request is validated once, here; a
-conversation is validated against its session when the turn reads its memory, is
-captured when the turn starts, and runs one turn at a time; memory is written to the
-conversation in which the turn started. Every turn runs one async path on the agent's
-own loop (`agent.runs`); the sync methods wait for it there.
+conversation is checked against its session when the turn reads its memory, and runs
+one turn at a time; memory is written to the conversation the turn started in. Every
+turn runs one async path on the agent's own loop (`agent.runs`); sync methods wait.
 """
 
 from __future__ import annotations

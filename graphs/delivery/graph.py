@@ -134,13 +134,10 @@ class DeliverySteps:
         self.max_tasks = max_tasks
         self.stage_timeout = stage_timeout
         self.structured = as_policy(method)
-        self.sub_agent: TaskAgent | None = (
-            build_tool_graph(model=model, tools=tools).compile(
-                checkpointer=False, name="task_agent"
-            )
-            if tools
-            else None
-        )
+        self.sub_agent: TaskAgent | None = None
+        if tools:
+            tool_graph = build_tool_graph(model=model, tools=tools)
+            self.sub_agent = tool_graph.compile(checkpointer=False, name="task_agent")
 
     async def context(self, state: DeliveryState) -> str:
         """The summary and pins as a prompt block: as `load_request` read them, or again
