@@ -161,6 +161,10 @@ class WorkflowOutput(TypedDict, total=False):
     """completed | blocked (both written to memory) | rejected | failed (replaced)."""
 
 
+WORKFLOW_MAX_TOKENS = 2_000
+"""The most a workflow step's structured answer may take (a plan, a task's result, a review)."""
+
+
 class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     """The run state: input, output and the turn's working data, all replaced per turn."""
 

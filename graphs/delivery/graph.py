@@ -41,7 +41,7 @@ from graphs.delivery.stages import (
 )
 from graphs.delivery.state import DeliveryState, PlanRecord, ReviewAssignment, TaskArtifact, Verdict
 from graphs.routing import STOP
-from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
+from graphs.state import WORKFLOW_MAX_TOKENS, Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
 from memory.structured import StructuredPolicy, as_policy
 from memory.text import clamp
@@ -63,8 +63,6 @@ NOSTREAM: RunnableConfig = {"tags": [TAG_NOSTREAM]}
 
 M = TypeVar("M", bound=BaseModel)
 
-WORKFLOW_MAX_TOKENS = 2_000
-"""The most a stage's structured answer may take (a plan, an artifact, a review)."""
 NO_CHECKPOINTER_WARNING = "`durability` has no effect when no checkpointer"
 """LangGraph's warning when a run without a checkpointer is given a durability."""
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from graphs.events import emit
 from graphs.routing import STOP
-from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
+from graphs.state import WORKFLOW_MAX_TOKENS, Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tasklist import prompts as text
 from graphs.tasklist.prompts import Outcome, one_line, render_summary
 from graphs.tasklist.reviews import (
@@ -55,8 +55,6 @@ from memory.structured import StructuredPolicy, as_policy
 logger = logging.getLogger(__name__)
 
 MIN_PLANNED_TASKS, MAX_REVISION_ROUNDS = 3, 1
-WORKFLOW_MAX_TOKENS = 2_000
-"""The most a step's structured answer may take (a plan, a task's result, the summary)."""
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
