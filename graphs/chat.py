@@ -1,11 +1,9 @@
 """The chat node: one model call with the memory context.
 
-A node of the agent graph, not a subgraph of one node: a subgraph would add a graph
-run of its own to every turn (its loop, its checkpoint read) and buy nothing. In auto
-mode the model may ask for a tool; the main graph then continues the turn in the tool
-subgraph with the tool request as the last message. The model call has a sync and an
-async body (`ModelNode`): `graph.invoke` calls the model in the caller's thread,
-`graph.astream` awaits it (streaming, cancellable).
+A node of the agent graph, not a subgraph of one node, which would add a graph run of its
+own to every turn (its loop, its checkpoint read) and buy nothing. The model call has a
+sync and an async body (`ModelNode`): `graph.invoke` calls the model in the caller's
+thread, `graph.astream` awaits it (streaming, cancellable).
 """
 
 from __future__ import annotations

@@ -2,12 +2,10 @@
 a written turn left owed on its conversation's record (`finalize` records it in the turn's
 own transaction): the archived lines' vectors, the extraction, a compaction.
 
-With `batch_from` (the runner gives it) a model's extraction waits for its batch: it is
-due at `batch_turns` owed turns, when a compaction is owed, or when an owed turn is older
-than `batch_from` (a stopped process left it); meanwhile only explicit requests apply.
-It runs inline as the agent graph's `upkeep` node, or after the turn is done
-(`agent.upkeep_runner`). A failure never fails the turn: the record says `failed`, and
-what is unpaid stays on it for the next upkeep.
+With `batch_from` a model's extraction may wait for its batch (`_extraction_due`);
+meanwhile only explicit requests apply. It runs inline as the agent graph's `upkeep`
+node, or after the turn (`agent.upkeep_runner`). A failure never fails the turn: the
+record says `failed`, and what is unpaid stays on it for the next upkeep.
 """
 
 from __future__ import annotations
@@ -180,7 +178,9 @@ class UpkeepNodes:
         return Command(update=update, goto=self._after_embed(record))
 
     def _extraction_due(self, state: UpkeepState, record: ThreadState) -> bool:
-        """Whether the owed turns are extracted now (else they wait for their batch)."""
+        """Whether the owed turns are extracted now, else they wait for their batch: due at
+        `batch_turns` owed turns, when a compaction is owed, or when an owed turn is older
+        than `batch_from` (a stopped process left it)."""
         since = state.get("batch_from")
         if since is None or self.long_term is None or self.long_term[1].source != "model":
             return True
