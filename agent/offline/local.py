@@ -54,22 +54,18 @@ def message_chunks(message: AIMessage) -> list[AIMessageChunk]:
         for index, call in enumerate(message.tool_calls)
     ]
     pieces: list[Any] = [message.content] if calls else text_pieces(message.text)
-    last = len(pieces) - 1
+    ending: dict[str, Any] = {
+        "tool_call_chunks": calls,
+        "response_metadata": message.response_metadata,
+        "usage_metadata": message.usage_metadata,
+        "chunk_position": "last",
+    }
     return [
         AIMessageChunk(
             content=piece,
             id=message.id,
             additional_kwargs=message.additional_kwargs if index == 0 else {},
-            **(
-                {
-                    "tool_call_chunks": calls,
-                    "response_metadata": message.response_metadata,
-                    "usage_metadata": message.usage_metadata,
-                    "chunk_position": "last",
-                }
-                if index == last
-                else {}
-            ),
+            **(ending if index == len(pieces) - 1 else {}),
         )
         for index, piece in enumerate(pieces)
     ]
