@@ -5,6 +5,7 @@ alike; only the checkpointer the graph is compiled with differs.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -225,12 +226,10 @@ def assemble(
         # the local model is an endpoint like any other once its server runs
         endpoint, release = serve(settings)
         settings = endpoint_settings(settings, endpoint)
-    try:
+    with contextlib.ExitStack() as on_failure:  # what opened closes again if a step fails
+        on_failure.callback(release)
         memory = open_memory(settings, database_url=database_url, secret=secret)
-    except BaseException:
-        release()
-        raise
-    try:
+        on_failure.callback(memory.threads.close)
         scrub_run_ids(memory)  # an earlier release's run threads held the raw ids
         long_term = open_long_term(settings, memory)
         chat_model = model or load_chat_model(settings)
@@ -272,9 +271,6 @@ def assemble(
             upkeep=upkeep,
             call_timeout=settings.call_timeout,
         )
-    except BaseException:
-        memory.threads.close()
-        release()
-        raise
+        on_failure.pop_all()
     batches = extraction == "model"
     return Assembly(memory, long_term, budget, graph, upkeep, method, release, batches)
