@@ -9,6 +9,7 @@ turn runs one async path on the agent's own loop (`agent.runs`); sync methods wa
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from datetime import datetime
 from typing import Any
 
@@ -169,12 +170,9 @@ class ChatAgent:
     async def _relay(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
         """The turn's events, relayed from the agent's loop; closing this stops the turn
         (closed explicitly: the conversation is free at once, not at garbage collection)."""
-        events = self._loop.astream(self._runner.stream(turn))
-        try:
+        async with aclosing(self._loop.astream(self._runner.stream(turn))) as events:
             async for event in events:
                 yield event
-        finally:
-            await events.aclose()
 
     def send(
         self,
