@@ -48,13 +48,8 @@ class TurnResult:
         interrupts = output.get(INTERRUPT) or ()
         if interrupts:
             payload = getattr(interrupts[0], "value", interrupts[0])
-            return cls(
-                conversation_id=conversation_id,
-                status="interrupted",
-                route=str(output.get("route", "")),
-                text="",
-                interrupt=payload if isinstance(payload, dict) else {"value": payload},
-            )
+            interrupt = payload if isinstance(payload, dict) else {"value": payload}
+            return cls(conversation_id, "interrupted", str(output.get("route", "")), "", interrupt)
         return cls(
             conversation_id=conversation_id,
             status=str(output.get("status", "failed")),
