@@ -213,12 +213,9 @@ def assemble(
     `settings`.
 
     Args:
-        model: the chat model (default: `ChatOpenAI` from the settings, or the offline
-            model without an endpoint).
-        compaction_model: the compaction model (default: `model` at temperature 0, else
-            the settings' compaction model).
-        tools: the tool route's tools (default: the built-in tools and
-            `search_conversations`).
+        model: the chat model (default: `ChatOpenAI` from the settings, else the offline one).
+        compaction_model: default: `model` at temperature 0, else the settings' model.
+        tools: the tool route's tools (default: the built-ins and `search_conversations`).
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
     """
     release = _nothing

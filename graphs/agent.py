@@ -8,11 +8,9 @@ START → load_memory ─(the route)─► chat ─┬────────�
                      └─► delivery ─────────────────┘
 ```
 
-`build_agent_graph` takes its collaborators and returns an uncompiled `StateGraph`;
-callers compile it with their checkpointer. The upkeep graph (`graphs.upkeep`) is its
-`upkeep` node (paid inline), and also runs on its own after a caller's turn
-(`Context.upkeep == "deferred"`). The application builds what `langgraph dev` serves
-(`agent/graph.py`): this package never reaches up into `agent/`.
+Callers compile `build_agent_graph` with their checkpointer. The upkeep graph is its
+`upkeep` node, and also runs on its own after a caller's turn (`Context.upkeep`). The
+application builds what `langgraph dev` serves: this package never reaches up into `agent/`.
 """
 
 from __future__ import annotations
@@ -112,8 +110,7 @@ def build_agent_graph(
     """Assemble the agent graph.
 
     Args:
-        compaction_model: structured-output model for compaction and extraction
-            (default: `model`).
+        compaction_model: the model of compaction and extraction (default: `model`).
         tools: tools offered in the tool route and, in auto mode, to the chat model.
         workflows: compiled workflow subgraphs by route (`tasklist`, `delivery`), each
             reading `WorkflowInput` and writing `WorkflowOutput`.
@@ -121,8 +118,7 @@ def build_agent_graph(
         extraction: `explicit` (explicit requests only; `rules` is its deprecated alias),
             `model` (the compaction model, with the explicit requests) or `off`.
         budget: the context budget every turn's context is fitted into (None: none).
-        upkeep: the compiled upkeep graph, when the caller also runs it on its own
-            (default: `build_upkeep` from the same collaborators).
+        upkeep: the compiled upkeep graph, when the caller also runs it (default: built here).
         call_timeout: seconds each chat model call may take (None: unbounded).
     """
     workflows = dict(workflows or {})
