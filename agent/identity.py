@@ -84,11 +84,8 @@ class SignedIn:
 
 def session_of(mode: IdentityMode, user: str) -> str:
     """`mode:user`, every character of `user` but ASCII letters, digits and '-' written
-    `_xx` per UTF-8 byte (so `auth0|42` is `auth0_7c42`: distinct users stay distinct).
-
-    Raises:
-        Unauthenticated: an empty user id, or one too long once escaped.
-    """
+    `_xx` per UTF-8 byte (so `auth0|42` is `auth0_7c42`: distinct users stay distinct);
+    `Unauthenticated` for an empty user id, or one too long once escaped."""
     escaped = "".join(
         char if char.isascii() and (char.isalnum() or char == "-") else _escape(char)
         for char in user

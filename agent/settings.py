@@ -270,11 +270,8 @@ class Settings(BaseSettings):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read the settings from `env` (default: the process environment and `.env`).
-
-        Raises:
-            SettingsError: for a value that cannot be used, naming the variable.
-        """
+        """Read the settings from `env` (default: the process environment and `.env`);
+        `SettingsError` for a value that cannot be used, naming the variable."""
         try:
             if env is None:
                 return cls()

@@ -26,23 +26,19 @@ from memory.session_documents import Snapshot
 
 @dataclass(kw_only=True)
 class Context:
-    """Per-run settings, passed as `context=` (LangGraph `context_schema`).
-
-    Attributes:
-        conversation_id: the conversation; defaults to the run's thread id.
-        mode: a raw input's route override.
-        upkeep: `inline`: the run goes on from `finalize` to the upkeep it leaves owed
-            (Studio, the server); `deferred`: the caller runs the upkeep graph after
-            the run, off the reply path.
-        request: the turn, validated by the caller (`ChatAgent`), which admitted its
-            conversation; None for a raw input (Studio, the SDK): `load_memory` checks it.
-    """
+    """Per-run settings, passed as `context=` (LangGraph `context_schema`)."""
 
     session_id: str = DEFAULT_SESSION_ID
     conversation_id: str | None = None
+    """The conversation; defaults to the run's thread id."""
     mode: Mode = "auto"
+    """A raw input's route override."""
     upkeep: Literal["inline", "deferred"] = "inline"
+    """`inline`: the run goes on from `finalize` to the upkeep it leaves owed (Studio, the
+    server); `deferred`: the caller runs the upkeep graph after the run, off the reply path."""
     request: TurnRequest | None = None
+    """The turn, validated by the caller (`ChatAgent`), which admitted its conversation; None
+    for a raw input (Studio, the SDK): `load_memory` checks it."""
 
 
 def turn_ids(context: object = None) -> tuple[str, str]:

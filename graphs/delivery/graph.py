@@ -315,8 +315,7 @@ def build_delivery_graph(
     Args:
         tools: the task sub-agents' tools (the tool subgraph); none: one call per task.
         max_tasks: tasks planned beyond this many are dropped (and named in the report).
-        stage_timeout: seconds for each unit of model work (the plan, a task's sub-agent,
-            a reviewer, the report); past it the run fails.
+        stage_timeout: seconds each stage (the plan, a task, a reviewer, the report) may take.
         background: reads the conversation's summary and pins (None: none).
     """
     steps = DeliverySteps(
