@@ -345,9 +345,8 @@ def build_tasklist_graph(
     structured_output_method: StructuredPolicy | str | None = None,
     background: Background | None = None,
 ) -> TasklistGraph:
-    """Assemble the task-list subgraph (uncompiled; the agent graph adds it compiled):
-    every step calls `model` for structured output; `background` reads the
-    conversation's summary and pins for the planner."""
+    """Assemble the task-list subgraph (uncompiled): every step calls `model` for structured
+    output; `background` reads the conversation's summary and pins for the planner."""
     steps = TasklistSteps(model, as_policy(structured_output_method), background)
     builder: TasklistGraph = StateGraph(
         TasklistState, input_schema=WorkflowInput, output_schema=WorkflowOutput
