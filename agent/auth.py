@@ -53,9 +53,8 @@ def public(path: str) -> bool:
 
 @auth.authenticate
 def authenticate(scope: dict[str, Any]) -> Any:
-    """The request's user (`mode:user`; anonymous with no mode), found in a worker thread
-    (fetching a JWKS may block); 401 `Auth.exceptions.HTTPException` without valid
-    credentials."""
+    """The request's user (`mode:user`; anonymous with no mode), found in a worker thread (fetching
+    a JWKS may block); a 401 without valid credentials."""
     if authenticator is None or public(scope["path"]):
         return anonymous()
     connection = HTTPConnection(scope)

@@ -161,10 +161,9 @@ class Authenticator:
         cookie: str | None = None,
         now: float | None = None,
     ) -> SignedIn:
-        """The user a request's credentials name: the proxy's header (from a trusted
-        address only), else `x-api-key`, else `Authorization: Bearer` (a key, else a
-        token), else the sign-in `cookie`. `Unauthenticated` without valid credentials;
-        nothing else is tried after a bad one."""
+        """The user a request's credentials name: the proxy's header (from a trusted address only),
+        else `x-api-key`, else `Authorization: Bearer` (a key, else a token), else the sign-in
+        `cookie`; `Unauthenticated` without valid ones (nothing is tried after a bad one)."""
         proxied = self._proxy_user(headers, client)
         if proxied is not None:
             return SignedIn(session_of("proxy", proxied), "proxy")

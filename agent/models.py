@@ -48,9 +48,8 @@ def chat_openai(
     max_retries: int,
     max_tokens: int | None = None,
 ) -> ChatOpenAI:
-    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`; None: OpenAI's), the one
-    client of every model the agent builds; `max_tokens` bounds an answer (structured
-    calls set their own)."""
+    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`; None: OpenAI's), the client of
+    every model the agent builds; `max_tokens` bounds an answer (structured calls set their own)."""
     import openai
     from langchain_openai import ChatOpenAI
 

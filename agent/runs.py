@@ -172,10 +172,9 @@ class TurnRunner:
         return result
 
     async def stream(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
-        """The turn's events, `conversation` first: except for a draft's first message,
-        after the run's first event, so that a refusal is raised before any event. `done`
-        (or `error`) comes once the conversation is free; the upkeep's `memory` events
-        follow it until that upkeep ends."""
+        """The turn's events, `conversation` first: except for a draft's first message, after the
+        run's first event, so that a refusal is raised before any event. `done` (or `error`) comes
+        once the conversation is free, the upkeep's `memory` events after it."""
         output = TurnOutput()
         events = self._play(turn, output, STREAM_MODES)
         async with aclosing(events):

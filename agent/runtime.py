@@ -56,9 +56,8 @@ REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 
 
 def archive_embeddings(settings: Settings) -> ArchiveEmbeddings | None:
-    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` names a model; `local` has
-    its own name, size and distance, and no recent-vector cache: its query and passage
-    forms differ."""
+    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` names a model; `local` has its own
+    name, size and distance, and no recent-vector cache (its query and passage forms differ)."""
     if not settings.embeddings_model:
         return None
     if settings.embeddings_model == LOCAL:

@@ -265,9 +265,8 @@ class ChatAgent:
     # -- conversations ------------------------------------------------------------------
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The conversation's hydration DTO, with `review`: the payload a task list in it
-        waits for, or None. Upkeep still owed when nothing pays it (its process died) is
-        started here."""
+        """The conversation's hydration DTO, with `review`: the payload a task list in it waits for,
+        or None. Upkeep owed that nothing pays (its process died) starts here."""
         session = check_id(session_id, "session id")
         conversation = check_id(conversation_id, "conversation id")
         dto = self.memory.hydrate(session, conversation)

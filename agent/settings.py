@@ -240,9 +240,8 @@ class Settings(BaseSettings):
 
     @property
     def judges_relevance(self) -> bool:
-        """False with `AGENT_EMBEDDINGS_MODEL=none`: nothing is embedded, not even the
-        message the relevance judge reads (`memory.archive.relevance`); recall decides by
-        score alone."""
+        """False with `AGENT_EMBEDDINGS_MODEL=none`: nothing is embedded, not even the message the
+        relevance judge reads; recall decides by score alone."""
         return self.embeddings_model != ""
 
     @property
