@@ -116,9 +116,8 @@ class AgentOutput(TypedDict, total=False):
     route: RouteName
     """The subgraph that answered."""
     status: str
-    """completed | blocked | cancelled | failed once the turn ends. Until then a task
-    list reads `interrupted` (it stops for its review before it runs anything), any other
-    turn `running` (a crash leaves them so)."""
+    """completed | blocked | cancelled | failed once the turn ends; until then `interrupted` for a
+    task list (it stops for its review first), else `running` (a crash leaves either)."""
     memory_written: bool
     """Whether the turn was written to chat memory."""
     conversation_deleted: bool
