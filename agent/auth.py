@@ -53,9 +53,8 @@ def public(path: str) -> bool:
 
 @auth.authenticate
 def authenticate(scope: dict[str, Any]) -> Any:
-    """The request's user (`mode:user`; anonymous with no mode), found in a worker thread
-    (fetching a JWKS may block); 401 `Auth.exceptions.HTTPException` without valid
-    credentials."""
+    """The request's user (`mode:user`; anonymous with no mode), found in a worker thread (fetching
+    a JWKS may block); a 401 without valid credentials."""
     if authenticator is None or public(scope["path"]):
         return anonymous()
     connection = HTTPConnection(scope)
@@ -102,8 +101,7 @@ async def refuse_the_rest(ctx: Auth.types.AuthContext, value: Any) -> bool:
 
 @auth.on(resources=["threads", "crons"])
 async def own_threads(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> Any:
-    """Threads with their runs (reads, streams, state updates, resumes, copies) and crons
-    are their owner's alone."""
+    """Threads with their runs (reads, streams, updates, resumes, copies), crons: the owner's."""
     user = owner(ctx)
     if user is None:
         return None

@@ -10,15 +10,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from typing import Any
-
-from langgraph.graph.state import CompiledStateGraph
 
 from agent.runtime import assemble
 from agent.settings import Settings
+from graphs.agent import Compiled
 from graphs.memory_view import build_memory_view_graph
 
-Compiled = CompiledStateGraph[Any, Any, Any, Any]
 _building = threading.Lock()
 
 

@@ -84,11 +84,8 @@ class SignedIn:
 
 def session_of(mode: IdentityMode, user: str) -> str:
     """`mode:user`, every character of `user` but ASCII letters, digits and '-' written
-    `_xx` per UTF-8 byte (so `auth0|42` is `auth0_7c42`: distinct users stay distinct).
-
-    Raises:
-        Unauthenticated: an empty user id, or one too long once escaped.
-    """
+    `_xx` per UTF-8 byte (so `auth0|42` is `auth0_7c42`: distinct users stay distinct);
+    `Unauthenticated` for an empty user id, or one too long once escaped."""
     escaped = "".join(
         char if char.isascii() and (char.isalnum() or char == "-") else _escape(char)
         for char in user
@@ -153,8 +150,7 @@ class Authenticator:
     def from_settings(
         cls, settings: Settings, secret: Callable[[], str], sign_ins: SignIns | None = None
     ) -> Authenticator | None:
-        """The authenticator of `settings`, or None when no mode is configured (anonymous
-        sessions)."""
+        """The authenticator of `settings`; None without an identity mode (anonymous sessions)."""
         return cls(settings, secret, sign_ins) if settings.identity_modes else None
 
     def authenticate(
@@ -165,10 +161,9 @@ class Authenticator:
         cookie: str | None = None,
         now: float | None = None,
     ) -> SignedIn:
-        """The user a request's credentials name: the proxy's header (from a trusted
-        address only), else `x-api-key`, else `Authorization: Bearer` (a key, else a
-        token), else the sign-in `cookie`. `Unauthenticated` without valid credentials;
-        nothing else is tried after a bad one."""
+        """The user a request's credentials name: the proxy's header (from a trusted address only),
+        else `x-api-key`, else `Authorization: Bearer` (a key, else a token), else the sign-in
+        `cookie`; `Unauthenticated` without valid ones (nothing is tried after a bad one)."""
         proxied = self._proxy_user(headers, client)
         if proxied is not None:
             return SignedIn(session_of("proxy", proxied), "proxy")

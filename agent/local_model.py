@@ -138,11 +138,6 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _get_json(url: str, timeout: float) -> object:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
 SERVE_WHILE_PARENT_LIVES = """\
 import os, runpy, signal, sys, threading
 def orphaned():
@@ -190,7 +185,8 @@ class LocalServer:
             if self._process.poll() is not None:
                 self._failed(f"it exited with status {self._process.returncode}")
             try:
-                listing = _get_json(f"{self.base_url}/models", timeout=2)
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
+                    listing = json.loads(response.read())
             except (OSError, ValueError):
                 listing = None
             if isinstance(listing, dict) and any(

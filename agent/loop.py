@@ -47,12 +47,9 @@ class BackgroundLoop:
             raise
 
     async def astream(self, source: AsyncIterator[T]) -> AsyncGenerator[T, None]:
-        """Iterate `source` on the loop and yield its items in the caller's loop.
-
-        Closing or cancelling the consumer cancels the producer, and waits (briefly)
-        until it has unwound, so that what it held (a conversation's lock) is free
-        when this returns.
-        """
+        """Iterate `source` on the loop and yield its items in the caller's loop. Closing or
+        cancelling the consumer cancels the producer and waits (briefly) until it has
+        unwound, so that what it held (a conversation's lock) is free when this returns."""
         caller = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         finished = asyncio.Event()

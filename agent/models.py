@@ -48,10 +48,8 @@ def chat_openai(
     max_retries: int,
     max_tokens: int | None = None,
 ) -> ChatOpenAI:
-    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`, `/v1`; None: OpenAI's),
-    the one client of every model the agent builds, a local server's included. No
-    `api_key`: an endpoint that needs none; no `temperature`: the endpoint's; `max_tokens`
-    bounds an answer (structured calls set their own)."""
+    """`ChatOpenAI` on an OpenAI-compatible endpoint (`base_url`; None: OpenAI's), the client of
+    every model the agent builds; `max_tokens` bounds an answer (structured calls set their own)."""
     import openai
     from langchain_openai import ChatOpenAI
 
@@ -123,14 +121,9 @@ EMBEDDINGS_NEED_AN_ENDPOINT = (
 
 def load_embeddings(settings: Settings) -> Embeddings:
     """`OpenAIEmbeddings(AGENT_EMBEDDINGS_MODEL)` on the configured endpoint, or the
-    packaged local model for `local` (no endpoint: it runs offline too).
-
-    Texts are sent as they are: checking their length would tokenise them with
-    tiktoken, which downloads its encodings on first use, and memory items are short.
-
-    Raises:
-        InvalidInput: neither `OPENAI_API_KEY` nor `OPENAI_BASE_URL` is set.
-    """
+    packaged local model for `local` (it runs offline too). Texts are sent as they are:
+    checking their length would tokenise them with tiktoken, which downloads its
+    encodings on first use, and memory items are short."""
     if not settings.embeddings_model:
         raise ValueError("AGENT_EMBEDDINGS_MODEL is not set")
     if settings.embeddings_model == LOCAL:
@@ -158,17 +151,11 @@ times within a second or so: a few turns at once fit)."""
 class RecentEmbeddings(Embeddings):
     """`embeddings` keeping the vectors of the texts embedded one at a time lately.
 
-    A turn's message is asked for up to three times: by long-term recall (LangGraph's
-    store embeds a search's query), by the archive's recall (the same text unless the
-    message is short), and after the reply by the upkeep that stores its archived line's
-    vector. Each is a request to the endpoint, two of them on the reply path; kept here,
-    the message is sent once. A batch of several texts (lines an earlier upkeep left) is
-    sent as it is. OpenAI's embeddings are one vector per text whether it is a query or a
-    document (`OpenAIEmbeddings.embed_query` is `embed_documents` of one text), so both
-    share what is kept.
-
-    Written here rather than with LangChain's `CacheBackedEmbeddings`: that one keeps
-    every document's vector in a byte store with no bound, where a few are wanted.
+    A turn's message is embedded up to three times (long-term recall, the archive's recall,
+    and the upkeep storing its archived line's vector), two of them on the reply path: kept
+    here, it is sent once; a batch of several texts is sent as it is. OpenAI's query and
+    document vectors are one (`embed_query` is `embed_documents` of one text), so both share
+    what is kept. LangChain's `CacheBackedEmbeddings` would keep every vector, unbounded.
     """
 
     def __init__(self, embeddings: Embeddings, size: int = RECENT_VECTORS) -> None:
@@ -190,13 +177,9 @@ class RecentEmbeddings(Embeddings):
 
 def token_counter(model: BaseChatModel | None) -> TokenCounter:
     """The model's own token counter where it has one that runs locally, else LangChain's
-    `count_tokens_approximately`.
-
-    `ChatOpenAI` counts with tiktoken, which downloads its encodings on first use (and
-    knows nothing of the models behind other OpenAI-compatible endpoints); the base
-    class's counter downloads a GPT-2 tokenizer. Nothing may download at run time, so
-    those count approximately.
-    """
+    `count_tokens_approximately`: `ChatOpenAI` counts with tiktoken and the base class
+    with a GPT-2 tokenizer, both downloaded on first use, and nothing may download at
+    run time."""
     # a ChatOpenAI exists only once its module is loaded: recognising one imports nothing
     openai = sys.modules.get("langchain_openai")
     if model is None or (openai is not None and isinstance(model, openai.ChatOpenAI)):

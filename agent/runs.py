@@ -1,14 +1,10 @@
-"""How a turn runs (`TurnRunner`): one async path on the agent's own event loop, for
-every turn, resume and recovery, streamed or not; and what admits a turn (`Turn`, the
-busy lock, how often its run thread is checkpointed, the checks of a resume or a
-recovery).
+"""How a turn runs (`TurnRunner`): one async path on the agent's own event loop for every
+turn, resume and recovery, streamed or not, and what admits one (`Turn`, the busy lock,
+its checkpoint durability, the checks of a resume or a recovery).
 
 `_play` is that path: under the conversation's busy lock it admits the run, streams the
-graph (its client events), and concludes (lists a review, prunes the run thread); the
-lock is released once `finalize` has committed, before `done`. `stream` relays the
-events (`conversation` first, `done` last, then the `memory` events of the upkeep the
-turn left owed, until it ends); `run` keeps only the result. The sync API runs either on
-the agent's loop (`ChatAgent.send`).
+graph and concludes; the lock is released once `finalize` has committed, before `done`.
+`stream` relays the events, `run` keeps only the result.
 """
 
 from __future__ import annotations
@@ -56,8 +52,7 @@ class Turn:
     config: RunnableConfig
     context: Context
     graph_input: Any
-    """A new turn's message (its request travels validated in `context`), a resume's
-    `Command` (its decision checked under the busy lock), or None: a recovery."""
+    """A new turn's message, a resume's `Command` (checked under the busy lock), or None."""
 
 
 Durability = Literal["exit", "sync"]
@@ -71,8 +66,7 @@ before the next starts: a run stopped by a crash resumes where it stopped
 
 
 def durability(turn: Turn) -> Durability:
-    """How often the turn's run thread is checkpointed: after every step for a workflow
-    (a resume or a recovery continues one), once at the end for chat and tool turns."""
+    """Every step for a workflow (a resume or a recovery continues one), else at the end."""
     if turn.request is None or turn.request.route in WORKFLOW_ROUTES:
         return WORKFLOW_DURABILITY
     return CHAT_DURABILITY
@@ -96,14 +90,12 @@ def review_answered(saver: BaseCheckpointSaver[Any], state: Any) -> bool:
 
 
 def is_unfinished(state: Any, *, answered: bool) -> bool:
-    """Whether a run thread's state is a run a crash stopped: it has a next step, and it
-    waits for no review (or for one already `answered`)."""
+    """Whether a crash stopped the run: a next step, and no review waiting (unless `answered`)."""
     return bool(state.next) and (not state.interrupts or answered)
 
 
 def unfinished_check(state: Any, *, answered: bool = False) -> None:
-    """Raise unless a run thread's state is a run a crash stopped (not one waiting for a
-    review, not a finished one); `answered`: its review was answered before the crash."""
+    """Raise `InvalidRequest` unless a crash stopped the run (see `is_unfinished`)."""
     if state.interrupts and not answered:
         raise InvalidRequest(WAITING_FOR_REVIEW)
     if not state.next:
@@ -122,10 +114,9 @@ def busy_lock(
 def unfinished_runs(
     graph: Any, memory: ConversationMemory, session_id: str, conversation_ids: Sequence[str]
 ) -> set[str]:
-    """The conversations whose last run stopped before its end, read in two queries: a
-    workflow's status reads `interrupted` (a task list) or `running` (a delivery) until
-    it finishes; of those, the ones not waiting for a review (or whose review was
-    answered before a crash) and not running right now."""
+    """The conversations whose last workflow a crash stopped, read in two queries: its
+    status reads `interrupted` (a task list) or `running` (a delivery) until it ends;
+    of those, the ones not waiting for a review and not running right now."""
     threads = {memory.run_thread(session_id, cid): cid for cid in conversation_ids}
     store = memory.threads
     statuses = store.run_channel_values(list(threads), "status")
@@ -156,60 +147,34 @@ status events cost nothing (LangGraph's writer is then a no-op), where each woul
 otherwise wake the loop from the node's worker thread for an event nobody reads."""
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
 class TurnRunner:
-    """Runs admitted turns over the agent graph.
+    """Runs admitted turns over the agent graph (compiled with the run threads'
+    checkpointer); `run_history="latest"` prunes a finished run to its last checkpoint,
+    `reviews` validate the decisions a resume carries."""
 
-    Args:
-        graph: the agent graph, compiled with the run threads' checkpointer.
-        memory: the chat memory (the busy locks, drafts, run threads).
-        upkeep: runs the memory upkeep a turn leaves owed.
-        run_history: `latest` prunes a finished run thread to its last checkpoint.
-        reviews: the validators of the reviews a resume answers.
-    """
-
-    def __init__(
-        self,
-        *,
-        graph: CompiledStateGraph[Any, Any, Any, Any],
-        memory: ConversationMemory,
-        upkeep: UpkeepRunner,
-        run_history: RunHistory,
-        reviews: Mapping[str, Validator],
-    ) -> None:
-        self._graph = graph
-        self._reviews = reviews
-        self._memory = memory
-        self._upkeep = upkeep
-        self._run_history = run_history
-
-    def _busy_lock(self, turn: Turn) -> AbstractContextManager[None]:
-        return busy_lock(self._memory, turn.session_id, turn.conversation_id)
+    graph: CompiledStateGraph[Any, Any, Any, Any]
+    memory: ConversationMemory
+    upkeep: UpkeepRunner
+    run_history: RunHistory
+    reviews: Mapping[str, Validator]
 
     async def run(self, turn: Turn) -> TurnResult:
         """Run a turn (a new one, a resume or a recovery) for its result; the upkeep it
-        leaves owed starts after it.
-
-        Raises:
-            InvalidRequest: the run was refused (bad input; no pending review, no
-                unfinished run any more).
-            ConversationNotFound, ConversationBusy: as for `ChatAgent.send`.
-        """
+        leaves owed starts after it. Raises as `ChatAgent.send` does."""
         output = TurnOutput()
         async with aclosing(self._play(turn, output, RESULT_MODES)) as events:
             async for _ in events:
                 pass
         result = output.result(turn.conversation_id)
         if result.upkeep == "pending":
-            await self._upkeep.start(turn.session_id, turn.conversation_id)
+            await self.upkeep.start(turn.session_id, turn.conversation_id)
         return result
 
     async def stream(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
-        """The turn's events, `conversation` first. Except for a draft's first message,
-        it comes after the run's first event, once the run was admitted and (for a turn)
-        its memory read found the conversation: a refusal (`ConversationNotFound`, no
-        review to resume, …) is raised before any event. `done` comes once the
-        conversation is free again (or `error`); the `memory` events of the upkeep the
-        turn left owed follow it, until that upkeep ends."""
+        """The turn's events, `conversation` first: except for a draft's first message, after the
+        run's first event, so that a refusal is raised before any event. `done` (or `error`) comes
+        once the conversation is free, the upkeep's `memory` events after it."""
         output = TurnOutput()
         events = self._play(turn, output, STREAM_MODES)
         async with aclosing(events):
@@ -231,8 +196,8 @@ class TurnRunner:
         if result.upkeep != "pending":
             yield {"event": "done", "result": result.to_dict()}
             return
-        upkeep = await self._upkeep.start(turn.session_id, turn.conversation_id)
-        following = self._upkeep.follow(upkeep)  # joined before `done`: no event is missed
+        upkeep = await self.upkeep.start(turn.session_id, turn.conversation_id)
+        following = self.upkeep.follow(upkeep)  # joined before `done`: no event is missed
         yield {"event": "done", "result": result.to_dict()}
         async with aclosing(following):
             async for event in following:
@@ -244,17 +209,15 @@ class TurnRunner:
         output: TurnOutput,
         stream_mode: Sequence[StreamMode],
     ) -> AsyncGenerator[ClientEvent, None]:
-        """Under the conversation's busy lock: admit the run, stream the graph (its client
-        events, while `output` follows its output) and conclude it. A failure other than
-        a refused request or conversation is logged and marks the output `crashed`; if
-        it came after the answer existed (the run thread's last checkpoint failed), the
-        answer is still delivered, degraded."""
+        """Under the busy lock: admit the run, stream the graph (`output` follows its
+        output) and conclude it. Another failure than a refusal is logged and marks the
+        output `crashed`; after the answer existed, the answer is delivered degraded."""
         try:
-            with self._busy_lock(turn):
+            with busy_lock(self.memory, turn.session_id, turn.conversation_id):
                 graph_input = await self._admit(turn)
                 tokens = AnswerTokens()  # a tool call written as text is never shown
                 try:
-                    async for part in self._graph.astream(
+                    async for part in self.graph.astream(
                         graph_input,
                         turn.config,
                         context=turn.context,
@@ -275,7 +238,7 @@ class TurnRunner:
                     # the memory thread's id (an HMAC), never the conversation id in clear
                     logger.exception(
                         "turn failed in memory thread %s",
-                        self._memory.memory_thread(turn.session_id, turn.conversation_id),
+                        self.memory.memory_thread(turn.session_id, turn.conversation_id),
                     )
                     output.crashed = True
                 if output.crashed and not output.answered:
@@ -292,61 +255,50 @@ class TurnRunner:
             raise ConversationBusy() from None
 
     async def _admit(self, turn: Turn) -> Any:
-        """Under the busy lock: own the draft of a new conversation, or check a resume or
-        a recovery (here, so that no other one can have finished the run since); the
-        graph input to run."""
+        """Under the busy lock (so that no other run can have finished it since): own a
+        new conversation's draft, or check a resume or a recovery; the graph input."""
         if turn.request is None:  # the hop: the checks read the registry and run thread
             return await asyncio.to_thread(self._paused_input, turn)
         if turn.request.create:  # the hop: the registry's write is sync
-            await asyncio.to_thread(
-                self._memory.accept_draft, turn.session_id, turn.conversation_id
-            )
+            await asyncio.to_thread(self.memory.accept_draft, turn.session_id, turn.conversation_id)
         return turn.graph_input
 
     def _paused_input(self, turn: Turn) -> Any:
-        """A resume's `Command` with its decision validated against the review pending,
-        or None for a recovery of a run a crash stopped.
-
-        Raises:
-            ConversationNotFound: unknown conversation, or another session's.
-            InvalidRequest: no review pending, a bad decision, or no unfinished run.
-        """
-        self._memory.require_conversation(turn.session_id, turn.conversation_id)
-        state = self._graph.get_state(turn.config)
+        """A resume's `Command`, its decision validated against the pending review, or
+        None for a recovery (`InvalidRequest` when there is nothing to resume or recover)."""
+        self.memory.require_conversation(turn.session_id, turn.conversation_id)
+        state = self.graph.get_state(turn.config)
         if isinstance(turn.graph_input, Command):
             if not state.interrupts:
                 raise InvalidRequest(NOTHING_TO_RESUME)
             payload, decision = state.interrupts[0].value, turn.graph_input.resume
-            return Command(resume=validate_decision(payload, decision, self._reviews))
-        saver = self._memory.threads.checkpointer
+            return Command(resume=validate_decision(payload, decision, self.reviews))
+        saver = self.memory.threads.checkpointer
         unfinished_check(state, answered=review_answered(saver, state))
         return None
 
     def _conclude(self, turn: Turn, result: TurnResult, output: TurnOutput) -> MemoryEvent | None:
-        """After the run: list the review it waits for (the `memory` event saying so), or
-        delete the run thread of a conversation deleted while the turn ran (its last
-        checkpoint came after the deletion), or keep only the latest checkpoint of a
-        finished run: nothing resumes from older ones (`AGENT_RUN_HISTORY=all` keeps
-        them, for time travel)."""
+        """After the run: list the review it waits for, or delete the run thread of a
+        conversation deleted meanwhile (its last checkpoint came after the deletion), or
+        keep only a finished run's latest checkpoint (`AGENT_RUN_HISTORY=all` keeps all)."""
         if result.interrupt is not None:
             return self._await_review(turn, result.interrupt)
         thread = turn.config["configurable"]["thread_id"]
         try:
             if result.conversation_deleted:
-                self._memory.threads.delete(thread)
-            elif not output.crashed and self._run_history == "latest":
-                self._memory.threads.prune_finished_runs([thread])
+                self.memory.threads.delete(thread)
+            elif not output.crashed and self.run_history == "latest":
+                self.memory.threads.prune_finished_runs([thread])
         except Exception:  # a leftover holds no memory; the next finished turn prunes again
             logger.warning("tidying the run thread failed", exc_info=True)
         return None
 
     def _await_review(self, turn: Turn, payload: dict[str, Any]) -> MemoryEvent | None:
-        """List the conversation as waiting for its review (a reload, another tab or a
-        restarted CLI finds it); a `memory` event naming what the listing pruned. A
-        registry failure leaves the review answerable, only unlisted."""
+        """List the conversation as waiting for its review (a reload or another client
+        finds it): the `memory` event saying so. A failure leaves it answerable, unlisted."""
         goal = payload.get("goal")
         try:
-            pruned = self._memory.await_review(
+            pruned = self.memory.await_review(
                 turn.session_id, turn.conversation_id, goal if isinstance(goal, str) else ""
             )
         except ConversationNotFound:  # deleted while the run went on: nothing to list

@@ -1,13 +1,11 @@
 """The application's one wiring point: settings and explicit collaborators → an agent's
-stores and graphs (`assemble`).
-
-`ChatAgent` and the graph of `langgraph dev` (`agent/graph.py`) both assemble here;
-only where the graph is compiled differs (the server supplies its own checkpointer for
-run threads).
+stores and graphs (`assemble`), for `ChatAgent` and `langgraph dev` (`agent/graph.py`)
+alike; only the checkpointer the graph is compiled with differs.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,10 +56,8 @@ REVIEWS: Mapping[str, Validator] = {**TASKLIST_REVIEWS}
 
 
 def archive_embeddings(settings: Settings) -> ArchiveEmbeddings | None:
-    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` names a model (built, not
-    called); `local` has its own name, size and distance (`AGENT_EMBEDDINGS_DIMS` and
-    `AGENT_EMBEDDINGS_MAX_DISTANCE` are an endpoint's), and no recent-vector cache: its
-    query and passage forms differ."""
+    """The archive's embeddings when `AGENT_EMBEDDINGS_MODEL` names a model; `local` has its own
+    name, size and distance, and no recent-vector cache (its query and passage forms differ)."""
     if not settings.embeddings_model:
         return None
     if settings.embeddings_model == LOCAL:
@@ -84,16 +80,10 @@ def relevance_judge(settings: Settings) -> LocalEmbeddings | None:
 def open_memory(
     settings: Settings, *, database_url: str | None = None, secret: str | None = None
 ) -> ConversationMemory:
-    """The memory store (`AGENT_DATABASE_URL`) under the session secret, with the archive
-    of past turns, its lines embedded when `AGENT_EMBEDDINGS_MODEL` is set (SQLite then
-    opens with its vector index: sqlean.py with sqlite-vec). The secret is resolved
-    first, so a bad one opens nothing. Explicit arguments win.
-
-    Raises:
-        UnsupportedDatabaseUrl: embeddings were asked for, and the database cannot index
-            them (SQLite without sqlean.py or sqlite-vec installed; PostgreSQL, where the
-            archive has no pgvector index), so nothing starts.
-    """
+    """The memory store under the session secret, with the archive of past turns (its
+    lines embedded when `AGENT_EMBEDDINGS_MODEL` is set). The secret is resolved first,
+    so a bad one opens nothing; `UnsupportedDatabaseUrl` when the database cannot index
+    the embeddings asked for."""
     ids = ThreadIds(resolve_secret(secret or settings.secret, settings.data_dir))
     embeddings = archive_embeddings(settings)
     url = database_url or settings.database_url
@@ -113,14 +103,8 @@ def open_memory(
 
 
 def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMemory:
-    """The users' long-term memory in the same database as `memory`, with the store's
-    vector index when `AGENT_EMBEDDINGS_MODEL` is set and the TTL of
-    `AGENT_MEMORY_TTL_DAYS`.
-
-    Raises:
-        UnsupportedDatabaseUrl: embeddings were asked for, and the database cannot index
-            them (SQLite opened without its vector index, PostgreSQL without pgvector).
-    """
+    """The users' long-term memory in `memory`'s database, with the store's vector index
+    when `AGENT_EMBEDDINGS_MODEL` is set, and the TTL of `AGENT_MEMORY_TTL_DAYS`."""
     index: Any = None
     if settings.embeddings_model and not _items_stay_lexical(settings, memory):
         # the archive's client: a message both recalls look up is embedded once
@@ -131,12 +115,8 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
     ttl_minutes = settings.memory_ttl_days * MINUTES_PER_DAY or None
     # the TTL is refreshed by recall itself (`LongTermMemory._refresh`), not on every read;
     # an expired item is gone for every read at once, not only after the hourly sweep
-    ttl: Any = (
-        None
-        if ttl_minutes is None
-        else {"default_ttl": ttl_minutes, "refresh_on_read": False, "omit_expired": True}
-    )
-    store = memory.threads.open_items(index=index, ttl=ttl)
+    ttl: Any = {"default_ttl": ttl_minutes, "refresh_on_read": False, "omit_expired": True}
+    store = memory.threads.open_items(index=index, ttl=ttl if ttl_minutes else None)
     return LongTermMemory(
         store,
         memory.threads.locks,
@@ -171,11 +151,6 @@ def extraction_for(
     return "explicit" if offline else "model"
 
 
-def context_budget(settings: Settings, model: BaseChatModel | None = None) -> ContextBudget:
-    """`AGENT_CONTEXT_BUDGET_TOKENS`, counted by `model`'s own local counter if it has one."""
-    return ContextBudget(settings.context_budget_tokens, token_counter(model))
-
-
 def workflow_graphs(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
@@ -208,19 +183,9 @@ def _nothing() -> None:
 
 @dataclass(frozen=True)
 class Assembly:
-    """An agent's parts, open and wired: its stores and its graphs.
-
-    Attributes:
-        memory: the chat memory (registry, archive, the run threads' store).
-        long_term: the users' long-term memory.
-        budget: the context budget a turn's message is checked against.
-        graph: the agent graph, uncompiled (each caller compiles it with its saver).
-        upkeep: the compiled upkeep graph, the agent graph's `upkeep` node, which a
-            caller also runs on its own after a turn.
-        structured: how its structured calls are made, and what they met (`stats`).
-        release: lets go of what the agent started besides its stores (the local
-            model's server); its owner calls it when it closes.
-    """
+    """An agent's parts, open and wired: its stores, its graph (uncompiled: each caller
+    compiles it with its saver) and the compiled upkeep graph a caller also runs after a
+    turn; `release` lets go of the local model's server, when its owner closes."""
 
     memory: ConversationMemory
     long_term: LongTermMemory
@@ -243,19 +208,13 @@ def assemble(
     tools: Sequence[BaseTool] | None = None,
     long_term_memory: LongTermMode | None = None,
 ) -> Assembly:
-    """Open the stores and build the graphs of an agent. Explicit arguments win over the
-    settings.
+    """Open the stores and build the graphs of an agent; explicit arguments win over
+    `settings`.
 
     Args:
-        settings: where what is not given comes from.
-        database_url: `AGENT_DATABASE_URL` otherwise.
-        secret: `AGENT_SESSION_SECRET` otherwise.
-        model: the chat model (default: `ChatOpenAI` from the settings, or the offline
-            model without a key).
-        compaction_model: the compaction model (default: `model` at temperature 0, else
-            the settings' compaction model).
-        tools: the tool route's tools (default: the built-in tools and
-            `search_conversations`).
+        model: the chat model (default: `ChatOpenAI` from the settings, else the offline one).
+        compaction_model: default: `model` at temperature 0, else the settings' model.
+        tools: the tool route's tools (default: the built-ins and `search_conversations`).
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
     """
     release = _nothing
@@ -263,12 +222,10 @@ def assemble(
         # the local model is an endpoint like any other once its server runs
         endpoint, release = serve(settings)
         settings = endpoint_settings(settings, endpoint)
-    try:
+    with contextlib.ExitStack() as on_failure:  # what opened closes again if a step fails
+        on_failure.callback(release)
         memory = open_memory(settings, database_url=database_url, secret=secret)
-    except BaseException:
-        release()
-        raise
-    try:
+        on_failure.callback(memory.threads.close)
         scrub_run_ids(memory)  # an earlier release's run threads held the raw ids
         long_term = open_long_term(settings, memory)
         chat_model = model or load_chat_model(settings)
@@ -296,7 +253,8 @@ def assemble(
         # runs without it (its steps work on the request, not on the user's history)
         tool_list = BUILTIN_TOOLS if tools is None else list(tools)
         chat_tools = [*tool_list, search_conversations_tool(memory)] if tools is None else tool_list
-        budget = context_budget(settings, model)
+        # counted by the model's own local counter if it has one
+        budget = ContextBudget(settings.context_budget_tokens, token_counter(model))
         graph = build_agent_graph(
             model=chat_model,
             memory=memory,
@@ -309,9 +267,6 @@ def assemble(
             upkeep=upkeep,
             call_timeout=settings.call_timeout,
         )
-    except BaseException:
-        memory.threads.close()
-        release()
-        raise
+        on_failure.pop_all()
     batches = extraction == "model"
     return Assembly(memory, long_term, budget, graph, upkeep, method, release, batches)

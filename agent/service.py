@@ -1,15 +1,15 @@
 """`ChatAgent`: conversations, sessions and turns over the agent graph.
 
 One set of rules for Python, HTTP and the CLI: a request is validated once, here; a
-conversation is validated against its session when the turn reads its memory, is
-captured when the turn starts, and runs one turn at a time; memory is written to the
-conversation in which the turn started. Every turn runs one async path on the agent's
-own loop (`agent.runs`); the sync methods wait for it there.
+conversation is checked against its session when the turn reads its memory, and runs
+one turn at a time; memory is written to the conversation the turn started in. Every
+turn runs one async path on the agent's own loop (`agent.runs`); sync methods wait.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from datetime import datetime
 from typing import Any
 
@@ -43,20 +43,9 @@ ROUTES = frozenset({"chat", "tool", "tasklist", "delivery"})
 class ChatAgent:
     """A chat agent with bounded, per-conversation memory.
 
-    Args:
-        database_url: `sqlite:///path` (default from `AGENT_DATABASE_URL`).
-        model: the chat model (default: `ChatOpenAI` from the environment, or the
-            offline model when no `OPENAI_API_KEY` is set).
-        compaction_model: structured-output model for compaction (default: `model`
-            at temperature 0).
-        tools: the tools of the tool route (default: the built-in tools).
-        secret: HMAC secret for thread ids (default `AGENT_SESSION_SECRET`, else a
-            generated development secret in the data directory).
-        settings: settings to use instead of reading the environment.
-        long_term_memory: how completed turns feed the user's long-term memory: auto |
-            rules | model | off (default `AGENT_LONG_TERM_MEMORY`, else auto).
-
-    Explicit arguments always win over the environment.
+    Each argument left out comes from `settings` (default: the environment), as
+    `agent.runtime.assemble` says; explicit arguments always win over the environment.
+    `secret` keys the thread ids' HMAC (unset: a development secret in the data directory).
     """
 
     def __init__(
@@ -107,9 +96,8 @@ class ChatAgent:
     # -- lifecycle ----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Wait (briefly) for memory upkeep, stop the agent's loop, close its database,
-        and stop the local model's server if this agent was its last user. A second
-        call does nothing (a `with` block around an explicit close)."""
+        """Wait (briefly) for memory upkeep, then stop the loop, the database and (for its
+        last user) the local model's server; a second call does nothing."""
         if self._closed:
             return
         self._closed = True
@@ -141,12 +129,8 @@ class ChatAgent:
         mode: object,
         surface: Surface = PYTHON,
     ) -> Turn:
-        """A new turn, its request validated (a draft's first message gets a new id).
-
-        Raises:
-            InvalidRequest: bad message, mode or ids, or both/neither conversation options.
-            MessageTooLong: the message alone does not fit the model's context budget.
-        """
+        """A new turn, its request validated (a draft's first message gets a new id);
+        `MessageTooLong` when the message alone does not fit the context budget."""
         session = check_id(session_id, "session id")
         conversation, request = parse_request(
             message,
@@ -184,15 +168,11 @@ class ChatAgent:
         return Turn(session_id, conversation_id, request, config, context, graph_input)
 
     async def _relay(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
-        """The turn's events, run on the agent's loop and relayed to the caller's; closing
-        this iterator stops the turn (the nested streams are closed explicitly, so the
-        conversation is free at once, not when the garbage collector finalises them)."""
-        events = self._loop.astream(self._runner.stream(turn))
-        try:
+        """The turn's events, relayed from the agent's loop; closing this stops the turn
+        (closed explicitly: the conversation is free at once, not at garbage collection)."""
+        async with aclosing(self._loop.astream(self._runner.stream(turn))) as events:
             async for event in events:
                 yield event
-        finally:
-            await events.aclose()
 
     def send(
         self,
@@ -236,13 +216,10 @@ class ChatAgent:
         mode: Mode = "auto",
         surface: Surface = PYTHON,
     ) -> AsyncGenerator[ClientEvent, None]:
-        """Run one turn, yielding events: `conversation` first, then `token`, `status`,
-        `memory`, `interrupt`, and `done` with the `TurnResult` (or `error`); the `memory`
-        events of the upkeep it left owed follow `done`.
-
-        Closing the iterator early cancels the turn; a cancelled turn writes nothing.
-        `surface` names the fields in error messages as the caller spells them (the
-        HTTP app: `conversationId`).
+        """Run one turn, yielding events (`agent.client_events`): `conversation` first,
+        `done` with the `TurnResult` (or `error`) last, then the upkeep's `memory` events.
+        Closing the iterator early cancels the turn, which then writes nothing. `surface`
+        spells the fields in error messages as the caller does (HTTP: `conversationId`).
         """
         turn = self._send(message, session_id, conversation_id, create_conversation, mode, surface)
         async for event in self._relay(turn):
@@ -271,13 +248,7 @@ class ChatAgent:
 
     def recover(self, *, session_id: str, conversation_id: str) -> TurnResult:
         """Continue a task list or delivery that a crash stopped, from its last finished
-        step: finished tasks and reviewers are not run again.
-
-        Raises:
-            InvalidRequest: the conversation has no unfinished run (or it waits for a
-                review: `resume` it).
-            ConversationNotFound, ConversationBusy: as for `send`.
-        """
+        step; `InvalidRequest` when no run is unfinished (or it waits for a review)."""
         return self._loop.run(self._runner.run(self._paused(session_id, conversation_id)))
 
     async def arecover(self, *, session_id: str, conversation_id: str) -> TurnResult:
@@ -294,10 +265,8 @@ class ChatAgent:
     # -- conversations ------------------------------------------------------------------
 
     def hydrate(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The conversation's hydration DTO (raises `ConversationNotFound`), with `review`:
-        the review a task list in it waits for (its goal, plan and the answers it takes,
-        as the `interrupt` event carried it), or None. Upkeep still owed when nothing
-        pays it (its process died) is started here."""
+        """The conversation's hydration DTO, with `review`: the payload a task list in it waits for,
+        or None. Upkeep owed that nothing pays (its process died) starts here."""
         session = check_id(session_id, "session id")
         conversation = check_id(conversation_id, "conversation id")
         dto = self.memory.hydrate(session, conversation)
@@ -308,11 +277,7 @@ class ChatAgent:
         return dto
 
     def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
-        """The review the conversation waits for (the payload `resume` answers), or None.
-
-        Raises:
-            ConversationNotFound: unknown, pruned, or another session's conversation.
-        """
+        """The review the conversation waits for (the payload `resume` answers), or None."""
         session = check_id(session_id, "session id")
         conversation = check_id(conversation_id, "conversation id")
         self.memory.require_conversation(session, conversation)
@@ -327,9 +292,8 @@ class ChatAgent:
         return dict(payload) if isinstance(payload, dict) else {"value": payload}
 
     def conversations(self, *, session_id: str) -> dict[str, Any]:
-        """`{selectedConversationId, conversations, limit}`, newest activity first; each
-        conversation says whether its last run is `unfinished` (a crash stopped a task
-        list or delivery: `recover` continues it)."""
+        """`{selectedConversationId, conversations, limit}`, newest activity first, each
+        marked `unfinished` when a crash stopped its workflow (`recover` continues it)."""
         session = check_id(session_id, "session id")
         return self._with_unfinished(session, self.memory.conversations(session))
 
@@ -341,25 +305,21 @@ class ChatAgent:
         return listing
 
     def select(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Select a conversation without reordering the list (the listing as
-        `conversations` returns it)."""
+        """Select a conversation without reordering the list; returns the listing."""
         session = check_id(session_id, "session id")
         listing = self.memory.select(session, check_id(conversation_id, "conversation id"))
         return self._with_unfinished(session, listing)
 
     def delete_conversation(self, *, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """Delete a conversation with its memory, run threads and archived lines. A turn
-        still running in it writes nothing when it ends (its result says
-        `conversation_deleted`)."""
+        """Delete a conversation with its memory, run threads and archived lines; a turn
+        still running in it writes nothing (its result says `conversation_deleted`)."""
         return self.memory.delete_conversation(
             check_id(session_id, "session id"), check_id(conversation_id, "conversation id")
         )
 
     def sweep(self, *, dry_run: bool = False, now: datetime | None = None) -> dict[str, Any]:
-        """Apply the retention policy, `AGENT_RETENTION_DAYS` (`memory.retention.sweep`:
-        what goes); returns what was (or, with `dry_run`, would be) removed:
-        `{conversations, sessions, threads, memories, archivedLines, retentionDays,
-        dryRun}`."""
+        """Apply the retention policy (`memory.retention.sweep`); returns the counts of
+        what was (with `dry_run`: would be) removed."""
         return sweep(
             self.memory,
             self.long_term,
@@ -371,12 +331,9 @@ class ChatAgent:
     # -- long-term memory ---------------------------------------------------------------
 
     def memories(self, *, session_id: str, include_history: bool = False) -> dict[str, Any]:
-        """`{"memories": [item…], "limit": 100}`: the session's current long-term items,
-        newest first, each `{id, kind, text, importance, createdAt, updatedAt,
-        conversationId, provenance}` (`provenance`: `{messageId, conversationId, quote,
-        at}`, where it was said). With `include_history`, also `"history"`: the items later
-        statements changed (with `invalidAt` and `supersededBy`), most recently changed
-        first, at most 100."""
+        """`{"memories": [item…], "limit": 100}`: the session's current long-term items
+        (`MemoryItem.to_dto`), newest first; with `include_history`, also `"history"`: the
+        items later statements changed, most recently changed first."""
         session = check_id(session_id, "session id")
         listing: dict[str, Any] = {
             "memories": [item.to_dto() for item in self.long_term.items(session)],
@@ -387,13 +344,8 @@ class ChatAgent:
         return listing
 
     def remember(self, text: str, *, session_id: str, kind: str | None = None) -> dict[str, Any]:
-        """Add a long-term item directly, through the same gate as a turn's; returns it
-        (an item it repeats comes back with `updatedAt` refreshed).
-
-        Raises:
-            InvalidRequest: the text was refused (a secret, a one-off request, too long…;
-                the message says why) or `kind` is unknown. Nothing was written.
-        """
+        """Add a long-term item through the same gate as a turn's and return it (one it
+        repeats comes back refreshed); `InvalidRequest` says why a text was refused."""
         session = check_id(session_id, "session id")
         try:
             item = self.long_term.remember(session, text, kind=kind)
@@ -402,15 +354,9 @@ class ChatAgent:
         return item.to_dto()
 
     def forget(self, memory_id: str, *, session_id: str) -> None:
-        """Delete one long-term item: the very next turn no longer recalls it, nor the
-        archived lines it was learnt from (they read `[forgotten]`), and its text reads
-        `[forgotten]` wherever the session's memory kept it (messages, summaries, pins,
-        titles, run checkpoints), so no later context carries it. The archive's rewrite,
-        the memory's redaction and the item's deletion commit in one transaction.
-
-        Raises:
-            MemoryNotFound: no such item in this session (another session's included).
-        """
+        """Delete one long-term item, and redact its text as `[forgotten]` wherever the
+        session's memory kept it (archived lines, messages, summaries, pins, titles, run
+        checkpoints), in one transaction; `MemoryNotFound` for another session's item."""
         session = check_id(session_id, "session id")
         self.long_term.forget(session, memory_id, forget=self.memory.forgetter(session))
 
@@ -425,15 +371,9 @@ class ChatAgent:
     def search_conversations(
         self, query: str, *, session_id: str, limit: int = 10, conversation_id: str | None = None
     ) -> list[dict[str, Any]]:
-        """The session's archived lines (every conversation, also those pruned from the
-        list, until retention removes them; only `conversation_id`'s when given) sharing
-        words with `query`, most relevant first:
-        `[{id, conversationId, title, messageId, role, createdAt, text}]`.
-
-        Raises:
-            InvalidRequest: an empty or over-long query, a limit out of 1-50, or an
-                invalid conversation id.
-        """
+        """The session's archived lines (pruned conversations' too, until retention;
+        only `conversation_id`'s when given) sharing words with `query`, most relevant
+        first, each marked `superseded` when a later statement changed it."""
         session = check_id(session_id, "session id")
         if conversation_id is not None:
             conversation_id = check_id(conversation_id, "conversation id")
@@ -457,26 +397,14 @@ class ChatAgent:
     # -- take it away, bring it back ----------------------------------------------------
 
     def export(self, *, session_id: str) -> dict[str, Any]:
-        """Everything the session owns as one versioned JSON document (`memory.transfer`):
-        its listed conversations with their memory, its long-term items with their
-        history, its archived lines, its tombstones. It holds no session id, thread id
-        or key."""
+        """Everything the session owns as one versioned JSON document (`memory.transfer`),
+        holding no session id, thread id or key."""
         return export_session(self.memory, self.long_term, check_id(session_id, "session id"))
 
     def import_(self, document: object, *, session_id: str) -> dict[str, Any]:
-        """Bring an export (JSON text or bytes, or the parsed document) into the session,
-        all or nothing, by the rules of `memory.transfer` (what the session has stays;
-        importing twice changes nothing); returns `{conversations: {imported, skipped,
-        pruned}, memories: {imported, skipped}, archive: {imported, skipped,
-        redacted}}`. The document is user input (`memory.export_document`).
-
-        Raises:
-            InvalidRequest: not an export document of this version, past a limit (10 MB,
-                ten conversations, 200 items, 20,000 lines), an item the write gate
-                refuses, a time after now, or the session would hold more than 100
-                current items or 100 of history; the message says what. Nothing was
-                written.
-        """
+        """Bring an export (JSON text, bytes or the parsed document) into the session, all
+        or nothing, by the rules of `memory.transfer`; returns what was imported and
+        skipped. The document is user input: `InvalidRequest` says what it breaks."""
         session = check_id(session_id, "session id")
         try:
             return import_session(self.memory, self.long_term, session, document)

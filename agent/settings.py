@@ -10,11 +10,11 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, cast
 from urllib.parse import urlsplit
 
 from pydantic import (
-    AliasChoices,
+    AliasGenerator,
     BeforeValidator,
     Field,
     SecretStr,
@@ -117,16 +117,12 @@ class SettingsError(ValueError):
     """An environment variable holds a value the agent cannot use (names the variable)."""
 
 
-def _env(name: str) -> AliasChoices:
-    """Read the field from the variable `name` (and accept the field's own name)."""
-    return AliasChoices(name)
-
-
 class Settings(BaseSettings):
-    """Everything the agent reads from its environment: each field from the variable its
-    alias names, with the default and bounds the configuration table of the docs lists."""
+    """Everything the agent reads from its environment: each field from `AGENT_<FIELD>`
+    (or the alias it names), with the default and bounds the docs' configuration table lists."""
 
     model_config = SettingsConfigDict(
+        alias_generator=AliasGenerator(validation_alias=lambda field: f"AGENT_{field.upper()}"),
         frozen=True,
         extra="ignore",
         env_ignore_empty=True,
@@ -136,102 +132,50 @@ class Settings(BaseSettings):
         validate_by_alias=True,
     )
 
-    database_url: str = Field(DEFAULT_DATABASE_URL, validation_alias=_env("AGENT_DATABASE_URL"))
-    data_dir: Path = Field(Path(".agent-data"), validation_alias=_env("AGENT_DATA_DIR"))
-    session_secret: SecretStr | None = Field(
-        None, validation_alias=_env("AGENT_SESSION_SECRET"), repr=False
-    )
-    openai_api_key: SecretStr | None = Field(
-        None, validation_alias=_env("OPENAI_API_KEY"), repr=False
-    )
-    openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
-    model: str = Field(DEFAULT_MODEL, validation_alias=_env("AGENT_MODEL"))
-    compaction_model: str | None = Field(None, validation_alias=_env("AGENT_COMPACTION_MODEL"))
-    structured_output_method: StructuredOutputMethod = Field(
-        "auto", validation_alias=_env("AGENT_STRUCTURED_OUTPUT_METHOD")
-    )
-    local_model_path: Path | None = Field(None, validation_alias=_env("AGENT_LOCAL_MODEL_PATH"))
-    local_context: int = Field(
-        8192, ge=4096, le=131_072, validation_alias=_env("AGENT_LOCAL_CONTEXT")
-    )
+    database_url: str = DEFAULT_DATABASE_URL
+    data_dir: Path = Path(".agent-data")
+    session_secret: SecretStr | None = Field(None, repr=False)
+    openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY", repr=False)
+    openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
+    model: str = DEFAULT_MODEL
+    compaction_model: str | None = None
+    structured_output_method: StructuredOutputMethod = "auto"
+    local_model_path: Path | None = None
+    local_context: int = Field(8192, ge=4096, le=131_072)
     request_timeout: float = Field(
-        REQUEST_TIMEOUT_S,
-        gt=0,
-        le=MAX_REQUEST_TIMEOUT_S,
-        allow_inf_nan=False,
-        validation_alias=_env("AGENT_REQUEST_TIMEOUT"),
+        REQUEST_TIMEOUT_S, gt=0, le=MAX_REQUEST_TIMEOUT_S, allow_inf_nan=False
     )
-    max_retries: int = Field(2, ge=0, le=100, validation_alias=_env("AGENT_MAX_RETRIES"))
-    answer_tokens: int = Field(
-        ANSWER_TOKENS, gt=0, le=100_000, validation_alias=_env("AGENT_ANSWER_TOKENS")
-    )
-    secure_cookies: bool = Field(False, validation_alias=_env("AGENT_SECURE_COOKIES"))
-    new_sessions_per_minute: int = Field(
-        60, ge=0, le=1_000_000, validation_alias=_env("AGENT_NEW_SESSIONS_PER_MINUTE")
-    )
-    long_term_memory: LongTermMode = Field("auto", validation_alias=_env("AGENT_LONG_TERM_MEMORY"))
-    embeddings_model: str | None = Field(None, validation_alias=_env("AGENT_EMBEDDINGS_MODEL"))
-    embeddings_dims: int = Field(
-        1536, gt=0, le=16_000, validation_alias=_env("AGENT_EMBEDDINGS_DIMS")
-    )
-    embeddings_max_distance: float = Field(
-        DEFAULT_RECALL_DISTANCE,
-        gt=0,
-        le=2,
-        allow_inf_nan=False,
-        validation_alias=_env("AGENT_EMBEDDINGS_MAX_DISTANCE"),
-    )
-    memory_ttl_days: float = Field(
-        365.0,
-        ge=0,
-        le=MAX_DAYS,
-        allow_inf_nan=False,
-        validation_alias=_env("AGENT_MEMORY_TTL_DAYS"),
-    )
-    retention_days: float = Field(
-        30.0, ge=0, le=MAX_DAYS, allow_inf_nan=False, validation_alias=_env("AGENT_RETENTION_DAYS")
-    )
-    recall_tokens: int = Field(
-        DEFAULT_RECALL_TOKENS, ge=0, le=100_000, validation_alias=_env("AGENT_RECALL_TOKENS")
-    )
-    run_history: RunHistory = Field("latest", validation_alias=_env("AGENT_RUN_HISTORY"))
-    extraction_batch_turns: int = Field(
-        EXTRACTION_BATCH_TURNS,
-        ge=1,
-        le=MAX_OWED_IN_ONE_CALL,
-        validation_alias=_env("AGENT_EXTRACTION_BATCH_TURNS"),
-    )
-    extraction_idle_seconds: float = Field(
-        30.0,
-        gt=0,
-        le=86_400,
-        allow_inf_nan=False,
-        validation_alias=_env("AGENT_EXTRACTION_IDLE_SECONDS"),
-    )
-    context_budget_tokens: int = Field(
-        DEFAULT_CONTEXT_BUDGET_TOKENS,
-        ge=MIN_CONTEXT_BUDGET_TOKENS,
-        validation_alias=_env("AGENT_CONTEXT_BUDGET_TOKENS"),
-    )
+    max_retries: int = Field(2, ge=0, le=100)
+    answer_tokens: int = Field(ANSWER_TOKENS, gt=0, le=100_000)
+    secure_cookies: bool = False
+    new_sessions_per_minute: int = Field(60, ge=0, le=1_000_000)
+    long_term_memory: LongTermMode = "auto"
+    embeddings_model: str | None = None
+    embeddings_dims: int = Field(1536, gt=0, le=16_000)
+    embeddings_max_distance: float = Field(DEFAULT_RECALL_DISTANCE, gt=0, le=2, allow_inf_nan=False)
+    memory_ttl_days: float = Field(365.0, ge=0, le=MAX_DAYS, allow_inf_nan=False)
+    retention_days: float = Field(30.0, ge=0, le=MAX_DAYS, allow_inf_nan=False)
+    recall_tokens: int = Field(DEFAULT_RECALL_TOKENS, ge=0, le=100_000)
+    run_history: RunHistory = "latest"
+    extraction_batch_turns: int = Field(EXTRACTION_BATCH_TURNS, ge=1, le=MAX_OWED_IN_ONE_CALL)
+    extraction_idle_seconds: float = Field(30.0, gt=0, le=86_400, allow_inf_nan=False)
+    context_budget_tokens: int = Field(DEFAULT_CONTEXT_BUDGET_TOKENS, ge=MIN_CONTEXT_BUDGET_TOKENS)
 
     api_keys: Annotated[tuple[ApiKey, ...], NoDecode, BeforeValidator(_api_keys)] = Field(
-        (), validation_alias=_env("AGENT_API_KEYS"), repr=False
+        (), repr=False
     )
-    jwt_issuer: str | None = Field(None, validation_alias=_env("AGENT_JWT_ISSUER"))
-    jwt_audience: str | None = Field(None, validation_alias=_env("AGENT_JWT_AUDIENCE"))
-    jwks: str | None = Field(None, validation_alias=_env("AGENT_JWKS"))
-    proxy_user_header: str | None = Field(None, validation_alias=_env("AGENT_PROXY_USER_HEADER"))
-    trusted_proxies: Annotated[tuple[ProxyNetwork, ...], NoDecode, BeforeValidator(_networks)] = (
-        Field((), validation_alias=_env("AGENT_TRUSTED_PROXIES"))
-    )
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwks: str | None = None
+    proxy_user_header: str | None = None
+    trusted_proxies: Annotated[tuple[ProxyNetwork, ...], NoDecode, BeforeValidator(_networks)] = ()
 
     @field_validator("jwks")
     @classmethod
     def _jwks_source(cls, jwks: str | None) -> str | None:
         parts = urlsplit(jwks or "")
-        if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
-            raise ValueError(PLAIN_JWKS_URL)
-        if parts.scheme not in ("", "http", "https"):
+        local_http = parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
+        if parts.scheme not in ("", "https") and not local_http:
             raise ValueError(PLAIN_JWKS_URL)
         return jwks
 
@@ -296,9 +240,8 @@ class Settings(BaseSettings):
 
     @property
     def judges_relevance(self) -> bool:
-        """False with `AGENT_EMBEDDINGS_MODEL=none`: nothing is embedded, not even the
-        message the relevance judge reads (`memory.archive.relevance`); recall decides by
-        score alone."""
+        """False with `AGENT_EMBEDDINGS_MODEL=none`: nothing is embedded, not even the message the
+        relevance judge reads; recall decides by score alone."""
         return self.embeddings_model != ""
 
     @property
@@ -321,22 +264,13 @@ class Settings(BaseSettings):
     @property
     def identity_modes(self) -> tuple[IdentityMode, ...]:
         """The ways a user may sign in; empty: anonymous sessions (cookies, chosen ids)."""
-        modes: list[IdentityMode] = []
-        if self.api_keys:
-            modes.append("key")
-        if self.jwks:
-            modes.append("jwt")
-        if self.proxy_user_header:
-            modes.append("proxy")
-        return tuple(modes)
+        given = {"key": self.api_keys, "jwt": self.jwks, "proxy": self.proxy_user_header}
+        return tuple(cast(IdentityMode, mode) for mode, value in given.items() if value)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read the settings from `env` (default: the process environment and `.env`).
-
-        Raises:
-            SettingsError: for a value that cannot be used, naming the variable.
-        """
+        """Read the settings from `env` (default: the process environment and `.env`);
+        `SettingsError` for a value that cannot be used, naming the variable."""
         try:
             if env is None:
                 return cls()
@@ -374,6 +308,6 @@ def describe(error: ValidationError) -> str:
         field = str(item["loc"][0])
         info = Settings.model_fields.get(field)
         alias = info.validation_alias if info is not None else None
-        name = alias.choices[0] if isinstance(alias, AliasChoices) else field
+        name = alias if isinstance(alias, str) else field
         problems.append(f"{name}: {message}")
     return "; ".join(problems)

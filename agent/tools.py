@@ -63,8 +63,7 @@ class ToolInputError(ToolException, ValueError):
 
 
 def resolve_timezone(timezone: str) -> tzinfo:
-    """The `tzinfo` for an IANA zone name ("UTC", "Z", "GMT" in any case: UTC), else
-    `ToolInputError`."""
+    """The `tzinfo` of an IANA zone ("UTC", "Z", "GMT" in any case: UTC), else `ToolInputError`."""
     name = timezone.strip()
     if name.upper() in _UTC_ALIASES:
         return UTC

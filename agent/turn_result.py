@@ -1,21 +1,17 @@
 """A turn's result (`TurnResult`), read from the graph's output as its run streams it
-(`TurnOutput`).
-
-The outcome of a turn is the agent graph's output (`graphs.state.AgentOutput`): the
-last `values` of the run, and the `updates` its nodes made after them. LangGraph sends
-a run's last `values` only once it has stored the run's last checkpoint, while, when it
-streams eagerly (as it does when it follows subgraphs), a node's `updates` go out as soon
-as the node ends: following both, the answer `finalize` produced reaches the caller even
-when storing that checkpoint fails.
+(`TurnOutput`): the run's last `values` and the `updates` its nodes made after them.
+LangGraph sends the last `values` only once it has stored the last checkpoint, while an
+eager stream (one following subgraphs) sends a node's `updates` as soon as it ends: so
+the answer `finalize` produced reaches the caller even when storing that checkpoint fails.
 """
 
 from __future__ import annotations
 
-from copy import deepcopy
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, cast
 
 from langgraph.types import StreamMode
+from pydantic.alias_generators import to_camel
 
 from agent.client_events import TurnResultDTO
 from agent.errors import TURN_FAILED
@@ -30,26 +26,9 @@ ANSWERING_NODE: Final = "finalize"
 
 @dataclass(frozen=True)
 class TurnResult:
-    """The outcome of a turn.
-
-    Attributes:
-        conversation_id: the conversation the turn ran in (new for a draft).
-        status: completed | blocked (both written to memory) | interrupted (waiting
-            for a review) | cancelled (a rejected workflow) | failed.
-        route: chat | tool | tasklist | delivery.
-        text: the final user-visible text.
-        interrupt: the pending review payload when `status` is interrupted.
-        memory_written: whether the turn was written to chat memory.
-        compaction: skipped | pending (the turn's upkeep runs after it) | succeeded |
-            failed | fallback.
-        degraded: memory storage failed; the answer was still delivered.
-        conversation_deleted: the conversation was deleted (or pruned) while the turn
-            ran: it stays deleted, and the turn wrote nothing.
-        remembered: texts of the long-term items the turn added or said again (empty
-            while its upkeep is pending).
-        upkeep: pending (memory upkeep runs after the turn: `memory` events and the
-            hydration DTO tell its outcome) | done | failed.
-    """
+    """The outcome of a turn: the graph's output (`graphs.state.AgentOutput` says each
+    field), its answer as `text`, and `interrupt`, the review payload of a turn whose
+    `status` is `interrupted` (waiting for a review)."""
 
     conversation_id: str
     status: str
@@ -69,13 +48,8 @@ class TurnResult:
         interrupts = output.get(INTERRUPT) or ()
         if interrupts:
             payload = getattr(interrupts[0], "value", interrupts[0])
-            return cls(
-                conversation_id=conversation_id,
-                status="interrupted",
-                route=str(output.get("route", "")),
-                text="",
-                interrupt=payload if isinstance(payload, dict) else {"value": payload},
-            )
+            interrupt = payload if isinstance(payload, dict) else {"value": payload}
+            return cls(conversation_id, "interrupted", str(output.get("route", "")), "", interrupt)
         return cls(
             conversation_id=conversation_id,
             status=str(output.get("status", "failed")),
@@ -90,32 +64,16 @@ class TurnResult:
         )
 
     def to_dict(self) -> TurnResultDTO:
-        """camelCase form for HTTP and stream clients."""
-        return {
-            "conversationId": self.conversation_id,
-            "status": self.status,
-            "route": self.route,
-            "text": self.text,
-            "interrupt": deepcopy(self.interrupt),
-            "memoryWritten": self.memory_written,
-            "compaction": self.compaction,
-            "degraded": self.degraded,
-            "conversationDeleted": self.conversation_deleted,
-            "remembered": list(self.remembered),
-            "upkeep": self.upkeep,
-        }
+        """camelCase form for HTTP and stream clients (a deep copy)."""
+        fields = {to_camel(name): value for name, value in asdict(self).items()}
+        return cast(TurnResultDTO, {**fields, "remembered": list(self.remembered)})
 
 
 @dataclass
 class TurnOutput:
-    """The graph's output as a run streams it (its top-level `values` and `updates`).
-
-    Attributes:
-        values: the output so far: the last `values`, with every later update applied
-            (every output key is replaced, never appended), interrupts included.
-        answered: whether `finalize` ended, so the turn's answer exists.
-        crashed: whether the run raised (logged by the runner).
-    """
+    """The graph's output as a run streams it: `values`, the last `values` with every
+    later update applied (output keys are replaced, never appended); `answered` once
+    `finalize` ended; `crashed` when the run raised."""
 
     values: dict[str, Any] = field(default_factory=dict)
     answered: bool = False
@@ -142,9 +100,7 @@ class TurnOutput:
                 self.values.update(part)
 
     def result(self, conversation_id: str) -> TurnResult:
-        """The turn's result. When the run raised after the answer existed, as when
-        storing its last checkpoint failed, the answer is delivered degraded; before
-        it, the turn failed with a safe message."""
+        """The turn's result: after a crash, degraded if the answer existed, else failed."""
         if not self.crashed:
             return TurnResult.from_output(conversation_id, self.values)
         if self.answered:

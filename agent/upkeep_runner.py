@@ -1,14 +1,14 @@
-"""`UpkeepRunner`: the upkeep graph (`graphs.upkeep`) run off the reply path, after the
+"""`UpkeepRunner`: the upkeep graph (`graphs.upkeep`) run off the reply path, once the
 turn's `finalize` committed what it leaves owed (the conversation is free by then).
 
 One upkeep at a time per conversation: in this process a request meets the running one,
-which goes round once more; across processes the conversation's upkeep lock orders
-them; a process that dies leaves the record pending for the next. A model's extraction
-waiting for its batch is paid when the conversation has been idle `idle_seconds`, when
-the user's turn comes in another conversation (which meanwhile sees those turns through
-episodic recall, never waiting), on `wait` and on `close`; a user's first turn in a
-process pays what their other conversations owe. Each upkeep runs in a worker thread
-(its model calls and lock in one thread); its `memory` events reach every follower.
+which goes round once more; across processes the upkeep lock orders them; a process that
+dies leaves the record pending for the next. A model's extraction waiting for its batch
+is paid once the conversation is idle `idle_seconds`, when the user turns to another
+conversation (which sees those turns through episodic recall meanwhile), on `wait` and
+`close`; a user's first turn in a process pays what their other conversations owe. Each
+upkeep runs in a worker thread (its model calls and lock in one thread); its `memory`
+events reach every follower.
 """
 
 from __future__ import annotations
@@ -62,15 +62,9 @@ class Upkeep:
 
 
 class UpkeepRunner:
-    """Runs conversations' memory upkeep on the agent's loop.
-
-    Args:
-        graph: the compiled upkeep graph (no checkpointer: the record is in memory).
-        memory: the chat memory (its locks order upkeep across processes).
-        loop: the agent's event loop, where upkeep is scheduled and followed.
-        batch_turns: owed turns that make a model extraction due (1: no batching).
-        idle_seconds: how long after a conversation's last turn its waiting extraction runs.
-    """
+    """Runs conversations' memory upkeep on the agent's `loop`: `graph` is the compiled
+    upkeep graph (no checkpointer: the record is in memory), `batch_turns` the owed turns
+    that make a model extraction due (1: no batching)."""
 
     def __init__(
         self,
@@ -245,8 +239,7 @@ class UpkeepRunner:
         self._loop.submit(self.start(session_id, conversation_id, merge=merge))
 
     def wait(self, timeout: float | None = None, *, flush: bool = True) -> bool:
-        """Block until no upkeep runs (with `flush`, waiting extractions paid first); False
-        when `timeout` passed first."""
+        """Block until no upkeep runs (`flush`: waiting extractions first); False on a timeout."""
         try:
             self._loop.run(asyncio.wait_for(self.idle(flush=flush), timeout))
         except TimeoutError:

@@ -8,12 +8,9 @@ START → load_memory ─(the route)─► chat ─┬────────�
                      └─► delivery ─────────────────┘
 ```
 
-`build_agent_graph` takes its collaborators (models, tools, the memory) and returns an
-uncompiled `StateGraph`; callers compile it with their checkpointer. The upkeep graph
-(`graphs.upkeep`) is its `upkeep` node, where a run pays its upkeep inline; the same
-compiled graph runs on its own after a caller's turn (`Context.upkeep == "deferred"`).
-The graph `langgraph dev` serves is built by the application (`agent/graph.py`), so
-that this package never reaches up into `agent/`.
+Callers compile `build_agent_graph` with their checkpointer. The upkeep graph is its
+`upkeep` node, and also runs on its own after a caller's turn (`Context.upkeep`). The
+application builds what `langgraph dev` serves: this package never reaches up into `agent/`.
 """
 
 from __future__ import annotations
@@ -66,8 +63,7 @@ def explicit_only(extraction: Extraction) -> bool:
 def extractor_for(
     extraction: Extraction, model: BaseChatModel, method: StructuredPolicy | str | None
 ) -> Extractor | None:
-    """The long-term extractor of `extraction` (None for `off`); a model's raw output
-    never streams (memory internals)."""
+    """The long-term extractor of `extraction` (None: `off`); its raw output never streams."""
     if extraction == "off":
         return None
     if explicit_only(extraction):
@@ -114,24 +110,15 @@ def build_agent_graph(
     """Assemble the agent graph.
 
     Args:
-        model: the chat model.
-        memory: chat memory and registry storage.
-        compaction_model: structured-output model for compaction and extraction
-            (default: `model`).
+        compaction_model: the model of compaction and extraction (default: `model`).
         tools: tools offered in the tool route and, in auto mode, to the chat model.
-        structured_output_method: how compaction and extraction make structured calls
-            (`memory.structured`).
         workflows: compiled workflow subgraphs by route (`tasklist`, `delivery`), each
-            reading `WorkflowInput` and writing `WorkflowOutput` (graphs/state.py).
-        long_term: the users' long-term memory; None leaves it out (no recall, no
-            `remember`).
-        extraction: how `remember` extracts: `explicit` (explicit requests only; `rules`
-            is its deprecated alias), `model` (the compaction model, structured output,
-            with the explicit requests) or `off` (recall only).
-        budget: the context budget every turn's context is fitted into, and a new
-            message checked against (None: no budget).
-        upkeep: the compiled upkeep graph, when the caller also runs it on its own
-            (default: built here from the same collaborators, `build_upkeep`).
+            reading `WorkflowInput` and writing `WorkflowOutput`.
+        long_term: the users' long-term memory; None: no recall, no `remember`.
+        extraction: `explicit` (explicit requests only; `rules` is its deprecated alias),
+            `model` (the compaction model, with the explicit requests) or `off`.
+        budget: the context budget every turn's context is fitted into (None: none).
+        upkeep: the compiled upkeep graph, when the caller also runs it (default: built here).
         call_timeout: seconds each chat model call may take (None: unbounded).
     """
     workflows = dict(workflows or {})

@@ -1,11 +1,9 @@
 """The chat node: one model call with the memory context.
 
-A node of the agent graph, not a subgraph of one node: a subgraph would add a graph
-run of its own to every turn (its loop, its checkpoint read) and buy nothing. In auto
-mode the model may ask for a tool; the main graph then continues the turn in the tool
-subgraph with the tool request as the last message. The model call has a sync and an
-async body (`ModelNode`): `graph.invoke` calls the model in the caller's thread,
-`graph.astream` awaits it (streaming, cancellable).
+A node of the agent graph, not a subgraph of one node, which would add a graph run of its
+own to every turn (its loop, its checkpoint read) and buy nothing. The model call has a
+sync and an async body (`ModelNode`): `graph.invoke` calls the model in the caller's
+thread, `graph.astream` awaits it (streaming, cancellable).
 """
 
 from __future__ import annotations
@@ -54,12 +52,6 @@ def announce_tool_calls(reply: AIMessage) -> None:
         emit("tool_call", name=call["name"], id=call.get("id"))
 
 
-def model_input(state: ChatState) -> list[BaseMessage]:
-    """The memory context followed by this turn's own messages."""
-    context = state.get("context") or MemoryContext()
-    return context.with_turn(state["turn_messages"])
-
-
 class ModelNode(Runnable[S, U]):
     """A node that calls a model (`call` picks the runnable and its input from the state,
     `done` makes the update from the reply), sync and async: a plain `Runnable`, without
@@ -88,16 +80,11 @@ class ModelNode(Runnable[S, U]):
 def chat_node(
     *, model: BaseChatModel, tools: Sequence[BaseTool] = (), timeout: float | None = None
 ) -> ModelNode[ChatState, ChatOutput | Command[Literal["tool", "finalize"]]]:
-    """The chat node: the model answers from the memory context and the turn's messages.
-    With tools, the node also routes (`Command`): a tool request goes on to the tool
-    subgraph, else the turn is done; a turn whose model could ask for a tool announces
-    the route it took, once, then the tools called. Routing here, not in an edge, keeps
+    """The chat node: the model answers from the memory context and the turn's messages
+    (`tools` offered when `tools_allowed`; the call bounded by `timeout` seconds). With
+    tools, the node also routes (`Command`) to the tool subgraph or to the end, and
+    announces the route once, then the tools called. Routing here, not in an edge, keeps
     the turn on the event loop: LangGraph runs a plain function in a worker thread.
-
-    Args:
-        model: the chat model.
-        tools: offered to the model when `tools_allowed` is set.
-        timeout: seconds the model call may take (`memory.structured.ModelTimeout`).
     """
     with_tools = model.bind_tools(list(tools)) if tools else model  # bound once
     names = frozenset(tool.name for tool in tools)
@@ -105,7 +92,8 @@ def chat_node(
     def call(state: ChatState) -> tuple[Runnable[Any, Any], list[BaseMessage]]:
         """Answer from the memory context, or ask for a tool in auto mode."""
         allowed = bool(tools) and state.get("tools_allowed", False)
-        return (with_tools if allowed else model), model_input(state)
+        context = state.get("context") or MemoryContext()
+        return (with_tools if allowed else model), context.with_turn(state["turn_messages"])
 
     def done(
         state: ChatState, reply: AIMessage

@@ -17,6 +17,5 @@ def emit(event: str, **fields: Any) -> None:
 
 
 def emit_memory(stage: str, status: str, **fields: Any) -> None:
-    """A memory status event: stage `write`, `remember` or `compact`, status
-    started/succeeded/skipped/failed/…"""
+    """A `memory` status event: its stage (`write`, `remember`, `compact`, …) and status."""
     emit("memory", stage=stage, status=status, **fields)

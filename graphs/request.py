@@ -80,13 +80,7 @@ HTTP: Surface = {
 class TurnRequest:
     """A validated turn, built only by `parse_request`: a run handed one (in its `Context`)
     never validates it again, and a server's client cannot forge one (JSON is a dict).
-
-    Attributes:
-        text: the user's text, stripped, a workflow prefix removed.
-        route: the subgraph that answers, decided here once.
-        tools_allowed: whether the chat model may ask for a tool (auto mode).
-        create: whether the turn starts a new conversation (a draft's first message).
-    """
+    `text` is stripped of a workflow prefix; `create`: a draft's first message."""
 
     text: str
     route: RouteName
@@ -201,20 +195,9 @@ def parse_request(
     system_prompt: str | None = None,
 ) -> tuple[str | None, TurnRequest]:
     """Validate a turn request: (the conversation id, None for a new one; the request).
-
-    Args:
-        message: the user's message.
-        mode: auto | chat | tool | tasklist | delivery.
-        conversation_id: the conversation to continue, or
-        create_conversation: start a new one (exactly one of the two).
-        routes: the routes the agent offers (None: any).
-        surface: how the caller spells `conversation_id` and `create_conversation`.
-        budget: the context budget the message must fit beside `system_prompt` (None: any).
-
-    Raises:
-        InvalidRequest: naming what is wrong; nothing has been read or written.
-        MessageTooLong: the message alone is too long (characters, or tokens).
-    """
+    Exactly one of `conversation_id` and `create_conversation` is given; `routes` are
+    those the agent offers (None: any); the message must fit `budget` beside
+    `system_prompt`. `InvalidRequest` (`MessageTooLong`) names what is wrong."""
     create = create_conversation is True
     if (conversation_id is None) != create or not isinstance(create_conversation, bool):
         raise InvalidRequest(BOTH_OR_NEITHER.format(**surface))
@@ -242,11 +225,8 @@ def run_ids(
     given: Mapping[str, Any], session_id: str, conversation_id: str | None, thread_id: str | None
 ) -> tuple[str, str]:
     """(session id, conversation id) of a run: the signed-in user's, else its input's, else
-    its context's; the conversation defaults to the run's thread (`langgraph dev`'s).
-
-    Raises:
-        InvalidRequest: a malformed id, or a session other than the signed-in user's.
-    """
+    its context's (`InvalidRequest` naming another session than the signed-in user's); the
+    conversation defaults to the run's thread (`langgraph dev`'s)."""
     named = given.get("session_id") or session_id
     user = signed_in_user()
     if user is not None and {named, session_id} - {user, DEFAULT_SESSION_ID}:

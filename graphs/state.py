@@ -1,10 +1,8 @@
 """State and context schemas of the agent graph, and the per-turn reset.
 
-The run state is turn-scoped: every key is replaced (never appended) from one turn
-to the next, so nothing in it grows with the length of the conversation, and it holds
-the turn (its input and outcome), never the conversation's memory: the memory a
-model reads travels in untracked channels, which are never checkpointed, so a run
-thread (and a client reading its state) never holds memory, prompts or an earlier
+The run state is turn-scoped: every key is replaced (never appended) each turn, and it
+holds the turn, never the conversation's memory: what a model reads travels in untracked
+channels, never checkpointed, so a run thread never holds memory, prompts or an earlier
 turn's words.
 """
 
@@ -27,40 +25,26 @@ from memory.session_documents import Snapshot
 
 @dataclass(kw_only=True)
 class Context:
-    """Per-run settings, passed as `context=` (LangGraph `context_schema`).
-
-    Attributes:
-        session_id: whose conversations these are (Studio default: "studio").
-        conversation_id: the conversation; defaults to the run's thread id.
-        mode: auto | chat | tool | tasklist | delivery (a raw input's route override).
-        upkeep: `inline`: the run goes on from `finalize` to the memory upkeep it
-            leaves owed (Studio, the server: the run shows every node); `deferred`:
-            the run ends at `finalize`, and the caller runs the upkeep graph afterwards,
-            off the reply path.
-        request: the turn, validated by the caller (`ChatAgent`), whose conversation it
-            admitted before the run; None for a raw input (Studio, the SDK), which
-            `load_memory` validates.
-    """
+    """Per-run settings, passed as `context=` (LangGraph `context_schema`)."""
 
     session_id: str = DEFAULT_SESSION_ID
     conversation_id: str | None = None
+    """The conversation; defaults to the run's thread id."""
     mode: Mode = "auto"
+    """A raw input's route override."""
     upkeep: Literal["inline", "deferred"] = "inline"
+    """`inline`: the run goes on from `finalize` to the upkeep it leaves owed (Studio, the
+    server); `deferred`: the caller runs the upkeep graph after the run, off the reply path."""
     request: TurnRequest | None = None
+    """The turn, validated by the caller (`ChatAgent`), which admitted its conversation; None
+    for a raw input (Studio, the SDK): `load_memory` checks it."""
 
 
 def turn_ids(context: object = None) -> tuple[str, str]:
-    """(session id, conversation id) of the running turn, from its context (the run's
-    own when none is given): the ids never travel in state, so that no checkpoint holds
-    them in clear (a run thread's id is their HMAC). A context `ChatAgent` made holds
-    both; otherwise the signed-in user's session, else the context's, and the
-    context's conversation, else the run's thread (under `langgraph dev` a thread is a
-    conversation). Nodes of a resumed run read them the same way.
-
-    Raises:
-        InvalidRequest: an id is malformed, or the context names a session other than
-            the signed-in user's.
-    """
+    """(session id, conversation id) of the running turn, from its context (default: the
+    run's): the ids never travel in state, so that no checkpoint holds them in clear (a
+    run thread's id is their HMAC). A context `ChatAgent` made holds both; otherwise as
+    `run_ids` resolves them (under `langgraph dev` a thread is a conversation)."""
     from langgraph.config import get_config
     from langgraph.runtime import get_runtime
 
@@ -76,21 +60,11 @@ def turn_ids(context: object = None) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class MemoryContext:
-    """What the model reads before this turn's own messages: the system prompt, the
-    memory blocks and the recent messages (`memory.context.context_parts`).
-
-    A container rather than a bare list, so that LangGraph's `messages` stream, which
-    looks for messages in node outputs, never shows the memory to a client.
-
-    Attributes:
-        parts: the context's pieces (None: no memory context at all).
-        budget: the context budget each model call of the turn is fitted into (None:
-            the context as it is).
-        held: the session's long-term items as the turn read them (those forgotten while
-            it runs are taken out of what it writes).
-        read: the documents the turn started from (its write goes from them when
-            nothing changed them since).
-    """
+    """What the model reads before this turn's own messages (`memory.context`), with the
+    `budget` each call is fitted into, the long-term items the turn `held` (those
+    forgotten meanwhile are taken out of its write) and the documents it `read` (its
+    write starts from them when nothing changed them). A container rather than a bare
+    list, so that LangGraph's `messages` stream never shows the memory to a client."""
 
     parts: ContextParts | None = None
     budget: ContextBudget | None = None
@@ -134,32 +108,25 @@ class AgentOutput(TypedDict, total=False):
     conversation itself is read with `hydrate` / `GET /api/chat/thread`."""
 
     conversation_id: Annotated[str, UntrackedValue(str)]
-    """The conversation the turn belongs to: the run's context's (`turn_ids`), in the
-    run's output and never checkpointed."""
+    """The run's context's conversation (`turn_ids`): output, never checkpointed."""
     answer: Annotated[str, UntrackedValue(str)]
     """The final user-visible text, in the run's output and never checkpointed: the run
     thread keeps it once, as the last of `messages`."""
     route: RouteName
     """The subgraph that answered."""
     status: str
-    """completed | blocked | cancelled | failed once the turn ends. Until then a task
-    list reads `interrupted` (it stops for its review before it runs anything: paused,
-    with LangGraph's `__interrupt__`, or stopped by a crash), and any other turn
-    `running` (a delivery, which never pauses, stays `running` if a crash stops it)."""
+    """completed | blocked | cancelled | failed once the turn ends; until then `interrupted` for a
+    task list (it stops for its review first), else `running` (a crash leaves either)."""
     memory_written: bool
     """Whether the turn was written to chat memory."""
     conversation_deleted: bool
-    """The conversation was deleted or pruned while the turn ran: it stays deleted, and
-    the turn wrote nothing."""
+    """Deleted or pruned while the turn ran: it stays deleted, and the turn wrote nothing."""
     compaction: str
-    """skipped | pending (left to the upkeep after the turn) | succeeded | failed |
-    fallback."""
+    """skipped | pending (left to the upkeep) | succeeded | failed | fallback."""
     remembered: list[str]
-    """Texts of the long-term items this turn added or said again (empty while its
-    upkeep is pending)."""
+    """The long-term items the turn added or repeated, as texts (empty while upkeep is pending)."""
     upkeep: str
-    """pending (owed, runs after the turn) | done | failed: the memory upkeep after
-    the turn."""
+    """The memory upkeep after the turn: pending (runs after it) | done | failed."""
     degraded: bool
     """True when memory storage failed; the answer is still delivered."""
     messages: Annotated[list[AnyMessage], as_messages]
@@ -176,8 +143,7 @@ class WorkflowInput(TypedDict, total=False):
     """What a workflow subgraph (tasklist, delivery) reads from the main graph."""
 
     user_text: str
-    """The goal or request (the route prefix already stripped); whose conversation it
-    is, the run's context says (`turn_ids`)."""
+    """The goal or request, its route prefix stripped."""
 
 
 class WorkflowOutput(TypedDict, total=False):
@@ -187,6 +153,10 @@ class WorkflowOutput(TypedDict, total=False):
     """The user-visible final text: summary, report, or why nothing was done (replaced)."""
     workflow_status: str
     """completed | blocked (both written to memory) | rejected | failed (replaced)."""
+
+
+WORKFLOW_MAX_TOKENS = 2_000
+"""The most a workflow step's structured answer may take (a plan, a task's result, a review)."""
 
 
 class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
@@ -199,8 +169,7 @@ class AgentState(AgentInput, AgentOutput, WorkflowOutput, total=False):
     tools_allowed: bool
     """Whether the chat model may ask for tools (auto mode)."""
     turn_messages: list[AnyMessage]
-    """This turn's own messages: the user's, tool calls and results, the answer (the
-    subgraphs append to their copy)."""
+    """The turn's messages: the user's, tool calls and results, the answer (subgraphs append)."""
     said: Annotated[UserText, UntrackedValue(UserText)]
     """The one reading of the user's text this turn makes (secrets, the user's own
     words), handed to `finalize` (never checkpointed)."""
@@ -224,6 +193,5 @@ FRESH_TURN: Final[dict[str, Any]] = {
     "workflow_text": "",
     "workflow_status": "",
 }
-"""Every per-turn key, reset when a turn starts (`load_memory` adds the turn's own
-values): nothing of the previous turn leaks into this one. A test checks that every
-key of `AgentState` is either here or set by `load_memory`."""
+"""Every per-turn key, reset when a turn starts (`load_memory` sets the rest): nothing
+of the previous turn leaks into this one."""

@@ -1,16 +1,11 @@
 """The two memory nodes of a turn: `load_memory` opens it, `finalize` closes it.
 
-`load_memory` takes the run's request (validated by the caller, or here for a raw
-input), reads the conversation's memory with its registry in one query, the user's
-long-term items and the earlier lines the archive recalls, builds the model context
-and sends the turn to its route (with `Command`). `finalize` is the only writer of
-turns: it writes the turn's final text to chat memory and, in the same transaction,
-the upkeep the turn leaves owed, then ends the run or goes on to `upkeep`. A memory
-failure never fails the turn: it is logged, the answer stands, and the result says
-`degraded`.
-
-The nodes are plain functions: storage calls are direct, and under `graph.astream`
-LangGraph runs each in a worker thread.
+`load_memory` reads the conversation's memory with its registry in one query, the user's
+long-term items and the lines the archive recalls, builds the model context and sends
+the turn to its route. `finalize`, the only writer of turns, writes the turn and, in
+the same transaction, the upkeep it leaves owed. A memory failure never fails the turn:
+it is logged, the answer stands, and the result says `degraded`. The nodes are plain
+functions: under `graph.astream` LangGraph runs each in a worker thread.
 """
 
 from __future__ import annotations
@@ -18,6 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -65,11 +61,10 @@ WORKFLOW_STATUSES = {
 def final_turn(state: AgentState) -> FinalTurn:
     """The turn's user-visible outcome, with stable message ids derived from the turn id.
 
-    Chat and tool: only the last assistant message counts, and only if it is not a
-    tool request; tool calls and results never reach memory (a turn that ran a tool is
-    a tool turn, whatever its mode). Workflows: the goal or request and the final text
-    (a delivery's report cut to the memory limit); `rejected` and `failed` runs are
-    never written.
+    Chat and tool: only the last assistant message that is not a tool request counts;
+    tool calls and results never reach memory (a turn that ran a tool is a tool turn).
+    Workflows: the request and the final text (a delivery's report cut to the memory
+    limit); `rejected` and `failed` runs are never written.
     """
     route = Route(state["route"])
     if route in (Route.TASKLIST, Route.DELIVERY):
@@ -168,37 +163,19 @@ def _forget_in(message: AnyMessage, redact: Substitute) -> AnyMessage:
     return message.model_copy(update=update)
 
 
+@dataclass(eq=False)
 class TurnNodes:
-    """`load_memory` and `finalize` over a conversation memory and the users' long-term
-    memory.
+    """`load_memory` and `finalize` over the chat and long-term memory (None: no recall)."""
 
-    Args:
-        memory: the chat memory (registry, archive).
-        routes: the routes the graph offers.
-        long_term: the users' long-term memory (None: no recall).
-        budget: the context budget every model call is fitted into (None: no budget).
-        remembers: whether the graph's upkeep extracts long-term items (a completed turn
-            then owes an extraction when its text is worth one).
-        explicit_only: the upkeep reads explicit requests alone (no model): only a turn
-            holding one owes an extraction.
-    """
-
-    def __init__(
-        self,
-        memory: ConversationMemory,
-        routes: frozenset[str],
-        *,
-        long_term: LongTermMemory | None = None,
-        budget: ContextBudget | None = None,
-        remembers: bool = False,
-        explicit_only: bool = False,
-    ) -> None:
-        self.memory = memory
-        self.routes = routes
-        self.long_term = long_term
-        self.budget = budget
-        self.remembers = remembers
-        self.explicit_only = explicit_only
+    memory: ConversationMemory
+    routes: frozenset[str]
+    _: KW_ONLY
+    long_term: LongTermMemory | None = None
+    budget: ContextBudget | None = None
+    remembers: bool = False
+    """Whether the upkeep extracts long-term items (a completed turn worth it owes one)."""
+    explicit_only: bool = False
+    """The upkeep reads explicit requests alone: only a turn holding one owes an extraction."""
 
     def _request(self, state: AgentState, context: Context) -> TurnRequest:
         """The turn's request: the one the caller validated, else the raw input's."""

@@ -2,19 +2,17 @@
 a written turn left owed on its conversation's record (`finalize` records it in the turn's
 own transaction): the archived lines' vectors, the extraction, a compaction.
 
-With `batch_from` (the runner gives it) a model's extraction waits for its batch: it is
-due at `batch_turns` owed turns, when a compaction is owed, or when an owed turn is older
-than `batch_from` (a stopped process left it); meanwhile only explicit requests apply.
-It runs inline as the agent graph's `upkeep` node, or after the turn is done
-(`agent.upkeep_runner`). A failure never fails the turn: the record says `failed`, and
-what is unpaid stays on it for the next upkeep.
+With `batch_from` a model's extraction may wait for its batch (`_extraction_due`);
+meanwhile only explicit requests apply. It runs inline as the agent graph's `upkeep`
+node, or after the turn (`agent.upkeep_runner`). A failure never fails the turn: the
+record says `failed`, and what is unpaid stays on it for the next upkeep.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Literal
@@ -126,20 +124,14 @@ def failure_reason(error: BaseException | str) -> str:
     return kinds.get(name, "error")
 
 
+@dataclass(eq=False)
 class UpkeepNodes:
-    """The upkeep's nodes; the arguments are `build_upkeep_graph`'s."""
+    """The upkeep's nodes; the fields are `build_upkeep_graph`'s arguments."""
 
-    def __init__(
-        self,
-        memory: ConversationMemory,
-        compactor: Runnable[Any, Any],
-        long_term: tuple[LongTermMemory, Extractor] | None = None,
-        stats: StructuredStats | None = None,
-    ) -> None:
-        self.memory = memory
-        self.compactor = compactor
-        self.long_term = long_term
-        self.stats = stats
+    memory: ConversationMemory
+    compactor: Runnable[Any, Any]
+    long_term: tuple[LongTermMemory, Extractor] | None = None
+    stats: StructuredStats | None = None
 
     def _after_remember(self, record: ThreadState) -> Literal["compact", "settle"]:
         return "compact" if record.compaction_owed else "settle"
@@ -186,7 +178,9 @@ class UpkeepNodes:
         return Command(update=update, goto=self._after_embed(record))
 
     def _extraction_due(self, state: UpkeepState, record: ThreadState) -> bool:
-        """Whether the owed turns are extracted now (else they wait for their batch)."""
+        """Whether the owed turns are extracted now, else they wait for their batch: due at
+        `batch_turns` owed turns, when a compaction is owed, or when an owed turn is older
+        than `batch_from` (a stopped process left it)."""
         since = state.get("batch_from")
         if since is None or self.long_term is None or self.long_term[1].source != "model":
             return True
@@ -277,8 +271,7 @@ class UpkeepNodes:
         ]
 
     def compact(self, state: UpkeepState) -> dict[str, Any]:
-        """Compact with no lock held; store the result by compare-and-set, with the
-        upkeep's end in the same commit."""
+        """Compact with no lock held; compare-and-set the result, the upkeep's end in one commit."""
         emit_memory("compact", "started")
         try:
             result = self.memory.compact(
@@ -311,8 +304,7 @@ class UpkeepNodes:
         return update
 
     def settle(self, state: UpkeepState) -> dict[str, Any]:
-        """Record the upkeep's end: what it paid, and `done`, `failed` or `pending` (a
-        turn landed meanwhile)."""
+        """Record what the upkeep paid and its end: `done`, `failed`, `pending` (a turn landed)."""
         failed = bool(state.get("failed"))
         batching = bool(state.get("batching"))
         try:
@@ -337,14 +329,9 @@ def build_upkeep_graph(
     long_term: tuple[LongTermMemory, Extractor] | None = None,
     stats: StructuredStats | None = None,
 ) -> UpkeepGraph:
-    """`read_owed → [embed] → [remember] → [compact] → settle`.
-
-    Args:
-        memory: the chat memory.
-        compactor: the compaction model (`memory.compaction.structured_compactor`).
-        long_term: the users' long-term memory and its extractor (None: no `remember`).
-        stats: the counts of the structured calls, shown when an upkeep failed.
-    """
+    """`read_owed → [embed] → [remember] → [compact] → settle`; `long_term` is the users'
+    long-term memory and its extractor (None: no `remember`), `stats` the counts of the
+    structured calls, shown when an upkeep failed."""
     nodes = UpkeepNodes(memory, compactor, long_term, stats)
     remembers = ("remember",) if long_term is not None else ()
     builder: UpkeepGraph = StateGraph(

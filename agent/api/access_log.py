@@ -55,18 +55,14 @@ def redact_path(path: str, hash_id: Callable[[str], str]) -> str:
             base = f"{CONVERSATIONS}{hash_id(unquote(segment))}{slash}{rest}"
     if not query:
         return base + mark
-    pairs = [  # each value a hash, a number or `…`: nothing left to quote
-        (
-            name,
-            hash_id(value)
-            if name in ID_PARAMETERS
-            else value
-            if value.isascii() and value.isdigit()
-            else HIDDEN,
-        )
-        for name, value in parse_qsl(query, keep_blank_values=True)
-    ]
-    return f"{base}?" + "&".join(f"{quote(name)}={value}" for name, value in pairs)
+
+    def shown(name: str, value: str) -> str:  # a hash, a number or `…`: nothing to quote
+        if name in ID_PARAMETERS:
+            return hash_id(value)
+        return value if value.isascii() and value.isdigit() else HIDDEN
+
+    pairs = parse_qsl(query, keep_blank_values=True)
+    return f"{base}?" + "&".join(f"{quote(name)}={shown(name, value)}" for name, value in pairs)
 
 
 def install(secret: Callable[[], str]) -> None:

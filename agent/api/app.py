@@ -50,8 +50,7 @@ app starts, not when it is imported: `langgraph dev` imports the app before it s
 
 
 async def sweep_periodically(agent: "ChatAgent", seconds: float) -> None:
-    """Apply the retention policy now and every `seconds`; a failure is logged and the
-    next round tries again."""
+    """Apply the retention policy now and every `seconds` (a failure is logged; it retries)."""
     while True:
         try:
             removed = await run_in_threadpool(agent.sweep)

@@ -1,5 +1,4 @@
-"""Chat routes: a turn, a review's resume, a stopped run's recovery (all streamed) and the
-hydration DTO."""
+"""Chat routes: a turn, a review's resume, a stopped run's recovery (streamed), hydration."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Conversation routes: the session's list, one conversation (with the review it waits
-for), selection and deletion."""
+"""Conversation routes: the list, one conversation (with its pending review), select, delete."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from fastapi import Depends, Request
 
@@ -12,14 +12,12 @@ if TYPE_CHECKING:
 
 def get_agent(request: Request) -> ChatAgent:
     """The agent the app opened in its lifespan."""
-    agent: ChatAgent = request.app.state.agent
-    return agent
+    return cast("ChatAgent", request.app.state.agent)
 
 
 def get_session(request: Request) -> str:
     """The session id `SessionCookies` resolved for this request."""
-    session_id: str = request.state.session_id
-    return session_id
+    return cast(str, request.state.session_id)
 
 
 if TYPE_CHECKING:

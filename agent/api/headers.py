@@ -1,5 +1,4 @@
-"""Headers every response carries, whatever produced it (a route, an error handler, a
-middleware's own refusal)."""
+"""Headers every response carries, whatever produced it (a route, a handler, a middleware)."""
 
 from __future__ import annotations
 

@@ -91,21 +91,11 @@ def from_another_origin(headers: Headers) -> bool:
 
 
 class SessionCookies:
-    """ASGI middleware: the session of every request to the app's own paths.
-
-    Args:
-        app: the wrapped ASGI app.
-        secret: returns the signing secret (the agent's, known once it is open).
-        secure: always mark the cookie `Secure` (it is marked on HTTPS requests anyway;
-            behind a TLS proxy, run uvicorn with `--proxy-headers`).
-        per_minute: returns how many sessions one client address may start a minute
-            (0: no bound); behind a proxy, run uvicorn with `--proxy-headers` so that
-            the address is the client's.
-        prefixes: paths that carry a session.
-        sessionless: paths that need no session (health checks, the API's schema): none
-            is started for them.
-        identity: returns the authenticator of the configured identity modes, or None
-            (anonymous sessions).
+    """ASGI middleware: the session of every request to the app's own paths (`prefixes`
+    but `sessionless`). Settings are read through callables: the agent's are known once it
+    is open. `secure` always marks the cookie `Secure` (HTTPS requests are marked anyway);
+    `per_minute` bounds the sessions one address starts (0: none). Behind a proxy, run
+    uvicorn with `--proxy-headers`, so that the scheme and the address are the client's.
     """
 
     def __init__(

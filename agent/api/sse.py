@@ -38,9 +38,8 @@ def as_sse(event: ClientEvent) -> dict[str, str]:
 async def event_stream(
     events: AsyncGenerator[ClientEvent, None], *, follow_upkeep: bool = False
 ) -> EventSourceResponse:
-    """Stream `events` (its first event opens the response; errors before it raise). The
-    response ends at `done`, where the upkeep after it keeps running unfollowed; with
-    `follow_upkeep` the upkeep's `memory` events follow `done` until it ends."""
+    """Stream `events` (its first event opens the response; errors before it raise) up to
+    `done`; with `follow_upkeep`, the upkeep's `memory` events follow until it ends."""
     first = await anext(events)
 
     async def body() -> AsyncIterator[dict[str, str]]:

@@ -1,5 +1,4 @@
-"""Export and import routes: all the session owns as a JSON download, and such a
-document brought back into the session."""
+"""Export and import routes: the session's export document as a download, and its import."""
 
 from __future__ import annotations
 

@@ -78,11 +78,8 @@ class Command:
 
 
 def parse_command(line: str) -> Command | None:
-    """Parse an input line; None for a blank line.
-
-    Raises:
-        UsageError: an unknown command, or bad arguments to a known one.
-    """
+    """Parse an input line; None for a blank line, `UsageError` for an unknown command or
+    bad arguments to a known one."""
     text = line.strip()
     if not text:
         return None

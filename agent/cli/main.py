@@ -148,8 +148,7 @@ def port_free(host: str, port: int) -> bool:
 
 def run_dev(host: str, port: int) -> int:
     """`langgraph dev` on `host:port`, in this process, once the port is free (it would
-    silently move to a random one); its file watcher, which would log every write of the
-    server's data files, kept to warnings."""
+    silently move to a random one); its file watcher kept to warnings (it logs every write)."""
     if not port_free(host, port):
         return _fail(PORT_BUSY.format(host=host, port=port, next=port + 1))
     from langgraph_cli.cli import cli  # the dev tools are a development dependency

@@ -1,5 +1,4 @@
-"""Where the terminal chat's lines come from: the terminal, or piped input echoed as a
-transcript."""
+"""The terminal chat's input: the terminal, or piped input echoed as a transcript."""
 
 from __future__ import annotations
 

@@ -99,8 +99,7 @@ def render_listing(registry: Mapping[str, Any], *, current: str | None) -> str:
 
 
 def render_memory(dto: Mapping[str, Any]) -> str:
-    """The hydration view: summary preview and version, pinned decisions, open questions,
-    recent messages."""
+    """The hydration view: summary (preview, version), pins, open questions, recent messages."""
     lines = [f"memory of conversation {str(dto.get('conversationId', ''))[:8]}:"]
     version = dto.get("summaryVersion") or 0
     lines.append(

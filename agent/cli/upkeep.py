@@ -11,9 +11,8 @@ from agent.cli.printer import TurnPrinter, print_upkeep
 from agent.client_events import ClientEvent
 
 UPKEEP_WAIT = 3.0
-"""Seconds the prompt waits after a turn for its memory upkeep, whose lines print as they
-arrive; a line printed while someone types would break their line, so an upkeep still
-running then prints the rest before the next command's output."""
+"""Seconds the prompt waits after a turn for its upkeep's lines: after it, a line printed
+while someone types would break their line, so the rest waits for the next command."""
 UPKEEP_LATER = "[memory: upkeep still running; what it did prints with your next command]"
 
 

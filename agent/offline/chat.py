@@ -159,8 +159,7 @@ def _template_body(content: str, template: str, placeholder: str) -> str:
 
 
 def read_context(messages: Sequence[BaseMessage]) -> ContextView:
-    """Split a context into long-term items, pinned decisions, summary, earlier messages
-    and latest input."""
+    """A context split into long-term items, pins, summary, earlier messages, latest input."""
     view = ContextView()
     for message in messages:
         if isinstance(message, SystemMessage):
@@ -311,10 +310,9 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
         name = result.name or (call["name"] if call else "tool")
         args = call["args"] if call else {}
         text = result.text.strip()
+        brief = _one_line(text, TOOL_RESULT_CHARS)
         if result.status == "error":
-            lines.append(
-                TOOL_ERROR_ANSWER.format(name=name, error=_one_line(text, TOOL_RESULT_CHARS))
-            )
+            lines.append(TOOL_ERROR_ANSWER.format(name=name, error=brief))
         elif name == CALCULATOR and "expression" in args:
             lines.append(CALCULATION_ANSWER.format(expression=args["expression"], result=text))
         elif name == SEARCH_CONVERSATIONS:
@@ -327,7 +325,5 @@ def tool_results_answer(messages: Sequence[BaseMessage]) -> str:
             zone = args.get("timezone") or "UTC"
             lines.append(TIME_ANSWER.format(timezone=zone, result=text))
         else:
-            lines.append(
-                TOOL_RESULT_ANSWER.format(name=name, result=_one_line(text, TOOL_RESULT_CHARS))
-            )
+            lines.append(TOOL_RESULT_ANSWER.format(name=name, result=brief))
     return f"{OFFLINE_PREFIX} " + PARAGRAPH.join(lines)

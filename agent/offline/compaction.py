@@ -57,11 +57,8 @@ def folded_summary(
 
 
 def compaction_output(messages: Sequence[BaseMessage]) -> CompactionOutput:
-    """The offline `CompactionOutput` for a compaction prompt: its summary only.
-
-    Raises:
-        ValueError: when no user message is a `CompactionInput` document.
-    """
+    """The offline `CompactionOutput` for a compaction prompt: its summary only
+    (`ValueError` when no user message is a `CompactionInput` document)."""
     # the newest user message that is one: a retry adds a note after the document
     for message in reversed(messages):
         if isinstance(message, HumanMessage):

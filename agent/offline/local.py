@@ -54,22 +54,18 @@ def message_chunks(message: AIMessage) -> list[AIMessageChunk]:
         for index, call in enumerate(message.tool_calls)
     ]
     pieces: list[Any] = [message.content] if calls else text_pieces(message.text)
-    last = len(pieces) - 1
+    ending: dict[str, Any] = {
+        "tool_call_chunks": calls,
+        "response_metadata": message.response_metadata,
+        "usage_metadata": message.usage_metadata,
+        "chunk_position": "last",
+    }
     return [
         AIMessageChunk(
             content=piece,
             id=message.id,
             additional_kwargs=message.additional_kwargs if index == 0 else {},
-            **(
-                {
-                    "tool_call_chunks": calls,
-                    "response_metadata": message.response_metadata,
-                    "usage_metadata": message.usage_metadata,
-                    "chunk_position": "last",
-                }
-                if index == last
-                else {}
-            ),
+            **(ending if index == len(pieces) - 1 else {}),
         )
         for index, piece in enumerate(pieces)
     ]
@@ -116,8 +112,7 @@ class LocalChatModel(BaseChatModel):
         return 0.0
 
     def _streaming_time(self, call: ModelCall, message: AIMessage) -> float:
-        """How long streaming `message` would have taken (its pieces are counted only
-        when the model pauses between them)."""
+        """How long streaming `message` would take (counted only when the model pauses)."""
         pause = self.pause(call)
         return pause * len(message_chunks(message)) if pause > 0 else 0.0
 

@@ -42,13 +42,9 @@ NOT_AN_EXTRACTION_INPUT = (
 
 
 def extraction_output(messages: Sequence[BaseMessage]) -> ExtractionOutput:
-    """No operations: the offline model judges no meaning, so with it long-term items come
-    from the explicit requests `memory.longterm.extraction` reads by code beside any model's
-    (`AGENT_LONG_TERM_MEMORY=model` offline does what `explicit` does).
-
-    Raises:
-        ValueError: the input is not an extraction document.
-    """
+    """No operations: the offline model judges no meaning, so with it long-term items come from the
+    explicit requests `memory.longterm.extraction` reads by code (`model` offline does what
+    `explicit` does); `ValueError` for another input."""
     human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     try:
         document = json.loads(str(human.content)) if human is not None else {}

@@ -41,7 +41,7 @@ from graphs.delivery.stages import (
 )
 from graphs.delivery.state import DeliveryState, PlanRecord, ReviewAssignment, TaskArtifact, Verdict
 from graphs.routing import STOP
-from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
+from graphs.state import WORKFLOW_MAX_TOKENS, Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
 from memory.structured import StructuredPolicy, as_policy
 from memory.text import clamp
@@ -63,8 +63,6 @@ NOSTREAM: RunnableConfig = {"tags": [TAG_NOSTREAM]}
 
 M = TypeVar("M", bound=BaseModel)
 
-WORKFLOW_MAX_TOKENS = 2_000
-"""The most a stage's structured answer may take (a plan, an artifact, a review)."""
 NO_CHECKPOINTER_WARNING = "`durability` has no effect when no checkpointer"
 """LangGraph's warning when a run without a checkpointer is given a durability."""
 
@@ -86,8 +84,7 @@ REVIEW_NODES = tuple(f"review_{name}" for name in REVIEWERS)
 
 
 async def route_after_task(state: DeliveryState) -> list[str] | Literal["execute_tasks", "__end__"]:
-    """The next task while tasks remain; then the three reviewers, in parallel; a failed
-    task ends the run."""
+    """The next task while any remain, then the reviewers in parallel; a failed task ends it."""
     if state.get("workflow_status"):
         return STOP
     if len(state.get("artifacts", [])) < len(state["plan"]["tasks"]):
@@ -135,17 +132,14 @@ class DeliverySteps:
         self.max_tasks = max_tasks
         self.stage_timeout = stage_timeout
         self.structured = as_policy(method)
-        self.sub_agent: TaskAgent | None = (
-            build_tool_graph(model=model, tools=tools).compile(
-                checkpointer=False, name="task_agent"
-            )
-            if tools
-            else None
-        )
+        self.sub_agent: TaskAgent | None = None
+        if tools:
+            tool_graph = build_tool_graph(model=model, tools=tools)
+            self.sub_agent = tool_graph.compile(checkpointer=False, name="task_agent")
 
     async def context(self, state: DeliveryState) -> str:
-        """The summary and pins as a prompt block: as `load_request` read them, or read
-        again after a crash (they are never checkpointed)."""
+        """The summary and pins as a prompt block: as `load_request` read them, or again
+        after a crash (they are never checkpointed)."""
         if state.get("context"):
             return state["context"]
         summary, pins = "", list[str]()
@@ -319,16 +313,10 @@ def build_delivery_graph(
     """Assemble the delivery subgraph.
 
     Args:
-        model: the model of every stage and sub-agent.
         tools: the task sub-agents' tools (the tool subgraph); none: one call per task.
         max_tasks: tasks planned beyond this many are dropped (and named in the report).
-        stage_timeout: seconds for each unit of model work (the plan, a task's sub-agent,
-            a reviewer, the report); past it the run fails.
-        structured_output_method: how structured calls are made (`memory.structured`).
+        stage_timeout: seconds each stage (the plan, a task, a reviewer, the report) may take.
         background: reads the conversation's summary and pins (None: none).
-
-    Raises:
-        ValueError: `max_tasks` or `stage_timeout` is not positive.
     """
     steps = DeliverySteps(
         model,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -24,7 +25,7 @@ from pydantic import BaseModel
 
 from graphs.events import emit
 from graphs.routing import STOP
-from graphs.state import Background, WorkflowInput, WorkflowOutput, turn_ids
+from graphs.state import WORKFLOW_MAX_TOKENS, Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tasklist import prompts as text
 from graphs.tasklist.prompts import Outcome, one_line, render_summary
 from graphs.tasklist.reviews import (
@@ -54,8 +55,6 @@ from memory.structured import StructuredPolicy, as_policy
 logger = logging.getLogger(__name__)
 
 MIN_PLANNED_TASKS, MAX_REVISION_ROUNDS = 3, 1
-WORKFLOW_MAX_TOKENS = 2_000
-"""The most a step's structured answer may take (a plan, a task's result, the summary)."""
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
@@ -86,11 +85,8 @@ def _json(value: object) -> str:
 
 
 def planned_tasks(plan: TaskPlan) -> list[TaskItem]:
-    """The model's plan as pending tasks `t1…tn`: empty titles dropped, at most `MAX_TASKS`.
-
-    Raises:
-        ValueError: the plan has no usable task.
-    """
+    """The model's plan as pending tasks `t1…tn`: empty titles dropped, at most `MAX_TASKS`
+    (`ValueError` for a plan with no usable task)."""
     tasks: list[TaskItem] = []
     for planned in plan.tasks:
         title = one_line(planned.title, MAX_TITLE_CHARS)
@@ -104,11 +100,8 @@ def planned_tasks(plan: TaskPlan) -> list[TaskItem]:
 
 
 def checked_issues(check: SelfCheck, tasks: list[TaskItem]) -> list[IssueItem]:
-    """The self-check's issues, completed with what it missed.
-
-    A blocked task it did not flag becomes a blocking issue, and a failed check that
-    flagged nothing blocking gets a general one, so "falls short" is never silent.
-    """
+    """The self-check's issues, completed with what it missed (a blocked task it did not
+    flag; a failed check that flagged nothing blocking), so "falls short" is never silent."""
     titles = {task["id"]: task["title"] for task in tasks}
     issues = [
         IssueItem(
@@ -199,19 +192,14 @@ async def review_revision(state: TasklistState) -> Command[Literal["execute_task
     return Command(goto="summarize")
 
 
+@dataclass(eq=False)
 class TasklistSteps:
     """The model-calling nodes, bound to one chat model; a model failure (an error or an
     invalid output) ends the run `failed` with a safe text."""
 
-    def __init__(
-        self,
-        model: BaseChatModel,
-        method: StructuredPolicy | str | None = None,
-        background: Background | None = None,
-    ) -> None:
-        self.model = model
-        self.structured = as_policy(method)
-        self.background = background
+    model: BaseChatModel
+    structured: StructuredPolicy
+    background: Background | None = None
 
     async def read_background(self, state: TasklistState) -> tuple[str, list[str]]:
         """The conversation's summary and pins (none when the graph runs on its own)."""
@@ -357,14 +345,9 @@ def build_tasklist_graph(
     structured_output_method: StructuredPolicy | str | None = None,
     background: Background | None = None,
 ) -> TasklistGraph:
-    """Assemble the task-list subgraph (uncompiled; the agent graph adds it compiled).
-
-    Args:
-        model: the chat model of every step; it must support structured output.
-        structured_output_method: how structured calls are made (`memory.structured`).
-        background: reads the conversation's summary and pins for the planner (None: none).
-    """
-    steps = TasklistSteps(model, structured_output_method, background)
+    """Assemble the task-list subgraph (uncompiled): every step calls `model` for structured
+    output; `background` reads the conversation's summary and pins for the planner."""
+    steps = TasklistSteps(model, as_policy(structured_output_method), background)
     builder: TasklistGraph = StateGraph(
         TasklistState, input_schema=WorkflowInput, output_schema=WorkflowOutput
     )

@@ -89,11 +89,8 @@ def _invalid_tasks(problem: str) -> InvalidDecision:
 
 def validate_tasks(value: object) -> list[dict[str, Any]]:
     """The edited task list as a review payload shows tasks (pending; ids kept or assigned),
-    unchanged when validated again (`ChatAgent` does, then the review node).
-
-    Raises:
-        InvalidDecision: not 1 to `MAX_TASKS` tasks, a malformed task, or a duplicate id.
-    """
+    unchanged when validated again (`ChatAgent` does, then the review node);
+    `InvalidDecision` for not 1 to `MAX_TASKS` tasks, a malformed task, or a duplicate id."""
     if not isinstance(value, list) or not 1 <= len(value) <= MAX_TASKS:
         raise _invalid_tasks(text.TASK_COUNT.format(limit=MAX_TASKS))
     edited: list[EditedTask] = []
@@ -116,8 +113,7 @@ def validate_tasks(value: object) -> list[dict[str, Any]]:
 def validate_strategy_decision(
     payload: Mapping[str, Any], decision: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Normalise a strategy-review decision (approve | edit | reject | respond), else
-    `InvalidDecision`."""
+    """Normalise a strategy-review decision: approve, edit, reject, respond (`InvalidDecision`)."""
     action = _action(decision, STRATEGY_FIELDS, "strategy review")
     if action == "edit":
         return {"action": action, "tasks": validate_tasks(decision.get("tasks"))}

@@ -1,6 +1,5 @@
-"""The task list's structured outputs (plan, task result, self-check, summary; their
-field descriptions are part of the prompt), `EditedTask` (a task of a reviewer's `edit`),
-and the limits of a task's fields."""
+"""The task list's structured outputs (their field descriptions are part of the prompt),
+`EditedTask` (a task of a reviewer's `edit`) and the limits of a task's fields."""
 
 from __future__ import annotations
 

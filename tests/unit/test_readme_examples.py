@@ -144,12 +144,14 @@ MAKE_TARGET = re.compile(r"(?:^|`|&& )make ([a-z][a-z-]*)", re.M)
 
 
 def test_the_settings_the_docs_name_are_read_by_the_settings() -> None:
-    """A variable the README or a docs page names is one `agent/settings.py` reads
-    (`AGENT_TEST_*` configure the tests)."""
-    read = (REPO / "agent" / "settings.py").read_text()
+    """A variable the README or a docs page names is one `Settings` reads (`AGENT_TEST_*`
+    configure the tests)."""
+    from agent.settings import Settings
+
+    read = {field.validation_alias for field in Settings.model_fields.values()}
     for page in (README, *DOCS):
         for name in set(SETTING.findall(page.read_text())):
-            assert name.startswith("AGENT_TEST_") or f'"{name}"' in read, (page.name, name)
+            assert name.startswith("AGENT_TEST_") or name in read, (page.name, name)
 
 
 def test_the_make_targets_the_docs_name_exist() -> None:
