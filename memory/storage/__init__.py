@@ -9,12 +9,7 @@ opens the one a URL names. The pure parts of memory never import this package, a
 from typing import TYPE_CHECKING
 
 from memory.lazy import lazy_exports
-from memory.storage.urls import (
-    DEFAULT_DATABASE_URL,
-    iter_thread_ids,
-    open_thread_store,
-    parse_database_url,
-)
+from memory.storage.urls import DEFAULT_DATABASE_URL, open_thread_store, parse_database_url
 
 if TYPE_CHECKING:
     from memory.storage.threads import ThreadStore, storage_errors
@@ -24,7 +19,6 @@ __getattr__ = lazy_exports(__name__, {"memory.storage.threads": ("ThreadStore", 
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "ThreadStore",
-    "iter_thread_ids",
     "open_thread_store",
     "parse_database_url",
     "storage_errors",

@@ -16,8 +16,9 @@ import hashlib
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,9 +50,8 @@ def wait_for(attempt: Any, deadline: float, timeout: float) -> Any:
 
 
 @dataclass
-class _Slot:
+class _Slot:  # a weak reference can point to it, not to a `threading.Lock`
     lock: threading.Lock = field(default_factory=threading.Lock)
-    users: int = 0
 
 
 class KeyedLocks:
@@ -60,28 +60,18 @@ class KeyedLocks:
     def __init__(self) -> None:
         self._pid = os.getpid()
         self._guard = threading.Lock()
-        self._slots: dict[int, _Slot] = {}
+        # a key's slot lives while someone holds or waits for its lock, and no longer
+        self._slots: weakref.WeakValueDictionary[int, _Slot] = weakref.WeakValueDictionary()
 
     def _slot(self, number: int) -> _Slot:
         if os.getpid() != self._pid:  # forked: the parent's thread locks mean nothing here
-            self._pid, self._guard, self._slots = os.getpid(), threading.Lock(), {}
+            self._pid, self._guard, self._slots = os.getpid(), threading.Lock(), type(self._slots)()
         with self._guard:
-            slot = self._slots.setdefault(number, _Slot())
-            slot.users += 1
-            return slot
+            return self._slots.setdefault(number, _Slot())
 
-    def _release_slot(self, number: int, slot: _Slot) -> None:
-        with self._guard:
-            slot.users -= 1
-            if slot.users == 0:
-                self._slots.pop(number, None)
-
-    def _acquire_shared(self, number: int, deadline: float, timeout: float) -> Any:
-        """Take the cross-process lock of `number`; returns a token for `_release_shared`."""
-        return None
-
-    def _release_shared(self, number: int, token: Any) -> None:
-        """Release what `_acquire_shared` took."""
+    def _shared(self, number: int, deadline: float, timeout: float) -> AbstractContextManager[Any]:
+        """The cross-process lock of `number`, held inside the thread lock (none here)."""
+        return nullcontext()
 
     @contextmanager
     def hold(self, key: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
@@ -90,22 +80,14 @@ class KeyedLocks:
         number = key_number(key)
         deadline = time.monotonic() + timeout
         slot = self._slot(number)
+        acquired = slot.lock.acquire(timeout=timeout) if timeout > 0 else slot.lock.acquire(False)
+        if not acquired:
+            raise LockTimeout(LOCK_TIMEOUT.format(seconds=timeout))
         try:
-            acquired = (
-                slot.lock.acquire(timeout=timeout) if timeout > 0 else slot.lock.acquire(False)
-            )
-            if not acquired:
-                raise LockTimeout(LOCK_TIMEOUT.format(seconds=timeout))
-            try:
-                token = self._acquire_shared(number, deadline, timeout)
-                try:
-                    yield
-                finally:
-                    self._release_shared(number, token)
-            finally:
-                slot.lock.release()
+            with self._shared(number, deadline, timeout):
+                yield
         finally:
-            self._release_slot(number, slot)
+            slot.lock.release()
 
     def close(self) -> None:
         """Release resources held by the cross-process lock backend."""
@@ -131,12 +113,14 @@ class FileLocks(KeyedLocks):
         except (BlockingIOError, PermissionError):
             return False
 
-    def _acquire_shared(self, number: int, deadline: float, timeout: float) -> Any:
-        return wait_for(lambda: self._try_lock(number), deadline, timeout)
-
-    def _release_shared(self, number: int, token: Any) -> None:
-        if self._fd is not None:
-            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, number)
+    @contextmanager
+    def _shared(self, number: int, deadline: float, timeout: float) -> Iterator[None]:
+        wait_for(lambda: self._try_lock(number), deadline, timeout)
+        try:
+            yield
+        finally:
+            if self._fd is not None:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, number)
 
     def close(self) -> None:
         """Close the lock file (held locks are released with it)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +17,7 @@ DEFAULT_DATABASE_URL = "sqlite:///.agent-data/agent.sqlite"
 POSTGRES_EXTRA_MISSING = (
     "PostgreSQL storage needs the postgres extra: pip install 'langgraph-memory-agent[postgres]'"
 )
+SCHEMES = ("sqlite", "postgresql", "postgres")
 
 
 @dataclass(frozen=True)
@@ -27,41 +27,12 @@ class DatabaseUrl:
     scheme: str
     location: str
 
-    @property
-    def sqlite_path(self) -> Path | None:
-        """The SQLite file, or None for an in-memory database."""
-        return None if self.location == ":memory:" else Path(self.location)
-
-
-def _open_sqlite(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> ThreadStore:
-    from memory.storage.sqlite.backend import open_sqlite
-
-    return open_sqlite(url.sqlite_path, lock_timeout=lock_timeout, vectors=vectors)
-
-
-def _open_postgres(url: DatabaseUrl, lock_timeout: float, vectors: bool) -> ThreadStore:
-    # pgvector is the server's: whoever needs an index checks for it (the item store,
-    # the archive), the pool is the same either way
-    try:
-        from memory.storage.postgres.backend import open_postgres
-    except ImportError as exc:
-        raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
-
-    return open_postgres(url.location, lock_timeout=lock_timeout)
-
-
-_OPENERS: dict[str, Callable[[DatabaseUrl, float, bool], ThreadStore]] = {
-    "sqlite": _open_sqlite,
-    "postgresql": _open_postgres,
-    "postgres": _open_postgres,
-}
-
 
 def parse_database_url(url: str) -> DatabaseUrl:
     """Parse `sqlite:///relative.sqlite`, `sqlite:////abs.sqlite`, `sqlite:///:memory:`
     or `postgresql://…` (`UnsupportedDatabaseUrl`: any other form)."""
     parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in _OPENERS:
+    if parts is None or parts.scheme not in SCHEMES:
         raise UnsupportedDatabaseUrl(UNSUPPORTED_DATABASE_URL.format(url=url))
     if parts.scheme == "sqlite":
         location = unquote(parts.path[1:]) if parts.path.startswith("/") else ""
@@ -80,16 +51,15 @@ def open_thread_store(
     """Open the thread store that `database_url` names; with `vectors`, on a connection
     that can hold vector indexes (SQLite: sqlean.py with sqlite-vec)."""
     url = parse_database_url(database_url)
-    return _OPENERS[url.scheme](url, lock_timeout, vectors)
+    if url.scheme == "sqlite":
+        from memory.storage.sqlite.backend import open_sqlite
 
-
-MAINTENANCE_PREFIX = "maintenance:"
-
-
-def iter_thread_ids(store: ThreadStore) -> Iterator[str]:
-    """Every thread id with a document or a checkpoint (for maintenance and tests); the
-    database's own maintenance records (`maintenance:…`) belong to no session and are left
-    out."""
-    for thread_id in store.list_threads(""):
-        if not thread_id.startswith(MAINTENANCE_PREFIX):
-            yield thread_id
+        path = None if url.location == ":memory:" else Path(url.location)
+        return open_sqlite(path, lock_timeout=lock_timeout, vectors=vectors)
+    # pgvector is the server's: whoever needs an index checks for it (the item store,
+    # the archive), the pool is the same either way
+    try:
+        from memory.storage.postgres.backend import open_postgres
+    except ImportError as exc:
+        raise UnsupportedDatabaseUrl(POSTGRES_EXTRA_MISSING) from exc
+    return open_postgres(url.location, lock_timeout=lock_timeout)

@@ -3,9 +3,9 @@ items on one pool (and a second pool for the locks)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 
-from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 from psycopg import Connection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
@@ -61,20 +61,11 @@ def open_postgres(url: str, *, lock_timeout: float) -> ThreadStore:
         lock_pool.close()
         logger.exception("cannot open the PostgreSQL database")
         raise StorageError("the PostgreSQL database cannot be reached") from exc
-    locks = AdvisoryLocks(lock_pool)
-
-    def close() -> None:
-        locks.close()
-        pool.close()
-
-    def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
-        return open_postgres_items(pool, lock_pool, index, ttl)
-
     return ThreadStore(
         checkpointer,
         documents,
-        locks,
+        AdvisoryLocks(lock_pool),
         lock_timeout=lock_timeout,
-        on_close=close,
-        open_items=open_items,
+        on_close=pool.close,
+        open_items=functools.partial(open_postgres_items, pool, lock_pool),
     )

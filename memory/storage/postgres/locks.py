@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from psycopg import Connection
@@ -42,7 +43,8 @@ class AdvisoryLocks(KeyedLocks):
         super().__init__()
         self._pool = pool
 
-    def _acquire_shared(self, number: int, deadline: float, timeout: float) -> Any:
+    @contextmanager
+    def _shared(self, number: int, deadline: float, timeout: float) -> Iterator[None]:
         key = _advisory_key(number)
         try:
             conn = self._pool.getconn()  # waits at most the pool timeout for a connection
@@ -50,19 +52,18 @@ class AdvisoryLocks(KeyedLocks):
             raise StorageError(STORAGE_FAILED) from exc
         try:
             wait_for(lambda: try_advisory_lock(conn, key), deadline, timeout)
-        except BaseException:
-            self._pool.putconn(conn)
-            raise
-        return conn
-
-    def _release_shared(self, number: int, token: Any) -> None:
-        try:
-            token.execute("SELECT pg_advisory_unlock(%s)", (_advisory_key(number),))
-        except Exception:  # a broken connection released its locks with it
-            logger.warning("advisory unlock failed; the connection is discarded", exc_info=True)
-            token.close()
+            try:
+                yield
+            finally:
+                try:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                except Exception:  # a broken connection released its locks with it
+                    logger.warning(
+                        "advisory unlock failed; the connection is discarded", exc_info=True
+                    )
+                    conn.close()
         finally:
-            self._pool.putconn(token)
+            self._pool.putconn(conn)
 
     def close(self) -> None:
         self._pool.close()
