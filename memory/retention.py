@@ -48,17 +48,13 @@ class SweepResult:
         )
 
 
-def _registry(document: dict[str, object] | None) -> RegistryState:
-    return RegistryState() if document is None else RegistryState.model_validate(document)
-
-
 def sweep_session(
     threads: ThreadStore, registry_thread: str, cutoff: datetime, *, dry_run: bool = False
 ) -> SweepResult:
     """Remove one session's conversations idle since before `cutoff`."""
     session_key = registry_thread.removeprefix(REGISTRY_PREFIX)
     with threads.lock(registry_thread), ExitStack() as turns:
-        registry = _registry(threads.get(registry_thread))
+        registry = RegistryState.model_validate(threads.get(registry_thread) or {})
         idle, busy = [], set()
         for entry in registry.conversations:
             if entry.last_active_at >= cutoff:
@@ -111,13 +107,8 @@ def _hold_turn(
 def sweep_conversations(
     threads: ThreadStore, cutoff: datetime, *, dry_run: bool = False
 ) -> SweepResult:
-    """Remove every session's conversations idle since before `cutoff`.
-
-    Args:
-        threads: the thread store.
-        cutoff: conversations last active before this go.
-        dry_run: count what would go, delete nothing.
-    """
+    """Remove every session's conversations idle since before `cutoff` (`dry_run`: count
+    what would go, delete nothing)."""
     total = SweepResult(dry_run=dry_run)
     for registry_thread in threads.list_threads(REGISTRY_PREFIX):
         total += sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)

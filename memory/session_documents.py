@@ -22,12 +22,8 @@ from memory.storage.documents import InTransaction, in_order
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A session's registry and one conversation's memory, read together.
-
-    Attributes:
-        registry: the session's registry (empty when it has none).
-        state: the conversation's memory, or None when nothing is stored.
-    """
+    """A session's registry (empty when it has none) and one conversation's memory
+    (`state` None: nothing stored), read together."""
 
     registry: RegistryState
     state: ThreadState | None
@@ -39,13 +35,8 @@ class Snapshot:
 
 
 class SessionDocuments:
-    """The registry and memory documents of every session, over one `ThreadStore`.
-
-    Args:
-        threads: the store of documents and run threads.
-        ids: derives thread ids from session and conversation ids.
-        archive: the session archive whose changes commit with the documents.
-    """
+    """The registry and memory documents of every session, over one `ThreadStore`, with
+    the session archive whose changes commit with them."""
 
     def __init__(self, threads: ThreadStore, ids: ThreadIds, archive: Archive) -> None:
         self.threads = threads
@@ -61,13 +52,17 @@ class SessionDocuments:
         registry_thread = self.ids.registry_thread(session_id)
         memory_thread = self.ids.memory_thread(session_id, conversation_id)
         documents = self.threads.get_many([registry_thread, memory_thread])
+        memory = documents.get(memory_thread)
         return Snapshot(
-            _registry(documents.get(registry_thread)), _memory(documents.get(memory_thread))
+            RegistryState.model_validate(documents.get(registry_thread) or {}),
+            None if memory is None else ThreadState.from_document(memory),
         )
 
     def read_registry(self, session_id: str) -> RegistryState:
         """The session's registry (empty when the session has none)."""
-        return _registry(self.threads.get(self.ids.registry_thread(session_id)))
+        return RegistryState.model_validate(
+            self.threads.get(self.ids.registry_thread(session_id)) or {}
+        )
 
     def commit(
         self,
@@ -137,11 +132,3 @@ class SessionDocuments:
                 self.ids.run_thread(session_id, conversation_id),
             )
         ]
-
-
-def _memory(document: dict[str, Any] | None) -> ThreadState | None:
-    return None if document is None else ThreadState.from_document(document)
-
-
-def _registry(document: dict[str, Any] | None) -> RegistryState:
-    return RegistryState() if document is None else RegistryState.model_validate(document)

@@ -51,16 +51,14 @@ def check_versions(found: Mapping[str, int | None], expected: Versions) -> None:
             raise VersionConflict(version or 0, found.get(thread_id) or 0)
 
 
-def _pairs(rows: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """Rows as tuples, whether the driver gives tuples (SQLite) or dicts (PostgreSQL)."""
+def _pairs(rows: Sequence[Any]) -> list[tuple[Any, ...]]:  # SQLite's tuples, PostgreSQL's dicts
     return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in rows]
 
 
 class DocumentStore:
-    """Memory documents by thread id, one JSON text each (JSON text, not JSONB:
-    JSONB refuses a NUL character, which a message may hold); a backend's subclass
-    says how to reach its table and in which SQL. The `*_SQL` statements take the
-    thread ids as the one parameter `ids` makes of them."""
+    """Memory documents by thread id, one JSON text each (not JSONB: it refuses a NUL
+    character, which a message may hold); a backend's subclass gives its SQL, whose
+    thread ids are the parameters `ids` makes of them, and how to reach its table."""
 
     dialect: Dialect
     """The SQL the cursors of `transaction` and `also` speak."""
@@ -84,7 +82,6 @@ class DocumentStore:
 
     @staticmethod
     def ids(thread_ids: Sequence[str]) -> tuple[Any, ...]:
-        """`thread_ids` as the parameters of a `*_SQL` statement."""
         raise NotImplementedError
 
     def delete_threads(self, cur: Any, thread_ids: Sequence[str]) -> None:
@@ -93,7 +90,7 @@ class DocumentStore:
 
     @staticmethod
     def legacy_document(serde: JsonPlusSerializer, type_: str, blob: bytes) -> Any:
-        """The document in a `LEGACY_SQL` row's value (anything but a dict is none)."""
+        """The document in a `LEGACY_SQL` row (anything but a dict is none)."""
         raise NotImplementedError
 
     def setup(self) -> None:
