@@ -37,14 +37,12 @@ class SweepResult:
     conversations: int = 0
     sessions: int = 0
     threads: int = 0
-    dry_run: bool = False
 
     def __add__(self, other: SweepResult) -> SweepResult:
         return SweepResult(
             self.conversations + other.conversations,
             self.sessions + other.sessions,
             self.threads + other.threads,
-            self.dry_run or other.dry_run,
         )
 
 
@@ -64,7 +62,7 @@ def sweep_session(
             else:
                 busy.add(entry.id)
         if not idle:
-            return SweepResult(dry_run=dry_run)
+            return SweepResult()
         if len(idle) == len(registry.conversations) and not registry.pending:
             # the whole session: every thread under its key, keyed entries or not
             doomed = [
@@ -73,7 +71,7 @@ def sweep_session(
             doomed.append(registry_thread)
             if not dry_run:
                 threads.delete_many(doomed)
-            return SweepResult(len(idle), 1, len(doomed), dry_run)
+            return SweepResult(len(idle), 1, len(doomed))
         kept, expired = expire(registry, cutoff, busy=busy)
         if len(expired) < len(idle):
             logger.info(
@@ -85,7 +83,7 @@ def sweep_session(
         if expired and not dry_run:
             stored = kept.model_copy(update={"version": registry.version + 1})
             threads.put_many({registry_thread: stored.model_dump(mode="json")}, delete=doomed)
-        return SweepResult(len(expired), 0, len(doomed), dry_run)
+        return SweepResult(len(expired), 0, len(doomed))
 
 
 def _hold_turn(
@@ -109,19 +107,12 @@ def sweep_conversations(
 ) -> SweepResult:
     """Remove every session's conversations idle since before `cutoff` (`dry_run`: count
     what would go, delete nothing)."""
-    total = SweepResult(dry_run=dry_run)
+    total = SweepResult()
     for registry_thread in threads.list_threads(REGISTRY_PREFIX):
         total += sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)
     if total.threads and not dry_run:
         threads.compact_storage()
     return total
-
-
-def chatted_sessions(threads: ThreadStore) -> set[str]:
-    """The session keys that have a conversation registry (every session that chatted)."""
-    return {
-        thread.removeprefix(REGISTRY_PREFIX) for thread in threads.list_threads(REGISTRY_PREFIX)
-    }
 
 
 def sweep(
@@ -139,21 +130,22 @@ def sweep(
     what was (or, with `dry_run`, would be) removed: `{conversations, sessions, threads,
     memories, archivedLines, retentionDays, dryRun}` (a dry run counts no archived
     lines)."""
-    swept, lines, unused = None, 0, (0, 0)
+    swept, lines, unused = SweepResult(), 0, (0, 0)
     if days > 0:
         cutoff = now - timedelta(days=days)
         swept = sweep_conversations(memory.threads, cutoff, dry_run=dry_run)
         # the archive outlives the list (a pruned conversation stays recallable) until
         # its conversation has been idle this long
         lines = 0 if dry_run else memory.archive.sweep(cutoff)
-        unused = long_term.sweep_unused_sessions(
-            cutoff, chatted=chatted_sessions(memory.threads), dry_run=dry_run
-        )
+        # every session that chatted has a conversation registry
+        registries = memory.threads.list_threads(REGISTRY_PREFIX)
+        chatted = {thread.removeprefix(REGISTRY_PREFIX) for thread in registries}
+        unused = long_term.sweep_unused_sessions(cutoff, chatted=chatted, dry_run=dry_run)
     expired = 0 if dry_run else long_term.sweep_expired()
     return {
-        "conversations": swept.conversations if swept else 0,
-        "sessions": (swept.sessions if swept else 0) + unused[0],
-        "threads": swept.threads if swept else 0,
+        "conversations": swept.conversations,
+        "sessions": swept.sessions + unused[0],
+        "threads": swept.threads,
         "memories": expired + unused[1],
         "archivedLines": lines,
         "retentionDays": days,

@@ -34,14 +34,14 @@ class Snapshot:
         return self.state or ThreadState()
 
 
+@dataclass(eq=False)
 class SessionDocuments:
     """The registry and memory documents of every session, over one `ThreadStore`, with
     the session archive whose changes commit with them."""
 
-    def __init__(self, threads: ThreadStore, ids: ThreadIds, archive: Archive) -> None:
-        self.threads = threads
-        self.ids = ids
-        self.archive = archive
+    threads: ThreadStore
+    ids: ThreadIds
+    archive: Archive
 
     def lock(self, session_id: str) -> Any:
         """The lock every writer of the session's documents holds (registry thread key)."""

@@ -14,10 +14,11 @@ import logging
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from langgraph.store.base import BaseStore
 
 from memory.errors import STORAGE_FAILED, ChatMemoryError, StorageError
 from memory.storage.checkpointers import RunSaver
@@ -61,35 +62,21 @@ def storage_errors(method: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+@dataclass(eq=False)
 class ThreadStore:
     """The run threads' checkpointer and the memory documents' store, side by side;
-    `locks` serialise a thread's writers across threads and processes, `open_items`
-    opens the backend's long-term store on the same database and `on_close` closes
-    the database once the locks are released."""
+    `locks` serialise a thread's writers across threads and processes."""
 
-    def __init__(
-        self,
-        checkpointer: RunSaver,
-        documents: DocumentStore,
-        locks: KeyedLocks,
-        *,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        on_close: Callable[[], None],
-        open_items: Callable[..., BaseStore],
-    ) -> None:
-        self.checkpointer = checkpointer
-        self.documents = documents
-        self.locks = locks
-        self.lock_timeout = lock_timeout
-        self._on_close: Callable[[], None] | None = on_close
-        self._open_items = open_items
-
-    def open_items(
-        self, index: IndexConfig | None = None, ttl: TTLConfig | None = None
-    ) -> BaseStore:
-        """The long-term store on this store's database (`UnsupportedDatabaseUrl`: not
-        with the vector index asked for)."""
-        return self._open_items(index=index, ttl=ttl)
+    checkpointer: RunSaver
+    documents: DocumentStore
+    locks: KeyedLocks
+    _: KW_ONLY
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    on_close: Callable[[], None] | None
+    """Closes the database, once the locks are released."""
+    open_items: Callable[..., BaseStore]
+    """`(index=None, ttl=None)`: the long-term store on this database
+    (`UnsupportedDatabaseUrl`: not with the vector index asked for)."""
 
     def lock(self, thread_id: str, timeout: float | None = None) -> AbstractContextManager[None]:
         """Hold the write lock of `thread_id` (raises `LockTimeout` past `timeout`)."""
@@ -166,7 +153,7 @@ class ThreadStore:
 
     def close(self) -> None:
         """Release the locks, then the database."""
-        if self._on_close is not None:
+        if self.on_close is not None:
             self.locks.close()
-            self._on_close()
-            self._on_close = None
+            self.on_close()
+            self.on_close = None
