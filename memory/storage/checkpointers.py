@@ -21,18 +21,6 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-PRUNE_STRATEGIES = ("keep_latest", "delete")
-
-
-def check_prune_arguments(thread_ids: Sequence[str], strategy: str) -> list[str]:
-    """The thread ids of a `prune` call, as strings, once its arguments are checked (one
-    string is a `TypeError`: it would prune each letter)."""
-    if isinstance(thread_ids, str):
-        raise TypeError("thread_ids must be a sequence of thread ids, not a str")
-    if strategy not in PRUNE_STRATEGIES:
-        raise ValueError(f"unknown prune strategy {strategy!r}")
-    return [str(thread_id) for thread_id in thread_ids]
-
 
 class RunSaver(BaseCheckpointSaver[Any]):
     """The agent's savers (SQLite, PostgreSQL): the async API over the sync one in worker

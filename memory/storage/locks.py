@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,14 +35,11 @@ def key_number(key: str) -> int:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:_KEY_BYTES], "big")
 
 
-def wait_for(attempt: Any, deadline: float, timeout: float) -> Any:
-    """Call `attempt()`, backing off, until it returns a truthy value (`LockTimeout`
-    when `deadline` passes first)."""
+def wait_for(attempt: Callable[[], bool], deadline: float, timeout: float) -> None:
+    """Call `attempt()`, backing off, until it returns True (`LockTimeout` when
+    `deadline` passes first)."""
     pause = 0.001
-    while True:
-        result = attempt()
-        if result:
-            return result
+    while not attempt():
         if time.monotonic() >= deadline:
             raise LockTimeout(LOCK_TIMEOUT.format(seconds=timeout))
         time.sleep(pause)

@@ -16,14 +16,9 @@ from memory.storage.locks import KeyedLocks, wait_for
 
 logger = logging.getLogger(__name__)
 
-_SIGNED_64 = 1 << 63
 SETUP_LOCK_KEY = -(1 << 62) - 7
 """Advisory-lock key that serialises `setup()` (outside the 56-bit range of keyed locks)."""
 SETUP_TIMEOUT_S = 120.0
-
-
-def _advisory_key(number: int) -> int:
-    return number - _SIGNED_64 if number >= _SIGNED_64 else number
 
 
 def try_advisory_lock(conn: Connection[DictRow], key: int) -> bool:
@@ -45,18 +40,17 @@ class AdvisoryLocks(KeyedLocks):
 
     @contextmanager
     def _shared(self, number: int, deadline: float, timeout: float) -> Iterator[None]:
-        key = _advisory_key(number)
         try:
             conn = self._pool.getconn()  # waits at most the pool timeout for a connection
         except Exception as exc:
             raise StorageError(STORAGE_FAILED) from exc
         try:
-            wait_for(lambda: try_advisory_lock(conn, key), deadline, timeout)
+            wait_for(lambda: try_advisory_lock(conn, number), deadline, timeout)
             try:
                 yield
             finally:
                 try:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (number,))
                 except Exception:  # a broken connection released its locks with it
                     logger.warning(
                         "advisory unlock failed; the connection is discarded", exc_info=True
