@@ -102,19 +102,6 @@ def _hold_turn(
     return True
 
 
-def sweep_conversations(
-    threads: ThreadStore, cutoff: datetime, *, dry_run: bool = False
-) -> SweepResult:
-    """Remove every session's conversations idle since before `cutoff` (`dry_run`: count
-    what would go, delete nothing)."""
-    total = SweepResult()
-    for registry_thread in threads.list_threads(REGISTRY_PREFIX):
-        total += sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)
-    if total.threads and not dry_run:
-        threads.compact_storage()
-    return total
-
-
 def sweep(
     memory: ConversationMemory,
     long_term: LongTermMemory,
@@ -130,15 +117,19 @@ def sweep(
     what was (or, with `dry_run`, would be) removed: `{conversations, sessions, threads,
     memories, archivedLines, retentionDays, dryRun}` (a dry run counts no archived
     lines)."""
+    threads = memory.threads
     swept, lines, unused = SweepResult(), 0, (0, 0)
     if days > 0:
         cutoff = now - timedelta(days=days)
-        swept = sweep_conversations(memory.threads, cutoff, dry_run=dry_run)
+        for registry_thread in threads.list_threads(REGISTRY_PREFIX):
+            swept += sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)
+        if swept.threads and not dry_run:
+            threads.compact_storage()
         # the archive outlives the list (a pruned conversation stays recallable) until
         # its conversation has been idle this long
         lines = 0 if dry_run else memory.archive.sweep(cutoff)
         # every session that chatted has a conversation registry
-        registries = memory.threads.list_threads(REGISTRY_PREFIX)
+        registries = threads.list_threads(REGISTRY_PREFIX)
         chatted = {thread.removeprefix(REGISTRY_PREFIX) for thread in registries}
         unused = long_term.sweep_unused_sessions(cutoff, chatted=chatted, dry_run=dry_run)
     expired = 0 if dry_run else long_term.sweep_expired()

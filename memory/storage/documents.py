@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.store.base import BaseStore, PutOp
 
 from memory.errors import VersionConflict
 
@@ -42,6 +43,20 @@ def in_order(*steps: InTransaction | None) -> InTransaction | None:
 Versions = Mapping[str, int | None]
 """The stored version each thread's document must have for a write to go ahead (None:
 no document)."""
+
+
+CANNOT_JOIN = "{store} cannot write inside a documents' transaction"
+
+
+def items_step(store: BaseStore, ops: Sequence[PutOp]) -> InTransaction:
+    """`ops` as a step of a documents' transaction: forgetting an item commits with the
+    redaction of what it was learnt from. Both backends' long-term stores join it with
+    `put_in(cursor, ops)` (puts, and deletes as puts of None); `TypeError` for a store
+    that cannot (an in-memory one, say)."""
+    put_in = getattr(store, "put_in", None)
+    if put_in is None:
+        raise TypeError(CANNOT_JOIN.format(store=type(store).__name__))
+    return lambda cursor: put_in(cursor, ops)
 
 
 def check_versions(found: Mapping[str, int | None], expected: Versions) -> None:

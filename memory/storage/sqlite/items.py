@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result, TTLConfig
 from langgraph.store.sqlite import SqliteStore
@@ -77,21 +77,17 @@ class SharedSqliteStore(SqliteStore):
     def _cursor(self, *, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
         if not self.is_setup:
             self.setup()
-        with self.lock:
+        with self.lock, closing(self.conn.cursor()) as cur:
             if transaction:
                 self.conn.execute("BEGIN")
-            cur = self.conn.cursor()
             try:
                 yield cur
             except BaseException:
                 if transaction:
                     self.conn.execute("ROLLBACK")
                 raise
-            else:
-                if transaction:
-                    self.conn.execute("COMMIT")
-            finally:
-                cur.close()
+            if transaction:
+                self.conn.execute("COMMIT")
 
 
 def _without(result: Result, expired: set[tuple[str, str]]) -> Result:
