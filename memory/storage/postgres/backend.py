@@ -14,7 +14,7 @@ from memory.errors import StorageError
 from memory.storage.postgres.checkpointer import PostgresCheckpointer
 from memory.storage.postgres.documents import PostgresDocuments
 from memory.storage.postgres.items import open_postgres_items
-from memory.storage.postgres.locks import AdvisoryLocks, run_setup
+from memory.storage.postgres.locks import AdvisoryLocks, setup_lock
 from memory.storage.threads import ThreadStore
 
 logger = logging.getLogger(__name__)
@@ -50,12 +50,9 @@ def open_postgres(url: str, *, lock_timeout: float) -> ThreadStore:
         lock_pool.open(wait=True, timeout=10)
         checkpointer = PostgresCheckpointer(pool)
         documents = PostgresDocuments(pool)
-
-        def setup() -> None:
+        with setup_lock(lock_pool):
             checkpointer.setup()
             documents.setup()
-
-        run_setup(lock_pool, setup)
     except Exception as exc:
         pool.close()
         lock_pool.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -63,9 +63,10 @@ class AdvisoryLocks(KeyedLocks):
         self._pool.close()
 
 
-def run_setup(lock_pool: Any, setup: Callable[[], None]) -> None:
-    """Run `setup` while holding the setup advisory lock: workers starting together must
-    not run the migrations twice. Polls with short statements: a waiting
+@contextmanager
+def setup_lock(lock_pool: Any) -> Iterator[None]:
+    """Hold the setup advisory lock for the block: workers starting together must not
+    run the migrations twice. Polls with short statements: a waiting
     `pg_advisory_lock` would hold a snapshot that the migrations' CREATE INDEX
     CONCURRENTLY waits for, a silent deadlock."""
     with lock_pool.connection() as conn:
@@ -75,6 +76,6 @@ def run_setup(lock_pool: Any, setup: Callable[[], None]) -> None:
             SETUP_TIMEOUT_S,
         )
         try:
-            setup()
+            yield
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
