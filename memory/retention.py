@@ -114,9 +114,8 @@ def sweep(
     (registry entry, memory and run threads), the archived lines of conversations idle
     that long (listed or pruned from the list), the long-term items of sessions that never
     chatted and added none for as long, and long-term items whose TTL ran out. Returns
-    what was (or, with `dry_run`, would be) removed: `{conversations, sessions, threads,
-    memories, archivedLines, retentionDays, dryRun}` (a dry run counts no archived
-    lines)."""
+    how many were (or, with `dry_run`, would be) removed; a dry run counts no archived
+    lines."""
     threads = memory.threads
     swept, lines, unused = SweepResult(), 0, (0, 0)
     if days > 0:

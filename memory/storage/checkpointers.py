@@ -23,9 +23,7 @@ from langgraph.checkpoint.base import (
 
 
 class RunSaver(BaseCheckpointSaver[Any]):
-    """The agent's savers (SQLite, PostgreSQL): the async API over the sync one in worker
-    threads, `prune`, and two reads of their own for maintenance and the conversation
-    list."""
+    """The agent's savers (SQLite, PostgreSQL): the async API, and two reads of their own."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)

@@ -60,12 +60,6 @@ class KeyedLocks:
         # a key's slot lives while someone holds or waits for its lock, and no longer
         self._slots: weakref.WeakValueDictionary[int, _Slot] = weakref.WeakValueDictionary()
 
-    def _slot(self, number: int) -> _Slot:
-        if os.getpid() != self._pid:  # forked: the parent's thread locks mean nothing here
-            self._pid, self._guard, self._slots = os.getpid(), threading.Lock(), type(self._slots)()
-        with self._guard:
-            return self._slots.setdefault(number, _Slot())
-
     def _shared(self, number: int, deadline: float, timeout: float) -> AbstractContextManager[Any]:
         """The cross-process lock of `number`, held inside the thread lock (none here)."""
         return nullcontext()
@@ -76,7 +70,10 @@ class KeyedLocks:
         fails at once when the lock is taken)."""
         number = key_number(key)
         deadline = time.monotonic() + timeout
-        slot = self._slot(number)
+        if os.getpid() != self._pid:  # forked: the parent's thread locks mean nothing here
+            self._pid, self._guard, self._slots = os.getpid(), threading.Lock(), type(self._slots)()
+        with self._guard:
+            slot = self._slots.setdefault(number, _Slot())
         acquired = slot.lock.acquire(timeout=timeout) if timeout > 0 else slot.lock.acquire(False)
         if not acquired:
             raise LockTimeout(LOCK_TIMEOUT.format(seconds=timeout))
