@@ -83,11 +83,10 @@ class SessionDocuments:
             self.ids.memory_thread(session_id, conversation_id): state.to_document()
             for conversation_id, state in (memory or {}).items()
         }
-        stored = None
         if change is not None and change.state is not registry:
             state = change.state.model_copy(update={"version": registry.version + 1})
             documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
-            stored = RegistryChange(state, change.pruned)
+            change = RegistryChange(state, change.pruned)
         pruned = change.pruned if change is not None else ()
         lines = None if archive is None else self.archive.writer(archive)
         expected = None
@@ -105,7 +104,7 @@ class SessionDocuments:
             also=in_order(lines, also),
             expected=expected,
         )
-        return stored or change
+        return change
 
     def update_registry(
         self, session_id: str, update: RegistryUpdate, *, forget_lines: bool = False

@@ -41,9 +41,8 @@ def _pool(url: str, max_size: int) -> ConnectionPool[Connection[DictRow]]:
 
 
 def open_postgres(url: str, *, lock_timeout: float) -> ThreadStore:
-    """The thread store of a PostgreSQL database (tables created on first use), all on
-    one pool (and a second one for the locks); `StorageError` when it cannot be reached.
-    """
+    """The thread store of a PostgreSQL database (tables created on first use);
+    `StorageError` when it cannot be reached."""
     pool, lock_pool = (_pool(url, size) for size in (POOL_MAX_SIZE, LOCK_POOL_MAX_SIZE))
     try:
         pool.open(wait=True, timeout=10)

@@ -19,6 +19,10 @@ from memory.storage.sqlite.connection import (
     truncate_wal,
 )
 
+EXPIRED_SQL = (
+    "SELECT prefix, key FROM store WHERE expires_at IS NOT NULL AND expires_at < CURRENT_TIMESTAMP"
+)
+
 
 class SharedSqliteStore(SqliteStore):
     """`SqliteStore` on the checkpointer's connection, under the checkpointer's lock, so
@@ -47,13 +51,7 @@ class SharedSqliteStore(SqliteStore):
         if not (self.ttl_config and self.ttl_config.get("omit_expired")):
             return results
         with self._cursor(transaction=False) as cur:
-            expired = {
-                (prefix, key)
-                for prefix, key in cur.execute(
-                    "SELECT prefix, key FROM store "
-                    "WHERE expires_at IS NOT NULL AND expires_at < CURRENT_TIMESTAMP"
-                )
-            }
+            expired = set(cur.execute(EXPIRED_SQL).fetchall())
         return [_without(result, expired) for result in results] if expired else results
 
     def put_in(self, cursor: sqlite3.Cursor, ops: Sequence[PutOp]) -> None:
