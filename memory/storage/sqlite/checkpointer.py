@@ -101,12 +101,10 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
     def setup(self) -> None:
         """Upstream's setup, on either driver of the connection (`connection.connect`).
 
-        Upstream's last statement adds the column `writes.task_path` to files from before
-        it, and catches the `sqlite3.OperationalError` "duplicate column name" that every
-        newer file gives. A `sqlean` connection raises `sqlean`'s own `OperationalError`,
-        which that clause does not catch: that one failure is ignored here, as upstream
-        means to; the tables exist by then, so the saver is set up.
-        """
+        Upstream's last statement adds the column `writes.task_path`, and catches the
+        `sqlite3.OperationalError` "duplicate column name" of every newer file; `sqlean`
+        raises its own, which that clause does not catch: ignored here, as upstream
+        means to (the tables exist by then)."""
         try:
             super().setup()
         except Exception as exc:
