@@ -70,7 +70,7 @@ def sweep_session(
             ]
             doomed.append(registry_thread)
             if not dry_run:
-                threads.delete_many(doomed)
+                threads.put_many({}, delete=doomed)
             return SweepResult(len(idle), 1, len(doomed))
         kept, expired = expire(registry, cutoff, busy=busy)
         if len(expired) < len(idle):

@@ -111,14 +111,9 @@ class ThreadStore:
         """Replace the document of `thread_id`."""
         self.put_many({thread_id: document})
 
-    def delete_many(self, thread_ids: Sequence[str]) -> None:
-        """Delete the documents, checkpoints and writes of `thread_ids`, in one transaction."""
-        if thread_ids:
-            self.put_many({}, delete=thread_ids)
-
     def delete(self, thread_id: str) -> None:
         """Delete the document, checkpoints and writes of `thread_id` (a no-op when absent)."""
-        self.delete_many([thread_id])
+        self.put_many({}, delete=[thread_id])
 
     # -- run threads --------------------------------------------------------------------
 
