@@ -37,19 +37,13 @@ class SweepResult:
     conversations: int = 0
     sessions: int = 0
     threads: int = 0
-    dry_run: bool = False
 
     def __add__(self, other: SweepResult) -> SweepResult:
         return SweepResult(
             self.conversations + other.conversations,
             self.sessions + other.sessions,
             self.threads + other.threads,
-            self.dry_run or other.dry_run,
         )
-
-
-def _registry(document: dict[str, object] | None) -> RegistryState:
-    return RegistryState() if document is None else RegistryState.model_validate(document)
 
 
 def sweep_session(
@@ -58,7 +52,7 @@ def sweep_session(
     """Remove one session's conversations idle since before `cutoff`."""
     session_key = registry_thread.removeprefix(REGISTRY_PREFIX)
     with threads.lock(registry_thread), ExitStack() as turns:
-        registry = _registry(threads.get(registry_thread))
+        registry = RegistryState.model_validate(threads.get(registry_thread) or {})
         idle, busy = [], set()
         for entry in registry.conversations:
             if entry.last_active_at >= cutoff:
@@ -68,7 +62,7 @@ def sweep_session(
             else:
                 busy.add(entry.id)
         if not idle:
-            return SweepResult(dry_run=dry_run)
+            return SweepResult()
         if len(idle) == len(registry.conversations) and not registry.pending:
             # the whole session: every thread under its key, keyed entries or not
             doomed = [
@@ -76,8 +70,8 @@ def sweep_session(
             ]
             doomed.append(registry_thread)
             if not dry_run:
-                threads.delete_many(doomed)
-            return SweepResult(len(idle), 1, len(doomed), dry_run)
+                threads.put_many({}, delete=doomed)
+            return SweepResult(len(idle), 1, len(doomed))
         kept, expired = expire(registry, cutoff, busy=busy)
         if len(expired) < len(idle):
             logger.info(
@@ -89,7 +83,7 @@ def sweep_session(
         if expired and not dry_run:
             stored = kept.model_copy(update={"version": registry.version + 1})
             threads.put_many({registry_thread: stored.model_dump(mode="json")}, delete=doomed)
-        return SweepResult(len(expired), 0, len(doomed), dry_run)
+        return SweepResult(len(expired), 0, len(doomed))
 
 
 def _hold_turn(
@@ -108,31 +102,6 @@ def _hold_turn(
     return True
 
 
-def sweep_conversations(
-    threads: ThreadStore, cutoff: datetime, *, dry_run: bool = False
-) -> SweepResult:
-    """Remove every session's conversations idle since before `cutoff`.
-
-    Args:
-        threads: the thread store.
-        cutoff: conversations last active before this go.
-        dry_run: count what would go, delete nothing.
-    """
-    total = SweepResult(dry_run=dry_run)
-    for registry_thread in threads.list_threads(REGISTRY_PREFIX):
-        total += sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)
-    if total.threads and not dry_run:
-        threads.compact_storage()
-    return total
-
-
-def chatted_sessions(threads: ThreadStore) -> set[str]:
-    """The session keys that have a conversation registry (every session that chatted)."""
-    return {
-        thread.removeprefix(REGISTRY_PREFIX) for thread in threads.list_threads(REGISTRY_PREFIX)
-    }
-
-
 def sweep(
     memory: ConversationMemory,
     long_term: LongTermMemory,
@@ -145,24 +114,28 @@ def sweep(
     (registry entry, memory and run threads), the archived lines of conversations idle
     that long (listed or pruned from the list), the long-term items of sessions that never
     chatted and added none for as long, and long-term items whose TTL ran out. Returns
-    what was (or, with `dry_run`, would be) removed: `{conversations, sessions, threads,
-    memories, archivedLines, retentionDays, dryRun}` (a dry run counts no archived
-    lines)."""
-    swept, lines, unused = None, 0, (0, 0)
+    how many were (or, with `dry_run`, would be) removed; a dry run counts no archived
+    lines."""
+    threads = memory.threads
+    swept, lines, unused = SweepResult(), 0, (0, 0)
     if days > 0:
         cutoff = now - timedelta(days=days)
-        swept = sweep_conversations(memory.threads, cutoff, dry_run=dry_run)
+        for registry_thread in threads.list_threads(REGISTRY_PREFIX):
+            swept += sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)
+        if swept.threads and not dry_run:
+            threads.compact_storage()
         # the archive outlives the list (a pruned conversation stays recallable) until
         # its conversation has been idle this long
         lines = 0 if dry_run else memory.archive.sweep(cutoff)
-        unused = long_term.sweep_unused_sessions(
-            cutoff, chatted=chatted_sessions(memory.threads), dry_run=dry_run
-        )
+        # every session that chatted has a conversation registry
+        registries = threads.list_threads(REGISTRY_PREFIX)
+        chatted = {thread.removeprefix(REGISTRY_PREFIX) for thread in registries}
+        unused = long_term.sweep_unused_sessions(cutoff, chatted=chatted, dry_run=dry_run)
     expired = 0 if dry_run else long_term.sweep_expired()
     return {
-        "conversations": swept.conversations if swept else 0,
-        "sessions": (swept.sessions if swept else 0) + unused[0],
-        "threads": swept.threads if swept else 0,
+        "conversations": swept.conversations,
+        "sessions": swept.sessions + unused[0],
+        "threads": swept.threads,
         "memories": expired + unused[1],
         "archivedLines": lines,
         "retentionDays": days,

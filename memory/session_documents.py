@@ -22,12 +22,8 @@ from memory.storage.documents import InTransaction, in_order
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A session's registry and one conversation's memory, read together.
-
-    Attributes:
-        registry: the session's registry (empty when it has none).
-        state: the conversation's memory, or None when nothing is stored.
-    """
+    """A session's registry (empty when it has none) and one conversation's memory
+    (`state` None: nothing stored), read together."""
 
     registry: RegistryState
     state: ThreadState | None
@@ -38,19 +34,14 @@ class Snapshot:
         return self.state or ThreadState()
 
 
+@dataclass(eq=False)
 class SessionDocuments:
-    """The registry and memory documents of every session, over one `ThreadStore`.
+    """The registry and memory documents of every session, over one `ThreadStore`, with
+    the session archive whose changes commit with them."""
 
-    Args:
-        threads: the store of documents and run threads.
-        ids: derives thread ids from session and conversation ids.
-        archive: the session archive whose changes commit with the documents.
-    """
-
-    def __init__(self, threads: ThreadStore, ids: ThreadIds, archive: Archive) -> None:
-        self.threads = threads
-        self.ids = ids
-        self.archive = archive
+    threads: ThreadStore
+    ids: ThreadIds
+    archive: Archive
 
     def lock(self, session_id: str) -> Any:
         """The lock every writer of the session's documents holds (registry thread key)."""
@@ -61,13 +52,17 @@ class SessionDocuments:
         registry_thread = self.ids.registry_thread(session_id)
         memory_thread = self.ids.memory_thread(session_id, conversation_id)
         documents = self.threads.get_many([registry_thread, memory_thread])
+        memory = documents.get(memory_thread)
         return Snapshot(
-            _registry(documents.get(registry_thread)), _memory(documents.get(memory_thread))
+            RegistryState.model_validate(documents.get(registry_thread) or {}),
+            None if memory is None else ThreadState.from_document(memory),
         )
 
     def read_registry(self, session_id: str) -> RegistryState:
         """The session's registry (empty when the session has none)."""
-        return _registry(self.threads.get(self.ids.registry_thread(session_id)))
+        return RegistryState.model_validate(
+            self.threads.get(self.ids.registry_thread(session_id)) or {}
+        )
 
     def commit(
         self,
@@ -88,11 +83,10 @@ class SessionDocuments:
             self.ids.memory_thread(session_id, conversation_id): state.to_document()
             for conversation_id, state in (memory or {}).items()
         }
-        stored = None
         if change is not None and change.state is not registry:
             state = change.state.model_copy(update={"version": registry.version + 1})
             documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
-            stored = RegistryChange(state, change.pruned)
+            change = RegistryChange(state, change.pruned)
         pruned = change.pruned if change is not None else ()
         lines = None if archive is None else self.archive.writer(archive)
         expected = None
@@ -110,7 +104,7 @@ class SessionDocuments:
             also=in_order(lines, also),
             expected=expected,
         )
-        return stored or change
+        return change
 
     def update_registry(
         self, session_id: str, update: RegistryUpdate, *, forget_lines: bool = False
@@ -137,11 +131,3 @@ class SessionDocuments:
                 self.ids.run_thread(session_id, conversation_id),
             )
         ]
-
-
-def _memory(document: dict[str, Any] | None) -> ThreadState | None:
-    return None if document is None else ThreadState.from_document(document)
-
-
-def _registry(document: dict[str, Any] | None) -> RegistryState:
-    return RegistryState() if document is None else RegistryState.model_validate(document)

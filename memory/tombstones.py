@@ -10,6 +10,7 @@ cannot restore it. The marks are the server's: an export never carries them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
@@ -38,18 +39,15 @@ class ForgottenMark(BaseModel):
 
 def marks_of(texts: Iterable[str], keyed: Keyed) -> list[ForgottenMark]:
     """The marks forgetting `texts` leaves (a text with no words leaves none)."""
-    marks = []
-    for text in texts:
-        words = normalise(text)
-        if words:
-            marks.append(
-                ForgottenMark(
-                    text=keyed(_TEXT + words),
-                    terms=[keyed(_TERM + t) for t in query_terms(text)[:_MAX_TERMS]],
-                    names=sorted(keyed(_TERM + t) for t in names_in(text))[:_MAX_TERMS],
-                )
-            )
-    return marks
+    return [
+        ForgottenMark(
+            text=keyed(_TEXT + words),
+            terms=[keyed(_TERM + t) for t in query_terms(text)[:_MAX_TERMS]],
+            names=sorted(keyed(_TERM + t) for t in names_in(text))[:_MAX_TERMS],
+        )
+        for text in texts
+        if (words := normalise(text))
+    ]
 
 
 class Forgotten:
@@ -60,15 +58,8 @@ class Forgotten:
         self.marks = [m for m in marks if m.terms or m.names]
         self.texts = {m.text for m in marks}
         self.keyed = keyed
-        self._terms: dict[str, str] = {}  # a document repeats its words: one hash each
-
-    def _hashed(self, terms: Iterable[str]) -> set[str]:
-        hashed = set()
-        for term in terms:
-            if term not in self._terms:
-                self._terms[term] = self.keyed(_TERM + term)
-            hashed.add(self._terms[term])
-        return hashed
+        # a document repeats its words: one hash each
+        self._term = functools.cache(lambda term: keyed(_TERM + term))
 
     def repeats(self, sentence: str) -> bool:
         """Whether `sentence` says a forgotten text again: the whole of it, most of its
@@ -78,7 +69,7 @@ class Forgotten:
         words = normalise(sentence)
         if words and self.keyed(_TEXT + words) in self.texts:
             return True
-        own = self._hashed(line_terms(sentence))
+        own = {self._term(term) for term in line_terms(sentence)}
         return any(
             own.intersection(m.names)
             or (m.terms and len(own.intersection(m.terms)) >= FORGET_SHARE * len(m.terms))

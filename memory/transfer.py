@@ -47,7 +47,7 @@ from memory.registry import (
     ordered,
 )
 from memory.schema import ThreadState
-from memory.storage.items import items_step
+from memory.storage.documents import items_step
 from memory.tombstones import Forgotten
 
 TOO_MANY_ITEMS = (

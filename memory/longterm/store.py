@@ -32,8 +32,7 @@ from memory.longterm.recall import Recalled, recall
 from memory.redaction import without_traces
 from memory.schema import Clock, require_storable, require_text, utcnow
 from memory.storage import storage_errors
-from memory.storage.documents import InTransaction
-from memory.storage.items import items_step
+from memory.storage.documents import InTransaction, items_step
 from memory.storage.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
 
 logger = logging.getLogger(__name__)

@@ -21,21 +21,9 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-PRUNE_STRATEGIES = ("keep_latest", "delete")
 
-
-def check_prune_arguments(thread_ids: Sequence[str], strategy: str) -> list[str]:
-    """The thread ids of a `prune` call, as strings, once its arguments are checked (one
-    string is a `TypeError`: it would prune each letter)."""
-    if isinstance(thread_ids, str):
-        raise TypeError("thread_ids must be a sequence of thread ids, not a str")
-    if strategy not in PRUNE_STRATEGIES:
-        raise ValueError(f"unknown prune strategy {strategy!r}")
-    return [str(thread_id) for thread_id in thread_ids]
-
-
-class ThreadedAsyncSaver(BaseCheckpointSaver[Any]):
-    """Mixin: the async checkpointer API over the sync one, in worker threads."""
+class RunSaver(BaseCheckpointSaver[Any]):
+    """The agent's savers (SQLite, PostgreSQL): the async API, and two reads of their own."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
@@ -78,14 +66,8 @@ class ThreadedAsyncSaver(BaseCheckpointSaver[Any]):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
-
-class RunSaver(ThreadedAsyncSaver):
-    """The agent's savers (SQLite, PostgreSQL): the async half, `prune`, and two reads
-    of their own for maintenance and the conversation list."""
-
     def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """The value of `channel` in the newest root checkpoint of each of `thread_ids`
-        (where it has one), in one query: a run thread's `status`, for instance."""
+        """`channel` in the newest root checkpoint of each of `thread_ids` that has it."""
         raise NotImplementedError
 
     def list_threads(self, prefix: str) -> list[str]:

@@ -9,9 +9,13 @@ change in it passes `also`, run on the transaction's cursor before the commit.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.store.base import BaseStore, PutOp
 
 from memory.errors import VersionConflict
 
@@ -41,6 +45,20 @@ Versions = Mapping[str, int | None]
 no document)."""
 
 
+CANNOT_JOIN = "{store} cannot write inside a documents' transaction"
+
+
+def items_step(store: BaseStore, ops: Sequence[PutOp]) -> InTransaction:
+    """`ops` as a step of a documents' transaction: forgetting an item commits with the
+    redaction of what it was learnt from. Both backends' long-term stores join it with
+    `put_in(cursor, ops)` (puts, and deletes as puts of None); `TypeError` for a store
+    that cannot (an in-memory one, say)."""
+    put_in = getattr(store, "put_in", None)
+    if put_in is None:
+        raise TypeError(CANNOT_JOIN.format(store=type(store).__name__))
+    return lambda cursor: put_in(cursor, ops)
+
+
 def check_versions(found: Mapping[str, int | None], expected: Versions) -> None:
     """Raise `VersionConflict` unless each thread's stored version is the one expected."""
     for thread_id, version in expected.items():
@@ -48,20 +66,83 @@ def check_versions(found: Mapping[str, int | None], expected: Versions) -> None:
             raise VersionConflict(version or 0, found.get(thread_id) or 0)
 
 
-@runtime_checkable
-class DocumentStore(Protocol):
-    """Memory documents by thread id (the SQLite and PostgreSQL backends have one)."""
+def _pairs(rows: Sequence[Any]) -> list[tuple[Any, ...]]:  # SQLite's tuples, PostgreSQL's dicts
+    return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in rows]
+
+
+class DocumentStore:
+    """Memory documents by thread id, one JSON text each (not JSONB: it refuses a NUL
+    character, which a message may hold); a backend's subclass gives its SQL, whose
+    thread ids are the parameters `ids` makes of them, and how to reach its table."""
 
     dialect: Dialect
     """The SQL the cursors of `transaction` and `also` speak."""
+    EXISTS_SQL: str
+    CREATE_SQL: str
+    LEGACY_SQL: str
+    LEGACY_PARAMS: tuple[Any, ...]
+    SELECT_SQL: str
+    VERSIONS_SQL: str
+    UPSERT_SQL: str
+    PREFIX_SQL: str
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One transaction on the store's connection, as a cursor: committed when the
+        block ends, rolled back when it raises."""
+        raise NotImplementedError
+
+    def reading(self) -> AbstractContextManager[Any]:
+        """A cursor (or connection) for one read outside any write transaction."""
+        raise NotImplementedError
+
+    @staticmethod
+    def ids(thread_ids: Sequence[str]) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def delete_threads(self, cur: Any, thread_ids: Sequence[str]) -> None:
+        """Delete the documents, checkpoints and writes of `thread_ids` with `cur`."""
+        raise NotImplementedError
+
+    @staticmethod
+    def legacy_document(serde: JsonPlusSerializer, type_: str, blob: bytes) -> Any:
+        """The document in a `LEGACY_SQL` row (anything but a dict is none)."""
+        raise NotImplementedError
 
     def setup(self) -> None:
-        """Create the documents table if it does not exist."""
-        ...
+        """Create the documents table; on a database from before it existed, move the
+        documents stored as single-checkpoint threads into it."""
+        with self.transaction() as cur:
+            if cur.execute(self.EXISTS_SQL, (DOCUMENTS_TABLE,)).fetchone():
+                return
+            cur.execute(self.CREATE_SQL)
+            serde = JsonPlusSerializer()
+            documents = {}
+            for thread_id, type_, blob in _pairs(
+                cur.execute(self.LEGACY_SQL, self.LEGACY_PARAMS).fetchall()
+            ):
+                document = self.legacy_document(serde, type_, blob)
+                if isinstance(document, dict):
+                    documents[thread_id] = document
+            if documents:
+                self.delete_threads(cur, list(documents))
+                self._upsert(cur, documents)
+
+    def _upsert(self, cur: Any, documents: Mapping[str, Mapping[str, Any]]) -> None:
+        cur.executemany(
+            self.UPSERT_SQL,
+            [
+                (thread_id, json.dumps(dict(document), ensure_ascii=False))
+                for thread_id, document in documents.items()
+            ],
+        )
 
     def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The documents of `thread_ids` that exist, by thread id, in one query."""
-        ...
+        if not thread_ids:
+            return {}
+        with self.reading() as cur:
+            rows = cur.execute(self.SELECT_SQL, self.ids(thread_ids)).fetchall()
+        return {thread_id: json.loads(document) for thread_id, document in _pairs(rows)}
 
     def put_documents(
         self,
@@ -75,18 +156,23 @@ class DocumentStore(Protocol):
         written), replace each thread's document, delete the threads in `delete` (their
         documents and their checkpoints and writes, run threads included), then run
         `also` on the transaction's cursor."""
-        ...
-
-    def transaction(self) -> AbstractContextManager[Any]:
-        """One transaction on the store's connection, as a cursor: committed when the
-        block ends, rolled back when it raises."""
-        ...
+        with self.transaction() as cur:
+            if expected:
+                found = cur.execute(self.VERSIONS_SQL, self.ids(list(expected))).fetchall()
+                check_versions(dict(_pairs(found)), expected)
+            if delete:
+                self.delete_threads(cur, delete)
+            if documents:
+                self._upsert(cur, documents)
+            if also is not None:
+                also(cur)
 
     def list_threads(self, prefix: str) -> list[str]:
         """The ids of every document whose thread id starts with `prefix`."""
-        ...
+        with self.reading() as cur:
+            rows = cur.execute(self.PREFIX_SQL, (len(prefix), prefix)).fetchall()
+        return [row[0] for row in _pairs(rows)]
 
     def compact_storage(self) -> None:
-        """Give the space of deleted rows back (SQLite's VACUUM; a no-op where the
-        database does it by itself)."""
-        ...
+        """Give the space of deleted rows back (a no-op where the database does it by
+        itself: PostgreSQL's autovacuum)."""

@@ -16,8 +16,9 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,14 +35,11 @@ def key_number(key: str) -> int:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:_KEY_BYTES], "big")
 
 
-def wait_for(attempt: Any, deadline: float, timeout: float) -> Any:
-    """Call `attempt()`, backing off, until it returns a truthy value (`LockTimeout`
-    when `deadline` passes first)."""
+def wait_for(attempt: Callable[[], bool], deadline: float, timeout: float) -> None:
+    """Call `attempt()`, backing off, until it returns True (`LockTimeout` when
+    `deadline` passes first)."""
     pause = 0.001
-    while True:
-        result = attempt()
-        if result:
-            return result
+    while not attempt():
         if time.monotonic() >= deadline:
             raise LockTimeout(LOCK_TIMEOUT.format(seconds=timeout))
         time.sleep(pause)
@@ -49,9 +47,8 @@ def wait_for(attempt: Any, deadline: float, timeout: float) -> Any:
 
 
 @dataclass
-class _Slot:
+class _Slot:  # a weak reference can point to it, not to a `threading.Lock`
     lock: threading.Lock = field(default_factory=threading.Lock)
-    users: int = 0
 
 
 class KeyedLocks:
@@ -60,28 +57,12 @@ class KeyedLocks:
     def __init__(self) -> None:
         self._pid = os.getpid()
         self._guard = threading.Lock()
-        self._slots: dict[int, _Slot] = {}
+        # a key's slot lives while someone holds or waits for its lock, and no longer
+        self._slots: weakref.WeakValueDictionary[int, _Slot] = weakref.WeakValueDictionary()
 
-    def _slot(self, number: int) -> _Slot:
-        if os.getpid() != self._pid:  # forked: the parent's thread locks mean nothing here
-            self._pid, self._guard, self._slots = os.getpid(), threading.Lock(), {}
-        with self._guard:
-            slot = self._slots.setdefault(number, _Slot())
-            slot.users += 1
-            return slot
-
-    def _release_slot(self, number: int, slot: _Slot) -> None:
-        with self._guard:
-            slot.users -= 1
-            if slot.users == 0:
-                self._slots.pop(number, None)
-
-    def _acquire_shared(self, number: int, deadline: float, timeout: float) -> Any:
-        """Take the cross-process lock of `number`; returns a token for `_release_shared`."""
-        return None
-
-    def _release_shared(self, number: int, token: Any) -> None:
-        """Release what `_acquire_shared` took."""
+    def _shared(self, number: int, deadline: float, timeout: float) -> AbstractContextManager[Any]:
+        """The cross-process lock of `number`, held inside the thread lock (none here)."""
+        return nullcontext()
 
     @contextmanager
     def hold(self, key: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
@@ -89,23 +70,18 @@ class KeyedLocks:
         fails at once when the lock is taken)."""
         number = key_number(key)
         deadline = time.monotonic() + timeout
-        slot = self._slot(number)
+        if os.getpid() != self._pid:  # forked: the parent's thread locks mean nothing here
+            self._pid, self._guard, self._slots = os.getpid(), threading.Lock(), type(self._slots)()
+        with self._guard:
+            slot = self._slots.setdefault(number, _Slot())
+        acquired = slot.lock.acquire(timeout=timeout) if timeout > 0 else slot.lock.acquire(False)
+        if not acquired:
+            raise LockTimeout(LOCK_TIMEOUT.format(seconds=timeout))
         try:
-            acquired = (
-                slot.lock.acquire(timeout=timeout) if timeout > 0 else slot.lock.acquire(False)
-            )
-            if not acquired:
-                raise LockTimeout(LOCK_TIMEOUT.format(seconds=timeout))
-            try:
-                token = self._acquire_shared(number, deadline, timeout)
-                try:
-                    yield
-                finally:
-                    self._release_shared(number, token)
-            finally:
-                slot.lock.release()
+            with self._shared(number, deadline, timeout):
+                yield
         finally:
-            self._release_slot(number, slot)
+            slot.lock.release()
 
     def close(self) -> None:
         """Release resources held by the cross-process lock backend."""
@@ -131,12 +107,14 @@ class FileLocks(KeyedLocks):
         except (BlockingIOError, PermissionError):
             return False
 
-    def _acquire_shared(self, number: int, deadline: float, timeout: float) -> Any:
-        return wait_for(lambda: self._try_lock(number), deadline, timeout)
-
-    def _release_shared(self, number: int, token: Any) -> None:
-        if self._fd is not None:
-            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, number)
+    @contextmanager
+    def _shared(self, number: int, deadline: float, timeout: float) -> Iterator[None]:
+        wait_for(lambda: self._try_lock(number), deadline, timeout)
+        try:
+            yield
+        finally:
+            if self._fd is not None:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, number)
 
     def close(self) -> None:
         """Close the lock file (held locks are released with it)."""

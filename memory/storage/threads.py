@@ -14,13 +14,13 @@ import logging
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
+from langgraph.store.base import BaseStore
 
-from memory.errors import STORAGE_FAILED, ChatMemoryError, StorageError, UnsupportedDatabaseUrl
+from memory.errors import STORAGE_FAILED, ChatMemoryError, StorageError
 from memory.storage.checkpointers import RunSaver
 from memory.storage.documents import DocumentStore, InTransaction, Versions
 from memory.storage.locks import DEFAULT_LOCK_TIMEOUT, KeyedLocks
@@ -62,42 +62,21 @@ def storage_errors(method: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+@dataclass(eq=False)
 class ThreadStore:
     """The run threads' checkpointer and the memory documents' store, side by side;
-    `locks` serialise a thread's writers across threads and processes, `open_items`
-    opens the backend's long-term store on the same database."""
+    `locks` serialise a thread's writers across threads and processes."""
 
-    def __init__(
-        self,
-        checkpointer: RunSaver,
-        documents: DocumentStore,
-        locks: KeyedLocks,
-        *,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        on_close: Callable[[], None] | None = None,
-        open_items: Callable[..., BaseStore] | None = None,
-    ) -> None:
-        if not isinstance(documents, DocumentStore):
-            raise TypeError(f"{type(documents).__name__} cannot store memory documents")
-        self.checkpointer = checkpointer
-        self.documents = documents
-        self.locks = locks
-        self.lock_timeout = lock_timeout
-        self._on_close = on_close
-        self._open_items = open_items
-
-    def open_items(
-        self, index: IndexConfig | None = None, ttl: TTLConfig | None = None
-    ) -> BaseStore:
-        """The long-term store on this store's database (`UnsupportedDatabaseUrl`: the
-        backend has none, or not with the vector index asked for)."""
-        if self._open_items is None:
-            raise UnsupportedDatabaseUrl("this storage backend has no long-term store")
-        return self._open_items(index=index, ttl=ttl)
-
-    @staticmethod
-    def _config(thread_id: str) -> RunnableConfig:
-        return {"configurable": {"thread_id": thread_id}}
+    checkpointer: RunSaver
+    documents: DocumentStore
+    locks: KeyedLocks
+    _: KW_ONLY
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    on_close: Callable[[], None] | None
+    """Closes the database, once the locks are released."""
+    open_items: Callable[..., BaseStore]
+    """`(index=None, ttl=None)`: the long-term store on this database
+    (`UnsupportedDatabaseUrl`: not with the vector index asked for)."""
 
     def lock(self, thread_id: str, timeout: float | None = None) -> AbstractContextManager[None]:
         """Hold the write lock of `thread_id` (raises `LockTimeout` past `timeout`)."""
@@ -123,32 +102,25 @@ class ThreadStore:
         also: InTransaction | None = None,
         expected: Versions | None = None,
     ) -> None:
-        """In one transaction: check the `expected` versions (`VersionConflict`: nothing
-        written), replace each document, delete the threads in `delete` (documents,
-        checkpoints and writes) and run `also` on the transaction's cursor (statements
-        of the caller's own, in `self.documents.dialect`). Callers hold the locks of
-        what they read before writing, or say in `expected` what they read."""
+        """`DocumentStore.put_documents`, whose `also` speaks `self.documents.dialect`.
+        Callers hold the locks of what they read before writing, or say in `expected`
+        what they read."""
         self.documents.put_documents(documents, delete, also=also, expected=expected)
 
     def put(self, thread_id: str, document: Mapping[str, Any]) -> None:
         """Replace the document of `thread_id`."""
         self.put_many({thread_id: document})
 
-    def delete_many(self, thread_ids: Sequence[str]) -> None:
-        """Delete the documents, checkpoints and writes of `thread_ids`, in one transaction."""
-        if thread_ids:
-            self.put_many({}, delete=thread_ids)
-
     def delete(self, thread_id: str) -> None:
         """Delete the document, checkpoints and writes of `thread_id` (a no-op when absent)."""
-        self.delete_many([thread_id])
+        self.put_many({}, delete=[thread_id])
 
     # -- run threads --------------------------------------------------------------------
 
     @storage_errors
     def prune_finished_runs(self, thread_ids: Sequence[str]) -> None:
         """Shrink run threads whose turn finished (no pending interrupt) to their latest
-        checkpoint: the saver's `prune(..., strategy="keep_latest")`."""
+        checkpoint."""
         self.checkpointer.prune(thread_ids, strategy="keep_latest")
 
     @storage_errors
@@ -158,7 +130,7 @@ class ThreadStore:
 
     def checkpoint_count(self, thread_id: str) -> int:
         """How many checkpoints `thread_id` has, in every namespace."""
-        return sum(1 for _ in self.checkpointer.list(self._config(thread_id)))
+        return sum(1 for _ in self.checkpointer.list({"configurable": {"thread_id": thread_id}}))
 
     # -- maintenance --------------------------------------------------------------------
 
@@ -175,7 +147,8 @@ class ThreadStore:
         self.documents.compact_storage()
 
     def close(self) -> None:
-        """Release the backend (connection, lock file)."""
-        if self._on_close is not None:
-            self._on_close()
-            self._on_close = None
+        """Release the locks, then the database."""
+        if self.on_close is not None:
+            self.locks.close()
+            self.on_close()
+            self.on_close = None

@@ -12,7 +12,6 @@ import pytest
 
 from agent import ChatAgent
 from agent.settings import Settings
-from memory.storage import iter_thread_ids
 from tests.fakes import PacedModel, StepClock
 from tests.integration.conftest import Server, start_uvicorn, stop
 from tests.integration.http_support import (
@@ -22,6 +21,7 @@ from tests.integration.http_support import (
     listed,
     new_conversation,
 )
+from tests.storage_support import iter_thread_ids
 
 pytestmark = pytest.mark.integration
 

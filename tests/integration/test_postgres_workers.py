@@ -22,12 +22,13 @@ import pytest
 from agent.api.sessions import COOKIE_NAME
 from memory import ThreadIds, ThreadState
 from memory.conversations import ConversationMemory
-from memory.storage import iter_thread_ids, open_thread_store
+from memory.storage import open_thread_store
 from tests.conftest import clean_postgres
 from tests.gates import new_gate
 from tests.integration.conftest import Server, start_uvicorn, stop
 from tests.integration.http_app import OUTAGE_SECONDS, OUTAGE_TRIGGER
 from tests.integration.http_support import after_first_token, api_client
+from tests.storage_support import iter_thread_ids
 
 pytestmark = pytest.mark.integration
 

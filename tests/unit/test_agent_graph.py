@@ -22,9 +22,9 @@ from memory import CompactionOutput
 from memory.compaction import QuotedItem
 from memory.context import PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.conversations import ConversationMemory
-from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel
 from tests.graph_support import run_graph as run
+from tests.storage_support import iter_thread_ids
 
 pytestmark = pytest.mark.sqlite_only  # graph logic: storage is tested on every backend elsewhere
 

@@ -14,10 +14,10 @@ from agent import ChatAgent, ConversationBusy, ConversationNotFound, InvalidRequ
 from agent.offline import OfflineChatModel
 from agent.settings import Settings
 from memory import CompactionOutput
-from memory.storage import iter_thread_ids
 from tests.conftest import SECRET
 from tests.fakes import PacedModel, ScriptedModel
 from tests.gates import GATE_DIR_VARIABLE, GatedModel, gate_path, new_gate, open_gate
+from tests.storage_support import iter_thread_ids
 
 
 @pytest.fixture

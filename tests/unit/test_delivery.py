@@ -12,8 +12,8 @@ from graphs.delivery import DeliveryPlan, DeliveryReport, ReviewVerdict, build_d
 from graphs.delivery.graph import REVIEW_NODES
 from memory import assert_client_safe
 from memory.conversations import ConversationMemory
-from memory.storage import iter_thread_ids
 from tests.fakes import ScriptedModel
+from tests.storage_support import iter_thread_ids
 from tests.unit.delivery_support import (
     ARTIFACT,
     NOTE,

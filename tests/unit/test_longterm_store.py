@@ -18,8 +18,7 @@ from memory.longterm import OwedTurn
 from memory.longterm.extraction import EXPLICIT_EXTRACTOR
 from memory.longterm.store import NAMESPACE, LongTermMemory
 from memory.storage import ThreadStore
-from memory.storage.documents import in_order
-from memory.storage.items import items_step
+from memory.storage.documents import in_order, items_step
 from memory.storage.locks import KeyedLocks
 from tests.conftest import SECRET
 from tests.fakes import StepClock

@@ -15,8 +15,8 @@ import pytest
 
 from memory import ConversationNotFound, SkipReason
 from memory.conversations import ConversationMemory
-from memory.storage import iter_thread_ids
 from memory.turns import chat_turn
+from tests.storage_support import iter_thread_ids
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ from agent import ChatAgent
 from memory import ConversationNotFound, InvalidInput, new_conversation_id
 from memory.conversations import ConversationMemory
 from memory.registry import make_title
-from memory.storage import iter_thread_ids
 from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
+from tests.storage_support import iter_thread_ids
 
 
 def listed(memory: ConversationMemory, session: str = "s1") -> list[str]:

@@ -18,10 +18,11 @@ from memory import ThreadIds, UnsupportedDatabaseUrl
 from memory.conversations import ConversationMemory
 from memory.errors import LockTimeout, StorageError
 from memory.schema import ThreadState
-from memory.storage import iter_thread_ids, open_thread_store, parse_database_url
+from memory.storage import open_thread_store, parse_database_url
 from memory.storage.locks import FileLocks
 from memory.turns import chat_turn
 from tests.conftest import SECRET
+from tests.storage_support import iter_thread_ids
 
 
 def test_memory_documents_are_one_document_each_and_no_checkpoint(

@@ -18,8 +18,8 @@ from agent.offline.local import ModelCall
 from agent.settings import Settings
 from memory.errors import MemoryNotFound
 from memory.ids import REGISTRY_THREAD_PREFIX
-from memory.storage import iter_thread_ids
 from tests.fakes import PacedModel, StepClock
+from tests.storage_support import iter_thread_ids
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

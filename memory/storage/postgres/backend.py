@@ -3,9 +3,9 @@ items on one pool (and a second pool for the locks)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 
-from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 from psycopg import Connection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
@@ -14,7 +14,7 @@ from memory.errors import StorageError
 from memory.storage.postgres.checkpointer import PostgresCheckpointer
 from memory.storage.postgres.documents import PostgresDocuments
 from memory.storage.postgres.items import open_postgres_items
-from memory.storage.postgres.locks import AdvisoryLocks, run_setup
+from memory.storage.postgres.locks import AdvisoryLocks, setup_lock
 from memory.storage.threads import ThreadStore
 
 logger = logging.getLogger(__name__)
@@ -41,40 +41,27 @@ def _pool(url: str, max_size: int) -> ConnectionPool[Connection[DictRow]]:
 
 
 def open_postgres(url: str, *, lock_timeout: float) -> ThreadStore:
-    """The thread store of a PostgreSQL database (tables created on first use), all on
-    one pool (and a second one for the locks); `StorageError` when it cannot be reached.
-    """
+    """The thread store of a PostgreSQL database (tables created on first use);
+    `StorageError` when it cannot be reached."""
     pool, lock_pool = (_pool(url, size) for size in (POOL_MAX_SIZE, LOCK_POOL_MAX_SIZE))
     try:
         pool.open(wait=True, timeout=10)
         lock_pool.open(wait=True, timeout=10)
         checkpointer = PostgresCheckpointer(pool)
         documents = PostgresDocuments(pool)
-
-        def setup() -> None:
+        with setup_lock(lock_pool):
             checkpointer.setup()
             documents.setup()
-
-        run_setup(lock_pool, setup)
     except Exception as exc:
         pool.close()
         lock_pool.close()
         logger.exception("cannot open the PostgreSQL database")
         raise StorageError("the PostgreSQL database cannot be reached") from exc
-    locks = AdvisoryLocks(lock_pool)
-
-    def close() -> None:
-        locks.close()
-        pool.close()
-
-    def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
-        return open_postgres_items(pool, lock_pool, index, ttl)
-
     return ThreadStore(
         checkpointer,
         documents,
-        locks,
+        AdvisoryLocks(lock_pool),
         lock_timeout=lock_timeout,
-        on_close=close,
-        open_items=open_items,
+        on_close=pool.close,
+        open_items=functools.partial(open_postgres_items, pool, lock_pool),
     )

@@ -13,7 +13,7 @@ from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
-from memory.storage.postgres.locks import run_setup
+from memory.storage.postgres.locks import setup_lock
 
 
 class PooledPostgresStore(PostgresStore):
@@ -64,5 +64,6 @@ def open_postgres_items(
         why = "the PostgreSQL server has no pgvector extension"
         raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
     store = PooledPostgresStore(pool, index=index, ttl=ttl)  # type: ignore[arg-type]
-    run_setup(lock_pool, store.setup)
+    with setup_lock(lock_pool):
+        store.setup()
     return store

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from psycopg import Connection
@@ -15,14 +16,9 @@ from memory.storage.locks import KeyedLocks, wait_for
 
 logger = logging.getLogger(__name__)
 
-_SIGNED_64 = 1 << 63
 SETUP_LOCK_KEY = -(1 << 62) - 7
 """Advisory-lock key that serialises `setup()` (outside the 56-bit range of keyed locks)."""
 SETUP_TIMEOUT_S = 120.0
-
-
-def _advisory_key(number: int) -> int:
-    return number - _SIGNED_64 if number >= _SIGNED_64 else number
 
 
 def try_advisory_lock(conn: Connection[DictRow], key: int) -> bool:
@@ -42,35 +38,35 @@ class AdvisoryLocks(KeyedLocks):
         super().__init__()
         self._pool = pool
 
-    def _acquire_shared(self, number: int, deadline: float, timeout: float) -> Any:
-        key = _advisory_key(number)
+    @contextmanager
+    def _shared(self, number: int, deadline: float, timeout: float) -> Iterator[None]:
         try:
             conn = self._pool.getconn()  # waits at most the pool timeout for a connection
         except Exception as exc:
             raise StorageError(STORAGE_FAILED) from exc
         try:
-            wait_for(lambda: try_advisory_lock(conn, key), deadline, timeout)
-        except BaseException:
-            self._pool.putconn(conn)
-            raise
-        return conn
-
-    def _release_shared(self, number: int, token: Any) -> None:
-        try:
-            token.execute("SELECT pg_advisory_unlock(%s)", (_advisory_key(number),))
-        except Exception:  # a broken connection released its locks with it
-            logger.warning("advisory unlock failed; the connection is discarded", exc_info=True)
-            token.close()
+            wait_for(lambda: try_advisory_lock(conn, number), deadline, timeout)
+            try:
+                yield
+            finally:
+                try:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (number,))
+                except Exception:  # a broken connection released its locks with it
+                    logger.warning(
+                        "advisory unlock failed; the connection is discarded", exc_info=True
+                    )
+                    conn.close()
         finally:
-            self._pool.putconn(token)
+            self._pool.putconn(conn)
 
     def close(self) -> None:
         self._pool.close()
 
 
-def run_setup(lock_pool: Any, setup: Callable[[], None]) -> None:
-    """Run `setup` while holding the setup advisory lock: workers starting together must
-    not run the migrations twice. Polls with short statements: a waiting
+@contextmanager
+def setup_lock(lock_pool: Any) -> Iterator[None]:
+    """Hold the setup advisory lock for the block: workers starting together must not
+    run the migrations twice. Polls with short statements: a waiting
     `pg_advisory_lock` would hold a snapshot that the migrations' CREATE INDEX
     CONCURRENTLY waits for, a silent deadlock."""
     with lock_pool.connection() as conn:
@@ -80,6 +76,6 @@ def run_setup(lock_pool: Any, setup: Callable[[], None]) -> None:
             SETUP_TIMEOUT_S,
         )
         try:
-            setup()
+            yield
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))

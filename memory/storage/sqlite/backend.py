@@ -3,9 +3,8 @@ connection."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-
-from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 
 from memory.storage.locks import FileLocks, KeyedLocks
 from memory.storage.sqlite.checkpointer import SqliteCheckpointer
@@ -50,18 +49,11 @@ def open_sqlite(path: Path | None, *, lock_timeout: float, vectors: bool = False
         checkpointer.setup()
         documents.setup()
 
-    def close() -> None:
-        locks.close()
-        conn.close()
-
-    def open_items(index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> BaseStore:
-        return open_sqlite_items(checkpointer, locks, index, ttl)
-
     return ThreadStore(
         checkpointer,
         documents,
         locks,
         lock_timeout=lock_timeout,
-        on_close=close,
-        open_items=open_items,
+        on_close=conn.close,
+        open_items=functools.partial(open_sqlite_items, checkpointer, locks),
     )

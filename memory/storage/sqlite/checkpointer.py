@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from memory.storage.checkpointers import RunSaver, check_prune_arguments
+from memory.storage.checkpointers import RunSaver
 from memory.storage.sqlite.connection import scrub_on_commit, sqlite_transaction
 
 CHECKPOINT_TABLES = ("checkpoints", "writes")
@@ -101,12 +101,10 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
     def setup(self) -> None:
         """Upstream's setup, on either driver of the connection (`connection.connect`).
 
-        Upstream's last statement adds the column `writes.task_path` to files from before
-        it, and catches the `sqlite3.OperationalError` "duplicate column name" that every
-        newer file gives. A `sqlean` connection raises `sqlean`'s own `OperationalError`,
-        which that clause does not catch: that one failure is ignored here, as upstream
-        means to; the tables exist by then, so the saver is set up.
-        """
+        Upstream's last statement adds the column `writes.task_path`, and catches the
+        `sqlite3.OperationalError` "duplicate column name" of every newer file; `sqlean`
+        raises its own, which that clause does not catch: ignored here, as upstream
+        means to (the tables exist by then)."""
         try:
             super().setup()
         except Exception as exc:
@@ -118,7 +116,11 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune the checkpoints of `thread_ids` in one transaction: `keep_latest` (see
         `keep_latest`), or `delete` every checkpoint and write."""
-        threads = check_prune_arguments(thread_ids, strategy)
+        if isinstance(thread_ids, str):  # it would prune each letter
+            raise TypeError("thread_ids must be a sequence of thread ids, not a str")
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}")
+        threads = [str(thread_id) for thread_id in thread_ids]
         if not threads:
             return
         with sqlite_transaction(self.conn, self.lock) as cur:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result, TTLConfig
 from langgraph.store.sqlite import SqliteStore
@@ -17,6 +17,10 @@ from memory.storage.sqlite.connection import (
     SQLITE_BUSY_TIMEOUT_S,
     scrub_on_commit,
     truncate_wal,
+)
+
+EXPIRED_SQL = (
+    "SELECT prefix, key FROM store WHERE expires_at IS NOT NULL AND expires_at < CURRENT_TIMESTAMP"
 )
 
 
@@ -47,13 +51,7 @@ class SharedSqliteStore(SqliteStore):
         if not (self.ttl_config and self.ttl_config.get("omit_expired")):
             return results
         with self._cursor(transaction=False) as cur:
-            expired = {
-                (prefix, key)
-                for prefix, key in cur.execute(
-                    "SELECT prefix, key FROM store "
-                    "WHERE expires_at IS NOT NULL AND expires_at < CURRENT_TIMESTAMP"
-                )
-            }
+            expired = set(cur.execute(EXPIRED_SQL).fetchall())
         return [_without(result, expired) for result in results] if expired else results
 
     def put_in(self, cursor: sqlite3.Cursor, ops: Sequence[PutOp]) -> None:
@@ -77,21 +75,17 @@ class SharedSqliteStore(SqliteStore):
     def _cursor(self, *, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
         if not self.is_setup:
             self.setup()
-        with self.lock:
+        with self.lock, closing(self.conn.cursor()) as cur:
             if transaction:
                 self.conn.execute("BEGIN")
-            cur = self.conn.cursor()
             try:
                 yield cur
             except BaseException:
                 if transaction:
                     self.conn.execute("ROLLBACK")
                 raise
-            else:
-                if transaction:
-                    self.conn.execute("COMMIT")
-            finally:
-                cur.close()
+            if transaction:
+                self.conn.execute("COMMIT")
 
 
 def _without(result: Result, expired: set[tuple[str, str]]) -> Result:
