@@ -8,10 +8,6 @@ detect-secrets' maintained regex plugins (its keyword and entropy plugins are bu
 source code, and a public IP is no secret) and a few it lacks; long tokens of high
 entropy; checksummed numbers (python-stdnum: cards, IBANs, SSNs, Chinese resident ids)
 and identity numbers after their name.
-
-Every archived text is scanned, so a pattern the engine would try at every position
-sits behind a gate of the literals any match contains (`memory.longterm.prefilter`):
-a gate only skips what cannot match, so what is found does not change.
 """
 
 from __future__ import annotations
@@ -31,8 +27,6 @@ from detect_secrets.plugins.ip_public import IPPublicDetector
 from stdnum import iban, luhn
 from stdnum.cn import ric
 from stdnum.us import ssn
-
-from memory.longterm.prefilter import Prefiltered, prefiltered
 
 
 class SecretKind(StrEnum):
@@ -55,20 +49,20 @@ _ASKED = r"(?!什么|多少|啥|哪|怎么|几)"
 _INTRODUCED = r"\s*(?:is|was|:|=|：|是|为|為)\s*" + _ASKED + r"[\"'“‘(]?\S{2,}"
 _TOKEN_LIKE = r"\s+[\"'“‘(]?(?=\S*[\d!@#$%^&*])\S{4,}"
 _VALUE = f"(?:{_INTRODUCED}|{_TOKEN_LIKE})"
-_PASSWORD = prefiltered(
+_PASSWORD = re.compile(
     r"(?:\b(?:pass ?(?:word|phrase|code)|pwd|passwd)s?\b|密码(?!学)|口令)"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE,
     _WORDS,
 )
-_SECRET_VALUE = prefiltered(
+_SECRET_VALUE = re.compile(
     r"(?:\b(?:secret(?: (?:word|phrase|question|answer|code))?|code ?word|safe ?word|"
     r"security (?:code|answer)|pin(?: code| number)?|cvv|cvc|otp|one-time code|"
     r"verification code|recovery (?:code|phrase)|seed phrase|mnemonic)\b|暗号|验证码|PIN码)"
     + _INTRODUCED,
     _WORDS,
 )
-_PIN_DIGITS = prefiltered(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", _WORDS)
-_TOKEN_PREFIXES = prefiltered(
+_PIN_DIGITS = re.compile(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", _WORDS)
+_TOKEN_PREFIXES = re.compile(
     r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
     r"|\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
@@ -79,7 +73,7 @@ _TOKEN_PREFIXES = prefiltered(
     r"|\bbearer\s+[A-Za-z0-9._~+/-]{16,})",
     _WORDS,
 )
-_TOKEN_WORDS = prefiltered(
+_TOKEN_WORDS = re.compile(
     r"\b(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|auth(?:entication)?[ _-]?token|"
     r"access[ _-]?token|refresh[ _-]?token|bearer[ _-]?token|token|client[ _-]?secret|"
     r"private[ _-]?token|webhook[ _-]?secret|密钥|令牌)\b"
@@ -87,12 +81,12 @@ _TOKEN_WORDS = prefiltered(
     r"[A-Za-z0-9._~+/=-]{8,}",
     _WORDS,
 )
-_PRIVATE_KEY = prefiltered(
+_PRIVATE_KEY = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File|"
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}",
     _WORDS,
 )
-_LOGIN_PAIR = prefiltered(
+_LOGIN_PAIR = re.compile(
     r"(?:\b(?:log ?in|sign[ -]?in|credentials?|creds)s?\b|账号|帐号|账户|登录|登陆)"
     r"(?:\s+(?:details|info))?(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?"
     r"\s*(?:is|are|was|:|=|：|是|为)\s*[\"'“]?[^\s/|:]{2,}"
@@ -110,7 +104,7 @@ _FILLER = (
 )
 """Prose words, which stand where a user name or a password would in a sentence about
 logging in ("username and password are required")."""
-_USER_THEN_PASSWORD = prefiltered(
+_USER_THEN_PASSWORD = re.compile(
     r"(?:\b(?:user ?(?:name|id)?|log ?in|account)\b|账号|帐号|账户|用户名|登录名)"
     r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[\w.@+-]{2,}[\s,，;；、/]*(?:and\s+)?"
     r"(?:(?:my|the)\s+)?(?:\bpass(?:word|wd|code)?\b|\bpwd\b|\bpw\b|密码|口令)"
@@ -120,7 +114,7 @@ _USER_THEN_PASSWORD = prefiltered(
 """A user name followed by its password: "username jsmith password letmein"."""
 _CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ .-]?){12,18}\d(?![\d-])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
-_IDENTITY_WORDS = prefiltered(
+_IDENTITY_WORDS = re.compile(
     r"(?:\b(?:passport|national (?:id|identity|insurance)(?: number| no\.?)?|"
     r"ni (?:number|no\.?)|id (?:card|number|no\.?)|"
     r"identity (?:card|number)|social security|ssn|sin|nino|tax (?:id|number)|tin|nif|nie|"
@@ -145,21 +139,21 @@ _SECRET_NAME = (
     r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
     r"|密码(?!学)|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
 )
-_NAME = prefiltered(_SECRET_NAME, _WORDS)
-_NAMED_VALUE_AFTER = prefiltered(
+_NAME = re.compile(_SECRET_NAME, _WORDS)
+_NAMED_VALUE_AFTER = re.compile(
     _SECRET_NAME
     + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
     + _ASKED
     + r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
     _WORDS,
 )
-_VALUE_BEFORE_NAME = prefiltered(
+_VALUE_BEFORE_NAME = re.compile(
     r"(?:\S*\d\S*|[\"'“][^\"'”]+[\"'”])\s+(?:is|was|=|are)\s+(?:my|the|our|his|her)\s+"
     r"(?:[\w-]+\s+){0,3}?" + _SECRET_NAME + r"|(?:use|used|using)\s+\S+\s+(?:as|for)\s+"
     r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME,
     _WORDS,
 )
-_CODE_NEAR_LOCK = prefiltered(
+_CODE_NEAR_LOCK = re.compile(
     r"\bcodes?\b[^.\n]{0,30}\b(?:door|gate|alarm|garage|safe|lock|locker|building|house|"
     r"keypad|phone|wifi|bank|account|vault)\b|\b(?:door|gate|alarm|garage|safe|lock|locker|"
     r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜|门锁|密码锁"
@@ -191,27 +185,20 @@ def _named_secret(text: str) -> bool:
 
 
 @functools.cache
-def _maintained_patterns() -> tuple[Prefiltered, ...]:
-    """The key formats of detect-secrets' regex plugins (its public-IP plugin aside),
-    each behind its gate: most need a prefix ("ghp_", "xox", "AKIA") no prose holds."""
+def _maintained_patterns() -> tuple[re.Pattern[str], ...]:
+    """The key formats of detect-secrets' regex plugins (its public-IP plugin aside)."""
     found: list[re.Pattern[str]] = []
     plugins: list[type] = list(get_mapping_from_secret_type_to_class().values())
     for plugin in plugins:
         if issubclass(plugin, RegexBasedDetector) and plugin is not IPPublicDetector:
             # each regex plugin keeps its patterns in a class attribute
             found.extend(cast("Iterable[re.Pattern[str]]", vars(plugin).get("denylist", ())))
-    return tuple(map(Prefiltered, found))
-
-
-def _key_format(text: str) -> bool:
-    return bool(_TOKEN_PREFIXES.search(text)) or any(
-        pattern.search(text) for pattern in _maintained_patterns()
-    )
+    return tuple(found)
 
 
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _WORDS)
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
-_SSN_BARE = prefiltered(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", _WORDS)
+_SSN_BARE = re.compile(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", _WORDS)
 _UK_NINO = re.compile(
     r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", _WORDS
 )
@@ -255,32 +242,33 @@ def _card_number(text: str) -> bool:
 def _identity_number(text: str) -> bool:
     if not any(c.isdigit() for c in text):
         return False  # every identity pattern below needs digits
-    if any(ssn.is_valid(m.group().replace(" ", "-")) for m in _SSN_SPACED.finditer(text)):
-        return True
-    if any(ssn.is_valid(m.group(1)) for m in _SSN_BARE.finditer(text)):
-        return True
-    if _UK_NINO.search(text):
-        return True
-    if any(ric.is_valid(m.group()) for m in _CN_RIC.finditer(text)):
-        return True
-    return bool(_IDENTITY_WORDS.search(text))
+    return (
+        any(ssn.is_valid(m.group().replace(" ", "-")) for m in _SSN_SPACED.finditer(text))
+        or any(ssn.is_valid(m.group(1)) for m in _SSN_BARE.finditer(text))
+        or bool(_UK_NINO.search(text))
+        or any(ric.is_valid(m.group()) for m in _CN_RIC.finditer(text))
+        or bool(_IDENTITY_WORDS.search(text))
+    )
 
 
-_CHECKS: tuple[tuple[SecretKind, Callable[[str], bool]], ...] = (
-    (SecretKind.PRIVATE_KEY, lambda text: bool(_PRIVATE_KEY.search(text))),
-    (SecretKind.API_KEY, _key_format),
-    (SecretKind.API_KEY, lambda text: bool(_TOKEN_WORDS.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_PASSWORD.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_LOGIN_PAIR.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_USER_THEN_PASSWORD.search(text))),
+_CHECKS: tuple[tuple[SecretKind, re.Pattern[str] | Callable[[str], bool]], ...] = (
+    (SecretKind.PRIVATE_KEY, _PRIVATE_KEY),
+    (SecretKind.API_KEY, _TOKEN_PREFIXES),
+    (SecretKind.API_KEY, lambda text: any(p.search(text) for p in _maintained_patterns())),
+    (SecretKind.API_KEY, _TOKEN_WORDS),
+    (SecretKind.PASSWORD, _PASSWORD),
+    (SecretKind.PASSWORD, _LOGIN_PAIR),
+    (SecretKind.PASSWORD, _USER_THEN_PASSWORD),
     (SecretKind.SECRET_VALUE, _named_secret),
-    (SecretKind.SECRET_VALUE, lambda text: bool(_SECRET_VALUE.search(text))),
-    (SecretKind.SECRET_VALUE, lambda text: bool(_PIN_DIGITS.search(text))),
+    (SecretKind.SECRET_VALUE, _SECRET_VALUE),
+    (SecretKind.SECRET_VALUE, _PIN_DIGITS),
     (SecretKind.CARD, _card_number),
     (SecretKind.BANK_ACCOUNT, _bank_account),
     (SecretKind.IDENTITY, _identity_number),
     (SecretKind.API_KEY, _high_entropy_token),
 )
+"""Each check in order: a pattern found anywhere, or a function; the first that finds
+one names the kind."""
 
 
 @functools.lru_cache(maxsize=8192)
@@ -289,6 +277,6 @@ def find_secret(text: str) -> SecretKind | None:
     recall checks a session's items on every turn, and most have not changed."""
     text = unicodedata.normalize("NFKC", text)
     for kind, check in _CHECKS:
-        if check(text):
+        if check.search(text) if isinstance(check, re.Pattern) else check(text):
             return kind
     return None
