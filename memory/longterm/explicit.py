@@ -37,13 +37,9 @@ that …" or "别忘记…", which ask to remember."""
 
 @dataclass(frozen=True)
 class Request:
-    """One explicit request of a text.
-
-    Attributes:
-        forgets: a forgetting ("forget that …"), else a remembering.
-        sentence: the whole sentence, form included (a forgetting's quote).
-        body: what follows the form, as said (a remembering's quote and text).
-    """
+    """One explicit request of a text: a forgetting ("forget that …") or a remembering,
+    its whole `sentence`, form included (a forgetting's quote), and its `body`, what
+    follows the form as said (a remembering's quote and text)."""
 
     forgets: bool
     sentence: str
@@ -114,14 +110,3 @@ def explicit_operations(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) 
 def strip_form(text: str) -> str:
     """`text` without a leading remember form ("Remember that I'm vegan" → "I'm vegan")."""
     return REMEMBER_FORM.sub("", text.strip(), count=1).strip()
-
-
-__all__ = [
-    "Request",
-    "asks_to_forget",
-    "explicit_operations",
-    "forgotten_by",
-    "is_explicit",
-    "requests",
-    "strip_form",
-]

@@ -295,9 +295,8 @@ def plan_write(
             plan.batch[name] = became
     evicted = plan.evictions()
     for item_id in evicted:
-        plan.added.pop(item_id, None)
-        plan.refreshed.pop(item_id, None)
-        plan.changed.pop(item_id, None)
+        for kept in (plan.added, plan.refreshed, plan.changed):
+            kept.pop(item_id, None)
     return WritePlan(
         added=tuple(plan.added.values()),
         refreshed=tuple(plan.refreshed.values()),
@@ -316,6 +315,3 @@ def explicit(
     turn = OwedTurn(message_id="", conversation_id="", user_text=text, assistant_before="", at=now)
     operation = Operation(op="add", turn=1, quote=text, kind=kind, text=text, importance=importance)
     return operation, turn
-
-
-__all__ = ["MESSAGES", "Reason", "Refusal", "WritePlan", "explicit", "plan_write"]

@@ -1,17 +1,12 @@
 """Recall: which long-term items a turn's context gets, within its budget.
 
-Fair to every kind: boundaries and standing instructions that always apply (kind
-boundary or style, importance 4-5) come first but take at most `ALWAYS_ON_MAX` of the
-slots, so they never crowd out relevant facts; everything else, the always-on items
-past that share included, is ranked by relevance to the new message × importance ×
-freshness. A text that discloses a secret is never recalled (whatever wrote it).
-Offline, relevance is lexical, in the archive's terms (`memory.archive.terms.tokens`);
-with an embeddings model the store's vector index gives it instead (`scores`).
-Preferences and style shape every answer, so they are eligible without any word in
-common; a fact or a goal needs something in common with the message, unless it is
-important (4-5). When all of a user's items fit the budget, all are recalled ("What do
-you know about me?", "Where do I live?" need no word in common with the answer), the
-ranked ones first.
+Always-on items (boundary or style, importance 4-5) come first but take at most
+`ALWAYS_ON_MAX` slots, so they never crowd out relevant facts; the rest is ranked by
+relevance to the new message × importance × freshness. Relevance is lexical offline,
+the store's vector index's (`scores`) with embeddings. Preferences and style shape every
+answer, so they need no word in common; a fact or a goal does, unless important (4-5).
+When all items fit the budget all are recalled ("What do you know about me?" shares no
+word with the answer), the ranked first. A text that discloses a secret is never recalled.
 """
 
 from __future__ import annotations
@@ -73,14 +68,8 @@ def rank(
     scores: Mapping[str, float] | None = None,
 ) -> list[MemoryItem]:
     """Eligible items, best first: at most `ALWAYS_ON_MAX` always-on items, then the rest
-    by relevance × importance × freshness.
-
-    Args:
-        items: the session's items.
-        query: the user's new message.
-        now: for freshness.
-        scores: relevance by item id from a vector index (0-1); lexical when None.
-    """
+    by relevance to `query` × importance × freshness (`scores`: relevance by item id from
+    a vector index, 0-1; lexical when None)."""
     query_tokens = tokens(query)
     weights = idf(items) if scores is None else {}
 
@@ -141,18 +130,15 @@ def within_budget(
 
 
 class Recalled(NamedTuple):
-    """What a turn reads of the session's items.
-
-    Attributes:
-        items: the current items recalled for it.
-        changed: the messages that said what later statements changed (their archived
-            lines are never recalled as current).
-        held: every item read: those forgotten while the turn runs leave what it writes.
-    """
+    """What a turn reads of the session's items."""
 
     items: list[MemoryItem]
+    """The current items recalled for it."""
     changed: frozenset[str]
+    """The messages that said what later statements changed (their archived lines are
+    never recalled as current)."""
     held: tuple[MemoryItem, ...]
+    """Every item read: those forgotten while the turn runs leave what it writes."""
 
 
 def recall(

@@ -41,28 +41,29 @@ class SecretKind(StrEnum):
     IDENTITY = "an identity document number"
 
 
-_WORDS = re.I | re.A
-"""The flags of the patterns: ASCII word boundaries, so that an English word or a number
-written against Chinese ("password是…", "我的pin是…") still begins and ends a word."""
+def _words(pattern: str) -> re.Pattern[str]:
+    """`pattern` ignoring case, with ASCII word boundaries: an English word or a number
+    written against Chinese ("password是…", "我的pin是…") still begins and ends a word."""
+    return re.compile(pattern, re.I | re.A)
+
+
 _ASKED = r"(?!什么|多少|啥|哪|怎么|几)"
 """A question ("我的密码是多少") names a secret without telling it."""
 _INTRODUCED = r"\s*(?:is|was|:|=|：|是|为|為)\s*" + _ASKED + r"[\"'“‘(]?\S{2,}"
 _TOKEN_LIKE = r"\s+[\"'“‘(]?(?=\S*[\d!@#$%^&*])\S{4,}"
 _VALUE = f"(?:{_INTRODUCED}|{_TOKEN_LIKE})"
-_PASSWORD = re.compile(
+_PASSWORD = _words(
     r"(?:\b(?:pass ?(?:word|phrase|code)|pwd|passwd)s?\b|密码(?!学)|口令)"
-    r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE,
-    _WORDS,
+    r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE
 )
-_SECRET_VALUE = re.compile(
+_SECRET_VALUE = _words(
     r"(?:\b(?:secret(?: (?:word|phrase|question|answer|code))?|code ?word|safe ?word|"
     r"security (?:code|answer)|pin(?: code| number)?|cvv|cvc|otp|one-time code|"
     r"verification code|recovery (?:code|phrase)|seed phrase|mnemonic)\b|暗号|验证码|PIN码)"
-    + _INTRODUCED,
-    _WORDS,
+    + _INTRODUCED
 )
-_PIN_DIGITS = re.compile(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", _WORDS)
-_TOKEN_PREFIXES = re.compile(
+_PIN_DIGITS = _words(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b")
+_TOKEN_PREFIXES = _words(
     r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
     r"|\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
@@ -70,29 +71,25 @@ _TOKEN_PREFIXES = re.compile(
     r"|\bAIza[0-9A-Za-z_-]{30,}|\bglpat-[A-Za-z0-9_-]{20,}|\bya29\.[A-Za-z0-9_-]{20,}"
     r"|\bhf_[A-Za-z0-9]{30,}|\bnpm_[A-Za-z0-9]{30,}|\bpypi-[A-Za-z0-9_-]{30,}"
     r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
-    r"|\bbearer\s+[A-Za-z0-9._~+/-]{16,})",
-    _WORDS,
+    r"|\bbearer\s+[A-Za-z0-9._~+/-]{16,})"
 )
-_TOKEN_WORDS = re.compile(
+_TOKEN_WORDS = _words(
     r"\b(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|auth(?:entication)?[ _-]?token|"
     r"access[ _-]?token|refresh[ _-]?token|bearer[ _-]?token|token|client[ _-]?secret|"
     r"private[ _-]?token|webhook[ _-]?secret|密钥|令牌)\b"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?\s*(?:is|was|:|=|是|为)?\s*[\"'“]?"
-    r"[A-Za-z0-9._~+/=-]{8,}",
-    _WORDS,
+    r"[A-Za-z0-9._~+/=-]{8,}"
 )
-_PRIVATE_KEY = re.compile(
+_PRIVATE_KEY = _words(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File|"
-    r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}",
-    _WORDS,
+    r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}"
 )
-_LOGIN_PAIR = re.compile(
+_LOGIN_PAIR = _words(
     r"(?:\b(?:log ?in|sign[ -]?in|credentials?|creds)s?\b|账号|帐号|账户|登录|登陆)"
     r"(?:\s+(?:details|info))?(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?"
     r"\s*(?:is|are|was|:|=|：|是|为)\s*[\"'“]?[^\s/|:]{2,}"
     r"(?:\s*[/|]\s*(?!pass|pw|pin\b|密码)(?=[!-~]{4})[^\s/|]{4,}"
-    r"|(?::|\s+(?:and\s+)?)(?!pass|pw|pin\b|密码)(?=\S*[\d!@#$%^&*])[!-~]{6,})",
-    _WORDS,
+    r"|(?::|\s+(?:and\s+)?)(?!pass|pw|pin\b|密码)(?=\S*[\d!@#$%^&*])[!-~]{6,})"
 )
 """A user name and a password as a pair: "my bank login is jsmith / P@ssw0rd!77",
 "my netflix login is jsmith:P@ssw0rd!77", "… is jsmith and P@ssw0rd!77" (without a
@@ -104,24 +101,22 @@ _FILLER = (
 )
 """Prose words, which stand where a user name or a password would in a sentence about
 logging in ("username and password are required")."""
-_USER_THEN_PASSWORD = re.compile(
+_USER_THEN_PASSWORD = _words(
     r"(?:\b(?:user ?(?:name|id)?|log ?in|account)\b|账号|帐号|账户|用户名|登录名)"
     r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[\w.@+-]{2,}[\s,，;；、/]*(?:and\s+)?"
     r"(?:(?:my|the)\s+)?(?:\bpass(?:word|wd|code)?\b|\bpwd\b|\bpw\b|密码|口令)"
-    r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[!-~]{3,}",
-    _WORDS,
+    r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[!-~]{3,}"
 )
 """A user name followed by its password: "username jsmith password letmein"."""
 _CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ .-]?){12,18}\d(?![\d-])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
-_IDENTITY_WORDS = re.compile(
+_IDENTITY_WORDS = _words(
     r"(?:\b(?:passport|national (?:id|identity|insurance)(?: number| no\.?)?|"
     r"ni (?:number|no\.?)|id (?:card|number|no\.?)|"
     r"identity (?:card|number)|social security|ssn|sin|nino|tax (?:id|number)|tin|nif|nie|"
     r"dni|aadhaar|driver'?s? licen[cs]e(?: number)?|licen[cs]e number)\b|身份证|护照|證件|证件)"
     r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:号码?)?\s*(?:is|was|:|=|是|为)?\s*"
-    r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}",
-    _WORDS,
+    r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}"
 )
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.-]{20,}")
 ENTROPY_SHARE = 0.75
@@ -139,26 +134,23 @@ _SECRET_NAME = (
     r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
     r"|密码(?!学)|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
 )
-_NAME = re.compile(_SECRET_NAME, _WORDS)
-_NAMED_VALUE_AFTER = re.compile(
+_NAME = _words(_SECRET_NAME)
+_NAMED_VALUE_AFTER = _words(
     _SECRET_NAME
     + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
     + _ASKED
-    + r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
-    _WORDS,
+    + r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}"
 )
-_VALUE_BEFORE_NAME = re.compile(
+_VALUE_BEFORE_NAME = _words(
     r"(?:\S*\d\S*|[\"'“][^\"'”]+[\"'”])\s+(?:is|was|=|are)\s+(?:my|the|our|his|her)\s+"
     r"(?:[\w-]+\s+){0,3}?" + _SECRET_NAME + r"|(?:use|used|using)\s+\S+\s+(?:as|for)\s+"
-    r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME,
-    _WORDS,
+    r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME
 )
-_CODE_NEAR_LOCK = re.compile(
+_CODE_NEAR_LOCK = _words(
     r"\bcodes?\b[^.\n]{0,30}\b(?:door|gate|alarm|garage|safe|lock|locker|building|house|"
     r"keypad|phone|wifi|bank|account|vault)\b|\b(?:door|gate|alarm|garage|safe|lock|locker|"
     r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜|门锁|密码锁"
-    r"|\b(?:alarm|locker|keypad|safe|vault|padlock|garage door|front door)\b",
-    _WORDS,
+    r"|\b(?:alarm|locker|keypad|safe|vault|padlock|garage door|front door)\b"
 )
 _VALUE_TOKEN = re.compile(
     r"(?<![\w-])(?=[\w!@#$%^&*()+=~.-]*\d)[\w!@#$%^&*()+=~.#-]{3,}"
@@ -196,12 +188,10 @@ def _maintained_patterns() -> tuple[re.Pattern[str], ...]:
     return tuple(found)
 
 
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _WORDS)
+_IBAN = _words(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
-_SSN_BARE = re.compile(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", _WORDS)
-_UK_NINO = re.compile(
-    r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", _WORDS
-)
+_SSN_BARE = _words(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b")
+_UK_NINO = _words(r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
 
 
 def _bank_account(text: str) -> bool:
@@ -220,9 +210,7 @@ def _high_entropy_token(text: str) -> bool:
         token = match.group().strip("./=-")
         if len(token) < 20 or "://" in text[max(0, match.start() - 8) : match.start() + 3]:
             continue  # a URL path is not a key
-        has_digit = any(c.isdigit() for c in token)
-        has_alpha = any(c.isalpha() for c in token)
-        if not (has_digit and has_alpha):
+        if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
             continue
         alphabet = 16 if re.fullmatch(r"[0-9a-fA-F]+", token) else 64
         bound = math.log2(min(len(token), alphabet))

@@ -305,8 +305,7 @@ class LongTermMemory:
             raise MemoryRefused(TEXT_EMPTY)
         # what the user adds directly is kept as written: no code judges its meaning
         chosen: MemoryKind = "fact" if kind is None else check_kind(kind)
-        grade = MAX_IMPORTANCE
-        operation, turn = explicit(body, chosen, grade, self.clock())
+        operation, turn = explicit(body, chosen, MAX_IMPORTANCE, self.clock())
         plan = self._write(session_id, [operation], [turn], "explicit")
         if plan.refused:
             raise MemoryRefused(plan.refused[0].message)
