@@ -215,17 +215,13 @@ class _Plan:
             ),
         )
         # only what an operation names is replaced: code never guesses a subject
-        replaced = [item for item in self.current() if old is not None and item.id == old.id]
-        newer = [item for item in replaced if item.updated_at > turn.at]
-        if newer:  # a late extraction: what was said since stands
-            latest = max(newer, key=lambda item: item.updated_at)
-            new = new.model_copy(
-                update={"invalid_at": latest.updated_at, "superseded_by": latest.id}
-            )
+        if old is not None and old.updated_at > turn.at:
+            # a late extraction: what was said since stands
+            new = new.model_copy(update={"invalid_at": old.updated_at, "superseded_by": old.id})
             self.items[new.id] = self.changed[new.id] = new
             return new.id
-        for item in replaced:
-            self.invalidate(item, new.id, turn.at)
+        if old is not None:
+            self.invalidate(old, new.id, turn.at)
         self.items[new.id] = self.added[new.id] = new
         if op.op == "add":
             self.quotes[op.turn].add(quote)

@@ -41,19 +41,6 @@ def idf(items: Sequence[MemoryItem]) -> dict[str, float]:
     return {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in counts.items()}
 
 
-def lexical_relevance(
-    query: frozenset[str], item: MemoryItem, weights: dict[str, float]
-) -> tuple[float, float]:
-    """(relevance: the weights of the shared tokens over the root of the item's length,
-    the weight of its most distinctive shared token); (0, 0) when nothing is shared."""
-    own = tokens(item.text)
-    shared = own & query
-    if not shared:
-        return 0.0, 0.0
-    found = [weights.get(token, 0.0) for token in shared]
-    return sum(found) / math.sqrt(len(own)), max(found)
-
-
 def freshness(item: MemoryItem, now: datetime) -> float:
     """1 for an item said today, halving every `FRESHNESS_HALF_LIFE_DAYS`."""
     age_days = max((now - item.updated_at).total_seconds(), 0.0) / 86_400
@@ -77,8 +64,13 @@ def rank(
         if scores is not None:
             score = max(scores.get(item.id, 0.0), 0.0)
             return score, score > 0
-        related, distinct = lexical_relevance(query_tokens, item, weights)
-        return related, distinct >= DISTINCT
+        # the weights of the shared tokens over the root of the item's length; about it
+        # when the most distinctive of them is distinctive enough
+        own = tokens(item.text)
+        found = [weights.get(token, 0.0) for token in own & query_tokens]
+        if not found:
+            return 0.0, False
+        return sum(found) / math.sqrt(len(own)), max(found) >= DISTINCT
 
     scored = []
     for item in items:
@@ -90,11 +82,7 @@ def rank(
         score = (1.0 + related) * item.importance * freshness(item, now)
         scored.append((-score, -item.updated_at.timestamp(), item, about))
     scored.sort(key=lambda entry: entry[:2])
-    always_on = [
-        entry
-        for entry in scored
-        if entry[2].kind in ALWAYS_ON_KINDS and entry[2].importance >= IMPORTANT
-    ]
+    always_on = [entry for entry in scored if _always_on(entry[2])]
     # the most important first, the most relevant among equals
     always_on.sort(key=lambda entry: (-entry[2].importance, entry[0]))
     first = [entry[2] for entry in always_on[:ALWAYS_ON_MAX]]
@@ -103,10 +91,13 @@ def rank(
     rest = [
         item
         for _, _, item, about in scored
-        if item.id not in chosen
-        and (about or item.kind not in ALWAYS_ON_KINDS or item.importance < IMPORTANT)
+        if item.id not in chosen and (about or not _always_on(item))
     ]
     return first + rest
+
+
+def _always_on(item: MemoryItem) -> bool:
+    return item.kind in ALWAYS_ON_KINDS and item.importance >= IMPORTANT
 
 
 def within_budget(

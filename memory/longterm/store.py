@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, date, datetime
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
@@ -86,6 +86,7 @@ def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+@dataclass(eq=False, repr=False)
 class LongTermMemory:
     """A session's long-term items: recall, the gated writes, and deletion.
 
@@ -97,29 +98,19 @@ class LongTermMemory:
             (None: never); the store sweeps them.
     """
 
-    def __init__(
-        self,
-        store: BaseStore,
-        locks: KeyedLocks,
-        ids: ThreadIds,
-        *,
-        semantic: bool = False,
-        ttl_minutes: float | None = None,
-        clock: Clock = utcnow,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-    ) -> None:
-        self.store = store
-        self.locks = locks
-        self.ids = ids
-        self.semantic = semantic
-        self.ttl_minutes = ttl_minutes
-        self.clock = clock
-        self.lock_timeout = lock_timeout
-        self._refreshed: dict[tuple[str, ...], date] = {}
-        self._parsed: dict[tuple[object, ...], MemoryItem | None] = {}
-        """Validated items by (namespace key, item key, the value's `updated_at`,
-        `invalid_at`, `superseded_by` and quote): every turn reads a session's items, and
-        most of them have not changed since the last."""
+    store: BaseStore
+    locks: KeyedLocks
+    ids: ThreadIds
+    _: KW_ONLY
+    semantic: bool = False
+    ttl_minutes: float | None = None
+    clock: Clock = utcnow
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    _refreshed: dict[tuple[str, ...], date] = field(default_factory=dict, init=False)
+    _parsed: dict[tuple[object, ...], MemoryItem | None] = field(default_factory=dict, init=False)
+    """Validated items by (namespace key, item key, the value's `updated_at`,
+    `invalid_at`, `superseded_by` and quote): every turn reads a session's items, and
+    most of them have not changed since the last."""
 
     def namespace(self, session_id: str) -> tuple[str, str]:
         """`("user-memory", H(session))`."""
