@@ -41,6 +41,10 @@ class SecretKind(StrEnum):
     IDENTITY = "an identity document number"
 
 
+Check = Callable[[str], object]
+"""Whether a text discloses a secret (truthy: it does)."""
+
+
 def _words(pattern: str) -> re.Pattern[str]:
     """`pattern` ignoring case, with ASCII word boundaries: an English word or a number
     written against Chinese ("password是…", "我的pin是…") still begins and ends a word."""
@@ -194,10 +198,6 @@ _SSN_BARE = _words(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b")
 _UK_NINO = _words(r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
 
 
-def _bank_account(text: str) -> bool:
-    return any(iban.is_valid(m.group()) for m in _IBAN.finditer(text))
-
-
 def shannon_entropy(text: str) -> float:
     """Bits per character of `text`'s own character distribution."""
     counts = Counter(text)
@@ -205,58 +205,47 @@ def shannon_entropy(text: str) -> float:
     return -sum(n / total * math.log2(n / total) for n in counts.values())
 
 
-def _high_entropy_token(text: str) -> bool:
-    for match in _LONG_TOKEN.finditer(text):
-        token = match.group().strip("./=-")
-        if len(token) < 20 or "://" in text[max(0, match.start() - 8) : match.start() + 3]:
-            continue  # a URL path is not a key
-        if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
-            continue
-        alphabet = 16 if re.fullmatch(r"[0-9a-fA-F]+", token) else 64
-        bound = math.log2(min(len(token), alphabet))
-        if shannon_entropy(token) >= ENTROPY_SHARE * bound:
-            return True
-    return False
+def _found(pattern: re.Pattern[str], valid: Callable[[re.Match[str]], bool]) -> Check:
+    """A check: a match of `pattern` that `valid` accepts."""
+    return lambda text: any(valid(match) for match in pattern.finditer(text))
 
 
-def _card_number(text: str) -> bool:
-    for match in _CARD_CANDIDATE.finditer(text):
-        digits = re.sub(r"\D", "", match.group())
-        if 13 <= len(digits) <= 19 and luhn.is_valid(digits) and len(set(digits)) > 1:
-            return True
-    return False
+def _card(match: re.Match[str]) -> bool:
+    digits = re.sub(r"\D", "", match[0])
+    return 13 <= len(digits) <= 19 and luhn.is_valid(digits) and len(set(digits)) > 1
 
 
-def _identity_number(text: str) -> bool:
-    if not any(c.isdigit() for c in text):
-        return False  # every identity pattern below needs digits
-    return (
-        any(ssn.is_valid(m.group().replace(" ", "-")) for m in _SSN_SPACED.finditer(text))
-        or any(ssn.is_valid(m.group(1)) for m in _SSN_BARE.finditer(text))
-        or bool(_UK_NINO.search(text))
-        or any(ric.is_valid(m.group()) for m in _CN_RIC.finditer(text))
-        or bool(_IDENTITY_WORDS.search(text))
-    )
+def _generated_key(match: re.Match[str]) -> bool:
+    token = match[0].strip("./=-")
+    if len(token) < 20 or "://" in match.string[max(0, match.start() - 8) : match.start() + 3]:
+        return False  # a URL path is not a key
+    if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
+        return False
+    alphabet = 16 if re.fullmatch(r"[0-9a-fA-F]+", token) else 64
+    return shannon_entropy(token) >= ENTROPY_SHARE * math.log2(min(len(token), alphabet))
 
 
-_CHECKS: tuple[tuple[SecretKind, re.Pattern[str] | Callable[[str], bool]], ...] = (
-    (SecretKind.PRIVATE_KEY, _PRIVATE_KEY),
-    (SecretKind.API_KEY, _TOKEN_PREFIXES),
+_CHECKS: tuple[tuple[SecretKind, Check], ...] = (
+    (SecretKind.PRIVATE_KEY, _PRIVATE_KEY.search),
+    (SecretKind.API_KEY, _TOKEN_PREFIXES.search),
     (SecretKind.API_KEY, lambda text: any(p.search(text) for p in _maintained_patterns())),
-    (SecretKind.API_KEY, _TOKEN_WORDS),
-    (SecretKind.PASSWORD, _PASSWORD),
-    (SecretKind.PASSWORD, _LOGIN_PAIR),
-    (SecretKind.PASSWORD, _USER_THEN_PASSWORD),
+    (SecretKind.API_KEY, _TOKEN_WORDS.search),
+    (SecretKind.PASSWORD, _PASSWORD.search),
+    (SecretKind.PASSWORD, _LOGIN_PAIR.search),
+    (SecretKind.PASSWORD, _USER_THEN_PASSWORD.search),
     (SecretKind.SECRET_VALUE, _named_secret),
-    (SecretKind.SECRET_VALUE, _SECRET_VALUE),
-    (SecretKind.SECRET_VALUE, _PIN_DIGITS),
-    (SecretKind.CARD, _card_number),
-    (SecretKind.BANK_ACCOUNT, _bank_account),
-    (SecretKind.IDENTITY, _identity_number),
-    (SecretKind.API_KEY, _high_entropy_token),
+    (SecretKind.SECRET_VALUE, _SECRET_VALUE.search),
+    (SecretKind.SECRET_VALUE, _PIN_DIGITS.search),
+    (SecretKind.CARD, _found(_CARD_CANDIDATE, _card)),
+    (SecretKind.BANK_ACCOUNT, _found(_IBAN, lambda m: iban.is_valid(m[0]))),
+    (SecretKind.IDENTITY, _found(_SSN_SPACED, lambda m: ssn.is_valid(m[0].replace(" ", "-")))),
+    (SecretKind.IDENTITY, _found(_SSN_BARE, lambda m: ssn.is_valid(m[1]))),
+    (SecretKind.IDENTITY, _UK_NINO.search),
+    (SecretKind.IDENTITY, _found(_CN_RIC, lambda m: ric.is_valid(m[0]))),
+    (SecretKind.IDENTITY, _IDENTITY_WORDS.search),
+    (SecretKind.API_KEY, _found(_LONG_TOKEN, _generated_key)),
 )
-"""Each check in order: a pattern found anywhere, or a function; the first that finds
-one names the kind."""
+"""The checks in order: the first that finds something names the kind."""
 
 
 @functools.lru_cache(maxsize=8192)
@@ -265,6 +254,6 @@ def find_secret(text: str) -> SecretKind | None:
     recall checks a session's items on every turn, and most have not changed."""
     text = unicodedata.normalize("NFKC", text)
     for kind, check in _CHECKS:
-        if check.search(text) if isinstance(check, re.Pattern) else check(text):
+        if check(text):
             return kind
     return None
