@@ -93,14 +93,13 @@ def explicit_operations(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) 
                     for item_id in forgotten_by(request.body, items)
                 ]
             elif request.body:
-                text = tidy(request.body)
                 operations.append(
                     Operation(
                         op="add",
                         turn=n,
                         quote=request.body,
                         kind="fact",
-                        text=text,
+                        text=tidy(request.body),
                         importance=MAX_IMPORTANCE,
                     )
                 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -100,26 +100,6 @@ def _always_on(item: MemoryItem) -> bool:
     return item.kind in ALWAYS_ON_KINDS and item.importance >= IMPORTANT
 
 
-def within_budget(
-    ranked: Iterable[MemoryItem],
-    *,
-    max_items: int = RECALL_MAX_ITEMS,
-    max_chars: int = RECALL_MAX_CHARS,
-) -> list[MemoryItem]:
-    """The first items of `ranked` that fit `max_items` and `max_chars` of text (an item
-    that does not fit is passed over for a shorter one after it)."""
-    chosen: list[MemoryItem] = []
-    used = 0
-    for item in ranked:
-        if len(chosen) == max_items:
-            break
-        if used + len(item.text) > max_chars:
-            continue
-        chosen.append(item)
-        used += len(item.text)
-    return chosen
-
-
 class Recalled(NamedTuple):
     """What a turn reads of the session's items."""
 
@@ -141,8 +121,8 @@ def recall(
     max_items: int = RECALL_MAX_ITEMS,
     max_chars: int = RECALL_MAX_CHARS,
 ) -> list[MemoryItem]:
-    """What a turn about `query` recalls: ranked, then cut to the budget; every item
-    when they all fit."""
+    """What a turn about `query` recalls: ranked, then the first that fit the budget;
+    every item when they all fit."""
     ranked = rank(items, query, now, scores=scores)
     shown = [item for item in items if find_secret(item.text) is None]
     if len(shown) <= max_items and sum(len(item.text) for item in shown) <= max_chars:
@@ -152,4 +132,12 @@ def recall(
             key=lambda item: (-item.importance, -item.updated_at.timestamp()),
         )
         return [*ranked, *rest]
-    return within_budget(ranked, max_items=max_items, max_chars=max_chars)
+    fitted: list[MemoryItem] = []
+    used = 0
+    for item in ranked:  # one that does not fit is passed over for a shorter one after it
+        if len(fitted) == max_items:
+            break
+        if used + len(item.text) <= max_chars:
+            fitted.append(item)
+            used += len(item.text)
+    return fitted
