@@ -52,9 +52,8 @@ SLASH_COMMAND = re.compile(r"^\s*/[a-z]+\b", re.I)
 
 
 def own_words(text: str) -> str:
-    """`text` without what the user did not state themselves: quoted lines, code
-    blocks, quoted strings, everything after a hand-off, a role-forged line or an
-    injection. A slash command states nothing."""
+    """`text` without what the user did not state themselves (above); a slash command
+    states nothing."""
     text = text.replace("\r", "")
     if SLASH_COMMAND.match(text):  # "/memory", "/forget 3"
         return ""

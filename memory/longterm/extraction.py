@@ -72,9 +72,8 @@ def _tail(text: str) -> str:
 
 def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[BaseMessage]:
     """The extraction model's input: the instruction, then the turns, the current items
-    and the history (what a user may still ask to forget) as one JSON document (texts
-    are values, never instructions), fitted to a small window (the items nearest the
-    batch, the assistant's lines cut)."""
+    and the history as one JSON document (texts are values, never instructions), fitted
+    to a small window (the items nearest the batch, the assistant's lines cut)."""
     system = EXTRACTION_SYSTEM.format(
         max_new=MAX_NEW_MEMORIES_PER_TURN, max_chars=MAX_MEMORY_TEXT_CHARS
     )
@@ -127,14 +126,12 @@ def _beside(explicit: list[Operation], proposed: list[Operation]) -> list[Operat
 
 
 def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
-    """The `model` extractor over a structured-output runnable: one call for the whole
-    batch of owed turns.
+    """The `model` extractor over a structured-output runnable: one call per batch.
 
     An answer of the wrong form is asked for once more with a stricter instruction (at
     temperature 0 the same input gives the same answer); a second raises
-    `InvalidExtractionOutput`, nothing of either used. The upkeep counts the batch as
-    refused, not failed: the same model would fail the same way later.
-    """
+    `InvalidExtractionOutput`, nothing of either used: the upkeep counts the batch as
+    refused, not failed, as the same model would fail the same way later."""
     retry = HumanMessage(content=EXTRACTION_RETRY.format(max_new=MAX_NEW_MEMORIES_PER_TURN))
 
     def ask(prompt: list[BaseMessage]) -> list[Operation]:

@@ -157,8 +157,7 @@ class _Plan:
         return None
 
     def put(self, op: Operation, turn: OwedTurn) -> str | None:
-        """An `add`, or an `update` of an item (which it supersedes): the id of the item
-        it became."""
+        """An `add`, or an `update` (superseding its item): the id of the item it became."""
         old = self.target(op) if op.op == "update" else None
         if op.op == "update" and (old is None or not old.current):
             self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
@@ -306,8 +305,7 @@ def plan_write(
 def explicit(
     text: str, kind: MemoryKind, importance: int, now: datetime
 ) -> tuple[Operation, OwedTurn]:
-    """What the user adds through the memory form, as an operation of its own (its text
-    is its quote)."""
+    """What the user adds through the memory form: an add whose quote is its text."""
     turn = OwedTurn(message_id="", conversation_id="", user_text=text, assistant_before="", at=now)
     operation = Operation(op="add", turn=1, quote=text, kind=kind, text=text, importance=importance)
     return operation, turn

@@ -223,9 +223,8 @@ class LongTermMemory:
         forget: Forget | None = None,
     ) -> None:
         """Write `puts` and `deletes` as one transaction: with `forgotten` items and
-        `forget`, the one that forgets them everywhere else too (all or nothing), the
-        `kept` items (as this write leaves them) losing their traces of them; else a
-        batch of the store's."""
+        `forget`, the one that forgets them everywhere else too (all or nothing), `kept`
+        items losing their traces of them; else a batch of the store's."""
         if forget is not None and forgotten:
             written = {item.id: item for item in [*puts, *without_traces(kept, forgotten)]}
             ops = self._ops(session_id, written.values(), deletes)
@@ -265,11 +264,9 @@ class LongTermMemory:
         forget: Forget | None = None,
         reread: Reread | None = None,
     ) -> MemoryWrite:
-        """Extract from the owed turns (one call for all of them, before the lock is
-        taken) and write what the gate lets through (what it forgets through `forget`).
-        The gate checks each quote against the turns as `reread` finds them under the
-        lock: what a forgetting took out while the extraction ran is never written back.
-        """
+        """Extract from the owed turns (one call for all, before the lock is taken) and
+        write what the gate lets through, each quote checked against the turns as `reread`
+        finds them under the lock: what a forgetting took out meanwhile is never written."""
         if not turns:
             return MemoryWrite(WritePlan())
         operations = extractor(turns, self.all_items(session_id))
