@@ -99,8 +99,7 @@ class MemoryItem(BaseModel):
 
     `key` (the normalised text, for duplicates) and `subject` are never exposed; a
     duplicate statement refreshes `updated_at`; `source` `rules` (an earlier release's
-    extractor) reads as history; `invalid_at` is set once a later statement changed it,
-    `superseded_by` naming what replaced it (None: revoked).
+    extractor) reads as history.
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -169,5 +168,5 @@ def tidy(text: str) -> str:
         text = text[0].upper() + text[1:]
     if len(text) > MAX_MEMORY_TEXT_CHARS:
         cut = text[: MAX_MEMORY_TEXT_CHARS - 1]
-        text = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;") + "…"
+        text = cut.rsplit(" ", 1)[0].rstrip(" ,;") + "…"
     return text
