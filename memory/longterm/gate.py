@@ -20,7 +20,7 @@ never guesses what a statement is about.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from memory.limits import (
@@ -85,7 +85,7 @@ class WritePlan:
     changed: tuple[MemoryItem, ...] = ()
     forgotten: tuple[MemoryItem, ...] = ()
     evicted: tuple[str, ...] = ()
-    refused: tuple[Refusal, ...] = field(default=())
+    refused: tuple[Refusal, ...] = ()
 
     @property
     def puts(self) -> tuple[MemoryItem, ...]:
