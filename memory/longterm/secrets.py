@@ -253,7 +253,4 @@ def find_secret(text: str) -> SecretKind | None:
     """What kind of secret `text` discloses, or None when it discloses none. Cached:
     recall checks a session's items on every turn, and most have not changed."""
     text = unicodedata.normalize("NFKC", text)
-    for kind, check in _CHECKS:
-        if check(text):
-            return kind
-    return None
+    return next((kind for kind, check in _CHECKS if check(text)), None)
