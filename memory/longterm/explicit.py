@@ -72,15 +72,6 @@ def asks_to_forget(quote: str) -> bool:
     return bool(_FORGET_ANYWHERE.search(quote))
 
 
-def forgotten_by(body: str, items: Sequence[MemoryItem]) -> list[str]:
-    """The ids of the items whose text holds all the words of `body` (none for a body
-    without words)."""
-    wanted = tokens(body)
-    if not wanted:
-        return []
-    return [item.id for item in items if wanted <= tokens(item.text)]
-
-
 def explicit_operations(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
     """The operations the explicit requests of `turns` ask for, given the user's items
     (current and history: a forgetting may name either)."""
@@ -88,9 +79,11 @@ def explicit_operations(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) 
     for n, turn in enumerate(turns, start=1):
         for request in requests(turn.user_text):
             if request.forgets:
+                wanted = tokens(request.body)
                 operations += [
-                    Operation(op="forget", turn=n, quote=request.sentence, id=item_id)
-                    for item_id in forgotten_by(request.body, items)
+                    Operation(op="forget", turn=n, quote=request.sentence, id=item.id)
+                    for item in items
+                    if wanted and wanted <= tokens(item.text)
                 ]
             elif request.body:
                 operations.append(

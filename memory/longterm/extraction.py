@@ -137,11 +137,9 @@ def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
     def ask(prompt: list[BaseMessage]) -> list[Operation]:
         try:
             raw = runnable.invoke(prompt)
-            return validated(ExtractionOutput, raw, InvalidExtractionOutput).proposed()
-        except InvalidExtractionOutput:
-            raise
         except ValueError as exc:  # StructuredOutputError, a parser's error
             raise InvalidExtractionOutput(str(exc)) from exc
+        return validated(ExtractionOutput, raw, InvalidExtractionOutput).proposed()
 
     def run(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
         prompt = extraction_prompt(turns, items)

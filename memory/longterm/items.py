@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
+from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic.alias_generators import to_camel
 
 from memory.errors import InvalidInput
 from memory.limits import MAX_IMPORTANCE, MAX_MEMORY_TEXT_CHARS, MAX_QUOTE_CHARS, MIN_IMPORTANCE
@@ -85,14 +87,6 @@ class Provenance(BaseModel):
     quote: Annotated[StrictStr, Field(max_length=MAX_QUOTE_CHARS)] = ""
     at: UtcDatetime
 
-    def to_dto(self) -> dict[str, Any]:
-        return {
-            "messageId": self.message_id,
-            "conversationId": self.conversation_id,
-            "quote": self.quote,
-            "at": self.at.isoformat(),
-        }
-
 
 class MemoryItem(BaseModel):
     """One long-term item as stored (the store item's value) and used internally.
@@ -144,20 +138,17 @@ class MemoryItem(BaseModel):
     def to_dto(self) -> dict[str, Any]:
         """The public shape, camelCase; internals stay out. History says when it stopped
         holding and what replaced it."""
-        dto: dict[str, Any] = {
-            "id": self.id,
-            "kind": self.kind,
-            "text": self.text,
-            "importance": self.importance,
-            "createdAt": self.created_at.isoformat(),
-            "updatedAt": self.updated_at.isoformat(),
-            "conversationId": self.conversation_id,
-            "provenance": None if self.provenance is None else self.provenance.to_dto(),
-        }
-        if self.invalid_at is not None:
-            dto["invalidAt"] = self.invalid_at.isoformat()
-            dto["supersededBy"] = self.superseded_by
-        return dto
+        hidden = {"key", "subject", "source"}
+        if self.invalid_at is None:
+            hidden |= {"invalid_at", "superseded_by"}
+        return _camel(self.model_dump(exclude=hidden))
+
+
+def _camel(value: Any) -> Any:
+    """`value` with camelCase keys and its times in ISO 8601 (`+00:00`, as `isoformat`)."""
+    if isinstance(value, dict):
+        return {to_camel(key): _camel(field) for key, field in value.items()}
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 def tidy(text: str) -> str:

@@ -118,14 +118,12 @@ def recall(
     now: datetime,
     *,
     scores: Mapping[str, float] | None = None,
-    max_items: int = RECALL_MAX_ITEMS,
-    max_chars: int = RECALL_MAX_CHARS,
 ) -> list[MemoryItem]:
     """What a turn about `query` recalls: ranked, then the first that fit the budget;
     every item when they all fit."""
     ranked = rank(items, query, now, scores=scores)
     shown = [item for item in items if find_secret(item.text) is None]
-    if len(shown) <= max_items and sum(len(item.text) for item in shown) <= max_chars:
+    if len(shown) <= RECALL_MAX_ITEMS and sum(len(item.text) for item in shown) <= RECALL_MAX_CHARS:
         chosen = {item.id for item in ranked}
         rest = sorted(
             (item for item in shown if item.id not in chosen),
@@ -135,9 +133,9 @@ def recall(
     fitted: list[MemoryItem] = []
     used = 0
     for item in ranked:  # one that does not fit is passed over for a shorter one after it
-        if len(fitted) == max_items:
+        if len(fitted) == RECALL_MAX_ITEMS:
             break
-        if used + len(item.text) <= max_chars:
+        if used + len(item.text) <= RECALL_MAX_CHARS:
             fitted.append(item)
             used += len(item.text)
     return fitted

@@ -81,11 +81,6 @@ class MemoryWrite:
         return dict(Counter(refusal.reason.value for refusal in self.plan.refused))
 
 
-def _utc(moment: datetime) -> datetime:
-    """`moment` as timezone-aware UTC (SQLite's store reads its timestamps naive, in UTC)."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 @dataclass(eq=False, repr=False)
 class LongTermMemory:
     """A session's long-term items: recall, the gated writes, and deletion.
@@ -113,7 +108,6 @@ class LongTermMemory:
     most of them have not changed since the last."""
 
     def namespace(self, session_id: str) -> tuple[str, str]:
-        """`("user-memory", H(session))`."""
         return (NAMESPACE, self.ids.session_key(session_id))
 
     # -- reads ------------------------------------------------------------------------
@@ -139,8 +133,7 @@ class LongTermMemory:
                 items.append(item)
         return items
 
-    def _read(self, session_id: str, query: str | None = None) -> list[SearchItem]:
-        namespace = self.namespace(session_id)
+    def _read(self, namespace: tuple[str, ...], query: str | None = None) -> list[SearchItem]:
         return self.store.search(namespace, query=query, limit=READ_LIMIT, refresh_ttl=False)
 
     @storage_errors
@@ -159,7 +152,7 @@ class LongTermMemory:
     @storage_errors
     def all_items(self, session_id: str) -> list[MemoryItem]:
         """Every item of the session, current and history, newest first."""
-        found = self._parse(self._read(session_id))
+        found = self._parse(self._read(self.namespace(session_id)))
         return sorted(found, key=lambda item: item.updated_at, reverse=True)
 
     @storage_errors
@@ -170,7 +163,8 @@ class LongTermMemory:
     @storage_errors
     def recall_with_changes(self, session_id: str, query: str) -> Recalled:
         """`recall`, with what else a turn needs of the session's items, in one read."""
-        hits = self._read(session_id, query if self.semantic else None)
+        namespace = self.namespace(session_id)
+        hits = self._read(namespace, query if self.semantic else None)
         scores = {hit.key: float(hit.score or 0.0) for hit in hits} if self.semantic else None
         items = self._parse(hits)
         current = [item for item in items if item.current]
@@ -180,7 +174,7 @@ class LongTermMemory:
             if not item.current and item.provenance and item.provenance.message_id
         )
         chosen = recall(current, query, self.clock(), scores=scores)
-        self._refresh(self.namespace(session_id), chosen)
+        self._refresh(namespace, chosen)
         return Recalled(chosen, changed, tuple(items))
 
     def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
@@ -310,10 +304,8 @@ class LongTermMemory:
             found = self.store.get(namespace, memory_id, refresh_ttl=False)
             if found is None:
                 raise MemoryNotFound()
-            item = MemoryItem.from_value(found.key, found.value)
-            forgotten = [] if item is None else [item]
             kept = [other for other in self.all_items(session_id) if other.id != memory_id]
-            self._commit(session_id, (), [memory_id], kept, forgotten, forget)
+            self._commit(session_id, (), [memory_id], kept, self._parse([found]), forget)
 
     @storage_errors
     def sweep_expired(self) -> int:
@@ -333,11 +325,12 @@ class LongTermMemory:
             if namespace[-1] in chatted:
                 continue
             with self.locks.hold(f"{LOCK_PREFIX}:{namespace[-1]}", self.lock_timeout):
-                found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
-                parsed = self._parse(found)
-                if not found or any(item.conversation_id for item in parsed):
+                found = self._read(namespace)
+                if not found or any(item.conversation_id for item in self._parse(found)):
                     continue
-                if max(_utc(hit.updated_at) for hit in found) >= cutoff:
+                # SQLite's store reads its timestamps naive, in UTC
+                said = max(h.updated_at.replace(tzinfo=h.updated_at.tzinfo or UTC) for h in found)
+                if said >= cutoff:
                     continue
                 if not dry_run:
                     self.store.batch([PutOp(namespace, hit.key, None) for hit in found])
@@ -345,7 +338,6 @@ class LongTermMemory:
         return sessions, items
 
     def _session_namespaces(self) -> list[tuple[str, ...]]:
-        """Every session's namespace, read in pages."""
         namespaces: list[tuple[str, ...]] = []
         while True:
             page = self.store.list_namespaces(
@@ -358,9 +350,8 @@ class LongTermMemory:
     @storage_errors
     def forget_all(self, session_id: str, *, forget: Forget | None = None) -> int:
         """Delete every item of the session (through `forget`); returns how many."""
-        namespace = self.namespace(session_id)
         with self.lock(session_id):
-            found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
+            found = self._read(self.namespace(session_id))
             if found:
                 deletes = [hit.key for hit in found]
                 self._commit(session_id, (), deletes, (), self._parse(found), forget)
