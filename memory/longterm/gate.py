@@ -55,7 +55,6 @@ def _words(text: str) -> frozenset[str]:
 
 
 def _same_statement(item: MemoryItem, key: str, kind: str, text: str) -> bool:
-    """Whether `text` says what `item` says."""
     if item.key == key:
         return True
     if item.kind != kind:
@@ -67,9 +66,8 @@ def _same_statement(item: MemoryItem, key: str, kind: str, text: str) -> bool:
 
 @dataclass(frozen=True)
 class Refusal:
-    """An operation the gate turned down: the text concerned and why."""
+    """An operation the gate turned down, and why."""
 
-    text: str
     reason: Reason
     message: str
 
@@ -97,7 +95,6 @@ class WritePlan:
 
     @property
     def altered(self) -> bool:
-        """Whether anything is written."""
         return bool(self.puts or self.deletes)
 
     @property
@@ -123,8 +120,8 @@ class _Plan:
     def current(self) -> list[MemoryItem]:
         return [item for item in self.items.values() if item.current]
 
-    def refuse(self, text: str, reason: Reason, **fields: str) -> None:
-        self.refused.append(Refusal(text, reason, MESSAGES[reason].format(**fields)))
+    def refuse(self, reason: Reason, **fields: str) -> None:
+        self.refused.append(Refusal(reason, MESSAGES[reason].format(**fields)))
 
     def invalidate(self, item: MemoryItem, by: str | None, at: datetime) -> None:
         """Keep `item` as history: a later statement, said `at`, changed it."""
@@ -146,7 +143,7 @@ class _Plan:
         item = self.target(op)
         deletes = op.op == "forget" and asks_to_forget(op.quote)
         if item is None or (not deletes and not item.current):
-            self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
+            self.refuse(Reason.UNKNOWN_ITEM)
         elif not deletes:  # a retire, or a forget the user never asked for: history
             self.invalidate(item, None, turn.at)
         else:  # forget: the item and what it was learnt from go
@@ -160,18 +157,18 @@ class _Plan:
         """An `add`, or an `update` (superseding its item): the id of the item it became."""
         old = self.target(op) if op.op == "update" else None
         if op.op == "update" and (old is None or not old.current):
-            self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
+            self.refuse(Reason.UNKNOWN_ITEM)
             return None
         text = tidy(strip_form(op.text or ""))
         key = normalise(text)
         if not key:
-            self.refuse(op.text or "", Reason.EMPTY)
+            self.refuse(Reason.EMPTY)
             return None
         if not is_storable(text):
-            self.refuse("", Reason.UNSTORABLE)
+            self.refuse(Reason.UNSTORABLE)
             return None
         if not grounded(text, op.quote, turn.assistant_before):
-            self.refuse(text, Reason.NOT_GROUNDED)
+            self.refuse(Reason.NOT_GROUNDED)
             return None
         kind = op.kind or (old.kind if old is not None else "fact")
         for item in self.current():
@@ -190,10 +187,10 @@ class _Plan:
             return item.id
         quote = normalised_words(op.quote)
         if op.op == "add" and quote in self.quotes.setdefault(op.turn, set()):
-            self.refuse(text, Reason.SAME_QUOTE)
+            self.refuse(Reason.SAME_QUOTE)
             return None
         if op.op == "add" and len(self.quotes[op.turn]) >= MAX_NEW_MEMORIES_PER_TURN:
-            self.refuse(text, Reason.TURN_LIMIT)
+            self.refuse(Reason.TURN_LIMIT)
             return None
         new = MemoryItem(
             id=memory_id(),
@@ -272,7 +269,7 @@ def plan_write(
     ambiguous = _ambiguous(operations)
     for op in sorted(operations, key=lambda op: op.turn):
         if op in ambiguous:
-            plan.refuse(op.quote, Reason.AMBIGUOUS)
+            plan.refuse(Reason.AMBIGUOUS)
             continue
         # an add is named `turn:N:K` by its place among its turn's proposed adds,
         # whatever the gate makes of it, as the extractor counts
@@ -283,7 +280,7 @@ def plan_write(
         refused = verify(op, turns)
         if refused is not None:
             reason, kind = refused
-            plan.refuse(op.text or op.quote, reason, kind=kind)
+            plan.refuse(reason, kind=kind)
             continue
         became = plan.apply(op, turns[op.turn - 1])
         if name is not None and became is not None:

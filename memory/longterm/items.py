@@ -43,7 +43,7 @@ _CONTRACTIONS = {
     "it's": "it is",
     "let's": "let us",
 }
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
+STRAIGHT_QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "`": "'"})
 _WORDS = re.compile(r"[\w']+")
 
 
@@ -62,7 +62,7 @@ def check_kind(kind: object) -> MemoryKind:
 def normalise(text: str) -> str:
     """`text` as compared for duplicates: NFKC, case-folded, contractions spelled out,
     punctuation and extra spaces gone. "I'm vegetarian!" and "i am  vegetarian" match."""
-    text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).casefold()
+    text = unicodedata.normalize("NFKC", text).translate(STRAIGHT_QUOTES).casefold()
     words = [_CONTRACTIONS.get(word, word) for word in _WORDS.findall(text)]
     return " ".join(word.strip("'") for word in words if word.strip("'"))
 

@@ -75,9 +75,8 @@ def rank(
     scored = []
     for item in items:
         related, about = relevance(item)
-        if item.kind not in ALWAYS_ELIGIBLE and not about and item.importance < IMPORTANT:
-            continue
-        if find_secret(item.text) is not None:
+        ineligible = item.kind not in ALWAYS_ELIGIBLE and not about and item.importance < IMPORTANT
+        if ineligible or find_secret(item.text) is not None:
             continue
         score = (1.0 + related) * item.importance * freshness(item, now)
         scored.append((-score, -item.updated_at.timestamp(), item, about))

@@ -206,7 +206,6 @@ def shannon_entropy(text: str) -> float:
 
 
 def _found(pattern: re.Pattern[str], valid: Callable[[re.Match[str]], bool]) -> Check:
-    """A check: a match of `pattern` that `valid` accepts."""
     return lambda text: any(valid(match) for match in pattern.finditer(text))
 
 

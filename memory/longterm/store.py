@@ -72,10 +72,6 @@ class MemoryWrite:
         return len(self.plan.changed) + len(self.plan.forgotten)
 
     @property
-    def remembered(self) -> tuple[str, ...]:
-        return self.plan.remembered
-
-    @property
     def refused(self) -> dict[str, int]:
         """How many operations the gate refused, by reason."""
         return dict(Counter(refusal.reason.value for refusal in self.plan.refused))
