@@ -91,9 +91,7 @@ Proposed = Annotated[
 
 def _from_flat(op: Operation) -> dict[str, Any]:
     fields = op.model_dump(exclude_none=True)
-    if op.op == "add":
-        fields.setdefault("kind", "fact")
-    return fields
+    return {"kind": "fact", **fields} if op.op == "add" else fields
 
 
 class ExtractionOutput(BaseModel):

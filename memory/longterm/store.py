@@ -195,14 +195,6 @@ class LongTermMemory:
             f"{LOCK_PREFIX}:{self.ids.session_key(session_id)}", self.lock_timeout
         )
 
-    def _ops(
-        self, session_id: str, puts: Iterable[MemoryItem], deletes: Iterable[str]
-    ) -> list[PutOp]:
-        namespace = self.namespace(session_id)
-        ops = [PutOp(namespace, item.id, item.to_value(), ttl=self.ttl_minutes) for item in puts]
-        ops.extend(PutOp(namespace, item_id, None) for item_id in deletes)
-        return ops
-
     def _commit(
         self,
         session_id: str,
@@ -217,10 +209,14 @@ class LongTermMemory:
         items losing their traces of them; else a batch of the store's."""
         if forget is not None and forgotten:
             written = {item.id: item for item in [*puts, *without_traces(kept, forgotten)]}
-            ops = self._ops(session_id, written.values(), deletes)
+            puts = list(written.values())
+        namespace = self.namespace(session_id)
+        ops = [PutOp(namespace, item.id, item.to_value(), ttl=self.ttl_minutes) for item in puts]
+        ops.extend(PutOp(namespace, item_id, None) for item_id in deletes)
+        if forget is not None and forgotten:
             forget(forgotten, items_step(self.store, ops))
-        elif puts or deletes:
-            self.store.batch(self._ops(session_id, puts, deletes))
+        elif ops:
+            self.store.batch(ops)
 
     @storage_errors
     def _write(
@@ -239,10 +235,9 @@ class LongTermMemory:
                 turns = reread(turns)
             items = self.all_items(session_id)
             plan = plan_write(items, operations, turns, source=source)
-            if plan.altered:
-                written = {item.id: item for item in [*items, *plan.puts]}
-                kept = [item for key, item in written.items() if key not in plan.deletes]
-                self._commit(session_id, plan.puts, plan.deletes, kept, plan.forgotten, forget)
+            written = {item.id: item for item in [*items, *plan.puts]}
+            kept = [item for key, item in written.items() if key not in plan.deletes]
+            self._commit(session_id, plan.puts, plan.deletes, kept, plan.forgotten, forget)
         return plan
 
     def remember_turns(
