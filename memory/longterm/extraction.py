@@ -85,10 +85,8 @@ def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) ->
             {"turn": n, "assistant_before": _tail(turn.assistant_before), "user": turn.user_text}
             for n, turn in enumerate(turns, start=1)
         ],
-        "current_memories": [
-            {"id": item.id, "kind": item.kind, "text": item.text} for item in current
-        ],
-        "history": [{"id": item.id, "text": item.text} for item in history],
+        "current_memories": [item.model_dump(include={"id", "kind", "text"}) for item in current],
+        "history": [item.model_dump(include={"id", "text"}) for item in history],
     }
     body = json.dumps(document, ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]

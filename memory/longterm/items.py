@@ -89,12 +89,8 @@ class Provenance(BaseModel):
 
 
 class MemoryItem(BaseModel):
-    """One long-term item as stored (the store item's value) and used internally.
-
-    `key` (the normalised text, for duplicates) and `subject` are never exposed; a
-    duplicate statement refreshes `updated_at`; `source` `rules` (an earlier release's
-    extractor) reads as history.
-    """
+    """One long-term item as stored (the store item's value) and used internally; `key`
+    is its text normalised (for duplicates), `subject` an earlier release's."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -136,8 +132,8 @@ class MemoryItem(BaseModel):
         return item
 
     def to_dto(self) -> dict[str, Any]:
-        """The public shape, camelCase; internals stay out. History says when it stopped
-        holding and what replaced it."""
+        """The public shape, camelCase, without `key`, `subject` and `source`. History says
+        when it stopped holding and what replaced it."""
         hidden = {"key", "subject", "source"}
         if self.invalid_at is None:
             hidden |= {"invalid_at", "superseded_by"}

@@ -29,7 +29,6 @@ DISTINCT = 0.25
 ALWAYS_ELIGIBLE = frozenset({"boundary", "preference", "style"})
 IMPORTANT = 4
 ALWAYS_ON_MAX = 3
-"""Always-on items recalled ahead of the rest, at most (of `RECALL_MAX_ITEMS`, 8)."""
 ALWAYS_ON_KINDS = frozenset({"boundary", "style"})
 
 
