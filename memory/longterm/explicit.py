@@ -51,12 +51,11 @@ def requests(text: str) -> list[Request]:
     `MAX_NEW_MEMORIES_PER_TURN`)."""
     found: list[Request] = []
     for piece in _SENTENCE.split(own_words(text)):
-        sentence = piece.strip()
+        sentence = piece.strip().rstrip(".!?;。！？；")
         for form, forgets in ((REMEMBER_FORM, False), (FORGET_FORM, True)):
             matched = form.match(sentence)
             if matched is not None:
-                body = sentence[matched.end() :].strip().rstrip(".!?;。！？；").strip()
-                found.append(Request(forgets, sentence.rstrip(".!?;。！？；"), body))
+                found.append(Request(forgets, sentence, sentence[matched.end() :].strip()))
                 break
     return found[:MAX_NEW_MEMORIES_PER_TURN]
 

@@ -132,8 +132,7 @@ class _Plan:
         self.refreshed.pop(item.id, None)
 
     def target(self, op: Operation) -> MemoryItem | None:
-        key = self.batch.get(op.id or "", op.id or "")
-        return self.items.get(key)
+        return self.items.get(self.batch.get(op.id or "", op.id or ""))
 
     def apply(self, op: Operation, turn: OwedTurn) -> str | None:
         """Apply `op`; for an `add` or `update`, the id of the item it became (a new
@@ -273,18 +272,15 @@ def plan_write(
             continue
         # an add is named `turn:N:K` by its place among its turn's proposed adds,
         # whatever the gate makes of it, as the extractor counts
-        name = None
         if op.op == "add":
             adds[op.turn] = adds.get(op.turn, 0) + 1
-            name = f"turn:{op.turn}:{adds[op.turn]}"
         refused = verify(op, turns)
         if refused is not None:
-            reason, kind = refused
-            plan.refuse(reason, kind=kind)
+            plan.refuse(refused[0], kind=refused[1])
             continue
         became = plan.apply(op, turns[op.turn - 1])
-        if name is not None and became is not None:
-            plan.batch[name] = became
+        if op.op == "add" and became is not None:
+            plan.batch[f"turn:{op.turn}:{adds[op.turn]}"] = became
     evicted = plan.evictions()
     for item_id in evicted:
         for kept in (plan.added, plan.refreshed, plan.changed):
