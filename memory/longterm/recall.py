@@ -53,9 +53,8 @@ def rank(
     *,
     scores: Mapping[str, float] | None = None,
 ) -> list[MemoryItem]:
-    """Eligible items, best first: at most `ALWAYS_ON_MAX` always-on items, then the rest
-    by relevance to `query` × importance × freshness (`scores`: relevance by item id from
-    a vector index, 0-1; lexical when None)."""
+    """Eligible items, best first, as the module says (`scores`: relevance by item id
+    from a vector index, 0-1; lexical when None)."""
     query_tokens = tokens(query)
     weights = idf(items) if scores is None else {}
 

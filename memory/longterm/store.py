@@ -290,9 +290,8 @@ class LongTermMemory:
         longer recalls it. `MemoryNotFound`: not an item of this session."""
         if not isinstance(memory_id, str) or not _MEMORY_ID.fullmatch(memory_id):
             raise MemoryNotFound()  # no stored id has another form: nothing to look up
-        namespace = self.namespace(session_id)
         with self.lock(session_id):
-            found = self.store.get(namespace, memory_id, refresh_ttl=False)
+            found = self.store.get(self.namespace(session_id), memory_id, refresh_ttl=False)
             if found is None:
                 raise MemoryNotFound()
             kept = [other for other in self.all_items(session_id) if other.id != memory_id]
