@@ -242,7 +242,7 @@ class UpkeepNodes:
                 continue
             if due:
                 paid += [turn.message_id for turn in batch]
-            remembered += write.remembered
+            remembered += write.plan.remembered
             emit_memory(
                 "remember",
                 "refused" if refused else "succeeded" if write.plan.altered else "skipped",

@@ -6,19 +6,17 @@ LangChain) and `memory.longterm.store.LongTermMemory` (storage) are imported fro
 modules: importing the package loads neither.
 """
 
-from memory.longterm.gate import Refusal, WritePlan, plan_write
-from memory.longterm.items import MEMORY_KINDS, MemoryItem, MemoryKind
+from memory.longterm.gate import WritePlan, plan_write
+from memory.longterm.items import MemoryItem, MemoryKind
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
 from memory.longterm.secrets import SecretKind, find_secret
 
 __all__ = [
-    "MEMORY_KINDS",
     "ExtractionOutput",
     "MemoryItem",
     "MemoryKind",
     "Operation",
     "OwedTurn",
-    "Refusal",
     "SecretKind",
     "WritePlan",
     "find_secret",

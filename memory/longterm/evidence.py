@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from memory.archive.terms import tokens
 from memory.limits import MAX_NEW_MEMORIES_PER_TURN
+from memory.longterm.items import STRAIGHT_QUOTES
 from memory.longterm.operations import Operation, OwedTurn
 from memory.longterm.secrets import find_secret
 
@@ -52,9 +53,8 @@ SLASH_COMMAND = re.compile(r"^\s*/[a-z]+\b", re.I)
 
 
 def own_words(text: str) -> str:
-    """`text` without what the user did not state themselves: quoted lines, code
-    blocks, quoted strings, everything after a hand-off, a role-forged line or an
-    injection. A slash command states nothing."""
+    """`text` without what the user did not state themselves (above); a slash command
+    states nothing."""
     text = text.replace("\r", "")
     if SLASH_COMMAND.match(text):  # "/memory", "/forget 3"
         return ""
@@ -105,7 +105,6 @@ GROUNDED = 0.5
 """The share of an item's tokens its quote (with the line it answered) must hold."""
 _SELF = tokens("user users 用户")
 """How an item may name the user ("User's name is Sam"): not what it is about."""
-_QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "`": "'"})
 _SPACES = re.compile(r"\s+")
 _EDGES = " \t\n.,;:!?。，；：！？…\"'()[]「」"
 
@@ -113,7 +112,7 @@ _EDGES = " \t\n.,;:!?。，；：！？…\"'()[]「」"
 def normalised_words(text: str) -> str:
     """`text` as a quote is compared: NFKC, case-folded, curly quotes straightened, every
     run of whitespace one space, punctuation at its ends left out."""
-    folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
+    folded = unicodedata.normalize("NFKC", text).translate(STRAIGHT_QUOTES).casefold()
     return _SPACES.sub(" ", folded).strip(_EDGES)
 
 

@@ -37,13 +37,9 @@ that …" or "别忘记…", which ask to remember."""
 
 @dataclass(frozen=True)
 class Request:
-    """One explicit request of a text.
-
-    Attributes:
-        forgets: a forgetting ("forget that …"), else a remembering.
-        sentence: the whole sentence, form included (a forgetting's quote).
-        body: what follows the form, as said (a remembering's quote and text).
-    """
+    """One explicit request of a text: a forgetting ("forget that …") or a remembering,
+    its whole `sentence`, form included (a forgetting's quote), and its `body`, what
+    follows the form as said (a remembering's quote and text)."""
 
     forgets: bool
     sentence: str
@@ -55,12 +51,11 @@ def requests(text: str) -> list[Request]:
     `MAX_NEW_MEMORIES_PER_TURN`)."""
     found: list[Request] = []
     for piece in _SENTENCE.split(own_words(text)):
-        sentence = piece.strip()
+        sentence = piece.strip().rstrip(".!?;。！？；")
         for form, forgets in ((REMEMBER_FORM, False), (FORGET_FORM, True)):
             matched = form.match(sentence)
             if matched is not None:
-                body = sentence[matched.end() :].strip().rstrip(".!?;。！？；").strip()
-                found.append(Request(forgets, sentence.rstrip(".!?;。！？；"), body))
+                found.append(Request(forgets, sentence, sentence[matched.end() :].strip()))
                 break
     return found[:MAX_NEW_MEMORIES_PER_TURN]
 
@@ -76,15 +71,6 @@ def asks_to_forget(quote: str) -> bool:
     return bool(_FORGET_ANYWHERE.search(quote))
 
 
-def forgotten_by(body: str, items: Sequence[MemoryItem]) -> list[str]:
-    """The ids of the items whose text holds all the words of `body` (none for a body
-    without words)."""
-    wanted = tokens(body)
-    if not wanted:
-        return []
-    return [item.id for item in items if wanted <= tokens(item.text)]
-
-
 def explicit_operations(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
     """The operations the explicit requests of `turns` ask for, given the user's items
     (current and history: a forgetting may name either)."""
@@ -92,19 +78,20 @@ def explicit_operations(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) 
     for n, turn in enumerate(turns, start=1):
         for request in requests(turn.user_text):
             if request.forgets:
+                wanted = tokens(request.body)
                 operations += [
-                    Operation(op="forget", turn=n, quote=request.sentence, id=item_id)
-                    for item_id in forgotten_by(request.body, items)
+                    Operation(op="forget", turn=n, quote=request.sentence, id=item.id)
+                    for item in items
+                    if wanted and wanted <= tokens(item.text)
                 ]
             elif request.body:
-                text = tidy(request.body)
                 operations.append(
                     Operation(
                         op="add",
                         turn=n,
                         quote=request.body,
                         kind="fact",
-                        text=text,
+                        text=tidy(request.body),
                         importance=MAX_IMPORTANCE,
                     )
                 )
@@ -114,14 +101,3 @@ def explicit_operations(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) 
 def strip_form(text: str) -> str:
     """`text` without a leading remember form ("Remember that I'm vegan" → "I'm vegan")."""
     return REMEMBER_FORM.sub("", text.strip(), count=1).strip()
-
-
-__all__ = [
-    "Request",
-    "asks_to_forget",
-    "explicit_operations",
-    "forgotten_by",
-    "is_explicit",
-    "requests",
-    "strip_form",
-]

@@ -72,9 +72,8 @@ def _tail(text: str) -> str:
 
 def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[BaseMessage]:
     """The extraction model's input: the instruction, then the turns, the current items
-    and the history (what a user may still ask to forget) as one JSON document (texts
-    are values, never instructions), fitted to a small window (the items nearest the
-    batch, the assistant's lines cut)."""
+    and the history as one JSON document (texts are values, never instructions), fitted
+    to a small window (the items nearest the batch, the assistant's lines cut)."""
     system = EXTRACTION_SYSTEM.format(
         max_new=MAX_NEW_MEMORIES_PER_TURN, max_chars=MAX_MEMORY_TEXT_CHARS
     )
@@ -86,10 +85,8 @@ def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) ->
             {"turn": n, "assistant_before": _tail(turn.assistant_before), "user": turn.user_text}
             for n, turn in enumerate(turns, start=1)
         ],
-        "current_memories": [
-            {"id": item.id, "kind": item.kind, "text": item.text} for item in current
-        ],
-        "history": [{"id": item.id, "text": item.text} for item in history],
+        "current_memories": [item.model_dump(include={"id", "kind", "text"}) for item in current],
+        "history": [item.model_dump(include={"id", "text"}) for item in history],
     }
     body = json.dumps(document, ensure_ascii=False, indent=1)
     return [SystemMessage(content=system), HumanMessage(content=body)]
@@ -127,24 +124,20 @@ def _beside(explicit: list[Operation], proposed: list[Operation]) -> list[Operat
 
 
 def model_extractor(runnable: Runnable[Any, Any]) -> Extractor:
-    """The `model` extractor over a structured-output runnable: one call for the whole
-    batch of owed turns.
+    """The `model` extractor over a structured-output runnable: one call per batch.
 
     An answer of the wrong form is asked for once more with a stricter instruction (at
     temperature 0 the same input gives the same answer); a second raises
-    `InvalidExtractionOutput`, nothing of either used. The upkeep counts the batch as
-    refused, not failed: the same model would fail the same way later.
-    """
+    `InvalidExtractionOutput`, nothing of either used: the upkeep counts the batch as
+    refused, not failed, as the same model would fail the same way later."""
     retry = HumanMessage(content=EXTRACTION_RETRY.format(max_new=MAX_NEW_MEMORIES_PER_TURN))
 
     def ask(prompt: list[BaseMessage]) -> list[Operation]:
         try:
             raw = runnable.invoke(prompt)
-            return validated(ExtractionOutput, raw, InvalidExtractionOutput).proposed()
-        except InvalidExtractionOutput:
-            raise
         except ValueError as exc:  # StructuredOutputError, a parser's error
             raise InvalidExtractionOutput(str(exc)) from exc
+        return validated(ExtractionOutput, raw, InvalidExtractionOutput).proposed()
 
     def run(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[Operation]:
         prompt = extraction_prompt(turns, items)

@@ -20,7 +20,7 @@ never guesses what a statement is about.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from memory.limits import (
@@ -55,7 +55,6 @@ def _words(text: str) -> frozenset[str]:
 
 
 def _same_statement(item: MemoryItem, key: str, kind: str, text: str) -> bool:
-    """Whether `text` says what `item` says."""
     if item.key == key:
         return True
     if item.kind != kind:
@@ -67,9 +66,8 @@ def _same_statement(item: MemoryItem, key: str, kind: str, text: str) -> bool:
 
 @dataclass(frozen=True)
 class Refusal:
-    """An operation the gate turned down: the text concerned and why."""
+    """An operation the gate turned down, and why."""
 
-    text: str
     reason: Reason
     message: str
 
@@ -85,7 +83,7 @@ class WritePlan:
     changed: tuple[MemoryItem, ...] = ()
     forgotten: tuple[MemoryItem, ...] = ()
     evicted: tuple[str, ...] = ()
-    refused: tuple[Refusal, ...] = field(default=())
+    refused: tuple[Refusal, ...] = ()
 
     @property
     def puts(self) -> tuple[MemoryItem, ...]:
@@ -97,7 +95,6 @@ class WritePlan:
 
     @property
     def altered(self) -> bool:
-        """Whether anything is written."""
         return bool(self.puts or self.deletes)
 
     @property
@@ -123,8 +120,8 @@ class _Plan:
     def current(self) -> list[MemoryItem]:
         return [item for item in self.items.values() if item.current]
 
-    def refuse(self, text: str, reason: Reason, **fields: str) -> None:
-        self.refused.append(Refusal(text, reason, MESSAGES[reason].format(**fields)))
+    def refuse(self, reason: Reason, **fields: str) -> None:
+        self.refused.append(Refusal(reason, MESSAGES[reason].format(**fields)))
 
     def invalidate(self, item: MemoryItem, by: str | None, at: datetime) -> None:
         """Keep `item` as history: a later statement, said `at`, changed it."""
@@ -135,8 +132,7 @@ class _Plan:
         self.refreshed.pop(item.id, None)
 
     def target(self, op: Operation) -> MemoryItem | None:
-        key = self.batch.get(op.id or "", op.id or "")
-        return self.items.get(key)
+        return self.items.get(self.batch.get(op.id or "", op.id or ""))
 
     def apply(self, op: Operation, turn: OwedTurn) -> str | None:
         """Apply `op`; for an `add` or `update`, the id of the item it became (a new
@@ -146,7 +142,7 @@ class _Plan:
         item = self.target(op)
         deletes = op.op == "forget" and asks_to_forget(op.quote)
         if item is None or (not deletes and not item.current):
-            self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
+            self.refuse(Reason.UNKNOWN_ITEM)
         elif not deletes:  # a retire, or a forget the user never asked for: history
             self.invalidate(item, None, turn.at)
         else:  # forget: the item and what it was learnt from go
@@ -157,22 +153,21 @@ class _Plan:
         return None
 
     def put(self, op: Operation, turn: OwedTurn) -> str | None:
-        """An `add`, or an `update` of an item (which it supersedes): the id of the item
-        it became."""
+        """An `add`, or an `update` (superseding its item): the id of the item it became."""
         old = self.target(op) if op.op == "update" else None
         if op.op == "update" and (old is None or not old.current):
-            self.refuse(op.id or "", Reason.UNKNOWN_ITEM)
+            self.refuse(Reason.UNKNOWN_ITEM)
             return None
         text = tidy(strip_form(op.text or ""))
         key = normalise(text)
         if not key:
-            self.refuse(op.text or "", Reason.EMPTY)
+            self.refuse(Reason.EMPTY)
             return None
         if not is_storable(text):
-            self.refuse("", Reason.UNSTORABLE)
+            self.refuse(Reason.UNSTORABLE)
             return None
         if not grounded(text, op.quote, turn.assistant_before):
-            self.refuse(text, Reason.NOT_GROUNDED)
+            self.refuse(Reason.NOT_GROUNDED)
             return None
         kind = op.kind or (old.kind if old is not None else "fact")
         for item in self.current():
@@ -191,10 +186,10 @@ class _Plan:
             return item.id
         quote = normalised_words(op.quote)
         if op.op == "add" and quote in self.quotes.setdefault(op.turn, set()):
-            self.refuse(text, Reason.SAME_QUOTE)
+            self.refuse(Reason.SAME_QUOTE)
             return None
         if op.op == "add" and len(self.quotes[op.turn]) >= MAX_NEW_MEMORIES_PER_TURN:
-            self.refuse(text, Reason.TURN_LIMIT)
+            self.refuse(Reason.TURN_LIMIT)
             return None
         new = MemoryItem(
             id=memory_id(),
@@ -215,17 +210,13 @@ class _Plan:
             ),
         )
         # only what an operation names is replaced: code never guesses a subject
-        replaced = [item for item in self.current() if old is not None and item.id == old.id]
-        newer = [item for item in replaced if item.updated_at > turn.at]
-        if newer:  # a late extraction: what was said since stands
-            latest = max(newer, key=lambda item: item.updated_at)
-            new = new.model_copy(
-                update={"invalid_at": latest.updated_at, "superseded_by": latest.id}
-            )
+        if old is not None and old.updated_at > turn.at:
+            # a late extraction: what was said since stands
+            new = new.model_copy(update={"invalid_at": old.updated_at, "superseded_by": old.id})
             self.items[new.id] = self.changed[new.id] = new
             return new.id
-        for item in replaced:
-            self.invalidate(item, new.id, turn.at)
+        if old is not None:
+            self.invalidate(old, new.id, turn.at)
         self.items[new.id] = self.added[new.id] = new
         if op.op == "add":
             self.quotes[op.turn].add(quote)
@@ -277,27 +268,23 @@ def plan_write(
     ambiguous = _ambiguous(operations)
     for op in sorted(operations, key=lambda op: op.turn):
         if op in ambiguous:
-            plan.refuse(op.quote, Reason.AMBIGUOUS)
+            plan.refuse(Reason.AMBIGUOUS)
             continue
         # an add is named `turn:N:K` by its place among its turn's proposed adds,
         # whatever the gate makes of it, as the extractor counts
-        name = None
         if op.op == "add":
             adds[op.turn] = adds.get(op.turn, 0) + 1
-            name = f"turn:{op.turn}:{adds[op.turn]}"
         refused = verify(op, turns)
         if refused is not None:
-            reason, kind = refused
-            plan.refuse(op.text or op.quote, reason, kind=kind)
+            plan.refuse(refused[0], kind=refused[1])
             continue
         became = plan.apply(op, turns[op.turn - 1])
-        if name is not None and became is not None:
-            plan.batch[name] = became
+        if op.op == "add" and became is not None:
+            plan.batch[f"turn:{op.turn}:{adds[op.turn]}"] = became
     evicted = plan.evictions()
     for item_id in evicted:
-        plan.added.pop(item_id, None)
-        plan.refreshed.pop(item_id, None)
-        plan.changed.pop(item_id, None)
+        for kept in (plan.added, plan.refreshed, plan.changed):
+            kept.pop(item_id, None)
     return WritePlan(
         added=tuple(plan.added.values()),
         refreshed=tuple(plan.refreshed.values()),
@@ -311,11 +298,7 @@ def plan_write(
 def explicit(
     text: str, kind: MemoryKind, importance: int, now: datetime
 ) -> tuple[Operation, OwedTurn]:
-    """What the user adds through the memory form, as an operation of its own (its text
-    is its quote)."""
+    """What the user adds through the memory form: an add whose quote is its text."""
     turn = OwedTurn(message_id="", conversation_id="", user_text=text, assistant_before="", at=now)
     operation = Operation(op="add", turn=1, quote=text, kind=kind, text=text, importance=importance)
     return operation, turn
-
-
-__all__ = ["MESSAGES", "Reason", "Refusal", "WritePlan", "explicit", "plan_write"]

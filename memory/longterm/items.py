@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
+from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic.alias_generators import to_camel
 
 from memory.errors import InvalidInput
 from memory.limits import MAX_IMPORTANCE, MAX_MEMORY_TEXT_CHARS, MAX_QUOTE_CHARS, MIN_IMPORTANCE
@@ -41,7 +43,7 @@ _CONTRACTIONS = {
     "it's": "it is",
     "let's": "let us",
 }
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
+STRAIGHT_QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "`": "'"})
 _WORDS = re.compile(r"[\w']+")
 
 
@@ -60,7 +62,7 @@ def check_kind(kind: object) -> MemoryKind:
 def normalise(text: str) -> str:
     """`text` as compared for duplicates: NFKC, case-folded, contractions spelled out,
     punctuation and extra spaces gone. "I'm vegetarian!" and "i am  vegetarian" match."""
-    text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).casefold()
+    text = unicodedata.normalize("NFKC", text).translate(STRAIGHT_QUOTES).casefold()
     words = [_CONTRACTIONS.get(word, word) for word in _WORDS.findall(text)]
     return " ".join(word.strip("'") for word in words if word.strip("'"))
 
@@ -85,23 +87,10 @@ class Provenance(BaseModel):
     quote: Annotated[StrictStr, Field(max_length=MAX_QUOTE_CHARS)] = ""
     at: UtcDatetime
 
-    def to_dto(self) -> dict[str, Any]:
-        return {
-            "messageId": self.message_id,
-            "conversationId": self.conversation_id,
-            "quote": self.quote,
-            "at": self.at.isoformat(),
-        }
-
 
 class MemoryItem(BaseModel):
-    """One long-term item as stored (the store item's value) and used internally.
-
-    `key` (the normalised text, for duplicates) and `subject` are never exposed; a
-    duplicate statement refreshes `updated_at`; `source` `rules` (an earlier release's
-    extractor) reads as history; `invalid_at` is set once a later statement changed it,
-    `superseded_by` naming what replaced it (None: revoked).
-    """
+    """One long-term item as stored (the store item's value) and used internally; `key`
+    is its text normalised (for duplicates), `subject` an earlier release's."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -143,22 +132,19 @@ class MemoryItem(BaseModel):
         return item
 
     def to_dto(self) -> dict[str, Any]:
-        """The public shape, camelCase; internals stay out. History says when it stopped
-        holding and what replaced it."""
-        dto: dict[str, Any] = {
-            "id": self.id,
-            "kind": self.kind,
-            "text": self.text,
-            "importance": self.importance,
-            "createdAt": self.created_at.isoformat(),
-            "updatedAt": self.updated_at.isoformat(),
-            "conversationId": self.conversation_id,
-            "provenance": None if self.provenance is None else self.provenance.to_dto(),
-        }
-        if self.invalid_at is not None:
-            dto["invalidAt"] = self.invalid_at.isoformat()
-            dto["supersededBy"] = self.superseded_by
-        return dto
+        """The public shape, camelCase, without `key`, `subject` and `source`. History says
+        when it stopped holding and what replaced it."""
+        hidden = {"key", "subject", "source"}
+        if self.invalid_at is None:
+            hidden |= {"invalid_at", "superseded_by"}
+        return _camel(self.model_dump(exclude=hidden))
+
+
+def _camel(value: Any) -> Any:
+    """`value` with camelCase keys and its times in ISO 8601 (`+00:00`, as `isoformat`)."""
+    if isinstance(value, dict):
+        return {to_camel(key): _camel(field) for key, field in value.items()}
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 def tidy(text: str) -> str:
@@ -169,5 +155,5 @@ def tidy(text: str) -> str:
         text = text[0].upper() + text[1:]
     if len(text) > MAX_MEMORY_TEXT_CHARS:
         cut = text[: MAX_MEMORY_TEXT_CHARS - 1]
-        text = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;") + "…"
+        text = cut.rsplit(" ", 1)[0].rstrip(" ,;") + "…"
     return text

@@ -12,8 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.longterm.items import MemoryKind
 
-OperationName = Literal["add", "update", "retire", "forget"]
-
 
 @dataclass(frozen=True)
 class OwedTurn:
@@ -33,7 +31,7 @@ class Operation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    op: OperationName
+    op: Literal["add", "update", "retire", "forget"]
     turn: int
     """The number (1-based) of the turn the quote comes from."""
     quote: str
@@ -91,9 +89,7 @@ Proposed = Annotated[
 
 def _from_flat(op: Operation) -> dict[str, Any]:
     fields = op.model_dump(exclude_none=True)
-    if op.op == "add":
-        fields.setdefault("kind", "fact")
-    return fields
+    return {"kind": "fact", **fields} if op.op == "add" else fields
 
 
 class ExtractionOutput(BaseModel):

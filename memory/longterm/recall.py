@@ -1,24 +1,19 @@
 """Recall: which long-term items a turn's context gets, within its budget.
 
-Fair to every kind: boundaries and standing instructions that always apply (kind
-boundary or style, importance 4-5) come first but take at most `ALWAYS_ON_MAX` of the
-slots, so they never crowd out relevant facts; everything else, the always-on items
-past that share included, is ranked by relevance to the new message × importance ×
-freshness. A text that discloses a secret is never recalled (whatever wrote it).
-Offline, relevance is lexical, in the archive's terms (`memory.archive.terms.tokens`);
-with an embeddings model the store's vector index gives it instead (`scores`).
-Preferences and style shape every answer, so they are eligible without any word in
-common; a fact or a goal needs something in common with the message, unless it is
-important (4-5). When all of a user's items fit the budget, all are recalled ("What do
-you know about me?", "Where do I live?" need no word in common with the answer), the
-ranked ones first.
+Always-on items (boundary or style, importance 4-5) come first but take at most
+`ALWAYS_ON_MAX` slots, so they never crowd out relevant facts; the rest is ranked by
+relevance to the new message × importance × freshness. Relevance is lexical offline,
+the store's vector index's (`scores`) with embeddings. Preferences and style shape every
+answer, so they need no word in common; a fact or a goal does, unless important (4-5).
+When all items fit the budget all are recalled ("What do you know about me?" shares no
+word with the answer), the ranked first. A text that discloses a secret is never recalled.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -34,7 +29,6 @@ DISTINCT = 0.25
 ALWAYS_ELIGIBLE = frozenset({"boundary", "preference", "style"})
 IMPORTANT = 4
 ALWAYS_ON_MAX = 3
-"""Always-on items recalled ahead of the rest, at most (of `RECALL_MAX_ITEMS`, 8)."""
 ALWAYS_ON_KINDS = frozenset({"boundary", "style"})
 
 
@@ -44,19 +38,6 @@ def idf(items: Sequence[MemoryItem]) -> dict[str, float]:
     counts: Counter[str] = Counter(token for item in items for token in tokens(item.text))
     total = len(items)
     return {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in counts.items()}
-
-
-def lexical_relevance(
-    query: frozenset[str], item: MemoryItem, weights: dict[str, float]
-) -> tuple[float, float]:
-    """(relevance: the weights of the shared tokens over the root of the item's length,
-    the weight of its most distinctive shared token); (0, 0) when nothing is shared."""
-    own = tokens(item.text)
-    shared = own & query
-    if not shared:
-        return 0.0, 0.0
-    found = [weights.get(token, 0.0) for token in shared]
-    return sum(found) / math.sqrt(len(own)), max(found)
 
 
 def freshness(item: MemoryItem, now: datetime) -> float:
@@ -72,15 +53,8 @@ def rank(
     *,
     scores: Mapping[str, float] | None = None,
 ) -> list[MemoryItem]:
-    """Eligible items, best first: at most `ALWAYS_ON_MAX` always-on items, then the rest
-    by relevance × importance × freshness.
-
-    Args:
-        items: the session's items.
-        query: the user's new message.
-        now: for freshness.
-        scores: relevance by item id from a vector index (0-1); lexical when None.
-    """
+    """Eligible items, best first, as the module says (`scores`: relevance by item id
+    from a vector index, 0-1; lexical when None)."""
     query_tokens = tokens(query)
     weights = idf(items) if scores is None else {}
 
@@ -88,24 +62,24 @@ def rank(
         if scores is not None:
             score = max(scores.get(item.id, 0.0), 0.0)
             return score, score > 0
-        related, distinct = lexical_relevance(query_tokens, item, weights)
-        return related, distinct >= DISTINCT
+        # the weights of the shared tokens over the root of the item's length; about it
+        # when the most distinctive of them is distinctive enough
+        own = tokens(item.text)
+        found = [weights.get(token, 0.0) for token in own & query_tokens]
+        if not found:
+            return 0.0, False
+        return sum(found) / math.sqrt(len(own)), max(found) >= DISTINCT
 
     scored = []
     for item in items:
         related, about = relevance(item)
-        if item.kind not in ALWAYS_ELIGIBLE and not about and item.importance < IMPORTANT:
-            continue
-        if find_secret(item.text) is not None:
+        ineligible = item.kind not in ALWAYS_ELIGIBLE and not about and item.importance < IMPORTANT
+        if ineligible or find_secret(item.text) is not None:
             continue
         score = (1.0 + related) * item.importance * freshness(item, now)
         scored.append((-score, -item.updated_at.timestamp(), item, about))
     scored.sort(key=lambda entry: entry[:2])
-    always_on = [
-        entry
-        for entry in scored
-        if entry[2].kind in ALWAYS_ON_KINDS and entry[2].importance >= IMPORTANT
-    ]
+    always_on = [entry for entry in scored if _always_on(entry[2])]
     # the most important first, the most relevant among equals
     always_on.sort(key=lambda entry: (-entry[2].importance, entry[0]))
     first = [entry[2] for entry in always_on[:ALWAYS_ON_MAX]]
@@ -114,45 +88,25 @@ def rank(
     rest = [
         item
         for _, _, item, about in scored
-        if item.id not in chosen
-        and (about or item.kind not in ALWAYS_ON_KINDS or item.importance < IMPORTANT)
+        if item.id not in chosen and (about or not _always_on(item))
     ]
     return first + rest
 
 
-def within_budget(
-    ranked: Iterable[MemoryItem],
-    *,
-    max_items: int = RECALL_MAX_ITEMS,
-    max_chars: int = RECALL_MAX_CHARS,
-) -> list[MemoryItem]:
-    """The first items of `ranked` that fit `max_items` and `max_chars` of text (an item
-    that does not fit is passed over for a shorter one after it)."""
-    chosen: list[MemoryItem] = []
-    used = 0
-    for item in ranked:
-        if len(chosen) == max_items:
-            break
-        if used + len(item.text) > max_chars:
-            continue
-        chosen.append(item)
-        used += len(item.text)
-    return chosen
+def _always_on(item: MemoryItem) -> bool:
+    return item.kind in ALWAYS_ON_KINDS and item.importance >= IMPORTANT
 
 
 class Recalled(NamedTuple):
-    """What a turn reads of the session's items.
-
-    Attributes:
-        items: the current items recalled for it.
-        changed: the messages that said what later statements changed (their archived
-            lines are never recalled as current).
-        held: every item read: those forgotten while the turn runs leave what it writes.
-    """
+    """What a turn reads of the session's items."""
 
     items: list[MemoryItem]
+    """The current items recalled for it."""
     changed: frozenset[str]
+    """The messages that said what later statements changed (their archived lines are
+    never recalled as current)."""
     held: tuple[MemoryItem, ...]
+    """Every item read: those forgotten while the turn runs leave what it writes."""
 
 
 def recall(
@@ -161,18 +115,24 @@ def recall(
     now: datetime,
     *,
     scores: Mapping[str, float] | None = None,
-    max_items: int = RECALL_MAX_ITEMS,
-    max_chars: int = RECALL_MAX_CHARS,
 ) -> list[MemoryItem]:
-    """What a turn about `query` recalls: ranked, then cut to the budget; every item
-    when they all fit."""
+    """What a turn about `query` recalls: ranked, then the first that fit the budget;
+    every item when they all fit."""
     ranked = rank(items, query, now, scores=scores)
     shown = [item for item in items if find_secret(item.text) is None]
-    if len(shown) <= max_items and sum(len(item.text) for item in shown) <= max_chars:
+    if len(shown) <= RECALL_MAX_ITEMS and sum(len(item.text) for item in shown) <= RECALL_MAX_CHARS:
         chosen = {item.id for item in ranked}
         rest = sorted(
             (item for item in shown if item.id not in chosen),
             key=lambda item: (-item.importance, -item.updated_at.timestamp()),
         )
         return [*ranked, *rest]
-    return within_budget(ranked, max_items=max_items, max_chars=max_chars)
+    fitted: list[MemoryItem] = []
+    used = 0
+    for item in ranked:  # one that does not fit is passed over for a shorter one after it
+        if len(fitted) == RECALL_MAX_ITEMS:
+            break
+        if used + len(item.text) <= RECALL_MAX_CHARS:
+            fitted.append(item)
+            used += len(item.text)
+    return fitted

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, date, datetime
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
@@ -71,20 +71,12 @@ class MemoryWrite:
         return len(self.plan.changed) + len(self.plan.forgotten)
 
     @property
-    def remembered(self) -> tuple[str, ...]:
-        return self.plan.remembered
-
-    @property
     def refused(self) -> dict[str, int]:
         """How many operations the gate refused, by reason."""
         return dict(Counter(refusal.reason.value for refusal in self.plan.refused))
 
 
-def _utc(moment: datetime) -> datetime:
-    """`moment` as timezone-aware UTC (SQLite's store reads its timestamps naive, in UTC)."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
+@dataclass(eq=False, repr=False)
 class LongTermMemory:
     """A session's long-term items: recall, the gated writes, and deletion.
 
@@ -96,32 +88,21 @@ class LongTermMemory:
             (None: never); the store sweeps them.
     """
 
-    def __init__(
-        self,
-        store: BaseStore,
-        locks: KeyedLocks,
-        ids: ThreadIds,
-        *,
-        semantic: bool = False,
-        ttl_minutes: float | None = None,
-        clock: Clock = utcnow,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-    ) -> None:
-        self.store = store
-        self.locks = locks
-        self.ids = ids
-        self.semantic = semantic
-        self.ttl_minutes = ttl_minutes
-        self.clock = clock
-        self.lock_timeout = lock_timeout
-        self._refreshed: dict[tuple[str, ...], date] = {}
-        self._parsed: dict[tuple[object, ...], MemoryItem | None] = {}
-        """Validated items by (namespace key, item key, the value's `updated_at`,
-        `invalid_at`, `superseded_by` and quote): every turn reads a session's items, and
-        most of them have not changed since the last."""
+    store: BaseStore
+    locks: KeyedLocks
+    ids: ThreadIds
+    _: KW_ONLY
+    semantic: bool = False
+    ttl_minutes: float | None = None
+    clock: Clock = utcnow
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    _refreshed: dict[tuple[str, ...], date] = field(default_factory=dict, init=False)
+    _parsed: dict[tuple[object, ...], MemoryItem | None] = field(default_factory=dict, init=False)
+    """Validated items by (namespace key, item key, the value's `updated_at`,
+    `invalid_at`, `superseded_by` and quote): every turn reads a session's items, and
+    most of them have not changed since the last."""
 
     def namespace(self, session_id: str) -> tuple[str, str]:
-        """`("user-memory", H(session))`."""
         return (NAMESPACE, self.ids.session_key(session_id))
 
     # -- reads ------------------------------------------------------------------------
@@ -147,8 +128,7 @@ class LongTermMemory:
                 items.append(item)
         return items
 
-    def _read(self, session_id: str, query: str | None = None) -> list[SearchItem]:
-        namespace = self.namespace(session_id)
+    def _read(self, namespace: tuple[str, ...], query: str | None = None) -> list[SearchItem]:
         return self.store.search(namespace, query=query, limit=READ_LIMIT, refresh_ttl=False)
 
     @storage_errors
@@ -167,7 +147,7 @@ class LongTermMemory:
     @storage_errors
     def all_items(self, session_id: str) -> list[MemoryItem]:
         """Every item of the session, current and history, newest first."""
-        found = self._parse(self._read(session_id))
+        found = self._parse(self._read(self.namespace(session_id)))
         return sorted(found, key=lambda item: item.updated_at, reverse=True)
 
     @storage_errors
@@ -178,7 +158,8 @@ class LongTermMemory:
     @storage_errors
     def recall_with_changes(self, session_id: str, query: str) -> Recalled:
         """`recall`, with what else a turn needs of the session's items, in one read."""
-        hits = self._read(session_id, query if self.semantic else None)
+        namespace = self.namespace(session_id)
+        hits = self._read(namespace, query if self.semantic else None)
         scores = {hit.key: float(hit.score or 0.0) for hit in hits} if self.semantic else None
         items = self._parse(hits)
         current = [item for item in items if item.current]
@@ -188,7 +169,7 @@ class LongTermMemory:
             if not item.current and item.provenance and item.provenance.message_id
         )
         chosen = recall(current, query, self.clock(), scores=scores)
-        self._refresh(self.namespace(session_id), chosen)
+        self._refresh(namespace, chosen)
         return Recalled(chosen, changed, tuple(items))
 
     def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
@@ -213,14 +194,6 @@ class LongTermMemory:
             f"{LOCK_PREFIX}:{self.ids.session_key(session_id)}", self.lock_timeout
         )
 
-    def _ops(
-        self, session_id: str, puts: Iterable[MemoryItem], deletes: Iterable[str]
-    ) -> list[PutOp]:
-        namespace = self.namespace(session_id)
-        ops = [PutOp(namespace, item.id, item.to_value(), ttl=self.ttl_minutes) for item in puts]
-        ops.extend(PutOp(namespace, item_id, None) for item_id in deletes)
-        return ops
-
     def _commit(
         self,
         session_id: str,
@@ -231,15 +204,18 @@ class LongTermMemory:
         forget: Forget | None = None,
     ) -> None:
         """Write `puts` and `deletes` as one transaction: with `forgotten` items and
-        `forget`, the one that forgets them everywhere else too (all or nothing), the
-        `kept` items (as this write leaves them) losing their traces of them; else a
-        batch of the store's."""
+        `forget`, the one that forgets them everywhere else too (all or nothing), `kept`
+        items losing their traces of them; else a batch of the store's."""
         if forget is not None and forgotten:
             written = {item.id: item for item in [*puts, *without_traces(kept, forgotten)]}
-            ops = self._ops(session_id, written.values(), deletes)
+            puts = list(written.values())
+        namespace = self.namespace(session_id)
+        ops = [PutOp(namespace, item.id, item.to_value(), ttl=self.ttl_minutes) for item in puts]
+        ops.extend(PutOp(namespace, item_id, None) for item_id in deletes)
+        if forget is not None and forgotten:
             forget(forgotten, items_step(self.store, ops))
-        elif puts or deletes:
-            self.store.batch(self._ops(session_id, puts, deletes))
+        elif ops:
+            self.store.batch(ops)
 
     @storage_errors
     def _write(
@@ -258,10 +234,9 @@ class LongTermMemory:
                 turns = reread(turns)
             items = self.all_items(session_id)
             plan = plan_write(items, operations, turns, source=source)
-            if plan.altered:
-                written = {item.id: item for item in [*items, *plan.puts]}
-                kept = [item for key, item in written.items() if key not in plan.deletes]
-                self._commit(session_id, plan.puts, plan.deletes, kept, plan.forgotten, forget)
+            written = {item.id: item for item in [*items, *plan.puts]}
+            kept = [item for key, item in written.items() if key not in plan.deletes]
+            self._commit(session_id, plan.puts, plan.deletes, kept, plan.forgotten, forget)
         return plan
 
     def remember_turns(
@@ -273,11 +248,9 @@ class LongTermMemory:
         forget: Forget | None = None,
         reread: Reread | None = None,
     ) -> MemoryWrite:
-        """Extract from the owed turns (one call for all of them, before the lock is
-        taken) and write what the gate lets through (what it forgets through `forget`).
-        The gate checks each quote against the turns as `reread` finds them under the
-        lock: what a forgetting took out while the extraction ran is never written back.
-        """
+        """Extract from the owed turns (one call for all, before the lock is taken) and
+        write what the gate lets through, each quote checked against the turns as `reread`
+        finds them under the lock: what a forgetting took out meanwhile is never written."""
         if not turns:
             return MemoryWrite(WritePlan())
         operations = extractor(turns, self.all_items(session_id))
@@ -304,8 +277,7 @@ class LongTermMemory:
             raise MemoryRefused(TEXT_EMPTY)
         # what the user adds directly is kept as written: no code judges its meaning
         chosen: MemoryKind = "fact" if kind is None else check_kind(kind)
-        grade = MAX_IMPORTANCE
-        operation, turn = explicit(body, chosen, grade, self.clock())
+        operation, turn = explicit(body, chosen, MAX_IMPORTANCE, self.clock())
         plan = self._write(session_id, [operation], [turn], "explicit")
         if plan.refused:
             raise MemoryRefused(plan.refused[0].message)
@@ -317,15 +289,12 @@ class LongTermMemory:
         longer recalls it. `MemoryNotFound`: not an item of this session."""
         if not isinstance(memory_id, str) or not _MEMORY_ID.fullmatch(memory_id):
             raise MemoryNotFound()  # no stored id has another form: nothing to look up
-        namespace = self.namespace(session_id)
         with self.lock(session_id):
-            found = self.store.get(namespace, memory_id, refresh_ttl=False)
+            found = self.store.get(self.namespace(session_id), memory_id, refresh_ttl=False)
             if found is None:
                 raise MemoryNotFound()
-            item = MemoryItem.from_value(found.key, found.value)
-            forgotten = [] if item is None else [item]
             kept = [other for other in self.all_items(session_id) if other.id != memory_id]
-            self._commit(session_id, (), [memory_id], kept, forgotten, forget)
+            self._commit(session_id, (), [memory_id], kept, self._parse([found]), forget)
 
     @storage_errors
     def sweep_expired(self) -> int:
@@ -345,11 +314,12 @@ class LongTermMemory:
             if namespace[-1] in chatted:
                 continue
             with self.locks.hold(f"{LOCK_PREFIX}:{namespace[-1]}", self.lock_timeout):
-                found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
-                parsed = self._parse(found)
-                if not found or any(item.conversation_id for item in parsed):
+                found = self._read(namespace)
+                if not found or any(item.conversation_id for item in self._parse(found)):
                     continue
-                if max(_utc(hit.updated_at) for hit in found) >= cutoff:
+                # SQLite's store reads its timestamps naive, in UTC
+                said = max(h.updated_at.replace(tzinfo=h.updated_at.tzinfo or UTC) for h in found)
+                if said >= cutoff:
                     continue
                 if not dry_run:
                     self.store.batch([PutOp(namespace, hit.key, None) for hit in found])
@@ -357,7 +327,6 @@ class LongTermMemory:
         return sessions, items
 
     def _session_namespaces(self) -> list[tuple[str, ...]]:
-        """Every session's namespace, read in pages."""
         namespaces: list[tuple[str, ...]] = []
         while True:
             page = self.store.list_namespaces(
@@ -370,9 +339,8 @@ class LongTermMemory:
     @storage_errors
     def forget_all(self, session_id: str, *, forget: Forget | None = None) -> int:
         """Delete every item of the session (through `forget`); returns how many."""
-        namespace = self.namespace(session_id)
         with self.lock(session_id):
-            found = self.store.search(namespace, limit=READ_LIMIT, refresh_ttl=False)
+            found = self._read(self.namespace(session_id))
             if found:
                 deletes = [hit.key for hit in found]
                 self._commit(session_id, (), deletes, (), self._parse(found), forget)
