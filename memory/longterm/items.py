@@ -132,12 +132,23 @@ class MemoryItem(BaseModel):
         return item
 
     def to_dto(self) -> dict[str, Any]:
-        """The public shape, camelCase, without `key`, `subject` and `source`. History says
-        when it stopped holding and what replaced it."""
-        hidden = {"key", "subject", "source"}
-        if self.invalid_at is None:
-            hidden |= {"invalid_at", "superseded_by"}
-        return _camel(self.model_dump(exclude=hidden))
+        """The public shape, camelCase: the fields `_PUBLIC` names (a field added later stays
+        internal until named there). History says when it stopped holding and what replaced
+        it."""
+        shown = _PUBLIC if self.invalid_at is None else _PUBLIC | {"invalid_at", "superseded_by"}
+        return _camel(self.model_dump(include=shown))
+
+
+_PUBLIC = {
+    "id",
+    "kind",
+    "text",
+    "importance",
+    "created_at",
+    "updated_at",
+    "conversation_id",
+    "provenance",
+}
 
 
 def _camel(value: Any) -> Any:
