@@ -193,9 +193,10 @@ def test_turns_owed_together_go_to_the_model_in_one_call_with_the_line_each_answ
     tmp_path: Path,
 ) -> None:
     model = ScriptedModel(replies=["Hello!", "Did you move?", "Noted."])
-    held = threading.Event()
+    started, held = threading.Event(), threading.Event()
 
     def first(_: list[BaseMessage]) -> ExtractionOutput:
+        started.set()
         assert held.wait(30)  # the next turns land while this extraction runs
         return ExtractionOutput(operations=[])
 
@@ -203,6 +204,9 @@ def test_turns_owed_together_go_to_the_model_in_one_call_with_the_line_each_answ
     model.structured = [first, second]
     agent = open_agent(model, long_term_memory="model", settings=each_turn(tmp_path))
     cid = agent.send("I have news.", session_id="s", create_conversation=True).conversation_id
+    # the first turn's extraction has begun before the next turns: else upkeep, started a
+    # loop step after the reply, may find all three owed and batch them into one call
+    assert started.wait(30)
     agent.send("Guess where I live now.", session_id="s", conversation_id=cid)
     agent.send("Yes, Denver.", session_id="s", conversation_id=cid)
     held.set()
