@@ -5,12 +5,10 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
-from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import SecretStr
 
@@ -189,8 +187,4 @@ def token_counter(model: BaseChatModel | None) -> TokenCounter:
         BaseChatModel.get_num_tokens_from_messages
     ):
         return count_tokens_approximately
-
-    def count(messages: Sequence[BaseMessage]) -> int:
-        return model.get_num_tokens_from_messages(list(messages))
-
-    return count
+    return lambda messages: model.get_num_tokens_from_messages(list(messages))

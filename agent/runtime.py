@@ -155,7 +155,7 @@ def workflow_graphs(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
     memory: ConversationMemory,
-    structured_output_method: StructuredPolicy | str | None = None,
+    method: StructuredPolicy,
 ) -> dict[str, Compiled]:
     """The workflow subgraphs offered beside chat and tool, by route name; each reads the
     conversation's summary and pins from `memory` as its background."""
@@ -164,7 +164,6 @@ def workflow_graphs(
         state = memory.read_memory(session_id, conversation_id)
         return state.summary, list(state.pinned_decisions)
 
-    method = structured_output_method
     tasklist = build_tasklist_graph(
         model=model, structured_output_method=method, background=background
     )

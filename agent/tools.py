@@ -94,9 +94,8 @@ def _check_magnitude(value: object, expression: str) -> Number:
     # pow() of a negative base and a fractional exponent is complex.
     if not isinstance(value, int | float):
         raise ToolInputError(NOT_REAL.format(expression=expression))
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ToolInputError(RESULT_TOO_LARGE.format(digits=100))
-    if abs(value) > MAX_MAGNITUDE:
+    # the bound first: an int past it would overflow `isfinite`'s float (which catches NaN)
+    if abs(value) > MAX_MAGNITUDE or not math.isfinite(value):
         raise ToolInputError(RESULT_TOO_LARGE.format(digits=100))
     return value
 

@@ -315,10 +315,9 @@ class UpkeepNodes:
             logger.exception("settling the memory upkeep failed")
             stored, failed = None, True
         status = "failed" if failed else stored.upkeep if stored is not None else "done"
-        if failed and self.stats is not None:  # what the structured calls met so far
-            emit_memory("upkeep", status, structured=self.stats.snapshot())
-        else:
-            emit_memory("upkeep", status)
+        # a failure says what the structured calls met so far
+        met = {"structured": self.stats.snapshot()} if failed and self.stats is not None else {}
+        emit_memory("upkeep", status, **met)
         return {"upkeep": status}
 
 

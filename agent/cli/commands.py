@@ -50,11 +50,16 @@ TEXT_FIELDS = {"reject": "reason", "respond": "feedback"}
 NO_ARGUMENT_COMMANDS = frozenset({"new", "list", "memory", "recover", "review", "help", "quit"})
 ALIASES = {"exit": "quit"}
 UNKNOWN_COMMAND = "unknown command {head}; type /help for the commands"
-SWITCH_USAGE = "usage: /switch N, with N a number from /list"
-FORGET_USAGE = "usage: /forget N, with N a number from /memories"
-REMEMBER_USAGE = "usage: /remember TEXT"
-SEARCH_USAGE = "usage: /search WORDS"
-FILE_USAGE = "usage: /{name} FILE"
+NUMBER_USAGE = {
+    "switch": "usage: /switch N, with N a number from /list",
+    "forget": "usage: /forget N, with N a number from /memories",
+}
+TEXT_USAGE = {
+    "remember": "usage: /remember TEXT",
+    "search": "usage: /search WORDS",
+    "export": "usage: /export FILE",
+    "import": "usage: /import FILE",
+}
 MEMORIES_USAGE = "usage: /memories, or /memories history"
 EDIT_FORMAT = (
     "edit takes the new task list: titles separated by ';' (edit Write the tests; "
@@ -88,17 +93,13 @@ def parse_command(line: str) -> Command | None:
         return Command("message", text=text)
     name = ALIASES.get(head[1:].lower(), head[1:].lower())
     rest = rest.strip()
-    if name in ("switch", "forget"):
+    if name in NUMBER_USAGE:
         if not (rest.isascii() and rest.isdigit()) or int(rest) < 1:
-            raise UsageError(SWITCH_USAGE if name == "switch" else FORGET_USAGE)
+            raise UsageError(NUMBER_USAGE[name])
         return Command(name, number=int(rest))
-    if name in ("remember", "search"):
+    if name in TEXT_USAGE:
         if not rest:
-            raise UsageError(REMEMBER_USAGE if name == "remember" else SEARCH_USAGE)
-        return Command(name, text=rest)
-    if name in ("export", "import"):
-        if not rest:
-            raise UsageError(FILE_USAGE.format(name=name))
+            raise UsageError(TEXT_USAGE[name])
         return Command(name, text=rest)
     if name == "memories":
         if rest.lower() not in ("", "history"):

@@ -8,7 +8,8 @@ import json
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import takewhile
+from typing import Any, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -284,15 +285,10 @@ def plan_tool_calls(messages: Sequence[BaseMessage], tool_names: Collection[str]
 
 
 def _pending_results(messages: Sequence[BaseMessage]) -> tuple[list[ToolMessage], AIMessage | None]:
-    results: list[ToolMessage] = []
-    caller: AIMessage | None = None
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            results.append(message)
-            continue
-        caller = message if isinstance(message, AIMessage) else None
-        break
-    return results[::-1], caller
+    results = list(takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages)))
+    before = messages[: len(messages) - len(results)]
+    caller = before[-1] if before and isinstance(before[-1], AIMessage) else None
+    return cast(list[ToolMessage], results[::-1]), caller
 
 
 def ends_with_tool_results(messages: Sequence[BaseMessage]) -> bool:
