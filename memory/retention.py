@@ -113,8 +113,7 @@ def sweep(
         # its conversation has been idle this long
         lines = 0 if dry_run else memory.archive.sweep(cutoff)
         # every session that chatted has a conversation registry
-        registries = threads.list_threads(REGISTRY_PREFIX)
-        chatted = {thread.removeprefix(REGISTRY_PREFIX) for thread in registries}
+        chatted = {t.removeprefix(REGISTRY_PREFIX) for t in threads.list_threads(REGISTRY_PREFIX)}
         unused = long_term.sweep_unused_sessions(cutoff, chatted=chatted, dry_run=dry_run)
     expired = 0 if dry_run else long_term.sweep_expired()
     return {
