@@ -73,27 +73,21 @@ def hydration_dto(conversation_id: str, state: ThreadState | None) -> dict[str, 
     stored yet), checked by the guard. A page shows `summary` whole where the folded
     messages were."""
     current = state or ThreadState()
-    dto: dict[str, Any] = {
-        "conversationId": conversation_id,
-        "messages": [
-            {
-                "id": message.id,
-                "role": message.role,
-                "text": message.text,
-                "createdAt": message.created_at.isoformat(),
-            }
-            for message in current.messages
-        ],
-    }
+    messages = [
+        {"id": m.id, "role": m.role, "text": m.text, "createdAt": m.created_at.isoformat()}
+        for m in current.messages
+    ]
+    dto: dict[str, Any] = {"conversationId": conversation_id, "messages": messages}
     if current.summary:
         dto["summaryPreview"] = clamp(current.summary, SUMMARY_PREVIEW_CHARS)
         dto["summary"] = current.summary
-    dto["summaryVersion"] = current.summary_version
-    dto["pinnedDecisions"] = list(current.pinned_decisions)
-    dto["openQuestions"] = list(current.open_questions)
-    dto["upkeep"] = current.upkeep
-    dto["restored"] = state is not None and bool(
-        state.messages or state.summary or state.pinned_decisions
-    )
+    dto |= {
+        "summaryVersion": current.summary_version,
+        "pinnedDecisions": list(current.pinned_decisions),
+        "openQuestions": list(current.open_questions),
+        "upkeep": current.upkeep,
+        "restored": state is not None
+        and bool(state.messages or state.summary or state.pinned_decisions),
+    }
     assert_client_safe(dto)
     return dto

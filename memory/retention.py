@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -29,27 +28,12 @@ logger = logging.getLogger(__name__)
 REGISTRY_PREFIX = f"{REGISTRY_THREAD_PREFIX}:"
 
 
-@dataclass(frozen=True)
-class SweepResult:
-    """What a sweep removed (or, in a dry run, would remove): conversations, sessions
-    removed whole (every conversation idle) and threads (memory, run and registry)."""
-
-    conversations: int = 0
-    sessions: int = 0
-    threads: int = 0
-
-    def __add__(self, other: SweepResult) -> SweepResult:
-        return SweepResult(
-            self.conversations + other.conversations,
-            self.sessions + other.sessions,
-            self.threads + other.threads,
-        )
-
-
 def sweep_session(
     threads: ThreadStore, registry_thread: str, cutoff: datetime, *, dry_run: bool = False
-) -> SweepResult:
-    """Remove one session's conversations idle since before `cutoff`."""
+) -> tuple[int, int, int]:
+    """Remove one session's conversations idle since before `cutoff`; returns how many
+    conversations, sessions (removed whole: every conversation idle) and threads (memory,
+    run and registry) went (or, in a dry run, would go)."""
     session_key = registry_thread.removeprefix(REGISTRY_PREFIX)
     with threads.lock(registry_thread), ExitStack() as turns:
         registry = RegistryState.model_validate(threads.get(registry_thread) or {})
@@ -62,7 +46,7 @@ def sweep_session(
             else:
                 busy.add(entry.id)
         if not idle:
-            return SweepResult()
+            return 0, 0, 0
         if len(idle) == len(registry.conversations) and not registry.pending:
             # the whole session: every thread under its key, keyed entries or not
             doomed = [
@@ -71,7 +55,7 @@ def sweep_session(
             doomed.append(registry_thread)
             if not dry_run:
                 threads.put_many({}, delete=doomed)
-            return SweepResult(len(idle), 1, len(doomed))
+            return len(idle), 1, len(doomed)
         kept, expired = expire(registry, cutoff, busy=busy)
         if len(expired) < len(idle):
             logger.info(
@@ -83,7 +67,7 @@ def sweep_session(
         if expired and not dry_run:
             stored = kept.model_copy(update={"version": registry.version + 1})
             threads.put_many({registry_thread: stored.model_dump(mode="json")}, delete=doomed)
-        return SweepResult(len(expired), 0, len(doomed))
+        return len(expired), 0, len(doomed)
 
 
 def _hold_turn(
@@ -117,25 +101,25 @@ def sweep(
     how many were (or, with `dry_run`, would be) removed; a dry run counts no archived
     lines."""
     threads = memory.threads
-    swept, lines, unused = SweepResult(), 0, (0, 0)
+    swept, lines, unused = [0, 0, 0], 0, (0, 0)
     if days > 0:
         cutoff = now - timedelta(days=days)
         for registry_thread in threads.list_threads(REGISTRY_PREFIX):
-            swept += sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)
-        if swept.threads and not dry_run:
+            removed = sweep_session(threads, registry_thread, cutoff, dry_run=dry_run)
+            swept = [total + count for total, count in zip(swept, removed, strict=True)]
+        if swept[2] and not dry_run:
             threads.compact_storage()
         # the archive outlives the list (a pruned conversation stays recallable) until
         # its conversation has been idle this long
         lines = 0 if dry_run else memory.archive.sweep(cutoff)
         # every session that chatted has a conversation registry
-        registries = threads.list_threads(REGISTRY_PREFIX)
-        chatted = {thread.removeprefix(REGISTRY_PREFIX) for thread in registries}
+        chatted = {t.removeprefix(REGISTRY_PREFIX) for t in threads.list_threads(REGISTRY_PREFIX)}
         unused = long_term.sweep_unused_sessions(cutoff, chatted=chatted, dry_run=dry_run)
     expired = 0 if dry_run else long_term.sweep_expired()
     return {
-        "conversations": swept.conversations,
-        "sessions": swept.sessions + unused[0],
-        "threads": swept.threads,
+        "conversations": swept[0],
+        "sessions": swept[1] + unused[0],
+        "threads": swept[2],
         "memories": expired + unused[1],
         "archivedLines": lines,
         "retentionDays": days,

@@ -7,13 +7,12 @@ change on the same transaction: a crash never leaves the registry behind its mem
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from memory.archive.archive import Archive
 from memory.archive.lines import ArchiveWrite
-from memory.ids import ThreadIds
+from memory.ids import ThreadIds, session_threads
 from memory.registry import RegistryChange, RegistryState, RegistryUpdate
 from memory.schema import ThreadState
 from memory.storage import ThreadStore
@@ -87,7 +86,12 @@ class SessionDocuments:
             state = change.state.model_copy(update={"version": registry.version + 1})
             documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
             change = RegistryChange(state, change.pruned)
-        pruned = change.pruned if change is not None else ()
+        key = self.ids.session_key(session_id)
+        doomed = [
+            thread
+            for pruned in (change.pruned if change is not None else ())
+            for thread in session_threads(key, self.ids.conversation_key(session_id, pruned))
+        ]
         lines = None if archive is None else self.archive.writer(archive)
         expected = None
         if read is not None:
@@ -100,7 +104,7 @@ class SessionDocuments:
             }
         self.threads.put_many(
             documents,
-            delete=self._threads_of(session_id, pruned),
+            delete=doomed,
             also=in_order(lines, also),
             expected=expected,
         )
@@ -121,13 +125,3 @@ class SessionDocuments:
             stored = self.commit(session_id, current, change, archive=lines)
         assert stored is not None
         return stored
-
-    def _threads_of(self, session_id: str, conversation_ids: Iterable[str]) -> list[str]:
-        return [
-            thread
-            for conversation_id in conversation_ids
-            for thread in (
-                self.ids.memory_thread(session_id, conversation_id),
-                self.ids.run_thread(session_id, conversation_id),
-            )
-        ]

@@ -74,18 +74,12 @@ def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
         ).fetchone()
     }
     for ns, (head, _) in heads.items():
-        if ns in calls:
-            for table in CHECKPOINT_TABLES:
-                cur.execute(
-                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ?",
-                    (thread_id, ns),
-                )
-            continue
-        for table in CHECKPOINT_TABLES:  # writes of a checkpoint not saved yet stay
+        # a call's namespace goes whole; elsewhere, writes of a checkpoint not saved yet stay
+        older, params = ("", ()) if ns in calls else (" AND checkpoint_id < ?", (head,))
+        for table in CHECKPOINT_TABLES:
             cur.execute(
-                f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ? "
-                "AND checkpoint_id < ?",
-                (thread_id, ns, head),
+                f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ?{older}",
+                (thread_id, ns, *params),
             )
         cur.execute(
             "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? "
