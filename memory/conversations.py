@@ -189,7 +189,6 @@ class ConversationMemory:
 
         Args:
             model: the compaction model, or a runnable already bound to the schema.
-            method: structured-output method for `with_structured_output`.
             snapshot: the memory to start from when the caller has it (as the turn's
                 write stored it); read from storage otherwise.
             settle: the upkeep's end (`settle_upkeep`'s `paid`, `failed` and `batching`),
@@ -252,9 +251,7 @@ class ConversationMemory:
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
         """The hydration DTO of an owned conversation (`ConversationNotFound`: unknown,
         pruned, or another session's)."""
-        snapshot = self.documents.read(session_id, conversation_id)
-        if not snapshot.registry.owns(conversation_id):
-            raise ConversationNotFound()
+        snapshot = self.memory_for_turn(session_id, conversation_id)
         return hydration_dto(conversation_id, snapshot.state)
 
     # -- registry ---------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -18,7 +19,6 @@ from pydantic import (
     StrictStr,
     ValidationError,
     ValidationInfo,
-    field_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -100,8 +100,6 @@ def _aware_utc(value: datetime, info: ValidationInfo) -> datetime:
     """`value` in UTC. Validated with a context's `now` (an import's: a conversation dated
     in the future would otherwise outrank every other and never be idle), a time after
     it is refused, or taken as now when it is at most `CLOCK_SKEW` ahead."""
-    if value.tzinfo is None:
-        raise ValueError("timestamps must be timezone-aware")
     value = value.astimezone(UTC)
     now = info.context.get("now") if isinstance(info.context, dict) else None
     if now is None or value <= now:
@@ -111,7 +109,7 @@ def _aware_utc(value: datetime, info: ValidationInfo) -> datetime:
     return now
 
 
-UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(_aware_utc)]
 MessageId = Annotated[StrictStr, AfterValidator(partial(validate_id, what="message id"))]
 
 
@@ -122,16 +120,8 @@ class ChatThreadMessage(BaseModel):
 
     id: MessageId
     role: Role
-    text: StrictStr = Field(min_length=1)
+    text: Annotated[StrictStr, AfterValidator(str.strip), Field(min_length=1)]
     created_at: UtcDatetime
-
-    @field_validator("text", mode="after")
-    @classmethod
-    def _stripped_non_empty(cls, text: str) -> str:
-        text = text.strip()
-        if not text:
-            raise ValueError("message text must not be empty or whitespace")
-        return text
 
 
 class ThreadState(BaseModel):
