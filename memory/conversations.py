@@ -139,23 +139,16 @@ class ConversationMemory:
         """
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
-            write = partial(
-                commit_turn,
-                self.documents,
-                self._with_turn,
-                self.clock,
-                session_id,
-                conversation_id,
-                turn,
-                kept,
-            )
+            write = partial(commit_turn, self.documents, self._with_turn, self.clock, session_id)
             if read is not None:
                 try:
-                    return write(read, owe_remember, held, context, checked=True)
+                    return write(
+                        conversation_id, turn, kept, read, owe_remember, held, context, checked=True
+                    )
                 except VersionConflict:
                     pass  # written meanwhile (an upkeep, a forgetting): read it again
             snapshot = self.documents.read(session_id, conversation_id)
-            return write(snapshot, owe_remember, held, context)
+            return write(conversation_id, turn, kept, snapshot, owe_remember, held, context)
 
     def await_review(self, session_id: str, conversation_id: str, goal: str) -> tuple[str, ...]:
         """A task list in the conversation stopped for its review: list it as waiting
@@ -241,10 +234,9 @@ class ConversationMemory:
         as stored, or None when the conversation is gone."""
         with self.documents.lock(session_id):
             latest = self.documents.read(session_id, conversation_id)
-            current = latest.state
-            if not latest.registry.owns(conversation_id) or current is None:
+            if not latest.registry.owns(conversation_id) or latest.state is None:
                 return None
-            stored = settled(current, paid, failed=failed, batching=batching)
+            stored = settled(latest.state, paid, failed=failed, batching=batching)
             self.documents.commit(session_id, latest.registry, None, {conversation_id: stored})
         return stored
 

@@ -77,9 +77,7 @@ def _read_secret_file(path: Path) -> str:
 
 def resolve_secret(secret: str | None, data_dir: Path) -> str:
     """The configured secret if given (validated), else the generated development one."""
-    if secret is not None:
-        return check_secret(secret)
-    return load_or_create_secret(data_dir)
+    return load_or_create_secret(data_dir) if secret is None else check_secret(secret)
 
 
 @dataclass(frozen=True)

@@ -237,14 +237,12 @@ def _rows(
         ArchiveRow(
             session_key=session_key,
             conversation_key=memory.ids.conversation_key(session_id, line.conversation_id),
-            conversation_id=line.conversation_id,
-            title=_kept(line.title),
-            message_id=line.message_id,
-            role=line.role,
-            created_at=line.created_at,
-            text=redact_secrets(line.text),
-            covers=line.covers,
-            indexed=None if line.indexed is None else redact_secrets(line.indexed),
+            **{
+                **dict(line),
+                "title": _kept(line.title),
+                "text": redact_secrets(line.text),
+                "indexed": None if line.indexed is None else redact_secrets(line.indexed),
+            },
         )
         for line in lines
     ]
