@@ -139,18 +139,13 @@ def _without(state: RegistryState, gone: Collection[str], **update: Any) -> Regi
     )
 
 
-def _newest(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
-    """`state` listing `entries`, newest activity first; past `MAX_CONVERSATIONS` the least
-    recently active are pruned."""
+def with_listed(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
+    """`state` listing `entries` (a turn's, or an import's beside the session's own), newest
+    activity first; past `MAX_CONVERSATIONS` the least recently active are pruned."""
     entries = ordered(entries)
     pruned = tuple(e.id for e in entries[MAX_CONVERSATIONS:])
     kept = state.model_copy(update={"conversations": entries[:MAX_CONVERSATIONS]})
     return RegistryChange(_without(kept, pruned), pruned)
-
-
-def add_listed(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
-    """List `entries` (an import's) beside the session's own, pruning as a turn does."""
-    return _newest(state, [*state.conversations, *entries])
 
 
 def record_turn(
@@ -186,7 +181,7 @@ def record_turn(
             update["title"] = make_title(text)
         entries[entries.index(entry)] = entry.model_copy(update=update)
     pending = [cid for cid in state.pending if cid != conversation_id]
-    return _newest(state.model_copy(update={"pending": pending}), entries)
+    return with_listed(state.model_copy(update={"pending": pending}), entries)
 
 
 def await_review(

@@ -42,9 +42,9 @@ from memory.registry import (
     ConversationEntry,
     RegistryChange,
     RegistryState,
-    add_listed,
     make_title,
     ordered,
+    with_listed,
 )
 from memory.schema import ThreadState
 from memory.storage.items import items_step
@@ -120,7 +120,8 @@ def import_session(
         kept = [item for item in document.memories if forgotten(item.text) == item.text]
         items = _new_items(kept, held, tombstones)
         new = [_forget_in(c, forgotten) for c in document.conversations if not registry.owns(c.id)]
-        listed = add_listed(registry, [_entry(memory, session_id, c) for c in new])
+        entries = [*registry.conversations, *(_entry(memory, session_id, c) for c in new)]
+        listed = with_listed(registry, entries)
         change = RegistryChange(_with_marks(listed.state, document), listed.pruned)
         states = {c.id: c.memory for c in new if c.id not in change.pruned}
         rows = _unarchived(scanned, registry, memory.archive.lines(session_id), forgotten)
@@ -184,8 +185,8 @@ def _with_marks(registry: RegistryState, document: ExportDocument) -> RegistrySt
     """`registry` with the document's tombstones kept apart from its own (the newest of
     them kept), and the later of the two times the archive was forgotten."""
     own = set(registry.forgotten)
-    imported = [t for t in registry.imported_forgotten if t not in own]
-    imported += [t for t in dict.fromkeys(document.tombstones) if t not in own | {*imported}]
+    both = dict.fromkeys([*registry.imported_forgotten, *document.tombstones])
+    imported = [t for t in both if t not in own]
     times = [t for t in (registry.history_cleared_at, document.history_cleared_at) if t]
     return registry.model_copy(
         update={
@@ -198,13 +199,8 @@ def _with_marks(registry: RegistryState, document: ExportDocument) -> RegistrySt
 def _entry(
     memory: ConversationMemory, session_id: str, c: ExportedConversation
 ) -> ConversationEntry:
-    return ConversationEntry(
-        id=c.id,
-        title=_kept(c.title),
-        created_at=c.created_at,
-        last_active_at=c.last_active_at,
-        key=memory.ids.conversation_key(session_id, c.id),
-    )
+    fields = {**c.model_dump(exclude={"memory"}), "title": _kept(c.title)}
+    return ConversationEntry(**fields, key=memory.ids.conversation_key(session_id, c.id))
 
 
 def _unarchived(
