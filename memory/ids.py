@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.errors import SHORT_SECRET, InvalidSecret
+from memory.errors import SHORT_SECRET, InvalidInput
 from memory.files import PRIVATE_FILE_MODE, make_private_dir
 from memory.limits import MIN_SECRET_CHARS
 
@@ -34,10 +34,10 @@ REGISTRY_THREAD_PREFIX = "chat-registry"
 
 def check_secret(secret: object) -> str:
     """`secret` if it is a string of at least `MIN_SECRET_CHARS` characters, else
-    `InvalidSecret` (naming the length, never the value)."""
+    `InvalidInput` (naming the length, never the value)."""
     if not isinstance(secret, str) or len(secret) < MIN_SECRET_CHARS:
         length = len(secret) if isinstance(secret, str) else 0
-        raise InvalidSecret(SHORT_SECRET.format(limit=MIN_SECRET_CHARS, length=length))
+        raise InvalidInput(SHORT_SECRET.format(limit=MIN_SECRET_CHARS, length=length))
     return secret
 
 
