@@ -200,13 +200,12 @@ def forget_texts(
         listing = documents.get(registry) or threads.get(registry)
         if listing is not None:  # (a session that never chatted has no turn to race)
             tombstones = [*listing.get("forgotten", []), *(item.id for item in items)]
-            marks = [m.model_dump() for m in marks_of(texts, ids.mark)]
+            added = [m.model_dump() for m in marks_of(texts, ids.mark)]
+            marks = [*listing.get("forgotten_marks", []), *added]
             documents[registry] = {
                 **listing,
                 "forgotten": tombstones[-MAX_TOMBSTONES:],
-                "forgotten_marks": [*listing.get("forgotten_marks", []), *marks][
-                    -MAX_FORGOTTEN_MARKS:
-                ],
+                "forgotten_marks": marks[-MAX_FORGOTTEN_MARKS:],
                 "version": int(listing.get("version", 0)) + 1,
             }
         steps = in_order(runs, archive.forgetter(session_id, texts), also)
