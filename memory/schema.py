@@ -37,6 +37,8 @@ from memory.limits import (
 Role = Literal["user", "assistant"]
 UpkeepStatus = Literal["done", "pending", "failed"]
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""What UTF-8 cannot encode (a lone surrogate) and NUL, which PostgreSQL refuses."""
 _ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
 SESSION_ID = "session id"
 _SESSION_ID_PATTERN = re.compile(rf"(?:[a-z]{{1,16}}:)?[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
@@ -70,11 +72,7 @@ def require_storable(text: str, what: str = "text") -> str:
 
 def is_storable(text: str) -> bool:
     """Whether every backend can store `text` (see `require_storable`)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return "\x00" not in text
+    return _UNSTORABLE.search(text) is None
 
 
 def new_message_id() -> str:
