@@ -68,8 +68,7 @@ def _read_secret_file(path: Path) -> str:
         path.chmod(0o600)
     # A racing creator may not have written yet: the secret is complete once non-empty.
     for _ in range(200):
-        text = path.read_text(encoding="ascii").strip()
-        if text:
+        if text := path.read_text(encoding="ascii").strip():
             return check_secret(text)
         time.sleep(0.005)
     return check_secret(path.read_text(encoding="ascii").strip())
