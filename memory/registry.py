@@ -10,7 +10,6 @@ least recently active conversation is pruned and the caller deletes its threads.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
 from memory.limits import MAX_CONVERSATIONS, MAX_FORGOTTEN_MARKS, MAX_TITLE_CHARS, MAX_TOMBSTONES
-from memory.schema import MessageId, UtcDatetime
+from memory.schema import MessageId, UtcDatetime, new_message_id
 from memory.tombstones import ForgottenMark
 
 
@@ -90,9 +89,8 @@ class RegistryChange:
     pruned: tuple[str, ...] = ()
 
 
-def new_conversation_id() -> str:
-    """A fresh conversation id for a draft (nothing is stored)."""
-    return uuid.uuid4().hex
+new_conversation_id = new_message_id
+"""A fresh conversation id for a draft (nothing is stored): random, as a message's."""
 
 
 # Markdown a title shows as plain text: a link's target, emphasis and code marks, and a
