@@ -42,8 +42,7 @@ def forgotten_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
     alternatives = {r"\s+".join(map(re.escape, text.split())) for text in texts if text.split()}
     if not alternatives:
         return None
-    ordered = sorted(alternatives, key=len, reverse=True)
-    return re.compile("|".join(ordered), re.IGNORECASE)
+    return re.compile("|".join(sorted(alternatives, key=len, reverse=True)), re.IGNORECASE)
 
 
 def said_of(items: Iterable[MemoryItem]) -> list[str]:
