@@ -169,8 +169,7 @@ class ThreadState(BaseModel):
         length, so that its limits still hold."""
 
         def kept(text: str) -> str:
-            new = rule(text)
-            return new if len(new) <= len(text) else new[: len(text)]
+            return rule(text)[: len(text)]
 
         def in_messages(messages: list[ChatThreadMessage]) -> list[ChatThreadMessage]:
             return [m.model_copy(update={"text": kept(m.text)}) for m in messages]
