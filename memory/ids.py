@@ -95,9 +95,7 @@ class ThreadIds:
         return hmac.new(self.secret.encode(), value.encode(), hashlib.sha256).hexdigest()
 
     def _pair(self, session_id: str, conversation_id: str) -> str:
-        return (
-            f"{self.session_key(session_id)}:{self.conversation_key(session_id, conversation_id)}"
-        )
+        return f"{self._h(session_id)}:{self.conversation_key(session_id, conversation_id)}"
 
     def conversation_key(self, session_id: str, conversation_id: str) -> str:
         """`H(session:conversation)`: the part of a conversation's thread ids that the
