@@ -56,9 +56,6 @@ TOO_MANY_ITEMS = (
 )
 
 
-# -- export --------------------------------------------------------------------------------
-
-
 def export_session(
     memory: ConversationMemory, long_term: LongTermMemory, session_id: str
 ) -> dict[str, Any]:
@@ -97,9 +94,6 @@ def export_session(
     }
     assert_client_safe(document)
     return document
-
-
-# -- import --------------------------------------------------------------------------------
 
 
 def import_session(
