@@ -139,23 +139,16 @@ class ConversationMemory:
         """
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
-            write = partial(
-                commit_turn,
-                self.documents,
-                self._with_turn,
-                self.clock,
-                session_id,
-                conversation_id,
-                turn,
-                kept,
-            )
+            write = partial(commit_turn, self.documents, self._with_turn, self.clock, session_id)
             if read is not None:
                 try:
-                    return write(read, owe_remember, held, context, checked=True)
+                    return write(
+                        conversation_id, turn, kept, read, owe_remember, held, context, checked=True
+                    )
                 except VersionConflict:
                     pass  # written meanwhile (an upkeep, a forgetting): read it again
             snapshot = self.documents.read(session_id, conversation_id)
-            return write(snapshot, owe_remember, held, context)
+            return write(conversation_id, turn, kept, snapshot, owe_remember, held, context)
 
     def await_review(self, session_id: str, conversation_id: str, goal: str) -> tuple[str, ...]:
         """A task list in the conversation stopped for its review: list it as waiting
@@ -189,7 +182,6 @@ class ConversationMemory:
 
         Args:
             model: the compaction model, or a runnable already bound to the schema.
-            method: structured-output method for `with_structured_output`.
             snapshot: the memory to start from when the caller has it (as the turn's
                 write stored it); read from storage otherwise.
             settle: the upkeep's end (`settle_upkeep`'s `paid`, `failed` and `batching`),
@@ -242,19 +234,16 @@ class ConversationMemory:
         as stored, or None when the conversation is gone."""
         with self.documents.lock(session_id):
             latest = self.documents.read(session_id, conversation_id)
-            current = latest.state
-            if not latest.registry.owns(conversation_id) or current is None:
+            if not latest.registry.owns(conversation_id) or latest.state is None:
                 return None
-            stored = settled(current, paid, failed=failed, batching=batching)
+            stored = settled(latest.state, paid, failed=failed, batching=batching)
             self.documents.commit(session_id, latest.registry, None, {conversation_id: stored})
         return stored
 
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
         """The hydration DTO of an owned conversation (`ConversationNotFound`: unknown,
         pruned, or another session's)."""
-        snapshot = self.documents.read(session_id, conversation_id)
-        if not snapshot.registry.owns(conversation_id):
-            raise ConversationNotFound()
+        snapshot = self.memory_for_turn(session_id, conversation_id)
         return hydration_dto(conversation_id, snapshot.state)
 
     # -- registry ---------------------------------------------------------------------

@@ -36,10 +36,6 @@ class InvalidInput(ChatMemoryError, ValueError):
     """Input rejected at the memory boundary; nothing was written."""
 
 
-class InvalidSecret(InvalidInput):
-    """The configured session secret is too short or malformed."""
-
-
 class ConversationNotFound(ChatMemoryError, LookupError):
     """Unknown conversation, or one that belongs to another session."""
 

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -29,7 +30,6 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
-    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel, to_snake
@@ -88,6 +88,12 @@ def renamed(value: Any, rule: Callable[[str], str] = to_camel) -> Any:
 _stored_names = functools.partial(renamed, rule=to_snake)
 
 
+def _texts_fit(memory: ThreadState) -> ThreadState:
+    if any(len(m.text) > MAX_EXPORT_TEXT_CHARS for m in [*memory.messages, *memory.upkeep_owed]):
+        raise ValueError(TEXT_TOO_LONG)
+    return memory
+
+
 class _Part(BaseModel):
     """A part of the document: camelCase keys, no others."""
 
@@ -101,16 +107,7 @@ class ExportedConversation(_Part):
     title: Title
     created_at: UtcDatetime
     last_active_at: UtcDatetime
-    memory: Annotated[ThreadState, BeforeValidator(_stored_names)]
-
-    @field_validator("memory")
-    @classmethod
-    def _texts_fit(cls, memory: ThreadState) -> ThreadState:
-        if any(
-            len(m.text) > MAX_EXPORT_TEXT_CHARS for m in [*memory.messages, *memory.upkeep_owed]
-        ):
-            raise ValueError(TEXT_TOO_LONG)
-        return memory
+    memory: Annotated[ThreadState, BeforeValidator(_stored_names), AfterValidator(_texts_fit)]
 
 
 class ExportedLine(_Part):

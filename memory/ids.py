@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.errors import SHORT_SECRET, InvalidSecret
+from memory.errors import SHORT_SECRET, InvalidInput
 from memory.files import PRIVATE_FILE_MODE, make_private_dir
 from memory.limits import MIN_SECRET_CHARS
 
@@ -34,10 +34,10 @@ REGISTRY_THREAD_PREFIX = "chat-registry"
 
 def check_secret(secret: object) -> str:
     """`secret` if it is a string of at least `MIN_SECRET_CHARS` characters, else
-    `InvalidSecret` (naming the length, never the value)."""
+    `InvalidInput` (naming the length, never the value)."""
     if not isinstance(secret, str) or len(secret) < MIN_SECRET_CHARS:
         length = len(secret) if isinstance(secret, str) else 0
-        raise InvalidSecret(SHORT_SECRET.format(limit=MIN_SECRET_CHARS, length=length))
+        raise InvalidInput(SHORT_SECRET.format(limit=MIN_SECRET_CHARS, length=length))
     return secret
 
 
@@ -68,8 +68,7 @@ def _read_secret_file(path: Path) -> str:
         path.chmod(0o600)
     # A racing creator may not have written yet: the secret is complete once non-empty.
     for _ in range(200):
-        text = path.read_text(encoding="ascii").strip()
-        if text:
+        if text := path.read_text(encoding="ascii").strip():
             return check_secret(text)
         time.sleep(0.005)
     return check_secret(path.read_text(encoding="ascii").strip())
@@ -77,9 +76,7 @@ def _read_secret_file(path: Path) -> str:
 
 def resolve_secret(secret: str | None, data_dir: Path) -> str:
     """The configured secret if given (validated), else the generated development one."""
-    if secret is not None:
-        return check_secret(secret)
-    return load_or_create_secret(data_dir)
+    return load_or_create_secret(data_dir) if secret is None else check_secret(secret)
 
 
 @dataclass(frozen=True)
@@ -98,9 +95,7 @@ class ThreadIds:
         return hmac.new(self.secret.encode(), value.encode(), hashlib.sha256).hexdigest()
 
     def _pair(self, session_id: str, conversation_id: str) -> str:
-        return (
-            f"{self.session_key(session_id)}:{self.conversation_key(session_id, conversation_id)}"
-        )
+        return f"{self._h(session_id)}:{self.conversation_key(session_id, conversation_id)}"
 
     def conversation_key(self, session_id: str, conversation_id: str) -> str:
         """`H(session:conversation)`: the part of a conversation's thread ids that the

@@ -42,8 +42,7 @@ def forgotten_pattern(texts: Iterable[str]) -> re.Pattern[str] | None:
     alternatives = {r"\s+".join(map(re.escape, text.split())) for text in texts if text.split()}
     if not alternatives:
         return None
-    ordered = sorted(alternatives, key=len, reverse=True)
-    return re.compile("|".join(ordered), re.IGNORECASE)
+    return re.compile("|".join(sorted(alternatives, key=len, reverse=True)), re.IGNORECASE)
 
 
 def said_of(items: Iterable[MemoryItem]) -> list[str]:
@@ -200,13 +199,12 @@ def forget_texts(
         listing = documents.get(registry) or threads.get(registry)
         if listing is not None:  # (a session that never chatted has no turn to race)
             tombstones = [*listing.get("forgotten", []), *(item.id for item in items)]
-            marks = [m.model_dump() for m in marks_of(texts, ids.mark)]
+            added = [m.model_dump() for m in marks_of(texts, ids.mark)]
+            marks = [*listing.get("forgotten_marks", []), *added]
             documents[registry] = {
                 **listing,
                 "forgotten": tombstones[-MAX_TOMBSTONES:],
-                "forgotten_marks": [*listing.get("forgotten_marks", []), *marks][
-                    -MAX_FORGOTTEN_MARKS:
-                ],
+                "forgotten_marks": marks[-MAX_FORGOTTEN_MARKS:],
                 "version": int(listing.get("version", 0)) + 1,
             }
         steps = in_order(runs, archive.forgetter(session_id, texts), also)

@@ -10,7 +10,6 @@ least recently active conversation is pruned and the caller deletes its threads.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
 from memory.limits import MAX_CONVERSATIONS, MAX_FORGOTTEN_MARKS, MAX_TITLE_CHARS, MAX_TOMBSTONES
-from memory.schema import MessageId, UtcDatetime
+from memory.schema import MessageId, UtcDatetime, new_message_id
 from memory.tombstones import ForgottenMark
 
 
@@ -90,9 +89,8 @@ class RegistryChange:
     pruned: tuple[str, ...] = ()
 
 
-def new_conversation_id() -> str:
-    """A fresh conversation id for a draft (nothing is stored)."""
-    return uuid.uuid4().hex
+new_conversation_id = new_message_id
+"""A fresh conversation id for a draft (nothing is stored): random, as a message's."""
 
 
 # Markdown a title shows as plain text: a link's target, emphasis and code marks, and a
@@ -139,18 +137,13 @@ def _without(state: RegistryState, gone: Collection[str], **update: Any) -> Regi
     )
 
 
-def _newest(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
-    """`state` listing `entries`, newest activity first; past `MAX_CONVERSATIONS` the least
-    recently active are pruned."""
+def with_listed(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
+    """`state` listing `entries` (a turn's, or an import's beside the session's own), newest
+    activity first; past `MAX_CONVERSATIONS` the least recently active are pruned."""
     entries = ordered(entries)
     pruned = tuple(e.id for e in entries[MAX_CONVERSATIONS:])
     kept = state.model_copy(update={"conversations": entries[:MAX_CONVERSATIONS]})
     return RegistryChange(_without(kept, pruned), pruned)
-
-
-def add_listed(state: RegistryState, entries: list[ConversationEntry]) -> RegistryChange:
-    """List `entries` (an import's) beside the session's own, pruning as a turn does."""
-    return _newest(state, [*state.conversations, *entries])
 
 
 def record_turn(
@@ -186,7 +179,7 @@ def record_turn(
             update["title"] = make_title(text)
         entries[entries.index(entry)] = entry.model_copy(update=update)
     pending = [cid for cid in state.pending if cid != conversation_id]
-    return _newest(state.model_copy(update={"pending": pending}), entries)
+    return with_listed(state.model_copy(update={"pending": pending}), entries)
 
 
 def await_review(

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -18,7 +19,6 @@ from pydantic import (
     StrictStr,
     ValidationError,
     ValidationInfo,
-    field_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -37,6 +37,8 @@ from memory.limits import (
 Role = Literal["user", "assistant"]
 UpkeepStatus = Literal["done", "pending", "failed"]
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""What UTF-8 cannot encode (a lone surrogate) and NUL, which PostgreSQL refuses."""
 _ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
 SESSION_ID = "session id"
 _SESSION_ID_PATTERN = re.compile(rf"(?:[a-z]{{1,16}}:)?[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
@@ -70,11 +72,7 @@ def require_storable(text: str, what: str = "text") -> str:
 
 def is_storable(text: str) -> bool:
     """Whether every backend can store `text` (see `require_storable`)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return "\x00" not in text
+    return _UNSTORABLE.search(text) is None
 
 
 def new_message_id() -> str:
@@ -100,8 +98,6 @@ def _aware_utc(value: datetime, info: ValidationInfo) -> datetime:
     """`value` in UTC. Validated with a context's `now` (an import's: a conversation dated
     in the future would otherwise outrank every other and never be idle), a time after
     it is refused, or taken as now when it is at most `CLOCK_SKEW` ahead."""
-    if value.tzinfo is None:
-        raise ValueError("timestamps must be timezone-aware")
     value = value.astimezone(UTC)
     now = info.context.get("now") if isinstance(info.context, dict) else None
     if now is None or value <= now:
@@ -111,7 +107,7 @@ def _aware_utc(value: datetime, info: ValidationInfo) -> datetime:
     return now
 
 
-UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(_aware_utc)]
 MessageId = Annotated[StrictStr, AfterValidator(partial(validate_id, what="message id"))]
 
 
@@ -122,16 +118,8 @@ class ChatThreadMessage(BaseModel):
 
     id: MessageId
     role: Role
-    text: StrictStr = Field(min_length=1)
+    text: Annotated[StrictStr, AfterValidator(str.strip), Field(min_length=1)]
     created_at: UtcDatetime
-
-    @field_validator("text", mode="after")
-    @classmethod
-    def _stripped_non_empty(cls, text: str) -> str:
-        text = text.strip()
-        if not text:
-            raise ValueError("message text must not be empty or whitespace")
-        return text
 
 
 class ThreadState(BaseModel):
@@ -181,8 +169,7 @@ class ThreadState(BaseModel):
         length, so that its limits still hold."""
 
         def kept(text: str) -> str:
-            new = rule(text)
-            return new if len(new) <= len(text) else new[: len(text)]
+            return rule(text)[: len(text)]
 
         def in_messages(messages: list[ChatThreadMessage]) -> list[ChatThreadMessage]:
             return [m.model_copy(update={"text": kept(m.text)}) for m in messages]

@@ -42,9 +42,9 @@ from memory.registry import (
     ConversationEntry,
     RegistryChange,
     RegistryState,
-    add_listed,
     make_title,
     ordered,
+    with_listed,
 )
 from memory.schema import ThreadState
 from memory.storage.documents import items_step
@@ -54,9 +54,6 @@ TOO_MANY_ITEMS = (
     "the import would leave {count} long-term items ({what}); a session keeps at most "
     "{limit}: forget some first"
 )
-
-
-# -- export --------------------------------------------------------------------------------
 
 
 def export_session(
@@ -99,9 +96,6 @@ def export_session(
     return document
 
 
-# -- import --------------------------------------------------------------------------------
-
-
 def import_session(
     memory: ConversationMemory, long_term: LongTermMemory, session_id: str, raw: object
 ) -> dict[str, Any]:
@@ -120,7 +114,8 @@ def import_session(
         kept = [item for item in document.memories if forgotten(item.text) == item.text]
         items = _new_items(kept, held, tombstones)
         new = [_forget_in(c, forgotten) for c in document.conversations if not registry.owns(c.id)]
-        listed = add_listed(registry, [_entry(memory, session_id, c) for c in new])
+        entries = [*registry.conversations, *(_entry(memory, session_id, c) for c in new)]
+        listed = with_listed(registry, entries)
         change = RegistryChange(_with_marks(listed.state, document), listed.pruned)
         states = {c.id: c.memory for c in new if c.id not in change.pruned}
         rows = _unarchived(scanned, registry, memory.archive.lines(session_id), forgotten)
@@ -184,8 +179,8 @@ def _with_marks(registry: RegistryState, document: ExportDocument) -> RegistrySt
     """`registry` with the document's tombstones kept apart from its own (the newest of
     them kept), and the later of the two times the archive was forgotten."""
     own = set(registry.forgotten)
-    imported = [t for t in registry.imported_forgotten if t not in own]
-    imported += [t for t in dict.fromkeys(document.tombstones) if t not in own | {*imported}]
+    both = dict.fromkeys([*registry.imported_forgotten, *document.tombstones])
+    imported = [t for t in both if t not in own]
     times = [t for t in (registry.history_cleared_at, document.history_cleared_at) if t]
     return registry.model_copy(
         update={
@@ -198,13 +193,8 @@ def _with_marks(registry: RegistryState, document: ExportDocument) -> RegistrySt
 def _entry(
     memory: ConversationMemory, session_id: str, c: ExportedConversation
 ) -> ConversationEntry:
-    return ConversationEntry(
-        id=c.id,
-        title=_kept(c.title),
-        created_at=c.created_at,
-        last_active_at=c.last_active_at,
-        key=memory.ids.conversation_key(session_id, c.id),
-    )
+    fields = {**c.model_dump(exclude={"memory"}), "title": _kept(c.title)}
+    return ConversationEntry(**fields, key=memory.ids.conversation_key(session_id, c.id))
 
 
 def _unarchived(
@@ -237,14 +227,12 @@ def _rows(
         ArchiveRow(
             session_key=session_key,
             conversation_key=memory.ids.conversation_key(session_id, line.conversation_id),
-            conversation_id=line.conversation_id,
-            title=_kept(line.title),
-            message_id=line.message_id,
-            role=line.role,
-            created_at=line.created_at,
-            text=redact_secrets(line.text),
-            covers=line.covers,
-            indexed=None if line.indexed is None else redact_secrets(line.indexed),
+            **{
+                **dict(line),
+                "title": _kept(line.title),
+                "text": redact_secrets(line.text),
+                "indexed": None if line.indexed is None else redact_secrets(line.indexed),
+            },
         )
         for line in lines
     ]

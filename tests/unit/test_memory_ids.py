@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.errors import InvalidSecret
+from memory.errors import InvalidInput
 from memory.ids import SECRET_FILE_NAME, ThreadIds, load_or_create_secret, resolve_secret
 
 SECRET = "k" * 32
@@ -63,10 +63,10 @@ def test_secret_changes_every_id_and_no_raw_id_leaks() -> None:
 
 
 def test_short_secret_is_rejected_without_echoing_it() -> None:
-    with pytest.raises(InvalidSecret, match="at least 32") as error:
+    with pytest.raises(InvalidInput, match="at least 32") as error:
         ThreadIds("short-secret")
     assert "short-secret" not in str(error.value)
-    with pytest.raises(InvalidSecret):
+    with pytest.raises(InvalidInput):
         resolve_secret("x" * 31, Path("/nonexistent"))
 
 
