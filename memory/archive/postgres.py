@@ -170,26 +170,20 @@ class PostgresArchive:
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
                 (new, session_key, old),
             )
-        rewritten = [*changes]
+        wanted = dict(changes)
         if message_ids:
             found = cursor.execute(
                 "SELECT id FROM archive_lines WHERE session_key = %s AND message_id = ANY(%s)",
                 (session_key, list(message_ids)),
             ).fetchall()
-            rewritten.extend(row["id"] for row in found)
-        cursor.execute("DELETE FROM archive_vectors WHERE id = ANY(%s)", (rewritten,))
-        for line_id, new in changes.items():
+            # (a line forgotten whole by its message id stays so, whatever else changed)
+            wanted.update((row["id"], FORGOTTEN) for row in found)
+        cursor.execute("DELETE FROM archive_vectors WHERE id = ANY(%s)", (list(wanted),))
+        for line_id, new in wanted.items():
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND id = %s",
                 (new, *indexed(new), session_key, line_id),
-            )
-        # (last: a line forgotten whole by its message id stays so, whatever else changed)
-        if message_ids:
-            cursor.execute(
-                "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
-                " size = %s WHERE session_key = %s AND message_id = ANY(%s)",
-                (FORGOTTEN, *indexed(FORGOTTEN), session_key, list(message_ids)),
             )
 
     def sweep(self, cutoff: datetime) -> int:
