@@ -117,9 +117,8 @@ def _moment(value: datetime | str) -> datetime:
 def _neighbour(row: Sequence[Any], at: int) -> ArchivedLine | None:
     if row[at] is None:
         return None
-    return ArchivedLine(
-        row[at], *row[1:3], *row[at + 1 : at + 3], _moment(row[at + 3]), row[at + 4]
-    )
+    line = row[at], *row[1:3], *row[at + 1 : at + 3], _moment(row[at + 3]), row[at + 4]
+    return ArchivedLine(*line)
 
 
 def read_line(row: Sequence[Any]) -> ArchivedLine:
@@ -128,7 +127,8 @@ def read_line(row: Sequence[Any]) -> ArchivedLine:
     (previous, following, said before, said after, said later), then its distance."""
     distance = None if row[33] is None else float(row[33])
     neighbours = (_neighbour(row, at) for at in range(8, 33, 5))
-    return ArchivedLine(*row[:5], _moment(row[5]), row[6], float(row[7]), distance, *neighbours)
+    line = *row[:5], _moment(row[5]), row[6], float(row[7]), distance, *neighbours
+    return ArchivedLine(*line)
 
 
 @dataclass(frozen=True)
