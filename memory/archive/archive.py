@@ -277,9 +277,7 @@ class Archive:
         vectors = self.embeddings.embeddings.embed_documents(texts)
         if len(vectors) != len(owed) or any(len(v) != self.embeddings.dims for v in vectors):
             raise ValueError("the embeddings returned vectors of another number or size")
-        embedded = [
-            (line_id, text, vector) for (line_id, text), vector in zip(owed, vectors, strict=True)
-        ]
+        embedded = [(*line, vector) for line, vector in zip(owed, vectors, strict=True)]
         return storage_errors(self.vectors.add)(session_key, embedded)
 
     @storage_errors

@@ -184,28 +184,20 @@ def _heading(line: ArchivedLine) -> tuple[str, str]:
     return line.day, line.conversation_id
 
 
-def line_tokens(line: ArchivedLine) -> int:
-    """About how many tokens a line takes in the block, its heading not included."""
-    return _line_tokens(line.role, line.text)
-
-
 @functools.lru_cache(maxsize=4096)
-def _line_tokens(role: str, text: str) -> int:
+def line_tokens(role: str, text: str) -> int:
+    """About how many tokens a line takes in the block, its heading not included."""
     return approximate_tokens(RECALL_LINE.format(role=role, text=shown(text))) + 1
 
 
 @functools.lru_cache(maxsize=1024)
-def _heading_tokens(title: str) -> int:
+def heading_tokens(title: str) -> int:
+    """About how many tokens the heading of a conversation and day takes."""
     return approximate_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
 
 
 FRAME_TOKENS = approximate_tokens(RECALL_BLOCK.format(lines="")) + 1
 """The block's own words, before any line."""
-
-
-def heading_tokens(line: ArchivedLine) -> int:
-    """About how many tokens the heading of `line`'s conversation and day takes."""
-    return _heading_tokens(line.title)
 
 
 def render(lines: Sequence[ArchivedLine]) -> str:
@@ -272,7 +264,8 @@ class _Block:
     def cost(self, lines: Sequence[ArchivedLine]) -> int:
         """What adding `lines` costs: theirs, and the headings the block lacks."""
         headings = {_heading(line): line for line in lines if _heading(line) not in self.headed}
-        return sum(map(line_tokens, lines)) + sum(map(heading_tokens, headings.values()))
+        lines_cost = sum(line_tokens(line.role, line.text) for line in lines)
+        return lines_cost + sum(heading_tokens(line.title) for line in headings.values())
 
     def full(self) -> bool:
         return self.max_tokens - self.used < MIN_LINE_TOKENS
