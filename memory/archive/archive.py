@@ -30,13 +30,7 @@ from langchain_core.embeddings import Embeddings
 from memory.analysis import redact_secrets
 from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, QUERY_CHARS, ArchiveEmbeddings
 from memory.archive.forgetting import plan_forgetting
-from memory.archive.lines import (
-    FORGOTTEN,
-    REDACTED,
-    ArchivedLine,
-    ArchiveRow,
-    ArchiveWrite,
-)
+from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine, ArchiveRow, ArchiveWrite
 from memory.archive.recall import (
     CANDIDATES,
     Recall,

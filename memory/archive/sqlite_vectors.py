@@ -131,11 +131,9 @@ class SqliteVectors:
         """The session's newest `limit` lines of the embedded roles without a vector
         (newest first: lines of earlier releases get theirs a batch an upkeep); a
         redacted or forgotten line gets none."""
+        params = (session_key, REDACTED, FORGOTTEN, limit)
         with self.lock:
-            rows = self.conn.execute(
-                UNEMBEDDED_SQL, (session_key, REDACTED, FORGOTTEN, limit)
-            ).fetchall()
-        return [(line_id, text) for line_id, text in rows]
+            return self.conn.execute(UNEMBEDDED_SQL, params).fetchall()
 
     def add(self, session_key: str, embedded: Iterable[tuple[int, str, Sequence[float]]]) -> int:
         """Store the vectors of `(line id, text, vector)`, in a short transaction of its
