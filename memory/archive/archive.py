@@ -31,14 +31,7 @@ from memory.analysis import redact_secrets
 from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, QUERY_CHARS, ArchiveEmbeddings
 from memory.archive.forgetting import plan_forgetting
 from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine, ArchiveRow, ArchiveWrite
-from memory.archive.recall import (
-    CANDIDATES,
-    Recall,
-    choose,
-    clears_floor,
-    recall_query,
-    recall_text,
-)
+from memory.archive.recall import CANDIDATES, Recall, choose, clears_floor, recall_query
 from memory.archive.relevance import by_score, distinct, judge
 from memory.archive.repeats import unrepeated
 from memory.archive.terms import query_terms
@@ -180,7 +173,7 @@ class Archive:
         are the local model's; a failure leaves this turn's recall lexical)."""
         if self.recall_tokens <= 0:
             return Recall()
-        terms = recall_query(text, state)
+        terms, query = recall_query(text, state)
         if not terms:
             return Recall()
         session_key = self.ids.session_key(session_id)
@@ -193,7 +186,7 @@ class Archive:
         hits = self.backend.search(
             session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies
         )
-        query = clamp(recall_text(text, state), QUERY_CHARS)
+        query = clamp(query, QUERY_CHARS)
         # the judge (tens of ms on the reply path) is asked only when the score is not enough
         if not (rare and by_score(hits, frequencies.total)) and not self._asks(query):
             return Recall()
@@ -228,7 +221,7 @@ class Archive:
             return False
 
     def _embedded_query(self, query: str) -> list[float] | None:
-        """The embedding of a turn's query (`recall_text`, clamped), or None (no
+        """The embedding of a turn's query (`recall_query`'s text, clamped), or None (no
         embeddings; or they failed: the failure is logged, by its kind only, and the turn
         recalls lexically)."""
         if self.embeddings is None:

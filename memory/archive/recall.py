@@ -66,29 +66,18 @@ needs of one is often said over several of its sentences: 600 characters lost it
 _SPACES = re.compile(r"\s+")
 
 
-def _previous(text: str, terms: Sequence[str], state: ThreadState) -> str | None:
-    """The previous user message, when the new one is too short to stand alone ("and
-    what about that?"); a longer one says what it is about, even when it says "it"."""
-    if len(terms) >= STANDS_ALONE:
-        return None
-    return next((m.text for m in reversed(state.messages) if m.role == "user"), None)
-
-
-def recall_query(text: str, state: ThreadState) -> tuple[str, ...]:
-    """The terms a turn looks for: its message's, and the previous user message's when
-    the new one is too short to stand alone."""
+def recall_query(text: str, state: ThreadState) -> tuple[tuple[str, ...], str]:
+    """The terms a turn looks for and the text its embedding is computed from: its
+    message's, after the previous user message's when the new one is too short to stand
+    alone ("and what about that?"; a longer one says what it is about, even when it says
+    "it")."""
     terms = query_terms(text)
-    previous = _previous(text, terms, state)
+    if len(terms) >= STANDS_ALONE:
+        return terms, text
+    previous = next((m.text for m in reversed(state.messages) if m.role == "user"), None)
     if previous is None:
-        return terms
-    return tuple(dict.fromkeys((*terms, *query_terms(previous))))
-
-
-def recall_text(text: str, state: ThreadState) -> str:
-    """What a turn's embedding is computed from: its message, after the previous user
-    message when `recall_query` looks for that one's terms too."""
-    previous = _previous(text, query_terms(text), state)
-    return text if previous is None else f"{previous}\n{text}"
+        return terms, text
+    return tuple(dict.fromkeys((*terms, *query_terms(previous)))), f"{previous}\n{text}"
 
 
 def clears_floor(line: ArchivedLine, terms: Sequence[str]) -> bool:
