@@ -362,8 +362,7 @@ def open_archive(
     Raises:
         TypeError: the document store speaks a dialect the archive has no backend for.
         UnsupportedDatabaseUrl: `embeddings`, and a SQLite store opened without vectors
-            (`open_thread_store(..., vectors=True)`). On PostgreSQL the vectors are in the
-            archive's table (`memory.archive.postgres_vectors`).
+            (`open_thread_store(..., vectors=True)`).
     """
     documents: Any = threads.documents
     backend: SqliteArchive | PostgresArchive

@@ -225,9 +225,7 @@ class _Block:
         self.used = FRAME_TOKENS  # the whole block is within its budget
         self.seen: set[int] = set()
         self.headed: set[tuple[str, str]] = set()
-        self.held = Held()
-        for message in state.messages:
-            self.held.add(message.text)
+        self.held = Held(message.text for message in state.messages)
 
     def new(self, line: ArchivedLine | None) -> bool:
         """Whether `line` is not in the block yet and says something the context does not
