@@ -53,6 +53,7 @@ logger = logging.getLogger(__name__)
 FORGET_PAGE = 500
 """Lines read at a time when forgetting (all of the session's are read)."""
 RowOf = Callable[..., ArchiveRow]
+OTHER_DIMS = "the embeddings have %d dimensions, not AGENT_EMBEDDINGS_DIMS=%d: recall is lexical"
 
 
 @dataclass(eq=False)
@@ -234,12 +235,7 @@ class Archive:
             )
             return None
         if len(vector) != self.embeddings.dims:
-            logger.warning(
-                "the embeddings have %d dimensions, not AGENT_EMBEDDINGS_DIMS=%d: recall is "
-                "lexical",
-                len(vector),
-                self.embeddings.dims,
-            )
+            logger.warning(OTHER_DIMS, len(vector), self.embeddings.dims)
             return None
         return vector
 
