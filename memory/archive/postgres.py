@@ -86,17 +86,12 @@ class PostgresArchive:
             cursor.execute(
                 "DELETE FROM archive_lines WHERE session_key = %s", (change.drop_session,)
             )
-        if change.rows:
-            cursor.executemany(
-                INSERT_LINE_SQL,
-                [
-                    (
-                        *dataclasses.astuple(row),
-                        *indexed(row.text if row.indexed is None else row.indexed),
-                    )
-                    for row in change.rows
-                ],
-            )
+        values = [
+            (*dataclasses.astuple(row), *indexed(row.text if row.indexed is None else row.indexed))
+            for row in change.rows
+        ]
+        if values:
+            cursor.executemany(INSERT_LINE_SQL, values)
 
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
