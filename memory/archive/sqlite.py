@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sqlite3
 import threading
@@ -147,12 +148,8 @@ class SqliteArchive:
             return []
         with self.lock:
             counted = frequencies or session_frequencies(self.conn, session_key, terms, roles)
-            terms = distinctive(
-                terms,
-                counted.lines_with,
-                counted.total,
-                lambda common: held_counts(self.conn, session_key, common, roles),
-            )
+            exact = functools.partial(held_counts, self.conn, session_key, roles=roles)
+            terms = distinctive(terms, counted.lines_with, counted.total, exact)
             expression = match_expression(session_key, terms, roles)
             conversation = (conversation_key, conversation_key)
             rows = self.conn.execute(
