@@ -130,12 +130,9 @@ def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
     the lines it replies to (the assistant's, and the user's before it); a question (it
     ends with a question mark) before its answer (the assistant's, and the user's next
     line)."""
-    before: list[ArchivedLine | None] = []
-    after: list[ArchivedLine | None] = []
-    if len(line_terms(line.text)) < SHORT_ANSWER_TERMS:
-        before = [line.said_before, line.previous]
-    if line.text.rstrip().endswith(("?", "？")):
-        after = [line.following, line.said_after]
+    short = len(line_terms(line.text)) < SHORT_ANSWER_TERMS
+    before = (line.said_before, line.previous) if short else ()
+    after = (line.following, line.said_after) if line.text.rstrip().endswith(("?", "？")) else ()
     group = {n.id: n for n in (*before, line, *after) if n is not None}
     return list(group.values())
 
