@@ -81,10 +81,8 @@ class SqliteArchive:
     vectors: SqliteVectors | None = None
 
     def setup(self) -> None:
-        """Create the tables (idempotent), and rebuild an index of an earlier layout (one
-        column of terms for every role; terms without their session's prefix; a copy of
-        its terms kept; terms of another `INDEX_VERSION`); callers serialise processes
-        around it."""
+        """Create the tables (idempotent), and rebuild an index of an earlier layout
+        (`earlier_index`); callers serialise processes around it."""
         with sqlite_transaction(self.conn, self.lock) as cur:
             earlier = earlier_index(cur)
             uncounted = not cur.execute("PRAGMA table_info(archive_sessions)").fetchall()

@@ -73,7 +73,6 @@ class SqliteVectors:
         conn: the archive's connection, with sqlite-vec loaded.
         lock: the connection's lock.
         model: the embeddings' model: vectors of another model are dropped on setup.
-        dims: the embeddings' dimensions.
     """
 
     conn: sqlite3.Connection
