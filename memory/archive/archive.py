@@ -278,11 +278,8 @@ class Archive:
             self.ids.session_key(session_id), terms, limit, conversation_key=key
         )
         # a line found only by a short word or a lone digit ("1" of "1.5 bar") is noise
-        return [
-            hit
-            for hit in hits
-            if hit.text not in (REDACTED, FORGOTTEN) and clears_floor(hit, terms)
-        ][:limit]
+        said = [hit for hit in hits if hit.text not in (REDACTED, FORGOTTEN)]
+        return [hit for hit in said if clears_floor(hit, terms)][:limit]
 
     # -- forgetting ---------------------------------------------------------------------
 
