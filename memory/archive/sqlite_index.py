@@ -139,10 +139,6 @@ ORDER BY h.score DESC, h.distance, h.id DESC
 """
 
 
-MARK_COLUMN = 34
-"""Where a row of `search_sql` holds its candidate's `mark`."""
-
-
 def prefix(session_key: str) -> str:
     """The session's prefix of its terms."""
     return session_key[:PREFIX_CHARS]

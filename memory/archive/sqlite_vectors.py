@@ -22,7 +22,7 @@ from dataclasses import KW_ONLY, dataclass
 import sqlite_vec  # type: ignore[import-untyped]
 
 from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine, read_line
-from memory.archive.sqlite_index import MARK_COLUMN, search_sql
+from memory.archive.sqlite_index import search_sql
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.storage.sqlite.connection import sqlite_transaction
 
@@ -119,7 +119,7 @@ class SqliteVectors:
         params = (sqlite_vec.serialize_float32(vector), limit, session_key, session_key, True, True)
         with self.lock:
             rows = self.conn.execute(NEAREST_SQL, params).fetchall()
-        found = [(read_line(row), row[MARK_COLUMN]) for row in rows]
+        found = [(read_line(row), row[-1]) for row in rows]  # (`search_sql` ends with the mark)
         # a line rewritten since its vector was computed is not what the vector says (and a
         # query of zeros has no distance to anything)
         return [
