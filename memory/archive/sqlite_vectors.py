@@ -50,16 +50,6 @@ UNEMBEDDED_SQL = (
 )
 
 
-def vectors_sql(dims: int) -> str:
-    """The `vec0` table of `dims`-dimensional vectors, compared by cosine distance."""
-    return (
-        "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vectors USING vec0("
-        " id INTEGER PRIMARY KEY, session_key TEXT PARTITION KEY,"
-        f" embedding FLOAT[{int(dims)}] distance_metric=cosine, +mark TEXT,"
-        f" chunk_size={CHUNK_SIZE})"
-    )
-
-
 def mark(text: str) -> str:
     """The mark of the text a vector was computed from."""
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
@@ -105,7 +95,12 @@ class SqliteVectors:
                 cur.execute(
                     "INSERT INTO archive_vector_model VALUES (?, ?)", (self.model, self.dims)
                 )
-            cur.execute(vectors_sql(self.dims))
+            cur.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vectors USING vec0("
+                " id INTEGER PRIMARY KEY, session_key TEXT PARTITION KEY,"
+                f" embedding FLOAT[{int(self.dims)}] distance_metric=cosine, +mark TEXT,"
+                f" chunk_size={CHUNK_SIZE})"
+            )
             rows = cur.execute(
                 "SELECT v.id, v.mark, l.text FROM archive_vectors v"
                 " LEFT JOIN archive_lines l ON l.id = v.id"
