@@ -37,7 +37,6 @@ from memory.archive.postgres_sql import (
     SETUP_LOCK_KEY,
     SETUP_SQL,
     indexed,
-    tsquery_literal,
 )
 from memory.archive.ranking import distinctive
 
@@ -133,7 +132,7 @@ class PostgresArchive:
                 "terms": kept,
                 "held": [counts.get(term, 0) for term in kept],
                 "roles": list(roles),
-                "query": tsquery_literal(kept),
+                "query": " | ".join(f"'{term}'" for term in kept),  # (letters, digits: safe)
                 "session": session_key,
                 "limit": limit,
                 "neighbours": neighbours,
