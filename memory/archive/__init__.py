@@ -3,24 +3,11 @@
 `Archive` (`memory.archive.archive`, imported from its module: the package loads no
 storage) writes through the documents' transaction, recalls earlier lines into a
 turn's context (`memory.archive.recall`) and answers deliberate searches; one
-backend per database (`memory.archive.sqlite`, `memory.archive.postgres`), and on
-SQLite the user's lines' vectors when embeddings are set (`memory.archive.sqlite_vectors`).
+backend per database (`memory.archive.sqlite`, `memory.archive.postgres`), each with
+the user's lines' vectors when embeddings are set (`sqlite_vectors`, `postgres_vectors`).
 """
 
-from memory.archive.lines import (
-    FORGOTTEN,
-    REDACTED,
-    ArchivedLine,
-    ArchiveRow,
-    ArchiveWrite,
-)
+from memory.archive.lines import ArchivedLine, ArchiveRow, ArchiveWrite
 from memory.archive.recall import Recall
 
-__all__ = [
-    "FORGOTTEN",
-    "REDACTED",
-    "ArchiveRow",
-    "ArchiveWrite",
-    "ArchivedLine",
-    "Recall",
-]
+__all__ = ["ArchiveRow", "ArchiveWrite", "ArchivedLine", "Recall"]

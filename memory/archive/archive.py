@@ -30,21 +30,8 @@ from langchain_core.embeddings import Embeddings
 from memory.analysis import redact_secrets
 from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, QUERY_CHARS, ArchiveEmbeddings
 from memory.archive.forgetting import plan_forgetting
-from memory.archive.lines import (
-    FORGOTTEN,
-    REDACTED,
-    ArchivedLine,
-    ArchiveRow,
-    ArchiveWrite,
-)
-from memory.archive.recall import (
-    CANDIDATES,
-    Recall,
-    choose,
-    clears_floor,
-    recall_query,
-    recall_text,
-)
+from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine, ArchiveRow, ArchiveWrite
+from memory.archive.recall import CANDIDATES, Recall, choose, clears_floor, recall_query
 from memory.archive.relevance import by_score, distinct, judge
 from memory.archive.repeats import unrepeated
 from memory.archive.terms import query_terms
@@ -66,6 +53,7 @@ logger = logging.getLogger(__name__)
 FORGET_PAGE = 500
 """Lines read at a time when forgetting (all of the session's are read)."""
 RowOf = Callable[..., ArchiveRow]
+OTHER_DIMS = "the embeddings have %d dimensions, not AGENT_EMBEDDINGS_DIMS=%d: recall is lexical"
 
 
 @dataclass(eq=False)
@@ -186,7 +174,7 @@ class Archive:
         are the local model's; a failure leaves this turn's recall lexical)."""
         if self.recall_tokens <= 0:
             return Recall()
-        terms = recall_query(text, state)
+        terms, query = recall_query(text, state)
         if not terms:
             return Recall()
         session_key = self.ids.session_key(session_id)
@@ -199,7 +187,7 @@ class Archive:
         hits = self.backend.search(
             session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies
         )
-        query = clamp(recall_text(text, state), QUERY_CHARS)
+        query = clamp(query, QUERY_CHARS)
         # the judge (tens of ms on the reply path) is asked only when the score is not enough
         if not (rare and by_score(hits, frequencies.total)) and not self._asks(query):
             return Recall()
@@ -234,7 +222,7 @@ class Archive:
             return False
 
     def _embedded_query(self, query: str) -> list[float] | None:
-        """The embedding of a turn's query (`recall_text`, clamped), or None (no
+        """The embedding of a turn's query (`recall_query`'s text, clamped), or None (no
         embeddings; or they failed: the failure is logged, by its kind only, and the turn
         recalls lexically)."""
         if self.embeddings is None:
@@ -247,12 +235,7 @@ class Archive:
             )
             return None
         if len(vector) != self.embeddings.dims:
-            logger.warning(
-                "the embeddings have %d dimensions, not AGENT_EMBEDDINGS_DIMS=%d: recall is "
-                "lexical",
-                len(vector),
-                self.embeddings.dims,
-            )
+            logger.warning(OTHER_DIMS, len(vector), self.embeddings.dims)
             return None
         return vector
 
@@ -277,9 +260,7 @@ class Archive:
         vectors = self.embeddings.embeddings.embed_documents(texts)
         if len(vectors) != len(owed) or any(len(v) != self.embeddings.dims for v in vectors):
             raise ValueError("the embeddings returned vectors of another number or size")
-        embedded = [
-            (line_id, text, vector) for (line_id, text), vector in zip(owed, vectors, strict=True)
-        ]
+        embedded = [(*line, vector) for line, vector in zip(owed, vectors, strict=True)]
         return storage_errors(self.vectors.add)(session_key, embedded)
 
     @storage_errors
@@ -297,11 +278,8 @@ class Archive:
             self.ids.session_key(session_id), terms, limit, conversation_key=key
         )
         # a line found only by a short word or a lone digit ("1" of "1.5 bar") is noise
-        return [
-            hit
-            for hit in hits
-            if hit.text not in (REDACTED, FORGOTTEN) and clears_floor(hit, terms)
-        ][:limit]
+        said = [hit for hit in hits if hit.text not in (REDACTED, FORGOTTEN)]
+        return [hit for hit in said if clears_floor(hit, terms)][:limit]
 
     # -- forgetting ---------------------------------------------------------------------
 
@@ -377,8 +355,7 @@ def open_archive(
     Raises:
         TypeError: the document store speaks a dialect the archive has no backend for.
         UnsupportedDatabaseUrl: `embeddings`, and a SQLite store opened without vectors
-            (`open_thread_store(..., vectors=True)`). On PostgreSQL the vectors are in the
-            archive's table (`memory.archive.postgres_vectors`).
+            (`open_thread_store(..., vectors=True)`).
     """
     documents: Any = threads.documents
     backend: SqliteArchive | PostgresArchive

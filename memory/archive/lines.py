@@ -117,37 +117,18 @@ def _moment(value: datetime | str) -> datetime:
 def _neighbour(row: Sequence[Any], at: int) -> ArchivedLine | None:
     if row[at] is None:
         return None
-    return ArchivedLine(
-        id=row[at],
-        conversation_id=row[1],
-        title=row[2],
-        message_id=row[at + 1],
-        role=row[at + 2],
-        created_at=_moment(row[at + 3]),
-        text=row[at + 4],
-    )
+    line = row[at], *row[1:3], *row[at + 1 : at + 3], _moment(row[at + 3]), row[at + 4]
+    return ArchivedLine(*line)
 
 
 def read_line(row: Sequence[Any]) -> ArchivedLine:
     """A row of either backend's search statement as a hit with its neighbours: the hit's
     line and score, then `(id, message_id, role, created_at, text)` of each neighbour
     (previous, following, said before, said after, said later), then its distance."""
-    return ArchivedLine(
-        id=row[0],
-        conversation_id=row[1],
-        title=row[2],
-        message_id=row[3],
-        role=row[4],
-        created_at=_moment(row[5]),
-        text=row[6],
-        score=float(row[7]),
-        previous=_neighbour(row, 8),
-        following=_neighbour(row, 13),
-        said_before=_neighbour(row, 18),
-        said_after=_neighbour(row, 23),
-        said_later=_neighbour(row, 28),
-        distance=None if row[33] is None else float(row[33]),
-    )
+    distance = None if row[33] is None else float(row[33])
+    neighbours = (_neighbour(row, at) for at in range(8, 33, 5))
+    line = *row[:5], _moment(row[5]), row[6], float(row[7]), distance, *neighbours
+    return ArchivedLine(*line)
 
 
 @dataclass(frozen=True)

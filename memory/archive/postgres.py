@@ -37,7 +37,6 @@ from memory.archive.postgres_sql import (
     SETUP_LOCK_KEY,
     SETUP_SQL,
     indexed,
-    tsquery_literal,
 )
 from memory.archive.ranking import distinctive
 
@@ -86,17 +85,12 @@ class PostgresArchive:
             cursor.execute(
                 "DELETE FROM archive_lines WHERE session_key = %s", (change.drop_session,)
             )
-        if change.rows:
-            cursor.executemany(
-                INSERT_LINE_SQL,
-                [
-                    (
-                        *dataclasses.astuple(row),
-                        *indexed(row.text if row.indexed is None else row.indexed),
-                    )
-                    for row in change.rows
-                ],
-            )
+        values = [
+            (*dataclasses.astuple(row), *indexed(row.text if row.indexed is None else row.indexed))
+            for row in change.rows
+        ]
+        if values:
+            cursor.executemany(INSERT_LINE_SQL, values)
 
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
@@ -138,7 +132,7 @@ class PostgresArchive:
                 "terms": kept,
                 "held": [counts.get(term, 0) for term in kept],
                 "roles": list(roles),
-                "query": tsquery_literal(kept),
+                "query": " | ".join(f"'{term}'" for term in kept),  # (letters, digits: safe)
                 "session": session_key,
                 "limit": limit,
                 "neighbours": neighbours,
@@ -170,26 +164,20 @@ class PostgresArchive:
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
                 (new, session_key, old),
             )
-        rewritten = [*changes]
+        wanted = dict(changes)
         if message_ids:
             found = cursor.execute(
                 "SELECT id FROM archive_lines WHERE session_key = %s AND message_id = ANY(%s)",
                 (session_key, list(message_ids)),
             ).fetchall()
-            rewritten.extend(row["id"] for row in found)
-        cursor.execute("DELETE FROM archive_vectors WHERE id = ANY(%s)", (rewritten,))
-        for line_id, new in changes.items():
+            # (a line forgotten whole by its message id stays so, whatever else changed)
+            wanted.update((row["id"], FORGOTTEN) for row in found)
+        cursor.execute("DELETE FROM archive_vectors WHERE id = ANY(%s)", (list(wanted),))
+        for line_id, new in wanted.items():
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND id = %s",
                 (new, *indexed(new), session_key, line_id),
-            )
-        # (last: a line forgotten whole by its message id stays so, whatever else changed)
-        if message_ids:
-            cursor.execute(
-                "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
-                " size = %s WHERE session_key = %s AND message_id = ANY(%s)",
-                (FORGOTTEN, *indexed(FORGOTTEN), session_key, list(message_ids)),
             )
 
     def sweep(self, cutoff: datetime) -> int:

@@ -4,7 +4,6 @@ they are built and ranked: `memory.archive.postgres`)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 
 from memory.archive.lines import COLUMNS, lines_sql
 from memory.archive.ranking import IDF_FLOOR, K1, B
@@ -220,8 +219,3 @@ def indexed(text: str) -> tuple[str, int]:
         positions[term].append(position)
     found = " ".join(f"'{term}':{','.join(map(str, at))}" for term, at in positions.items())
     return found, len(terms)
-
-
-def tsquery_literal(terms: Sequence[str]) -> str:
-    """`'a' | 'b'`: any of the terms (letters and digits only, so quoting is safe)."""
-    return " | ".join(f"'{term}'" for term in terms)

@@ -48,7 +48,6 @@ class PostgresVectors:
     Args:
         pool: the thread store's pool (autocommit connections, dict rows).
         model: the embeddings' model: vectors of another model are dropped on setup.
-        dims: the embeddings' dimensions.
     """
 
     def __init__(self, pool: Any, *, model: str, dims: int) -> None:

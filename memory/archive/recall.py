@@ -66,29 +66,18 @@ needs of one is often said over several of its sentences: 600 characters lost it
 _SPACES = re.compile(r"\s+")
 
 
-def _previous(text: str, terms: Sequence[str], state: ThreadState) -> str | None:
-    """The previous user message, when the new one is too short to stand alone ("and
-    what about that?"); a longer one says what it is about, even when it says "it"."""
-    if len(terms) >= STANDS_ALONE:
-        return None
-    return next((m.text for m in reversed(state.messages) if m.role == "user"), None)
-
-
-def recall_query(text: str, state: ThreadState) -> tuple[str, ...]:
-    """The terms a turn looks for: its message's, and the previous user message's when
-    the new one is too short to stand alone."""
+def recall_query(text: str, state: ThreadState) -> tuple[tuple[str, ...], str]:
+    """The terms a turn looks for and the text its embedding is computed from: its
+    message's, after the previous user message's when the new one is too short to stand
+    alone ("and what about that?"; a longer one says what it is about, even when it says
+    "it")."""
     terms = query_terms(text)
-    previous = _previous(text, terms, state)
+    if len(terms) >= STANDS_ALONE:
+        return terms, text
+    previous = next((m.text for m in reversed(state.messages) if m.role == "user"), None)
     if previous is None:
-        return terms
-    return tuple(dict.fromkeys((*terms, *query_terms(previous))))
-
-
-def recall_text(text: str, state: ThreadState) -> str:
-    """What a turn's embedding is computed from: its message, after the previous user
-    message when `recall_query` looks for that one's terms too."""
-    previous = _previous(text, query_terms(text), state)
-    return text if previous is None else f"{previous}\n{text}"
+        return terms, text
+    return tuple(dict.fromkeys((*terms, *query_terms(previous)))), f"{previous}\n{text}"
 
 
 def clears_floor(line: ArchivedLine, terms: Sequence[str]) -> bool:
@@ -141,12 +130,9 @@ def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
     the lines it replies to (the assistant's, and the user's before it); a question (it
     ends with a question mark) before its answer (the assistant's, and the user's next
     line)."""
-    before: list[ArchivedLine | None] = []
-    after: list[ArchivedLine | None] = []
-    if len(line_terms(line.text)) < SHORT_ANSWER_TERMS:
-        before = [line.said_before, line.previous]
-    if line.text.rstrip().endswith(("?", "？")):
-        after = [line.following, line.said_after]
+    short = len(line_terms(line.text)) < SHORT_ANSWER_TERMS
+    before = (line.said_before, line.previous) if short else ()
+    after = (line.following, line.said_after) if line.text.rstrip().endswith(("?", "？")) else ()
     group = {n.id: n for n in (*before, line, *after) if n is not None}
     return list(group.values())
 
@@ -184,28 +170,20 @@ def _heading(line: ArchivedLine) -> tuple[str, str]:
     return line.day, line.conversation_id
 
 
-def line_tokens(line: ArchivedLine) -> int:
-    """About how many tokens a line takes in the block, its heading not included."""
-    return _line_tokens(line.role, line.text)
-
-
 @functools.lru_cache(maxsize=4096)
-def _line_tokens(role: str, text: str) -> int:
+def line_tokens(role: str, text: str) -> int:
+    """About how many tokens a line takes in the block, its heading not included."""
     return approximate_tokens(RECALL_LINE.format(role=role, text=shown(text))) + 1
 
 
 @functools.lru_cache(maxsize=1024)
-def _heading_tokens(title: str) -> int:
+def heading_tokens(title: str) -> int:
+    """About how many tokens the heading of a conversation and day takes."""
     return approximate_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
 
 
 FRAME_TOKENS = approximate_tokens(RECALL_BLOCK.format(lines="")) + 1
 """The block's own words, before any line."""
-
-
-def heading_tokens(line: ArchivedLine) -> int:
-    """About how many tokens the heading of `line`'s conversation and day takes."""
-    return _heading_tokens(line.title)
 
 
 def render(lines: Sequence[ArchivedLine]) -> str:
@@ -244,9 +222,7 @@ class _Block:
         self.used = FRAME_TOKENS  # the whole block is within its budget
         self.seen: set[int] = set()
         self.headed: set[tuple[str, str]] = set()
-        self.held = Held()
-        for message in state.messages:
-            self.held.add(message.text)
+        self.held = Held(message.text for message in state.messages)
 
     def new(self, line: ArchivedLine | None) -> bool:
         """Whether `line` is not in the block yet and says something the context does not
@@ -272,7 +248,8 @@ class _Block:
     def cost(self, lines: Sequence[ArchivedLine]) -> int:
         """What adding `lines` costs: theirs, and the headings the block lacks."""
         headings = {_heading(line): line for line in lines if _heading(line) not in self.headed}
-        return sum(map(line_tokens, lines)) + sum(map(heading_tokens, headings.values()))
+        lines_cost = sum(line_tokens(line.role, line.text) for line in lines)
+        return lines_cost + sum(heading_tokens(line.title) for line in headings.values())
 
     def full(self) -> bool:
         return self.max_tokens - self.used < MIN_LINE_TOKENS

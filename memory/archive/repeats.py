@@ -37,10 +37,12 @@ class Held:
     """The lines a context holds, indexed by their words, so that a near copy of one of
     them (see `NEAR_DUPLICATE`) is found without comparing a hit with each line."""
 
-    def __init__(self) -> None:
+    def __init__(self, texts: Iterable[str] = ()) -> None:
         self.lines: list[frozenset[str]] = []
         self.lines_with: dict[str, int] = {}
         """A bit set of the lines (bit i: `lines[i]`) holding each word."""
+        for text in texts:
+            self.add(text)
 
     def add(self, text: str) -> None:
         """Hold `text` too."""
@@ -74,10 +76,8 @@ class Held:
 def unrepeated(answer: str, given: Iterable[str]) -> str | None:
     """`answer` without its sentences that nearly repeat one of the `given` texts; None
     when it repeats none of them (it is indexed whole)."""
-    held = Held()
-    for text in given:  # sentence by sentence: a copy of one, not words strewn over many
-        for sentence in SENTENCE.findall(text):
-            held.add(sentence)
+    # sentence by sentence: a copy of one, not words strewn over many
+    held = Held(sentence for text in given for sentence in SENTENCE.findall(text))
     sentences = SENTENCE.findall(answer)
     kept = [sentence for sentence in sentences if not held.repeats(sentence)]
     return None if len(kept) == len(sentences) else "".join(kept).strip()

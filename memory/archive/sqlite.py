@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sqlite3
 import threading
@@ -80,10 +81,8 @@ class SqliteArchive:
     vectors: SqliteVectors | None = None
 
     def setup(self) -> None:
-        """Create the tables (idempotent), and rebuild an index of an earlier layout (one
-        column of terms for every role; terms without their session's prefix; a copy of
-        its terms kept; terms of another `INDEX_VERSION`); callers serialise processes
-        around it."""
+        """Create the tables (idempotent), and rebuild an index of an earlier layout
+        (`earlier_index`); callers serialise processes around it."""
         with sqlite_transaction(self.conn, self.lock) as cur:
             earlier = earlier_index(cur)
             uncounted = not cur.execute("PRAGMA table_info(archive_sessions)").fetchall()
@@ -147,12 +146,8 @@ class SqliteArchive:
             return []
         with self.lock:
             counted = frequencies or session_frequencies(self.conn, session_key, terms, roles)
-            terms = distinctive(
-                terms,
-                counted.lines_with,
-                counted.total,
-                lambda common: held_counts(self.conn, session_key, common, roles),
-            )
+            exact = functools.partial(held_counts, self.conn, session_key, roles=roles)
+            terms = distinctive(terms, counted.lines_with, counted.total, exact)
             expression = match_expression(session_key, terms, roles)
             conversation = (conversation_key, conversation_key)
             rows = self.conn.execute(

@@ -139,10 +139,6 @@ ORDER BY h.score DESC, h.distance, h.id DESC
 """
 
 
-MARK_COLUMN = 34
-"""Where a row of `search_sql` holds its candidate's `mark`."""
-
-
 def prefix(session_key: str) -> str:
     """The session's prefix of its terms."""
     return session_key[:PREFIX_CHARS]
@@ -222,10 +218,7 @@ def earlier_index(cursor: sqlite3.Cursor) -> bool:
         return False  # a new file: nothing to rebuild
     columns = tuple(row[1] for row in cursor.execute("PRAGMA table_info(archive_index)"))
     contentless = "content=''" in "".join(found[0].split())
-    layout = cursor.execute("PRAGMA table_info(archive_index_layout)").fetchall()
-    version = (
-        cursor.execute("SELECT MAX(version) FROM archive_index_layout").fetchone()[0]
-        if layout
-        else None
-    )
+    version = None
+    if cursor.execute("PRAGMA table_info(archive_index_layout)").fetchall():
+        version = cursor.execute("SELECT MAX(version) FROM archive_index_layout").fetchone()[0]
     return columns != INDEX_COLUMNS or not contentless or version != INDEX_VERSION

@@ -22,7 +22,7 @@ from dataclasses import KW_ONLY, dataclass
 import sqlite_vec  # type: ignore[import-untyped]
 
 from memory.archive.lines import EMBEDDED_ROLES, FORGOTTEN, REDACTED, ArchivedLine, read_line
-from memory.archive.sqlite_index import MARK_COLUMN, search_sql
+from memory.archive.sqlite_index import search_sql
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
 from memory.storage.sqlite.connection import sqlite_transaction
 
@@ -50,16 +50,6 @@ UNEMBEDDED_SQL = (
 )
 
 
-def vectors_sql(dims: int) -> str:
-    """The `vec0` table of `dims`-dimensional vectors, compared by cosine distance."""
-    return (
-        "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vectors USING vec0("
-        " id INTEGER PRIMARY KEY, session_key TEXT PARTITION KEY,"
-        f" embedding FLOAT[{int(dims)}] distance_metric=cosine, +mark TEXT,"
-        f" chunk_size={CHUNK_SIZE})"
-    )
-
-
 def mark(text: str) -> str:
     """The mark of the text a vector was computed from."""
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
@@ -73,7 +63,6 @@ class SqliteVectors:
         conn: the archive's connection, with sqlite-vec loaded.
         lock: the connection's lock.
         model: the embeddings' model: vectors of another model are dropped on setup.
-        dims: the embeddings' dimensions.
     """
 
     conn: sqlite3.Connection
@@ -106,7 +95,12 @@ class SqliteVectors:
                 cur.execute(
                     "INSERT INTO archive_vector_model VALUES (?, ?)", (self.model, self.dims)
                 )
-            cur.execute(vectors_sql(self.dims))
+            cur.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vectors USING vec0("
+                " id INTEGER PRIMARY KEY, session_key TEXT PARTITION KEY,"
+                f" embedding FLOAT[{int(self.dims)}] distance_metric=cosine, +mark TEXT,"
+                f" chunk_size={CHUNK_SIZE})"
+            )
             rows = cur.execute(
                 "SELECT v.id, v.mark, l.text FROM archive_vectors v"
                 " LEFT JOIN archive_lines l ON l.id = v.id"
@@ -120,7 +114,7 @@ class SqliteVectors:
         params = (sqlite_vec.serialize_float32(vector), limit, session_key, session_key, True, True)
         with self.lock:
             rows = self.conn.execute(NEAREST_SQL, params).fetchall()
-        found = [(read_line(row), row[MARK_COLUMN]) for row in rows]
+        found = [(read_line(row), row[-1]) for row in rows]  # (`search_sql` ends with the mark)
         # a line rewritten since its vector was computed is not what the vector says (and a
         # query of zeros has no distance to anything)
         return [
@@ -131,11 +125,9 @@ class SqliteVectors:
         """The session's newest `limit` lines of the embedded roles without a vector
         (newest first: lines of earlier releases get theirs a batch an upkeep); a
         redacted or forgotten line gets none."""
+        params = (session_key, REDACTED, FORGOTTEN, limit)
         with self.lock:
-            rows = self.conn.execute(
-                UNEMBEDDED_SQL, (session_key, REDACTED, FORGOTTEN, limit)
-            ).fetchall()
-        return [(line_id, text) for line_id, text in rows]
+            return self.conn.execute(UNEMBEDDED_SQL, params).fetchall()
 
     def add(self, session_key: str, embedded: Iterable[tuple[int, str, Sequence[float]]]) -> int:
         """Store the vectors of `(line id, text, vector)`, in a short transaction of its

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from memory import StorageError, ThreadState
-from memory.archive import FORGOTTEN, REDACTED, ranking, sqlite_index
+from memory.archive import ranking, sqlite_index
+from memory.archive.lines import FORGOTTEN, REDACTED
 from memory.archive.terms import index_terms, query_terms
 from memory.conversations import ConversationMemory
 from memory.ids import ThreadIds

@@ -207,7 +207,9 @@ def test_a_hit_comes_before_any_other_hits_surroundings() -> None:
     hit = exchange()[0]
     other = line(7, "The dog show is on Saturday", "user")
     terms = query_terms("What kind of dog do we have?")
-    cost = FRAME_TOKENS + sum(line_tokens(each) + heading_tokens(each) for each in (hit, other))
+    cost = FRAME_TOKENS + sum(
+        line_tokens(each.role, each.text) + heading_tokens(each.title) for each in (hit, other)
+    )
     chosen = choose(
         [hit, other], terms, conversation_id="now", state=ThreadState(), max_tokens=cost
     )
