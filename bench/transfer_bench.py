@@ -27,6 +27,7 @@ from agent.settings import Settings
 from bench.archive_bench import vocabulary
 from memory.export_document import read_document
 from memory.longterm.items import normalise
+from memory.schema import utcnow
 
 T0 = "2025-03-01T10:00:00+00:00"
 
@@ -96,7 +97,7 @@ def main() -> None:
         url = args.database_url or f"sqlite:///{Path(tmp) / 'bench.sqlite'}"
         settings = Settings(data_dir=Path(tmp) / "data")
         with ChatAgent(database_url=url, model=OfflineChatModel(), settings=settings) as agent:
-            _, validate_ms = timed(lambda: read_document(raw))
+            _, validate_ms = timed(lambda: read_document(raw, utcnow()))
             session = f"bench{random.randrange(1 << 30)}"
             summary, import_ms = timed(lambda: agent.import_(raw, session_id=session))
             _, export_ms = timed(lambda: agent.export(session_id=session))

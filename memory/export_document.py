@@ -164,7 +164,7 @@ class ExportDocument(_Part):
         return self
 
 
-def read_document(raw: object, now: datetime | None = None) -> ExportDocument:
+def read_document(raw: object, now: datetime) -> ExportDocument:
     """The export document in `raw` (JSON text or bytes, or the parsed object), checked,
     each time in it bounded by `now` (`memory.schema.CLOCK_SKEW`): `InvalidInput` names
     the first problems (never the document's values)."""
