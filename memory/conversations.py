@@ -139,16 +139,15 @@ class ConversationMemory:
         """
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
-            write = partial(commit_turn, self.documents, self._with_turn, self.clock, session_id)
+            bound = (self.documents, self._with_turn, self.clock, session_id, conversation_id)
+            write = partial(commit_turn, *bound, turn, kept)
             if read is not None:
                 try:
-                    return write(
-                        conversation_id, turn, kept, read, owe_remember, held, context, checked=True
-                    )
+                    return write(read, owe_remember, held, context, checked=True)
                 except VersionConflict:
                     pass  # written meanwhile (an upkeep, a forgetting): read it again
             snapshot = self.documents.read(session_id, conversation_id)
-            return write(conversation_id, turn, kept, snapshot, owe_remember, held, context)
+            return write(snapshot, owe_remember, held, context)
 
     def await_review(self, session_id: str, conversation_id: str, goal: str) -> tuple[str, ...]:
         """A task list in the conversation stopped for its review: list it as waiting

@@ -19,7 +19,6 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +45,16 @@ def wait_for(attempt: Callable[[], bool], deadline: float, timeout: float) -> No
         pause = min(pause * 2, 0.02)
 
 
-@dataclass
-class _Slot:  # a weak reference can point to it, not to a `threading.Lock`
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
 class KeyedLocks:
     """Exclusive locks by key within this process; subclasses extend them across processes."""
 
     def __init__(self) -> None:
         self._pid = os.getpid()
         self._guard = threading.Lock()
-        # a key's slot lives while someone holds or waits for its lock, and no longer
-        self._slots: weakref.WeakValueDictionary[int, _Slot] = weakref.WeakValueDictionary()
+        # a key's lock lives while someone holds or waits for it, and no longer
+        self._locks: weakref.WeakValueDictionary[int, threading.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     def _shared(self, number: int, deadline: float, timeout: float) -> AbstractContextManager[Any]:
         """The cross-process lock of `number`, held inside the thread lock (none here)."""
@@ -71,17 +67,17 @@ class KeyedLocks:
         number = key_number(key)
         deadline = time.monotonic() + timeout
         if os.getpid() != self._pid:  # forked: the parent's thread locks mean nothing here
-            self._pid, self._guard, self._slots = os.getpid(), threading.Lock(), type(self._slots)()
+            self._pid, self._guard, self._locks = os.getpid(), threading.Lock(), type(self._locks)()
         with self._guard:
-            slot = self._slots.setdefault(number, _Slot())
-        acquired = slot.lock.acquire(timeout=timeout) if timeout > 0 else slot.lock.acquire(False)
+            lock = self._locks.setdefault(number, threading.Lock())
+        acquired = lock.acquire(timeout=timeout) if timeout > 0 else lock.acquire(False)
         if not acquired:
             raise LockTimeout(LOCK_TIMEOUT.format(seconds=timeout))
         try:
             with self._shared(number, deadline, timeout):
                 yield
         finally:
-            slot.lock.release()
+            lock.release()
 
     def close(self) -> None:
         """Release resources held by the cross-process lock backend."""

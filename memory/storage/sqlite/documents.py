@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from memory.storage.documents import DOCUMENTS_TABLE, Dialect, DocumentStore
-from memory.storage.sqlite.checkpointer import delete_threads
+from memory.storage.sqlite.checkpointer import delete_threads as delete_run_threads
 from memory.storage.sqlite.connection import sqlite_transaction, truncate_wal
 
 FTS5_TABLES_SQL = (
@@ -67,7 +67,7 @@ class SqliteDocuments(DocumentStore):
             f"DELETE FROM {DOCUMENTS_TABLE} WHERE thread_id = ?",
             [(thread_id,) for thread_id in thread_ids],
         )
-        delete_threads(cur, thread_ids)
+        delete_run_threads(cur, thread_ids)
 
     @staticmethod
     def legacy_document(serde: JsonPlusSerializer, type_: str, blob: bytes) -> Any:
