@@ -8,6 +8,10 @@ detect-secrets' maintained regex plugins (its keyword and entropy plugins are bu
 source code, and a public IP is no secret) and a few it lacks; long tokens of high
 entropy; checksummed numbers (python-stdnum: cards, IBANs, SSNs, Chinese resident ids)
 and identity numbers after their name.
+
+Every archived text is scanned, so a pattern the engine would try at every position
+sits behind a gate of the literals any match contains (`memory.longterm.prefilter`):
+a gate only skips what cannot match, so what is found does not change.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from stdnum import iban, luhn
 from stdnum.cn import ric
 from stdnum.us import ssn
 
+from memory.longterm.prefilter import Prefiltered, prefiltered
+
 
 class SecretKind(StrEnum):
     """What a refused text looked like it disclosed (said to the user, never the value)."""
@@ -41,33 +47,28 @@ class SecretKind(StrEnum):
     IDENTITY = "an identity document number"
 
 
-Check = Callable[[str], object]
-"""Whether a text discloses a secret (truthy: it does)."""
-
-
-def _words(pattern: str) -> re.Pattern[str]:
-    """`pattern` ignoring case, with ASCII word boundaries: an English word or a number
-    written against Chinese ("password是…", "我的pin是…") still begins and ends a word."""
-    return re.compile(pattern, re.I | re.A)
-
-
+_WORDS = re.I | re.A
+"""The flags of the patterns: ASCII word boundaries, so that an English word or a number
+written against Chinese ("password是…", "我的pin是…") still begins and ends a word."""
 _ASKED = r"(?!什么|多少|啥|哪|怎么|几)"
 """A question ("我的密码是多少") names a secret without telling it."""
 _INTRODUCED = r"\s*(?:is|was|:|=|：|是|为|為)\s*" + _ASKED + r"[\"'“‘(]?\S{2,}"
 _TOKEN_LIKE = r"\s+[\"'“‘(]?(?=\S*[\d!@#$%^&*])\S{4,}"
 _VALUE = f"(?:{_INTRODUCED}|{_TOKEN_LIKE})"
-_PASSWORD = _words(
+_PASSWORD = prefiltered(
     r"(?:\b(?:pass ?(?:word|phrase|code)|pwd|passwd)s?\b|密码(?!学)|口令)"
-    r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE
+    r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE,
+    _WORDS,
 )
-_SECRET_VALUE = _words(
+_SECRET_VALUE = prefiltered(
     r"(?:\b(?:secret(?: (?:word|phrase|question|answer|code))?|code ?word|safe ?word|"
     r"security (?:code|answer)|pin(?: code| number)?|cvv|cvc|otp|one-time code|"
     r"verification code|recovery (?:code|phrase)|seed phrase|mnemonic)\b|暗号|验证码|PIN码)"
-    + _INTRODUCED
+    + _INTRODUCED,
+    _WORDS,
 )
-_PIN_DIGITS = _words(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b")
-_TOKEN_PREFIXES = _words(
+_PIN_DIGITS = prefiltered(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", _WORDS)
+_TOKEN_PREFIXES = prefiltered(
     r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
     r"|\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
@@ -75,25 +76,29 @@ _TOKEN_PREFIXES = _words(
     r"|\bAIza[0-9A-Za-z_-]{30,}|\bglpat-[A-Za-z0-9_-]{20,}|\bya29\.[A-Za-z0-9_-]{20,}"
     r"|\bhf_[A-Za-z0-9]{30,}|\bnpm_[A-Za-z0-9]{30,}|\bpypi-[A-Za-z0-9_-]{30,}"
     r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
-    r"|\bbearer\s+[A-Za-z0-9._~+/-]{16,})"
+    r"|\bbearer\s+[A-Za-z0-9._~+/-]{16,})",
+    _WORDS,
 )
-_TOKEN_WORDS = _words(
+_TOKEN_WORDS = prefiltered(
     r"\b(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|auth(?:entication)?[ _-]?token|"
     r"access[ _-]?token|refresh[ _-]?token|bearer[ _-]?token|token|client[ _-]?secret|"
     r"private[ _-]?token|webhook[ _-]?secret|密钥|令牌)\b"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?\s*(?:is|was|:|=|是|为)?\s*[\"'“]?"
-    r"[A-Za-z0-9._~+/=-]{8,}"
+    r"[A-Za-z0-9._~+/=-]{8,}",
+    _WORDS,
 )
-_PRIVATE_KEY = _words(
+_PRIVATE_KEY = prefiltered(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File|"
-    r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}"
+    r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}",
+    _WORDS,
 )
-_LOGIN_PAIR = _words(
+_LOGIN_PAIR = prefiltered(
     r"(?:\b(?:log ?in|sign[ -]?in|credentials?|creds)s?\b|账号|帐号|账户|登录|登陆)"
     r"(?:\s+(?:details|info))?(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?"
     r"\s*(?:is|are|was|:|=|：|是|为)\s*[\"'“]?[^\s/|:]{2,}"
     r"(?:\s*[/|]\s*(?!pass|pw|pin\b|密码)(?=[!-~]{4})[^\s/|]{4,}"
-    r"|(?::|\s+(?:and\s+)?)(?!pass|pw|pin\b|密码)(?=\S*[\d!@#$%^&*])[!-~]{6,})"
+    r"|(?::|\s+(?:and\s+)?)(?!pass|pw|pin\b|密码)(?=\S*[\d!@#$%^&*])[!-~]{6,})",
+    _WORDS,
 )
 """A user name and a password as a pair: "my bank login is jsmith / P@ssw0rd!77",
 "my netflix login is jsmith:P@ssw0rd!77", "… is jsmith and P@ssw0rd!77" (without a
@@ -105,22 +110,24 @@ _FILLER = (
 )
 """Prose words, which stand where a user name or a password would in a sentence about
 logging in ("username and password are required")."""
-_USER_THEN_PASSWORD = _words(
+_USER_THEN_PASSWORD = prefiltered(
     r"(?:\b(?:user ?(?:name|id)?|log ?in|account)\b|账号|帐号|账户|用户名|登录名)"
     r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[\w.@+-]{2,}[\s,，;；、/]*(?:and\s+)?"
     r"(?:(?:my|the)\s+)?(?:\bpass(?:word|wd|code)?\b|\bpwd\b|\bpw\b|密码|口令)"
-    r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[!-~]{3,}"
+    r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[!-~]{3,}",
+    _WORDS,
 )
 """A user name followed by its password: "username jsmith password letmein"."""
 _CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ .-]?){12,18}\d(?![\d-])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
-_IDENTITY_WORDS = _words(
+_IDENTITY_WORDS = prefiltered(
     r"(?:\b(?:passport|national (?:id|identity|insurance)(?: number| no\.?)?|"
     r"ni (?:number|no\.?)|id (?:card|number|no\.?)|"
     r"identity (?:card|number)|social security|ssn|sin|nino|tax (?:id|number)|tin|nif|nie|"
     r"dni|aadhaar|driver'?s? licen[cs]e(?: number)?|licen[cs]e number)\b|身份证|护照|證件|证件)"
     r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:号码?)?\s*(?:is|was|:|=|是|为)?\s*"
-    r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}"
+    r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}",
+    _WORDS,
 )
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.-]{20,}")
 ENTROPY_SHARE = 0.75
@@ -138,23 +145,26 @@ _SECRET_NAME = (
     r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
     r"|密码(?!学)|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
 )
-_NAME = _words(_SECRET_NAME)
-_NAMED_VALUE_AFTER = _words(
+_NAME = prefiltered(_SECRET_NAME, _WORDS)
+_NAMED_VALUE_AFTER = prefiltered(
     _SECRET_NAME
     + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
     + _ASKED
-    + r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}"
+    + r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
+    _WORDS,
 )
-_VALUE_BEFORE_NAME = _words(
+_VALUE_BEFORE_NAME = prefiltered(
     r"(?:\S*\d\S*|[\"'“][^\"'”]+[\"'”])\s+(?:is|was|=|are)\s+(?:my|the|our|his|her)\s+"
     r"(?:[\w-]+\s+){0,3}?" + _SECRET_NAME + r"|(?:use|used|using)\s+\S+\s+(?:as|for)\s+"
-    r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME
+    r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME,
+    _WORDS,
 )
-_CODE_NEAR_LOCK = _words(
+_CODE_NEAR_LOCK = prefiltered(
     r"\bcodes?\b[^.\n]{0,30}\b(?:door|gate|alarm|garage|safe|lock|locker|building|house|"
     r"keypad|phone|wifi|bank|account|vault)\b|\b(?:door|gate|alarm|garage|safe|lock|locker|"
     r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜|门锁|密码锁"
-    r"|\b(?:alarm|locker|keypad|safe|vault|padlock|garage door|front door)\b"
+    r"|\b(?:alarm|locker|keypad|safe|vault|padlock|garage door|front door)\b",
+    _WORDS,
 )
 _VALUE_TOKEN = re.compile(
     r"(?<![\w-])(?=[\w!@#$%^&*()+=~.-]*\d)[\w!@#$%^&*()+=~.#-]{3,}"
@@ -181,21 +191,34 @@ def _named_secret(text: str) -> bool:
 
 
 @functools.cache
-def _maintained_patterns() -> tuple[re.Pattern[str], ...]:
-    """The key formats of detect-secrets' regex plugins (its public-IP plugin aside)."""
+def _maintained_patterns() -> tuple[Prefiltered, ...]:
+    """The key formats of detect-secrets' regex plugins (its public-IP plugin aside),
+    each behind its gate: most need a prefix ("ghp_", "xox", "AKIA") no prose holds."""
     found: list[re.Pattern[str]] = []
     plugins: list[type] = list(get_mapping_from_secret_type_to_class().values())
     for plugin in plugins:
         if issubclass(plugin, RegexBasedDetector) and plugin is not IPPublicDetector:
             # each regex plugin keeps its patterns in a class attribute
             found.extend(cast("Iterable[re.Pattern[str]]", vars(plugin).get("denylist", ())))
-    return tuple(found)
+    return tuple(map(Prefiltered, found))
 
 
-_IBAN = _words(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+def _key_format(text: str) -> bool:
+    return bool(_TOKEN_PREFIXES.search(text)) or any(
+        pattern.search(text) for pattern in _maintained_patterns()
+    )
+
+
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _WORDS)
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
-_SSN_BARE = _words(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b")
-_UK_NINO = _words(r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
+_SSN_BARE = prefiltered(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", _WORDS)
+_UK_NINO = re.compile(
+    r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", _WORDS
+)
+
+
+def _bank_account(text: str) -> bool:
+    return any(iban.is_valid(m.group()) for m in _IBAN.finditer(text))
 
 
 def shannon_entropy(text: str) -> float:
@@ -205,46 +228,59 @@ def shannon_entropy(text: str) -> float:
     return -sum(n / total * math.log2(n / total) for n in counts.values())
 
 
-def _found(pattern: re.Pattern[str], valid: Callable[[re.Match[str]], bool]) -> Check:
-    return lambda text: any(valid(match) for match in pattern.finditer(text))
+def _high_entropy_token(text: str) -> bool:
+    for match in _LONG_TOKEN.finditer(text):
+        token = match.group().strip("./=-")
+        if len(token) < 20 or "://" in text[max(0, match.start() - 8) : match.start() + 3]:
+            continue  # a URL path is not a key
+        has_digit = any(c.isdigit() for c in token)
+        has_alpha = any(c.isalpha() for c in token)
+        if not (has_digit and has_alpha):
+            continue
+        alphabet = 16 if re.fullmatch(r"[0-9a-fA-F]+", token) else 64
+        bound = math.log2(min(len(token), alphabet))
+        if shannon_entropy(token) >= ENTROPY_SHARE * bound:
+            return True
+    return False
 
 
-def _card(match: re.Match[str]) -> bool:
-    digits = re.sub(r"\D", "", match[0])
-    return 13 <= len(digits) <= 19 and luhn.is_valid(digits) and len(set(digits)) > 1
+def _card_number(text: str) -> bool:
+    for match in _CARD_CANDIDATE.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and luhn.is_valid(digits) and len(set(digits)) > 1:
+            return True
+    return False
 
 
-def _generated_key(match: re.Match[str]) -> bool:
-    token = match[0].strip("./=-")
-    if len(token) < 20 or "://" in match.string[max(0, match.start() - 8) : match.start() + 3]:
-        return False  # a URL path is not a key
-    if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
-        return False
-    alphabet = 16 if re.fullmatch(r"[0-9a-fA-F]+", token) else 64
-    return shannon_entropy(token) >= ENTROPY_SHARE * math.log2(min(len(token), alphabet))
+def _identity_number(text: str) -> bool:
+    if not any(c.isdigit() for c in text):
+        return False  # every identity pattern below needs digits
+    if any(ssn.is_valid(m.group().replace(" ", "-")) for m in _SSN_SPACED.finditer(text)):
+        return True
+    if any(ssn.is_valid(m.group(1)) for m in _SSN_BARE.finditer(text)):
+        return True
+    if _UK_NINO.search(text):
+        return True
+    if any(ric.is_valid(m.group()) for m in _CN_RIC.finditer(text)):
+        return True
+    return bool(_IDENTITY_WORDS.search(text))
 
 
-_CHECKS: tuple[tuple[SecretKind, Check], ...] = (
-    (SecretKind.PRIVATE_KEY, _PRIVATE_KEY.search),
-    (SecretKind.API_KEY, _TOKEN_PREFIXES.search),
-    (SecretKind.API_KEY, lambda text: any(p.search(text) for p in _maintained_patterns())),
-    (SecretKind.API_KEY, _TOKEN_WORDS.search),
-    (SecretKind.PASSWORD, _PASSWORD.search),
-    (SecretKind.PASSWORD, _LOGIN_PAIR.search),
-    (SecretKind.PASSWORD, _USER_THEN_PASSWORD.search),
+_CHECKS: tuple[tuple[SecretKind, Callable[[str], bool]], ...] = (
+    (SecretKind.PRIVATE_KEY, lambda text: bool(_PRIVATE_KEY.search(text))),
+    (SecretKind.API_KEY, _key_format),
+    (SecretKind.API_KEY, lambda text: bool(_TOKEN_WORDS.search(text))),
+    (SecretKind.PASSWORD, lambda text: bool(_PASSWORD.search(text))),
+    (SecretKind.PASSWORD, lambda text: bool(_LOGIN_PAIR.search(text))),
+    (SecretKind.PASSWORD, lambda text: bool(_USER_THEN_PASSWORD.search(text))),
     (SecretKind.SECRET_VALUE, _named_secret),
-    (SecretKind.SECRET_VALUE, _SECRET_VALUE.search),
-    (SecretKind.SECRET_VALUE, _PIN_DIGITS.search),
-    (SecretKind.CARD, _found(_CARD_CANDIDATE, _card)),
-    (SecretKind.BANK_ACCOUNT, _found(_IBAN, lambda m: iban.is_valid(m[0]))),
-    (SecretKind.IDENTITY, _found(_SSN_SPACED, lambda m: ssn.is_valid(m[0].replace(" ", "-")))),
-    (SecretKind.IDENTITY, _found(_SSN_BARE, lambda m: ssn.is_valid(m[1]))),
-    (SecretKind.IDENTITY, _UK_NINO.search),
-    (SecretKind.IDENTITY, _found(_CN_RIC, lambda m: ric.is_valid(m[0]))),
-    (SecretKind.IDENTITY, _IDENTITY_WORDS.search),
-    (SecretKind.API_KEY, _found(_LONG_TOKEN, _generated_key)),
+    (SecretKind.SECRET_VALUE, lambda text: bool(_SECRET_VALUE.search(text))),
+    (SecretKind.SECRET_VALUE, lambda text: bool(_PIN_DIGITS.search(text))),
+    (SecretKind.CARD, _card_number),
+    (SecretKind.BANK_ACCOUNT, _bank_account),
+    (SecretKind.IDENTITY, _identity_number),
+    (SecretKind.API_KEY, _high_entropy_token),
 )
-"""The checks in order: the first that finds something names the kind."""
 
 
 @functools.lru_cache(maxsize=8192)
@@ -252,4 +288,7 @@ def find_secret(text: str) -> SecretKind | None:
     """What kind of secret `text` discloses, or None when it discloses none. Cached:
     recall checks a session's items on every turn, and most have not changed."""
     text = unicodedata.normalize("NFKC", text)
-    return next((kind for kind, check in _CHECKS if check(text)), None)
+    for kind, check in _CHECKS:
+        if check(text):
+            return kind
+    return None
