@@ -212,7 +212,8 @@ def assemble(
 
     Args:
         model: the chat model (default: `ChatOpenAI` from the settings, else the offline one).
-        compaction_model: default: `model` at temperature 0, else the settings' model.
+        compaction_model: default: `model` at temperature 0, else `AGENT_COMPACTION_MODEL`
+            (default `AGENT_MODEL`).
         tools: the tool route's tools (default: the built-ins and `search_conversations`).
         long_term_memory: the extraction mode (default `AGENT_LONG_TERM_MEMORY`).
     """

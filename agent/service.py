@@ -356,7 +356,7 @@ class ChatAgent:
     def forget(self, memory_id: str, *, session_id: str) -> None:
         """Delete one long-term item, and redact its text as `[forgotten]` wherever the
         session's memory kept it (archived lines, messages, summaries, pins, titles, run
-        checkpoints), in one transaction; `MemoryNotFound` for another session's item."""
+        checkpoints), in one transaction; `MemoryNotFound` for an item not in this session."""
         session = check_id(session_id, "session id")
         self.long_term.forget(session, memory_id, forget=self.memory.forgetter(session))
 

@@ -61,8 +61,9 @@ WORKFLOW_STATUSES = {
 def final_turn(state: AgentState) -> FinalTurn:
     """The turn's user-visible outcome, with stable message ids derived from the turn id.
 
-    Chat and tool: only the last assistant message that is not a tool request counts;
-    tool calls and results never reach memory (a turn that ran a tool is a tool turn).
+    Chat and tool: only the last message counts, and only if it is an assistant message
+    that asks for no tool; tool calls and results never reach memory (a turn that ran a
+    tool is a tool turn).
     Workflows: the request and the final text (a delivery's report cut to the memory
     limit); `rejected` and `failed` runs are never written.
     """

@@ -94,7 +94,7 @@ class SessionCookies:
     """ASGI middleware: the session of every request to the app's own paths (`prefixes`
     but `sessionless`). Settings are read through callables: the agent's are known once it
     is open. `secure` always marks the cookie `Secure` (HTTPS requests are marked anyway);
-    `per_minute` bounds the sessions one address starts (0: none). Behind a proxy, run
+    `per_minute` bounds the sessions one address starts (0: no bound). Behind a proxy, run
     uvicorn with `--proxy-headers`, so that the scheme and the address are the client's.
     """
 

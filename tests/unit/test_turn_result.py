@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from langgraph.types import Interrupt
 
+from agent.client_events import TurnResultDTO
 from agent.errors import TURN_FAILED
-from agent.turn_result import TurnOutput
+from agent.turn_result import TurnOutput, TurnResult
 
 
 def test_updates_after_the_last_values_are_the_output() -> None:
@@ -47,3 +48,12 @@ def test_an_interrupt_and_langgraph_keys_in_updates() -> None:
         {"goal": "g"},
     )
     assert "cached" not in output.values and output.values["answer"] == "b"
+
+
+def test_the_done_event_carries_exactly_the_dto_keys_in_order() -> None:
+    # to_dict derives its keys from the dataclass: a field added to TurnResult must be
+    # added to TurnResultDTO too (mypy no longer sees a literal to check)
+    result = TurnResult("c", "completed", "chat", "x", interrupt={"a": [1]})
+    dto = result.to_dict()
+    assert list(dto) == list(TurnResultDTO.__annotations__)
+    assert dto["interrupt"] == {"a": [1]} and dto["interrupt"] is not result.interrupt
