@@ -72,8 +72,9 @@ def _tail(text: str) -> str:
 
 def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) -> list[BaseMessage]:
     """The extraction model's input: the instruction, then the turns, the current items
-    and the history as one JSON document (texts are values, never instructions), fitted
-    to a small window (the items nearest the batch, the assistant's lines cut)."""
+    and the history (what a user may still ask to forget) as one JSON document (texts are
+    values, never instructions), fitted to a small window (the items nearest the batch,
+    the assistant's lines cut)."""
     system = EXTRACTION_SYSTEM.format(
         max_new=MAX_NEW_MEMORIES_PER_TURN, max_chars=MAX_MEMORY_TEXT_CHARS
     )

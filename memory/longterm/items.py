@@ -132,23 +132,17 @@ class MemoryItem(BaseModel):
         return item
 
     def to_dto(self) -> dict[str, Any]:
-        """The public shape, camelCase: the fields `_PUBLIC` names (a field added later stays
-        internal until named there). History says when it stopped holding and what replaced
-        it."""
-        shown = _PUBLIC if self.invalid_at is None else _PUBLIC | {"invalid_at", "superseded_by"}
+        """The public shape, camelCase: the fields `_PUBLIC` names, its provenance's too (a
+        field added later stays internal until named there). History says when it stopped
+        holding and what replaced it."""
+        shown = _PUBLIC if self.invalid_at is None else _PUBLIC | _HISTORY
         return _camel(self.model_dump(include=shown))
 
 
-_PUBLIC = {
-    "id",
-    "kind",
-    "text",
-    "importance",
-    "created_at",
-    "updated_at",
-    "conversation_id",
-    "provenance",
-}
+_PUBLIC: dict[str, Any] = dict.fromkeys(
+    ["id", "kind", "text", "importance", "created_at", "updated_at", "conversation_id"], True
+) | {"provenance": {"message_id", "conversation_id", "quote", "at"}}
+_HISTORY = dict.fromkeys(["invalid_at", "superseded_by"], True)
 
 
 def _camel(value: Any) -> Any:

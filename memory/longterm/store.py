@@ -234,9 +234,10 @@ class LongTermMemory:
                 turns = reread(turns)
             items = self.all_items(session_id)
             plan = plan_write(items, operations, turns, source=source)
-            written = {item.id: item for item in [*items, *plan.puts]}
-            kept = [item for key, item in written.items() if key not in plan.deletes]
-            self._commit(session_id, plan.puts, plan.deletes, kept, plan.forgotten, forget)
+            if plan.altered:  # a plan the gate refused whole writes nothing
+                written = {item.id: item for item in [*items, *plan.puts]}
+                kept = [item for key, item in written.items() if key not in plan.deletes]
+                self._commit(session_id, plan.puts, plan.deletes, kept, plan.forgotten, forget)
         return plan
 
     def remember_turns(
