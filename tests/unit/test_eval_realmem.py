@@ -9,17 +9,15 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from evals.realmem import (
+from evals.realmem import evaluate, figures, table
+from evals.realmem_data import Query, load_persona
+from evals.realmem_probes import (
     Said,
     bm25_context,
-    evaluate,
-    figures,
     judge,
     recalls_anything,
     said,
-    table,
 )
-from evals.realmem_data import Query, load_persona
 from evals.threads import OffTopic
 from memory.context import LONG_TERM_BLOCK_ID, RECALL_BLOCK_ID
 
