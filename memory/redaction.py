@@ -215,7 +215,6 @@ def run_redactor(dialect: Dialect) -> Callable[..., Any]:
         from memory.storage.sqlite.checkpointer import redact_runs as sqlite_runs
 
         return sqlite_runs
-    # the postgres extra
-    from memory.storage.postgres.checkpointer import redact_runs as postgres_runs
+    from memory.storage.postgres.checkpointer import redact_runs as postgres_runs  # the extra
 
     return postgres_runs
