@@ -70,7 +70,6 @@ _SHOWN_PROBLEMS = 3
 
 ItemId = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 """A long-term item's id, as `LongTermMemory.forget` takes it."""
-Text = Annotated[StrictStr, Field(min_length=1, max_length=MAX_EXPORT_TEXT_CHARS)]
 Title = Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)]
 
 
@@ -118,7 +117,7 @@ class ExportedLine(_Part):
     message_id: MessageId
     role: ArchiveRole
     created_at: UtcDatetime
-    text: Text
+    text: Annotated[StrictStr, Field(min_length=1, max_length=MAX_EXPORT_TEXT_CHARS)]
     covers: Annotated[StrictStr, Field(max_length=2 * MAX_ID_CHARS + 2)] | None = None
     indexed: Annotated[StrictStr, Field(max_length=MAX_EXPORT_TEXT_CHARS)] | None = None
     """What a search finds the line by, when not its whole text (an answer without what
@@ -135,7 +134,7 @@ class ExportedItem(MemoryItem):
     id: ItemId
     importance: StrictInt = Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)
     key: Annotated[StrictStr, Field(max_length=2 * MAX_MEMORY_TEXT_CHARS)]
-    subject: Annotated[StrictStr, Field(max_length=MAX_TITLE_CHARS)] | None = None
+    subject: Title | None = None
 
 
 class ExportDocument(_Part):
@@ -182,18 +181,15 @@ def read_document(raw: object, now: datetime) -> ExportDocument:
     try:
         document = ExportDocument.model_validate(raw, context={"now": now})
     except ValidationError as exc:
-        raise InvalidInput(INVALID_DOCUMENT.format(problems=_problems(exc))) from None
+        shown = []
+        for error in exc.errors()[:_SHOWN_PROBLEMS]:  # each place named as the document spells it
+            place = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in error["loc"])
+            shown.append(f"{place or 'document'}: {error['msg']}")
+        more = exc.error_count() - len(shown)
+        problems = "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+        raise InvalidInput(INVALID_DOCUMENT.format(problems=problems)) from None
     _require_storable(raw)
     return document
-
-
-def _problems(exc: ValidationError) -> str:
-    shown = []
-    for error in exc.errors()[:_SHOWN_PROBLEMS]:  # each place named as the document spells it
-        place = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in error["loc"])
-        shown.append(f"{place or 'document'}: {error['msg']}")
-    more = exc.error_count() - len(shown)
-    return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
 
 
 def _require_storable(value: object) -> None:

@@ -25,7 +25,6 @@ from memory.limits import MIN_SECRET_CHARS
 logger = logging.getLogger(__name__)
 
 SECRET_FILE_NAME = "session-secret"
-ID_CACHE_SIZE = 4096
 
 MEMORY_THREAD_PREFIX = "chat-conversation"
 RUN_THREAD_PREFIX = "agent-run"
@@ -33,8 +32,7 @@ REGISTRY_THREAD_PREFIX = "chat-registry"
 
 
 def check_secret(secret: object) -> str:
-    """`secret` if it is a string of at least `MIN_SECRET_CHARS` characters, else
-    `InvalidInput` (naming the length, never the value)."""
+    """`secret` if a string of `MIN_SECRET_CHARS` characters or more, else `InvalidInput`."""
     if not isinstance(secret, str) or len(secret) < MIN_SECRET_CHARS:
         length = len(secret) if isinstance(secret, str) else 0
         raise InvalidInput(SHORT_SECRET.format(limit=MIN_SECRET_CHARS, length=length))
@@ -42,11 +40,9 @@ def check_secret(secret: object) -> str:
 
 
 def load_or_create_secret(data_dir: Path) -> str:
-    """Read the development secret from `data_dir`, creating it (mode 0600) on first use.
-
-    Safe when several processes start at once: the file is created exclusively and
-    the losers of the race read the winner's secret.
-    """
+    """Read the development secret from `data_dir`, creating it (mode 0600) on first use:
+    safe when several processes start at once (the file is created exclusively and the
+    losers of the race read the winner's secret)."""
     make_private_dir(data_dir)
     path = data_dir / SECRET_FILE_NAME
     try:
@@ -89,7 +85,7 @@ class ThreadIds:
 
     def __post_init__(self) -> None:
         check_secret(self.secret)
-        object.__setattr__(self, "_h", functools.lru_cache(maxsize=ID_CACHE_SIZE)(self._hmac))
+        object.__setattr__(self, "_h", functools.lru_cache(maxsize=4096)(self._hmac))
 
     def _hmac(self, value: str) -> str:
         return hmac.new(self.secret.encode(), value.encode(), hashlib.sha256).hexdigest()

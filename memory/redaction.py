@@ -62,10 +62,9 @@ def said_of(items: Iterable[MemoryItem]) -> list[str]:
 def without_traces(
     items: Iterable[MemoryItem], forgotten: Sequence[MemoryItem]
 ) -> list[MemoryItem]:
-    """The `items` that keep a trace of the `forgotten` ones, rewritten without it: a
-    quote that holds their words (two items said in one sentence) reads `[forgotten]`
-    there, and a history item that one of them replaced names no successor (what
-    replaced it is gone)."""
+    """The `items` that keep a trace of the `forgotten` ones, rewritten without it: a quote
+    holding their words (two items said in one sentence) reads `[forgotten]` there, and a
+    history item one of them replaced names no successor (what replaced it is gone)."""
     pattern = forgotten_pattern(said_of(forgotten))
     gone = {item.id for item in forgotten}
     rewritten = []
@@ -83,10 +82,9 @@ def without_traces(
 
 
 def repeats_forgotten(texts: Sequence[str]) -> Substitute | None:
-    """What a turn that raced the forgetting of `texts` does to each string it writes:
-    the texts themselves, and each sentence that repeats one of them ("Since you live in
-    Lisbon, …"), read `[forgotten]`, as the forgetting did to the archive. None when
-    nothing was forgotten."""
+    """What a turn that raced the forgetting of `texts` does to each string it writes: the
+    texts, and each sentence that repeats one ("Since you live in Lisbon, …"), read
+    `[forgotten]`, as the forgetting did to the archive (None: nothing was forgotten)."""
     pattern = forgotten_pattern(texts)
     if pattern is None:
         return None
@@ -94,10 +92,9 @@ def repeats_forgotten(texts: Sequence[str]) -> Substitute | None:
 
 
 def redact_value(value: Any, redact: Substitute, *, keep_length: bool = False) -> Any:
-    """`value` with `redact` applied to the strings in it (in dicts, lists, tuples,
-    pydantic models, dataclasses); the very same object when nothing changed.
-    `keep_length` cuts a string the marker grew back to its length (documents with
-    length limits)."""
+    """`value` with `redact` applied to the strings in it (dicts, lists, tuples, pydantic
+    models, dataclasses); the very same object when nothing changed. `keep_length` cuts a
+    string the marker grew back to its length (documents with length limits)."""
     return _walk(value, redact, keep_length, 0)
 
 
@@ -134,21 +131,27 @@ def _walk(value: Any, redact: Substitute, keep_length: bool, depth: int) -> Any:
     return dataclasses.replace(value, **changed)
 
 
-def _redact_document(thread_id: str, value: Any, redact: Substitute) -> Any:
+def _redact_document(thread_id: str, value: Any, redact: Substitute, texts: Sequence[str]) -> Any:
     """A memory or registry document redacted so that it still validates (a string the
-    marker would push past its limit keeps its length). Its `version` moves on, so that
-    a compaction computed from the text before fails its compare-and-set."""
+    marker would push past its limit keeps its length), a memory's sentences that repeat
+    one of `texts` read `[forgotten]` too, as the archive's lines do ("Noted, a vegetarian
+    since 2019."); the very same document when nothing changed. Its `version` moves on,
+    so that a compaction computed from the text before fails its compare-and-set."""
     redacted = redact_value(value, redact)
-    if redacted is value:
-        return value
-    model: type[BaseModel] = (
-        ThreadState if thread_id.startswith(MEMORY_THREAD_PREFIX) else RegistryState
-    )
-    try:
-        model.model_validate(redacted)
-    except ValidationError:
-        redacted = redact_value(value, redact, keep_length=True)
-    return {**redacted, "version": int(redacted.get("version", 0)) + 1}
+    memory = thread_id.startswith(MEMORY_THREAD_PREFIX)
+    if redacted is not value:
+        try:
+            (ThreadState if memory else RegistryState).model_validate(redacted)
+        except ValidationError:
+            redacted = redact_value(value, redact, keep_length=True)
+        redacted = {**redacted, "version": int(redacted.get("version", 0)) + 1}
+    if not memory:
+        return redacted
+    state = ThreadState.from_document(redacted)
+    forgotten = state.with_texts(lambda text: forget_sentences(text, texts))
+    if forgotten == state:
+        return redacted
+    return {**forgotten.to_document(), "version": state.version + 1}
 
 
 def forget_texts(
@@ -159,12 +162,11 @@ def forget_texts(
     items: Sequence[MemoryItem],
     also: InTransaction,
 ) -> None:
-    """Forget long-term `items` and run `also` (the item store's write that deletes them)
-    in one transaction, all or nothing: their archived lines and each occurrence in every
-    thread of the session (documents, run checkpoints and pending writes) read
-    `[forgotten]`, and the registry keeps a tombstone of each id (a turn that recalled
-    one meanwhile redacts it from what it writes) and marks of the texts (no later
-    import brings them back).
+    """Forget `items` as the module docstring says (each thread's documents, run
+    checkpoints and pending writes) and run `also`, the item store's delete, in one
+    transaction, all or nothing. The registry keeps a tombstone of each id (a turn that
+    recalled one meanwhile redacts it from what it writes) and marks of the texts (no
+    later import brings them back).
 
     The caller holds the session's long-term lock (the items cannot change meanwhile);
     this takes the session's documents lock after it, the one every writer of the
@@ -181,12 +183,8 @@ def forget_texts(
             replace = partial(pattern.sub, FORGOTTEN)
             memory_prefix, run_prefix = session_threads(ids.session_key(session_id))
             stored = threads.get_many([registry, *threads.list_threads(memory_prefix)])
-            for thread, document in stored.items():
-                redacted = _redact_document(thread, document, replace)
-                if thread.startswith(MEMORY_THREAD_PREFIX):
-                    redacted = _without_repeats(redacted, texts)
-                if redacted is not document:
-                    documents[thread] = redacted
+            redacted = {t: _redact_document(t, d, replace, texts) for t, d in stored.items()}
+            documents = {t: new for t, new in redacted.items() if new is not stored[t]}
             # a run thread holds its turn's messages: an answer that restated the item in
             # its own words goes too, as in the conversation's memory
             in_runs = repeats_forgotten(texts) or replace
@@ -211,24 +209,12 @@ def forget_texts(
         threads.put_many(documents, also=steps)
 
 
-def _without_repeats(document: Any, texts: Sequence[str]) -> Any:
-    """A memory document whose texts read `[forgotten]` for each sentence that repeats
-    one of `texts`, as the archive's lines do ("Noted, a vegetarian since 2019."); the
-    very same document when none does."""
-    state = ThreadState.from_document(document)
-    forgotten = state.with_texts(lambda text: forget_sentences(text, texts))
-    if forgotten == state:
-        return document
-    return {**forgotten.to_document(), "version": state.version + 1}
-
-
 def run_redactor(dialect: Dialect) -> Callable[..., Any]:
     """The backend's rewrite of run-thread rows (`redact_runs`), for a cursor of `dialect`."""
     if dialect == "sqlite":
         from memory.storage.sqlite.checkpointer import redact_runs as sqlite_runs
 
         return sqlite_runs
-    # the postgres extra
-    from memory.storage.postgres.checkpointer import redact_runs as postgres_runs
+    from memory.storage.postgres.checkpointer import redact_runs as postgres_runs  # the extra
 
     return postgres_runs

@@ -38,7 +38,8 @@ Role = Literal["user", "assistant"]
 UpkeepStatus = Literal["done", "pending", "failed"]
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-"""What UTF-8 cannot encode (a lone surrogate) and NUL, which PostgreSQL refuses."""
+"""What UTF-8 cannot encode (a lone surrogate: JSON lets a client send one escaped) and NUL,
+which PostgreSQL's text and jsonb refuse."""
 _ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
 SESSION_ID = "session id"
 _SESSION_ID_PATTERN = re.compile(rf"(?:[a-z]{{1,16}}:)?[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
@@ -55,33 +56,28 @@ def validate_id(value: object, what: str = "id") -> str:
 
 
 def require_text(value: object, what: str = "text") -> str:
-    """`value` stripped; `InvalidInput` for anything that is not a `str`."""
     if not isinstance(value, str):
         raise InvalidInput(INVALID_TEXT_TYPE.format(what=what, type_name=type(value).__name__))
     return value.strip()
 
 
 def require_storable(text: str, what: str = "text") -> str:
-    """Return `text` if every backend can store it: UTF-8 encodable (JSON lets a client
-    send an escaped lone surrogate) and without NUL (PostgreSQL's text and jsonb refuse
-    it); else `InvalidInput` (never repeating the text), before anything is written."""
+    """`text` if `is_storable`, else `InvalidInput` (never repeating it), before any write."""
     if not is_storable(text):
         raise InvalidInput(UNSTORABLE_TEXT.format(what=what))
     return text
 
 
 def is_storable(text: str) -> bool:
-    """Whether every backend can store `text` (see `require_storable`)."""
+    """Whether every backend can store `text` (no `_UNSTORABLE` character)."""
     return _UNSTORABLE.search(text) is None
 
 
 def new_message_id() -> str:
-    """A fresh random message id."""
     return uuid.uuid4().hex
 
 
 def utcnow() -> datetime:
-    """The current time, timezone-aware in UTC."""
     return datetime.now(UTC)
 
 

@@ -59,8 +59,7 @@ TOO_MANY_ITEMS = (
 def export_session(
     memory: ConversationMemory, long_term: LongTermMemory, session_id: str
 ) -> dict[str, Any]:
-    """Everything `session_id` owns, as a document `read_document` takes back: read
-    under the session's locks, so no turn's write lands half in it."""
+    """Everything `session_id` owns, as a document `read_document` takes back."""
     with long_term.lock(session_id), memory.documents.lock(session_id):
         registry = memory.registry(session_id)
         listed = ordered(registry.conversations)
@@ -99,10 +98,9 @@ def export_session(
 def import_session(
     memory: ConversationMemory, long_term: LongTermMemory, session_id: str, raw: object
 ) -> dict[str, Any]:
-    """Import the document in `raw` into `session_id` by the module's rules, in one
-    transaction; returns the counts of what was imported, skipped, pruned (listed
-    conversations pushed past ten) and redacted. `InvalidInput` (the document's checks,
-    or more items than a session keeps): nothing was written."""
+    """Import the document in `raw` into `session_id` by the module's rules; returns the
+    counts of what was imported, skipped, pruned (listed conversations pushed past ten)
+    and redacted. `InvalidInput` (its checks, or more items than a session keeps)."""
     now = memory.clock()
     document = checked(read_document(raw, now), now)
     scanned = _rows(memory, session_id, document.archive)  # the secret scans, unlocked
