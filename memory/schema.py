@@ -56,6 +56,7 @@ def validate_id(value: object, what: str = "id") -> str:
 
 
 def require_text(value: object, what: str = "text") -> str:
+    """`value` stripped; `InvalidInput` for anything that is not a `str`."""
     if not isinstance(value, str):
         raise InvalidInput(INVALID_TEXT_TYPE.format(what=what, type_name=type(value).__name__))
     return value.strip()
@@ -74,10 +75,12 @@ def is_storable(text: str) -> bool:
 
 
 def new_message_id() -> str:
+    """A fresh random message id."""
     return uuid.uuid4().hex
 
 
 def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC."""
     return datetime.now(UTC)
 
 
