@@ -58,18 +58,11 @@ OTHER_DIMS = "the embeddings have %d dimensions, not AGENT_EMBEDDINGS_DIMS=%d: r
 
 @dataclass(eq=False)
 class Archive:
-    """A session-scoped archive of past lines on one backend.
-
-    Attributes:
-        backend: the database's archive (`memory.archive.sqlite`, `.postgres`).
-        ids: derives the session and conversation keys.
-        recall_tokens: `AGENT_RECALL_TOKENS`, the most tokens recall adds to a context.
-        embeddings: the lines' embeddings (None: lexical recall only).
-        vectors: where their vectors are kept (given with `embeddings`).
-        judge: the packaged local model (`LocalEmbeddings`) whose query embedding the
-            relevance judge reads (None: whether a message recalls is decided by score
-            alone).
-    """
+    """A session-scoped archive of past lines on one backend; `recall_tokens`
+    (`AGENT_RECALL_TOKENS`) is the most tokens recall adds to a context, `embeddings` and
+    their `vectors` come together (None: lexical recall only), and `judge` is the local
+    model (`LocalEmbeddings`) whose query embedding the relevance judge reads (None: the
+    score alone decides whether a message recalls)."""
 
     backend: SqliteArchive | PostgresArchive
     ids: ThreadIds
@@ -112,18 +105,11 @@ class Archive:
             user_text if m.role == "user" and user_text is not None else redact_secrets(m.text)
             for m in messages
         ]
-        given = [*(text for m, text in zip(messages, said, strict=True) if m.role == "user")]
+        given = [text for m, text in zip(messages, said, strict=True) if m.role == "user"]
         given.extend(context)
-        rows.extend(
-            new_row(
-                m.id,
-                m.role,
-                m.created_at,
-                text,
-                indexed=unrepeated(text, given) if m.role == "assistant" else None,
-            )
-            for m, text in zip(messages, said, strict=True)
-        )
+        for m, text in zip(messages, said, strict=True):
+            indexed = unrepeated(text, given) if m.role == "assistant" else None
+            rows.append(new_row(m.id, m.role, m.created_at, text, indexed=indexed))
         return ArchiveWrite(rows=[row for row in rows if row is not None])
 
     def superseded(
@@ -145,7 +131,6 @@ class Archive:
         return lambda cursor: self.backend.write(cursor, change)
 
     def _rows(self, session_id: str, conversation_id: str, title: str) -> RowOf:
-        """`ArchiveRow` with the conversation's keys, id and title given."""
         return functools.partial(
             ArchiveRow,
             self.ids.session_key(session_id),
@@ -210,9 +195,8 @@ class Archive:
         )
 
     def _asks(self, query: str) -> bool:
-        """Whether the judge (`memory.archive.relevance.Judge`) says `query` asks for the
-        user's past; False without the local model, or when it fails (logged by kind:
-        the score alone decides this turn)."""
+        """Whether the judge says `query` asks for the user's past; False without the local
+        model, or when it fails (logged by kind: the score alone decides this turn)."""
         if self.judge is None:
             return False
         try:
@@ -222,9 +206,8 @@ class Archive:
             return False
 
     def _embedded_query(self, query: str) -> list[float] | None:
-        """The embedding of a turn's query (`recall_query`'s text, clamped), or None (no
-        embeddings; or they failed: the failure is logged, by its kind only, and the turn
-        recalls lexically)."""
+        """The embedding of a turn's query, or None (no embeddings; or they failed: the
+        failure is logged, by its kind only, and the turn recalls lexically)."""
         if self.embeddings is None:
             return None
         try:
@@ -243,13 +226,8 @@ class Archive:
         """Embed the session's newest lines without a vector of their text (`EMBED_BATCH`)
         in one embeddings call with no lock held, then store the vectors in a short
         transaction of their own (a line deleted or rewritten meanwhile is left out).
-        Returns how many were stored (0 without embeddings).
-
-        Raises:
-            StorageError: reading the lines or storing their vectors failed.
-            Exception: whatever the embeddings raise; ValueError for vectors of the
-                wrong number or size.
-        """
+        Returns how many were stored (0 without embeddings). Raises StorageError, whatever
+        the embeddings raise, and ValueError for vectors of the wrong number or size."""
         if self.embeddings is None or self.vectors is None:
             return 0
         session_key = self.ids.session_key(session_id)
@@ -291,13 +269,10 @@ class Archive:
     def forgetter(self, session_id: str, texts: Sequence[str]) -> InTransaction | None:
         """The step a documents' transaction runs to forget profile items' `texts` in the
         session's archive (`memory.archive.forgetting`); None when no text has a searchable
-        word.
-
-        Every line of the session is read, a page at a time on the transaction's cursor
-        (however many lines repeat an item; by their text, not by what the index holds
-        of them); the caller holds the session's lock, the one every writer of its
-        archived lines holds, so no turn archives a line meanwhile.
-        """
+        word. Every line of the session is read, a page at a time on the transaction's
+        cursor (however many lines repeat an item; by their text, not by what the index
+        holds of them); the caller holds the session's lock, the one every writer of its
+        archived lines holds, so no turn archives a line meanwhile."""
         wanted = [text for text in texts if query_terms(text)]
         if not wanted:
             return None
@@ -349,14 +324,9 @@ def open_archive(
     judge: Embeddings | None = None,
 ) -> Archive:
     """The archive on a thread store's database, beside its memory documents (tables
-    created on first use), with its vectors when `embeddings` are given, and the
-    relevance judge reading `judge`'s query embeddings (the local model's).
-
-    Raises:
-        TypeError: the document store speaks a dialect the archive has no backend for.
-        UnsupportedDatabaseUrl: `embeddings`, and a SQLite store opened without vectors
-            (`open_thread_store(..., vectors=True)`).
-    """
+    created on first use), with its vectors when `embeddings` are given. Raises TypeError
+    for a dialect with no archive, UnsupportedDatabaseUrl for `embeddings` on a SQLite
+    store opened without vectors (`open_thread_store(..., vectors=True)`)."""
     documents: Any = threads.documents
     backend: SqliteArchive | PostgresArchive
     vectors: Any = None
