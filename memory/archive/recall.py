@@ -2,9 +2,8 @@
 
 Whether a message recalls anything at all is decided first (`memory.archive.relevance`:
 most messages are about the world, not the user's past). Then these pure functions pick
-among the hits of one search. The query is the new message, plus the previous user
-message when the new one is too short to stand alone ("and what about that?"). Both
-sides are searched: what the assistant said (a recipe, a plan, the numbers it worked
+among the hits of one search (`recall_query`: the new message, or with the one before).
+Both sides are searched: what the assistant said (a recipe, a plan, the numbers it worked
 out) is what users most often come back for, and the index weighs each word by how rare
 it is in the session, so the words every answer repeats weigh next to nothing. A hit
 must clear a floor: it shares a subject term with the query (not a stop word, a number
@@ -39,8 +38,7 @@ RRF_K = 60
 RECENCY_WEIGHT = 0.25
 """Weight of the recency rank beside the lexical rank (1) in the fusion."""
 STANDS_ALONE = 2
-"""A message with fewer subject terms than this ("and what about that?", "the price?")
-is read with the previous user message."""
+"""A message with fewer subject terms than this is read with the previous user message."""
 SHORT_ANSWER_TERMS = 6
 """A user line with fewer terms than this is an answer that needs its question."""
 CANDIDATES = 40
@@ -69,8 +67,8 @@ _SPACES = re.compile(r"\s+")
 def recall_query(text: str, state: ThreadState) -> tuple[tuple[str, ...], str]:
     """The terms a turn looks for and the text its embedding is computed from: its
     message's, after the previous user message's when the new one is too short to stand
-    alone ("and what about that?"; a longer one says what it is about, even when it says
-    "it")."""
+    alone ("and what about that?", "the price?"; a longer one says what it is about, even
+    when it says "it")."""
     terms = query_terms(text)
     if len(terms) >= STANDS_ALONE:
         return terms, text
@@ -86,9 +84,8 @@ def clears_floor(line: ArchivedLine, terms: Sequence[str]) -> bool:
 
 
 def by_units(hits: Sequence[ArchivedLine]) -> list[ArchivedLine]:
-    """`hits` (best BM25 first) by the score of their units: a short line's (fewer than
-    `SHORT_LINE_TERMS` terms) is its own plus that of the short lines said just before
-    and after it that are hits too; a long line's is its own (ties keep the order)."""
+    """`hits` (best BM25 first) by the score of their units (`SHORT_LINE_TERMS`): a short
+    line's own plus that of its short neighbours that are hits too (ties keep the order)."""
     scores = {hit.id: hit.score for hit in hits}
 
     def short(line: ArchivedLine | None) -> bool:
@@ -139,12 +136,8 @@ def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
 
 @dataclass(frozen=True)
 class Recall:
-    """The archived lines a turn's context gets.
-
-    Attributes:
-        groups: best first; each a hit, after the neighbour that explains it if any
-            (the context budget drops whole groups, lowest ranked first).
-    """
+    """The archived lines a turn's context gets: `groups`, best first, each a hit after
+    the neighbour that explains it if any (the budget drops whole groups, lowest first)."""
 
     groups: tuple[tuple[ArchivedLine, ...], ...] = ()
 

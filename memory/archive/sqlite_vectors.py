@@ -57,13 +57,8 @@ def mark(text: str) -> str:
 
 @dataclass(eq=False)
 class SqliteVectors:
-    """The archived lines' embeddings in the archive's SQLite file.
-
-    Attributes:
-        conn: the archive's connection, with sqlite-vec loaded.
-        lock: the connection's lock.
-        model: the embeddings' model: vectors of another model are dropped on setup.
-    """
+    """The archived lines' embeddings in the archive's SQLite file (`conn`, with
+    sqlite-vec loaded, and its `lock`), of the embeddings' `model` and `dims`."""
 
     conn: sqlite3.Connection
     lock: threading.Lock
@@ -75,11 +70,8 @@ class SqliteVectors:
         """Create the table (idempotent); callers serialise processes around it. Vectors
         of another model or size are dropped: none of them compares with this model's
         (their lines are found lexically until embedded again); so are those of lines
-        deleted or rewritten since they were computed (see the module docstring).
-
-        Raises:
-            UnsupportedDatabaseUrl: the connection has no sqlite-vec.
-        """
+        deleted or rewritten since they were computed (see the module docstring). Raises
+        UnsupportedDatabaseUrl when the connection has no sqlite-vec."""
         with self.lock:
             try:
                 self.conn.execute("SELECT vec_version()").fetchall()
