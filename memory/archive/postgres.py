@@ -43,11 +43,8 @@ from memory.archive.ranking import distinctive
 
 @dataclasses.dataclass(eq=False)
 class PostgresArchive:
-    """The archive in the thread store's PostgreSQL database.
-
-    Attributes:
-        pool: the thread store's connection pool (autocommit connections, dict rows).
-    """
+    """The archive in the thread store's PostgreSQL database (its `pool`: autocommit
+    connections, dict rows)."""
 
     pool: Any
 

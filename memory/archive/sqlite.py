@@ -67,14 +67,10 @@ VECTORS_LEFT_BEHIND = (
 
 @dataclasses.dataclass(eq=False)
 class SqliteArchive:
-    """The archive in a SQLite file (or in-memory database) shared with the checkpointer.
-
-    Attributes:
-        conn: the checkpointer's connection.
-        lock: the checkpointer's lock (the connection is shared between threads).
-        vectors: the lines' embeddings (`AGENT_EMBEDDINGS_MODEL`), which every deletion
-            and rewrite of a line deletes in its own transaction.
-    """
+    """The archive in a SQLite file (or in-memory database) shared with the checkpointer
+    (its `conn`, and the `lock` that shares it between threads), with the lines'
+    `vectors` (`AGENT_EMBEDDINGS_MODEL`), which every deletion and rewrite of a line
+    deletes in its own transaction."""
 
     conn: sqlite3.Connection
     lock: threading.Lock
