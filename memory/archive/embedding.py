@@ -28,15 +28,10 @@ judge and dense ranking (the local model's cost grows with its tokens: ~40 ms fo
 
 @dataclass(frozen=True)
 class ArchiveEmbeddings:
-    """The archive's embeddings.
-
-    Attributes:
-        embeddings: computes them (`OpenAIEmbeddings` from the settings, or a test's).
-        model: their model's name: vectors stored by another model are dropped.
-        dims: their dimensions (`AGENT_EMBEDDINGS_DIMS`).
-        max_distance: the farthest a line sharing no subject term with a message may be
-            from it (cosine distance) and still be recalled.
-    """
+    """The archive's `embeddings` (`OpenAIEmbeddings` from the settings, or a test's), of
+    `model` (vectors stored by another are dropped) and `dims` (`AGENT_EMBEDDINGS_DIMS`);
+    `max_distance` is the farthest (cosine) a line sharing no subject term with a message
+    may be from it and still be recalled."""
 
     embeddings: Embeddings
     model: str

@@ -26,14 +26,9 @@ _NAME = re.compile(r"(?<=[\s,;:(\"'“‘])[A-Z][\w'-]+")
 
 @dataclass(frozen=True)
 class Forgetting:
-    """The archive's changes for one forgotten item.
-
-    Attributes:
-        changes: new texts by line id.
-        answers: message ids of the answers to the lines it was learnt from (they go
-            whole).
-        titles: new conversation titles by old title (a title is a first message).
-    """
+    """The archive's changes for one forgotten item: new texts by line id (`changes`),
+    the message ids of the answers to the lines it was learnt from (`answers`: they go
+    whole), new conversation titles by old title (`titles`: a title is a first message)."""
 
     changes: dict[int, str]
     answers: tuple[str, ...]

@@ -38,14 +38,9 @@ JUDGE_PATH = Path(__file__).with_name("relevance_judge.json")
 
 @dataclass(frozen=True)
 class Judge:
-    """The frozen relevance probe (see the module docstring).
-
-    Attributes:
-        model: the embedding model its weights were fitted on (`LOCAL_MODEL`).
-        weights: one a dimension of the model's (unit) query embedding.
-        bias: the probe's intercept.
-        threshold: the score from which a message asks for the user's past.
-    """
+    """The frozen relevance probe (see the module docstring): `weights`, one a dimension
+    of `model`'s (unit) query embedding (`LOCAL_MODEL`), `bias` and the `threshold` from
+    which a message asks for the user's past."""
 
     model: str
     weights: tuple[float, ...]
