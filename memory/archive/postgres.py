@@ -138,7 +138,6 @@ class PostgresArchive:
             return [read_line(tuple(row.values())) for row in db.execute(SEARCH_SQL, params)]
 
     def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
-        """With `cursor`: the session's next `limit` lines after id `after`, by id."""
         rows = cursor.execute(
             "SELECT id, conversation_id, title, message_id, role, created_at, text"
             " FROM archive_lines WHERE session_key = %s AND id > %s ORDER BY id LIMIT %s",
@@ -178,7 +177,6 @@ class PostgresArchive:
             )
 
     def sweep(self, cutoff: datetime) -> int:
-        """Delete the lines of every conversation whose newest line predates `cutoff`."""
         with self.pool.connection() as conn:
             done = conn.execute(
                 "DELETE FROM archive_lines WHERE conversation_key IN ("
@@ -189,7 +187,6 @@ class PostgresArchive:
             return int(done.rowcount)
 
     def count(self, session_key: str) -> int:
-        """How many lines the session has."""
         with self.pool.connection() as conn:
             row = conn.execute(
                 "SELECT COUNT(*) AS n FROM archive_lines WHERE session_key = %s", (session_key,)
@@ -197,7 +194,6 @@ class PostgresArchive:
         return int(row["n"])
 
     def lines(self, session_key: str) -> list[ArchiveRow]:
-        """Every line of the session, in the order they were archived."""
         with self.pool.connection() as conn:
             rows = conn.execute(LINES_SQL, (session_key,)).fetchall()
         return [ArchiveRow(**row) for row in rows]

@@ -143,7 +143,6 @@ class Recall:
 
     @property
     def lines(self) -> tuple[ArchivedLine, ...]:
-        """Every recalled line, group by group."""
         return tuple(line for group in self.groups for line in group)
 
     @property
@@ -171,7 +170,6 @@ def line_tokens(role: str, text: str) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def heading_tokens(title: str) -> int:
-    """About how many tokens the heading of a conversation and day takes."""
     return approximate_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
 
 

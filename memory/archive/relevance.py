@@ -48,7 +48,6 @@ class Judge:
     threshold: float
 
     def asks(self, vector: Sequence[float]) -> bool:
-        """Whether the message embedded as `vector` asks for the user's past."""
         if len(vector) != len(self.weights):
             raise ValueError(f"the judge reads {len(self.weights)} dimensions, not {len(vector)}")
         score = self.bias + math.fsum(w * v for w, v in zip(self.weights, vector, strict=True))
@@ -57,7 +56,6 @@ class Judge:
 
 @functools.cache
 def judge() -> Judge:
-    """The judge frozen in `JUDGE_PATH`."""
     fitted = json.loads(JUDGE_PATH.read_text(encoding="utf-8"))
     weights = tuple(map(float, fitted["weights"]))
     return Judge(fitted["model"], weights, float(fitted["bias"]), float(fitted["threshold"]))

@@ -154,7 +154,6 @@ class SqliteArchive:
     def page(
         self, cursor: sqlite3.Cursor, session_key: str, after: int, limit: int
     ) -> list[ArchivedLine]:
-        """With `cursor`: the session's next `limit` lines after id `after`, by id."""
         rows = cursor.execute(PAGE_SQL, (session_key, after, limit)).fetchall()
         return [
             ArchivedLine(line_id, cid, title, mid, role, datetime.fromisoformat(at), text)
@@ -223,7 +222,6 @@ class SqliteArchive:
             )
 
     def count(self, session_key: str) -> int:
-        """How many lines the session has."""
         with self.lock:
             row = self.conn.execute(
                 "SELECT COUNT(*) FROM archive_lines WHERE session_key = ?", (session_key,)

@@ -140,12 +140,10 @@ ORDER BY h.score DESC, h.distance, h.id DESC
 
 
 def prefix(session_key: str) -> str:
-    """The session's prefix of its terms."""
     return session_key[:PREFIX_CHARS]
 
 
 def columns(roles: Sequence[str]) -> list[str]:
-    """The index columns that hold the terms of lines of `roles`."""
     return [column for column, role in zip(INDEX_COLUMNS, ROLES, strict=True) if role in roles]
 
 

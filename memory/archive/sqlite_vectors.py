@@ -51,7 +51,6 @@ UNEMBEDDED_SQL = (
 
 
 def mark(text: str) -> str:
-    """The mark of the text a vector was computed from."""
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
