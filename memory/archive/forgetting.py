@@ -91,7 +91,6 @@ def forget_sentences(text: str, forgotten: Sequence[str]) -> str:
 
 
 def _forget_sentences(text: str, terms: frozenset[str], names: frozenset[str]) -> str:
-
     def repeats(sentence: str) -> bool:
         own = line_terms(sentence)
         return bool(own & names) or len(own & terms) >= FORGET_SHARE * len(terms)
