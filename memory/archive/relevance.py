@@ -1,11 +1,10 @@
 """Recall's relevance decision: whether a message is about the user's past at all, and
-whether the archive holds what it is about.
-
-Most messages to an assistant are requests about the world ("reverse a linked list in
-Python", "how does a heat pump work?", "写一首关于春天的诗"): the user's earlier
-conversations hold nothing they need, even when they share words with them (a list, a
-pump, spring). Sharing words is no evidence: the archive of a few months shares words
-with almost anything. So two frozen scores decide, and no list of words:
+whether the archive holds what it is about. Most messages to an assistant are requests
+about the world ("reverse a linked list in Python", "how does a heat pump work?",
+"写一首关于春天的诗"): the user's earlier conversations hold nothing they need, even
+when they share words with them (a list, a pump, spring). Sharing words is no evidence:
+the archive of a few months shares words with almost anything. So two frozen scores
+decide, and no list of words:
 - the judge (`Judge`): a logistic probe over the packaged local model's embedding of the
   message, fitted on dev data by `evals.relevance_fit` and frozen in
   `relevance_judge.json`: does it ask for the user's own world or for what the two sides
@@ -80,14 +79,11 @@ def distinct(terms: Sequence[str], frequencies: Frequencies) -> bool:
 
 
 SCORE_FLOOR = 2.7
-"""A message the judge does not pass still recalls when its best hit scores at least this
-many rare words' worth (`by_score`)."""
 
 
 def by_score(hits: Sequence[ArchivedLine], total: int) -> bool:
     """Whether the best of `hits` (scored by BM25) scores at least `SCORE_FLOOR` rare
-    words' worth in an archive of `total` lines: it shares that much that is rare with
-    one line, whatever the judge says.
+    words' worth in an archive of `total` lines (see the module docstring).
 
     The floor's form is frozen; only N is the archive's. Fitted once, model-free, on
     RealMem's five dev personas (772 queries that need memory, each against the lines
