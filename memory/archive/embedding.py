@@ -1,6 +1,4 @@
-"""How the archive embeds its lines (with `AGENT_EMBEDDINGS_MODEL`): the embeddings, their
-model and size, how far a line found only by its embedding may be from a message, and
-the packaged local model (`local`)."""
+"""How the archive embeds its lines (`AGENT_EMBEDDINGS_MODEL`); the local model (`local`)."""
 
 from __future__ import annotations
 
@@ -60,13 +58,11 @@ class LocalEmbeddings(Embeddings):
 
     e5 embeds a search's text and a stored text in different forms ("query: ",
     "passage: "), which `embed_query` and `embed_documents` apply: the two must not share
-    a cache (`agent.models.RecentEmbeddings` assumes they may), so only the last
-    queries' vectors are kept (a turn's message is a query twice). The model is loaded on
-    first use (a fifth of a second), once per process; calls are serialised, the C
-    engine keeping its buffers per model. OpenMP waits passively
-    (`OMP_WAIT_POLICY=PASSIVE` unless set): a spinning pool would hold the cores between
-    turns.
-    """
+    a cache (`agent.models.RecentEmbeddings` assumes they may), so only the last queries'
+    vectors are kept (`RECENT_QUERIES`). The model is loaded on first use (a fifth of a
+    second), once per process; calls are serialised, the C engine keeping its buffers per
+    model. OpenMP waits passively (`OMP_WAIT_POLICY=PASSIVE` unless set): a spinning pool
+    would hold the cores between turns."""
 
     def __init__(self, threads: int = LOCAL_THREADS) -> None:
         self.threads = threads
