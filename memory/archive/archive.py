@@ -1,19 +1,18 @@
 """`Archive`: every completed turn's final texts and every superseded summary of a
-session, kept so that any past turn can be found again, in any of its conversations.
+session, kept so that any past turn can be found again, in any of its conversations
+(searches are scoped to one session's key).
 
 Lines are written in the transaction that writes the turn (or the compaction, or the
 deletion of the conversation) to memory: the archive is never ahead of or behind the
 conversation's memory. A conversation pruned from the ten-conversation list keeps
 its lines until the retention sweep; deleting a conversation deletes them with it.
-Text the long-term secret detector flags is archived as `[redacted]` (the
-conversation's own memory is unchanged). Searches are scoped to one session's key.
 
 With embeddings (`AGENT_EMBEDDINGS_MODEL`), the user's lines are embedded after the
 turn, off the reply path (`embed_lines`, a step of the turn's upkeep), and recall finds
-the lines nearest the message's embedding besides the lexical hits, on either backend.
-Embeddings are network calls or a local model's seconds: none is made under a lock or
-inside a transaction. A line without a vector (not embedded yet, or its upkeep failed)
-is still found lexically.
+the lines nearest the message's embedding besides the lexical hits. Embeddings are
+network calls or a local model's seconds: none is made under a lock or inside a
+transaction. A line without a vector (not embedded yet, or its upkeep failed) is still
+found lexically.
 """
 
 from __future__ import annotations

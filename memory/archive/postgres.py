@@ -4,11 +4,9 @@ transaction of the documents' write).
 
 The `tsvector` and `tsquery` are built from the archive's own terms
 (`memory.archive.terms`), with their positions: no text search configuration stems or
-drops them. Lines are ranked as SQLite's FTS5 ranks them (`memory.archive.ranking`):
-BM25 over the session's lines, each query term weighed by how many of them hold it,
-each line's length (`size`, in terms) against the session's average, both kept per
-session and role by a trigger (`archive_counts`). So both backends find and order the
-same lines, Chinese included.
+drops them. Lines are ranked as SQLite's FTS5 ranks them (`memory.archive.ranking`),
+from counts triggers keep per session and role (`archive_counts`, `archive_terms`): so
+both backends find and order the same lines, Chinese included.
 """
 
 from __future__ import annotations

@@ -40,8 +40,7 @@ NEAREST_SQL = search_sql(
 )
 _ROLES = ", ".join(f"'{role}'" for role in EMBEDDED_ROLES)
 # the newest lines of a session without a vector, however old (a point lookup of vec0
-# each: `id IN (...)` would scan every session's vectors); a vector of a text rewritten
-# since is gone by then (purged on setup, `forget` in every writer that can reach it)
+# each: `id IN (...)` would scan every session's vectors)
 UNEMBEDDED_SQL = (
     "SELECT l.id, l.text FROM archive_lines l"
     f" WHERE l.session_key = ? AND l.role IN ({_ROLES}) AND l.text NOT IN (?, ?)"
@@ -106,8 +105,7 @@ class SqliteVectors:
         with self.lock:
             rows = self.conn.execute(NEAREST_SQL, params).fetchall()
         found = [(read_line(row), row[-1]) for row in rows]  # (`search_sql` ends with the mark)
-        # a line rewritten since its vector was computed is not what the vector says (and a
-        # query of zeros has no distance to anything)
+        # (a query of zeros has no distance to anything)
         return [
             line for line, kept in found if kept == mark(line.text) and line.distance is not None
         ]
