@@ -1,20 +1,18 @@
 """Recall from the archive: which earlier lines a turn's context gets, within its budget.
 
-Whether a message recalls anything at all is decided first (`memory.archive.relevance`:
-most messages are about the world, not the user's past). Then these pure functions pick
-among the hits of one search (`recall_query`: the new message, or with the one before).
-Both sides are searched: what the assistant said (a recipe, a plan, the numbers it worked
-out) is what users most often come back for, and the index weighs each word by how rare
-it is in the session, so the words every answer repeats weigh next to nothing. A hit
-must clear a floor: it shares a subject term with the query (not a stop word, a number
-or a lone letter: `memory.archive.terms.term_weight`). This conversation's own lines are
-recalled once compaction folded them out of view, never while they are in it. With
-embeddings, the lines nearest the message's embedding are hits too: one sharing no
-subject term must be within a distance (`ArchiveEmbeddings.max_distance`). Hits are
-ranked by their units (`by_units`), then by fusion with their embedding's and recency
-ranks (`fuse`); each comes with the lines it needs to make sense (`_with_neighbours`),
-and what the hits leave of the budget goes to the lines around them (`_widen`), in two
-rounds (`FIRST_ROUND`).
+Whether a message recalls anything at all is decided first (`memory.archive.relevance`);
+then these pure functions pick among the hits of one search (`recall_query`). Both sides
+are searched: what the assistant said (a recipe, a plan, the numbers it worked out) is
+what users most often come back for, and the index weighs each word by how rare it is in
+the session, so the words every answer repeats weigh next to nothing. A hit must clear a
+floor: it shares a subject term with the query (not a stop word, a number or a lone
+letter: `memory.archive.terms.term_weight`). This conversation's own lines are recalled
+once compaction folded them out of view, never while they are in it. With embeddings,
+the lines nearest the message's embedding are hits too: one sharing no subject term must
+be within a distance (`ArchiveEmbeddings.max_distance`). Hits are ranked by their units
+(`by_units`), then fused with their embedding's and recency ranks (`fuse`); each comes
+with the lines it needs to make sense (`_with_neighbours`), and what the hits leave of
+the budget goes to the lines around them (`_widen`), in two rounds (`FIRST_ROUND`).
 """
 
 from __future__ import annotations
