@@ -29,7 +29,7 @@ from langchain_core.embeddings import Embeddings
 from memory.analysis import redact_secrets
 from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, QUERY_CHARS, ArchiveEmbeddings
 from memory.archive.forgetting import plan_forgetting
-from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine, ArchiveRow, ArchiveWrite
+from memory.archive.lines import FORGOTTEN, REDACTED, ROLES, ArchivedLine, ArchiveRow, ArchiveWrite
 from memory.archive.recall import CANDIDATES, Recall, choose, clears_floor, recall_query
 from memory.archive.relevance import by_score, distinct, judge
 from memory.archive.repeats import unrepeated
@@ -291,7 +291,8 @@ class Archive:
         return forget
 
     def count(self, session_id: str) -> int:
-        return self.backend.count(self.ids.session_key(session_id))
+        # (the lines of every role, as the triggers of every write count them)
+        return self.backend.frequencies(self.ids.session_key(session_id), (), ROLES).total
 
     @storage_errors
     def lines(self, session_id: str) -> list[ArchiveRow]:

@@ -184,13 +184,6 @@ class PostgresArchive:
             )
             return int(done.rowcount)
 
-    def count(self, session_key: str) -> int:
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                "SELECT COUNT(*) AS n FROM archive_lines WHERE session_key = %s", (session_key,)
-            ).fetchone()
-        return int(row["n"])
-
     def lines(self, session_key: str) -> list[ArchiveRow]:
         with self.pool.connection() as conn:
             rows = conn.execute(LINES_SQL, (session_key,)).fetchall()

@@ -221,13 +221,6 @@ class SqliteArchive:
                 (stamp(cutoff),),
             )
 
-    def count(self, session_key: str) -> int:
-        with self.lock:
-            row = self.conn.execute(
-                "SELECT COUNT(*) FROM archive_lines WHERE session_key = ?", (session_key,)
-            ).fetchone()
-        return int(row[0])
-
     def lines(self, session_key: str) -> list[ArchiveRow]:
         """Every line of the session, in the order they were archived (which breaks a
         search's ties)."""
