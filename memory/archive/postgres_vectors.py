@@ -60,13 +60,12 @@ class PostgresVectors:
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK_KEY,))
             rows = conn.execute("SELECT model, dims FROM archive_vector_model").fetchall()
-            if [(row["model"], row["dims"]) for row in rows] == [(self.model, self.dims)]:
+            model = (self.model, self.dims)
+            if [(row["model"], row["dims"]) for row in rows] == [model]:
                 return
             conn.execute("DELETE FROM archive_vectors")
             conn.execute("DELETE FROM archive_vector_model")
-            conn.execute(
-                "INSERT INTO archive_vector_model VALUES (%s, %s)", (self.model, self.dims)
-            )
+            conn.execute("INSERT INTO archive_vector_model VALUES (%s, %s)", model)
 
     def _matrix(self, conn: Any, session_key: str) -> tuple[np.ndarray, np.ndarray]:
         """The session's line ids and unit vectors, from the cache while its version

@@ -78,13 +78,11 @@ class SqliteVectors:
                 raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why)) from None
         with sqlite_transaction(self.conn, self.lock) as cur:
             cur.execute(MODEL_SQL)
-            found = cur.execute("SELECT model, dims FROM archive_vector_model").fetchall()
-            if found != [(self.model, self.dims)]:
+            model = (self.model, self.dims)
+            if cur.execute("SELECT model, dims FROM archive_vector_model").fetchall() != [model]:
                 cur.execute("DROP TABLE IF EXISTS archive_vectors")
                 cur.execute("DELETE FROM archive_vector_model")
-                cur.execute(
-                    "INSERT INTO archive_vector_model VALUES (?, ?)", (self.model, self.dims)
-                )
+                cur.execute("INSERT INTO archive_vector_model VALUES (?, ?)", model)
             cur.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vectors USING vec0("
                 " id INTEGER PRIMARY KEY, session_key TEXT PARTITION KEY,"
