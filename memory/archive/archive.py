@@ -95,9 +95,8 @@ class Archive:
     ) -> ArchiveWrite:
         """The lines a written turn appends (and the summary it superseded, if any); its
         texts are kept secret-redacted (`user_text`: the user's, redacted already by the
-        turn's reading of it). An answer is indexed without the sentences that nearly
-        repeat what it was given (`memory.archive.repeats`): the turn's user message and
-        `context` (the texts of its context: recalled lines, summary, remembered items)."""
+        turn's reading of it). An answer is indexed without what it repeats of the user's
+        message and `context`, the texts of the turn's context (`memory.archive.repeats`)."""
         new_row = self._rows(session_id, conversation_id, title)
         rows = [_summary_row(new_row, superseded)]
         said = [
@@ -150,12 +149,11 @@ class Archive:
         *,
         exclude_message_ids: Collection[str] = (),
     ) -> Recall:
-        """The earlier lines a turn about `text` gets (`memory.archive.recall`), never
-        those of `exclude_message_ids` (they stay searchable): nothing when neither its best
-        hit scores enough nor the judge says the message asks for the user's past
-        (`memory.archive.relevance`; no lock is held while the judge embeds it); else, with
-        embeddings, the lines nearest the message's embedding too (the same call when they
-        are the local model's; a failure leaves this turn's recall lexical)."""
+        """The earlier lines a turn about `text` gets (`memory.archive.recall`), never those
+        of `exclude_message_ids` (they stay searchable): nothing unless the message passes
+        `memory.archive.relevance` (no lock is held while the judge embeds it); with
+        embeddings, the lines nearest its embedding too (the same call when they are the
+        local model's; a failure leaves this turn's recall lexical)."""
         if self.recall_tokens <= 0:
             return Recall()
         terms, query = recall_query(text, state)

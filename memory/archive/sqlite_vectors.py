@@ -109,17 +109,16 @@ class SqliteVectors:
         ]
 
     def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
-        """The session's newest `limit` lines of the embedded roles without a vector
-        (newest first: lines of earlier releases get theirs a batch an upkeep); a
-        redacted or forgotten line gets none."""
+        """The session's newest `limit` lines of the embedded roles without a vector, newest
+        first (`EMBED_BATCH`); a redacted or forgotten line gets none."""
         params = (session_key, REDACTED, FORGOTTEN, limit)
         with self.lock:
             return self.conn.execute(UNEMBEDDED_SQL, params).fetchall()
 
     def add(self, session_key: str, embedded: Iterable[tuple[int, str, Sequence[float]]]) -> int:
-        """Store the vectors of `(line id, text, vector)`, in a short transaction of its
-        own, for the lines still the session's and still reading the text embedded (a
-        line deleted or rewritten since is left out); returns how many were stored."""
+        """Store the vectors of `(line id, text, vector)` in a short transaction of its own,
+        for the lines still the session's and still reading the text embedded; returns how
+        many were stored."""
         added = 0
         with sqlite_transaction(self.conn, self.lock) as cur:
             for line_id, text, vector in embedded:
