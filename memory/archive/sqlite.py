@@ -67,10 +67,9 @@ VECTORS_LEFT_BEHIND = (
 
 @dataclasses.dataclass(eq=False)
 class SqliteArchive:
-    """The archive in a SQLite file (or in-memory database) shared with the checkpointer
-    (its `conn`, and the `lock` that shares it between threads), with the lines'
-    `vectors` (`AGENT_EMBEDDINGS_MODEL`), which every deletion and rewrite of a line
-    deletes in its own transaction."""
+    """The archive on the checkpointer's `conn` (a file or an in-memory database) and the
+    `lock` that shares it between threads, with the lines' `vectors`, which every deletion
+    and rewrite of a line deletes in its own transaction."""
 
     conn: sqlite3.Connection
     lock: threading.Lock
@@ -118,8 +117,7 @@ class SqliteArchive:
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
     ) -> Frequencies:
-        """How many of the session's lines of `roles` hold each of `terms`, counted up to
-        just past the commonness cut (`memory.archive.ranking`)."""
+        """`session_frequencies`: counted up to just past the commonness cut."""
         with self.lock:
             return session_frequencies(self.conn, session_key, terms, roles)
 
