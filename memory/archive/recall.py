@@ -104,9 +104,8 @@ def _folded(text: str) -> str:
 
 
 def fuse(hits: Sequence[ArchivedLine], nearest: Sequence[ArchivedLine] = ()) -> list[ArchivedLine]:
-    """`hits` (best lexical rank first) and `nearest` (nearest embedding first) as one
-    ranking: reciprocal-rank fusion of each line's ranks in them and its recency rank
-    (ties keep the lexical order)."""
+    """`hits` and `nearest` (best first) as one ranking: reciprocal-rank fusion of each
+    line's ranks in them and its recency rank (ties keep the lexical order)."""
     lines = {line.id: line for line in hits}
     for line in nearest:
         lines.setdefault(line.id, line)
@@ -122,9 +121,8 @@ def fuse(hits: Sequence[ArchivedLine], nearest: Sequence[ArchivedLine] = ()) -> 
 
 def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
     """`line` with what makes it make sense, read from its form alone: a short reply after
-    the lines it replies to (the assistant's, and the user's before it); a question (it
-    ends with a question mark) before its answer (the assistant's, and the user's next
-    line)."""
+    the lines it replies to (the assistant's, and the user's before it); a question before
+    its answer (the assistant's, and the user's next line)."""
     short = len(line_terms(line.text)) < SHORT_ANSWER_TERMS
     before = (line.said_before, line.previous) if short else ()
     after = (line.following, line.said_after) if line.text.rstrip().endswith(("?", "？")) else ()
