@@ -1,19 +1,18 @@
 """`Archive`: every completed turn's final texts and every superseded summary of a
-session, kept so that any past turn can be found again, in any of its conversations.
+session, kept so that any past turn can be found again, in any of its conversations
+(searches are scoped to one session's key).
 
 Lines are written in the transaction that writes the turn (or the compaction, or the
 deletion of the conversation) to memory: the archive is never ahead of or behind the
 conversation's memory. A conversation pruned from the ten-conversation list keeps
 its lines until the retention sweep; deleting a conversation deletes them with it.
-Text the long-term secret detector flags is archived as `[redacted]` (the
-conversation's own memory is unchanged). Searches are scoped to one session's key.
 
 With embeddings (`AGENT_EMBEDDINGS_MODEL`), the user's lines are embedded after the
 turn, off the reply path (`embed_lines`, a step of the turn's upkeep), and recall finds
-the lines nearest the message's embedding besides the lexical hits, on either backend.
-Embeddings are network calls or a local model's seconds: none is made under a lock or
-inside a transaction. A line without a vector (not embedded yet, or its upkeep failed)
-is still found lexically.
+the lines nearest the message's embedding besides the lexical hits. Embeddings are
+network calls or a local model's seconds: none is made under a lock or inside a
+transaction. A line without a vector (not embedded yet, or its upkeep failed) is still
+found lexically.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from langchain_core.embeddings import Embeddings
 from memory.analysis import redact_secrets
 from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, QUERY_CHARS, ArchiveEmbeddings
 from memory.archive.forgetting import plan_forgetting
-from memory.archive.lines import FORGOTTEN, REDACTED, ArchivedLine, ArchiveRow, ArchiveWrite
+from memory.archive.lines import FORGOTTEN, REDACTED, ROLES, ArchivedLine, ArchiveRow, ArchiveWrite
 from memory.archive.recall import CANDIDATES, Recall, choose, clears_floor, recall_query
 from memory.archive.relevance import by_score, distinct, judge
 from memory.archive.repeats import unrepeated
@@ -58,18 +57,11 @@ OTHER_DIMS = "the embeddings have %d dimensions, not AGENT_EMBEDDINGS_DIMS=%d: r
 
 @dataclass(eq=False)
 class Archive:
-    """A session-scoped archive of past lines on one backend.
-
-    Attributes:
-        backend: the database's archive (`memory.archive.sqlite`, `.postgres`).
-        ids: derives the session and conversation keys.
-        recall_tokens: `AGENT_RECALL_TOKENS`, the most tokens recall adds to a context.
-        embeddings: the lines' embeddings (None: lexical recall only).
-        vectors: where their vectors are kept (given with `embeddings`).
-        judge: the packaged local model (`LocalEmbeddings`) whose query embedding the
-            relevance judge reads (None: whether a message recalls is decided by score
-            alone).
-    """
+    """A session-scoped archive of past lines on one backend; `recall_tokens`
+    (`AGENT_RECALL_TOKENS`) is the most tokens recall adds to a context, `embeddings` and
+    their `vectors` come together (None: lexical recall only), and `judge` is the local
+    model (`LocalEmbeddings`) whose query embedding the relevance judge reads (None: the
+    score alone decides whether a message recalls)."""
 
     backend: SqliteArchive | PostgresArchive
     ids: ThreadIds
@@ -103,27 +95,19 @@ class Archive:
     ) -> ArchiveWrite:
         """The lines a written turn appends (and the summary it superseded, if any); its
         texts are kept secret-redacted (`user_text`: the user's, redacted already by the
-        turn's reading of it). An answer is indexed without the sentences that nearly
-        repeat what it was given (`memory.archive.repeats`): the turn's user message and
-        `context` (the texts of its context: recalled lines, summary, remembered items)."""
+        turn's reading of it). An answer is indexed without what it repeats of the user's
+        message and `context`, the texts of the turn's context (`memory.archive.repeats`)."""
         new_row = self._rows(session_id, conversation_id, title)
         rows = [_summary_row(new_row, superseded)]
         said = [
             user_text if m.role == "user" and user_text is not None else redact_secrets(m.text)
             for m in messages
         ]
-        given = [*(text for m, text in zip(messages, said, strict=True) if m.role == "user")]
+        given = [text for m, text in zip(messages, said, strict=True) if m.role == "user"]
         given.extend(context)
-        rows.extend(
-            new_row(
-                m.id,
-                m.role,
-                m.created_at,
-                text,
-                indexed=unrepeated(text, given) if m.role == "assistant" else None,
-            )
-            for m, text in zip(messages, said, strict=True)
-        )
+        for m, text in zip(messages, said, strict=True):
+            indexed = unrepeated(text, given) if m.role == "assistant" else None
+            rows.append(new_row(m.id, m.role, m.created_at, text, indexed=indexed))
         return ArchiveWrite(rows=[row for row in rows if row is not None])
 
     def superseded(
@@ -145,7 +129,6 @@ class Archive:
         return lambda cursor: self.backend.write(cursor, change)
 
     def _rows(self, session_id: str, conversation_id: str, title: str) -> RowOf:
-        """`ArchiveRow` with the conversation's keys, id and title given."""
         return functools.partial(
             ArchiveRow,
             self.ids.session_key(session_id),
@@ -166,12 +149,11 @@ class Archive:
         *,
         exclude_message_ids: Collection[str] = (),
     ) -> Recall:
-        """The earlier lines a turn about `text` gets (`memory.archive.recall`), never
-        those of `exclude_message_ids` (they stay searchable): nothing when neither its best
-        hit scores enough nor the judge says the message asks for the user's past
-        (`memory.archive.relevance`; no lock is held while the judge embeds it); else, with
-        embeddings, the lines nearest the message's embedding too (the same call when they
-        are the local model's; a failure leaves this turn's recall lexical)."""
+        """The earlier lines a turn about `text` gets (`memory.archive.recall`), never those
+        of `exclude_message_ids` (they stay searchable): nothing unless the message passes
+        `memory.archive.relevance` (no lock is held while the judge embeds it); with
+        embeddings, the lines nearest its embedding too (the same call when they are the
+        local model's; a failure leaves this turn's recall lexical)."""
         if self.recall_tokens <= 0:
             return Recall()
         terms, query = recall_query(text, state)
@@ -210,9 +192,8 @@ class Archive:
         )
 
     def _asks(self, query: str) -> bool:
-        """Whether the judge (`memory.archive.relevance.Judge`) says `query` asks for the
-        user's past; False without the local model, or when it fails (logged by kind:
-        the score alone decides this turn)."""
+        """Whether the judge says `query` asks for the user's past; False without the local
+        model, or when it fails (logged by kind: the score alone decides this turn)."""
         if self.judge is None:
             return False
         try:
@@ -222,9 +203,8 @@ class Archive:
             return False
 
     def _embedded_query(self, query: str) -> list[float] | None:
-        """The embedding of a turn's query (`recall_query`'s text, clamped), or None (no
-        embeddings; or they failed: the failure is logged, by its kind only, and the turn
-        recalls lexically)."""
+        """The embedding of a turn's query, or None (no embeddings; or they failed: the
+        failure is logged, by its kind only, and the turn recalls lexically)."""
         if self.embeddings is None:
             return None
         try:
@@ -243,13 +223,8 @@ class Archive:
         """Embed the session's newest lines without a vector of their text (`EMBED_BATCH`)
         in one embeddings call with no lock held, then store the vectors in a short
         transaction of their own (a line deleted or rewritten meanwhile is left out).
-        Returns how many were stored (0 without embeddings).
-
-        Raises:
-            StorageError: reading the lines or storing their vectors failed.
-            Exception: whatever the embeddings raise; ValueError for vectors of the
-                wrong number or size.
-        """
+        Returns how many were stored (0 without embeddings). Raises StorageError, whatever
+        the embeddings raise, and ValueError for vectors of the wrong number or size."""
         if self.embeddings is None or self.vectors is None:
             return 0
         session_key = self.ids.session_key(session_id)
@@ -291,13 +266,10 @@ class Archive:
     def forgetter(self, session_id: str, texts: Sequence[str]) -> InTransaction | None:
         """The step a documents' transaction runs to forget profile items' `texts` in the
         session's archive (`memory.archive.forgetting`); None when no text has a searchable
-        word.
-
-        Every line of the session is read, a page at a time on the transaction's cursor
-        (however many lines repeat an item; by their text, not by what the index holds
-        of them); the caller holds the session's lock, the one every writer of its
-        archived lines holds, so no turn archives a line meanwhile.
-        """
+        word. Every line of the session is read, a page at a time on the transaction's
+        cursor (however many lines repeat an item; by their text, not by what the index
+        holds of them); the caller holds the session's lock, the one every writer of its
+        archived lines holds, so no turn archives a line meanwhile."""
         wanted = [text for text in texts if query_terms(text)]
         if not wanted:
             return None
@@ -317,8 +289,8 @@ class Archive:
         return forget
 
     def count(self, session_id: str) -> int:
-        """How many lines the session has archived."""
-        return self.backend.count(self.ids.session_key(session_id))
+        # (the lines of every role, as the triggers of every write count them)
+        return self.backend.frequencies(self.ids.session_key(session_id), (), ROLES).total
 
     @storage_errors
     def lines(self, session_id: str) -> list[ArchiveRow]:
@@ -349,14 +321,9 @@ def open_archive(
     judge: Embeddings | None = None,
 ) -> Archive:
     """The archive on a thread store's database, beside its memory documents (tables
-    created on first use), with its vectors when `embeddings` are given, and the
-    relevance judge reading `judge`'s query embeddings (the local model's).
-
-    Raises:
-        TypeError: the document store speaks a dialect the archive has no backend for.
-        UnsupportedDatabaseUrl: `embeddings`, and a SQLite store opened without vectors
-            (`open_thread_store(..., vectors=True)`).
-    """
+    created on first use), with its vectors when `embeddings` are given. Raises TypeError
+    for a dialect with no archive, UnsupportedDatabaseUrl for `embeddings` on a SQLite
+    store opened without vectors (`open_thread_store(..., vectors=True)`)."""
     documents: Any = threads.documents
     backend: SqliteArchive | PostgresArchive
     vectors: Any = None

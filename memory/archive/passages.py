@@ -30,7 +30,6 @@ GAP = "…"
 
 
 def sentences(text: str) -> list[str]:
-    """`text`'s sentences, stripped, empty ones left out."""
     return [s.strip() for s in SENTENCE.findall(text) if s.strip()]
 
 

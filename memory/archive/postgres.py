@@ -4,11 +4,9 @@ transaction of the documents' write).
 
 The `tsvector` and `tsquery` are built from the archive's own terms
 (`memory.archive.terms`), with their positions: no text search configuration stems or
-drops them. Lines are ranked as SQLite's FTS5 ranks them (`memory.archive.ranking`):
-BM25 over the session's lines, each query term weighed by how many of them hold it,
-each line's length (`size`, in terms) against the session's average, both kept per
-session and role by a trigger (`archive_counts`). So both backends find and order the
-same lines, Chinese included.
+drops them. Lines are ranked as SQLite's FTS5 ranks them (`memory.archive.ranking`),
+from counts triggers keep per session and role (`archive_counts`, `archive_terms`): so
+both backends find and order the same lines, Chinese included.
 """
 
 from __future__ import annotations
@@ -43,11 +41,8 @@ from memory.archive.ranking import distinctive
 
 @dataclasses.dataclass(eq=False)
 class PostgresArchive:
-    """The archive in the thread store's PostgreSQL database.
-
-    Attributes:
-        pool: the thread store's connection pool (autocommit connections, dict rows).
-    """
+    """The archive in the thread store's PostgreSQL database (its `pool`: autocommit
+    connections, dict rows)."""
 
     pool: Any
 
@@ -141,7 +136,6 @@ class PostgresArchive:
             return [read_line(tuple(row.values())) for row in db.execute(SEARCH_SQL, params)]
 
     def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
-        """With `cursor`: the session's next `limit` lines after id `after`, by id."""
         rows = cursor.execute(
             "SELECT id, conversation_id, title, message_id, role, created_at, text"
             " FROM archive_lines WHERE session_key = %s AND id > %s ORDER BY id LIMIT %s",
@@ -181,7 +175,6 @@ class PostgresArchive:
             )
 
     def sweep(self, cutoff: datetime) -> int:
-        """Delete the lines of every conversation whose newest line predates `cutoff`."""
         with self.pool.connection() as conn:
             done = conn.execute(
                 "DELETE FROM archive_lines WHERE conversation_key IN ("
@@ -191,16 +184,7 @@ class PostgresArchive:
             )
             return int(done.rowcount)
 
-    def count(self, session_key: str) -> int:
-        """How many lines the session has."""
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                "SELECT COUNT(*) AS n FROM archive_lines WHERE session_key = %s", (session_key,)
-            ).fetchone()
-        return int(row["n"])
-
     def lines(self, session_key: str) -> list[ArchiveRow]:
-        """Every line of the session, in the order they were archived."""
         with self.pool.connection() as conn:
             rows = conn.execute(LINES_SQL, (session_key,)).fetchall()
         return [ArchiveRow(**row) for row in rows]

@@ -25,17 +25,15 @@ SETUP_SQL = (
     " UNIQUE (session_key, conversation_key, message_id))",
     "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS size INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE archive_lines ADD COLUMN IF NOT EXISTS indexed TEXT",
-    # a line's vector (float32, little-endian; `memory.archive.postgres_vectors`): deleting
-    # the line deletes it (the same statement), rewriting it deletes it (the same
-    # transaction); beside the line rather than in its row, so storing one rewrites no
-    # row, its GIN entries or its counts
+    # a line's vector (float32, little-endian; `memory.archive.postgres_vectors`): beside
+    # the line rather than in its row, so storing one rewrites no row, its GIN entries or
+    # its counts
     "CREATE TABLE IF NOT EXISTS archive_vectors (id BIGINT PRIMARY KEY"
     " REFERENCES archive_lines (id) ON DELETE CASCADE, session_key TEXT NOT NULL,"
     " embedding BYTEA NOT NULL)",
     "CREATE INDEX IF NOT EXISTS archive_vectors_session ON archive_vectors (session_key)",
     "CREATE TABLE IF NOT EXISTS archive_vector_model (model TEXT NOT NULL, dims INTEGER NOT NULL)",
-    # a session's vectors' version, bumped by every statement that adds or deletes one:
-    # what a process's cache of them is checked against
+    # a session's vectors' version (`memory.archive.postgres_vectors`)
     "CREATE TABLE IF NOT EXISTS archive_versions (session_key TEXT PRIMARY KEY,"
     " version BIGINT NOT NULL)",
     """CREATE OR REPLACE FUNCTION archive_versioned() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -43,12 +43,8 @@ ADD_SQL = (
 
 
 class PostgresVectors:
-    """The archived lines' embeddings in the archive's PostgreSQL table.
-
-    Args:
-        pool: the thread store's pool (autocommit connections, dict rows).
-        model: the embeddings' model: vectors of another model are dropped on setup.
-    """
+    """The archived lines' embeddings in the archive's PostgreSQL table, on the thread
+    store's `pool` (autocommit connections, dict rows)."""
 
     def __init__(self, pool: Any, *, model: str, dims: int) -> None:
         self.pool = pool
@@ -59,19 +55,17 @@ class PostgresVectors:
         self._cache: OrderedDict[str, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
 
     def setup(self) -> None:
-        """Record the model (after the archive's setup, which makes the table); vectors
-        of another model or size are cleared: none of them compares with this model's
-        (their lines are found lexically until embedded again)."""
+        """Record the model, after the archive's setup (which makes the table): vectors of
+        another model or size are cleared, as `SqliteVectors.setup` drops them."""
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK_KEY,))
             rows = conn.execute("SELECT model, dims FROM archive_vector_model").fetchall()
-            if [(row["model"], row["dims"]) for row in rows] == [(self.model, self.dims)]:
+            model = (self.model, self.dims)
+            if [(row["model"], row["dims"]) for row in rows] == [model]:
                 return
             conn.execute("DELETE FROM archive_vectors")
             conn.execute("DELETE FROM archive_vector_model")
-            conn.execute(
-                "INSERT INTO archive_vector_model VALUES (%s, %s)", (self.model, self.dims)
-            )
+            conn.execute("INSERT INTO archive_vector_model VALUES (%s, %s)", model)
 
     def _matrix(self, conn: Any, session_key: str) -> tuple[np.ndarray, np.ndarray]:
         """The session's line ids and unit vectors, from the cache while its version
@@ -128,8 +122,7 @@ class PostgresVectors:
         return [line for line in found if line.text not in (REDACTED, FORGOTTEN)]
 
     def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
-        """The session's newest `limit` lines of the embedded roles without a vector,
-        newest first (a redacted or forgotten line gets none)."""
+        """As `SqliteVectors.unembedded`."""
         with self.pool.connection() as conn:
             rows = conn.execute(
                 UNEMBEDDED_SQL, (session_key, list(EMBEDDED_ROLES), [REDACTED, FORGOTTEN], limit)
@@ -137,9 +130,7 @@ class PostgresVectors:
         return [(row["id"], row["text"]) for row in rows]
 
     def add(self, session_key: str, embedded: Iterable[tuple[int, str, Sequence[float]]]) -> int:
-        """Store the vectors of `(line id, text, vector)` in one statement, for the
-        lines still the session's and still reading the text embedded; returns how many
-        were stored."""
+        """As `SqliteVectors.add`, in one statement."""
         rows = list(embedded)
         if not rows:
             return 0

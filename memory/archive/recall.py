@@ -1,21 +1,18 @@
 """Recall from the archive: which earlier lines a turn's context gets, within its budget.
 
-Whether a message recalls anything at all is decided first (`memory.archive.relevance`:
-most messages are about the world, not the user's past). Then these pure functions pick
-among the hits of one search. The query is the new message, plus the previous user
-message when the new one is too short to stand alone ("and what about that?"). Both
-sides are searched: what the assistant said (a recipe, a plan, the numbers it worked
-out) is what users most often come back for, and the index weighs each word by how rare
-it is in the session, so the words every answer repeats weigh next to nothing. A hit
-must clear a floor: it shares a subject term with the query (not a stop word, a number
-or a lone letter: `memory.archive.terms.term_weight`). This conversation's own lines are
-recalled once compaction folded them out of view, never while they are in it. With
-embeddings, the lines nearest the message's embedding are hits too: one sharing no
-subject term must be within a distance (`ArchiveEmbeddings.max_distance`). Hits are
-ranked by their units (`by_units`), then by fusion with their embedding's and recency
-ranks (`fuse`); each comes with the lines it needs to make sense (`_with_neighbours`),
-and what the hits leave of the budget goes to the lines around them (`_widen`), in two
-rounds (`FIRST_ROUND`).
+Whether a message recalls anything at all is decided first (`memory.archive.relevance`);
+then these pure functions pick among the hits of one search (`recall_query`). Both sides
+are searched: what the assistant said (a recipe, a plan, the numbers it worked out) is
+what users most often come back for, and the index weighs each word by how rare it is in
+the session, so the words every answer repeats weigh next to nothing. A hit must clear a
+floor: it shares a subject term with the query (not a stop word, a number or a lone
+letter: `memory.archive.terms.term_weight`). This conversation's own lines are recalled
+once compaction folded them out of view, never while they are in it. With embeddings,
+the lines nearest the message's embedding are hits too: one sharing no subject term must
+be within a distance (`ArchiveEmbeddings.max_distance`). Hits are ranked by their units
+(`by_units`), then fused with their embedding's and recency ranks (`fuse`); each comes
+with the lines it needs to make sense (`_with_neighbours`), and what the hits leave of
+the budget goes to the lines around them (`_widen`), in two rounds (`FIRST_ROUND`).
 """
 
 from __future__ import annotations
@@ -39,8 +36,7 @@ RRF_K = 60
 RECENCY_WEIGHT = 0.25
 """Weight of the recency rank beside the lexical rank (1) in the fusion."""
 STANDS_ALONE = 2
-"""A message with fewer subject terms than this ("and what about that?", "the price?")
-is read with the previous user message."""
+"""A message with fewer subject terms than this is read with the previous user message."""
 SHORT_ANSWER_TERMS = 6
 """A user line with fewer terms than this is an answer that needs its question."""
 CANDIDATES = 40
@@ -69,8 +65,8 @@ _SPACES = re.compile(r"\s+")
 def recall_query(text: str, state: ThreadState) -> tuple[tuple[str, ...], str]:
     """The terms a turn looks for and the text its embedding is computed from: its
     message's, after the previous user message's when the new one is too short to stand
-    alone ("and what about that?"; a longer one says what it is about, even when it says
-    "it")."""
+    alone ("and what about that?", "the price?"; a longer one says what it is about, even
+    when it says "it")."""
     terms = query_terms(text)
     if len(terms) >= STANDS_ALONE:
         return terms, text
@@ -86,9 +82,8 @@ def clears_floor(line: ArchivedLine, terms: Sequence[str]) -> bool:
 
 
 def by_units(hits: Sequence[ArchivedLine]) -> list[ArchivedLine]:
-    """`hits` (best BM25 first) by the score of their units: a short line's (fewer than
-    `SHORT_LINE_TERMS` terms) is its own plus that of the short lines said just before
-    and after it that are hits too; a long line's is its own (ties keep the order)."""
+    """`hits` (best BM25 first) by the score of their units (`SHORT_LINE_TERMS`): a short
+    line's own plus that of its short neighbours that are hits too (ties keep the order)."""
     scores = {hit.id: hit.score for hit in hits}
 
     def short(line: ArchivedLine | None) -> bool:
@@ -109,9 +104,8 @@ def _folded(text: str) -> str:
 
 
 def fuse(hits: Sequence[ArchivedLine], nearest: Sequence[ArchivedLine] = ()) -> list[ArchivedLine]:
-    """`hits` (best lexical rank first) and `nearest` (nearest embedding first) as one
-    ranking: reciprocal-rank fusion of each line's ranks in them and its recency rank
-    (ties keep the lexical order)."""
+    """`hits` and `nearest` (best first) as one ranking: reciprocal-rank fusion of each
+    line's ranks in them and its recency rank (ties keep the lexical order)."""
     lines = {line.id: line for line in hits}
     for line in nearest:
         lines.setdefault(line.id, line)
@@ -127,9 +121,8 @@ def fuse(hits: Sequence[ArchivedLine], nearest: Sequence[ArchivedLine] = ()) -> 
 
 def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
     """`line` with what makes it make sense, read from its form alone: a short reply after
-    the lines it replies to (the assistant's, and the user's before it); a question (it
-    ends with a question mark) before its answer (the assistant's, and the user's next
-    line)."""
+    the lines it replies to (the assistant's, and the user's before it); a question before
+    its answer (the assistant's, and the user's next line)."""
     short = len(line_terms(line.text)) < SHORT_ANSWER_TERMS
     before = (line.said_before, line.previous) if short else ()
     after = (line.following, line.said_after) if line.text.rstrip().endswith(("?", "？")) else ()
@@ -139,18 +132,13 @@ def _with_neighbours(line: ArchivedLine) -> list[ArchivedLine]:
 
 @dataclass(frozen=True)
 class Recall:
-    """The archived lines a turn's context gets.
-
-    Attributes:
-        groups: best first; each a hit, after the neighbour that explains it if any
-            (the context budget drops whole groups, lowest ranked first).
-    """
+    """The archived lines a turn's context gets: `groups`, best first, each a hit after
+    the neighbour that explains it if any (the budget drops whole groups, lowest first)."""
 
     groups: tuple[tuple[ArchivedLine, ...], ...] = ()
 
     @property
     def lines(self) -> tuple[ArchivedLine, ...]:
-        """Every recalled line, group by group."""
         return tuple(line for group in self.groups for line in group)
 
     @property
@@ -178,7 +166,6 @@ def line_tokens(role: str, text: str) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def heading_tokens(title: str) -> int:
-    """About how many tokens the heading of a conversation and day takes."""
     return approximate_tokens(RECALL_HEADING.format(date="2000-01-01", title=quoted(title))) + 1
 
 

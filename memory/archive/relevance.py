@@ -1,11 +1,10 @@
 """Recall's relevance decision: whether a message is about the user's past at all, and
-whether the archive holds what it is about.
-
-Most messages to an assistant are requests about the world ("reverse a linked list in
-Python", "how does a heat pump work?", "写一首关于春天的诗"): the user's earlier
-conversations hold nothing they need, even when they share words with them (a list, a
-pump, spring). Sharing words is no evidence: the archive of a few months shares words
-with almost anything. So two frozen scores decide, and no list of words:
+whether the archive holds what it is about. Most messages to an assistant are requests
+about the world ("reverse a linked list in Python", "how does a heat pump work?",
+"写一首关于春天的诗"): the user's earlier conversations hold nothing they need, even
+when they share words with them (a list, a pump, spring). Sharing words is no evidence:
+the archive of a few months shares words with almost anything. So two frozen scores
+decide, and no list of words:
 - the judge (`Judge`): a logistic probe over the packaged local model's embedding of the
   message, fitted on dev data by `evals.relevance_fit` and frozen in
   `relevance_judge.json`: does it ask for the user's own world or for what the two sides
@@ -38,14 +37,9 @@ JUDGE_PATH = Path(__file__).with_name("relevance_judge.json")
 
 @dataclass(frozen=True)
 class Judge:
-    """The frozen relevance probe (see the module docstring).
-
-    Attributes:
-        model: the embedding model its weights were fitted on (`LOCAL_MODEL`).
-        weights: one a dimension of the model's (unit) query embedding.
-        bias: the probe's intercept.
-        threshold: the score from which a message asks for the user's past.
-    """
+    """The frozen relevance probe (see the module docstring): `weights`, one a dimension
+    of `model`'s (unit) query embedding (`LOCAL_MODEL`), `bias` and the `threshold` from
+    which a message asks for the user's past."""
 
     model: str
     weights: tuple[float, ...]
@@ -53,7 +47,6 @@ class Judge:
     threshold: float
 
     def asks(self, vector: Sequence[float]) -> bool:
-        """Whether the message embedded as `vector` asks for the user's past."""
         if len(vector) != len(self.weights):
             raise ValueError(f"the judge reads {len(self.weights)} dimensions, not {len(vector)}")
         score = self.bias + math.fsum(w * v for w, v in zip(self.weights, vector, strict=True))
@@ -62,7 +55,6 @@ class Judge:
 
 @functools.cache
 def judge() -> Judge:
-    """The judge frozen in `JUDGE_PATH`."""
     fitted = json.loads(JUDGE_PATH.read_text(encoding="utf-8"))
     weights = tuple(map(float, fitted["weights"]))
     return Judge(fitted["model"], weights, float(fitted["bias"]), float(fitted["threshold"]))
@@ -87,14 +79,11 @@ def distinct(terms: Sequence[str], frequencies: Frequencies) -> bool:
 
 
 SCORE_FLOOR = 2.7
-"""A message the judge does not pass still recalls when its best hit scores at least this
-many rare words' worth (`by_score`)."""
 
 
 def by_score(hits: Sequence[ArchivedLine], total: int) -> bool:
     """Whether the best of `hits` (scored by BM25) scores at least `SCORE_FLOOR` rare
-    words' worth in an archive of `total` lines: it shares that much that is rare with
-    one line, whatever the judge says.
+    words' worth in an archive of `total` lines (see the module docstring).
 
     The floor's form is frozen; only N is the archive's. Fitted once, model-free, on
     RealMem's five dev personas (772 queries that need memory, each against the lines

@@ -45,7 +45,6 @@ class Held:
             self.add(text)
 
     def add(self, text: str) -> None:
-        """Hold `text` too."""
         words = _subject_words(text)
         bit = 1 << len(self.lines)
         lines_with = self.lines_with
@@ -54,7 +53,6 @@ class Held:
         self.lines.append(words)
 
     def repeats(self, text: str) -> bool:
-        """Whether `text` nearly repeats one of the lines held."""
         words = _subject_words(text)
         if len(words) < FEWEST_WORDS:
             return False  # a line of a word or two is no copy of anything: it is cheap

@@ -67,14 +67,9 @@ VECTORS_LEFT_BEHIND = (
 
 @dataclasses.dataclass(eq=False)
 class SqliteArchive:
-    """The archive in a SQLite file (or in-memory database) shared with the checkpointer.
-
-    Attributes:
-        conn: the checkpointer's connection.
-        lock: the checkpointer's lock (the connection is shared between threads).
-        vectors: the lines' embeddings (`AGENT_EMBEDDINGS_MODEL`), which every deletion
-            and rewrite of a line deletes in its own transaction.
-    """
+    """The archive on the checkpointer's `conn` (a file or an in-memory database) and the
+    `lock` that shares it between threads, with the lines' `vectors`, which every deletion
+    and rewrite of a line deletes in its own transaction."""
 
     conn: sqlite3.Connection
     lock: threading.Lock
@@ -122,8 +117,7 @@ class SqliteArchive:
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
     ) -> Frequencies:
-        """How many of the session's lines of `roles` hold each of `terms`, counted up to
-        just past the commonness cut (`memory.archive.ranking`)."""
+        """`session_frequencies`: counted up to just past the commonness cut."""
         with self.lock:
             return session_frequencies(self.conn, session_key, terms, roles)
 
@@ -158,7 +152,6 @@ class SqliteArchive:
     def page(
         self, cursor: sqlite3.Cursor, session_key: str, after: int, limit: int
     ) -> list[ArchivedLine]:
-        """With `cursor`: the session's next `limit` lines after id `after`, by id."""
         rows = cursor.execute(PAGE_SQL, (session_key, after, limit)).fetchall()
         return [
             ArchivedLine(line_id, cid, title, mid, role, datetime.fromisoformat(at), text)
@@ -225,14 +218,6 @@ class SqliteArchive:
                 "GROUP BY conversation_key HAVING MAX(created_at) < ?)",
                 (stamp(cutoff),),
             )
-
-    def count(self, session_key: str) -> int:
-        """How many lines the session has."""
-        with self.lock:
-            row = self.conn.execute(
-                "SELECT COUNT(*) FROM archive_lines WHERE session_key = ?", (session_key,)
-            ).fetchone()
-        return int(row[0])
 
     def lines(self, session_key: str) -> list[ArchiveRow]:
         """Every line of the session, in the order they were archived (which breaks a

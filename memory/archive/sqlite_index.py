@@ -1,10 +1,7 @@
-"""The SQLite archive's tables and its FTS5 index: each line's terms under its session's
-prefix, in its role's column (`said`, `answered`, `summary`), and how many of a
-session's lines hold a term, read from the index itself; and one search in one
-statement: a session's ranked lines, each with the lines said around it in its
-conversation (read back by `memory.archive.lines.read_line`). The ranking is the
-caller's (FTS5's `bm25()`, sqlite-vec's distance): every ranking gets the same
-neighbours the same way."""
+"""The SQLite archive's tables and its FTS5 index (`SETUP_SQL`), and one search in one
+statement (`search_sql`): a session's ranked lines, each with the lines said around it
+in its conversation. The ranking is the caller's (FTS5's `bm25()`, sqlite-vec's
+distance): every ranking gets the same neighbours the same way."""
 
 from __future__ import annotations
 
@@ -74,8 +71,7 @@ PAGE_SQL = (
     " WHERE session_key = ? AND id > ? ORDER BY id LIMIT ?"
 )
 INDEXED = "SELECT id, session_key, role, COALESCE(indexed, text) FROM archive_lines"
-"""A line's `index_row` arguments (what it is indexed under: its `indexed` text, else its
-text)."""
+"""A line's `index_row` arguments (it is indexed under its `indexed` text, else its text)."""
 INSERT_INDEX_SQL = "INSERT INTO archive_index (rowid, said, answered, summary) VALUES (?, ?, ?, ?)"
 DELETE_INDEX_SQL = (
     "INSERT INTO archive_index (archive_index, rowid, said, answered, summary)"
@@ -140,12 +136,10 @@ ORDER BY h.score DESC, h.distance, h.id DESC
 
 
 def prefix(session_key: str) -> str:
-    """The session's prefix of its terms."""
     return session_key[:PREFIX_CHARS]
 
 
 def columns(roles: Sequence[str]) -> list[str]:
-    """The index columns that hold the terms of lines of `roles`."""
     return [column for column, role in zip(INDEX_COLUMNS, ROLES, strict=True) if role in roles]
 
 

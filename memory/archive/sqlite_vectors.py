@@ -40,8 +40,7 @@ NEAREST_SQL = search_sql(
 )
 _ROLES = ", ".join(f"'{role}'" for role in EMBEDDED_ROLES)
 # the newest lines of a session without a vector, however old (a point lookup of vec0
-# each: `id IN (...)` would scan every session's vectors); a vector of a text rewritten
-# since is gone by then (purged on setup, `forget` in every writer that can reach it)
+# each: `id IN (...)` would scan every session's vectors)
 UNEMBEDDED_SQL = (
     "SELECT l.id, l.text FROM archive_lines l"
     f" WHERE l.session_key = ? AND l.role IN ({_ROLES}) AND l.text NOT IN (?, ?)"
@@ -51,19 +50,13 @@ UNEMBEDDED_SQL = (
 
 
 def mark(text: str) -> str:
-    """The mark of the text a vector was computed from."""
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 @dataclass(eq=False)
 class SqliteVectors:
-    """The archived lines' embeddings in the archive's SQLite file.
-
-    Attributes:
-        conn: the archive's connection, with sqlite-vec loaded.
-        lock: the connection's lock.
-        model: the embeddings' model: vectors of another model are dropped on setup.
-    """
+    """The archived lines' embeddings in the archive's SQLite file (`conn`, with
+    sqlite-vec loaded, and its `lock`), of the embeddings' `model` and `dims`."""
 
     conn: sqlite3.Connection
     lock: threading.Lock
@@ -75,11 +68,8 @@ class SqliteVectors:
         """Create the table (idempotent); callers serialise processes around it. Vectors
         of another model or size are dropped: none of them compares with this model's
         (their lines are found lexically until embedded again); so are those of lines
-        deleted or rewritten since they were computed (see the module docstring).
-
-        Raises:
-            UnsupportedDatabaseUrl: the connection has no sqlite-vec.
-        """
+        deleted or rewritten since they were computed (see the module docstring). Raises
+        UnsupportedDatabaseUrl when the connection has no sqlite-vec."""
         with self.lock:
             try:
                 self.conn.execute("SELECT vec_version()").fetchall()
@@ -88,13 +78,11 @@ class SqliteVectors:
                 raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why)) from None
         with sqlite_transaction(self.conn, self.lock) as cur:
             cur.execute(MODEL_SQL)
-            found = cur.execute("SELECT model, dims FROM archive_vector_model").fetchall()
-            if found != [(self.model, self.dims)]:
+            model = (self.model, self.dims)
+            if cur.execute("SELECT model, dims FROM archive_vector_model").fetchall() != [model]:
                 cur.execute("DROP TABLE IF EXISTS archive_vectors")
                 cur.execute("DELETE FROM archive_vector_model")
-                cur.execute(
-                    "INSERT INTO archive_vector_model VALUES (?, ?)", (self.model, self.dims)
-                )
+                cur.execute("INSERT INTO archive_vector_model VALUES (?, ?)", model)
             cur.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS archive_vectors USING vec0("
                 " id INTEGER PRIMARY KEY, session_key TEXT PARTITION KEY,"
@@ -115,24 +103,22 @@ class SqliteVectors:
         with self.lock:
             rows = self.conn.execute(NEAREST_SQL, params).fetchall()
         found = [(read_line(row), row[-1]) for row in rows]  # (`search_sql` ends with the mark)
-        # a line rewritten since its vector was computed is not what the vector says (and a
-        # query of zeros has no distance to anything)
+        # (a query of zeros has no distance to anything)
         return [
             line for line, kept in found if kept == mark(line.text) and line.distance is not None
         ]
 
     def unembedded(self, session_key: str, limit: int) -> list[tuple[int, str]]:
-        """The session's newest `limit` lines of the embedded roles without a vector
-        (newest first: lines of earlier releases get theirs a batch an upkeep); a
-        redacted or forgotten line gets none."""
+        """The session's newest `limit` lines of the embedded roles without a vector, newest
+        first (`EMBED_BATCH`); a redacted or forgotten line gets none."""
         params = (session_key, REDACTED, FORGOTTEN, limit)
         with self.lock:
             return self.conn.execute(UNEMBEDDED_SQL, params).fetchall()
 
     def add(self, session_key: str, embedded: Iterable[tuple[int, str, Sequence[float]]]) -> int:
-        """Store the vectors of `(line id, text, vector)`, in a short transaction of its
-        own, for the lines still the session's and still reading the text embedded (a
-        line deleted or rewritten since is left out); returns how many were stored."""
+        """Store the vectors of `(line id, text, vector)` in a short transaction of its own,
+        for the lines still the session's and still reading the text embedded; returns how
+        many were stored."""
         added = 0
         with sqlite_transaction(self.conn, self.lock) as cur:
             for line_id, text, vector in embedded:

@@ -108,9 +108,8 @@ def query_terms(text: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=8192)
 def tokens(text: str) -> frozenset[str]:
-    """The distinct terms of `text` that say something, however many (what long-term
-    items are ranked, grounded and matched by). Cached: a session's items are read
-    every turn."""
+    """The distinct terms of `text` that say something, however many (what long-term items
+    are ranked, grounded and matched by). Cached: a session's items are read every turn."""
     return frozenset(term for term, _, stop in _terms(text) if not stop)
 
 
@@ -124,8 +123,5 @@ def term_weight(term: str) -> float:
     """How much one shared term says (stop words are gone already): a CJK bigram or a
     word of three letters or more ("run", "ten") is a subject; a number or a two-letter
     word or a lone character says less."""
-    if term.isdigit():
-        return 0.5
-    if len(term) >= 3 or (len(term) == 2 and not term.isascii()):
-        return 1.0
-    return 0.5
+    subject = not term.isdigit() and (len(term) >= 3 or (len(term) == 2 and not term.isascii()))
+    return 1.0 if subject else 0.5
