@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -217,11 +218,9 @@ def merge_numbered(
     return items[-limit:]
 
 
-def merge_pins(old: Sequence[str], proposed: Sequence[str], retired: Sequence[int]) -> list[str]:
-    """Pinned decisions merged (`merge_numbered`) within their limits."""
-    return merge_numbered(
-        old, proposed, retired, limit=MAX_PINNED_DECISIONS, max_chars=MAX_PINNED_DECISION_CHARS
-    )
+merge_pins = partial(
+    merge_numbered, limit=MAX_PINNED_DECISIONS, max_chars=MAX_PINNED_DECISION_CHARS
+)
 
 
 def summary_contract(state: ThreadState, fold: Sequence[ChatThreadMessage]) -> dict[str, Any]:
@@ -307,17 +306,6 @@ def structured_compactor(
     return as_policy(structured).bind(model, CompactionOutput, max_tokens=COMPACTION_MAX_TOKENS)
 
 
-def _failed(state: ThreadState, error: BaseException, keep: int, now: datetime) -> CompactionResult:
-    reason = f"{type(error).__name__}: {error}"
-    logger.warning("compaction model failed: %s", reason)
-    # an answer of the wrong form (a ValueError: empty, cut, not the schema) fails the
-    # same way again, so the fallback folds now; a timeout or lost connection may pass,
-    # and the compaction stays owed for a later upkeep
-    if isinstance(error, ValueError) or len(state.messages) >= HARD_MESSAGE_CAP:
-        return CompactionResult(CompactionStatus.FALLBACK, local_fallback(state, keep, now), reason)
-    return CompactionResult(CompactionStatus.FAILED, state, reason)
-
-
 def compact(
     state: ThreadState,
     model: BaseChatModel | Runnable[Any, Any],
@@ -347,8 +335,17 @@ def compact(
 
     try:
         new, checked = attempt(prompt)
-    except Exception as exc:  # a transient failure leaves memory as it is
-        return _failed(state, exc, keep, at)
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        logger.warning("compaction model failed: %s", reason)
+        # an answer of the wrong form (a ValueError: empty, cut, not the schema) fails the
+        # same way again, so the fallback folds now; a timeout or lost connection may pass,
+        # and memory stays as it is, the compaction owed for a later upkeep
+        if isinstance(exc, ValueError) or len(state.messages) >= HARD_MESSAGE_CAP:
+            return CompactionResult(
+                CompactionStatus.FALLBACK, local_fallback(state, keep, at), reason
+            )
+        return CompactionResult(CompactionStatus.FAILED, state, reason)
     if not checked.lost:
         return CompactionResult(CompactionStatus.SUCCEEDED, new, refused=checked.refused)
     logger.info("compaction summary lost %d values in force: asked again", len(checked.lost))

@@ -37,8 +37,6 @@ _TOKEN = re.compile(r"[0-9A-Za-z\u00c0-\u024f_$€£¥%#@+.,/:\-]+")
 _EDGES = ".,:;!?/-+"
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+", re.MULTILINE)
 _IDENTIFIER = re.compile(r"[a-z][A-Z]|[A-Z].*[A-Z]|_|\w[./@:]\w")
-
-
 T = TypeVar("T")
 
 
@@ -146,12 +144,10 @@ class Checked:
         self, items: Sequence[QuotedItem], messages: Sequence[ChatThreadMessage]
     ) -> list[str]:
         """The texts of the `items` that stand on their quotes."""
-        passed = self._passed(items, lambda item: stated_refusal(item, messages))
-        return [item.text for item in passed]
+        return [i.text for i in self._passed(items, lambda i: stated_refusal(i, messages))]
 
     def removed(
         self, items: Sequence[Removal], old: Sequence[str], messages: Sequence[ChatThreadMessage]
     ) -> list[int]:
         """The numbers of the old items a message revokes."""
-        passed = self._passed(items, lambda item: removal_refusal(item, old, messages))
-        return [item.number for item in passed]
+        return [i.number for i in self._passed(items, lambda i: removal_refusal(i, old, messages))]

@@ -57,7 +57,7 @@ from memory.prompts import (
     RECALL_BLOCK,
     SUMMARY_BLOCK,
 )
-from memory.schema import ChatThreadMessage, ThreadState
+from memory.schema import ThreadState
 
 LONG_TERM_BLOCK_ID = "memory-long-term"
 PINNED_BLOCK_ID = "memory-pinned-decisions"
@@ -120,19 +120,11 @@ class ContextParts:
     recalled_count: int = 0
 
     def messages(self) -> list[BaseMessage]:
-        """The context in its order: system, long-term, recalled lines, pins, summary,
-        recent, the turn."""
+        """The context, in the module docstring's order."""
         kept = long_term_block(self.long_term[: self.long_term_count])
         earlier = recall_block(self.recalled[: self.recalled_count])
         head = (self.system, kept, earlier, self.pins, self.summary)
         return [block for block in head if block is not None] + [*self.recent, *self.tail]
-
-
-def to_langchain(message: ChatThreadMessage) -> BaseMessage:
-    """A stored message as a LangChain message (ids kept, for tracing)."""
-    if message.role == "user":
-        return HumanMessage(content=message.text, id=message.id)
-    return AIMessage(content=message.text, id=message.id)
 
 
 def context_parts(
@@ -152,7 +144,10 @@ def context_parts(
         long_term_count=len(items),
         pins=pinned_block(state),
         summary=summary_block(state),
-        recent=tuple(to_langchain(message) for message in state.messages),
+        recent=tuple(  # the stored ids kept, for tracing
+            (HumanMessage if m.role == "user" else AIMessage)(content=m.text, id=m.id)
+            for m in state.messages
+        ),
         tail=() if latest_input is None else (HumanMessage(content=latest_input),),
         recalled=groups,
         recalled_count=len(groups),
