@@ -82,26 +82,6 @@ def recall_block(groups: Sequence[Sequence[ArchivedLine]]) -> SystemMessage | No
     return SystemMessage(content=RECALL_BLOCK.format(lines=render(lines)), id=RECALL_BLOCK_ID)
 
 
-def pinned_block(state: ThreadState) -> SystemMessage | None:
-    """The pinned-decisions block, or None when there are none."""
-    if not state.pinned_decisions:
-        return None
-    pins = enumerate(state.pinned_decisions, start=1)
-    content = PINNED_BLOCK.format(pins="\n".join(f"{n}. {pin}" for n, pin in pins))
-    return SystemMessage(content=content, id=PINNED_BLOCK_ID)
-
-
-def summary_block(state: ThreadState) -> SystemMessage | None:
-    """The summary block with the open questions, or None when the summary is empty."""
-    if not state.summary:
-        return None
-    content = SUMMARY_BLOCK.format(summary=state.summary)
-    if state.open_questions:
-        questions = "\n".join(f"- {question}" for question in state.open_questions)
-        content += OPEN_QUESTIONS_BLOCK.format(questions=questions)
-    return SystemMessage(content=content, id=SUMMARY_BLOCK_ID)
-
-
 @dataclass(frozen=True)
 class ContextParts:
     """A turn's context in the pieces a `ContextBudget` may shorten: `long_term` items
@@ -138,12 +118,17 @@ def context_parts(
     """The pieces of a turn's context, before any fitting."""
     items = tuple(long_term)
     groups = recalled.groups if recalled is not None else ()
+    pins = "\n".join(f"{n}. {pin}" for n, pin in enumerate(state.pinned_decisions, start=1))
+    summary = SUMMARY_BLOCK.format(summary=state.summary)  # with the open questions
+    if state.open_questions:
+        questions = "\n".join(f"- {question}" for question in state.open_questions)
+        summary += OPEN_QUESTIONS_BLOCK.format(questions=questions)
     return ContextParts(
         system=SystemMessage(content=system_prompt) if system_prompt else None,
         long_term=items,
         long_term_count=len(items),
-        pins=pinned_block(state),
-        summary=summary_block(state),
+        pins=SystemMessage(PINNED_BLOCK.format(pins=pins), id=PINNED_BLOCK_ID) if pins else None,
+        summary=SystemMessage(summary, id=SUMMARY_BLOCK_ID) if state.summary else None,
         recent=tuple(  # the stored ids kept, for tracing
             (HumanMessage if m.role == "user" else AIMessage)(content=m.text, id=m.id)
             for m in state.messages
