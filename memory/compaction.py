@@ -90,8 +90,7 @@ class CompactionOutput(Strict):
 
 
 class FoldedMessage(Strict):
-    """One message of the compaction input: its role outside its text, so that no text
-    can pass for another speaker."""
+    """A message to the model, its role outside its text: no text can pass for another speaker."""
 
     role: Role
     text: str
@@ -122,8 +121,7 @@ def _numbered(texts: Sequence[str]) -> list[NumberedItem]:
 
 
 def folded(message: ChatThreadMessage) -> FoldedMessage:
-    """A message as the compaction model reads it: pasted material marked by giving the
-    speaker's own words apart."""
+    """A message as the compaction model reads it: the speaker's own words apart from pastes."""
     own = " ".join(own_words(message.text).split())
     kept = None if own == " ".join(message.text.split()) else own
     return FoldedMessage(role=message.role, text=message.text, own_words=kept)
@@ -166,8 +164,7 @@ class CompactionResult:
     state: ThreadState
     error: str | None = None
     refused: Mapping[str, int] = field(default_factory=dict)
-    """The model's proposals refused by the checks, and summaries that lost a value in
-    force (`summary_lost_value`), by reason."""
+    """The proposals the checks refused, and summaries that lost a value in force, by reason."""
 
     @property
     def summary_chars(self) -> int:

@@ -26,8 +26,7 @@ from memory.schema import ChatThreadMessage
 LOST_VALUE = "summary_lost_value"
 """The refusal counted when a summary leaves out a name, number or date in force."""
 MIN_WORDS = 2
-"""A pin or question states something: at least two words (`["always", "never"]`
-states nothing)."""
+"""A pin or question states something: two words at least (`["always", "never"]` says nothing)."""
 
 FULL = 0.9
 """The share of its limit from which a summary is full: what it drops, it drops for space
@@ -128,8 +127,7 @@ def removal_refusal(
 
 @dataclass
 class Checked:
-    """What of a compaction's proposals was refused, by reason, and the values in force
-    its summary lost."""
+    """A compaction's proposals refused, by reason, and the values in force its summary lost."""
 
     refused: Counter[str] = field(default_factory=Counter)
     lost: list[str] = field(default_factory=list)

@@ -74,8 +74,7 @@ def long_term_block(items: Sequence[MemoryItem]) -> SystemMessage | None:
 
 
 def recall_block(groups: Sequence[Sequence[ArchivedLine]]) -> SystemMessage | None:
-    """The lines recalled from earlier conversations, oldest first, under their date and
-    conversation title, or None when none."""
+    """The recalled lines, oldest first, under their date and conversation title (or None)."""
     lines = [line for group in groups for line in group]
     if not lines:
         return None
@@ -220,8 +219,7 @@ class ContextBudget:
         return replace(parts, recent=tuple(recent))
 
     def _drop_oldest_turns(self, parts: ContextParts) -> ContextParts:
-        """Keep the newest recent turns that fit beside everything else (whole turns: the
-        kept part starts with a user message)."""
+        """The newest recent turns that fit beside the rest (whole: starting on a user's)."""
         rest = replace(parts, recent=())
         room = self.tokens - self.count(rest.messages())
         if room <= 0:

@@ -210,8 +210,7 @@ class ConversationMemory:
         failed: bool,
         batching: bool = False,
     ) -> ThreadState | None:
-        """Record that an upkeep run ended (`memory.turns.settled`): the memory as stored,
-        or None when the conversation is gone."""
+        """Record an upkeep run's end (`memory.turns.settled`): the memory stored, None if gone."""
         with self.documents.lock(session_id):
             latest = self.documents.read(session_id, conversation_id)
             if not latest.registry.owns(conversation_id) or latest.state is None:
@@ -221,8 +220,7 @@ class ConversationMemory:
         return stored
 
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The hydration DTO of an owned conversation (`ConversationNotFound`: unknown,
-        pruned, or another session's)."""
+        """The hydration DTO of a conversation (`ConversationNotFound`: not the session's)."""
         snapshot = self.memory_for_turn(session_id, conversation_id)
         return hydration_dto(conversation_id, snapshot.state)
 

@@ -180,8 +180,7 @@ def token_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
 
 
 def as_policy(structured: StructuredPolicy | str | None) -> StructuredPolicy:
-    """A policy, or one from a method's name (None: the model's own structured output;
-    an unknown name: `ValueError`)."""
+    """A policy, or one from a method's name (None: the model's own; unknown: `ValueError`)."""
     if isinstance(structured, StructuredPolicy):
         return structured
     if structured is not None and structured not in METHODS:
