@@ -166,14 +166,6 @@ class CompactionResult:
     refused: Mapping[str, int] = field(default_factory=dict)
     """The proposals the checks refused, and summaries that lost a value in force, by reason."""
 
-    @property
-    def summary_chars(self) -> int:
-        return len(self.state.summary)
-
-    @property
-    def pinned_count(self) -> int:
-        return len(self.state.pinned_decisions)
-
 
 class InvalidCompactionOutput(ValueError):
     """The compaction model answered, but not with a usable result."""
@@ -313,12 +305,8 @@ def compact(
 ) -> CompactionResult:
     """Compact `state` with `model` (a chat model, or a runnable already structured)
     when it holds more than `MAX_RECENT_MESSAGES` messages, keeping the newest `keep`.
-
-    What does not stand on a folded message's words is refused and counted. Model errors
-    are reported, never raised: a wrong form gives the local fallback, any other failure
-    the input state (the fallback at the hard cap). A summary that lost a value in force
-    is asked for once more, then the fallback keeps the pins and questions that checked out.
-    """
+    Model errors are reported, never raised. A summary that lost a value in force is asked
+    for once more, then the fallback keeps the pins and questions that checked out."""
     if len(state.messages) <= MAX_RECENT_MESSAGES:
         return CompactionResult(CompactionStatus.SKIPPED, state)
     fold, kept = split_for_fold(state.messages, validate_keep(keep))
@@ -336,13 +324,12 @@ def compact(
         reason = f"{type(exc).__name__}: {exc}"
         logger.warning("compaction model failed: %s", reason)
         # an answer of the wrong form (a ValueError: empty, cut, not the schema) fails the
-        # same way again, so the fallback folds now; a timeout or lost connection may pass,
-        # and memory stays as it is, the compaction owed for a later upkeep
-        if isinstance(exc, ValueError) or len(state.messages) >= HARD_MESSAGE_CAP:
-            return CompactionResult(
-                CompactionStatus.FALLBACK, local_fallback(state, keep, at), reason
-            )
-        return CompactionResult(CompactionStatus.FAILED, state, reason)
+        # same way again, so the fallback folds now (and at the hard cap); a timeout or lost
+        # connection may pass: memory stays as it is, the compaction owed for a later upkeep
+        folds = isinstance(exc, ValueError) or len(state.messages) >= HARD_MESSAGE_CAP
+        if not folds:
+            return CompactionResult(CompactionStatus.FAILED, state, reason)
+        return CompactionResult(CompactionStatus.FALLBACK, local_fallback(state, keep, at), reason)
     if not checked.lost:
         return CompactionResult(CompactionStatus.SUCCEEDED, new, refused=checked.refused)
     logger.info("compaction summary lost %d values in force: asked again", len(checked.lost))
