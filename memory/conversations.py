@@ -68,9 +68,7 @@ class ConversationMemory:
         self.ids = ids
         self.keep = validate_keep(keep)
         self.clock = clock
-        self.archive = (
-            archive if archive is not None else open_archive(threads, ids, judge=local_embeddings())
-        )
+        self.archive = archive or open_archive(threads, ids, judge=local_embeddings())
         self.documents = SessionDocuments(threads, ids, self.archive)
         # what a written turn leaves owed: with embeddings, its user line's vector too
         self._with_turn = partial(with_turn, keep=self.keep, owe_embedding=self.archive.embeds)
