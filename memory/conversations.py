@@ -158,7 +158,6 @@ class ConversationMemory:
         conversation_id: str,
         model: BaseChatModel | Runnable[Any, Any],
         *,
-        method: str | None = None,
         snapshot: ThreadState | None = None,
         settle: tuple[Collection[str], bool, bool] | None = None,
     ) -> CompactionResult:
@@ -170,7 +169,7 @@ class ConversationMemory:
         stored in the compaction's commit when it stores one."""
         if snapshot is None:
             snapshot = self.read_memory(session_id, conversation_id)
-        result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
+        result = compact(snapshot, model, keep=self.keep, now=self.clock())
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
         with self.documents.lock(session_id):
