@@ -98,8 +98,7 @@ def said_in(quote: str, messages: Sequence[ChatThreadMessage]) -> Reason | None:
 
 def stated_refusal(item: QuotedItem, messages: Sequence[ChatThreadMessage]) -> Reason | None:
     """Why a new pin or open question is refused (None: it stands on its quote)."""
-    reason = said_in(item.quote, messages)
-    if reason is not None:
+    if (reason := said_in(item.quote, messages)) is not None:
         return reason
     found = tokens(item.text)
     if not found or max(len(item.text.split()), len(found)) < MIN_WORDS:  # CJK: no spaces
@@ -117,12 +116,9 @@ def removal_refusal(
     """Why a retirement or resolution is refused (None: a message revokes the item)."""
     if not 1 <= item.number <= len(old):
         return Reason.UNKNOWN_ITEM
-    reason = said_in(item.quote, messages)
-    if reason is not None:
+    if (reason := said_in(item.quote, messages)) is not None:
         return reason
-    if not tokens(item.quote) & tokens(old[item.number - 1]):
-        return Reason.NOT_ABOUT_ITEM
-    return None
+    return None if tokens(item.quote) & tokens(old[item.number - 1]) else Reason.NOT_ABOUT_ITEM
 
 
 @dataclass

@@ -83,10 +83,9 @@ def recall_block(groups: Sequence[Sequence[ArchivedLine]]) -> SystemMessage | No
 
 @dataclass(frozen=True)
 class ContextParts:
-    """A turn's context in the pieces a `ContextBudget` may shorten: `long_term` items
-    and `recalled` groups (best first) keep their first `*_count`; the system prompt,
-    pins and `tail` (the turn's own messages: the input, a tool turn's calls and
-    results) always stay."""
+    """A turn's context in the pieces a `ContextBudget` may shorten: `long_term` items and
+    `recalled` groups (best first) keep their first `*_count`; `tail` is the turn's own
+    messages (the input, a tool turn's calls and results), which always stay."""
 
     system: SystemMessage | None
     long_term: tuple[MemoryItem, ...]

@@ -142,10 +142,9 @@ class SkipReason(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class FinalTurn:
-    """The user-visible outcome of one turn, as finalize sees it: only `completed` and
-    `blocked` turns are written; `user_text` is the goal or request for workflows and
-    `assistant_text` the final answer, summary or report; stable message ids make a write
-    idempotent."""
+    """The user-visible outcome of one turn, as finalize sees it: `user_text` is the goal or
+    request for workflows and `assistant_text` the final answer, summary or report; stable
+    message ids make a write idempotent."""
 
     route: Route
     status: TurnStatus
