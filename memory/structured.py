@@ -50,13 +50,13 @@ class StructuredOutputError(ValueError):
     """The model answered, but not with an object of the schema (or it refused)."""
 
 
+@dataclass(eq=False)
 class StructuredStats:
     """What structured calls met, counted (thread-safe), by `COUNTS`: refusals are an
     endpoint's of a format or a model's to answer, fallbacks are moves down the ladder."""
 
-    def __init__(self) -> None:
-        self._counts: Counter[str] = Counter()
-        self._lock = threading.Lock()
+    _counts: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, name: str) -> None:
         with self._lock:
