@@ -70,7 +70,6 @@ class ConversationMemory:
         self.clock = clock
         self.archive = archive or open_archive(threads, ids, judge=local_embeddings())
         self.documents = SessionDocuments(threads, ids, self.archive)
-        # what a written turn leaves owed: with embeddings, its user line's vector too
         self._with_turn = partial(with_turn, keep=self.keep, owe_embedding=self.archive.embeds)
         # what is the thread ids', the documents' or the archive's own, as they give it
         self.memory_thread = ids.memory_thread
