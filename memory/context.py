@@ -156,10 +156,8 @@ def clip(message: BaseMessage, keep_chars: int) -> BaseMessage:
     text = message.text
     if len(text) <= keep_chars:
         return message
-    head = keep_chars // 2
-    tail = keep_chars - head
-    left_out = len(text) - head - tail
-    clipped = text[:head] + CLIP_MARKER.format(count=left_out) + text[-tail:]
+    head, tail = keep_chars // 2, keep_chars - keep_chars // 2
+    clipped = text[:head] + CLIP_MARKER.format(count=len(text) - keep_chars) + text[-tail:]
     return message.model_copy(update={"content": clipped})
 
 
