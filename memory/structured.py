@@ -164,8 +164,7 @@ class StructuredPolicy:
         self, model: BaseChatModel, schema: type[SchemaT], *, max_tokens: int
     ) -> StructuredCall[SchemaT]:
         """`model` answering with `schema`'s objects, at most `max_tokens` per answer."""
-        speaks_openai = hasattr(model, "openai_api_base")
-        policy = self if speaks_openai else replace(self, method=None)
+        policy = self if hasattr(model, "openai_api_base") else replace(self, method=None)
         return StructuredCall(model, schema, max_tokens=max_tokens, policy=policy)
 
 
