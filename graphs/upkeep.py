@@ -291,8 +291,8 @@ class UpkeepNodes:
             "compact",
             result.status.value,
             **failure,
-            summaryChars=result.summary_chars,
-            pinnedDecisions=result.pinned_count,
+            summaryChars=len(result.state.summary),
+            pinnedDecisions=len(result.state.pinned_decisions),
             summaryVersion=result.state.summary_version,
             **({"refused": dict(result.refused)} if result.refused else {}),
         )

@@ -1,9 +1,7 @@
 """Chat memory with no agent logic: bounded, final-text only, isolated per conversation.
 
-The package exports its pure parts, loading no storage; those built on LangChain are
-imported on first use, so that importing one module (`memory.errors`) loads none of it.
-What reads and writes a database is imported from its module (`ConversationMemory`,
-`memory.storage`).
+The package exports its pure parts, loading no storage (those built on LangChain on first
+use, `memory.lazy`); what reads and writes a database is imported from its module.
 """
 
 from typing import TYPE_CHECKING

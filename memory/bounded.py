@@ -19,12 +19,10 @@ class ModelTimeout(TimeoutError):
 
 
 def bounded_invoke(call: Callable[[], T], timeout: float | None) -> T:
-    """`call()` in a worker thread, waited for at most `timeout` seconds.
-
-    A synchronous call cannot be interrupted: past its bound it is left to finish on its
-    own (its result unused) and the caller goes on with `ModelTimeout`. The context
-    (LangGraph's config, the stream writer) travels with it.
-    """
+    """`call()` in a worker thread, waited for at most `timeout` seconds: a synchronous call
+    cannot be interrupted, so past its bound it is left to finish on its own (its result
+    unused) and the caller goes on with `ModelTimeout`. The context (LangGraph's config, the
+    stream writer) travels with it."""
     if timeout is None:
         return call()
     done = threading.Event()

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -89,8 +90,7 @@ class CompactionOutput(Strict):
 
 
 class FoldedMessage(Strict):
-    """One message of the compaction input: its role outside its text, so that no text
-    can pass for another speaker."""
+    """A message to the model, its role outside its text: no text can pass for another speaker."""
 
     role: Role
     text: str
@@ -121,8 +121,7 @@ def _numbered(texts: Sequence[str]) -> list[NumberedItem]:
 
 
 def folded(message: ChatThreadMessage) -> FoldedMessage:
-    """A message as the compaction model reads it: pasted material marked by giving the
-    speaker's own words apart."""
+    """A message as the compaction model reads it: the speaker's own words apart from pastes."""
     own = " ".join(own_words(message.text).split())
     kept = None if own == " ".join(message.text.split()) else own
     return FoldedMessage(role=message.role, text=message.text, own_words=kept)
@@ -165,16 +164,7 @@ class CompactionResult:
     state: ThreadState
     error: str | None = None
     refused: Mapping[str, int] = field(default_factory=dict)
-    """The model's proposals refused by the checks, and summaries that lost a value in
-    force (`summary_lost_value`), by reason."""
-
-    @property
-    def summary_chars(self) -> int:
-        return len(self.state.summary)
-
-    @property
-    def pinned_count(self) -> int:
-        return len(self.state.pinned_decisions)
+    """The proposals the checks refused, and summaries that lost a value in force, by reason."""
 
 
 class InvalidCompactionOutput(ValueError):
@@ -217,11 +207,9 @@ def merge_numbered(
     return items[-limit:]
 
 
-def merge_pins(old: Sequence[str], proposed: Sequence[str], retired: Sequence[int]) -> list[str]:
-    """Pinned decisions merged (`merge_numbered`) within their limits."""
-    return merge_numbered(
-        old, proposed, retired, limit=MAX_PINNED_DECISIONS, max_chars=MAX_PINNED_DECISION_CHARS
-    )
+merge_pins = partial(
+    merge_numbered, limit=MAX_PINNED_DECISIONS, max_chars=MAX_PINNED_DECISION_CHARS
+)
 
 
 def summary_contract(state: ThreadState, fold: Sequence[ChatThreadMessage]) -> dict[str, Any]:
@@ -307,17 +295,6 @@ def structured_compactor(
     return as_policy(structured).bind(model, CompactionOutput, max_tokens=COMPACTION_MAX_TOKENS)
 
 
-def _failed(state: ThreadState, error: BaseException, keep: int, now: datetime) -> CompactionResult:
-    reason = f"{type(error).__name__}: {error}"
-    logger.warning("compaction model failed: %s", reason)
-    # an answer of the wrong form (a ValueError: empty, cut, not the schema) fails the
-    # same way again, so the fallback folds now; a timeout or lost connection may pass,
-    # and the compaction stays owed for a later upkeep
-    if isinstance(error, ValueError) or len(state.messages) >= HARD_MESSAGE_CAP:
-        return CompactionResult(CompactionStatus.FALLBACK, local_fallback(state, keep, now), reason)
-    return CompactionResult(CompactionStatus.FAILED, state, reason)
-
-
 def compact(
     state: ThreadState,
     model: BaseChatModel | Runnable[Any, Any],
@@ -328,12 +305,8 @@ def compact(
 ) -> CompactionResult:
     """Compact `state` with `model` (a chat model, or a runnable already structured)
     when it holds more than `MAX_RECENT_MESSAGES` messages, keeping the newest `keep`.
-
-    What does not stand on a folded message's words is refused and counted. Model errors
-    are reported, never raised: a wrong form gives the local fallback, any other failure
-    the input state (the fallback at the hard cap). A summary that lost a value in force
-    is asked for once more, then the fallback keeps the pins and questions that checked out.
-    """
+    Model errors are reported, never raised. A summary that lost a value in force is asked
+    for once more, then the fallback keeps the pins and questions that checked out."""
     if len(state.messages) <= MAX_RECENT_MESSAGES:
         return CompactionResult(CompactionStatus.SKIPPED, state)
     fold, kept = split_for_fold(state.messages, validate_keep(keep))
@@ -347,8 +320,16 @@ def compact(
 
     try:
         new, checked = attempt(prompt)
-    except Exception as exc:  # a transient failure leaves memory as it is
-        return _failed(state, exc, keep, at)
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        logger.warning("compaction model failed: %s", reason)
+        # an answer of the wrong form (a ValueError: empty, cut, not the schema) fails the
+        # same way again, so the fallback folds now (and at the hard cap); a timeout or lost
+        # connection may pass: memory stays as it is, the compaction owed for a later upkeep
+        folds = isinstance(exc, ValueError) or len(state.messages) >= HARD_MESSAGE_CAP
+        if not folds:
+            return CompactionResult(CompactionStatus.FAILED, state, reason)
+        return CompactionResult(CompactionStatus.FALLBACK, local_fallback(state, keep, at), reason)
     if not checked.lost:
         return CompactionResult(CompactionStatus.SUCCEEDED, new, refused=checked.refused)
     logger.info("compaction summary lost %d values in force: asked again", len(checked.lost))

@@ -26,8 +26,7 @@ from memory.schema import ChatThreadMessage
 LOST_VALUE = "summary_lost_value"
 """The refusal counted when a summary leaves out a name, number or date in force."""
 MIN_WORDS = 2
-"""A pin or question states something: at least two words (`["always", "never"]`
-states nothing)."""
+"""A pin or question states something: two words at least (`["always", "never"]` says nothing)."""
 
 FULL = 0.9
 """The share of its limit from which a summary is full: what it drops, it drops for space
@@ -37,8 +36,6 @@ _TOKEN = re.compile(r"[0-9A-Za-z\u00c0-\u024f_$€£¥%#@+.,/:\-]+")
 _EDGES = ".,:;!?/-+"
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+", re.MULTILINE)
 _IDENTIFIER = re.compile(r"[a-z][A-Z]|[A-Z].*[A-Z]|_|\w[./@:]\w")
-
-
 T = TypeVar("T")
 
 
@@ -101,8 +98,7 @@ def said_in(quote: str, messages: Sequence[ChatThreadMessage]) -> Reason | None:
 
 def stated_refusal(item: QuotedItem, messages: Sequence[ChatThreadMessage]) -> Reason | None:
     """Why a new pin or open question is refused (None: it stands on its quote)."""
-    reason = said_in(item.quote, messages)
-    if reason is not None:
+    if (reason := said_in(item.quote, messages)) is not None:
         return reason
     found = tokens(item.text)
     if not found or max(len(item.text.split()), len(found)) < MIN_WORDS:  # CJK: no spaces
@@ -120,18 +116,14 @@ def removal_refusal(
     """Why a retirement or resolution is refused (None: a message revokes the item)."""
     if not 1 <= item.number <= len(old):
         return Reason.UNKNOWN_ITEM
-    reason = said_in(item.quote, messages)
-    if reason is not None:
+    if (reason := said_in(item.quote, messages)) is not None:
         return reason
-    if not tokens(item.quote) & tokens(old[item.number - 1]):
-        return Reason.NOT_ABOUT_ITEM
-    return None
+    return None if tokens(item.quote) & tokens(old[item.number - 1]) else Reason.NOT_ABOUT_ITEM
 
 
 @dataclass
 class Checked:
-    """What of a compaction's proposals was refused, by reason, and the values in force
-    its summary lost."""
+    """A compaction's proposals refused, by reason, and the values in force its summary lost."""
 
     refused: Counter[str] = field(default_factory=Counter)
     lost: list[str] = field(default_factory=list)
@@ -146,12 +138,10 @@ class Checked:
         self, items: Sequence[QuotedItem], messages: Sequence[ChatThreadMessage]
     ) -> list[str]:
         """The texts of the `items` that stand on their quotes."""
-        passed = self._passed(items, lambda item: stated_refusal(item, messages))
-        return [item.text for item in passed]
+        return [i.text for i in self._passed(items, lambda i: stated_refusal(i, messages))]
 
     def removed(
         self, items: Sequence[Removal], old: Sequence[str], messages: Sequence[ChatThreadMessage]
     ) -> list[int]:
         """The numbers of the old items a message revokes."""
-        passed = self._passed(items, lambda item: removal_refusal(item, old, messages))
-        return [item.number for item in passed]
+        return [i.number for i in self._passed(items, lambda i: removal_refusal(i, old, messages))]

@@ -57,7 +57,7 @@ from memory.prompts import (
     RECALL_BLOCK,
     SUMMARY_BLOCK,
 )
-from memory.schema import ChatThreadMessage, ThreadState
+from memory.schema import ThreadState
 
 LONG_TERM_BLOCK_ID = "memory-long-term"
 PINNED_BLOCK_ID = "memory-pinned-decisions"
@@ -74,40 +74,18 @@ def long_term_block(items: Sequence[MemoryItem]) -> SystemMessage | None:
 
 
 def recall_block(groups: Sequence[Sequence[ArchivedLine]]) -> SystemMessage | None:
-    """The lines recalled from earlier conversations, oldest first, under their date and
-    conversation title, or None when none."""
+    """The recalled lines, oldest first, under their date and conversation title (or None)."""
     lines = [line for group in groups for line in group]
     if not lines:
         return None
     return SystemMessage(content=RECALL_BLOCK.format(lines=render(lines)), id=RECALL_BLOCK_ID)
 
 
-def pinned_block(state: ThreadState) -> SystemMessage | None:
-    """The pinned-decisions block, or None when there are none."""
-    if not state.pinned_decisions:
-        return None
-    pins = enumerate(state.pinned_decisions, start=1)
-    content = PINNED_BLOCK.format(pins="\n".join(f"{n}. {pin}" for n, pin in pins))
-    return SystemMessage(content=content, id=PINNED_BLOCK_ID)
-
-
-def summary_block(state: ThreadState) -> SystemMessage | None:
-    """The summary block with the open questions, or None when the summary is empty."""
-    if not state.summary:
-        return None
-    content = SUMMARY_BLOCK.format(summary=state.summary)
-    if state.open_questions:
-        questions = "\n".join(f"- {question}" for question in state.open_questions)
-        content += OPEN_QUESTIONS_BLOCK.format(questions=questions)
-    return SystemMessage(content=content, id=SUMMARY_BLOCK_ID)
-
-
 @dataclass(frozen=True)
 class ContextParts:
-    """A turn's context in the pieces a `ContextBudget` may shorten: `long_term` items
-    and `recalled` groups (best first) keep their first `*_count`; the system prompt,
-    pins and `tail` (the turn's own messages: the input, a tool turn's calls and
-    results) always stay."""
+    """A turn's context in the pieces a `ContextBudget` may shorten: `long_term` items and
+    `recalled` groups (best first) keep their first `*_count`; `tail` is the turn's own
+    messages (the input, a tool turn's calls and results), which always stay."""
 
     system: SystemMessage | None
     long_term: tuple[MemoryItem, ...]
@@ -120,19 +98,11 @@ class ContextParts:
     recalled_count: int = 0
 
     def messages(self) -> list[BaseMessage]:
-        """The context in its order: system, long-term, recalled lines, pins, summary,
-        recent, the turn."""
+        """The context, in the module docstring's order."""
         kept = long_term_block(self.long_term[: self.long_term_count])
         earlier = recall_block(self.recalled[: self.recalled_count])
         head = (self.system, kept, earlier, self.pins, self.summary)
         return [block for block in head if block is not None] + [*self.recent, *self.tail]
-
-
-def to_langchain(message: ChatThreadMessage) -> BaseMessage:
-    """A stored message as a LangChain message (ids kept, for tracing)."""
-    if message.role == "user":
-        return HumanMessage(content=message.text, id=message.id)
-    return AIMessage(content=message.text, id=message.id)
 
 
 def context_parts(
@@ -146,13 +116,21 @@ def context_parts(
     """The pieces of a turn's context, before any fitting."""
     items = tuple(long_term)
     groups = recalled.groups if recalled is not None else ()
+    pins = "\n".join(f"{n}. {pin}" for n, pin in enumerate(state.pinned_decisions, start=1))
+    summary = SUMMARY_BLOCK.format(summary=state.summary)  # with the open questions
+    if state.open_questions:
+        questions = "\n".join(f"- {question}" for question in state.open_questions)
+        summary += OPEN_QUESTIONS_BLOCK.format(questions=questions)
     return ContextParts(
         system=SystemMessage(content=system_prompt) if system_prompt else None,
         long_term=items,
         long_term_count=len(items),
-        pins=pinned_block(state),
-        summary=summary_block(state),
-        recent=tuple(to_langchain(message) for message in state.messages),
+        pins=SystemMessage(PINNED_BLOCK.format(pins=pins), id=PINNED_BLOCK_ID) if pins else None,
+        summary=SystemMessage(summary, id=SUMMARY_BLOCK_ID) if state.summary else None,
+        recent=tuple(  # the stored ids kept, for tracing
+            (HumanMessage if m.role == "user" else AIMessage)(content=m.text, id=m.id)
+            for m in state.messages
+        ),
         tail=() if latest_input is None else (HumanMessage(content=latest_input),),
         recalled=groups,
         recalled_count=len(groups),
@@ -178,10 +156,8 @@ def clip(message: BaseMessage, keep_chars: int) -> BaseMessage:
     text = message.text
     if len(text) <= keep_chars:
         return message
-    head = keep_chars // 2
-    tail = keep_chars - head
-    left_out = len(text) - head - tail
-    clipped = text[:head] + CLIP_MARKER.format(count=left_out) + text[-tail:]
+    head, tail = keep_chars // 2, keep_chars - keep_chars // 2
+    clipped = text[:head] + CLIP_MARKER.format(count=len(text) - keep_chars) + text[-tail:]
     return message.model_copy(update={"content": clipped})
 
 
@@ -240,8 +216,7 @@ class ContextBudget:
         return replace(parts, recent=tuple(recent))
 
     def _drop_oldest_turns(self, parts: ContextParts) -> ContextParts:
-        """Keep the newest recent turns that fit beside everything else (whole turns: the
-        kept part starts with a user message)."""
+        """The newest recent turns that fit beside the rest (whole: starting on a user's)."""
         rest = replace(parts, recent=())
         room = self.tokens - self.count(rest.messages())
         if room <= 0:

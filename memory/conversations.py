@@ -51,13 +51,9 @@ logger = logging.getLogger(__name__)
 
 
 class ConversationMemory:
-    """Per-conversation chat memory and the per-session registry over one `ThreadStore`.
-
-    Args:
-        keep: messages kept verbatim by compaction (even, below 8).
-        archive: the session archive every write appends to (default: on `threads`'
-            database, its relevance judged by the packaged local model).
-    """
+    """Per-conversation chat memory and the per-session registry over one `ThreadStore`:
+    compaction keeps `keep` messages verbatim (even, below 8); every write appends to the
+    `archive` (default: on `threads`' database, its relevance judged by the local model)."""
 
     def __init__(
         self,
@@ -72,11 +68,8 @@ class ConversationMemory:
         self.ids = ids
         self.keep = validate_keep(keep)
         self.clock = clock
-        self.archive = (
-            archive if archive is not None else open_archive(threads, ids, judge=local_embeddings())
-        )
+        self.archive = archive or open_archive(threads, ids, judge=local_embeddings())
         self.documents = SessionDocuments(threads, ids, self.archive)
-        # what a written turn leaves owed: with embeddings, its user line's vector too
         self._with_turn = partial(with_turn, keep=self.keep, owe_embedding=self.archive.embeds)
         # what is the thread ids', the documents' or the archive's own, as they give it
         self.memory_thread = ids.memory_thread
@@ -119,23 +112,17 @@ class ConversationMemory:
         context: Sequence[str] = (),
         read: Snapshot | None = None,
     ) -> TurnWrite:
-        """Append a finished turn (once), list or touch the conversation, prune past ten.
+        """Write a finished turn (`memory.turn_write`) with the upkeep it leaves owed
+        (`memory.turns.with_turn`; more than eight messages owe a compaction) in one
+        transaction, so that no crash loses what is owed.
 
-        Nothing is written when the conversation is no longer the session's (deleted or
-        pruned while the turn ran): it stays deleted. Past `HARD_MESSAGE_CAP` messages
-        the local fallback folds the oldest ones, so the bound holds even when no
-        compaction ever succeeds. The upkeep the turn leaves owed is recorded in the same
-        transaction (`owe_remember`: the user's message awaits long-term extraction;
-        more than eight messages: a compaction; with embeddings, the user's archived
-        line awaits its vector), so that no crash loses it. The archive and a new title
-        keep the user's text secret-redacted (`kept_user_text`, when the caller's reading
-        of the text redacted it already); the answer is indexed without what it repeats
-        of the turn's `context` (`Archive.turn`). The long-term items the turn read
-        (`held`) that were forgotten while it ran are taken out of what it writes, their
-        texts and the sentences that repeat them (`memory.redaction.repeats_forgotten`):
-        a forgetting's tombstone holds over a turn that raced it. The documents the turn
-        started from (`read`) are written from when nothing changed them since; else they
-        are read again under the lock.
+        The archive and a new title keep the user's text secret-redacted (`kept_user_text`,
+        when the caller's reading of it redacted it already); the answer is indexed without
+        what it repeats of the turn's `context` (`Archive.turn`). The long-term items the
+        turn read (`held`) that were forgotten while it ran are taken out of what it writes
+        (`memory.redaction.repeats_forgotten`): a forgetting's tombstone holds over a turn
+        that raced it. The documents the turn started from (`read`) are written from when
+        nothing changed them since; else they are read again under the lock.
         """
         kept = redact_secrets(turn.user_text) if kept_user_text is None else kept_user_text
         with self.documents.lock(session_id):
@@ -170,25 +157,18 @@ class ConversationMemory:
         conversation_id: str,
         model: BaseChatModel | Runnable[Any, Any],
         *,
-        method: str | None = None,
         snapshot: ThreadState | None = None,
         settle: tuple[Collection[str], bool, bool] | None = None,
     ) -> CompactionResult:
-        """Compact the conversation's memory if it holds more than eight messages.
-
-        The model runs without any lock held; the result is written with a
-        compare-and-set against the version it was computed from.
-
-        Args:
-            model: the compaction model, or a runnable already bound to the schema.
-            snapshot: the memory to start from when the caller has it (as the turn's
-                write stored it); read from storage otherwise.
-            settle: the upkeep's end (`settle_upkeep`'s `paid`, `failed` and `batching`),
-                stored in the compaction's commit when it stores one.
-        """
+        """Compact the conversation's memory if it holds more than eight messages: the
+        `model` (or a runnable already bound to the schema) runs without any lock held, and
+        the result is written with a compare-and-set against the version it was computed
+        from. `snapshot`: the memory to start from (as the turn's write stored it), else
+        read; `settle`: the upkeep's end (`settle_upkeep`'s `paid`, `failed`, `batching`),
+        stored in the compaction's commit when it stores one."""
         if snapshot is None:
             snapshot = self.read_memory(session_id, conversation_id)
-        result = compact(snapshot, model, keep=self.keep, method=method, now=self.clock())
+        result = compact(snapshot, model, keep=self.keep, now=self.clock())
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
         with self.documents.lock(session_id):
@@ -226,11 +206,7 @@ class ConversationMemory:
         failed: bool,
         batching: bool = False,
     ) -> ThreadState | None:
-        """Record that an upkeep run ended: what the messages `paid` owed (extraction,
-        embedding) is off the record, and the status says what is left (`failed` when the
-        run failed, else `pending` while anything is still owed, else `done`; with
-        `batching`, extractions left for their batch count as done). Returns the memory
-        as stored, or None when the conversation is gone."""
+        """Record an upkeep run's end (`memory.turns.settled`): the memory stored, None if gone."""
         with self.documents.lock(session_id):
             latest = self.documents.read(session_id, conversation_id)
             if not latest.registry.owns(conversation_id) or latest.state is None:
@@ -240,8 +216,7 @@ class ConversationMemory:
         return stored
 
     def hydrate(self, session_id: str, conversation_id: str) -> dict[str, Any]:
-        """The hydration DTO of an owned conversation (`ConversationNotFound`: unknown,
-        pruned, or another session's)."""
+        """The hydration DTO of a conversation (`ConversationNotFound`: not the session's)."""
         snapshot = self.memory_for_turn(session_id, conversation_id)
         return hydration_dto(conversation_id, snapshot.state)
 
@@ -271,11 +246,8 @@ class ConversationMemory:
 
     def delete_conversation(self, session_id: str, conversation_id: str) -> dict[str, Any]:
         """Remove an owned conversation and delete its memory, run threads and archived
-        lines, at once.
-
-        A turn still running in it writes nothing when it ends; the next turn of any
-        conversation cannot recall it.
-        """
+        lines at once: a turn still running in it writes nothing when it ends, and no later
+        turn of any conversation recalls it."""
         change = self.documents.update_registry(
             session_id, lambda registry: remove(registry, conversation_id), forget_lines=True
         )

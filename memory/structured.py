@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
+from itertools import count
 from typing import Any, Literal, TypeVar, cast, get_args
 
 from langchain_core.language_models import BaseChatModel
@@ -49,14 +50,13 @@ class StructuredOutputError(ValueError):
     """The model answered, but not with an object of the schema (or it refused)."""
 
 
+@dataclass(eq=False)
 class StructuredStats:
-    """What structured calls met, counted (thread-safe): calls, parse failures, fallbacks
-    down the ladder, refusals (an endpoint refusing a format, or a model refusing to
-    answer), retries of transient errors, timeouts."""
+    """What structured calls met, counted (thread-safe), by `COUNTS`: refusals are an
+    endpoint's of a format or a model's to answer, fallbacks are moves down the ladder."""
 
-    def __init__(self) -> None:
-        self._counts: Counter[str] = Counter()
-        self._lock = threading.Lock()
+    _counts: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, name: str) -> None:
         with self._lock:
@@ -131,8 +131,7 @@ def first_json_object(text: str) -> Any:
 
 
 def validated(schema: type[SchemaT], raw: object, error: type[ValueError]) -> SchemaT:
-    """`raw` as a `schema` object, or `error` naming how many fields failed (never the
-    model's words)."""
+    """`raw` as a `schema` object, or `error` naming how many fields failed (not the words)."""
     if isinstance(raw, schema):
         return raw
     try:
@@ -164,11 +163,8 @@ class StructuredPolicy:
     def bind(
         self, model: BaseChatModel, schema: type[SchemaT], *, max_tokens: int
     ) -> StructuredCall[SchemaT]:
-        """`model` answering with `schema`'s objects, at most `max_tokens` per answer. A
-        method names an OpenAI-compatible dialect: a model that speaks none uses its own
-        structured output."""
-        speaks_openai = hasattr(model, "openai_api_base")
-        policy = self if speaks_openai else replace(self, method=None)
+        """`model` answering with `schema`'s objects, at most `max_tokens` per answer."""
+        policy = self if hasattr(model, "openai_api_base") else replace(self, method=None)
         return StructuredCall(model, schema, max_tokens=max_tokens, policy=policy)
 
 
@@ -183,8 +179,7 @@ def token_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
 
 
 def as_policy(structured: StructuredPolicy | str | None) -> StructuredPolicy:
-    """A policy, or one from a method's name (None: the model's own structured output;
-    an unknown name: `ValueError`)."""
+    """A policy, or one from a method's name (None: the model's own; unknown: `ValueError`)."""
     if isinstance(structured, StructuredPolicy):
         return structured
     if structured is not None and structured not in METHODS:
@@ -299,34 +294,30 @@ class StructuredCall(Runnable[Any, SchemaT]):
 
     def _plan(self, messages: list[BaseMessage]) -> Generator[Request, Any, SchemaT]:
         """The calls of one request, as `(runnable, messages)` to its driver (`invoke`,
-        `ainvoke`), which sends back each answer or throws in its error."""
+        `ainvoke`), which sends back each answer or the error the call raised."""
         stats = self.policy.stats
         stats.add("calls")
         methods, probing = self._methods()
         for rung, method in enumerate(methods):
             runnable = self._own if method == "own" else self._request(method)
             prompt = self._prompt(method, messages)
-            attempt = 0
-            while True:
-                try:
-                    raw = yield runnable, prompt
-                except Exception as exc:
-                    if type(exc).__name__ in CUT_OFF:  # an answer, of the wrong form
-                        self._answered(method)
-                        raise self._invalid("cut off") from exc
-                    if isinstance(exc, ModelTimeout):
-                        stats.add("timeouts")
-                    if probing and rung + 1 < len(methods) and format_refused(exc):
-                        stats.add("refusals")
-                        stats.add("fallbacks")
-                        break
-                    if attempt < self.retries and transient(exc):
-                        attempt += 1
-                        stats.add("retries")
-                        continue
-                    raise
-                self._answered(method)
-                return self._parse(raw)
+            for attempt in count():
+                raw = yield runnable, prompt
+                if not isinstance(raw, Exception):
+                    self._answered(method)
+                    return self._parse(raw)
+                if type(raw).__name__ in CUT_OFF:  # an answer, of the wrong form
+                    self._answered(method)
+                    raise self._invalid("cut off") from raw
+                if isinstance(raw, ModelTimeout):
+                    stats.add("timeouts")
+                if probing and rung + 1 < len(methods) and format_refused(raw):
+                    stats.add("refusals")
+                    stats.add("fallbacks")
+                    break
+                if attempt >= self.retries or not transient(raw):
+                    raise raw
+                stats.add("retries")
         raise AssertionError("unreachable: the last method raises or returns")
 
     def _parse(self, raw: Any) -> SchemaT:
@@ -347,33 +338,33 @@ class StructuredCall(Runnable[Any, SchemaT]):
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> SchemaT:
         plan = self._plan(_messages(input))
-        step: Callable[[], Request] = partial(plan.send, None)
-        while True:
-            try:
-                runnable, prompt = step()
-            except StopIteration as stop:
-                return stop.value
-            call = partial(runnable.invoke, prompt, config)
-            try:
-                step = partial(plan.send, bounded_invoke(call, self.policy.timeout))
-            except Exception as exc:
-                step = partial(plan.throw, exc)
+        try:
+            runnable, prompt = next(plan)
+            while True:
+                call = partial(runnable.invoke, prompt, config)
+                try:
+                    raw = bounded_invoke(call, self.policy.timeout)
+                except Exception as exc:
+                    raw = exc
+                runnable, prompt = plan.send(raw)
+        except StopIteration as stop:
+            return stop.value
 
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> SchemaT:
         plan = self._plan(_messages(input))
-        step: Callable[[], Request] = partial(plan.send, None)
-        while True:
-            try:
-                runnable, prompt = step()
-            except StopIteration as stop:
-                return stop.value
-            call = partial(runnable.ainvoke, prompt, config)
-            try:
-                step = partial(plan.send, await bounded_ainvoke(call, self.policy.timeout))
-            except Exception as exc:
-                step = partial(plan.throw, exc)
+        try:
+            runnable, prompt = next(plan)
+            while True:
+                call = partial(runnable.ainvoke, prompt, config)
+                try:
+                    raw = await bounded_ainvoke(call, self.policy.timeout)
+                except Exception as exc:
+                    raw = exc
+                runnable, prompt = plan.send(raw)
+        except StopIteration as stop:
+            return stop.value
 
 
 def _messages(input: Any) -> list[BaseMessage]:

@@ -1,5 +1,4 @@
-"""Text helpers of the memory package: a text cut to a limit, a text quoted as data, a
-text's approximate tokens."""
+"""Text helpers: a text cut to a limit, a text quoted as data, a text's approximate tokens."""
 
 from __future__ import annotations
 

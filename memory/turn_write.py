@@ -76,18 +76,11 @@ def commit_turn(
     change = record_turn(
         snapshot.registry, conversation_id, kept, now, key, retitle=not current.messages
     )
-    compacted = state.summary_version != current.summary_version
-    folded = (
-        current if compacted and archives_summaries(snapshot.registry, conversation_id) else None
-    )
+    archives = archives_summaries(snapshot.registry, conversation_id)
+    folded = current if archives and state.summary_version != current.summary_version else None
+    title = entry_title(change.state, conversation_id)
     lines = documents.archive.turn(
-        session_id,
-        conversation_id,
-        entry_title(change.state, conversation_id),
-        plan.messages,
-        folded,
-        user_text=kept,
-        context=context,
+        session_id, conversation_id, title, plan.messages, folded, user_text=kept, context=context
     )
     memory = {conversation_id: state}
     read = (conversation_id, snapshot) if checked else None

@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -128,9 +129,6 @@ class TurnStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
-WRITTEN_STATUSES = frozenset({TurnStatus.COMPLETED, TurnStatus.BLOCKED})
-
-
 class SkipReason(StrEnum):
     """Why a finished turn wrote nothing."""
 
@@ -144,10 +142,9 @@ class SkipReason(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class FinalTurn:
-    """The user-visible outcome of one turn, as finalize sees it: only `completed` and
-    `blocked` turns are written; `user_text` is the goal or request for workflows and
-    `assistant_text` the final answer, summary or report; stable message ids make a write
-    idempotent."""
+    """The user-visible outcome of one turn, as finalize sees it: `user_text` is the goal or
+    request for workflows and `assistant_text` the final answer, summary or report; stable
+    message ids make a write idempotent."""
 
     route: Route
     status: TurnStatus
@@ -157,16 +154,14 @@ class FinalTurn:
     assistant_message_id: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "route", Route(self.route))
-        object.__setattr__(self, "status", TurnStatus(self.status))
-        object.__setattr__(self, "user_text", require_text(self.user_text, "user text"))
-        object.__setattr__(
-            self, "assistant_text", require_text(self.assistant_text, "assistant text")
-        )
+        set_field = partial(object.__setattr__, self)
+        set_field("route", Route(self.route))
+        set_field("status", TurnStatus(self.status))
+        for name in ("user_text", "assistant_text"):
+            set_field(name, require_text(getattr(self, name), name.replace("_", " ")))
         for name in ("user_message_id", "assistant_message_id"):
-            value = getattr(self, name)
-            if value is not None:
-                validate_id(value, name.replace("_", " "))
+            if getattr(self, name) is not None:
+                validate_id(getattr(self, name), name.replace("_", " "))
 
 
 def final_ai_message(messages: Sequence[BaseMessage]) -> AIMessage | None:
@@ -186,8 +181,7 @@ def chat_turn(
 
 
 def truncate_report(report: str, limit: int = DELIVERY_REPORT_MAX_CHARS) -> str:
-    """`report` cut to at most `limit` characters: its head intact, then a marker line
-    (counted in the limit)."""
+    """`report` cut to at most `limit` characters: its head, then a marker line (in the limit)."""
     if len(report) <= limit:
         return report
     # The marker's length depends on the kept count; a bound on it is enough.
@@ -206,7 +200,7 @@ class WritePlan:
 
 def plan_turn_write(state: ThreadState, turn: FinalTurn, now: datetime) -> WritePlan:
     """Apply the write rules to `turn` against the stored `state`."""
-    if turn.status not in WRITTEN_STATUSES:
+    if turn.status not in (TurnStatus.COMPLETED, TurnStatus.BLOCKED):
         return WritePlan(skipped=SkipReason.STATUS)
     if not turn.user_text or not turn.assistant_text:
         return WritePlan(skipped=SkipReason.EMPTY)

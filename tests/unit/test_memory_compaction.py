@@ -74,7 +74,7 @@ def test_compaction_above_eight_keeps_the_newest_four() -> None:
     assert result.state.summary == "new summary"
     assert result.state.pinned_decisions == ["Use Postgres."]
     assert result.state.last_compacted_at == NOW
-    assert (result.summary_chars, result.pinned_count) == (11, 1)
+    assert (len(result.state.summary), len(result.state.pinned_decisions)) == (11, 1)
 
 
 def test_prompt_carries_old_summary_numbered_pins_fold_and_kept() -> None:
