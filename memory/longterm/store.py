@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import KW_ONLY, dataclass, field
@@ -54,26 +53,6 @@ Reread = Callable[[Sequence[OwedTurn]], Sequence[OwedTurn]]
 """The owed turns as their conversation stores them now, in the same order (a turn no
 longer stored reads empty); a forgetting redacts the stored copies."""
 _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-@dataclass(frozen=True)
-class MemoryWrite:
-    """What an upkeep's extraction changed (counts for the `memory` event)."""
-
-    plan: WritePlan
-
-    @property
-    def added(self) -> int:
-        return len(self.plan.added)
-
-    @property
-    def retired(self) -> int:
-        return len(self.plan.changed) + len(self.plan.forgotten)
-
-    @property
-    def refused(self) -> dict[str, int]:
-        """How many operations the gate refused, by reason."""
-        return dict(Counter(refusal.reason.value for refusal in self.plan.refused))
 
 
 @dataclass(eq=False, repr=False)
@@ -248,17 +227,17 @@ class LongTermMemory:
         *,
         forget: Forget | None = None,
         reread: Reread | None = None,
-    ) -> MemoryWrite:
+    ) -> WritePlan:
         """Extract from the owed turns (one call for all, before the lock is taken) and
         write what the gate lets through, each quote checked against the turns as `reread`
         finds them under the lock: what a forgetting took out meanwhile is never written."""
         if not turns:
-            return MemoryWrite(WritePlan())
+            return WritePlan()
         operations = extractor(turns, self.all_items(session_id))
         plan = self._write(session_id, operations, turns, extractor.source, forget, reread)
         for refusal in plan.refused:
             logger.info("long-term gate refused an operation: %s", refusal.reason.value)
-        return MemoryWrite(plan)
+        return plan
 
     def remember(
         self,
