@@ -132,30 +132,18 @@ def literal_needs(pattern: re.Pattern[str]) -> tuple[Need, ...]:
     return tuple(need for need in dict.fromkeys(needs) if min(map(len, need)) >= MIN_NEED)
 
 
-def engine_skips(pattern: re.Pattern[str]) -> bool:
-    """Whether `pattern` starts with a case-sensitive literal, which `re` finds with a
-    fast string search before it tries the rest (a gate would only add work)."""
-    if pattern.flags & re.IGNORECASE:
-        return False
-    items = _parser.parse(pattern.pattern, pattern.flags)
-    while items:
-        op, av = items[0]
-        if op is _c.LITERAL:
-            return True
-        if op is not _c.SUBPATTERN or av[1] or av[2]:
-            return False
-        items = av[3]
-    return False
-
-
 class Prefiltered:
     """A compiled `str` pattern, searched only in texts that hold the literals it needs."""
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self.pattern = pattern
         self.fold = bool(pattern.flags & re.IGNORECASE)
-        # the engine itself skips to a case-sensitive literal the pattern starts with
-        self.needs = () if engine_skips(pattern) else literal_needs(pattern)
+        # `re` finds a case-sensitive literal the pattern starts with (in groups too) with
+        # a fast string search before it tries the rest: a gate would only add work
+        items = () if self.fold else _parser.parse(pattern.pattern, pattern.flags)
+        while items and items[0][0] is _c.SUBPATTERN and not any(items[0][1][1:3]):
+            items = items[0][1][3]  # a group without scoped flags
+        self.needs = () if items and items[0][0] is _c.LITERAL else literal_needs(pattern)
 
     def admits(self, text: str) -> bool:
         """Whether `text` may match: False only when it cannot."""

@@ -9,9 +9,8 @@ source code, and a public IP is no secret) and a few it lacks; long tokens of hi
 entropy; checksummed numbers (python-stdnum: cards, IBANs, SSNs, Chinese resident ids)
 and identity numbers after their name.
 
-Every archived text is scanned, so a pattern the engine would try at every position
-sits behind a gate of the literals any match contains (`memory.longterm.prefilter`):
-a gate only skips what cannot match, so what is found does not change.
+A pattern the engine would try at every position sits behind a gate of the literals
+any match contains (`memory.longterm.prefilter`), which skips only what cannot match.
 """
 
 from __future__ import annotations
