@@ -148,21 +148,16 @@ class LongTermMemory:
             if not item.current and item.provenance and item.provenance.message_id
         )
         chosen = recall(current, query, self.clock(), scores=scores)
-        self._refresh(namespace, chosen)
+        # the recalled items' TTL moves on at most once a day per session: a write each
+        # turn would cost more than a day's precision on a months-long TTL is worth
+        if self.ttl_minutes is not None and chosen:
+            today = self.clock().date()
+            if self._refreshed.get(namespace) != today:
+                if len(self._refreshed) > _MAX_REFRESH_MARKS:
+                    self._refreshed.clear()
+                self.store.batch([GetOp(namespace, item.id, refresh_ttl=True) for item in chosen])
+                self._refreshed[namespace] = today
         return Recalled(chosen, changed, tuple(items))
-
-    def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
-        """Move the TTL of recalled items on, at most once a day per session: a write each
-        turn would cost more than a day's precision on a months-long TTL is worth."""
-        if self.ttl_minutes is None or not chosen:
-            return
-        today = self.clock().date()
-        if self._refreshed.get(namespace) == today:
-            return
-        if len(self._refreshed) > _MAX_REFRESH_MARKS:
-            self._refreshed.clear()
-        self.store.batch([GetOp(namespace, item.id, refresh_ttl=True) for item in chosen])
-        self._refreshed[namespace] = today
 
     # -- writes -----------------------------------------------------------------------
 
