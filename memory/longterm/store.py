@@ -110,12 +110,10 @@ class LongTermMemory:
     def _read(self, namespace: tuple[str, ...], query: str | None = None) -> list[SearchItem]:
         return self.store.search(namespace, query=query, limit=READ_LIMIT, refresh_ttl=False)
 
-    @storage_errors
     def items(self, session_id: str) -> list[MemoryItem]:
         """The session's current items, newest first."""
         return [item for item in self.all_items(session_id) if item.current]
 
-    @storage_errors
     def history(self, session_id: str) -> list[MemoryItem]:
         """The items later statements changed, most recently changed first (at most
         `MAX_HISTORY_ITEMS`)."""
@@ -129,7 +127,6 @@ class LongTermMemory:
         found = self._parse(self._read(self.namespace(session_id)))
         return sorted(found, key=lambda item: item.updated_at, reverse=True)
 
-    @storage_errors
     def recall(self, session_id: str, query: str) -> list[MemoryItem]:
         """What a turn about `query` gets (`memory.longterm.recall`)."""
         return self.recall_with_changes(session_id, query)[0]
