@@ -113,7 +113,7 @@ def open_long_term(settings: Settings, memory: ConversationMemory) -> LongTermMe
         dims = archive.dims if archive is not None else settings.embeddings_dims
         index = {"dims": dims, "embed": embed, "fields": ["text"]}
     ttl_minutes = settings.memory_ttl_days * MINUTES_PER_DAY or None
-    # the TTL is refreshed by recall itself (`LongTermMemory._refresh`), not on every read;
+    # recall itself refreshes the TTL (`LongTermMemory.recall_with_changes`), not every read;
     # an expired item is gone for every read at once, not only after the hourly sweep
     ttl: Any = {"default_ttl": ttl_minutes, "refresh_on_read": False, "omit_expired": True}
     store = memory.threads.open_items(index=index, ttl=ttl if ttl_minutes else None)

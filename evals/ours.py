@@ -21,7 +21,7 @@ from evals.oracle import GateOutcome, ScriptedExtraction
 from evals.recording import CallLog, recorded
 from evals.tokens import count_text
 from memory.context import RECALL_BLOCK_ID
-from memory.longterm.store import MemoryWrite
+from memory.longterm.gate import WritePlan
 
 SECRET = "evaluation-secret-" + "x" * 32
 
@@ -67,15 +67,15 @@ class Ours:
 
     def _count_refusals(self) -> None:
         """Add up what the write gate refused in each upkeep's extraction: the
-        `MemoryWrite` that `remember_turns` returns is what the upkeep's `memory` event of
+        `WritePlan` that `remember_turns` returns is what the upkeep's `memory` event of
         stage `remember` reports (`refused`, by reason). Read here rather than from a
         stream, which relays every answer token across threads (twice the time)."""
         long_term = self.agent.long_term
         remember = long_term.remember_turns
 
-        def counted(*args: Any, **kwargs: Any) -> MemoryWrite:
+        def counted(*args: Any, **kwargs: Any) -> WritePlan:
             write = remember(*args, **kwargs)
-            self.refused.update(write.refused)
+            self.refused.update(write.refusals)
             return write
 
         long_term.remember_turns = counted  # type: ignore[method-assign]

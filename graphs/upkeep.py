@@ -242,14 +242,14 @@ class UpkeepNodes:
                 continue
             if due:
                 paid += [turn.message_id for turn in batch]
-            remembered += write.plan.remembered
+            remembered += write.remembered
             emit_memory(
                 "remember",
-                "refused" if refused else "succeeded" if write.plan.altered else "skipped",
+                "refused" if refused else "succeeded" if write.altered else "skipped",
                 **({"reason": "invalid_output"} if refused else {}),
-                remembered=write.added,
+                remembered=len(write.added),
                 retired=write.retired,
-                **({"refused": write.refused} if write.refused else {}),
+                **({"refused": write.refusals} if write.refused else {}),
             )
         update: dict[str, Any] = {"remembered": remembered, "paid": paid, "batching": not due}
         if not due:

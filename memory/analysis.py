@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from memory.archive.lines import REDACTED
 from memory.longterm.evidence import own_words
 from memory.longterm.explicit import is_explicit
-from memory.longterm.secrets import SecretKind, find_secret
+from memory.longterm.secrets import find_secret
 
 TRIVIAL_CHARS = 2
 """A one-word text this short ("ok", "k", "嗯") is not worth an extraction call."""
@@ -28,12 +28,11 @@ _SENTENCE_ENDS = re.compile(r"(\n|(?<=[.!?;])\s+|(?<=[。！？；])\s*)")
 Latin stop only before a space, never inside a value ("P@ssw0rd!77")."""
 
 
-def redact_secrets(text: str, secret: SecretKind | None = None) -> str:
+def redact_secrets(text: str) -> str:
     """`text` as it is kept (the archive, a title, what an extractor reads): each
     sentence that discloses a secret replaced by `[redacted]`, or the whole text when
-    the secret spans sentences ("Remember my bank password. It's hunter2!"). `secret`:
-    what `find_secret(text)` found, when the caller has it already."""
-    if secret is None and find_secret(text) is None:
+    the secret spans sentences ("Remember my bank password. It's hunter2!")."""
+    if find_secret(text) is None:
         return text
     pieces = _SENTENCE_ENDS.split(text)
     for i in range(0, len(pieces), 2):  # the sentences; the odd places are their ends
@@ -66,9 +65,8 @@ class UserText:
 
 
 def read(text: str) -> UserText:
-    """The one reading of a user's text a turn makes (one secret scan)."""
-    secret = find_secret(text)
-    kept = redact_secrets(text, secret) if secret is not None else text
+    """The one reading of a user's text a turn makes (one secret scan: `find_secret` is cached)."""
+    kept = redact_secrets(text)
     # a secret beside something lasting ("I'm allergic to peanuts. My wifi password
     # is …") leaves the rest to extract: an extractor reads the kept text
     return UserText(kept=kept, says_something=says_something(kept), explicit=is_explicit(kept))

@@ -19,6 +19,7 @@ never guesses what a statement is about.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -96,6 +97,15 @@ class WritePlan:
     @property
     def altered(self) -> bool:
         return bool(self.puts or self.deletes)
+
+    @property
+    def retired(self) -> int:
+        return len(self.changed) + len(self.forgotten)
+
+    @property
+    def refusals(self) -> dict[str, int]:
+        """How many operations the gate refused, by reason (for the `memory` event)."""
+        return dict(Counter(refusal.reason.value for refusal in self.refused))
 
     @property
     def remembered(self) -> tuple[str, ...]:

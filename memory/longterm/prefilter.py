@@ -16,7 +16,6 @@ import functools
 import importlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 # the stdlib's own parser has no type stubs; it is the tree `re` compiles, so the gate
@@ -51,17 +50,11 @@ def _foldable(char: str) -> bool:
     return char.isascii() or char.lower() == char == char.upper()
 
 
-@dataclass(frozen=True)
-class _Reading:
-    """What a part of a pattern tells about its matches: `exact`, every string it can
-    match (when they are few), or else `needs`, sets each of which a match meets."""
-
-    exact: frozenset[str] | None = None
-    needs: tuple[Need, ...] = ()
-
-
-_NOTHING_KNOWN = _Reading()
-_EMPTY = _Reading(exact=frozenset({""}))
+Reading = frozenset[str] | tuple[Need, ...]
+"""What a part of a pattern tells about its matches: every string it can match (a
+frozenset, when they are few), or else sets (a tuple), each of which a match meets."""
+_NOTHING_KNOWN: Reading = ()
+_EMPTY: frozenset[str] = frozenset({""})
 
 
 def _minimal(strings: frozenset[str]) -> Need:
@@ -69,79 +62,63 @@ def _minimal(strings: frozenset[str]) -> Need:
     return frozenset(s for s in strings if not any(t != s and t in s for t in strings))
 
 
-def _as_needs(exact: frozenset[str]) -> tuple[Need, ...]:
-    return () if "" in exact else (_minimal(exact),)
+def _needs(reading: Reading) -> tuple[Need, ...]:
+    if isinstance(reading, tuple):
+        return reading
+    return () if "" in reading else (_minimal(reading),)
 
 
-def _best(reading: _Reading) -> Need | None:
+def _best(reading: Reading) -> Need | None:
     """The single requirement of `reading` that rejects most: longest shortest string."""
-    candidates = _as_needs(reading.exact) if reading.exact is not None else reading.needs
-    if not candidates:
-        return None
-    return max(candidates, key=lambda need: (min(map(len, need)), -len(need)))
+    return max(_needs(reading), key=lambda need: (min(map(len, need)), -len(need)), default=None)
 
 
-def _read_sequence(items: Any, fold: bool) -> _Reading:
+def _read_sequence(items: Any, fold: bool) -> Reading:
     """A concatenation: exact strings multiply out while few, then become a requirement."""
-    product: frozenset[str] | None = frozenset({""})
-    run = frozenset({""})
+    run = _EMPTY
     needs: list[Need] = []
+    exact = True
     for op, av in items:
         part = _read_item(op, av, fold)
-        if part.exact is not None and len(run) * len(part.exact) <= MAX_EXACT:
-            run = frozenset(a + b for a in run for b in part.exact)
+        if isinstance(part, frozenset) and len(run) * len(part) <= MAX_EXACT:
+            run = frozenset(a + b for a in run for b in part)
             continue
-        product = None
-        needs.extend(_as_needs(run))
-        run = part.exact if part.exact is not None else frozenset({""})
-        needs.extend(part.needs)
-    if product is not None:
-        return _Reading(exact=run)
-    needs.extend(_as_needs(run))
-    return _Reading(needs=tuple(needs))
+        exact = False
+        needs += _needs(run)
+        run, more = (part, ()) if isinstance(part, frozenset) else (_EMPTY, part)
+        needs += more
+    return run if exact else (*needs, *_needs(run))
 
 
-def _read_item(op: Any, av: Any, fold: bool) -> _Reading:
-    if op is _c.LITERAL:
-        char = chr(av)
-        if fold and not _foldable(char):
-            return _NOTHING_KNOWN
-        return _Reading(exact=frozenset({folded(char) if fold else char}))
-    if op is _c.IN:
-        if any(kind is not _c.LITERAL for kind, _ in av) or len(av) > MAX_EXACT:
+def _read_item(op: Any, av: Any, fold: bool) -> Reading:
+    if op is _c.LITERAL or op is _c.IN:
+        members = av if op is _c.IN else [(op, av)]
+        if any(kind is not _c.LITERAL for kind, _ in members) or len(members) > MAX_EXACT:
             return _NOTHING_KNOWN  # ranges, categories, negation
-        chars = [chr(code) for _, code in av]
+        chars = [chr(code) for _, code in members]
         if fold and not all(map(_foldable, chars)):
             return _NOTHING_KNOWN
-        return _Reading(exact=frozenset(folded(c) if fold else c for c in chars))
+        return frozenset(folded(c) if fold else c for c in chars)
     if op is _c.BRANCH:
         parts = [_read_sequence(alternative, fold) for alternative in av[1]]
-        exact = [part.exact for part in parts]
-        if all(e is not None for e in exact):
-            union = frozenset().union(*(e for e in exact if e is not None))
+        exact = [part for part in parts if isinstance(part, frozenset)]
+        if len(exact) == len(parts):
+            union = frozenset[str]().union(*exact)
             if len(union) <= MAX_EXACT:
-                return _Reading(exact=union)
+                return union
         bests = [_best(part) for part in parts]
-        if any(best is None for best in bests):
+        if None in bests:
             return _NOTHING_KNOWN  # an alternative that requires nothing
-        return _Reading(needs=(_minimal(frozenset().union(*(b for b in bests if b))),))
-    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
+        return (_minimal(frozenset().union(*(b for b in bests if b))),)
+    if op is _c.MAX_REPEAT or op is _c.MIN_REPEAT:
         low, high, sub = av
         part = _read_sequence(sub, fold)
-        if low == high == 1:
-            return part
-        if low == 0 and high == 1 and part.exact is not None and len(part.exact) < MAX_EXACT:
-            return _Reading(exact=part.exact | {""})
-        if low >= 1:  # what one repetition requires
-            return _Reading(needs=_as_needs(part.exact) if part.exact is not None else part.needs)
-        return _NOTHING_KNOWN
+        if low == 0 and high == 1 and isinstance(part, frozenset) and len(part) < MAX_EXACT:
+            return part | _EMPTY
+        return _needs(part) if low >= 1 else _NOTHING_KNOWN  # what one repetition requires
     if op is _c.SUBPATTERN:
-        _, add_flags, del_flags, sub = av
-        if add_flags or del_flags:
-            return _NOTHING_KNOWN  # scoped flags: its case rules are not the pattern's
-        return _read_sequence(sub, fold)
-    if op is _c.ATOMIC_GROUP:
-        return _read_sequence(av, fold)
+        # scoped flags: its case rules are not the pattern's
+        return _NOTHING_KNOWN if av[1] or av[2] else _read_sequence(av[3], fold)
     if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
         return _EMPTY  # zero width: the text around it is contiguous
     return _NOTHING_KNOWN  # any character, categories, back references, conditionals
@@ -151,39 +128,22 @@ def literal_needs(pattern: re.Pattern[str]) -> tuple[Need, ...]:
     """The sets of strings of which a text matched by `pattern` holds a member each
     (folded when the pattern ignores case)."""
     fold = bool(pattern.flags & re.IGNORECASE)
-    reading = _read_sequence(_parser.parse(pattern.pattern, pattern.flags), fold)
-    needs = _as_needs(reading.exact) if reading.exact is not None else reading.needs
+    needs = _needs(_read_sequence(_parser.parse(pattern.pattern, pattern.flags), fold))
     return tuple(need for need in dict.fromkeys(needs) if min(map(len, need)) >= MIN_NEED)
 
 
-def engine_skips(pattern: re.Pattern[str]) -> bool:
-    """Whether `pattern` starts with a case-sensitive literal, which `re` finds with a
-    fast string search before it tries the rest (a gate would only add work)."""
-    if pattern.flags & re.IGNORECASE:
-        return False
-    items = _parser.parse(pattern.pattern, pattern.flags)
-    while items:
-        op, av = items[0]
-        if op is _c.LITERAL:
-            return True
-        if op is not _c.SUBPATTERN or av[1] or av[2]:
-            return False
-        items = av[3]
-    return False
-
-
 class Prefiltered:
-    """`pattern`, searched only in texts that hold the literals it needs.
-
-    Args:
-        pattern: a compiled `str` pattern.
-    """
+    """A compiled `str` pattern, searched only in texts that hold the literals it needs."""
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self.pattern = pattern
         self.fold = bool(pattern.flags & re.IGNORECASE)
-        # the engine itself skips to a case-sensitive literal the pattern starts with
-        self.needs = () if engine_skips(pattern) else literal_needs(pattern)
+        # `re` finds a case-sensitive literal the pattern starts with (in groups too) with
+        # a fast string search before it tries the rest: a gate would only add work
+        items = () if self.fold else _parser.parse(pattern.pattern, pattern.flags)
+        while items and items[0][0] is _c.SUBPATTERN and not any(items[0][1][1:3]):
+            items = items[0][1][3]  # a group without scoped flags
+        self.needs = () if items and items[0][0] is _c.LITERAL else literal_needs(pattern)
 
     def admits(self, text: str) -> bool:
         """Whether `text` may match: False only when it cannot."""
@@ -199,11 +159,9 @@ class Prefiltered:
         return True
 
     def search(self, text: str) -> re.Match[str] | None:
-        """`pattern.search(text)`."""
         return self.pattern.search(text) if self.admits(text) else None
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        """`pattern.finditer(text)`."""
         return self.pattern.finditer(text) if self.admits(text) else iter(())
 
 

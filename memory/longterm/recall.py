@@ -23,6 +23,7 @@ from memory.longterm.items import MemoryItem
 from memory.longterm.secrets import find_secret
 
 FRESHNESS_HALF_LIFE_DAYS = 180.0
+"""Freshness is 1 for an item said today, halving every this many days."""
 DISTINCT = 0.25
 """A fact or goal is recalled for a shared word only if the word is this distinctive
 (weight of a word all of several items share: 0.18; of one only one item has: ≥ 0.29)."""
@@ -30,20 +31,6 @@ ALWAYS_ELIGIBLE = frozenset({"boundary", "preference", "style"})
 IMPORTANT = 4
 ALWAYS_ON_MAX = 3
 ALWAYS_ON_KINDS = frozenset({"boundary", "style"})
-
-
-def idf(items: Sequence[MemoryItem]) -> dict[str, float]:
-    """How distinctive each token is among the session's items (BM25's inverse document
-    frequency): a word every item has ("project") says little about which one is meant."""
-    counts: Counter[str] = Counter(token for item in items for token in tokens(item.text))
-    total = len(items)
-    return {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in counts.items()}
-
-
-def freshness(item: MemoryItem, now: datetime) -> float:
-    """1 for an item said today, halving every `FRESHNESS_HALF_LIFE_DAYS`."""
-    age_days = max((now - item.updated_at).total_seconds(), 0.0) / 86_400
-    return 0.5 ** (age_days / FRESHNESS_HALF_LIFE_DAYS)
 
 
 def rank(
@@ -56,7 +43,12 @@ def rank(
     """Eligible items, best first, as the module says (`scores`: relevance by item id
     from a vector index, 0-1; lexical when None)."""
     query_tokens = tokens(query)
-    weights = idf(items) if scores is None else {}
+    weights: dict[str, float] = {}
+    if scores is None:
+        # how distinctive each token is among the session's items (BM25's inverse document
+        # frequency): a word every item has ("project") says little about which one is meant
+        counts = Counter(token for item in items for token in tokens(item.text))
+        weights = {t: math.log(1 + (len(items) - n + 0.5) / (n + 0.5)) for t, n in counts.items()}
 
     def relevance(item: MemoryItem) -> tuple[float, bool]:
         if scores is not None:
@@ -76,7 +68,8 @@ def rank(
         ineligible = item.kind not in ALWAYS_ELIGIBLE and not about and item.importance < IMPORTANT
         if ineligible or find_secret(item.text) is not None:
             continue
-        score = (1.0 + related) * item.importance * freshness(item, now)
+        age_days = max((now - item.updated_at).total_seconds(), 0.0) / 86_400
+        score = (1.0 + related) * item.importance * 0.5 ** (age_days / FRESHNESS_HALF_LIFE_DAYS)
         scored.append((-score, -item.updated_at.timestamp(), item, about))
     scored.sort(key=lambda entry: entry[:2])
     always_on = [entry for entry in scored if _always_on(entry[2])]

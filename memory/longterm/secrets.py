@@ -9,9 +9,8 @@ source code, and a public IP is no secret) and a few it lacks; long tokens of hi
 entropy; checksummed numbers (python-stdnum: cards, IBANs, SSNs, Chinese resident ids)
 and identity numbers after their name.
 
-Every archived text is scanned, so a pattern the engine would try at every position
-sits behind a gate of the literals any match contains (`memory.longterm.prefilter`):
-a gate only skips what cannot match, so what is found does not change.
+A pattern the engine would try at every position sits behind a gate of the literals
+any match contains (`memory.longterm.prefilter`), which skips only what cannot match.
 """
 
 from __future__ import annotations
@@ -203,12 +202,6 @@ def _maintained_patterns() -> tuple[Prefiltered, ...]:
     return tuple(map(Prefiltered, found))
 
 
-def _key_format(text: str) -> bool:
-    return bool(_TOKEN_PREFIXES.search(text)) or any(
-        pattern.search(text) for pattern in _maintained_patterns()
-    )
-
-
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _WORDS)
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
 _SSN_BARE = prefiltered(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", _WORDS)
@@ -233,9 +226,7 @@ def _high_entropy_token(text: str) -> bool:
         token = match.group().strip("./=-")
         if len(token) < 20 or "://" in text[max(0, match.start() - 8) : match.start() + 3]:
             continue  # a URL path is not a key
-        has_digit = any(c.isdigit() for c in token)
-        has_alpha = any(c.isalpha() for c in token)
-        if not (has_digit and has_alpha):
+        if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
             continue
         alphabet = 16 if re.fullmatch(r"[0-9a-fA-F]+", token) else 64
         bound = math.log2(min(len(token), alphabet))
@@ -255,20 +246,19 @@ def _card_number(text: str) -> bool:
 def _identity_number(text: str) -> bool:
     if not any(c.isdigit() for c in text):
         return False  # every identity pattern below needs digits
-    if any(ssn.is_valid(m.group().replace(" ", "-")) for m in _SSN_SPACED.finditer(text)):
-        return True
-    if any(ssn.is_valid(m.group(1)) for m in _SSN_BARE.finditer(text)):
-        return True
-    if _UK_NINO.search(text):
-        return True
-    if any(ric.is_valid(m.group()) for m in _CN_RIC.finditer(text)):
-        return True
-    return bool(_IDENTITY_WORDS.search(text))
+    return (
+        any(ssn.is_valid(m.group().replace(" ", "-")) for m in _SSN_SPACED.finditer(text))
+        or any(ssn.is_valid(m.group(1)) for m in _SSN_BARE.finditer(text))
+        or bool(_UK_NINO.search(text))
+        or any(ric.is_valid(m.group()) for m in _CN_RIC.finditer(text))
+        or bool(_IDENTITY_WORDS.search(text))
+    )
 
 
 _CHECKS: tuple[tuple[SecretKind, Callable[[str], bool]], ...] = (
     (SecretKind.PRIVATE_KEY, lambda text: bool(_PRIVATE_KEY.search(text))),
-    (SecretKind.API_KEY, _key_format),
+    (SecretKind.API_KEY, lambda text: bool(_TOKEN_PREFIXES.search(text))),
+    (SecretKind.API_KEY, lambda text: any(p.search(text) for p in _maintained_patterns())),
     (SecretKind.API_KEY, lambda text: bool(_TOKEN_WORDS.search(text))),
     (SecretKind.PASSWORD, lambda text: bool(_PASSWORD.search(text))),
     (SecretKind.PASSWORD, lambda text: bool(_LOGIN_PAIR.search(text))),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import KW_ONLY, dataclass, field
@@ -54,26 +53,6 @@ Reread = Callable[[Sequence[OwedTurn]], Sequence[OwedTurn]]
 """The owed turns as their conversation stores them now, in the same order (a turn no
 longer stored reads empty); a forgetting redacts the stored copies."""
 _MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-@dataclass(frozen=True)
-class MemoryWrite:
-    """What an upkeep's extraction changed (counts for the `memory` event)."""
-
-    plan: WritePlan
-
-    @property
-    def added(self) -> int:
-        return len(self.plan.added)
-
-    @property
-    def retired(self) -> int:
-        return len(self.plan.changed) + len(self.plan.forgotten)
-
-    @property
-    def refused(self) -> dict[str, int]:
-        """How many operations the gate refused, by reason."""
-        return dict(Counter(refusal.reason.value for refusal in self.plan.refused))
 
 
 @dataclass(eq=False, repr=False)
@@ -131,12 +110,10 @@ class LongTermMemory:
     def _read(self, namespace: tuple[str, ...], query: str | None = None) -> list[SearchItem]:
         return self.store.search(namespace, query=query, limit=READ_LIMIT, refresh_ttl=False)
 
-    @storage_errors
     def items(self, session_id: str) -> list[MemoryItem]:
         """The session's current items, newest first."""
         return [item for item in self.all_items(session_id) if item.current]
 
-    @storage_errors
     def history(self, session_id: str) -> list[MemoryItem]:
         """The items later statements changed, most recently changed first (at most
         `MAX_HISTORY_ITEMS`)."""
@@ -150,7 +127,6 @@ class LongTermMemory:
         found = self._parse(self._read(self.namespace(session_id)))
         return sorted(found, key=lambda item: item.updated_at, reverse=True)
 
-    @storage_errors
     def recall(self, session_id: str, query: str) -> list[MemoryItem]:
         """What a turn about `query` gets (`memory.longterm.recall`)."""
         return self.recall_with_changes(session_id, query)[0]
@@ -169,21 +145,16 @@ class LongTermMemory:
             if not item.current and item.provenance and item.provenance.message_id
         )
         chosen = recall(current, query, self.clock(), scores=scores)
-        self._refresh(namespace, chosen)
+        # the recalled items' TTL moves on at most once a day per session: a write each
+        # turn would cost more than a day's precision on a months-long TTL is worth
+        if self.ttl_minutes is not None and chosen:
+            today = self.clock().date()
+            if self._refreshed.get(namespace) != today:
+                if len(self._refreshed) > _MAX_REFRESH_MARKS:
+                    self._refreshed.clear()
+                self.store.batch([GetOp(namespace, item.id, refresh_ttl=True) for item in chosen])
+                self._refreshed[namespace] = today
         return Recalled(chosen, changed, tuple(items))
-
-    def _refresh(self, namespace: tuple[str, ...], chosen: Sequence[MemoryItem]) -> None:
-        """Move the TTL of recalled items on, at most once a day per session: a write each
-        turn would cost more than a day's precision on a months-long TTL is worth."""
-        if self.ttl_minutes is None or not chosen:
-            return
-        today = self.clock().date()
-        if self._refreshed.get(namespace) == today:
-            return
-        if len(self._refreshed) > _MAX_REFRESH_MARKS:
-            self._refreshed.clear()
-        self.store.batch([GetOp(namespace, item.id, refresh_ttl=True) for item in chosen])
-        self._refreshed[namespace] = today
 
     # -- writes -----------------------------------------------------------------------
 
@@ -248,17 +219,17 @@ class LongTermMemory:
         *,
         forget: Forget | None = None,
         reread: Reread | None = None,
-    ) -> MemoryWrite:
+    ) -> WritePlan:
         """Extract from the owed turns (one call for all, before the lock is taken) and
         write what the gate lets through, each quote checked against the turns as `reread`
         finds them under the lock: what a forgetting took out meanwhile is never written."""
         if not turns:
-            return MemoryWrite(WritePlan())
+            return WritePlan()
         operations = extractor(turns, self.all_items(session_id))
         plan = self._write(session_id, operations, turns, extractor.source, forget, reread)
         for refusal in plan.refused:
             logger.info("long-term gate refused an operation: %s", refusal.reason.value)
-        return MemoryWrite(plan)
+        return plan
 
     def remember(
         self,

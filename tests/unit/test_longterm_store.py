@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
-from langgraph.store.base import IndexConfig, PutOp
+from langgraph.store.base import GetOp, IndexConfig, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from memory import StorageError, ThreadIds
@@ -252,3 +253,29 @@ def test_said_in_a_turn_quoted_pasted_or_secret_is_never_kept(long_term: LongTer
     assert long_term.items("s") == []
     said(long_term, "s", "Remember that home for me is Porto these days.")
     assert texts(long_term, "s") == ["Home for me is Porto these days"]
+
+
+@pytest.mark.parametrize("ttl_minutes", [60.0, None])
+def test_recall_moves_the_ttl_on_at_most_once_a_day(
+    store: ThreadStore, ttl_minutes: float | None
+) -> None:
+    clock = StepClock()
+    memory = LongTermMemory(
+        store.open_items(), store.locks, ThreadIds(SECRET), clock=clock, ttl_minutes=ttl_minutes
+    )
+    said(memory, "s", "Remember that I play chess")
+    refreshed: list[GetOp] = []
+    batch = memory.store.batch
+
+    def counted(ops: Any) -> Any:
+        refreshed.extend(op for op in ops if isinstance(op, GetOp) and op.refresh_ttl)
+        return batch(ops)
+
+    with mock.patch.object(memory.store, "batch", counted):
+        memory.recall("s", "chess")
+        memory.recall("s", "chess")
+        assert len(refreshed) == (1 if ttl_minutes else 0)
+        clock.now += timedelta(days=1)
+        memory.recall("s", "chess")
+        memory.recall("s", "chess")
+    assert len(refreshed) == (2 if ttl_minutes else 0)
