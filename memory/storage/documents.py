@@ -30,14 +30,12 @@ def in_order(*steps: InTransaction | None) -> InTransaction | None:
     """The steps (None ones left out) as one, run in the order given; None when none is
     left. A step that raises stops the rest, and the transaction rolls back."""
     chosen = [step for step in steps if step is not None]
-    if not chosen:
-        return None
 
     def run(cursor: Any) -> None:
         for step in chosen:
             step(cursor)
 
-    return run
+    return run if chosen else None
 
 
 Versions = Mapping[str, int | None]
@@ -57,13 +55,6 @@ def items_step(store: BaseStore, ops: Sequence[PutOp]) -> InTransaction:
     if put_in is None:
         raise TypeError(CANNOT_JOIN.format(store=type(store).__name__))
     return lambda cursor: put_in(cursor, ops)
-
-
-def check_versions(found: Mapping[str, int | None], expected: Versions) -> None:
-    """Raise `VersionConflict` unless each thread's stored version is the one expected."""
-    for thread_id, version in expected.items():
-        if found.get(thread_id) != version:
-            raise VersionConflict(version or 0, found.get(thread_id) or 0)
 
 
 def _pairs(rows: Sequence[Any]) -> list[tuple[Any, ...]]:  # SQLite's tuples, PostgreSQL's dicts
@@ -158,8 +149,11 @@ class DocumentStore:
         `also` on the transaction's cursor."""
         with self.transaction() as cur:
             if expected:
-                found = cur.execute(self.VERSIONS_SQL, self.ids(list(expected))).fetchall()
-                check_versions(dict(_pairs(found)), expected)
+                rows = cur.execute(self.VERSIONS_SQL, self.ids(list(expected))).fetchall()
+                found = dict(_pairs(rows))
+                for thread_id, version in expected.items():
+                    if found.get(thread_id) != version:
+                        raise VersionConflict(version or 0, found.get(thread_id) or 0)
             if delete:
                 self.delete_threads(cur, delete)
             if documents:

@@ -30,14 +30,10 @@ SELECT_HEADS_SQL = (
 def delete_threads(cur: sqlite3.Cursor, thread_ids: Sequence[str]) -> None:
     """Delete every checkpoint and write of `thread_ids` (in the caller's transaction,
     which then leaves none of their text in the WAL)."""
-    deleted = 0
-    for thread_id in thread_ids:
-        for table in CHECKPOINT_TABLES:
-            deleted += cur.execute(
-                f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,)
-            ).rowcount
-    if deleted:
-        scrub_on_commit(cur)
+    params = [(thread_id,) for thread_id in thread_ids]
+    for table in CHECKPOINT_TABLES:
+        if cur.executemany(f"DELETE FROM {table} WHERE thread_id = ?", params).rowcount:
+            scrub_on_commit(cur)
 
 
 def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
