@@ -21,6 +21,9 @@ from memory.errors import VersionConflict
 
 Dialect = Literal["sqlite", "postgresql"]
 DOCUMENTS_TABLE = "memory_documents"
+LEGACY_DOCUMENT_METADATA = {"source": "update", "step": 0, "parents": {}}
+"""The metadata of a memory document stored as a single-checkpoint thread (the
+layout before documents had their own table)."""
 
 InTransaction = Callable[[Any], None]
 """Extra statements for a document write's transaction, given its DB-API cursor."""
@@ -77,27 +80,16 @@ class DocumentStore:
     UPSERT_SQL: str
     PREFIX_SQL: str
 
-    def transaction(self) -> AbstractContextManager[Any]:
-        """One transaction on the store's connection, as a cursor: committed when the
-        block ends, rolled back when it raises."""
-        raise NotImplementedError
-
-    def reading(self) -> AbstractContextManager[Any]:
-        """A cursor (or connection) for one read outside any write transaction."""
-        raise NotImplementedError
-
-    @staticmethod
-    def ids(thread_ids: Sequence[str]) -> tuple[Any, ...]:
-        raise NotImplementedError
-
-    def delete_threads(self, cur: Any, thread_ids: Sequence[str]) -> None:
-        """Delete the documents, checkpoints and writes of `thread_ids` with `cur`."""
-        raise NotImplementedError
-
-    @staticmethod
-    def legacy_document(serde: JsonPlusSerializer, type_: str, blob: bytes) -> Any:
-        """The document in a `LEGACY_SQL` row (anything but a dict is none)."""
-        raise NotImplementedError
+    transaction: Callable[[], AbstractContextManager[Any]]
+    """One transaction on the store's connection, as a cursor: committed when the block
+    ends, rolled back when it raises."""
+    reading: Callable[[], AbstractContextManager[Any]]
+    """A cursor (or connection) for one read outside any write transaction."""
+    ids: Callable[[Sequence[str]], tuple[Any, ...]]
+    delete_threads: Callable[[Any, Sequence[str]], None]
+    """`(cur, thread_ids)`: delete the documents, checkpoints and writes of `thread_ids`."""
+    legacy_document: Callable[[JsonPlusSerializer, str, bytes], Any]
+    """The document in a `LEGACY_SQL` row (anything but a dict is none)."""
 
     def setup(self) -> None:
         """Create the documents table; on a database from before it existed, move the

@@ -11,7 +11,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from memory.storage.documents import DOCUMENTS_TABLE, Dialect, DocumentStore
+from memory.storage.documents import DOCUMENTS_TABLE, LEGACY_DOCUMENT_METADATA, DocumentStore
 from memory.storage.sqlite.checkpointer import delete_threads as delete_run_threads
 from memory.storage.sqlite.connection import sqlite_transaction, truncate_wal
 
@@ -19,16 +19,13 @@ FTS5_TABLES_SQL = (
     "SELECT name FROM sqlite_master"
     " WHERE type = 'table' AND replace(sql, ' ', '') LIKE 'CREATEVIRTUALTABLE%USINGfts5(%'"
 )
-LEGACY_DOCUMENT_METADATA = json.dumps({"source": "update", "step": 0, "parents": {}}).encode()
-"""The metadata of a memory document stored as a single-checkpoint thread (the
-layout before documents had their own table)."""
 _IDS = "thread_id IN (SELECT value FROM json_each(?))"
 
 
 class SqliteDocuments(DocumentStore):
     """Memory documents in the checkpointer's file, on its connection and under its lock."""
 
-    dialect: Dialect = "sqlite"
+    dialect = "sqlite"
     EXISTS_SQL = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
     CREATE_SQL = (
         f"CREATE TABLE {DOCUMENTS_TABLE} "
@@ -38,7 +35,7 @@ class SqliteDocuments(DocumentStore):
         "SELECT thread_id, type, checkpoint FROM checkpoints "
         "WHERE checkpoint_ns = '' AND CAST(metadata AS BLOB) = ?"
     )
-    LEGACY_PARAMS = (LEGACY_DOCUMENT_METADATA,)
+    LEGACY_PARAMS = (json.dumps(LEGACY_DOCUMENT_METADATA).encode(),)
     SELECT_SQL = f"SELECT thread_id, document FROM {DOCUMENTS_TABLE} WHERE {_IDS}"
     VERSIONS_SQL = (
         f"SELECT thread_id, json_extract(document, '$.version') FROM {DOCUMENTS_TABLE} WHERE {_IDS}"
