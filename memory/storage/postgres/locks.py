@@ -5,11 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
-
-from psycopg import Connection
-from psycopg.rows import DictRow
 
 from memory.errors import STORAGE_FAILED, StorageError
 from memory.storage.locks import KeyedLocks, wait_for
@@ -21,10 +18,31 @@ SETUP_LOCK_KEY = -(1 << 62) - 7
 SETUP_TIMEOUT_S = 120.0
 
 
-def try_advisory_lock(conn: Connection[DictRow], key: int) -> bool:
-    """Take the session advisory lock `key` if it is free (never waits)."""
-    row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()
-    return bool(row and row["ok"])
+@contextmanager
+def advisory_lock(pool: Any, key: int, deadline: float, timeout: float) -> Iterator[None]:
+    """Hold the session advisory lock `key` on a connection of `pool` for the block,
+    polling for it with short statements until `deadline` (`LockTimeout`)."""
+    try:
+        conn = pool.getconn()  # waits at most the pool timeout for a connection
+    except Exception as exc:
+        raise StorageError(STORAGE_FAILED) from exc
+
+    def attempt() -> bool:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()
+        return bool(row and row["ok"])
+
+    try:
+        wait_for(attempt, deadline, timeout)
+        try:
+            yield
+        finally:
+            try:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            except Exception:  # a broken connection released its locks with it
+                logger.warning("advisory unlock failed; the connection is discarded", exc_info=True)
+                conn.close()
+    finally:
+        pool.putconn(conn)
 
 
 class AdvisoryLocks(KeyedLocks):
@@ -38,44 +56,17 @@ class AdvisoryLocks(KeyedLocks):
         super().__init__()
         self._pool = pool
 
-    @contextmanager
-    def _shared(self, number: int, deadline: float, timeout: float) -> Iterator[None]:
-        try:
-            conn = self._pool.getconn()  # waits at most the pool timeout for a connection
-        except Exception as exc:
-            raise StorageError(STORAGE_FAILED) from exc
-        try:
-            wait_for(lambda: try_advisory_lock(conn, number), deadline, timeout)
-            try:
-                yield
-            finally:
-                try:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (number,))
-                except Exception:  # a broken connection released its locks with it
-                    logger.warning(
-                        "advisory unlock failed; the connection is discarded", exc_info=True
-                    )
-                    conn.close()
-        finally:
-            self._pool.putconn(conn)
+    def _shared(self, number: int, deadline: float, timeout: float) -> AbstractContextManager[Any]:
+        return advisory_lock(self._pool, number, deadline, timeout)
 
     def close(self) -> None:
         self._pool.close()
 
 
-@contextmanager
-def setup_lock(lock_pool: Any) -> Iterator[None]:
+def setup_lock(lock_pool: Any) -> AbstractContextManager[None]:
     """Hold the setup advisory lock for the block: workers starting together must not
-    run the migrations twice. Polls with short statements: a waiting
-    `pg_advisory_lock` would hold a snapshot that the migrations' CREATE INDEX
-    CONCURRENTLY waits for, a silent deadlock."""
-    with lock_pool.connection() as conn:
-        wait_for(
-            lambda: try_advisory_lock(conn, SETUP_LOCK_KEY),
-            time.monotonic() + SETUP_TIMEOUT_S,
-            SETUP_TIMEOUT_S,
-        )
-        try:
-            yield
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+    run the migrations twice. It is polled for: a waiting `pg_advisory_lock` would hold a
+    snapshot that the migrations' CREATE INDEX CONCURRENTLY waits for, a silent deadlock."""
+    return advisory_lock(
+        lock_pool, SETUP_LOCK_KEY, time.monotonic() + SETUP_TIMEOUT_S, SETUP_TIMEOUT_S
+    )
