@@ -51,14 +51,12 @@ WHERE c.checkpoint_ns = '' AND c.metadata = %s
 
     def __init__(self, pool: ConnectionPool[Connection[DictRow]]) -> None:
         self.pool = pool
+        self.reading = pool.connection
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor[DictRow]]:
         with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             yield cur
-
-    def reading(self) -> Any:
-        return self.pool.connection()
 
     @staticmethod
     def ids(thread_ids: Sequence[str]) -> tuple[Any, ...]:

@@ -49,7 +49,7 @@ def open_sqlite(path: Path | None, *, lock_timeout: float, vectors: bool = False
     # in free space until they happen to be reused or a VACUUM rewrites the file
     conn.execute("PRAGMA secure_delete = ON")
     checkpointer = SqliteCheckpointer(conn)
-    documents = SqliteDocuments(conn, checkpointer.lock)
+    documents = SqliteDocuments(checkpointer)
     locks = FileLocks(path.with_name(path.name + ".locks")) if path else KeyedLocks()
     with locks.hold(SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S):
         checkpointer.setup()
