@@ -25,6 +25,7 @@ SELECT_HEADS_SQL = (
     "SELECT MAX(checkpoint_id) FROM checkpoints l "
     "WHERE l.thread_id = c.thread_id AND l.checkpoint_ns = c.checkpoint_ns)"
 )
+ROOTS_SQL = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
 
 
 def delete_threads(cur: sqlite3.Cursor, thread_ids: Sequence[str]) -> None:
@@ -56,19 +57,9 @@ def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
         for ns, head, metadata in cur.execute(SELECT_HEADS_SQL, (thread_id,)).fetchall()
     }
     kept_root = heads.get("", (None, None))[0]
+    saved = {row[0] for row in cur.execute(ROOTS_SQL, (thread_id,)).fetchall()}
     # decided before anything is deleted: the root checkpoints a call started from go
-    calls = {
-        ns
-        for ns, (_, root) in heads.items()
-        if ":" in ns
-        and root is not None
-        and root != kept_root
-        and cur.execute(
-            "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
-            "AND checkpoint_id = ?",
-            (thread_id, root),
-        ).fetchone()
-    }
+    calls = {ns for ns, (_, root) in heads.items() if ":" in ns and root in saved - {kept_root}}
     for ns, (head, _) in heads.items():
         # a call's namespace goes whole; elsewhere, writes of a checkpoint not saved yet stay
         older, params = ("", ()) if ns in calls else (" AND checkpoint_id < ?", (head,))
