@@ -57,9 +57,8 @@ class RegistryState(BaseModel):
     selected_conversation_id: MessageId | None = None
     version: StrictInt = Field(default=0, ge=0)
     forgotten: list[StrictStr] = Field(default_factory=list, max_length=MAX_TOMBSTONES)
-    """Tombstones: the ids of the long-term items the user forgot, newest last (at most
-    `MAX_TOMBSTONES`). A turn that recalled one of them before it was forgotten redacts
-    its text from what it writes."""
+    """Tombstones: the ids of the long-term items the user forgot, newest last. A turn
+    that recalled one of them before it was forgotten redacts its text from what it writes."""
     forgotten_marks: list[ForgottenMark] = Field(
         default_factory=list, max_length=MAX_FORGOTTEN_MARKS
     )

@@ -35,8 +35,7 @@ def key_number(key: str) -> int:
 
 
 def wait_for(attempt: Callable[[], bool], deadline: float, timeout: float) -> None:
-    """Call `attempt()`, backing off, until it returns True (`LockTimeout` when
-    `deadline` passes first)."""
+    """Call `attempt()`, backing off, until it returns True (`LockTimeout` past `deadline`)."""
     pause = 0.001
     while not attempt():
         if time.monotonic() >= deadline:

@@ -119,8 +119,7 @@ class ThreadStore:
 
     @storage_errors
     def prune_finished_runs(self, thread_ids: Sequence[str]) -> None:
-        """Shrink run threads whose turn finished (no pending interrupt) to their latest
-        checkpoint."""
+        """Shrink finished run threads (no pending interrupt) to their latest checkpoint."""
         self.checkpointer.prune(thread_ids, strategy="keep_latest")
 
     @storage_errors

@@ -95,8 +95,7 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
             self.is_setup = True
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune the checkpoints of `thread_ids` in one transaction: `keep_latest` (see
-        `keep_latest`), or `delete` every checkpoint and write."""
+        """Prune `thread_ids` in one transaction: `keep_latest`, or `delete` all their rows."""
         if isinstance(thread_ids, str):  # it would prune each letter
             raise TypeError("thread_ids must be a sequence of thread ids, not a str")
         if strategy not in ("keep_latest", "delete"):
