@@ -56,10 +56,7 @@ class RunSaver(BaseCheckpointSaver[Any]):
         for item in items:
             yield item
 
-    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """`channel` in the newest root checkpoint of each of `thread_ids` that has it."""
-        raise NotImplementedError
-
-    def list_threads(self, prefix: str) -> list[str]:
-        """Every thread id with a checkpoint that starts with `prefix`."""
-        raise NotImplementedError
+    get_channel_values: Callable[[Sequence[str], str], dict[str, Any]]
+    """`(thread_ids, channel)`: `channel` in the newest root checkpoint of each that has it."""
+    list_threads: Callable[[str], list[str]]
+    """Every thread id with a checkpoint that starts with the prefix given."""
