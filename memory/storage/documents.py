@@ -98,26 +98,17 @@ class DocumentStore:
             if cur.execute(self.EXISTS_SQL, (DOCUMENTS_TABLE,)).fetchone():
                 return
             cur.execute(self.CREATE_SQL)
+            rows = _pairs(cur.execute(self.LEGACY_SQL, self.LEGACY_PARAMS).fetchall())
             serde = JsonPlusSerializer()
-            documents = {}
-            for thread_id, type_, blob in _pairs(
-                cur.execute(self.LEGACY_SQL, self.LEGACY_PARAMS).fetchall()
-            ):
-                document = self.legacy_document(serde, type_, blob)
-                if isinstance(document, dict):
-                    documents[thread_id] = document
+            found = {thread: self.legacy_document(serde, kind, blob) for thread, kind, blob in rows}
+            documents = {thread: doc for thread, doc in found.items() if isinstance(doc, dict)}
             if documents:
                 self.delete_threads(cur, list(documents))
                 self._upsert(cur, documents)
 
     def _upsert(self, cur: Any, documents: Mapping[str, Mapping[str, Any]]) -> None:
-        cur.executemany(
-            self.UPSERT_SQL,
-            [
-                (thread_id, json.dumps(dict(document), ensure_ascii=False))
-                for thread_id, document in documents.items()
-            ],
-        )
+        rows = [(t, json.dumps(dict(doc), ensure_ascii=False)) for t, doc in documents.items()]
+        cur.executemany(self.UPSERT_SQL, rows)
 
     def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The documents of `thread_ids` that exist, by thread id, in one query."""
