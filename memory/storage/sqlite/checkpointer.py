@@ -149,32 +149,25 @@ def redact_runs(
         return 0
     marks = ", ".join("?" * len(thread_ids))
     changed = 0
-    rows = cur.execute(
-        f"SELECT rowid, thread_id, type, checkpoint FROM checkpoints WHERE thread_id IN ({marks})",
-        tuple(thread_ids),
-    ).fetchall()
-    for rowid, thread_id, type_, blob in rows:
-        checkpoint = serde.loads_typed((type_, blob))
-        values = checkpoint.get("channel_values") or {}
-        redacted = {key: redact(thread_id, value) for key, value in values.items()}
-        touched = sum(redacted[key] is not value for key, value in values.items())
-        if touched:
-            dumped = serde.dumps_typed({**checkpoint, "channel_values": redacted})
-            cur.execute(
-                "UPDATE checkpoints SET type = ?, checkpoint = ? WHERE rowid = ?", (*dumped, rowid)
-            )
-            changed += touched
-    writes = cur.execute(
-        f"SELECT rowid, thread_id, type, value FROM writes WHERE thread_id IN ({marks})",
-        tuple(thread_ids),
-    ).fetchall()
-    for rowid, thread_id, type_, blob in writes:
-        value = serde.loads_typed((type_, blob))
-        redacted_value = redact(thread_id, value)
-        if redacted_value is not value:
-            dumped = serde.dumps_typed(redacted_value)
-            cur.execute("UPDATE writes SET type = ?, value = ? WHERE rowid = ?", (*dumped, rowid))
-            changed += 1
+    for table, column in (("checkpoints", "checkpoint"), ("writes", "value")):
+        rows = cur.execute(
+            f"SELECT rowid, thread_id, type, {column} FROM {table} WHERE thread_id IN ({marks})",
+            tuple(thread_ids),
+        ).fetchall()
+        for rowid, thread_id, type_, blob in rows:
+            value = serde.loads_typed((type_, blob))
+            if table == "checkpoints":  # a checkpoint: each of its channel values
+                values = value.get("channel_values") or {}
+                redacted = {key: redact(thread_id, v) for key, v in values.items()}
+                touched = sum(redacted[key] is not v for key, v in values.items())
+                value = {**value, "channel_values": redacted}
+            else:  # a pending write: its value
+                redacted_value = redact(thread_id, value)
+                touched, value = int(redacted_value is not value), redacted_value
+            if touched:
+                sql = f"UPDATE {table} SET type = ?, {column} = ? WHERE rowid = ?"
+                cur.execute(sql, (*serde.dumps_typed(value), rowid))
+                changed += touched
     if changed:
         scrub_on_commit(cur)
     return changed
