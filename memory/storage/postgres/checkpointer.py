@@ -27,8 +27,7 @@ ORDER BY c.thread_id, c.checkpoint_id DESC
 
 
 class PostgresCheckpointer(RunSaver, PostgresSaver):
-    """`PostgresSaver` (its own `prune` included) with the async API in worker threads:
-    its pool is thread-safe."""
+    """`PostgresSaver` (its own `prune` included) with the async API."""
 
     def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
         if not thread_ids:

@@ -76,8 +76,7 @@ def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
 
 
 class SqliteCheckpointer(RunSaver, SqliteSaver):
-    """`SqliteSaver` with `prune` and the async API (both left unimplemented upstream):
-    the connection is shared under the saver's lock, so worker threads can run it."""
+    """`SqliteSaver` with `prune` and the async API (both left unimplemented upstream)."""
 
     def setup(self) -> None:
         """Upstream's setup, on either driver of the connection (`connection.connect`).
