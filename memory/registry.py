@@ -21,6 +21,7 @@ from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
 from memory.limits import MAX_CONVERSATIONS, MAX_FORGOTTEN_MARKS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.schema import MessageId, UtcDatetime, new_message_id
+from memory.text import clamp
 from memory.tombstones import ForgottenMark
 
 
@@ -104,9 +105,7 @@ def make_title(text: str) -> str:
     collapsed, at most `MAX_TITLE_CHARS` characters."""
     plain = _MARKDOWN_LINE_START.sub("", _MARKDOWN_LINK.sub(r"\1", text))
     title = " ".join(_MARKDOWN_MARKS.sub("", plain).split()) or " ".join(text.split())
-    if len(title) > MAX_TITLE_CHARS:
-        title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
-    return title
+    return clamp(title, MAX_TITLE_CHARS)
 
 
 def ordered(entries: list[ConversationEntry]) -> list[ConversationEntry]:

@@ -41,8 +41,7 @@ def sweep_session(
         for entry in registry.conversations:
             if entry.last_active_at >= cutoff:
                 continue
-            # its turn lock, unless a turn runs in it (never waited for); an entry without a
-            # key predates thread keys: no turn can be told apart, it goes with its session
+            # a keyless entry predates thread keys: no turn is told apart, it goes with its session
             try:
                 if entry.key:
                     memory_thread = session_threads(session_key, entry.key)[0]
