@@ -1,5 +1,5 @@
-"""The shared SQLite connection: its driver, its transactions, its file's privacy (what
-a deletion leaves behind included), the setup lock."""
+"""The shared SQLite connection: its driver, its transactions (what a deletion leaves
+behind included), the setup lock."""
 
 from __future__ import annotations
 
