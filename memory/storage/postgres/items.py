@@ -49,10 +49,8 @@ class PooledPostgresStore(PostgresStore):
 def has_pgvector(pool: Any) -> bool:
     """Whether the server behind `pool` can create the pgvector extension."""
     with pool.connection() as conn:
-        row = conn.execute(
-            "SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'"
-        ).fetchone()
-    return row is not None
+        sql = "SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'"
+        return conn.execute(sql).fetchone() is not None
 
 
 def open_postgres_items(
