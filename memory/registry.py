@@ -21,6 +21,7 @@ from memory.errors import ConversationNotFound
 from memory.hydration import assert_client_safe
 from memory.limits import MAX_CONVERSATIONS, MAX_FORGOTTEN_MARKS, MAX_TITLE_CHARS, MAX_TOMBSTONES
 from memory.schema import MessageId, UtcDatetime, new_message_id
+from memory.text import clamp
 from memory.tombstones import ForgottenMark
 
 
@@ -57,9 +58,8 @@ class RegistryState(BaseModel):
     selected_conversation_id: MessageId | None = None
     version: StrictInt = Field(default=0, ge=0)
     forgotten: list[StrictStr] = Field(default_factory=list, max_length=MAX_TOMBSTONES)
-    """Tombstones: the ids of the long-term items the user forgot, newest last (at most
-    `MAX_TOMBSTONES`). A turn that recalled one of them before it was forgotten redacts
-    its text from what it writes."""
+    """Tombstones: the ids of the long-term items the user forgot, newest last. A turn
+    that recalled one of them before it was forgotten redacts its text from what it writes."""
     forgotten_marks: list[ForgottenMark] = Field(
         default_factory=list, max_length=MAX_FORGOTTEN_MARKS
     )
@@ -105,9 +105,7 @@ def make_title(text: str) -> str:
     collapsed, at most `MAX_TITLE_CHARS` characters."""
     plain = _MARKDOWN_LINE_START.sub("", _MARKDOWN_LINK.sub(r"\1", text))
     title = " ".join(_MARKDOWN_MARKS.sub("", plain).split()) or " ".join(text.split())
-    if len(title) > MAX_TITLE_CHARS:
-        title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
-    return title
+    return clamp(title, MAX_TITLE_CHARS)
 
 
 def ordered(entries: list[ConversationEntry]) -> list[ConversationEntry]:

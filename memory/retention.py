@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memory.errors import LockTimeout
-from memory.ids import MEMORY_THREAD_PREFIX, REGISTRY_THREAD_PREFIX, session_threads, turn_lock_key
-from memory.registry import ConversationEntry, RegistryState, expire
+from memory.ids import REGISTRY_THREAD_PREFIX, session_threads, turn_lock_key
+from memory.registry import RegistryState, expire
 from memory.storage import ThreadStore
 
 if TYPE_CHECKING:  # the services this sweeps; they never import this module
@@ -41,9 +41,13 @@ def sweep_session(
         for entry in registry.conversations:
             if entry.last_active_at >= cutoff:
                 continue
-            if _hold_turn(threads, session_key, entry, turns):
+            # a keyless entry predates thread keys: no turn is told apart, it goes with its session
+            try:
+                if entry.key:
+                    memory_thread = session_threads(session_key, entry.key)[0]
+                    turns.enter_context(threads.locks.hold(turn_lock_key(memory_thread), 0))
                 idle.append(entry)
-            else:
+            except LockTimeout:
                 busy.add(entry.id)
         if not idle:
             return 0, 0, 0
@@ -68,22 +72,6 @@ def sweep_session(
             stored = kept.model_copy(update={"version": registry.version + 1})
             threads.put_many({registry_thread: stored.model_dump(mode="json")}, delete=doomed)
         return len(expired), 0, len(doomed)
-
-
-def _hold_turn(
-    threads: ThreadStore, session_key: str, entry: ConversationEntry, held: ExitStack
-) -> bool:
-    """Take the turn lock of `entry` into `held` if no turn runs in it (never waits).
-    An entry without a key predates thread keys: no turn can be told apart, so it is
-    only swept with its session, as before."""
-    if not entry.key:
-        return True
-    memory_thread = f"{MEMORY_THREAD_PREFIX}:{session_key}:{entry.key}"
-    try:
-        held.enter_context(threads.locks.hold(turn_lock_key(memory_thread), 0))
-    except LockTimeout:
-        return False
-    return True
 
 
 def sweep(

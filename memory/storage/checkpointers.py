@@ -9,24 +9,38 @@ async graphs on any event loop, and never blocks the loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-)
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _in_thread(
+    method: Callable[Concatenate[Any, P], R],
+) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """The async twin of a saver method: the saver's own (by name) in a worker thread,
+    with `method`'s signature (LangGraph reads `aput_writes`' for `task_path`)."""
+    name = method.__name__
+
+    async def run(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(getattr(self, name), *args, **kwargs)
+
+    run.__wrapped__ = method  # type: ignore[attr-defined]
+    return run
 
 
 class RunSaver(BaseCheckpointSaver[Any]):
     """The agent's savers (SQLite, PostgreSQL): the async API, and two reads of their own."""
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
+    aget_tuple = _in_thread(BaseCheckpointSaver.get_tuple)
+    aput = _in_thread(BaseCheckpointSaver.put)
+    aput_writes = _in_thread(BaseCheckpointSaver.put_writes)
+    adelete_thread = _in_thread(BaseCheckpointSaver.delete_thread)
+    aprune = _in_thread(BaseCheckpointSaver.prune)
 
     async def alist(
         self,
@@ -42,34 +56,7 @@ class RunSaver(BaseCheckpointSaver[Any]):
         for item in items:
             yield item
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
-
-    def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
-        """`channel` in the newest root checkpoint of each of `thread_ids` that has it."""
-        raise NotImplementedError
-
-    def list_threads(self, prefix: str) -> list[str]:
-        """Every thread id with a checkpoint that starts with `prefix`."""
-        raise NotImplementedError
+    get_channel_values: Callable[[Sequence[str], str], dict[str, Any]]
+    """`(thread_ids, channel)`: `channel` in the newest root checkpoint of each that has it."""
+    list_threads: Callable[[str], list[str]]
+    """Every thread id with a checkpoint that starts with the prefix given."""

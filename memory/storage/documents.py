@@ -21,6 +21,9 @@ from memory.errors import VersionConflict
 
 Dialect = Literal["sqlite", "postgresql"]
 DOCUMENTS_TABLE = "memory_documents"
+LEGACY_DOCUMENT_METADATA = {"source": "update", "step": 0, "parents": {}}
+"""The metadata of a memory document stored as a single-checkpoint thread (the
+layout before documents had their own table)."""
 
 InTransaction = Callable[[Any], None]
 """Extra statements for a document write's transaction, given its DB-API cursor."""
@@ -30,14 +33,12 @@ def in_order(*steps: InTransaction | None) -> InTransaction | None:
     """The steps (None ones left out) as one, run in the order given; None when none is
     left. A step that raises stops the rest, and the transaction rolls back."""
     chosen = [step for step in steps if step is not None]
-    if not chosen:
-        return None
 
     def run(cursor: Any) -> None:
         for step in chosen:
             step(cursor)
 
-    return run
+    return run if chosen else None
 
 
 Versions = Mapping[str, int | None]
@@ -57,13 +58,6 @@ def items_step(store: BaseStore, ops: Sequence[PutOp]) -> InTransaction:
     if put_in is None:
         raise TypeError(CANNOT_JOIN.format(store=type(store).__name__))
     return lambda cursor: put_in(cursor, ops)
-
-
-def check_versions(found: Mapping[str, int | None], expected: Versions) -> None:
-    """Raise `VersionConflict` unless each thread's stored version is the one expected."""
-    for thread_id, version in expected.items():
-        if found.get(thread_id) != version:
-            raise VersionConflict(version or 0, found.get(thread_id) or 0)
 
 
 def _pairs(rows: Sequence[Any]) -> list[tuple[Any, ...]]:  # SQLite's tuples, PostgreSQL's dicts
@@ -86,27 +80,16 @@ class DocumentStore:
     UPSERT_SQL: str
     PREFIX_SQL: str
 
-    def transaction(self) -> AbstractContextManager[Any]:
-        """One transaction on the store's connection, as a cursor: committed when the
-        block ends, rolled back when it raises."""
-        raise NotImplementedError
-
-    def reading(self) -> AbstractContextManager[Any]:
-        """A cursor (or connection) for one read outside any write transaction."""
-        raise NotImplementedError
-
-    @staticmethod
-    def ids(thread_ids: Sequence[str]) -> tuple[Any, ...]:
-        raise NotImplementedError
-
-    def delete_threads(self, cur: Any, thread_ids: Sequence[str]) -> None:
-        """Delete the documents, checkpoints and writes of `thread_ids` with `cur`."""
-        raise NotImplementedError
-
-    @staticmethod
-    def legacy_document(serde: JsonPlusSerializer, type_: str, blob: bytes) -> Any:
-        """The document in a `LEGACY_SQL` row (anything but a dict is none)."""
-        raise NotImplementedError
+    transaction: Callable[[], AbstractContextManager[Any]]
+    """One transaction on the store's connection, as a cursor: committed when the block
+    ends, rolled back when it raises."""
+    reading: Callable[[], AbstractContextManager[Any]]
+    """A cursor (or connection) for one read outside any write transaction."""
+    ids: Callable[[Sequence[str]], tuple[Any, ...]]
+    delete_threads: Callable[[Any, Sequence[str]], None]
+    """`(cur, thread_ids)`: delete the documents, checkpoints and writes of `thread_ids`."""
+    legacy_document: Callable[[JsonPlusSerializer, str, bytes], Any]
+    """The document in a `LEGACY_SQL` row (anything but a dict is none)."""
 
     def setup(self) -> None:
         """Create the documents table; on a database from before it existed, move the
@@ -115,26 +98,17 @@ class DocumentStore:
             if cur.execute(self.EXISTS_SQL, (DOCUMENTS_TABLE,)).fetchone():
                 return
             cur.execute(self.CREATE_SQL)
+            rows = _pairs(cur.execute(self.LEGACY_SQL, self.LEGACY_PARAMS).fetchall())
             serde = JsonPlusSerializer()
-            documents = {}
-            for thread_id, type_, blob in _pairs(
-                cur.execute(self.LEGACY_SQL, self.LEGACY_PARAMS).fetchall()
-            ):
-                document = self.legacy_document(serde, type_, blob)
-                if isinstance(document, dict):
-                    documents[thread_id] = document
+            found = {thread: self.legacy_document(serde, kind, blob) for thread, kind, blob in rows}
+            documents = {thread: doc for thread, doc in found.items() if isinstance(doc, dict)}
             if documents:
                 self.delete_threads(cur, list(documents))
                 self._upsert(cur, documents)
 
     def _upsert(self, cur: Any, documents: Mapping[str, Mapping[str, Any]]) -> None:
-        cur.executemany(
-            self.UPSERT_SQL,
-            [
-                (thread_id, json.dumps(dict(document), ensure_ascii=False))
-                for thread_id, document in documents.items()
-            ],
-        )
+        rows = [(t, json.dumps(dict(doc), ensure_ascii=False)) for t, doc in documents.items()]
+        cur.executemany(self.UPSERT_SQL, rows)
 
     def get_documents(self, thread_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The documents of `thread_ids` that exist, by thread id, in one query."""
@@ -158,8 +132,11 @@ class DocumentStore:
         `also` on the transaction's cursor."""
         with self.transaction() as cur:
             if expected:
-                found = cur.execute(self.VERSIONS_SQL, self.ids(list(expected))).fetchall()
-                check_versions(dict(_pairs(found)), expected)
+                rows = cur.execute(self.VERSIONS_SQL, self.ids(list(expected))).fetchall()
+                found = dict(_pairs(rows))
+                for thread_id, version in expected.items():
+                    if found.get(thread_id) != version:
+                        raise VersionConflict(version or 0, found.get(thread_id) or 0)
             if delete:
                 self.delete_threads(cur, delete)
             if documents:

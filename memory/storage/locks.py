@@ -4,7 +4,7 @@
 subclasses add a cross-process lock taken after it:
 - `FileLocks` (SQLite): each key maps to one byte of a shared lock file, locked with
   POSIX record locks (`fcntl.lockf`);
-- `memory.storage.postgres.locks.AdvisoryLocks` (PostgreSQL): session advisory locks.
+- `AdvisoryLocks` (PostgreSQL): session advisory locks.
 Both are released by the operating system or the database when their process dies,
 so a crashed writer never leaves a stale lock behind.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -22,8 +23,10 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from memory.errors import LOCK_TIMEOUT, LockTimeout
+from memory.errors import LOCK_TIMEOUT, STORAGE_FAILED, LockTimeout, StorageError
 from memory.files import make_private_dir
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 _KEY_BYTES = 7  # 56-bit key numbers fit every off_t and a signed bigint
@@ -35,8 +38,7 @@ def key_number(key: str) -> int:
 
 
 def wait_for(attempt: Callable[[], bool], deadline: float, timeout: float) -> None:
-    """Call `attempt()`, backing off, until it returns True (`LockTimeout` when
-    `deadline` passes first)."""
+    """Call `attempt()`, backing off, until it returns True (`LockTimeout` past `deadline`)."""
     pause = 0.001
     while not attempt():
         if time.monotonic() >= deadline:
@@ -117,3 +119,58 @@ class FileLocks(KeyedLocks):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+POSTGRES_SETUP_KEY = -(1 << 62) - 7
+"""Serialises PostgreSQL's `setup()` (outside the 56-bit range of keyed locks)."""
+POSTGRES_SETUP_TIMEOUT_S = 120.0
+
+
+@contextmanager
+def advisory_lock(pool: Any, key: int, deadline: float, timeout: float) -> Iterator[None]:
+    """Hold the session advisory lock `key` on a connection of `pool` for the block,
+    polling for it with short statements until `deadline` (`LockTimeout`)."""
+    try:
+        conn = pool.getconn()  # waits at most the pool timeout for a connection
+    except Exception as exc:
+        raise StorageError(STORAGE_FAILED) from exc
+
+    def attempt() -> bool:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()
+        return bool(row and row["ok"])
+
+    try:
+        wait_for(attempt, deadline, timeout)
+        try:
+            yield
+        finally:
+            try:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            except Exception:  # a broken connection released its locks with it
+                logger.warning("advisory unlock failed; the connection is discarded", exc_info=True)
+                conn.close()
+    finally:
+        pool.putconn(conn)
+
+
+class AdvisoryLocks(KeyedLocks):
+    """Keyed locks shared by every process using the PostgreSQL database: a held lock
+    keeps one pooled connection, and the server releases it if that connection dies."""
+
+    def __init__(self, pool: Any) -> None:
+        super().__init__()
+        self._pool = pool
+
+    def _shared(self, number: int, deadline: float, timeout: float) -> AbstractContextManager[Any]:
+        return advisory_lock(self._pool, number, deadline, timeout)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def advisory_setup_lock(lock_pool: Any) -> AbstractContextManager[None]:
+    """Hold the setup advisory lock for the block: workers starting together must not
+    run the migrations twice. It is polled for: a waiting `pg_advisory_lock` would hold a
+    snapshot that the migrations' CREATE INDEX CONCURRENTLY waits for, a silent deadlock."""
+    timeout = POSTGRES_SETUP_TIMEOUT_S
+    return advisory_lock(lock_pool, POSTGRES_SETUP_KEY, time.monotonic() + timeout, timeout)

@@ -1,10 +1,8 @@
-"""Storage: the checkpointer of the agent's run threads and, beside it, the store of
-memory documents, on one database.
+"""`ThreadStore`: the run threads' checkpointer and the memory documents, on one database.
 
 The saver keeps LangGraph's contract (every checkpoint stays until pruned), so Studio's
 time travel works on run threads; storage stays flat by policy instead: a finished run
-thread is pruned to its latest checkpoint. Memory documents are not checkpoints: one
-JSON document per thread id, on the saver's connection, under the same keyed locks.
+thread is pruned to its latest checkpoint.
 """
 
 from __future__ import annotations
@@ -119,8 +117,7 @@ class ThreadStore:
 
     @storage_errors
     def prune_finished_runs(self, thread_ids: Sequence[str]) -> None:
-        """Shrink run threads whose turn finished (no pending interrupt) to their latest
-        checkpoint."""
+        """Shrink finished run threads (no pending interrupt) to their latest checkpoint."""
         self.checkpointer.prune(thread_ids, strategy="keep_latest")
 
     @storage_errors

@@ -11,10 +11,10 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
 from memory.errors import StorageError
+from memory.storage.locks import AdvisoryLocks, advisory_setup_lock
 from memory.storage.postgres.checkpointer import PostgresCheckpointer
 from memory.storage.postgres.documents import PostgresDocuments
 from memory.storage.postgres.items import open_postgres_items
-from memory.storage.postgres.locks import AdvisoryLocks, setup_lock
 from memory.storage.threads import ThreadStore
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def open_postgres(url: str, *, lock_timeout: float) -> ThreadStore:
         lock_pool.open(wait=True, timeout=10)
         checkpointer = PostgresCheckpointer(pool)
         documents = PostgresDocuments(pool)
-        with setup_lock(lock_pool):
+        with advisory_setup_lock(lock_pool):
             checkpointer.setup()
             documents.setup()
     except Exception as exc:

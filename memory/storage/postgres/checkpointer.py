@@ -27,16 +27,14 @@ ORDER BY c.thread_id, c.checkpoint_id DESC
 
 
 class PostgresCheckpointer(RunSaver, PostgresSaver):
-    """`PostgresSaver` (its own `prune` included) with the async API in worker threads:
-    its pool is thread-safe."""
+    """`PostgresSaver` (its own `prune` included) with the async API."""
 
     def get_channel_values(self, thread_ids: Sequence[str], channel: str) -> dict[str, Any]:
         if not thread_ids:
             return {}
+        params = {"channel": channel, "threads": list(thread_ids)}
         with self._cursor() as cur:
-            rows = cur.execute(
-                SELECT_CHANNEL_SQL, {"channel": channel, "threads": list(thread_ids)}
-            ).fetchall()
+            rows = cur.execute(SELECT_CHANNEL_SQL, params).fetchall()
         values: dict[str, Any] = {}
         for row in rows:
             if row["inline"] is not None:  # PostgresSaver keeps primitives in the checkpoint

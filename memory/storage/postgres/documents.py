@@ -12,22 +12,19 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from memory.storage.documents import DOCUMENTS_TABLE, Dialect, DocumentStore
+from memory.storage.documents import DOCUMENTS_TABLE, LEGACY_DOCUMENT_METADATA, DocumentStore
 
 DELETE_THREADS_SQL = tuple(
     f"DELETE FROM {table} WHERE thread_id = ANY(%s)"
     for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints", DOCUMENTS_TABLE)
 )
-LEGACY_DOCUMENT_METADATA = {"source": "update", "step": 0, "parents": {}}
-"""The metadata of a memory document stored as a single-checkpoint thread (the
-layout before documents had their own table)."""
 
 
 class PostgresDocuments(DocumentStore):
     """Memory documents in the checkpointer's database, over its pool: each write is one
     transaction on its own pooled connection."""
 
-    dialect: Dialect = "postgresql"
+    dialect = "postgresql"
     EXISTS_SQL = "SELECT 1 WHERE to_regclass(%s) IS NOT NULL"
     CREATE_SQL = (
         f"CREATE TABLE {DOCUMENTS_TABLE} (thread_id TEXT PRIMARY KEY, document TEXT NOT NULL)"
@@ -54,14 +51,12 @@ WHERE c.checkpoint_ns = '' AND c.metadata = %s
 
     def __init__(self, pool: ConnectionPool[Connection[DictRow]]) -> None:
         self.pool = pool
+        self.reading = pool.connection
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor[DictRow]]:
         with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             yield cur
-
-    def reading(self) -> Any:
-        return self.pool.connection()
 
     @staticmethod
     def ids(thread_ids: Sequence[str]) -> tuple[Any, ...]:

@@ -13,7 +13,7 @@ from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from memory.errors import EMBEDDINGS_UNSUPPORTED, UnsupportedDatabaseUrl
-from memory.storage.postgres.locks import setup_lock
+from memory.storage.locks import advisory_setup_lock
 
 
 class PooledPostgresStore(PostgresStore):
@@ -49,10 +49,8 @@ class PooledPostgresStore(PostgresStore):
 def has_pgvector(pool: Any) -> bool:
     """Whether the server behind `pool` can create the pgvector extension."""
     with pool.connection() as conn:
-        row = conn.execute(
-            "SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'"
-        ).fetchone()
-    return row is not None
+        sql = "SELECT 1 AS ok FROM pg_available_extensions WHERE name = 'vector'"
+        return conn.execute(sql).fetchone() is not None
 
 
 def open_postgres_items(
@@ -64,6 +62,6 @@ def open_postgres_items(
         why = "the PostgreSQL server has no pgvector extension"
         raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
     store = PooledPostgresStore(pool, index=index, ttl=ttl)  # type: ignore[arg-type]
-    with setup_lock(lock_pool):
+    with advisory_setup_lock(lock_pool):
         store.setup()
     return store

@@ -4,8 +4,10 @@ connection."""
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
+from memory.files import PRIVATE_FILE_MODE, make_private_dir
 from memory.storage.locks import FileLocks, KeyedLocks
 from memory.storage.sqlite.checkpointer import SqliteCheckpointer
 from memory.storage.sqlite.connection import (
@@ -14,7 +16,6 @@ from memory.storage.sqlite.connection import (
     SQLITE_JOURNAL_SIZE_LIMIT,
     SQLITE_WAL_AUTOCHECKPOINT_PAGES,
     connect,
-    create_private,
     vector_driver,
 )
 from memory.storage.sqlite.documents import SqliteDocuments
@@ -26,13 +27,18 @@ def open_sqlite(path: Path | None, *, lock_timeout: float, vectors: bool = False
     """The thread store of a SQLite file (None: in memory, this process only), all on
     one connection; with `vectors`, one that holds vector indexes (`connection.connect`).
 
-    SQLite creates the WAL and shared-memory files with the database file's mode, so
-    creating that file 0600 first keeps all of them private.
+    Conversations are private data: SQLite creates the WAL and shared-memory files with
+    the database file's mode, so creating that file 0600 first keeps all of them private
+    (an existing one, or a side file, that others can read is narrowed to 0600).
     """
     if vectors:
         vector_driver()  # a missing driver refuses before any file is created
     if path is not None:
-        create_private(path)
+        make_private_dir(path.parent)
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
+        for candidate in (path.with_name(path.name + s) for s in ("", "-wal", "-shm")):
+            if candidate.exists() and candidate.stat().st_mode & 0o077:
+                candidate.chmod(PRIVATE_FILE_MODE)
     conn = connect(str(path) if path else ":memory:", vectors=vectors)
     conn.execute(f"PRAGMA journal_size_limit = {SQLITE_JOURNAL_SIZE_LIMIT}")
     conn.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
@@ -43,7 +49,7 @@ def open_sqlite(path: Path | None, *, lock_timeout: float, vectors: bool = False
     # in free space until they happen to be reused or a VACUUM rewrites the file
     conn.execute("PRAGMA secure_delete = ON")
     checkpointer = SqliteCheckpointer(conn)
-    documents = SqliteDocuments(conn, checkpointer.lock)
+    documents = SqliteDocuments(checkpointer)
     locks = FileLocks(path.with_name(path.name + ".locks")) if path else KeyedLocks()
     with locks.hold(SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S):
         checkpointer.setup()

@@ -25,19 +25,16 @@ SELECT_HEADS_SQL = (
     "SELECT MAX(checkpoint_id) FROM checkpoints l "
     "WHERE l.thread_id = c.thread_id AND l.checkpoint_ns = c.checkpoint_ns)"
 )
+ROOTS_SQL = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
 
 
 def delete_threads(cur: sqlite3.Cursor, thread_ids: Sequence[str]) -> None:
     """Delete every checkpoint and write of `thread_ids` (in the caller's transaction,
     which then leaves none of their text in the WAL)."""
-    deleted = 0
-    for thread_id in thread_ids:
-        for table in CHECKPOINT_TABLES:
-            deleted += cur.execute(
-                f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,)
-            ).rowcount
-    if deleted:
-        scrub_on_commit(cur)
+    params = [(thread_id,) for thread_id in thread_ids]
+    for table in CHECKPOINT_TABLES:
+        if cur.executemany(f"DELETE FROM {table} WHERE thread_id = ?", params).rowcount:
+            scrub_on_commit(cur)
 
 
 def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
@@ -60,19 +57,9 @@ def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
         for ns, head, metadata in cur.execute(SELECT_HEADS_SQL, (thread_id,)).fetchall()
     }
     kept_root = heads.get("", (None, None))[0]
+    saved = {row[0] for row in cur.execute(ROOTS_SQL, (thread_id,)).fetchall()}
     # decided before anything is deleted: the root checkpoints a call started from go
-    calls = {
-        ns
-        for ns, (_, root) in heads.items()
-        if ":" in ns
-        and root is not None
-        and root != kept_root
-        and cur.execute(
-            "SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
-            "AND checkpoint_id = ?",
-            (thread_id, root),
-        ).fetchone()
-    }
+    calls = {ns for ns, (_, root) in heads.items() if ":" in ns and root in saved - {kept_root}}
     for ns, (head, _) in heads.items():
         # a call's namespace goes whole; elsewhere, writes of a checkpoint not saved yet stay
         older, params = ("", ()) if ns in calls else (" AND checkpoint_id < ?", (head,))
@@ -89,8 +76,7 @@ def keep_latest(cur: sqlite3.Cursor, thread_id: str) -> None:
 
 
 class SqliteCheckpointer(RunSaver, SqliteSaver):
-    """`SqliteSaver` with `prune` and the async API (both left unimplemented upstream):
-    the connection is shared under the saver's lock, so worker threads can run it."""
+    """`SqliteSaver` with `prune` and the async API (both left unimplemented upstream)."""
 
     def setup(self) -> None:
         """Upstream's setup, on either driver of the connection (`connection.connect`).
@@ -108,8 +94,7 @@ class SqliteCheckpointer(RunSaver, SqliteSaver):
             self.is_setup = True
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune the checkpoints of `thread_ids` in one transaction: `keep_latest` (see
-        `keep_latest`), or `delete` every checkpoint and write."""
+        """Prune `thread_ids` in one transaction: `keep_latest`, or `delete` all their rows."""
         if isinstance(thread_ids, str):  # it would prune each letter
             raise TypeError("thread_ids must be a sequence of thread ids, not a str")
         if strategy not in ("keep_latest", "delete"):
@@ -163,32 +148,25 @@ def redact_runs(
         return 0
     marks = ", ".join("?" * len(thread_ids))
     changed = 0
-    rows = cur.execute(
-        f"SELECT rowid, thread_id, type, checkpoint FROM checkpoints WHERE thread_id IN ({marks})",
-        tuple(thread_ids),
-    ).fetchall()
-    for rowid, thread_id, type_, blob in rows:
-        checkpoint = serde.loads_typed((type_, blob))
-        values = checkpoint.get("channel_values") or {}
-        redacted = {key: redact(thread_id, value) for key, value in values.items()}
-        touched = sum(redacted[key] is not value for key, value in values.items())
-        if touched:
-            dumped = serde.dumps_typed({**checkpoint, "channel_values": redacted})
-            cur.execute(
-                "UPDATE checkpoints SET type = ?, checkpoint = ? WHERE rowid = ?", (*dumped, rowid)
-            )
-            changed += touched
-    writes = cur.execute(
-        f"SELECT rowid, thread_id, type, value FROM writes WHERE thread_id IN ({marks})",
-        tuple(thread_ids),
-    ).fetchall()
-    for rowid, thread_id, type_, blob in writes:
-        value = serde.loads_typed((type_, blob))
-        redacted_value = redact(thread_id, value)
-        if redacted_value is not value:
-            dumped = serde.dumps_typed(redacted_value)
-            cur.execute("UPDATE writes SET type = ?, value = ? WHERE rowid = ?", (*dumped, rowid))
-            changed += 1
+    for table, column in (("checkpoints", "checkpoint"), ("writes", "value")):
+        rows = cur.execute(
+            f"SELECT rowid, thread_id, type, {column} FROM {table} WHERE thread_id IN ({marks})",
+            tuple(thread_ids),
+        ).fetchall()
+        for rowid, thread_id, type_, blob in rows:
+            value = serde.loads_typed((type_, blob))
+            if table == "checkpoints":  # a checkpoint: each of its channel values
+                values = value.get("channel_values") or {}
+                redacted = {key: redact(thread_id, v) for key, v in values.items()}
+                touched = sum(redacted[key] is not v for key, v in values.items())
+                value = {**value, "channel_values": redacted}
+            else:  # a pending write: its value
+                redacted_value = redact(thread_id, value)
+                touched, value = int(redacted_value is not value), redacted_value
+            if touched:
+                sql = f"UPDATE {table} SET type = ?, {column} = ? WHERE rowid = ?"
+                cur.execute(sql, (*serde.dumps_typed(value), rowid))
+                changed += touched
     if changed:
         scrub_on_commit(cur)
     return changed

@@ -1,19 +1,16 @@
-"""The shared SQLite connection: its driver, its transactions, its file's privacy (what
-a deletion leaves behind included), the setup lock."""
+"""The shared SQLite connection: its driver, its transactions (what a deletion leaves
+behind included), the setup lock."""
 
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from pathlib import Path
 from typing import Any, cast
 
 from memory.errors import VECTOR_DRIVER_MISSING, UnsupportedDatabaseUrl
-from memory.files import PRIVATE_FILE_MODE, make_private_dir
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +22,6 @@ SQLITE_JOURNAL_SIZE_LIMIT = 1 << 20  # the WAL is truncated back to 1 MiB after 
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256  # checkpoint the WAL into the database every ~1 MiB
 SETUP_LOCK_KEY = "sqlite-setup"
 """Serialises `setup()` (tables, WAL mode) of processes opening a new file together."""
-SQLITE_SIDE_FILES = ("-wal", "-shm")
 _SCRUBS: dict[int, dict[str, None]] = {}
 """By connection (its id, used under its lock): the statements its open transaction runs
 before it commits, because it deleted or rewrote what a user said (`scrub_on_commit`)."""
@@ -112,14 +108,3 @@ def truncate_wal(conn: sqlite3.Connection) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
     if busy:
         logger.info("the WAL was not truncated after a deletion: another process reads")
-
-
-def create_private(path: Path) -> None:
-    """Create `path` (and missing parents) readable by this user only: conversations are
-    private data. Existing files keep their mode, except that a database file and its
-    WAL and shared-memory files are narrowed to 0600."""
-    make_private_dir(path.parent)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
-    for candidate in (path, *(path.with_name(path.name + s) for s in SQLITE_SIDE_FILES)):
-        if candidate.exists() and candidate.stat().st_mode & 0o077:
-            candidate.chmod(PRIVATE_FILE_MODE)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from memory.storage.documents import DOCUMENTS_TABLE, Dialect, DocumentStore
+from memory.storage.documents import DOCUMENTS_TABLE, LEGACY_DOCUMENT_METADATA, DocumentStore
+from memory.storage.sqlite.checkpointer import SqliteCheckpointer
 from memory.storage.sqlite.checkpointer import delete_threads as delete_run_threads
 from memory.storage.sqlite.connection import sqlite_transaction, truncate_wal
 
@@ -19,16 +19,13 @@ FTS5_TABLES_SQL = (
     "SELECT name FROM sqlite_master"
     " WHERE type = 'table' AND replace(sql, ' ', '') LIKE 'CREATEVIRTUALTABLE%USINGfts5(%'"
 )
-LEGACY_DOCUMENT_METADATA = json.dumps({"source": "update", "step": 0, "parents": {}}).encode()
-"""The metadata of a memory document stored as a single-checkpoint thread (the
-layout before documents had their own table)."""
 _IDS = "thread_id IN (SELECT value FROM json_each(?))"
 
 
 class SqliteDocuments(DocumentStore):
     """Memory documents in the checkpointer's file, on its connection and under its lock."""
 
-    dialect: Dialect = "sqlite"
+    dialect = "sqlite"
     EXISTS_SQL = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
     CREATE_SQL = (
         f"CREATE TABLE {DOCUMENTS_TABLE} "
@@ -38,7 +35,7 @@ class SqliteDocuments(DocumentStore):
         "SELECT thread_id, type, checkpoint FROM checkpoints "
         "WHERE checkpoint_ns = '' AND CAST(metadata AS BLOB) = ?"
     )
-    LEGACY_PARAMS = (LEGACY_DOCUMENT_METADATA,)
+    LEGACY_PARAMS = (json.dumps(LEGACY_DOCUMENT_METADATA).encode(),)
     SELECT_SQL = f"SELECT thread_id, document FROM {DOCUMENTS_TABLE} WHERE {_IDS}"
     VERSIONS_SQL = (
         f"SELECT thread_id, json_extract(document, '$.version') FROM {DOCUMENTS_TABLE} WHERE {_IDS}"
@@ -46,27 +43,17 @@ class SqliteDocuments(DocumentStore):
     UPSERT_SQL = f"INSERT OR REPLACE INTO {DOCUMENTS_TABLE} (thread_id, document) VALUES (?, ?)"
     PREFIX_SQL = f"SELECT thread_id FROM {DOCUMENTS_TABLE} WHERE substr(thread_id, 1, ?) = ?"
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
-        self.conn = conn
-        self.lock = lock
-
-    def transaction(self) -> Any:
-        return sqlite_transaction(self.conn, self.lock)
-
-    @contextmanager
-    def reading(self) -> Iterator[sqlite3.Cursor]:
-        with self.lock, closing(self.conn.cursor()) as cur:
-            yield cur
+    def __init__(self, checkpointer: SqliteCheckpointer) -> None:
+        self.conn, self.lock = checkpointer.conn, checkpointer.lock
+        self.transaction = functools.partial(sqlite_transaction, self.conn, self.lock)
+        self.reading = functools.partial(checkpointer.cursor, transaction=False)
 
     @staticmethod
     def ids(thread_ids: Sequence[str]) -> tuple[Any, ...]:
         return (json.dumps(list(thread_ids)),)
 
     def delete_threads(self, cur: sqlite3.Cursor, thread_ids: Sequence[str]) -> None:
-        cur.executemany(
-            f"DELETE FROM {DOCUMENTS_TABLE} WHERE thread_id = ?",
-            [(thread_id,) for thread_id in thread_ids],
-        )
+        cur.execute(f"DELETE FROM {DOCUMENTS_TABLE} WHERE {_IDS}", self.ids(thread_ids))
         delete_run_threads(cur, thread_ids)
 
     @staticmethod

@@ -34,16 +34,6 @@ class SharedSqliteStore(SqliteStore):
     `PostgresStore` reads it), reads leave them out.
     """
 
-    def __init__(
-        self,
-        checkpointer: SqliteCheckpointer,
-        *,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-    ) -> None:
-        super().__init__(checkpointer.conn, index=index, ttl=ttl)
-        self.lock = checkpointer.lock
-
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the batch; with `omit_expired`, leave out of what it read the items whose
         TTL ran out (the sweep's own test, through its index on `expires_at`)."""
@@ -115,7 +105,8 @@ def open_sqlite_items(
             "extensions (sqlite-vec); open it with its vector index (sqlean.py)"
         )
         raise UnsupportedDatabaseUrl(EMBEDDINGS_UNSUPPORTED.format(why=why))
-    store = SharedSqliteStore(checkpointer, index=index, ttl=ttl)
+    store = SharedSqliteStore(checkpointer.conn, index=index, ttl=ttl)
+    store.lock = checkpointer.lock
     with locks.hold(SETUP_LOCK_KEY, SQLITE_BUSY_TIMEOUT_S):
         store.setup()
         with checkpointer.lock:  # its migrations leave the implicit transaction of the
