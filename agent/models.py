@@ -17,7 +17,7 @@ from agent.settings import Settings, SettingsError
 from memory.archive.embedding import LOCAL, LocalEmbeddings
 from memory.context import TokenCounter
 from memory.errors import InvalidInput
-from memory.structured import token_limit
+from graphs.structured import token_limit
 
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI

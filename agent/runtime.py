@@ -47,7 +47,7 @@ from memory.context import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
 from memory.storage import open_thread_store
-from memory.structured import StructuredPolicy
+from graphs.structured import StructuredPolicy
 
 MINUTES_PER_DAY = 24 * 60
 

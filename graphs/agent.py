@@ -41,7 +41,7 @@ from memory.longterm.extraction import (
     structured_extractor,
 )
 from memory.longterm.store import LongTermMemory
-from memory.structured import StructuredPolicy
+from graphs.structured import StructuredPolicy
 
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
 Compiled = CompiledStateGraph[Any, Any, Any, Any]

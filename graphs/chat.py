@@ -22,7 +22,7 @@ from typing_extensions import TypedDict
 from graphs.events import emit
 from graphs.state import MemoryContext
 from graphs.text_tool_calls import checked_reply
-from memory.bounded import bounded_ainvoke, bounded_invoke
+from graphs.bounded import bounded_ainvoke, bounded_invoke
 
 S = TypeVar("S", bound=Mapping[str, Any])
 U = TypeVar("U")

@@ -27,7 +27,7 @@ from graphs.events import emit_memory
 from graphs.state import turn_ids
 from memory import ThreadState
 from memory.analysis import redact_secrets
-from memory.bounded import ModelTimeout
+from graphs.bounded import ModelTimeout
 from memory.compaction import CompactionStatus, InvalidCompactionOutput
 from memory.conversations import ConversationMemory
 from memory.limits import EXTRACTION_BATCH_TURNS, MAX_OWED_IN_ONE_CALL
@@ -35,7 +35,7 @@ from memory.longterm import OwedTurn
 from memory.longterm.explicit import is_explicit
 from memory.longterm.extraction import EXPLICIT_EXTRACTOR, Extractor, InvalidExtractionOutput
 from memory.longterm.store import LongTermMemory
-from memory.structured import StructuredOutputError, StructuredStats
+from graphs.structured import StructuredOutputError, StructuredStats
 
 logger = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from memory.limits import (
 from memory.longterm.evidence import own_words
 from memory.prompts import COMPACTION_SYSTEM, FALLBACK_SUMMARY_LINE, LOST_VALUES_RETRY
 from memory.schema import ChatThreadMessage, Role, ThreadState, utcnow
-from memory.structured import StructuredPolicy, as_policy, validated
+from graphs.structured import StructuredPolicy, as_policy, validated
 from memory.text import clamp, quoted
 
 logger = logging.getLogger(__name__)
@@ -291,7 +291,7 @@ COMPACTION_MAX_TOKENS = 2_000
 def structured_compactor(
     model: BaseChatModel, structured: StructuredPolicy | str | None = None
 ) -> Runnable[Any, Any]:
-    """`model` bound to the `CompactionOutput` schema (`memory.structured`)."""
+    """`model` bound to the `CompactionOutput` schema (`graphs.structured`)."""
     return as_policy(structured).bind(model, CompactionOutput, max_tokens=COMPACTION_MAX_TOKENS)
 
 

@@ -43,7 +43,7 @@ from graphs.delivery.state import DeliveryState, PlanRecord, ReviewAssignment, T
 from graphs.routing import STOP
 from graphs.state import WORKFLOW_MAX_TOKENS, Background, WorkflowInput, WorkflowOutput, turn_ids
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
-from memory.structured import StructuredPolicy, as_policy
+from graphs.structured import StructuredPolicy, as_policy
 from memory.text import clamp
 
 logger = logging.getLogger(__name__)

@@ -50,7 +50,7 @@ from graphs.tasklist.schemas import (
     TasklistTaskResult,
     TaskPlan,
 )
-from memory.structured import StructuredPolicy, as_policy
+from graphs.structured import StructuredPolicy, as_policy
 
 logger = logging.getLogger(__name__)
 

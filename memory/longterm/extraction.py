@@ -25,7 +25,7 @@ from memory.longterm.explicit import explicit_operations
 from memory.longterm.items import MemoryItem, Source
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
 from memory.prompts import EXTRACTION_RETRY, EXTRACTION_SYSTEM
-from memory.structured import StructuredPolicy, as_policy, validated
+from graphs.structured import StructuredPolicy, as_policy, validated
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ EXTRACTION_MAX_TOKENS = 1_500
 def structured_extractor(
     model: BaseChatModel, structured: StructuredPolicy | str | None = None
 ) -> Runnable[Any, Any]:
-    """`model` bound to the `ExtractionOutput` schema (`memory.structured`)."""
+    """`model` bound to the `ExtractionOutput` schema (`graphs.structured`)."""
     return as_policy(structured).bind(model, ExtractionOutput, max_tokens=EXTRACTION_MAX_TOKENS)
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from agent.models import chat_openai
 from memory.conversations import ConversationMemory
-from memory.structured import (
+from graphs.structured import (
     StructuredOutputError,
     StructuredPolicy,
     learned_method,

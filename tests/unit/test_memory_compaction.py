@@ -22,7 +22,7 @@ from memory.compaction import (
 from memory.conversations import ConversationMemory
 from memory.limits import HARD_MESSAGE_CAP, MAX_SUMMARY_CHARS
 from memory.schema import ChatThreadMessage, ThreadState
-from memory.structured import StructuredPolicy
+from graphs.structured import StructuredPolicy
 from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 

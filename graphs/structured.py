@@ -1,6 +1,6 @@
 """Structured output that works on any OpenAI-compatible endpoint: the method ladder
 (learned per endpoint), tolerant parsing validated on the client, transient-only retries,
-calls bounded in time (`memory.bounded`), and the counts of what went wrong.
+calls bounded in time (`graphs.bounded`), and the counts of what went wrong.
 
 Servers differ: llama-cpp-python answers HTTP 500 to a `json_schema` response format,
 llama.cpp's `llama-server` accepts it but not a forced tool call. So in `auto` an
@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
-from memory.bounded import ModelTimeout, bounded_ainvoke, bounded_invoke
+from graphs.bounded import ModelTimeout, bounded_ainvoke, bounded_invoke
 
 Method = Literal["auto", "json_schema", "function_calling", "json_mode"]
 METHODS: tuple[str, ...] = get_args(Method)
