@@ -130,16 +130,6 @@ def first_json_object(text: str) -> Any:
     raise ValueError("no JSON object in the answer")
 
 
-def validated(schema: type[SchemaT], raw: object, error: type[ValueError]) -> SchemaT:
-    """`raw` as a `schema` object, or `error` naming how many fields failed (not the words)."""
-    if isinstance(raw, schema):
-        return raw
-    try:
-        return schema.model_validate(raw)
-    except ValidationError as exc:
-        raise error(f"invalid {schema.__name__}: {exc.error_count()} errors") from exc
-
-
 def _message_value(raw: AIMessage) -> Any:
     """The JSON value an answer carries: its first tool call's arguments, else its text."""
     if raw.tool_calls:

@@ -20,8 +20,8 @@ from agent import ChatAgent
 from agent.api.app import create_app
 from agent.settings import LOCAL_CONTEXT_BUDGET_TOKENS, LOCAL_REQUEST_TIMEOUT_S, Settings
 from graphs.bounded import ModelTimeout, bounded_invoke
-from memory.longterm import ExtractionOutput
 from graphs.structured import StructuredOutputError, StructuredPolicy, first_json_object
+from memory.longterm import ExtractionOutput
 from tests.fakes import HangingModel, ScriptedModel
 
 
