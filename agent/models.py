@@ -14,10 +14,10 @@ from pydantic import SecretStr
 
 from agent.offline import OfflineChatModel
 from agent.settings import Settings, SettingsError
+from graphs.structured import token_limit
 from memory.archive.embedding import LOCAL, LocalEmbeddings
 from memory.context import TokenCounter
 from memory.errors import InvalidInput
-from memory.structured import token_limit
 
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI

@@ -30,6 +30,7 @@ from agent.tools import BUILTIN_TOOLS
 from graphs.agent import AgentGraph, Compiled, Extraction, build_agent_graph, build_upkeep
 from graphs.decisions import Validator
 from graphs.delivery import build_delivery_graph
+from graphs.structured import StructuredPolicy
 from graphs.tasklist import REVIEWS as TASKLIST_REVIEWS
 from graphs.tasklist import build_tasklist_graph
 from memory import ThreadIds, resolve_secret
@@ -47,7 +48,6 @@ from memory.context import ContextBudget
 from memory.conversations import ConversationMemory
 from memory.longterm.store import LongTermMemory
 from memory.storage import open_thread_store
-from memory.structured import StructuredPolicy
 
 MINUTES_PER_DAY = 24 * 60
 

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agent.offline import OfflineChatModel
+from graphs.upkeep import structured_compactor
 from memory import ThreadIds, ThreadState
 from memory.context import context_parts
 from memory.conversations import ConversationMemory
@@ -182,6 +183,7 @@ class Conversation:
         self.memory = memory
         self.conversation_id = conversation_id
         self.model = OfflineChatModel()
+        self.compactor = structured_compactor(self.model)
         memory.accept_draft(SESSION, conversation_id)
 
     def say(self, text: str) -> ThreadState:
@@ -189,7 +191,7 @@ class Conversation:
         state = self.memory.read_memory(SESSION, self.conversation_id)
         answer = self.model.invoke(context_parts(state, text).messages())
         self.memory.write_turn(SESSION, self.conversation_id, chat_turn(text, answer.text))
-        self.memory.compact(SESSION, self.conversation_id, self.model)
+        self.memory.compact(SESSION, self.conversation_id, self.compactor)
         return self.memory.read_memory(SESSION, self.conversation_id)
 
 

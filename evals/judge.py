@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from evals.dialogue_run import DialogueOutcome
 from evals.scenario import Fact
 from evals.scenario_run import Answer, Outcome
-from memory.structured import as_policy
+from graphs.structured import as_policy
 
 JUDGE_PROMPT = """\
 You grade one answer of a chat assistant that should remember what its user said.
@@ -42,7 +42,7 @@ JUDGE_MAX_TOKENS = 300
 
 def judge(model: BaseChatModel, answer: Answer, method: str | None = "auto") -> Verdict:
     """One verdict (temperature as configured; the prompt is the whole instruction),
-    asked with the agent's own structured-output method (`memory.structured`)."""
+    asked with the agent's own structured-output method (`graphs.structured`)."""
     document = {
         "question": answer.probe,
         "answer": answer.answer,

@@ -28,20 +28,14 @@ from langgraph.graph.state import CompiledStateGraph
 from graphs.chat import chat_node
 from graphs.request import WORKFLOW_ROUTES
 from graphs.state import AgentInput, AgentOutput, AgentState, Context, WorkflowInput
+from graphs.structured import StructuredPolicy
 from graphs.tool import build_tool_graph
 from graphs.turn import TurnNodes
-from graphs.upkeep import build_upkeep_graph
-from memory.compaction import structured_compactor
+from graphs.upkeep import build_upkeep_graph, structured_compactor, structured_extractor
 from memory.context import ContextBudget
 from memory.conversations import ConversationMemory
-from memory.longterm.extraction import (
-    EXPLICIT_EXTRACTOR,
-    Extractor,
-    model_extractor,
-    structured_extractor,
-)
+from memory.longterm.extraction import EXPLICIT_EXTRACTOR, Extractor, model_extractor
 from memory.longterm.store import LongTermMemory
-from memory.structured import StructuredPolicy
 
 AgentGraph = StateGraph[AgentState, Context, AgentInput, AgentOutput]
 Compiled = CompiledStateGraph[Any, Any, Any, Any]

@@ -19,10 +19,10 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
+from graphs.bounded import bounded_ainvoke, bounded_invoke
 from graphs.events import emit
 from graphs.state import MemoryContext
 from graphs.text_tool_calls import checked_reply
-from memory.bounded import bounded_ainvoke, bounded_invoke
 
 S = TypeVar("S", bound=Mapping[str, Any])
 U = TypeVar("U")

@@ -17,25 +17,37 @@ from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langgraph.channels import UntrackedValue
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
+from graphs.bounded import ModelTimeout
 from graphs.events import emit_memory
 from graphs.state import turn_ids
+from graphs.structured import StructuredOutputError, StructuredPolicy, StructuredStats, as_policy
 from memory import ThreadState
 from memory.analysis import redact_secrets
-from memory.bounded import ModelTimeout
-from memory.compaction import CompactionStatus, InvalidCompactionOutput
+from memory.compaction import (
+    COMPACTION_MAX_TOKENS,
+    CompactionOutput,
+    CompactionStatus,
+    InvalidCompactionOutput,
+)
 from memory.conversations import ConversationMemory
 from memory.limits import EXTRACTION_BATCH_TURNS, MAX_OWED_IN_ONE_CALL
 from memory.longterm import OwedTurn
 from memory.longterm.explicit import is_explicit
-from memory.longterm.extraction import EXPLICIT_EXTRACTOR, Extractor, InvalidExtractionOutput
+from memory.longterm.extraction import (
+    EXPLICIT_EXTRACTOR,
+    EXTRACTION_MAX_TOKENS,
+    Extractor,
+    InvalidExtractionOutput,
+)
+from memory.longterm.operations import ExtractionOutput
 from memory.longterm.store import LongTermMemory
-from memory.structured import StructuredOutputError, StructuredStats
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +122,20 @@ def paid_by(state: UpkeepState) -> list[str]:
     if state.get("embedded"):
         paid.append(state["embedded"])
     return paid
+
+
+def structured_compactor(
+    model: BaseChatModel, structured: StructuredPolicy | str | None = None
+) -> Runnable[Any, Any]:
+    """`model` bound to the `CompactionOutput` schema (`graphs.structured`)."""
+    return as_policy(structured).bind(model, CompactionOutput, max_tokens=COMPACTION_MAX_TOKENS)
+
+
+def structured_extractor(
+    model: BaseChatModel, structured: StructuredPolicy | str | None = None
+) -> Runnable[Any, Any]:
+    """`model` bound to the `ExtractionOutput` schema (`graphs.structured`)."""
+    return as_policy(structured).bind(model, ExtractionOutput, max_tokens=EXTRACTION_MAX_TOKENS)
 
 
 def failure_reason(error: BaseException | str) -> str:

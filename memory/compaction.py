@@ -20,7 +20,6 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from pydantic import Field, field_validator
@@ -39,8 +38,7 @@ from memory.limits import (
 )
 from memory.longterm.evidence import own_words
 from memory.prompts import COMPACTION_SYSTEM, FALLBACK_SUMMARY_LINE, LOST_VALUES_RETRY
-from memory.schema import ChatThreadMessage, Role, ThreadState, utcnow
-from memory.structured import StructuredPolicy, as_policy, validated
+from memory.schema import ChatThreadMessage, Role, ThreadState, utcnow, validated
 from memory.text import clamp, quoted
 
 logger = logging.getLogger(__name__)
@@ -288,34 +286,25 @@ COMPACTION_MAX_TOKENS = 2_000
 """The most a compaction's answer may take: a full summary and its pins, as JSON."""
 
 
-def structured_compactor(
-    model: BaseChatModel, structured: StructuredPolicy | str | None = None
-) -> Runnable[Any, Any]:
-    """`model` bound to the `CompactionOutput` schema (`memory.structured`)."""
-    return as_policy(structured).bind(model, CompactionOutput, max_tokens=COMPACTION_MAX_TOKENS)
-
-
 def compact(
     state: ThreadState,
-    model: BaseChatModel | Runnable[Any, Any],
+    compactor: Runnable[Any, Any],
     *,
     keep: int = COMPACTION_KEEP_MESSAGES,
-    method: str | None = None,
     now: datetime | None = None,
 ) -> CompactionResult:
-    """Compact `state` with `model` (a chat model, or a runnable already structured)
+    """Compact `state` with `compactor` (a runnable answering a `CompactionOutput` or its dict)
     when it holds more than `MAX_RECENT_MESSAGES` messages, keeping the newest `keep`.
     Model errors are reported, never raised. A summary that lost a value in force is asked
     for once more, then the fallback keeps the pins and questions that checked out."""
     if len(state.messages) <= MAX_RECENT_MESSAGES:
         return CompactionResult(CompactionStatus.SKIPPED, state)
     fold, kept = split_for_fold(state.messages, validate_keep(keep))
-    bound = structured_compactor(model, method) if isinstance(model, BaseChatModel) else model
     prompt = compaction_prompt(state, fold, kept)
     at = now or utcnow()
 
     def attempt(prompt: list[BaseMessage]) -> tuple[ThreadState, Checked]:
-        output = validated(CompactionOutput, bound.invoke(prompt), InvalidCompactionOutput)
+        output = validated(CompactionOutput, compactor.invoke(prompt), InvalidCompactionOutput)
         return merge_compaction(state, output, fold, kept, at)
 
     try:

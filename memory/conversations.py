@@ -16,7 +16,6 @@ from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
 from memory.analysis import redact_secrets
@@ -155,20 +154,20 @@ class ConversationMemory:
         self,
         session_id: str,
         conversation_id: str,
-        model: BaseChatModel | Runnable[Any, Any],
+        compactor: Runnable[Any, Any],
         *,
         snapshot: ThreadState | None = None,
         settle: tuple[Collection[str], bool, bool] | None = None,
     ) -> CompactionResult:
         """Compact the conversation's memory if it holds more than eight messages: the
-        `model` (or a runnable already bound to the schema) runs without any lock held, and
-        the result is written with a compare-and-set against the version it was computed
-        from. `snapshot`: the memory to start from (as the turn's write stored it), else
-        read; `settle`: the upkeep's end (`settle_upkeep`'s `paid`, `failed`, `batching`),
+        `compactor` (a runnable bound to the schema) runs without any lock held, and the
+        result is written with a compare-and-set against the version it was computed from.
+        `snapshot`: the memory to start from (as the turn's write stored it), else read;
+        `settle`: the upkeep's end (`settle_upkeep`'s `paid`, `failed`, `batching`),
         stored in the compaction's commit when it stores one."""
         if snapshot is None:
             snapshot = self.read_memory(session_id, conversation_id)
-        result = compact(snapshot, model, keep=self.keep, now=self.clock())
+        result = compact(snapshot, compactor, keep=self.keep, now=self.clock())
         if result.status not in (CompactionStatus.SUCCEEDED, CompactionStatus.FALLBACK):
             return result
         with self.documents.lock(session_id):

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -34,6 +34,7 @@ from memory.limits import (
     MAX_SUMMARY_CHARS,
 )
 
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
 Role = Literal["user", "assistant"]
 UpkeepStatus = Literal["done", "pending", "failed"]
 
@@ -45,6 +46,16 @@ SESSION_ID = "session id"
 _SESSION_ID_PATTERN = re.compile(rf"(?:[a-z]{{1,16}}:)?[A-Za-z0-9_-]{{1,{MAX_ID_CHARS}}}")
 """A session id may open with one `mode:` (a signed-in user's session: `key:alice`);
 other ids never hold a colon, so `session:conversation` splits one way only."""
+
+
+def validated(schema: type[SchemaT], raw: object, error: type[ValueError]) -> SchemaT:
+    """`raw` as a `schema` object, or `error` naming how many fields failed (not the words)."""
+    if isinstance(raw, schema):
+        return raw
+    try:
+        return schema.model_validate(raw)
+    except ValidationError as exc:
+        raise error(f"invalid {schema.__name__}: {exc.error_count()} errors") from exc
 
 
 def validate_id(value: object, what: str = "id") -> str:

@@ -42,8 +42,8 @@ from graphs.delivery.stages import (
 from graphs.delivery.state import DeliveryState, PlanRecord, ReviewAssignment, TaskArtifact, Verdict
 from graphs.routing import STOP
 from graphs.state import WORKFLOW_MAX_TOKENS, Background, WorkflowInput, WorkflowOutput, turn_ids
+from graphs.structured import StructuredPolicy, as_policy
 from graphs.tool import ToolOutput, ToolState, build_tool_graph
-from memory.structured import StructuredPolicy, as_policy
 from memory.text import clamp
 
 logger = logging.getLogger(__name__)

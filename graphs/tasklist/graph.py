@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from graphs.events import emit
 from graphs.routing import STOP
 from graphs.state import WORKFLOW_MAX_TOKENS, Background, WorkflowInput, WorkflowOutput, turn_ids
+from graphs.structured import StructuredPolicy, as_policy
 from graphs.tasklist import prompts as text
 from graphs.tasklist.prompts import Outcome, one_line, render_summary
 from graphs.tasklist.reviews import (
@@ -50,7 +51,6 @@ from graphs.tasklist.schemas import (
     TasklistTaskResult,
     TaskPlan,
 )
-from memory.structured import StructuredPolicy, as_policy
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 
@@ -25,7 +24,7 @@ from memory.longterm.explicit import explicit_operations
 from memory.longterm.items import MemoryItem, Source
 from memory.longterm.operations import ExtractionOutput, Operation, OwedTurn
 from memory.prompts import EXTRACTION_RETRY, EXTRACTION_SYSTEM
-from memory.structured import StructuredPolicy, as_policy, validated
+from memory.schema import validated
 
 logger = logging.getLogger(__name__)
 
@@ -95,13 +94,6 @@ def extraction_prompt(turns: Sequence[OwedTurn], items: Sequence[MemoryItem]) ->
 
 EXTRACTION_MAX_TOKENS = 1_500
 """The most an extraction's answer may take: a batch's operations, as JSON."""
-
-
-def structured_extractor(
-    model: BaseChatModel, structured: StructuredPolicy | str | None = None
-) -> Runnable[Any, Any]:
-    """`model` bound to the `ExtractionOutput` schema (`memory.structured`)."""
-    return as_policy(structured).bind(model, ExtractionOutput, max_tokens=EXTRACTION_MAX_TOKENS)
 
 
 EXPLICIT_EXTRACTOR = Extractor("explicit", explicit_operations)

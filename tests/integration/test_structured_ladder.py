@@ -14,12 +14,12 @@ from langchain_core.callbacks import BaseCallbackHandler
 from pydantic import BaseModel
 
 from agent.models import chat_openai
-from memory.conversations import ConversationMemory
-from memory.structured import (
+from graphs.structured import (
     StructuredOutputError,
     StructuredPolicy,
     learned_method,
 )
+from memory.conversations import ConversationMemory
 from tests.integration.openai_support import (
     CONVERSATION,
     SESSION,

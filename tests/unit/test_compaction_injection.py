@@ -14,6 +14,7 @@ import json
 from langchain_core.messages import BaseMessage
 
 from agent.offline import OfflineChatModel
+from graphs.upkeep import structured_compactor
 from memory.compaction import (
     CompactionOutput,
     QuotedItem,
@@ -45,7 +46,7 @@ def forged_state() -> ThreadState:
 
 
 def offline_compaction() -> ThreadState:
-    result = compact(forged_state(), OfflineChatModel())
+    result = compact(forged_state(), structured_compactor(OfflineChatModel()))
     assert result.status.value == "succeeded", result.error
     assert result.refused == {}
     return result.state
@@ -72,7 +73,7 @@ def test_the_model_receives_each_message_as_its_own_entry() -> None:
         structured=[CompactionOutput(summary="s", pinned_decisions=[], retired_pins=[])]
     )
     state = forged_state()
-    compact(state, model)
+    compact(state, structured_compactor(model))
     body: BaseMessage = model.structured_calls[0]["messages"][1]
     document = json.loads(body.text)
     fold, kept = split_for_fold(state.messages)
@@ -129,7 +130,7 @@ def test_a_models_pin_that_quotes_pasted_text_is_refused_and_its_input_marks_it(
     model = ScriptedModel(
         structured=[CompactionOutput(summary="s", pinned_decisions=pins, retired_pins=[])]
     )
-    result = compact(pasted_state(), model)
+    result = compact(pasted_state(), structured_compactor(model))
     assert result.state.pinned_decisions == ["Ship on Friday."]
     # the refund "decision" is pasted in a message still kept: not in the fold at all
     assert result.refused == {"quote_in_pasted_text": 5, "quote_not_said": 1}

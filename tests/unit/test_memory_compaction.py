@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from graphs.structured import StructuredPolicy
+from graphs.upkeep import structured_compactor
 from memory import VersionConflict
 from memory.compaction import (
     CompactionOutput,
@@ -17,12 +19,10 @@ from memory.compaction import (
     compact,
     local_fallback,
     merge_pins,
-    structured_compactor,
 )
 from memory.conversations import ConversationMemory
 from memory.limits import HARD_MESSAGE_CAP, MAX_SUMMARY_CHARS
 from memory.schema import ChatThreadMessage, ThreadState
-from memory.structured import StructuredPolicy
 from memory.turns import chat_turn
 from tests.fakes import ScriptedModel
 
@@ -61,14 +61,14 @@ def write_turns(memory: ConversationMemory, count: int, start: int = 0, cid: str
 
 def test_no_compaction_at_eight_messages() -> None:
     model = ScriptedModel()
-    result = compact(with_turns(4), model)
+    result = compact(with_turns(4), structured_compactor(model))
     assert result.status is CompactionStatus.SKIPPED
     assert model.structured_calls == []
 
 
 def test_compaction_above_eight_keeps_the_newest_four() -> None:
     model = ScriptedModel(structured=[output("new summary", ["Use Postgres."])])
-    result = compact(with_turns(5, said=("Use Postgres.",)), model, now=NOW)
+    result = compact(with_turns(5, said=("Use Postgres.",)), structured_compactor(model), now=NOW)
     assert result.status is CompactionStatus.SUCCEEDED
     assert [m.id for m in result.state.messages] == ["u3", "a3", "u4", "a4"]
     assert result.state.summary == "new summary"
@@ -80,7 +80,7 @@ def test_compaction_above_eight_keeps_the_newest_four() -> None:
 def test_prompt_carries_old_summary_numbered_pins_fold_and_kept() -> None:
     model = ScriptedModel(structured=[output()])
     state = with_turns(5, summary="old summary", pinned_decisions=["Pin A", "Pin B"])
-    compact(state, model, method="function_calling")
+    compact(state, structured_compactor(model, "function_calling"))
     call = model.structured_calls[0]
     assert call["schema"] is CompactionOutput
     assert "method" not in call  # a method names an OpenAI dialect: this model has its own
@@ -99,14 +99,16 @@ def test_prompt_carries_old_summary_numbered_pins_fold_and_kept() -> None:
 
 
 def test_custom_keep_is_honoured() -> None:
-    result = compact(with_turns(5), ScriptedModel(structured=[output()]), keep=2)
+    result = compact(
+        with_turns(5), structured_compactor(ScriptedModel(structured=[output()])), keep=2
+    )
     assert [m.id for m in result.state.messages] == ["u4", "a4"]
 
 
 def test_summary_and_pins_are_clamped_not_rejected() -> None:
     pin = " ".join(f"step{i}" for i in range(100))
     model = ScriptedModel(structured=[output("z" * 9000, [pin])])
-    result = compact(with_turns(5, said=(pin,)), model)
+    result = compact(with_turns(5, said=(pin,)), structured_compactor(model))
     assert result.status is CompactionStatus.SUCCEEDED
     assert len(result.state.summary) == MAX_SUMMARY_CHARS
     assert len(result.state.pinned_decisions[0]) == 300
@@ -118,7 +120,7 @@ def test_omitted_pins_are_kept_and_retired_pins_removed() -> None:
     state = with_turns(5, said, pinned_decisions=old)
     retired = [(2, "no longer write tests first"), (99, "Tag each release.")]
     model = ScriptedModel(structured=[output("S", ["Tag each release.", said[2]], retired)])
-    result = compact(state, model)
+    result = compact(state, structured_compactor(model))
     assert result.state.pinned_decisions == [old[0], old[2], "Tag each release."]
     assert result.refused == {"unknown_item": 1}
 
@@ -134,13 +136,15 @@ def test_a_model_error_leaves_memory_unchanged_and_compaction_owed(
 ) -> None:
     write_turns(memory, 5)
     before = memory.read_memory("s1", "c1")
-    result = memory.compact("s1", "c1", ScriptedModel(structured=[bad]))
+    result = memory.compact("s1", "c1", structured_compactor(ScriptedModel(structured=[bad])))
     assert result.status is CompactionStatus.FAILED
     assert result.error
     assert memory.read_memory("s1", "c1") == before
     # retried after the next turn
     write_turns(memory, 1, start=5)
-    retry = memory.compact("s1", "c1", ScriptedModel(structured=[output("recovered")]))
+    retry = memory.compact(
+        "s1", "c1", structured_compactor(ScriptedModel(structured=[output("recovered")]))
+    )
     assert retry.status is CompactionStatus.SUCCEEDED
     assert memory.read_memory("s1", "c1").summary == "recovered"
 
@@ -174,7 +178,9 @@ def test_an_answer_of_the_wrong_form_falls_back_to_the_deterministic_summary(bad
 def test_a_retry_of_the_wrong_form_keeps_the_pins_that_checked_out() -> None:
     state = with_turns(5, ("Decision: the budget is 9000 euros.",), summary="Room 42 booked.")
     first = output("Lost the room.", pins=["Decision: the budget is 9000 euros."])
-    result = compact(state, ScriptedModel(structured=[first, "not json"]), now=NOW)
+    result = compact(
+        state, structured_compactor(ScriptedModel(structured=[first, "not json"])), now=NOW
+    )
     assert result.status is CompactionStatus.FALLBACK
     assert result.state.pinned_decisions == ["Decision: the budget is 9000 euros."]
     assert "Room 42 booked." in result.state.summary
@@ -183,7 +189,9 @@ def test_a_retry_of_the_wrong_form_keeps_the_pins_that_checked_out() -> None:
 
 def test_hard_cap_falls_back_to_local_compaction() -> None:
     state = with_turns(8, summary="earlier", pinned_decisions=["keep me"])
-    result = compact(state, ScriptedModel(structured=[RuntimeError("down")]), now=NOW)
+    result = compact(
+        state, structured_compactor(ScriptedModel(structured=[RuntimeError("down")])), now=NOW
+    )
     assert result.status is CompactionStatus.FALLBACK
     assert len(result.state.messages) == 4
     assert result.state.summary.startswith('earlier\nUser: "q0"\nAssistant: "a0"')
@@ -208,7 +216,9 @@ def test_appends_never_exceed_the_hard_cap_without_compaction(memory: Conversati
 def test_successful_compaction_is_stored_with_a_new_version(memory: ConversationMemory) -> None:
     write_turns(memory, 5)
     before = memory.read_memory("s1", "c1")
-    result = memory.compact("s1", "c1", ScriptedModel(structured=[output("sum", ["question 1"])]))
+    result = memory.compact(
+        "s1", "c1", structured_compactor(ScriptedModel(structured=[output("sum", ["question 1"])]))
+    )
     after = memory.read_memory("s1", "c1")
     assert result.state == after
     assert after.version == before.version + 1
@@ -241,7 +251,9 @@ def test_turn_written_during_compaction_is_not_lost(memory: ConversationMemory) 
         write_turns(memory, 1, start=5)  # another turn lands while the model works
         return output("folded")
 
-    result = memory.compact("s1", "c1", ScriptedModel(structured=[slow_compaction]))
+    result = memory.compact(
+        "s1", "c1", structured_compactor(ScriptedModel(structured=[slow_compaction]))
+    )
     state = memory.read_memory("s1", "c1")
     assert result.status is CompactionStatus.SUCCEEDED
     assert [m.text for m in state.messages][-2:] == ["question 5", "answer 5"]
@@ -253,10 +265,12 @@ def test_concurrent_compaction_loses_cleanly(memory: ConversationMemory) -> None
     write_turns(memory, 5)
 
     def racing(_messages: object) -> CompactionOutput:
-        memory.compact("s1", "c1", ScriptedModel(structured=[output("winner")]))
+        memory.compact(
+            "s1", "c1", structured_compactor(ScriptedModel(structured=[output("winner")]))
+        )
         return output("loser")
 
-    result = memory.compact("s1", "c1", ScriptedModel(structured=[racing]))
+    result = memory.compact("s1", "c1", structured_compactor(ScriptedModel(structured=[racing])))
     assert result.status is CompactionStatus.FAILED
     assert memory.read_memory("s1", "c1").summary == "winner"
 
@@ -269,7 +283,7 @@ def test_two_hundred_turns_stay_bounded_with_one_call_per_three_turns(
     memory.accept_draft("s1", "c1")
     for i in range(200):
         memory.write_turn("s1", "c1", chat_turn(f"q{i}", f"a{i}"))
-        result = memory.compact("s1", "c1", model)
+        result = memory.compact("s1", "c1", structured_compactor(model))
         calls += result.status is not CompactionStatus.SKIPPED
         state = memory.read_memory("s1", "c1")
         assert len(state.messages) <= 8

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from graphs.upkeep import structured_compactor
 from memory import ConversationNotFound, SkipReason
 from memory.conversations import ConversationMemory
 from memory.turns import chat_turn
@@ -108,7 +109,9 @@ def test_compaction_of_a_deleted_conversation_does_not_bring_it_back(
         memory.delete_conversation("s1", "c1")  # while the compaction model works
         return CompactionOutput(summary="late", pinned_decisions=[], retired_pins=[])
 
-    result = memory.compact("s1", "c1", ScriptedModel(structured=[delete_meanwhile]))
+    result = memory.compact(
+        "s1", "c1", structured_compactor(ScriptedModel(structured=[delete_meanwhile]))
+    )
     assert result.status.value == "failed"
     assert threads_of(memory, "c1") == set() and listed(memory) == []
 

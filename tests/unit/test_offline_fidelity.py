@@ -10,6 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from agent.offline import OfflineChatModel
 from agent.offline.chat import plain_answer
 from agent.offline.compaction import EMPTY_SUMMARY, compaction_output, folded_summary
+from graphs.upkeep import structured_compactor
 from memory.compaction import (
     CompactionInput,
     CompactionOutput,
@@ -110,7 +111,7 @@ def test_compact_end_to_end_with_the_offline_model(method: str | None) -> None:
         summary="The user builds a release tool.",
         pins=["Always support Python 2.", "Keep answers short."],
     )
-    result = compact(state, OfflineChatModel(), method=method)
+    result = compact(state, structured_compactor(OfflineChatModel(), method))
     assert result.status is CompactionStatus.SUCCEEDED
     assert result.refused == {}
     assert result.state.messages == state.messages[-4:]

@@ -16,8 +16,8 @@ from agent import ChatAgent
 from agent.offline import OfflineChatModel
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.tasklist import CheckIssue, SelfCheck, TasklistTaskResult
+from graphs.upkeep import structured_compactor
 from memory import ThreadState
-from memory.compaction import structured_compactor
 from memory.context import LONG_TERM_BLOCK_ID, PINNED_BLOCK_ID, SUMMARY_BLOCK_ID
 from memory.schema import ChatThreadMessage
 from tests.context_support import overwrite_memory

@@ -19,9 +19,9 @@ from pydantic import BaseModel, ValidationError
 from agent import ChatAgent
 from agent.api.app import create_app
 from agent.settings import LOCAL_CONTEXT_BUDGET_TOKENS, LOCAL_REQUEST_TIMEOUT_S, Settings
-from memory.bounded import ModelTimeout, bounded_invoke
+from graphs.bounded import ModelTimeout, bounded_invoke
+from graphs.structured import StructuredOutputError, StructuredPolicy, first_json_object
 from memory.longterm import ExtractionOutput
-from memory.structured import StructuredOutputError, StructuredPolicy, first_json_object
 from tests.fakes import HangingModel, ScriptedModel
 
 

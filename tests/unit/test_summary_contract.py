@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.offline import OfflineChatModel
+from graphs.upkeep import structured_compactor
 from memory import CompactionOutput, CompactionStatus, ThreadState
 from memory.compaction import QuotedItem, Removal
 from memory.conversations import ConversationMemory
@@ -54,7 +55,7 @@ def compact_with(memory: ConversationMemory, *outputs: CompactionOutput) -> Thre
         quotes = [q.quote for q in item.open_questions] + [r.quote for r in item.resolved_questions]
         count = 5 if not before.messages else 3
         write_turns(memory, count, start=start, said=" ".join(quotes))
-        memory.compact(S, C, ScriptedModel(structured=[item]))
+        memory.compact(S, C, structured_compactor(ScriptedModel(structured=[item])))
     return memory.read_memory(S, C)
 
 
@@ -63,7 +64,7 @@ def test_each_compaction_counts_and_covers_the_newest_folded_message(
 ) -> None:
     before = write_turns(memory, 5)
     assert (before.summary_version, before.covered_until) == (0, None)
-    memory.compact(S, C, ScriptedModel(structured=[output("one")]))
+    memory.compact(S, C, structured_compactor(ScriptedModel(structured=[output("one")])))
     first = memory.read_memory(S, C)
     folded = before.messages[: len(before.messages) - len(first.messages)]
     assert first.summary_version == 1
@@ -71,7 +72,7 @@ def test_each_compaction_counts_and_covers_the_newest_folded_message(
     assert first.messages[0].id not in {m.id for m in folded}
 
     grown = write_turns(memory, 3, start=5)
-    memory.compact(S, C, ScriptedModel(structured=[output("two")]))
+    memory.compact(S, C, structured_compactor(ScriptedModel(structured=[output("two")])))
     second = memory.read_memory(S, C)
     assert second.summary_version == 2
     assert second.covered_until == grown.messages[len(grown.messages) - 5].id
@@ -81,10 +82,12 @@ def test_a_failed_compaction_changes_neither_version_nor_coverage(
     memory: ConversationMemory,
 ) -> None:
     write_turns(memory, 5)
-    memory.compact(S, C, ScriptedModel(structured=[output()]))
+    memory.compact(S, C, structured_compactor(ScriptedModel(structured=[output()])))
     write_turns(memory, 3, start=5)
     before = memory.read_memory(S, C)
-    result = memory.compact(S, C, ScriptedModel(structured=[RuntimeError("down")]))
+    result = memory.compact(
+        S, C, structured_compactor(ScriptedModel(structured=[RuntimeError("down")]))
+    )
     assert result.status is CompactionStatus.FAILED
     after = memory.read_memory(S, C)
     assert (after.summary_version, after.covered_until) == (1, before.covered_until)
@@ -99,7 +102,9 @@ def test_the_local_fallback_counts_as_a_compaction(memory: ConversationMemory) -
     assert state.covered_until not in {m.id for m in state.messages}
     # and at the cap, a failing model falls back: one more version
     write_turns(memory, (HARD_MESSAGE_CAP - len(state.messages)) // 2, start=20)
-    result = memory.compact(S, C, ScriptedModel(structured=[RuntimeError("down")]))
+    result = memory.compact(
+        S, C, structured_compactor(ScriptedModel(structured=[RuntimeError("down")]))
+    )
     assert result.status is CompactionStatus.FALLBACK
     assert memory.read_memory(S, C).summary_version == 2
 
@@ -157,7 +162,7 @@ def test_an_old_format_thread_loads_as_version_zero_and_compacts(
     state = memory.read_memory(S, C)
     assert (state.summary_version, state.covered_until, state.open_questions) == (0, None, [])
     assert state.version == 7
-    result = memory.compact(S, C, OfflineChatModel())
+    result = memory.compact(S, C, structured_compactor(OfflineChatModel()))
     assert result.status is CompactionStatus.SUCCEEDED, result.error
     after = memory.read_memory(S, C)
     assert after.summary_version == 1

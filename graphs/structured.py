@@ -1,6 +1,6 @@
 """Structured output that works on any OpenAI-compatible endpoint: the method ladder
 (learned per endpoint), tolerant parsing validated on the client, transient-only retries,
-calls bounded in time (`memory.bounded`), and the counts of what went wrong.
+calls bounded in time (`graphs.bounded`), and the counts of what went wrong.
 
 Servers differ: llama-cpp-python answers HTTP 500 to a `json_schema` response format,
 llama.cpp's `llama-server` accepts it but not a forced tool call. So in `auto` an
@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
-from memory.bounded import ModelTimeout, bounded_ainvoke, bounded_invoke
+from graphs.bounded import ModelTimeout, bounded_ainvoke, bounded_invoke
 
 Method = Literal["auto", "json_schema", "function_calling", "json_mode"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -128,16 +128,6 @@ def first_json_object(text: str) -> Any:
             if isinstance(value, dict):
                 return value
     raise ValueError("no JSON object in the answer")
-
-
-def validated(schema: type[SchemaT], raw: object, error: type[ValueError]) -> SchemaT:
-    """`raw` as a `schema` object, or `error` naming how many fields failed (not the words)."""
-    if isinstance(raw, schema):
-        return raw
-    try:
-        return schema.model_validate(raw)
-    except ValidationError as exc:
-        raise error(f"invalid {schema.__name__}: {exc.error_count()} errors") from exc
 
 
 def _message_value(raw: AIMessage) -> Any:
