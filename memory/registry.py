@@ -215,8 +215,6 @@ def expire(
     idle = [
         e for e in state.conversations if e.last_active_at < cutoff and e.key and e.id not in busy
     ]
-    if not idle:
-        return state, []
     return _without(state, {entry.id for entry in idle}), idle
 
 
