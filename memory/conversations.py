@@ -149,8 +149,7 @@ class ConversationMemory:
             title = redact_secrets(goal) if goal else "Task list"
             change = record_turn(current, conversation_id, title, now, key, review=True)
             self.documents.commit(session_id, current, change)
-        titles = {e.id: e.title for e in current.conversations}
-        return tuple(titles[cid] for cid in change.pruned if cid in titles)
+        return tuple(e.title for e in current.conversations if e.id in change.pruned)
 
     def compact(
         self,
