@@ -11,7 +11,7 @@ from typing import Any
 
 from memory.conversations import ConversationMemory
 from memory.ids import RUN_THREAD_PREFIX
-from memory.redaction import redact_value, run_redactor
+from memory.redaction import redact_value
 
 logger = logging.getLogger(__name__)
 
@@ -38,10 +38,9 @@ def scrub_run_ids(memory: ConversationMemory) -> int:
                 for thread, value in threads.run_channel_values(runs, channel).items():
                     if isinstance(value, str) and value:
                         held.setdefault(thread, set()).add(value)
-            rewrite = run_redactor(threads.documents.dialect)
 
             def scrub(cursor: Any) -> None:
-                rewrite(
+                threads.documents.redact_runs(
                     cursor,
                     list(held),
                     lambda thread, value: redact_value(

@@ -22,7 +22,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from memory.compaction_checks import LOST_VALUE, Checked, QuotedItem, Removal, Strict, lost_values
 from memory.limits import (
@@ -44,19 +44,6 @@ from memory.text import clamp, quoted
 logger = logging.getLogger(__name__)
 
 FALLBACK_LINE_CHARS = 200
-
-
-def _quoted(items: object) -> object:
-    # a bare string (what a weak model writes) is an item with no quote: refused, counted
-    if isinstance(items, list):
-        return [{"text": i, "quote": ""} if isinstance(i, str) else i for i in items]
-    return items
-
-
-def _removals(items: object) -> object:
-    if isinstance(items, list):
-        return [{"number": i, "quote": ""} if isinstance(i, int) else i for i in items]
-    return items
 
 
 class CompactionOutput(Strict):
@@ -83,8 +70,15 @@ class CompactionOutput(Strict):
         description="Old open questions now answered or dropped, each with its quote.",
     )
 
-    _items = field_validator("pinned_decisions", "open_questions", mode="before")(_quoted)
-    _numbers = field_validator("retired_pins", "resolved_questions", mode="before")(_removals)
+    @field_validator("*", mode="before")
+    @classmethod
+    def _bare(cls, items: object, info: ValidationInfo) -> object:
+        # a bare text or number (a weak model's) is an item with no quote: refused, counted
+        removals = info.field_name in ("retired_pins", "resolved_questions")
+        key, bare = ("number", int) if removals else ("text", str)
+        if not isinstance(items, list):
+            return items
+        return [{key: i, "quote": ""} if isinstance(i, bare) else i for i in items]
 
 
 class FoldedMessage(Strict):

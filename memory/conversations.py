@@ -33,8 +33,8 @@ from memory.registry import (
     RegistryChange,
     accept_draft,
     archives_summaries,
-    await_review,
     entry_title,
+    record_turn,
     registry_dto,
     remove,
     select,
@@ -144,11 +144,12 @@ class ConversationMemory:
         key = self.ids.conversation_key(session_id, conversation_id)
         with self.documents.lock(session_id):
             current = self.documents.read_registry(session_id)
+            if not current.owns(conversation_id):
+                raise ConversationNotFound()
             title = redact_secrets(goal) if goal else "Task list"
-            change = await_review(current, conversation_id, title, now, key)
+            change = record_turn(current, conversation_id, title, now, key, review=True)
             self.documents.commit(session_id, current, change)
-        titles = {e.id: e.title for e in current.conversations}
-        return tuple(titles[cid] for cid in change.pruned if cid in titles)
+        return tuple(e.title for e in current.conversations if e.id in change.pruned)
 
     def compact(
         self,

@@ -2,42 +2,21 @@
 
 from typing import Final
 
+# -- a conversation's memory: recent messages, summary, pins, open questions ---------
+
 MAX_RECENT_MESSAGES: Final = 8
 """Compaction starts once a memory thread holds more messages than this."""
-
 COMPACTION_KEEP_MESSAGES: Final = 4
 """Newest messages (whole turns) that survive a compaction verbatim."""
-
+HARD_MESSAGE_CAP: Final = 16
+"""A memory thread never holds more messages than this, even if every compaction fails."""
 MAX_SUMMARY_CHARS: Final = 2500
+SUMMARY_PREVIEW_CHARS: Final = 240
 MAX_PINNED_DECISIONS: Final = 20
 MAX_PINNED_DECISION_CHARS: Final = 300
 MAX_OPEN_QUESTIONS: Final = 10
 MAX_OPEN_QUESTION_CHARS: Final = 300
 DELIVERY_REPORT_MAX_CHARS: Final = 8000
-MAX_CONVERSATIONS: Final = 10
-SUMMARY_PREVIEW_CHARS: Final = 240
-HARD_MESSAGE_CAP: Final = 16
-"""A memory thread never holds more messages than this, even if every compaction fails."""
-
-EXTRACTION_BATCH_TURNS: Final = 4
-"""Owed turns that make a model extraction due: fewer wait for a batch (or for the
-conversation to go idle, compaction, or another conversation of the user)."""
-
-MAX_TITLE_CHARS: Final = 80
-MAX_MESSAGE_CHARS: Final = 16_000
-"""Longest user message accepted as input to a turn."""
-
-DEFAULT_CONTEXT_BUDGET_TOKENS: Final = 16_000
-"""Tokens a turn's context may hold (`AGENT_CONTEXT_BUDGET_TOKENS`)."""
-
-MIN_CONTEXT_BUDGET_TOKENS: Final = 4_000
-"""The smallest budget accepted: below it the largest pins and summary leave no room."""
-
-CLIP_FLOOR_CHARS: Final = 1_000
-"""A recent message clipped to fit the budget keeps at least this many characters."""
-
-MAX_ID_CHARS: Final = 120
-MIN_SECRET_CHARS: Final = 32
 
 
 def validate_keep(keep: int) -> int:
@@ -53,11 +32,26 @@ def validate_keep(keep: int) -> int:
     return keep
 
 
+# -- a session's conversations, a turn's input and its context ----------------------
+
+MAX_CONVERSATIONS: Final = 10
+MAX_TITLE_CHARS: Final = 80
+MAX_ID_CHARS: Final = 120
+MIN_SECRET_CHARS: Final = 32
+MAX_MESSAGE_CHARS: Final = 16_000
+"""Longest user message accepted as input to a turn."""
+DEFAULT_CONTEXT_BUDGET_TOKENS: Final = 16_000
+"""Tokens a turn's context may hold (`AGENT_CONTEXT_BUDGET_TOKENS`)."""
+MIN_CONTEXT_BUDGET_TOKENS: Final = 4_000
+"""The smallest budget accepted: below it the largest pins and summary leave no room."""
+CLIP_FLOOR_CHARS: Final = 1_000
+"""A recent message clipped to fit the budget keeps at least this many characters."""
+
+
 # -- long-term memory ---------------------------------------------------------------
 
 MAX_MEMORY_ITEMS: Final = 100
 """Long-term items kept per session; past it the least important, then oldest, go."""
-
 MAX_HISTORY_ITEMS: Final = 100
 """Items a later statement changed, kept as history per session; past it the oldest go."""
 
@@ -69,22 +63,24 @@ the forgettings just before it."""
 MAX_FORGOTTEN_MARKS: Final = 2 * MAX_TOMBSTONES
 """Marks of forgotten texts a session keeps (an item's text and its quote each leave one)."""
 
+EXTRACTION_BATCH_TURNS: Final = 4
+"""Owed turns that make a model extraction due: fewer wait for a batch (or for the
+conversation to go idle, compaction, or another conversation of the user)."""
+MAX_OWED_IN_ONE_CALL: Final = 8
+"""Owed turns sent to the extraction model in one call (a batch)."""
 MAX_NEW_MEMORIES_PER_TURN: Final = 8
 """New items one turn may add, each on a distinct quote (a message stating several
 facts keeps them all)."""
 MAX_MEMORY_TEXT_CHARS: Final = 300
 MAX_QUOTE_CHARS: Final = 600
 """The longest quote kept as an item's provenance (the user's words that state it)."""
-MAX_OWED_IN_ONE_CALL: Final = 8
-"""Owed turns sent to the extraction model in one call (a batch)."""
-RECALL_MAX_ITEMS: Final = 8
-"""Long-term items injected into one turn's context."""
-
-RECALL_MAX_CHARS: Final = 1200
-"""Characters of long-term item text injected into one turn's context."""
-
 MIN_IMPORTANCE: Final = 1
 MAX_IMPORTANCE: Final = 5
+
+RECALL_MAX_ITEMS: Final = 8
+"""Long-term items injected into one turn's context."""
+RECALL_MAX_CHARS: Final = 1200
+"""Characters of long-term item text injected into one turn's context."""
 
 
 # -- episodic memory: the archive of past turns -----------------------------------------

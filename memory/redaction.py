@@ -27,7 +27,7 @@ from memory.longterm.items import MemoryItem
 from memory.registry import RegistryState
 from memory.schema import ThreadState
 from memory.storage import ThreadStore
-from memory.storage.documents import Dialect, InTransaction, in_order
+from memory.storage.documents import InTransaction, in_order
 from memory.tombstones import marks_of
 
 _MAX_DEPTH = 64
@@ -189,7 +189,7 @@ def forget_texts(
             # its own words goes too, as in the conversation's memory
             in_runs = repeats_forgotten(texts) or replace
             runs = partial(
-                run_redactor(threads.documents.dialect),
+                threads.documents.redact_runs,
                 thread_ids=threads.list_threads(run_prefix),
                 redact=lambda _, value: redact_value(value, in_runs),
                 serde=threads.checkpointer.serde,
@@ -207,14 +207,3 @@ def forget_texts(
             }
         steps = in_order(runs, archive.forgetter(session_id, texts), also)
         threads.put_many(documents, also=steps)
-
-
-def run_redactor(dialect: Dialect) -> Callable[..., Any]:
-    """The backend's rewrite of run-thread rows (`redact_runs`), for a cursor of `dialect`."""
-    if dialect == "sqlite":
-        from memory.storage.sqlite.checkpointer import redact_runs as sqlite_runs
-
-        return sqlite_runs
-    from memory.storage.postgres.checkpointer import redact_runs as postgres_runs  # the extra
-
-    return postgres_runs

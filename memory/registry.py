@@ -160,35 +160,16 @@ def record_turn(
     review it replaced had titled the conversation)."""
     entries = list(state.conversations)
     entry = state.entry(conversation_id)
+    fields: dict[str, Any] = {"last_active_at": now, "review": review}
+    fields["key"] = key if entry is None else key or entry.key
+    if entry is None or retitle:
+        fields["title"] = make_title(text)
     if entry is None:
-        entries.append(
-            ConversationEntry(
-                id=conversation_id,
-                title=make_title(text),
-                created_at=now,
-                last_active_at=now,
-                key=key,
-                review=review,
-            )
-        )
+        entries.append(ConversationEntry(id=conversation_id, created_at=now, **fields))
     else:
-        update: dict[str, Any] = {"last_active_at": now, "key": key or entry.key, "review": review}
-        if retitle:
-            update["title"] = make_title(text)
-        entries[entries.index(entry)] = entry.model_copy(update=update)
+        entries[entries.index(entry)] = entry.model_copy(update=fields)
     pending = [cid for cid in state.pending if cid != conversation_id]
     return with_listed(state.model_copy(update={"pending": pending}), entries)
-
-
-def await_review(
-    state: RegistryState, conversation_id: str, goal: str, now: datetime, key: str | None = None
-) -> RegistryChange:
-    """A task list stopped for its review: list the conversation (titled by the goal when
-    it is new) and mark it as waiting, so that a reload or another client finds it
-    (`ConversationNotFound`: not the session's, deleted meanwhile)."""
-    if not state.owns(conversation_id):
-        raise ConversationNotFound()
-    return record_turn(state, conversation_id, goal, now, key, review=True)
 
 
 def settle_review(state: RegistryState, conversation_id: str, *, unlist: bool) -> RegistryChange:
@@ -234,8 +215,6 @@ def expire(
     idle = [
         e for e in state.conversations if e.last_active_at < cutoff and e.key and e.id not in busy
     ]
-    if not idle:
-        return state, []
     return _without(state, {entry.id for entry in idle}), idle
 
 

@@ -72,12 +72,12 @@ class SessionDocuments:
         archive: ArchiveWrite | None = None,
         also: InTransaction | None = None,
         read: tuple[str, Snapshot] | None = None,
-    ) -> RegistryChange | None:
+    ) -> None:
         """Store new memory states (by conversation id), the registry change, the pruned
         conversations' deletion, the archive's change and then `also` in one
         transaction (the caller holds the session's lock). With `read` (a conversation
         and its snapshot, read before the lock was taken), the stored documents must be
-        those read (`VersionConflict`: nothing written). Returns the change as stored."""
+        those read (`VersionConflict`: nothing written)."""
         documents = {
             self.ids.memory_thread(session_id, conversation_id): state.to_document()
             for conversation_id, state in (memory or {}).items()
@@ -85,7 +85,6 @@ class SessionDocuments:
         if change is not None and change.state is not registry:
             state = change.state.model_copy(update={"version": registry.version + 1})
             documents[self.ids.registry_thread(session_id)] = state.model_dump(mode="json")
-            change = RegistryChange(state, change.pruned)
         key = self.ids.session_key(session_id)
         doomed = [
             thread
@@ -108,7 +107,6 @@ class SessionDocuments:
             also=in_order(lines, also),
             expected=expected,
         )
-        return change
 
     def update_registry(
         self, session_id: str, update: RegistryUpdate, *, forget_lines: bool = False
@@ -119,9 +117,7 @@ class SessionDocuments:
         with self.lock(session_id):
             current = self.read_registry(session_id)
             change = update(current)
-            if change.state is current:
-                return change
-            lines = self.archive.dropped(session_id, change.pruned) if forget_lines else None
-            stored = self.commit(session_id, current, change, archive=lines)
-        assert stored is not None
-        return stored
+            if change.state is not current:
+                lines = self.archive.dropped(session_id, change.pruned) if forget_lines else None
+                self.commit(session_id, current, change, archive=lines)
+        return change

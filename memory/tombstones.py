@@ -64,8 +64,6 @@ class Forgotten:
     def repeats(self, sentence: str) -> bool:
         """Whether `sentence` says a forgotten text again: the whole of it, most of its
         terms, or a name it contains."""
-        if not self.texts:
-            return False
         words = normalise(sentence)
         if words and self.keyed(_TEXT + words) in self.texts:
             return True

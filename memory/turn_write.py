@@ -85,6 +85,5 @@ def commit_turn(
     memory = {conversation_id: state}
     read = (conversation_id, snapshot) if checked else None
     documents.commit(session_id, snapshot.registry, change, memory, lines, read=read)
-    titles = {e.id: e.title for e in snapshot.registry.conversations}
-    pruned_titles = tuple(titles[cid] for cid in change.pruned if cid in titles)
+    pruned_titles = tuple(e.title for e in snapshot.registry.conversations if e.id in change.pruned)
     return TurnWrite(True, None, state, change.pruned, pruned_titles, forgotten)

@@ -90,6 +90,8 @@ class DocumentStore:
     """`(cur, thread_ids)`: delete the documents, checkpoints and writes of `thread_ids`."""
     legacy_document: Callable[[JsonPlusSerializer, str, bytes], Any]
     """The document in a `LEGACY_SQL` row (anything but a dict is none)."""
+    redact_runs: Callable[..., None]
+    """`(cur, thread_ids, redact, serde)`: rewrite the run threads' values `redact` changes."""
 
     def setup(self) -> None:
         """Create the documents table; on a database from before it existed, move the

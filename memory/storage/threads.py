@@ -76,9 +76,9 @@ class ThreadStore:
     """`(index=None, ttl=None)`: the long-term store on this database
     (`UnsupportedDatabaseUrl`: not with the vector index asked for)."""
 
-    def lock(self, thread_id: str, timeout: float | None = None) -> AbstractContextManager[None]:
-        """Hold the write lock of `thread_id` (raises `LockTimeout` past `timeout`)."""
-        return self.locks.hold(thread_id, self.lock_timeout if timeout is None else timeout)
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """Hold the write lock of `thread_id` (raises `LockTimeout` past `lock_timeout`)."""
+        return self.locks.hold(thread_id, self.lock_timeout)
 
     # -- memory documents ---------------------------------------------------------------
 

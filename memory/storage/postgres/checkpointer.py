@@ -78,23 +78,20 @@ def redact_runs(
     thread_ids: Sequence[str],
     redact: Callable[[str, Any], Any],
     serde: SerializerProtocol,
-) -> int:
+) -> None:
     """In the caller's transaction: rewrite the values of `thread_ids` that
     `redact(thread_id, value)` changes (the primitives kept inline in each checkpoint,
-    the channel blobs, the pending writes); returns how many."""
+    the channel blobs, the pending writes)."""
     if not thread_ids:
-        return 0
+        return
     threads = {"threads": list(thread_ids)}
-    changed = 0
     for row in cur.execute(REDACT_SELECT_SQL["checkpoints"], threads).fetchall():
         checkpoint = row["checkpoint"]
         values = checkpoint.get("channel_values") or {}
         redacted = {key: redact(row["thread_id"], value) for key, value in values.items()}
-        touched = sum(redacted[key] is not value for key, value in values.items())
-        if touched:
+        if any(redacted[key] is not value for key, value in values.items()):
             updated = Jsonb({**checkpoint, "channel_values": redacted})
             cur.execute(REDACT_UPDATE_SQL["checkpoints"], {**row, "checkpoint": updated})
-            changed += touched
     for table in ("checkpoint_blobs", "checkpoint_writes"):
         for row in cur.execute(REDACT_SELECT_SQL[table], threads).fetchall():
             if row["blob"] is None or row["type"] == "empty":
@@ -104,5 +101,3 @@ def redact_runs(
             if redacted_value is not value:
                 type_, blob = serde.dumps_typed(redacted_value)
                 cur.execute(REDACT_UPDATE_SQL[table], {**row, "type": type_, "blob": blob})
-                changed += 1
-    return changed

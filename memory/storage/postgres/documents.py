@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from memory.storage.documents import DOCUMENTS_TABLE, LEGACY_DOCUMENT_METADATA, DocumentStore
+from memory.storage.postgres.checkpointer import redact_runs
 
 DELETE_THREADS_SQL = tuple(
     f"DELETE FROM {table} WHERE thread_id = ANY(%s)"
@@ -48,6 +49,7 @@ WHERE c.checkpoint_ns = '' AND c.metadata = %s
         "ON CONFLICT (thread_id) DO UPDATE SET document = EXCLUDED.document"
     )
     PREFIX_SQL = f"SELECT thread_id FROM {DOCUMENTS_TABLE} WHERE left(thread_id, %s) = %s"
+    redact_runs = staticmethod(redact_runs)
 
     def __init__(self, pool: ConnectionPool[Connection[DictRow]]) -> None:
         self.pool = pool

@@ -141,13 +141,12 @@ def redact_runs(
     thread_ids: Sequence[str],
     redact: Callable[[str, Any], Any],
     serde: SerializerProtocol,
-) -> int:
+) -> None:
     """In the caller's transaction: rewrite the checkpoints and pending writes of
-    `thread_ids` whose values `redact(thread_id, value)` changes; returns how many."""
+    `thread_ids` whose values `redact(thread_id, value)` changes."""
     if not thread_ids:
-        return 0
+        return
     marks = ", ".join("?" * len(thread_ids))
-    changed = 0
     for table, column in (("checkpoints", "checkpoint"), ("writes", "value")):
         rows = cur.execute(
             f"SELECT rowid, thread_id, type, {column} FROM {table} WHERE thread_id IN ({marks})",
@@ -158,15 +157,12 @@ def redact_runs(
             if table == "checkpoints":  # a checkpoint: each of its channel values
                 values = value.get("channel_values") or {}
                 redacted = {key: redact(thread_id, v) for key, v in values.items()}
-                touched = sum(redacted[key] is not v for key, v in values.items())
+                touched = any(redacted[key] is not v for key, v in values.items())
                 value = {**value, "channel_values": redacted}
             else:  # a pending write: its value
                 redacted_value = redact(thread_id, value)
-                touched, value = int(redacted_value is not value), redacted_value
+                touched, value = redacted_value is not value, redacted_value
             if touched:
                 sql = f"UPDATE {table} SET type = ?, {column} = ? WHERE rowid = ?"
                 cur.execute(sql, (*serde.dumps_typed(value), rowid))
-                changed += touched
-    if changed:
-        scrub_on_commit(cur)
-    return changed
+                scrub_on_commit(cur)

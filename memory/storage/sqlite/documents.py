@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from memory.storage.documents import DOCUMENTS_TABLE, LEGACY_DOCUMENT_METADATA, DocumentStore
-from memory.storage.sqlite.checkpointer import SqliteCheckpointer
+from memory.storage.sqlite.checkpointer import SqliteCheckpointer, redact_runs
 from memory.storage.sqlite.checkpointer import delete_threads as delete_run_threads
 from memory.storage.sqlite.connection import sqlite_transaction, truncate_wal
 
@@ -42,6 +42,7 @@ class SqliteDocuments(DocumentStore):
     )
     UPSERT_SQL = f"INSERT OR REPLACE INTO {DOCUMENTS_TABLE} (thread_id, document) VALUES (?, ?)"
     PREFIX_SQL = f"SELECT thread_id FROM {DOCUMENTS_TABLE} WHERE substr(thread_id, 1, ?) = ?"
+    redact_runs = staticmethod(redact_runs)
 
     def __init__(self, checkpointer: SqliteCheckpointer) -> None:
         self.conn, self.lock = checkpointer.conn, checkpointer.lock
