@@ -90,17 +90,11 @@ class PostgresArchive:
     def frequencies(
         self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
     ) -> Frequencies:
-        """As `SqliteArchive.frequencies`, but exact counts, in one query."""
-        with self.pool.connection() as conn:
-            return self._frequencies(conn, session_key, terms, roles)
-
-    @staticmethod
-    def _frequencies(
-        db: Any, session_key: str, terms: Sequence[str], roles: Sequence[str]
-    ) -> Frequencies:
-        """Exact counts (`archive_terms`): one indexed read per term."""
+        """As `SqliteArchive.frequencies`, but exact counts (`archive_terms`: one indexed
+        read per term), in one query."""
         params = {"session": session_key, "roles": list(roles), "terms": list(dict.fromkeys(terms))}
-        rows = db.execute(FREQUENCIES_SQL, params).fetchall()
+        with self.pool.connection() as conn:
+            rows = conn.execute(FREQUENCIES_SQL, params).fetchall()
         total = next(int(row["lines"]) for row in rows if row["term"] is None)
         held = {row["term"]: int(row["lines"]) for row in rows if row["term"] is not None}
         return Frequencies({term: held.get(term, 0) for term in terms}, total)
@@ -119,21 +113,21 @@ class PostgresArchive:
         """As `SqliteArchive.search`, ranked by BM25 as SQLite ranks them."""
         if not terms or limit <= 0 or not roles:
             return []
-        with self.pool.connection() as db:
-            counted = frequencies or self._frequencies(db, session_key, terms, roles)
-            counts = counted.lines_with  # exact: no term needs counting again
-            kept = distinctive(terms, counts, counted.total, lambda common: counts)
-            params = {
-                "terms": kept,
-                "held": [counts.get(term, 0) for term in kept],
-                "roles": list(roles),
-                "query": " | ".join(f"'{term}'" for term in kept),  # (letters, digits: safe)
-                "session": session_key,
-                "limit": limit,
-                "neighbours": neighbours,
-                "conversation": conversation_key,
-            }
-            return [read_line(tuple(row.values())) for row in db.execute(SEARCH_SQL, params)]
+        counted = frequencies or self.frequencies(session_key, terms, roles)
+        counts = counted.lines_with  # exact: no term needs counting again
+        kept = distinctive(terms, counts, counted.total, lambda common: counts)
+        params = {
+            "terms": kept,
+            "held": [counts.get(term, 0) for term in kept],
+            "roles": list(roles),
+            "query": " | ".join(f"'{term}'" for term in kept),  # (letters, digits: safe)
+            "session": session_key,
+            "limit": limit,
+            "neighbours": neighbours,
+            "conversation": conversation_key,
+        }
+        with self.pool.connection() as conn:
+            return [read_line(tuple(row.values())) for row in conn.execute(SEARCH_SQL, params)]
 
     def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
         rows = cursor.execute(
