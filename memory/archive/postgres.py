@@ -12,10 +12,11 @@ both backends find and order the same lines, Chinese included.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memory.archive.forgetting import Forgetting
 from memory.archive.lines import (
     FORGOTTEN,
     ROLES,
@@ -137,26 +138,19 @@ class PostgresArchive:
         ).fetchall()
         return [ArchivedLine(**row) for row in rows]
 
-    def rewrite(
-        self,
-        cursor: Any,
-        session_key: str,
-        changes: Mapping[int, str],
-        message_ids: Sequence[str],
-        titles: Mapping[str, str],
-    ) -> None:
+    def rewrite(self, cursor: Any, session_key: str, plan: Forgetting) -> None:
         """As `SqliteArchive.rewrite`: a rewritten line loses its vector (the old text's
         would find it again)."""
-        for old, new in titles.items():
+        for old, new in plan.titles.items():
             cursor.execute(
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
                 (new, session_key, old),
             )
-        wanted = dict(changes)
-        if message_ids:
+        wanted = dict(plan.changes)
+        if plan.answers:
             found = cursor.execute(
                 "SELECT id FROM archive_lines WHERE session_key = %s AND message_id = ANY(%s)",
-                (session_key, list(message_ids)),
+                (session_key, list(plan.answers)),
             ).fetchall()
             # (a line forgotten whole by its message id stays so, whatever else changed)
             wanted.update((row["id"], FORGOTTEN) for row in found)

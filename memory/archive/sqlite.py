@@ -8,10 +8,11 @@ import functools
 import logging
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memory.archive.forgetting import Forgetting
 from memory.archive.lines import (
     COLUMNS,
     EMBEDDED_ROLES,
@@ -158,30 +159,23 @@ class SqliteArchive:
             for line_id, cid, title, mid, role, at, text in rows
         ]
 
-    def rewrite(
-        self,
-        cursor: sqlite3.Cursor,
-        session_key: str,
-        changes: Mapping[int, str],
-        message_ids: Sequence[str],
-        titles: Mapping[str, str],
-    ) -> None:
+    def rewrite(self, cursor: sqlite3.Cursor, session_key: str, plan: Forgetting) -> None:
         """With `cursor`, in the transaction the caller commits: give the session's lines
-        `changes` their new texts, its lines of `message_ids` `[forgotten]`, and its lines
-        titled by a key of `titles` that title's value, index included, vectors deleted."""
-        if not changes and not message_ids and not titles:
+        the plan's `changes`, its lines of the plan's `answers` `[forgotten]`, and its lines
+        titled by a key of its `titles` that title's value, index included, vectors deleted."""
+        if not plan.changes and not plan.answers and not plan.titles:
             return
-        for old, new in titles.items():
+        for old, new in plan.titles.items():
             cursor.execute(
                 "UPDATE archive_lines SET title = ? WHERE session_key = ? AND title = ?",
                 (new, session_key, old),
             )
-        marks = ", ".join("?" * len(message_ids)) or "NULL"
+        marks = ", ".join("?" * len(plan.answers)) or "NULL"
         found = cursor.execute(
             f"SELECT id FROM archive_lines WHERE session_key = ? AND message_id IN ({marks})",
-            (session_key, *message_ids),
+            (session_key, *plan.answers),
         ).fetchall()
-        wanted = {**dict(changes), **{row[0]: FORGOTTEN for row in found}}
+        wanted = {**plan.changes, **{row[0]: FORGOTTEN for row in found}}
         ids = ", ".join("?" * len(wanted)) or "NULL"
         owned = cursor.execute(
             f"{INDEXED} WHERE session_key = ? AND id IN ({ids})", (session_key, *wanted)
@@ -195,7 +189,7 @@ class SqliteArchive:
             cursor.execute(INSERT_INDEX_SQL, index_row(line_id, session_key, role, new))
         if self.vectors is not None:  # an embedding of the old text would find it again
             self.vectors.forget(cursor, [line_id for line_id, *_ in owned])
-        if owned or titles:  # the old texts are in the WAL, the old terms in the index
+        if owned or plan.titles:  # the old texts are in the WAL, the old terms in the index
             scrub_on_commit(cursor, *([MERGE_INDEX_SQL] if owned else []))
 
     def _drop(self, cursor: sqlite3.Cursor, where: str, params: tuple[Any, ...]) -> int:
