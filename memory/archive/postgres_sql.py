@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from memory.archive.lines import COLUMNS, lines_sql
+from memory.archive.lines import COLUMNS
 from memory.archive.ranking import IDF_FLOOR, K1, B
 from memory.archive.terms import index_terms
 
@@ -119,7 +119,6 @@ INSERT_LINE_SQL = (
     f"INSERT INTO archive_lines ({', '.join(COLUMNS)}, terms, size)"
     f" VALUES ({', '.join(['%s'] * len(COLUMNS))}, %s::tsvector, %s) ON CONFLICT DO NOTHING"
 )
-LINES_SQL = lines_sql("%s")
 FREQUENCIES_SQL = """
 SELECT NULL AS term, COALESCE(SUM(lines), 0) AS lines FROM archive_counts
 WHERE session_key = %(session)s AND role = ANY(%(roles)s)
