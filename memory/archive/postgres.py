@@ -83,7 +83,7 @@ class PostgresArchive:
             cursor.executemany(sql.INSERT_LINE_SQL, values)
 
     def frequencies(
-        self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
+        self, session_key: str, terms: Sequence[str], roles: Sequence[str]
     ) -> Frequencies:
         """As `SqliteArchive.frequencies`, but exact counts (`archive_terms`: one indexed
         read per term), in one query."""

@@ -99,7 +99,7 @@ class SqliteArchive:
                 cursor.execute(sql.INSERT_INDEX_SQL, index)
 
     def frequencies(
-        self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
+        self, session_key: str, terms: Sequence[str], roles: Sequence[str]
     ) -> Frequencies:
         """`session_frequencies`: counted up to just past the commonness cut."""
         with self.lock:
