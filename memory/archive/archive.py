@@ -281,9 +281,7 @@ class Archive:
                 after = page[-1].id
                 for text in wanted:  # each text's plan sees what the earlier ones changed
                     plan = plan_forgetting(page, text)
-                    self.backend.rewrite(
-                        cursor, session_key, plan.changes, plan.answers, plan.titles
-                    )
+                    self.backend.rewrite(cursor, session_key, plan)
                     page = plan.applied(page)
 
         return forget

@@ -12,10 +12,12 @@ both backends find and order the same lines, Chinese included.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memory.archive import postgres_sql as sql
+from memory.archive.forgetting import Forgetting
 from memory.archive.lines import (
     FORGOTTEN,
     ROLES,
@@ -23,18 +25,8 @@ from memory.archive.lines import (
     ArchiveRow,
     ArchiveWrite,
     Frequencies,
+    lines_sql,
     read_line,
-)
-from memory.archive.postgres_sql import (
-    FREQUENCIES_SQL,
-    INDEX_VERSION,
-    INSERT_LINE_SQL,
-    LINES_SQL,
-    RECOUNT_SQL,
-    SEARCH_SQL,
-    SETUP_LOCK_KEY,
-    SETUP_SQL,
-    indexed,
 )
 from memory.archive.ranking import distinctive
 
@@ -50,11 +42,11 @@ class PostgresArchive:
         """Create the tables, indexes and trigger (idempotent), one worker at a time; lines
         indexed by another `INDEX_VERSION` are indexed again, and counted anew."""
         with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK_KEY,))
-            for sql in SETUP_SQL:
-                conn.execute(sql)
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (sql.SETUP_LOCK_KEY,))
+            for statement in sql.SETUP_SQL:
+                conn.execute(statement)
             found = conn.execute("SELECT MAX(version) AS v FROM archive_layout").fetchone()
-            if found["v"] == INDEX_VERSION:
+            if found["v"] == sql.INDEX_VERSION:
                 return
             rows = conn.execute(
                 "SELECT id, COALESCE(indexed, text) AS text FROM archive_lines"
@@ -62,12 +54,12 @@ class PostgresArchive:
             with conn.cursor() as cursor:
                 cursor.executemany(
                     "UPDATE archive_lines SET terms = %s::tsvector, size = %s WHERE id = %s",
-                    [(*indexed(row["text"]), row["id"]) for row in rows],
+                    [(*sql.indexed(row["text"]), row["id"]) for row in rows],
                 )
-            for sql in RECOUNT_SQL:
-                conn.execute(sql)
+            for statement in sql.RECOUNT_SQL:
+                conn.execute(statement)
             conn.execute("DELETE FROM archive_layout")
-            conn.execute("INSERT INTO archive_layout VALUES (%s)", (INDEX_VERSION,))
+            conn.execute("INSERT INTO archive_layout VALUES (%s)", (sql.INDEX_VERSION,))
 
     def write(self, cursor: Any, change: ArchiveWrite) -> None:
         """As `SqliteArchive.write`."""
@@ -81,26 +73,23 @@ class PostgresArchive:
                 "DELETE FROM archive_lines WHERE session_key = %s", (change.drop_session,)
             )
         values = [
-            (*dataclasses.astuple(row), *indexed(row.text if row.indexed is None else row.indexed))
+            (
+                *dataclasses.astuple(row),
+                *sql.indexed(row.text if row.indexed is None else row.indexed),
+            )
             for row in change.rows
         ]
         if values:
-            cursor.executemany(INSERT_LINE_SQL, values)
+            cursor.executemany(sql.INSERT_LINE_SQL, values)
 
     def frequencies(
-        self, session_key: str, terms: Sequence[str], roles: Sequence[str] = ROLES
+        self, session_key: str, terms: Sequence[str], roles: Sequence[str]
     ) -> Frequencies:
-        """As `SqliteArchive.frequencies`, but exact counts, in one query."""
-        with self.pool.connection() as conn:
-            return self._frequencies(conn, session_key, terms, roles)
-
-    @staticmethod
-    def _frequencies(
-        db: Any, session_key: str, terms: Sequence[str], roles: Sequence[str]
-    ) -> Frequencies:
-        """Exact counts (`archive_terms`): one indexed read per term."""
+        """As `SqliteArchive.frequencies`, but exact counts (`archive_terms`: one indexed
+        read per term), in one query."""
         params = {"session": session_key, "roles": list(roles), "terms": list(dict.fromkeys(terms))}
-        rows = db.execute(FREQUENCIES_SQL, params).fetchall()
+        with self.pool.connection() as conn:
+            rows = conn.execute(sql.FREQUENCIES_SQL, params).fetchall()
         total = next(int(row["lines"]) for row in rows if row["term"] is None)
         held = {row["term"]: int(row["lines"]) for row in rows if row["term"] is not None}
         return Frequencies({term: held.get(term, 0) for term in terms}, total)
@@ -119,21 +108,21 @@ class PostgresArchive:
         """As `SqliteArchive.search`, ranked by BM25 as SQLite ranks them."""
         if not terms or limit <= 0 or not roles:
             return []
-        with self.pool.connection() as db:
-            counted = frequencies or self._frequencies(db, session_key, terms, roles)
-            counts = counted.lines_with  # exact: no term needs counting again
-            kept = distinctive(terms, counts, counted.total, lambda common: counts)
-            params = {
-                "terms": kept,
-                "held": [counts.get(term, 0) for term in kept],
-                "roles": list(roles),
-                "query": " | ".join(f"'{term}'" for term in kept),  # (letters, digits: safe)
-                "session": session_key,
-                "limit": limit,
-                "neighbours": neighbours,
-                "conversation": conversation_key,
-            }
-            return [read_line(tuple(row.values())) for row in db.execute(SEARCH_SQL, params)]
+        counted = frequencies or self.frequencies(session_key, terms, roles)
+        counts = counted.lines_with  # exact: no term needs counting again
+        kept = distinctive(terms, counts, counted.total, lambda common: counts)
+        params = {
+            "terms": kept,
+            "held": [counts.get(term, 0) for term in kept],
+            "roles": list(roles),
+            "query": " | ".join(f"'{term}'" for term in kept),  # (letters, digits: safe)
+            "session": session_key,
+            "limit": limit,
+            "neighbours": neighbours,
+            "conversation": conversation_key,
+        }
+        with self.pool.connection() as conn:
+            return [read_line(tuple(row.values())) for row in conn.execute(sql.SEARCH_SQL, params)]
 
     def page(self, cursor: Any, session_key: str, after: int, limit: int) -> list[ArchivedLine]:
         rows = cursor.execute(
@@ -143,26 +132,19 @@ class PostgresArchive:
         ).fetchall()
         return [ArchivedLine(**row) for row in rows]
 
-    def rewrite(
-        self,
-        cursor: Any,
-        session_key: str,
-        changes: Mapping[int, str],
-        message_ids: Sequence[str],
-        titles: Mapping[str, str],
-    ) -> None:
+    def rewrite(self, cursor: Any, session_key: str, plan: Forgetting) -> None:
         """As `SqliteArchive.rewrite`: a rewritten line loses its vector (the old text's
         would find it again)."""
-        for old, new in titles.items():
+        for old, new in plan.titles.items():
             cursor.execute(
                 "UPDATE archive_lines SET title = %s WHERE session_key = %s AND title = %s",
                 (new, session_key, old),
             )
-        wanted = dict(changes)
-        if message_ids:
+        wanted = dict(plan.changes)
+        if plan.answers:
             found = cursor.execute(
                 "SELECT id FROM archive_lines WHERE session_key = %s AND message_id = ANY(%s)",
-                (session_key, list(message_ids)),
+                (session_key, list(plan.answers)),
             ).fetchall()
             # (a line forgotten whole by its message id stays so, whatever else changed)
             wanted.update((row["id"], FORGOTTEN) for row in found)
@@ -171,7 +153,7 @@ class PostgresArchive:
             cursor.execute(
                 "UPDATE archive_lines SET text = %s, indexed = NULL, terms = %s::tsvector,"
                 " size = %s WHERE session_key = %s AND id = %s",
-                (new, *indexed(new), session_key, line_id),
+                (new, *sql.indexed(new), session_key, line_id),
             )
 
     def sweep(self, cutoff: datetime) -> int:
@@ -186,5 +168,5 @@ class PostgresArchive:
 
     def lines(self, session_key: str) -> list[ArchiveRow]:
         with self.pool.connection() as conn:
-            rows = conn.execute(LINES_SQL, (session_key,)).fetchall()
+            rows = conn.execute(lines_sql("%s"), (session_key,)).fetchall()
         return [ArchiveRow(**row) for row in rows]

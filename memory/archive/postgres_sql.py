@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from memory.archive.lines import COLUMNS, lines_sql
+from memory.archive.lines import COLUMNS
 from memory.archive.ranking import IDF_FLOOR, K1, B
 from memory.archive.terms import index_terms
 
@@ -119,7 +119,6 @@ INSERT_LINE_SQL = (
     f"INSERT INTO archive_lines ({', '.join(COLUMNS)}, terms, size)"
     f" VALUES ({', '.join(['%s'] * len(COLUMNS))}, %s::tsvector, %s) ON CONFLICT DO NOTHING"
 )
-LINES_SQL = lines_sql("%s")
 FREQUENCIES_SQL = """
 SELECT NULL AS term, COALESCE(SUM(lines), 0) AS lines FROM archive_counts
 WHERE session_key = %(session)s AND role = ANY(%(roles)s)
@@ -137,7 +136,7 @@ RANKED_SQL = f"""totals AS MATERIALIZED (
          totals.size::float8 / GREATEST(totals.lines, 1) AS average
   FROM unnest(%(terms)s::text[], %(held)s::float8[]) AS t(term, held), totals
 ), ranked AS MATERIALIZED (
-  SELECT l.id, s.score
+  SELECT l.id, s.score, NULL::float8 AS distance
   FROM archive_lines l CROSS JOIN LATERAL (
     SELECT SUM(w.idf * ((array_length(u.positions, 1) * ({K1} + 1.0))
                / (array_length(u.positions, 1)
@@ -152,6 +151,7 @@ RANKED_SQL = f"""totals AS MATERIALIZED (
 NEAREST_RANKED_SQL = """ranked AS MATERIALIZED (
   SELECT r.id, 0.0::float8 AS score, r.distance
   FROM unnest(%(ids)s::bigint[], %(distances)s::float8[]) AS r(id, distance)
+  JOIN archive_vectors e ON e.id = r.id
 )"""
 """The dense candidates, scanned in Python: those still the session's and still embedded."""
 
@@ -178,13 +178,10 @@ def _near(alias: str, direction: str, role: str, offset: str) -> str:
 ) {alias} ON true"""
 
 
-def search_sql(ranked: str, embedded_only: bool = False) -> str:
-    """The statement of a search whose candidates `ranked` names (`id, score[, distance]`),
+def search_sql(ranked: str) -> str:
+    """The statement of a search whose candidates `ranked` names (`id, score, distance`),
     best first, each with the lines said around it when `%(neighbours)s`, its columns in
     the order `memory.archive.lines.read_line` reads."""
-    distance = "r.distance" if embedded_only else "NULL::float8"
-    only = "JOIN archive_vectors e ON e.id = l.id WHERE l.session_key = %(session)s"
-    only = only if embedded_only else ""
     around = ", ".join(
         f"{alias}.{column} AS {alias}_{column}"
         for alias, *_ in NEIGHBOURS
@@ -194,8 +191,8 @@ def search_sql(ranked: str, embedded_only: bool = False) -> str:
     return f"""
 WITH {ranked}, hits AS (
   SELECT l.id, l.conversation_id, l.title, l.message_id, l.role, l.created_at, l.text,
-         l.conversation_key, r.score, {distance} AS distance
-  FROM ranked r JOIN archive_lines l ON l.id = r.id {only}
+         l.conversation_key, r.score, r.distance
+  FROM ranked r JOIN archive_lines l ON l.id = r.id AND l.session_key = %(session)s
 )
 SELECT h.id, h.conversation_id, h.title, h.message_id, h.role, h.created_at, h.text,
        h.score, {around}, h.distance
@@ -205,7 +202,7 @@ ORDER BY h.score DESC, h.distance, h.id DESC
 
 
 SEARCH_SQL = search_sql(RANKED_SQL)
-NEAREST_SQL = search_sql(NEAREST_RANKED_SQL, embedded_only=True)
+NEAREST_SQL = search_sql(NEAREST_RANKED_SQL)
 
 
 def indexed(text: str) -> tuple[str, int]:

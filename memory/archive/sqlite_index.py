@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.archive.lines import COLUMNS, ROLES, Frequencies, lines_sql
+from memory.archive.lines import COLUMNS, ROLES, Frequencies
 from memory.archive.ranking import common_cap
 from memory.archive.terms import index_terms
 
@@ -65,7 +65,6 @@ INSERT_LINE_SQL = (
     f"INSERT OR IGNORE INTO archive_lines ({', '.join(COLUMNS)})"
     f" VALUES ({', '.join(':' + column for column in COLUMNS)})"
 )
-LINES_SQL = lines_sql("?")
 PAGE_SQL = (
     "SELECT id, conversation_id, title, message_id, role, created_at, text FROM archive_lines"
     " WHERE session_key = ? AND id > ? ORDER BY id LIMIT ?"

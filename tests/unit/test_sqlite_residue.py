@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import memory.archive.sqlite as archive_sqlite
+import memory.archive.sqlite_index as sqlite_index
 from agent import ChatAgent
 from agent.cli.main import main as cli_main
 from agent.offline import OfflineChatModel
@@ -129,7 +129,7 @@ def test_gc_cleans_a_file_whose_deletions_left_their_words(
     monkeypatch.setenv("AGENT_DATA_DIR", str(tmp_path / "data"))
     # a file written before deletions scrubbed: no zeroing, no merge of the index
     with monkeypatch.context() as before:
-        before.setattr(archive_sqlite, "MERGE_INDEX_SQL", "SELECT 1", raising=False)
+        before.setattr(sqlite_index, "MERGE_INDEX_SQL", "SELECT 1")
         with ChatAgent(model=OfflineChatModel(), settings=Settings.from_env()) as agent:
             saver = agent.memory.threads.checkpointer
             assert isinstance(saver, SqliteCheckpointer)
