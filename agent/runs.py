@@ -94,14 +94,6 @@ def is_unfinished(state: Any, *, answered: bool) -> bool:
     return bool(state.next) and (not state.interrupts or answered)
 
 
-def unfinished_check(state: Any, *, answered: bool = False) -> None:
-    """Raise `InvalidRequest` unless a crash stopped the run (see `is_unfinished`)."""
-    if state.interrupts and not answered:
-        raise InvalidRequest(WAITING_FOR_REVIEW)
-    if not state.next:
-        raise InvalidRequest(NOTHING_TO_RECOVER)
-
-
 def busy_lock(
     memory: ConversationMemory, session_id: str, conversation_id: str
 ) -> AbstractContextManager[None]:
@@ -273,8 +265,10 @@ class TurnRunner:
                 raise InvalidRequest(NOTHING_TO_RESUME)
             payload, decision = state.interrupts[0].value, turn.graph_input.resume
             return Command(resume=validate_decision(payload, decision, self.reviews))
-        saver = self.memory.threads.checkpointer
-        unfinished_check(state, answered=review_answered(saver, state))
+        if state.interrupts and not review_answered(self.memory.threads.checkpointer, state):
+            raise InvalidRequest(WAITING_FOR_REVIEW)
+        if not state.next:  # a recovery needs a run a crash stopped (`is_unfinished`)
+            raise InvalidRequest(NOTHING_TO_RECOVER)
         return None
 
     def _conclude(self, turn: Turn, result: TurnResult, output: TurnOutput) -> MemoryEvent | None:
