@@ -273,7 +273,7 @@ class ChatAgent:
         dto["review"] = self._waiting_review(session, conversation)
         assert_client_safe(dto)
         if dto["upkeep"] == "pending":
-            self.upkeep.request(session, conversation, merge=False)
+            self.upkeep.request(session, conversation)
         return dto
 
     def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:
