@@ -151,6 +151,26 @@ class TurnRunner:
     run_history: RunHistory
     reviews: Mapping[str, Validator]
 
+    def open(
+        self,
+        session_id: str,
+        conversation_id: str,
+        request: TurnRequest | None,
+        resume: Command | None = None,
+    ) -> Turn:
+        """The turn to run in the conversation's run thread: a new one's `request`, else a
+        resume's `Command` or a recovery (None); its upkeep is this runner's to run after it."""
+        run_thread = self.memory.run_thread(session_id, conversation_id)
+        context = Context(
+            session_id=session_id,
+            conversation_id=conversation_id,
+            upkeep="deferred",
+            request=request,
+        )
+        config: RunnableConfig = {"configurable": {"thread_id": run_thread}}
+        graph_input = resume if request is None else {"message": request.text}
+        return Turn(session_id, conversation_id, request, config, context, graph_input)
+
     async def run(self, turn: Turn) -> TurnResult:
         """Run a turn (a new one, a resume or a recovery) for its result; the upkeep it
         leaves owed starts after it. Raises as `ChatAgent.send` does."""
