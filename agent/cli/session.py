@@ -336,8 +336,5 @@ class ChatSession:
         if self.conversation_id is None:
             self._say("nothing stored yet: this is a new conversation")
             return
-        self._say(
-            render_memory(
-                self.agent.hydrate(session_id=self.session_id, conversation_id=self.conversation_id)
-            )
-        )
+        dto = self.agent.hydrate(session_id=self.session_id, conversation_id=self.conversation_id)
+        self._say(render_memory(dto))
