@@ -20,7 +20,7 @@ from langgraph_sdk import Auth
 from starlette.requests import HTTPConnection
 
 from agent.api.error_responses import OWN_PATHS, SESSIONLESS
-from agent.identity import COOKIE_NAME, Authenticator, Unauthenticated
+from agent.identity import Authenticator, Unauthenticated
 from agent.settings import Settings
 from agent.web import ASSET_PREFIX
 from memory import resolve_secret
@@ -57,14 +57,9 @@ def authenticate(scope: dict[str, Any]) -> Any:
     a JWKS may block); a 401 without valid credentials."""
     if authenticator is None or public(scope["path"]):
         return anonymous()
-    connection = HTTPConnection(scope)
-    own = scope["path"].startswith(OWN_PATHS)
+    own = scope["path"].startswith(OWN_PATHS)  # the page's sign-in cookie: `/api/…` only
     try:
-        signed = authenticator.authenticate(
-            connection.headers,
-            connection.client.host if connection.client else None,
-            cookie=connection.cookies.get(COOKIE_NAME) if own else None,
-        )
+        signed = authenticator.connection_user(HTTPConnection(scope), cookie=own)
     except Unauthenticated as exc:
         raise Auth.exceptions.HTTPException(
             status_code=401, detail=str(exc), headers={"WWW-Authenticate": "Bearer"}

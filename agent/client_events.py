@@ -66,10 +66,13 @@ class AnswerTokens:
         self._answers: dict[tuple[tuple[str, ...], str], _Answer] = {}
 
     def event(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> ClientEvent | None:
-        """`client_event`, its `token` text less what is held back."""
-        event = client_event(namespace, mode, chunk)
-        if event is None or event["event"] != "token":
-            return event
+        """The client event for one part of a run's `messages` or `custom` stream, if any:
+        a `token`'s text less what is held back."""
+        if mode == "custom":
+            return custom_event(chunk)
+        event = token_event(namespace, chunk) if mode == "messages" else None
+        if event is None:
+            return None
         key = (namespace, str(chunk[0].id or ""))
         answer = self._answers.setdefault(key, _Answer())
         text = answer.held + event["text"]
@@ -108,15 +111,6 @@ def custom_event(payload: Any) -> StatusEvent | MemoryEvent | None:
     if kind == "progress":
         fields = {key: value for key, value in payload.items() if key in PROGRESS_FIELDS}
         return cast(StatusEvent, {"event": "status", **fields})
-    return None
-
-
-def client_event(namespace: tuple[str, ...], mode: str, chunk: Any) -> ClientEvent | None:
-    """The client event for one part of a run's `messages` or `custom` stream, if any."""
-    if mode == "messages":
-        return token_event(namespace, cast(tuple[Any, dict[str, Any]], chunk))
-    if mode == "custom":
-        return custom_event(chunk)
     return None
 
 

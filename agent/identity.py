@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 import jwt
 from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection
 
 from agent.settings import IdentityMode, Settings, SettingsError
 from memory.limits import MAX_ID_CHARS
@@ -182,6 +183,13 @@ class Authenticator:
         if signed is None:
             raise Unauthenticated(NO_CREDENTIALS)
         return signed
+
+    def connection_user(self, connection: HTTPConnection, *, cookie: bool = True) -> SignedIn:
+        """`authenticate` a connection by its headers, its own peer and (with `cookie`) its
+        sign-in cookie."""
+        peer = connection.client.host if connection.client else None
+        sign_in = connection.cookies.get(COOKIE_NAME) if cookie else None
+        return self.authenticate(connection.headers, peer, cookie=sign_in)
 
     def cookie_for(self, signed: SignedIn, now: float | None = None) -> tuple[str, int]:
         """(value, max-age in seconds) of the sign-in cookie for `signed`, in the user's

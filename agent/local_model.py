@@ -169,7 +169,7 @@ class LocalServer:
             "--n_ctx", str(self.window), "--verbose", "False",
         ]  # fmt: skip
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> None:
+    def start(self) -> None:
         """Start the server and wait until it serves the model (else `LocalModelUnavailable`)."""
         make_private_dir(self.log.parent)
         fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
@@ -180,7 +180,7 @@ class LocalServer:
                 self.command(), stdin=subprocess.PIPE, stdout=log, stderr=log, env=env
             )
         atexit.register(self.stop)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if self._process.poll() is not None:
                 self._failed(f"it exited with status {self._process.returncode}")
@@ -196,7 +196,7 @@ class LocalServer:
                 return
             if time.monotonic() > deadline:
                 self.stop()
-                self._failed(f"no answer within {timeout:g} s")
+                self._failed(f"no answer within {START_TIMEOUT_S:g} s")
             time.sleep(0.25)
 
     def _failed(self, reason: str) -> None:

@@ -67,40 +67,39 @@ def chat_openai(
     )
 
 
-def _served(settings: Settings) -> None:
+def _on_endpoint(
+    settings: Settings,
+    model: str,
+    *,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+) -> BaseChatModel:
+    """`model` on the settings' endpoint, or the offline model without one."""
     if settings.local:  # "local" is no model name an endpoint knows
         raise SettingsError(LOCAL_NOT_SERVED)
+    if settings.offline:
+        return OfflineChatModel()
+    return chat_openai(
+        settings.openai_base_url,
+        model,
+        api_key=settings.openai_api_key,
+        temperature=temperature,
+        timeout=settings.request_timeout,
+        max_retries=settings.max_retries,
+        max_tokens=max_tokens,
+    )
 
 
 def load_chat_model(settings: Settings) -> BaseChatModel:
     """The chat model: `ChatOpenAI(AGENT_MODEL)`, or the offline model without an endpoint."""
-    _served(settings)
     if settings.offline:
         logger.info("neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: using the offline model")
-        return OfflineChatModel()
-    return chat_openai(
-        settings.openai_base_url,
-        settings.model,
-        api_key=settings.openai_api_key,
-        timeout=settings.request_timeout,
-        max_retries=settings.max_retries,
-        max_tokens=settings.answer_tokens,
-    )
+    return _on_endpoint(settings, settings.model, max_tokens=settings.answer_tokens)
 
 
 def load_compaction_model(settings: Settings) -> BaseChatModel:
     """The compaction model: `AGENT_COMPACTION_MODEL` (default `AGENT_MODEL`) at temperature 0."""
-    _served(settings)
-    if settings.offline:
-        return OfflineChatModel()
-    return chat_openai(
-        settings.openai_base_url,
-        settings.compaction_model or settings.model,
-        api_key=settings.openai_api_key,
-        temperature=0,
-        timeout=settings.request_timeout,
-        max_retries=settings.max_retries,
-    )
+    return _on_endpoint(settings, settings.compaction_model or settings.model, temperature=0)
 
 
 def at_temperature_zero(model: BaseChatModel) -> BaseChatModel:

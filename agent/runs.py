@@ -94,14 +94,6 @@ def is_unfinished(state: Any, *, answered: bool) -> bool:
     return bool(state.next) and (not state.interrupts or answered)
 
 
-def unfinished_check(state: Any, *, answered: bool = False) -> None:
-    """Raise `InvalidRequest` unless a crash stopped the run (see `is_unfinished`)."""
-    if state.interrupts and not answered:
-        raise InvalidRequest(WAITING_FOR_REVIEW)
-    if not state.next:
-        raise InvalidRequest(NOTHING_TO_RECOVER)
-
-
 def busy_lock(
     memory: ConversationMemory, session_id: str, conversation_id: str
 ) -> AbstractContextManager[None]:
@@ -158,6 +150,26 @@ class TurnRunner:
     upkeep: UpkeepRunner
     run_history: RunHistory
     reviews: Mapping[str, Validator]
+
+    def open(
+        self,
+        session_id: str,
+        conversation_id: str,
+        request: TurnRequest | None,
+        resume: Command | None = None,
+    ) -> Turn:
+        """The turn to run in the conversation's run thread: a new one's `request`, else a
+        resume's `Command` or a recovery (None); its upkeep is this runner's to run after it."""
+        run_thread = self.memory.run_thread(session_id, conversation_id)
+        context = Context(
+            session_id=session_id,
+            conversation_id=conversation_id,
+            upkeep="deferred",
+            request=request,
+        )
+        config: RunnableConfig = {"configurable": {"thread_id": run_thread}}
+        graph_input = resume if request is None else {"message": request.text}
+        return Turn(session_id, conversation_id, request, config, context, graph_input)
 
     async def run(self, turn: Turn) -> TurnResult:
         """Run a turn (a new one, a resume or a recovery) for its result; the upkeep it
@@ -273,8 +285,10 @@ class TurnRunner:
                 raise InvalidRequest(NOTHING_TO_RESUME)
             payload, decision = state.interrupts[0].value, turn.graph_input.resume
             return Command(resume=validate_decision(payload, decision, self.reviews))
-        saver = self.memory.threads.checkpointer
-        unfinished_check(state, answered=review_answered(saver, state))
+        if state.interrupts and not review_answered(self.memory.threads.checkpointer, state):
+            raise InvalidRequest(WAITING_FOR_REVIEW)
+        if not state.next:  # a recovery needs a run a crash stopped (`is_unfinished`)
+            raise InvalidRequest(NOTHING_TO_RECOVER)
         return None
 
     def _conclude(self, turn: Turn, result: TurnResult, output: TurnOutput) -> MemoryEvent | None:

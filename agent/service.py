@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
@@ -28,7 +27,7 @@ from agent.turn_result import TurnResult
 from agent.upkeep_runner import UpkeepRunner
 from graphs.prompts import AGENT_SYSTEM_PROMPT
 from graphs.request import PYTHON, Surface, check_id, check_search, parse_request
-from graphs.state import Context, Mode
+from graphs.state import Mode
 from memory import new_conversation_id
 from memory.errors import InvalidInput
 from memory.hydration import assert_client_safe
@@ -142,30 +141,14 @@ class ChatAgent:
             budget=self.budget,
             system_prompt=AGENT_SYSTEM_PROMPT,
         )
-        return self._open(session, conversation or new_conversation_id(), request)
-
-    def _resume(self, decision: object, session_id: object, conversation_id: object) -> Turn:
-        """A resume (the runner checks the review pending and the decision)."""
-        return self._paused(session_id, conversation_id, Command(resume=decision))
+        return self._runner.open(session, conversation or new_conversation_id(), request)
 
     def _paused(self, session_id: object, conversation_id: object, resume: Any = None) -> Turn:
-        """A turn continuing the conversation's run: a resume's `Command`, or a recovery."""
+        """A turn continuing the conversation's run: a resume's `Command` (the runner checks
+        the review pending and the decision), or a recovery."""
         session = check_id(session_id, "session id")
-        return self._open(session, check_id(conversation_id, "conversation id"), None, resume)
-
-    def _open(
-        self, session_id: str, conversation_id: str, request: Any, resume: Any = None
-    ) -> Turn:
-        run_thread = self.memory.run_thread(session_id, conversation_id)
-        context = Context(
-            session_id=session_id,
-            conversation_id=conversation_id,
-            upkeep="deferred",
-            request=request,
-        )
-        config: RunnableConfig = {"configurable": {"thread_id": run_thread}}
-        graph_input = resume if request is None else {"message": request.text}
-        return Turn(session_id, conversation_id, request, config, context, graph_input)
+        conversation = check_id(conversation_id, "conversation id")
+        return self._runner.open(session, conversation, None, resume)
 
     async def _relay(self, turn: Turn) -> AsyncGenerator[ClientEvent, None]:
         """The turn's events, relayed from the agent's loop; closing this stops the turn
@@ -229,21 +212,22 @@ class ChatAgent:
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> TurnResult:
         """Resume a turn waiting for a review with `decision` (e.g. `{"action": "approve"}`)."""
-        return self._loop.run(self._runner.run(self._resume(decision, session_id, conversation_id)))
+        turn = self._paused(session_id, conversation_id, Command(resume=decision))
+        return self._loop.run(self._runner.run(turn))
 
     async def aresume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> TurnResult:
         """`resume` from async code."""
-        return await self._loop.arun(
-            self._runner.run(self._resume(decision, session_id, conversation_id))
-        )
+        turn = self._paused(session_id, conversation_id, Command(resume=decision))
+        return await self._loop.arun(self._runner.run(turn))
 
     async def astream_resume(
         self, decision: dict[str, Any], *, session_id: str, conversation_id: str
     ) -> AsyncGenerator[ClientEvent, None]:
         """`aresume` as a stream of events, like `astream`."""
-        async for event in self._relay(self._resume(decision, session_id, conversation_id)):
+        turn = self._paused(session_id, conversation_id, Command(resume=decision))
+        async for event in self._relay(turn):
             yield event
 
     def recover(self, *, session_id: str, conversation_id: str) -> TurnResult:
@@ -273,7 +257,7 @@ class ChatAgent:
         dto["review"] = self._waiting_review(session, conversation)
         assert_client_safe(dto)
         if dto["upkeep"] == "pending":
-            self.upkeep.request(session, conversation, merge=False)
+            self.upkeep.request(session, conversation)
         return dto
 
     def pending_review(self, *, session_id: str, conversation_id: str) -> dict[str, Any] | None:

@@ -30,7 +30,6 @@ from agent.loop import BackgroundLoop
 from graphs.state import Context
 from memory import LockTimeout
 from memory.conversations import ConversationMemory
-from memory.limits import EXTRACTION_BATCH_TURNS
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +40,6 @@ UPKEEP_LOCK_TIMEOUT = 120.0
 it the record stays pending for the next one."""
 CLOSE_TIMEOUT = 30.0
 """Seconds `close` waits for running upkeep (what is left stays on the record)."""
-IDLE_SECONDS = 30.0
-"""Default seconds after a conversation's last turn before its waiting extraction runs."""
 UpkeepEvent = StatusEvent | MemoryEvent
 """What an upkeep's run streams to the clients following it (its `memory` events)."""
 
@@ -72,8 +69,8 @@ class UpkeepRunner:
         memory: ConversationMemory,
         loop: BackgroundLoop,
         *,
-        batch_turns: int = EXTRACTION_BATCH_TURNS,
-        idle_seconds: float = IDLE_SECONDS,
+        batch_turns: int,
+        idle_seconds: float,
     ) -> None:
         self._graph = graph
         self._memory = memory
@@ -91,12 +88,10 @@ class UpkeepRunner:
 
     # -- on the agent's loop -------------------------------------------------------------
 
-    async def start(
-        self, session_id: str, conversation_id: str, *, merge: bool = True, flush: bool = False
-    ) -> Upkeep:
+    async def start(self, session_id: str, conversation_id: str, *, merge: bool = True) -> Upkeep:
         """Start the conversation's upkeep, or (`merge`) have the running one go round
-        once more; `flush` pays its waiting extraction now."""
-        return self._begin(session_id, conversation_id, merge=merge, flush=flush)
+        once more."""
+        return self._begin(session_id, conversation_id, merge=merge, flush=False)
 
     def _begin(self, session_id: str, conversation_id: str, *, merge: bool, flush: bool) -> Upkeep:
         key = (session_id, conversation_id)
@@ -234,9 +229,10 @@ class UpkeepRunner:
 
     # -- from any thread -----------------------------------------------------------------
 
-    def request(self, session_id: str, conversation_id: str, *, merge: bool = True) -> None:
-        """`start` from a thread other than the loop's (returns at once)."""
-        self._loop.submit(self.start(session_id, conversation_id, merge=merge))
+    def request(self, session_id: str, conversation_id: str) -> None:
+        """`start`, not merged into a running upkeep, from a thread other than the loop's
+        (returns at once)."""
+        self._loop.submit(self.start(session_id, conversation_id, merge=False))
 
     def wait(self, timeout: float | None = None, *, flush: bool = True) -> bool:
         """Block until no upkeep runs (`flush`: waiting extractions first); False on a timeout."""

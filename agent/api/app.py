@@ -92,36 +92,30 @@ def agent_lifespan(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         from agent.service import ChatAgent
 
-        if isinstance(agent, ChatAgent):
-            app.state.agent, owned = agent, False
-        else:
-            factory = agent or (lambda: ChatAgent(settings=settings or Settings.from_env()))
+        async with contextlib.AsyncExitStack() as owned:  # closes the agent opened here
             try:
-                app.state.agent, owned = await run_in_threadpool(factory), True
+                if isinstance(agent, ChatAgent):
+                    opened = agent
+                else:
+                    factory = agent or (lambda: ChatAgent(settings=settings))
+                    opened = await run_in_threadpool(factory)
+                    owned.push_async_callback(run_in_threadpool, opened.close)
+                app.state.agent = opened
+                app.state.identity = Authenticator.from_settings(
+                    opened.settings,
+                    lambda: opened.memory.ids.secret,
+                    SignIns(opened.memory.threads, opened.memory.ids),
+                )
             except SettingsError as exc:
                 logger.error("cannot start the agent: %s", exc)
                 raise
-        opened: ChatAgent = app.state.agent
-        try:
-            app.state.identity = Authenticator.from_settings(
-                opened.settings,
-                lambda: opened.memory.ids.secret,
-                SignIns(opened.memory.threads, opened.memory.ids),
-            )
-        except SettingsError as exc:
-            logger.error("cannot start the agent: %s", exc)
-            if owned:
-                await run_in_threadpool(opened.close)
-            raise
-        sweeper = asyncio.create_task(sweep_periodically(app.state.agent, SWEEP_SECONDS))
-        try:
-            yield
-        finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
-            if owned:
-                await run_in_threadpool(app.state.agent.close)
+            sweeper = asyncio.create_task(sweep_periodically(opened, SWEEP_SECONDS))
+            try:
+                yield
+            finally:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
 
     return lifespan
 

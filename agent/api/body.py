@@ -14,25 +14,19 @@ TOO_LARGE = "request bodies are limited to {limit:,} bytes"
 
 class BodyLimit:
     """ASGI middleware: read a body under `prefixes` (not LangGraph's routes) in full, up
-    to `limit` bytes (`larger` for some paths: an import), before the app runs; 413 as
+    to `MAX_BODY_BYTES` (`larger` for some paths: an import), before the app runs; 413 as
     soon as it (declared or streamed) goes past, the rest unread."""
 
     def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        limit: int = MAX_BODY_BYTES,
-        prefixes: tuple[str, ...] = ("/",),
-        larger: Mapping[str, int] | None = None,
+        self, app: ASGIApp, *, prefixes: tuple[str, ...], larger: Mapping[str, int]
     ) -> None:
-        self.app, self.limit, self.prefixes = app, limit, prefixes
-        self.larger = dict(larger or {})
+        self.app, self.prefixes, self.larger = app, prefixes, dict(larger)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
             await self.app(scope, receive, send)
             return
-        limit = self.larger.get(scope["path"], self.limit)
+        limit = self.larger.get(scope["path"], MAX_BODY_BYTES)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             await self._too_large(limit, scope, receive, send)

@@ -5,20 +5,18 @@ from __future__ import annotations
 from typing import Any, cast
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import Field, StrictBool, StrictStr
 from sse_starlette import EventSourceResponse
 
-from agent.api.deps import AgentDep, SessionDep
+from agent.api.deps import AgentDep, JsonBody, SessionDep
 from agent.api.sse import event_stream
 from graphs.request import HTTP, check_payload
 
 router = APIRouter(prefix="/api/chat", tags=["chat"])
 
 
-class ChatBody(BaseModel):
+class ChatBody(JsonBody):
     """`POST /api/chat`: a message to a conversation, or the first of a new one."""
-
-    model_config = ConfigDict(extra="forbid")
 
     message: StrictStr
     conversationId: StrictStr | None = None
@@ -26,10 +24,8 @@ class ChatBody(BaseModel):
     mode: StrictStr = "auto"
 
 
-class ResumeBody(BaseModel):
+class ResumeBody(JsonBody):
     """`POST /api/chat/resume`: the decision for a pending review."""
-
-    model_config = ConfigDict(extra="forbid")
 
     conversationId: StrictStr
     decision: dict[str, Any] = Field(min_length=1)
@@ -65,10 +61,8 @@ async def resume(
     return await event_stream(events, follow_upkeep=followUpkeep)
 
 
-class RecoverBody(BaseModel):
+class RecoverBody(JsonBody):
     """`POST /api/chat/recover`: continue a run a crash stopped."""
-
-    model_config = ConfigDict(extra="forbid")
 
     conversationId: StrictStr
 

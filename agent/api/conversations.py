@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, StrictStr
+from pydantic import StrictStr
 
-from agent.api.deps import AgentDep, SessionDep
+from agent.api.deps import AgentDep, JsonBody, SessionDep
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
 
 
-class SelectBody(BaseModel):
+class SelectBody(JsonBody):
     """`POST /api/conversations/select`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     conversationId: StrictStr
 

@@ -1,10 +1,11 @@
-"""Request dependencies: the app's agent and the request's session."""
+"""Request dependencies: the app's agent and the request's session; the JSON bodies' base."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from fastapi import Depends, Request
+from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from agent.service import ChatAgent
@@ -25,3 +26,9 @@ if TYPE_CHECKING:
 else:  # FastAPI reads the hint when a route is declared: the agent is imported at start-up
     AgentDep = Annotated[Any, Depends(get_agent)]
 SessionDep = Annotated[str, Depends(get_session)]
+
+
+class JsonBody(BaseModel):
+    """A route's JSON body: a key it does not name is refused, never ignored."""
+
+    model_config = ConfigDict(extra="forbid")

@@ -35,6 +35,17 @@ CODES = {
     415: "unsupported_media_type",
     422: "invalid_request",
 }
+DOMAIN_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
+    (ConversationNotFound, 404, "not_found"),
+    (MemoryNotFound, 404, "memory_not_found"),
+    (ConversationBusy, 409, "conversation_busy"),
+    (MessageTooLong, 413, "message_too_long"),
+    (InvalidInput, 400, "invalid_request"),
+    (StorageError, 503, "storage_unavailable"),
+)
+"""The errors the agent raises on purpose, (kind, status, code): the first kind that
+matches answers, with the error's message (an unknown conversation's is fixed)."""
+CONVERSATION_NOT_FOUND = "conversation not found"
 INTERNAL = "internal error"
 BAD_BODY = "the request body could not be read as JSON"
 
@@ -49,28 +60,11 @@ def own(request: Request) -> bool:
     return request.url.path.startswith(OWN_PATHS)
 
 
-def domain_error(exc: Exception) -> tuple[int, str, str] | None:
-    """(status, code, message) for an error the agent raises on purpose, else None."""
-    if isinstance(exc, ConversationNotFound):
-        return 404, "not_found", "conversation not found"
-    if isinstance(exc, MemoryNotFound):
-        return 404, "memory_not_found", str(exc)
-    if isinstance(exc, ConversationBusy):
-        return 409, "conversation_busy", str(exc)
-    if isinstance(exc, MessageTooLong):
-        return 413, "message_too_long", str(exc)
-    if isinstance(exc, InvalidInput):
-        return 400, "invalid_request", str(exc)
-    if isinstance(exc, StorageError):
-        return 503, "storage_unavailable", str(exc)
-    return None
-
-
 async def on_domain_error(request: Request, exc: Exception) -> Response:
-    known = domain_error(exc)
-    if known is None:
-        return await on_unexpected(request, exc)
-    return error_response(*known)
+    # registered for the kinds of `DOMAIN_ERRORS` only: one of them matches
+    status, code = next((s, c) for kind, s, c in DOMAIN_ERRORS if isinstance(exc, kind))
+    message = CONVERSATION_NOT_FOUND if isinstance(exc, ConversationNotFound) else str(exc)
+    return error_response(status, code, message)
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
@@ -113,12 +107,6 @@ def install(app: FastAPI) -> None:
     """Register the handlers on `app`."""
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
-    for kind in (
-        ConversationNotFound,
-        MemoryNotFound,
-        ConversationBusy,
-        InvalidInput,
-        StorageError,
-    ):
+    for kind, _, _ in DOMAIN_ERRORS:
         app.add_exception_handler(kind, on_domain_error)
     app.add_exception_handler(Exception, on_unexpected)

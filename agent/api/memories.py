@@ -5,18 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, ConfigDict, StrictStr
+from pydantic import StrictStr
 
-from agent.api.deps import AgentDep, SessionDep
+from agent.api.deps import AgentDep, JsonBody, SessionDep
 from memory.longterm import MemoryKind
 
 router = APIRouter(prefix="/api/memories", tags=["memories"])
 
 
-class MemoryBody(BaseModel):
+class MemoryBody(JsonBody):
     """`POST /api/memories`: something the user asks to be remembered."""
-
-    model_config = ConfigDict(extra="forbid")
 
     text: StrictStr
     kind: MemoryKind | None = None

@@ -30,7 +30,6 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.api.error_responses import error_response
-from agent.identity import COOKIE_NAME as SIGN_IN_COOKIE
 from agent.identity import Authenticator, Unauthenticated
 
 logger = logging.getLogger(__name__)
@@ -160,14 +159,8 @@ class SessionCookies:
         self, authenticator: Authenticator, scope: Scope, receive: Receive, send: Send
     ) -> None:
         """Serve the request as its signed-in user, else answer 401."""
-        connection = Request(scope)
-        try:
-            signed = await run_in_threadpool(  # fetching a JWKS may block
-                authenticator.authenticate,
-                connection.headers,
-                connection.client.host if connection.client else None,
-                cookie=connection.cookies.get(SIGN_IN_COOKIE),
-            )
+        try:  # in a worker thread: fetching a JWKS may block
+            signed = await run_in_threadpool(authenticator.connection_user, Request(scope))
         except Unauthenticated as exc:
             await self._refuse(401, "unauthenticated", str(exc), scope, receive, send)
             return

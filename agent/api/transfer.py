@@ -32,5 +32,4 @@ async def import_(request: Request, agent: AgentDep, session_id: SessionDep) -> 
     (`ChatAgent.import_`); 400 `invalid_request` names what is wrong with a document,
     and nothing is written."""
     body = await request.body()
-    result: dict[str, Any] = await run_in_threadpool(agent.import_, body, session_id=session_id)
-    return result
+    return await run_in_threadpool(agent.import_, body, session_id=session_id)

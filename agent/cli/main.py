@@ -52,7 +52,7 @@ def open_session(
     registry = agent.conversations(session_id=session_id)  # validates the session id
     titles = {entry["id"]: entry["title"] for entry in registry["conversations"]}
     if conversation_id is not None:
-        registry = agent.select(session_id=session_id, conversation_id=conversation_id)
+        agent.select(session_id=session_id, conversation_id=conversation_id)
     elif registry["selectedConversationId"] in titles:
         conversation_id = registry["selectedConversationId"]
     model = "offline model (no model endpoint)" if agent.settings.offline else agent.settings.model

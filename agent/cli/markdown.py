@@ -20,11 +20,6 @@ class MarkdownView:
         self._live: Live | None = None
         self._text = ""
 
-    @property
-    def active(self) -> bool:
-        """Whether a streamed block is on screen and still growing."""
-        return self._live is not None
-
     def feed(self, text: str) -> None:
         """Add streamed answer text and redraw the block."""
         self._text += text

@@ -218,7 +218,8 @@ class TurnPrinter:
             self._route_shown = self._route
             self._write(("\n" if self._mid_line else "") + f"[route: {self._route}]\n")
 
-    def _release(self) -> None:
+    def flush(self) -> None:
+        """Print the memory lines still held (the answer came, or the stream has ended)."""
         held, self._held = self._held, []
         for _, text in held:
             self.line(text)
@@ -236,7 +237,7 @@ class TurnPrinter:
             if text:
                 self._held.append((str(event.get("stage")), text))
                 if self._streamed:
-                    self._release()
+                    self.flush()
         elif event["event"] == "interrupt":
             self.outcome.interrupt = dict(event["interrupt"])
         elif event["event"] == "done":
@@ -279,7 +280,7 @@ class TurnPrinter:
         status = result.get("status")
         if status == "cancelled":  # a rejected plan: one line says what was kept
             self._held = [(stage, text) for stage, text in self._held if stage != "write"]
-        self._release()
+        self.flush()
         if result.get("degraded"):
             self.line("[memory: degraded]")
         if status == "cancelled":
@@ -287,15 +288,11 @@ class TurnPrinter:
         elif status not in ("completed", "interrupted", None):
             self.line(f"[status: {status}]")
 
-    def flush(self) -> None:
-        """Print the memory lines still held (the turn's stream has ended)."""
-        self._release()
-
     def error(self, message: str) -> None:
         """Print `error: message` on its own line of the error stream."""
         if self.markdown is not None:
             self.markdown.close()
-        self._release()
+        self.flush()
         if self._mid_line:
             self._write("\n")
         self.err.write(f"error: {message}\n")
@@ -303,7 +300,7 @@ class TurnPrinter:
 
     def cancelled(self) -> None:
         """Note that the person cancelled the turn (a cancelled turn writes nothing)."""
-        self._release()
+        self.flush()
         self.line("[cancelled]")
 
 

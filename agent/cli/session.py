@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import sys
 from collections.abc import AsyncGenerator, Callable
@@ -147,14 +146,13 @@ class ChatSession:
             self._error(UNEXPECTED)
 
     def _stream(
-        self, start: Callable[[], AsyncGenerator[ClientEvent, None]], route: str | None = None
+        self, events: AsyncGenerator[ClientEvent, None], route: str | None = None
     ) -> TurnOutcome:
-        """Run the turn `start` opens, printing its events (`route`: already shown, on a
-        resume); Ctrl-C cancels it (a cancelled turn writes nothing)."""
+        """Run the turn whose stream is `events` (it starts when read), printing them
+        (`route`: already shown, on a resume); Ctrl-C cancels it (it then writes nothing)."""
         self._upkeep.settle()
         printer = TurnPrinter(self.out, self.err, route=route, markdown=self._markdown)
         try:
-            events = start()
             if self._runner.run(print_turn(events, printer)):
                 self._upkeep.follow(events, printer)
         except KeyboardInterrupt:
@@ -196,7 +194,7 @@ class ChatSession:
         if waiting and not self._confirm_drop():
             return
         outcome = self._stream(
-            lambda: self.agent.astream(
+            self.agent.astream(
                 command.text,
                 session_id=self.session_id,
                 conversation_id=conversation_id,
@@ -221,10 +219,10 @@ class ChatSession:
         conversation_id = self.conversation_id
         if conversation_id is None:
             raise UsageError("there is nothing to recover in a new conversation")
-        recover = functools.partial(
-            self.agent.astream_recover, session_id=self.session_id, conversation_id=conversation_id
+        events = self.agent.astream_recover(
+            session_id=self.session_id, conversation_id=conversation_id
         )
-        self._review_paused(conversation_id, self._stream(recover))
+        self._review_paused(conversation_id, self._stream(events))
 
     def _review(self, _: Command) -> None:
         if self._pending is None or self._pending[0] != self.conversation_id:
@@ -244,14 +242,11 @@ class ChatSession:
             if decision is None:
                 self._say(REVIEW_PENDING)
                 return
+            events = self.agent.astream_resume(
+                decision, session_id=self.session_id, conversation_id=conversation_id
+            )
             try:
-                resume = functools.partial(
-                    self.agent.astream_resume,
-                    decision,
-                    session_id=self.session_id,
-                    conversation_id=conversation_id,
-                )
-                outcome = self._stream(resume, route=route)
+                outcome = self._stream(events, route=route)
             except InvalidRequest as exc:  # the decision was refused; the review still waits
                 self._error(str(exc))
                 if str(exc) == NOTHING_TO_RESUME:
@@ -341,8 +336,5 @@ class ChatSession:
         if self.conversation_id is None:
             self._say("nothing stored yet: this is a new conversation")
             return
-        self._say(
-            render_memory(
-                self.agent.hydrate(session_id=self.session_id, conversation_id=self.conversation_id)
-            )
-        )
+        dto = self.agent.hydrate(session_id=self.session_id, conversation_id=self.conversation_id)
+        self._say(render_memory(dto))

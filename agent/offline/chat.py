@@ -152,11 +152,7 @@ def _found_lines(result: str) -> str:
 
 def _template_body(content: str, template: str, placeholder: str) -> str:
     prefix, _, suffix = template.partition("{" + placeholder + "}")
-    if content.startswith(prefix):
-        content = content[len(prefix) :]
-    if suffix and content.endswith(suffix):
-        content = content[: -len(suffix)]
-    return content.strip()
+    return content.removeprefix(prefix).removesuffix(suffix).strip()
 
 
 def read_context(messages: Sequence[BaseMessage]) -> ContextView:

@@ -43,7 +43,6 @@ CHECK_TASK = PlannedDeliveryTask(
 )
 TASK_TITLE = "Produce: {clause}"
 TASK_DESCRIPTION = "Work out “{clause}” as part of the request."
-DELIVERABLE = "{clause}"
 TASK_OUTCOME = (
     "{prefix} Offline work product for task {number} ({title}): no language model ran, "
     "so this is a placeholder."
@@ -111,7 +110,7 @@ def offline_plan(messages: Sequence[BaseMessage]) -> DeliveryPlan:
         for part in parts
     ]
     return DeliveryPlan(
-        deliverables=[clamp(DELIVERABLE.format(clause=part), TITLE_CHARS) for part in parts],
+        deliverables=[clamp(part, TITLE_CHARS) for part in parts],
         tasks=[*tasks, CHECK_TASK],
         risks=[*(BLOCKING_MARKERS[m] for m in markers(request)), OFFLINE_RISK],
     )

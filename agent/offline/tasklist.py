@@ -84,7 +84,6 @@ def plan_titles(goal: str, feedback: str = "") -> list[str]:
     for filler in FILLER_TASKS:
         if len(titles) < MIN_PLANNED_TASKS:
             titles.append(filler)
-    titles = titles or list(FILLER_TASKS)
     if len(titles) > MAX_TASKS:
         rest = "; ".join(titles[MAX_TASKS - 1 :])
         titles = [*titles[: MAX_TASKS - 1], REST_TASK.format(rest=rest)]
