@@ -92,7 +92,7 @@ def _on_endpoint(
 
 def load_chat_model(settings: Settings) -> BaseChatModel:
     """The chat model: `ChatOpenAI(AGENT_MODEL)`, or the offline model without an endpoint."""
-    if settings.offline:
+    if settings.offline and not settings.local:  # local unserved: _on_endpoint refuses it
         logger.info("neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: using the offline model")
     return _on_endpoint(settings, settings.model, max_tokens=settings.answer_tokens)
 
