@@ -219,17 +219,14 @@ class _Plan:
                 at=turn.at,
             ),
         )
-        # only what an operation names is replaced: code never guesses a subject
-        if old is not None and old.updated_at > turn.at:
-            # a late extraction: what was said since stands
-            new = new.model_copy(update={"invalid_at": old.updated_at, "superseded_by": old.id})
-            self.items[new.id] = self.changed[new.id] = new
-            return new.id
-        if old is not None:
-            self.invalidate(old, new.id, turn.at)
         self.items[new.id] = self.added[new.id] = new
-        if op.op == "add":
+        # only what an operation names is replaced: code never guesses a subject
+        if old is None:  # an add
             self.quotes[op.turn].add(quote)
+        elif old.updated_at > turn.at:  # a late extraction: what was said since stands
+            self.invalidate(new, old.id, old.updated_at)
+        else:
+            self.invalidate(old, new.id, turn.at)
         return new.id
 
     def evictions(self) -> list[str]:
