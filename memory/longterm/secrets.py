@@ -202,6 +202,10 @@ def _maintained_patterns() -> tuple[Prefiltered, ...]:
     return tuple(map(Prefiltered, found))
 
 
+def _maintained_key(text: str) -> bool:
+    return any(pattern.search(text) for pattern in _maintained_patterns())
+
+
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _WORDS)
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
 _SSN_BARE = prefiltered(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", _WORDS)
@@ -255,21 +259,15 @@ def _identity_number(text: str) -> bool:
     )
 
 
-_CHECKS: tuple[tuple[SecretKind, Callable[[str], bool]], ...] = (
-    (SecretKind.PRIVATE_KEY, lambda text: bool(_PRIVATE_KEY.search(text))),
-    (SecretKind.API_KEY, lambda text: bool(_TOKEN_PREFIXES.search(text))),
-    (SecretKind.API_KEY, lambda text: any(p.search(text) for p in _maintained_patterns())),
-    (SecretKind.API_KEY, lambda text: bool(_TOKEN_WORDS.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_PASSWORD.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_LOGIN_PAIR.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_USER_THEN_PASSWORD.search(text))),
-    (SecretKind.SECRET_VALUE, _named_secret),
-    (SecretKind.SECRET_VALUE, lambda text: bool(_SECRET_VALUE.search(text))),
-    (SecretKind.SECRET_VALUE, lambda text: bool(_PIN_DIGITS.search(text))),
-    (SecretKind.CARD, _card_number),
-    (SecretKind.BANK_ACCOUNT, _bank_account),
-    (SecretKind.IDENTITY, _identity_number),
-    (SecretKind.API_KEY, _high_entropy_token),
+_CHECKS: tuple[tuple[SecretKind, tuple[Callable[[str], object], ...]], ...] = (
+    (SecretKind.PRIVATE_KEY, (_PRIVATE_KEY.search,)),
+    (SecretKind.API_KEY, (_TOKEN_PREFIXES.search, _maintained_key, _TOKEN_WORDS.search)),
+    (SecretKind.PASSWORD, (_PASSWORD.search, _LOGIN_PAIR.search, _USER_THEN_PASSWORD.search)),
+    (SecretKind.SECRET_VALUE, (_named_secret, _SECRET_VALUE.search, _PIN_DIGITS.search)),
+    (SecretKind.CARD, (_card_number,)),
+    (SecretKind.BANK_ACCOUNT, (_bank_account,)),
+    (SecretKind.IDENTITY, (_identity_number,)),
+    (SecretKind.API_KEY, (_high_entropy_token,)),
 )
 
 
@@ -278,7 +276,7 @@ def find_secret(text: str) -> SecretKind | None:
     """What kind of secret `text` discloses, or None when it discloses none. Cached:
     recall checks a session's items on every turn, and most have not changed."""
     text = unicodedata.normalize("NFKC", text)
-    for kind, check in _CHECKS:
-        if check(text):
+    for kind, checks in _CHECKS:
+        if any(check(text) for check in checks):
             return kind
     return None
