@@ -144,16 +144,16 @@ class _Plan:
     def target(self, op: Operation) -> MemoryItem | None:
         return self.items.get(self.batch.get(op.id or "", op.id or ""))
 
-    def apply(self, op: Operation, turn: OwedTurn) -> str | None:
-        """Apply `op`; for an `add` or `update`, the id of the item it became (a new
-        one, or the one it repeats), if any."""
+    def apply(self, op: Operation, turn: OwedTurn) -> MemoryItem | Reason | None:
+        """Apply `op`: why it cannot stand, or for an `add` or `update` the item it became
+        (a new one, or the one it repeats)."""
         if op.op == "add" or op.op == "update":
             return self.put(op, turn)
         item = self.target(op)
         deletes = op.op == "forget" and asks_to_forget(op.quote)
         if item is None or (not deletes and not item.current):
-            self.refuse(Reason.UNKNOWN_ITEM)
-        elif not deletes:  # a retire, or a forget the user never asked for: history
+            return Reason.UNKNOWN_ITEM
+        if not deletes:  # a retire, or a forget the user never asked for: history
             self.invalidate(item, None, turn.at)
         else:  # forget: the item and what it was learnt from go
             self.items.pop(item.id)
@@ -162,23 +162,19 @@ class _Plan:
             self.forgotten[item.id] = item
         return None
 
-    def put(self, op: Operation, turn: OwedTurn) -> str | None:
-        """An `add`, or an `update` (superseding its item): the id of the item it became."""
+    def put(self, op: Operation, turn: OwedTurn) -> MemoryItem | Reason:
+        """An `add`, or an `update` (superseding its item): the item it became, or why not."""
         old = self.target(op) if op.op == "update" else None
         if op.op == "update" and (old is None or not old.current):
-            self.refuse(Reason.UNKNOWN_ITEM)
-            return None
+            return Reason.UNKNOWN_ITEM
         text = tidy(strip_form(op.text or ""))
         key = normalise(text)
         if not key:
-            self.refuse(Reason.EMPTY)
-            return None
+            return Reason.EMPTY
         if not is_storable(text):
-            self.refuse(Reason.UNSTORABLE)
-            return None
+            return Reason.UNSTORABLE
         if not grounded(text, op.quote, turn.assistant_before):
-            self.refuse(Reason.NOT_GROUNDED)
-            return None
+            return Reason.NOT_GROUNDED
         kind = op.kind or (old.kind if old is not None else "fact")
         for item in self.current():
             # an update's own item is what it changes, not what it repeats, unless said
@@ -193,14 +189,12 @@ class _Plan:
                 self.refreshed[item.id] = item.model_copy(
                     update={"updated_at": said, "importance": grade}
                 )
-            return item.id
+            return item
         quote = normalised_words(op.quote)
         if op.op == "add" and quote in self.quotes.setdefault(op.turn, set()):
-            self.refuse(Reason.SAME_QUOTE)
-            return None
+            return Reason.SAME_QUOTE
         if op.op == "add" and len(self.quotes[op.turn]) >= MAX_NEW_MEMORIES_PER_TURN:
-            self.refuse(Reason.TURN_LIMIT)
-            return None
+            return Reason.TURN_LIMIT
         new = MemoryItem(
             id=memory_id(),
             kind=kind,
@@ -227,7 +221,7 @@ class _Plan:
             self.invalidate(new, old.id, old.updated_at)
         else:
             self.invalidate(old, new.id, turn.at)
-        return new.id
+        return new
 
     def evictions(self) -> list[str]:
         """The ids that must go to keep the session within its limits: the least
@@ -286,8 +280,10 @@ def plan_write(
             plan.refuse(refused[0], kind=refused[1])
             continue
         became = plan.apply(op, turns[op.turn - 1])
-        if op.op == "add" and became is not None:
-            plan.batch[f"turn:{op.turn}:{adds[op.turn]}"] = became
+        if isinstance(became, Reason):
+            plan.refuse(became)
+        elif op.op == "add" and became is not None:
+            plan.batch[f"turn:{op.turn}:{adds[op.turn]}"] = became.id
     evicted = plan.evictions()
     for item_id in evicted:
         for kept in (plan.added, plan.refreshed, plan.changed):
