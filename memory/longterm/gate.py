@@ -156,10 +156,7 @@ class _Plan:
         if not deletes:  # a retire, or a forget the user never asked for: history
             self.invalidate(item, None, turn.at)
         else:  # forget: the item and what it was learnt from go
-            self.items.pop(item.id)
-            for kept in (self.added, self.refreshed, self.changed):
-                kept.pop(item.id, None)
-            self.forgotten[item.id] = item
+            self.forgotten[item.id] = self.items.pop(item.id)
         return None
 
     def put(self, op: Operation, turn: OwedTurn) -> MemoryItem | Reason:
@@ -285,7 +282,7 @@ def plan_write(
         elif op.op == "add" and became is not None:
             plan.batch[f"turn:{op.turn}:{adds[op.turn]}"] = became.id
     evicted = plan.evictions()
-    for item_id in evicted:
+    for item_id in [*plan.forgotten, *evicted]:  # neither is written
         for kept in (plan.added, plan.refreshed, plan.changed):
             kept.pop(item_id, None)
     return WritePlan(
