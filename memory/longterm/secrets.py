@@ -171,8 +171,7 @@ _WINDOW = 60
 
 def _named_secret(text: str) -> bool:
     """A value next to a word that names a secret, in either order."""
-    names = [m.span() for m in _NAME.finditer(text)]
-    names += [m.span() for m in _CODE_NEAR_LOCK.finditer(text)]
+    names = [m.span() for pattern in (_NAME, _CODE_NEAR_LOCK) for m in pattern.finditer(text)]
     if not names:
         return False  # both patterns below need a name, and the scan of names is cheap
     if _NAMED_VALUE_AFTER.search(text) or _VALUE_BEFORE_NAME.search(text):
