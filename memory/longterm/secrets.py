@@ -215,9 +215,8 @@ def _bank_account(text: str) -> bool:
 
 def shannon_entropy(text: str) -> float:
     """Bits per character of `text`'s own character distribution."""
-    counts = Counter(text)
     total = len(text)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
+    return -sum(n / total * math.log2(n / total) for n in Counter(text).values())
 
 
 def _high_entropy_token(text: str) -> bool:
