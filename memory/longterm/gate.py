@@ -130,8 +130,8 @@ class _Plan:
     def current(self) -> list[MemoryItem]:
         return [item for item in self.items.values() if item.current]
 
-    def refuse(self, reason: Reason, **fields: str) -> None:
-        self.refused.append(Refusal(reason, MESSAGES[reason].format(**fields)))
+    def refuse(self, reason: Reason, kind: str = "") -> None:
+        self.refused.append(Refusal(reason, MESSAGES[reason].format(kind=kind)))
 
     def invalidate(self, item: MemoryItem, by: str | None, at: datetime) -> None:
         """Keep `item` as history: a later statement, said `at`, changed it."""
@@ -265,16 +265,13 @@ def plan_write(
     adds: dict[int, int] = {}
     ambiguous = _ambiguous(operations)
     for op in sorted(operations, key=lambda op: op.turn):
-        if op in ambiguous:
-            plan.refuse(Reason.AMBIGUOUS)
-            continue
         # an add is named `turn:N:K` by its place among its turn's proposed adds,
         # whatever the gate makes of it, as the extractor counts
         if op.op == "add":
             adds[op.turn] = adds.get(op.turn, 0) + 1
-        refused = verify(op, turns)
+        refused = (Reason.AMBIGUOUS, "") if op in ambiguous else verify(op, turns)
         if refused is not None:
-            plan.refuse(refused[0], kind=refused[1])
+            plan.refuse(*refused)
             continue
         became = plan.apply(op, turns[op.turn - 1])
         if isinstance(became, Reason):
