@@ -59,9 +59,7 @@ def own_words(text: str) -> str:
     if SLASH_COMMAND.match(text):  # "/memory", "/forget 3"
         return ""
     text = CODE_BLOCK.sub(" ", text)
-    handoff = HANDOFF.search(text)
-    if handoff is not None:
-        text = text[: handoff.start()]
+    text = HANDOFF.split(text, maxsplit=1)[0]  # what comes before a hand-off
     text = QUOTED_LINE.sub(" ", text)
     return QUOTE_MARKS.sub(" … ", text)
 

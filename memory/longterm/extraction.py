@@ -56,8 +56,6 @@ PROMPT_ASSISTANT_CHARS = 600
 
 def _nearest(items: Sequence[MemoryItem], said: frozenset[str], limit: int) -> list[MemoryItem]:
     """The `limit` items sharing the most words with `said`, in their given order."""
-    if len(items) <= limit:
-        return list(items)
     ranked = sorted(items, key=lambda item: -len(tokens(item.text) & said))[:limit]
     kept = {item.id for item in ranked}
     return [item for item in items if item.id in kept]

@@ -130,8 +130,8 @@ class _Plan:
     def current(self) -> list[MemoryItem]:
         return [item for item in self.items.values() if item.current]
 
-    def refuse(self, reason: Reason, **fields: str) -> None:
-        self.refused.append(Refusal(reason, MESSAGES[reason].format(**fields)))
+    def refuse(self, reason: Reason, kind: str = "") -> None:
+        self.refused.append(Refusal(reason, MESSAGES[reason].format(kind=kind)))
 
     def invalidate(self, item: MemoryItem, by: str | None, at: datetime) -> None:
         """Keep `item` as history: a later statement, said `at`, changed it."""
@@ -144,41 +144,34 @@ class _Plan:
     def target(self, op: Operation) -> MemoryItem | None:
         return self.items.get(self.batch.get(op.id or "", op.id or ""))
 
-    def apply(self, op: Operation, turn: OwedTurn) -> str | None:
-        """Apply `op`; for an `add` or `update`, the id of the item it became (a new
-        one, or the one it repeats), if any."""
+    def apply(self, op: Operation, turn: OwedTurn) -> MemoryItem | Reason | None:
+        """Apply `op`: why it cannot stand, or for an `add` or `update` the item it became
+        (a new one, or the one it repeats)."""
         if op.op == "add" or op.op == "update":
             return self.put(op, turn)
         item = self.target(op)
         deletes = op.op == "forget" and asks_to_forget(op.quote)
         if item is None or (not deletes and not item.current):
-            self.refuse(Reason.UNKNOWN_ITEM)
-        elif not deletes:  # a retire, or a forget the user never asked for: history
+            return Reason.UNKNOWN_ITEM
+        if not deletes:  # a retire, or a forget the user never asked for: history
             self.invalidate(item, None, turn.at)
         else:  # forget: the item and what it was learnt from go
-            self.items.pop(item.id)
-            for kept in (self.added, self.refreshed, self.changed):
-                kept.pop(item.id, None)
-            self.forgotten[item.id] = item
+            self.forgotten[item.id] = self.items.pop(item.id)
         return None
 
-    def put(self, op: Operation, turn: OwedTurn) -> str | None:
-        """An `add`, or an `update` (superseding its item): the id of the item it became."""
+    def put(self, op: Operation, turn: OwedTurn) -> MemoryItem | Reason:
+        """An `add`, or an `update` (superseding its item): the item it became, or why not."""
         old = self.target(op) if op.op == "update" else None
         if op.op == "update" and (old is None or not old.current):
-            self.refuse(Reason.UNKNOWN_ITEM)
-            return None
+            return Reason.UNKNOWN_ITEM
         text = tidy(strip_form(op.text or ""))
         key = normalise(text)
         if not key:
-            self.refuse(Reason.EMPTY)
-            return None
+            return Reason.EMPTY
         if not is_storable(text):
-            self.refuse(Reason.UNSTORABLE)
-            return None
+            return Reason.UNSTORABLE
         if not grounded(text, op.quote, turn.assistant_before):
-            self.refuse(Reason.NOT_GROUNDED)
-            return None
+            return Reason.NOT_GROUNDED
         kind = op.kind or (old.kind if old is not None else "fact")
         for item in self.current():
             # an update's own item is what it changes, not what it repeats, unless said
@@ -193,14 +186,12 @@ class _Plan:
                 self.refreshed[item.id] = item.model_copy(
                     update={"updated_at": said, "importance": grade}
                 )
-            return item.id
+            return item
         quote = normalised_words(op.quote)
         if op.op == "add" and quote in self.quotes.setdefault(op.turn, set()):
-            self.refuse(Reason.SAME_QUOTE)
-            return None
+            return Reason.SAME_QUOTE
         if op.op == "add" and len(self.quotes[op.turn]) >= MAX_NEW_MEMORIES_PER_TURN:
-            self.refuse(Reason.TURN_LIMIT)
-            return None
+            return Reason.TURN_LIMIT
         new = MemoryItem(
             id=memory_id(),
             kind=kind,
@@ -219,18 +210,15 @@ class _Plan:
                 at=turn.at,
             ),
         )
-        # only what an operation names is replaced: code never guesses a subject
-        if old is not None and old.updated_at > turn.at:
-            # a late extraction: what was said since stands
-            new = new.model_copy(update={"invalid_at": old.updated_at, "superseded_by": old.id})
-            self.items[new.id] = self.changed[new.id] = new
-            return new.id
-        if old is not None:
-            self.invalidate(old, new.id, turn.at)
         self.items[new.id] = self.added[new.id] = new
-        if op.op == "add":
+        # only what an operation names is replaced: code never guesses a subject
+        if old is None:  # an add
             self.quotes[op.turn].add(quote)
-        return new.id
+        elif old.updated_at > turn.at:  # a late extraction: what was said since stands
+            self.invalidate(new, old.id, old.updated_at)
+        else:
+            self.invalidate(old, new.id, turn.at)
+        return new
 
     def evictions(self) -> list[str]:
         """The ids that must go to keep the session within its limits: the least
@@ -277,22 +265,21 @@ def plan_write(
     adds: dict[int, int] = {}
     ambiguous = _ambiguous(operations)
     for op in sorted(operations, key=lambda op: op.turn):
-        if op in ambiguous:
-            plan.refuse(Reason.AMBIGUOUS)
-            continue
         # an add is named `turn:N:K` by its place among its turn's proposed adds,
         # whatever the gate makes of it, as the extractor counts
         if op.op == "add":
             adds[op.turn] = adds.get(op.turn, 0) + 1
-        refused = verify(op, turns)
+        refused = (Reason.AMBIGUOUS, "") if op in ambiguous else verify(op, turns)
         if refused is not None:
-            plan.refuse(refused[0], kind=refused[1])
+            plan.refuse(*refused)
             continue
         became = plan.apply(op, turns[op.turn - 1])
-        if op.op == "add" and became is not None:
-            plan.batch[f"turn:{op.turn}:{adds[op.turn]}"] = became
+        if isinstance(became, Reason):
+            plan.refuse(became)
+        elif op.op == "add" and became is not None:
+            plan.batch[f"turn:{op.turn}:{adds[op.turn]}"] = became.id
     evicted = plan.evictions()
-    for item_id in evicted:
+    for item_id in [*plan.forgotten, *evicted]:  # neither is written
         for kept in (plan.added, plan.refreshed, plan.changed):
             kept.pop(item_id, None)
     return WritePlan(

@@ -135,7 +135,7 @@ class MemoryItem(BaseModel):
         """The public shape, camelCase: the fields `_PUBLIC` names, its provenance's too (a
         field added later stays internal until named there). History says when it stopped
         holding and what replaced it."""
-        shown = _PUBLIC if self.invalid_at is None else _PUBLIC | _HISTORY
+        shown = _PUBLIC if self.current else _PUBLIC | _HISTORY
         return _camel(self.model_dump(include=shown))
 
 
@@ -155,7 +155,7 @@ def _camel(value: Any) -> Any:
 def tidy(text: str) -> str:
     """A text as stored: one line, first letter capitalised, at most
     `MAX_MEMORY_TEXT_CHARS` characters (cut at a word)."""
-    text = " ".join(text.split()).strip(" ,;")
+    text = _one_line(text).strip(" ,;")
     if text and text[0].isalpha() and text[0].islower():
         text = text[0].upper() + text[1:]
     if len(text) > MAX_MEMORY_TEXT_CHARS:

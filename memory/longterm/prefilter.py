@@ -163,8 +163,3 @@ class Prefiltered:
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         return self.pattern.finditer(text) if self.admits(text) else iter(())
-
-
-def prefiltered(pattern: str, flags: int = 0) -> Prefiltered:
-    """`re.compile(pattern, flags)` behind its gate."""
-    return Prefiltered(re.compile(pattern, flags))

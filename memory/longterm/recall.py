@@ -121,11 +121,9 @@ def recall(
         )
         return [*ranked, *rest]
     fitted: list[MemoryItem] = []
-    used = 0
     for item in ranked:  # one that does not fit is passed over for a shorter one after it
         if len(fitted) == RECALL_MAX_ITEMS:
             break
-        if used + len(item.text) <= RECALL_MAX_CHARS:
+        if sum(len(kept.text) for kept in [*fitted, item]) <= RECALL_MAX_CHARS:
             fitted.append(item)
-            used += len(item.text)
     return fitted

@@ -31,7 +31,7 @@ from stdnum import iban, luhn
 from stdnum.cn import ric
 from stdnum.us import ssn
 
-from memory.longterm.prefilter import Prefiltered, prefiltered
+from memory.longterm.prefilter import Prefiltered
 
 
 class SecretKind(StrEnum):
@@ -49,25 +49,30 @@ class SecretKind(StrEnum):
 _WORDS = re.I | re.A
 """The flags of the patterns: ASCII word boundaries, so that an English word or a number
 written against Chinese ("password是…", "我的pin是…") still begins and ends a word."""
+
+
+def _gated(pattern: str) -> Prefiltered:
+    """`pattern` compiled with those flags, behind its gate."""
+    return Prefiltered(re.compile(pattern, _WORDS))
+
+
 _ASKED = r"(?!什么|多少|啥|哪|怎么|几)"
 """A question ("我的密码是多少") names a secret without telling it."""
 _INTRODUCED = r"\s*(?:is|was|:|=|：|是|为|為)\s*" + _ASKED + r"[\"'“‘(]?\S{2,}"
 _TOKEN_LIKE = r"\s+[\"'“‘(]?(?=\S*[\d!@#$%^&*])\S{4,}"
 _VALUE = f"(?:{_INTRODUCED}|{_TOKEN_LIKE})"
-_PASSWORD = prefiltered(
+_PASSWORD = _gated(
     r"(?:\b(?:pass ?(?:word|phrase|code)|pwd|passwd)s?\b|密码(?!学)|口令)"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?" + _VALUE,
-    _WORDS,
 )
-_SECRET_VALUE = prefiltered(
+_SECRET_VALUE = _gated(
     r"(?:\b(?:secret(?: (?:word|phrase|question|answer|code))?|code ?word|safe ?word|"
     r"security (?:code|answer)|pin(?: code| number)?|cvv|cvc|otp|one-time code|"
     r"verification code|recovery (?:code|phrase)|seed phrase|mnemonic)\b|暗号|验证码|PIN码)"
     + _INTRODUCED,
-    _WORDS,
 )
-_PIN_DIGITS = prefiltered(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b", _WORDS)
-_TOKEN_PREFIXES = prefiltered(
+_PIN_DIGITS = _gated(r"\b(?:pin|cvv|cvc)\b\D{0,12}\d{3,8}\b")
+_TOKEN_PREFIXES = _gated(
     r"(?:\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
     r"|\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
@@ -76,28 +81,24 @@ _TOKEN_PREFIXES = prefiltered(
     r"|\bhf_[A-Za-z0-9]{30,}|\bnpm_[A-Za-z0-9]{30,}|\bpypi-[A-Za-z0-9_-]{30,}"
     r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
     r"|\bbearer\s+[A-Za-z0-9._~+/-]{16,})",
-    _WORDS,
 )
-_TOKEN_WORDS = prefiltered(
+_TOKEN_WORDS = _gated(
     r"\b(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|auth(?:entication)?[ _-]?token|"
     r"access[ _-]?token|refresh[ _-]?token|bearer[ _-]?token|token|client[ _-]?secret|"
     r"private[ _-]?token|webhook[ _-]?secret|密钥|令牌)\b"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?\s*(?:is|was|:|=|是|为)?\s*[\"'“]?"
     r"[A-Za-z0-9._~+/=-]{8,}",
-    _WORDS,
 )
-_PRIVATE_KEY = prefiltered(
+_PRIVATE_KEY = _gated(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File|"
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{20,}",
-    _WORDS,
 )
-_LOGIN_PAIR = prefiltered(
+_LOGIN_PAIR = _gated(
     r"(?:\b(?:log ?in|sign[ -]?in|credentials?|creds)s?\b|账号|帐号|账户|登录|登陆)"
     r"(?:\s+(?:details|info))?(?:\s+(?:for|to|of|on|at)(?:\s+[\w.@-]+){1,4}?)?"
     r"\s*(?:is|are|was|:|=|：|是|为)\s*[\"'“]?[^\s/|:]{2,}"
     r"(?:\s*[/|]\s*(?!pass|pw|pin\b|密码)(?=[!-~]{4})[^\s/|]{4,}"
     r"|(?::|\s+(?:and\s+)?)(?!pass|pw|pin\b|密码)(?=\S*[\d!@#$%^&*])[!-~]{6,})",
-    _WORDS,
 )
 """A user name and a password as a pair: "my bank login is jsmith / P@ssw0rd!77",
 "my netflix login is jsmith:P@ssw0rd!77", "… is jsmith and P@ssw0rd!77" (without a
@@ -109,24 +110,22 @@ _FILLER = (
 )
 """Prose words, which stand where a user name or a password would in a sentence about
 logging in ("username and password are required")."""
-_USER_THEN_PASSWORD = prefiltered(
+_USER_THEN_PASSWORD = _gated(
     r"(?:\b(?:user ?(?:name|id)?|log ?in|account)\b|账号|帐号|账户|用户名|登录名)"
     r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[\w.@+-]{2,}[\s,，;；、/]*(?:and\s+)?"
     r"(?:(?:my|the)\s+)?(?:\bpass(?:word|wd|code)?\b|\bpwd\b|\bpw\b|密码|口令)"
     r"\s*(?:is|:|=|：|是|为)?\s*" + _FILLER + r"[!-~]{3,}",
-    _WORDS,
 )
 """A user name followed by its password: "username jsmith password letmein"."""
 _CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ .-]?){12,18}\d(?![\d-])")
 _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])")
-_IDENTITY_WORDS = prefiltered(
+_IDENTITY_WORDS = _gated(
     r"(?:\b(?:passport|national (?:id|identity|insurance)(?: number| no\.?)?|"
     r"ni (?:number|no\.?)|id (?:card|number|no\.?)|"
     r"identity (?:card|number)|social security|ssn|sin|nino|tax (?:id|number)|tin|nif|nie|"
     r"dni|aadhaar|driver'?s? licen[cs]e(?: number)?|licen[cs]e number)\b|身份证|护照|證件|证件)"
     r"\.?(?:\s+(?:number|no\.?|#))?\s*(?:号码?)?\s*(?:is|was|:|=|是|为)?\s*"
     r"(?=[A-Z0-9 -]*\d)[A-Z0-9][A-Z0-9 -]{4,}",
-    _WORDS,
 )
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.-]{20,}")
 ENTROPY_SHARE = 0.75
@@ -144,26 +143,23 @@ _SECRET_NAME = (
     r"building|house|keypad|bike lock|front door|login|sms|wifi|wi-fi) codes?)\b"
     r"|密码(?!学)|口令|验证码|暗号|密钥|校验码|动态码|安全问题|PIN码)"
 )
-_NAME = prefiltered(_SECRET_NAME, _WORDS)
-_NAMED_VALUE_AFTER = prefiltered(
+_NAME = _gated(_SECRET_NAME)
+_NAMED_VALUE_AFTER = _gated(
     _SECRET_NAME
     + r"(?:'s|s)?[^.。\n]{0,40}?(?:\bis\b|\bwas\b|:|=|：|是|为|就是)\s*"
     + _ASKED
     + r"[\"'“‘「]?[^\s\"'”’」。，,]{2,}",
-    _WORDS,
 )
-_VALUE_BEFORE_NAME = prefiltered(
+_VALUE_BEFORE_NAME = _gated(
     r"(?:\S*\d\S*|[\"'“][^\"'”]+[\"'”])\s+(?:is|was|=|are)\s+(?:my|the|our|his|her)\s+"
     r"(?:[\w-]+\s+){0,3}?" + _SECRET_NAME + r"|(?:use|used|using)\s+\S+\s+(?:as|for)\s+"
     r"(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?" + _SECRET_NAME,
-    _WORDS,
 )
-_CODE_NEAR_LOCK = prefiltered(
+_CODE_NEAR_LOCK = _gated(
     r"\bcodes?\b[^.\n]{0,30}\b(?:door|gate|alarm|garage|safe|lock|locker|building|house|"
     r"keypad|phone|wifi|bank|account|vault)\b|\b(?:door|gate|alarm|garage|safe|lock|locker|"
     r"building|keypad|vault)\b[^.\n]{0,20}\bcodes?\b|门禁|保险箱|保险柜|门锁|密码锁"
     r"|\b(?:alarm|locker|keypad|safe|vault|padlock|garage door|front door)\b",
-    _WORDS,
 )
 _VALUE_TOKEN = re.compile(
     r"(?<![\w-])(?=[\w!@#$%^&*()+=~.-]*\d)[\w!@#$%^&*()+=~.#-]{3,}"
@@ -175,8 +171,7 @@ _WINDOW = 60
 
 def _named_secret(text: str) -> bool:
     """A value next to a word that names a secret, in either order."""
-    names = [m.span() for m in _NAME.finditer(text)]
-    names += [m.span() for m in _CODE_NEAR_LOCK.finditer(text)]
+    names = [m.span() for pattern in (_NAME, _CODE_NEAR_LOCK) for m in pattern.finditer(text)]
     if not names:
         return False  # both patterns below need a name, and the scan of names is cheap
     if _NAMED_VALUE_AFTER.search(text) or _VALUE_BEFORE_NAME.search(text):
@@ -202,9 +197,13 @@ def _maintained_patterns() -> tuple[Prefiltered, ...]:
     return tuple(map(Prefiltered, found))
 
 
+def _maintained_key(text: str) -> bool:
+    return any(pattern.search(text) for pattern in _maintained_patterns())
+
+
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b", _WORDS)
 _SSN_SPACED = re.compile(r"(?<!\d)\d{3}([ -])\d{2}\1\d{4}(?!\d)")
-_SSN_BARE = prefiltered(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b", _WORDS)
+_SSN_BARE = _gated(r"\b(?:ssn|social security)\b\D{0,20}(\d{9})\b")
 _UK_NINO = re.compile(
     r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b", _WORDS
 )
@@ -216,9 +215,8 @@ def _bank_account(text: str) -> bool:
 
 def shannon_entropy(text: str) -> float:
     """Bits per character of `text`'s own character distribution."""
-    counts = Counter(text)
     total = len(text)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
+    return -sum(n / total * math.log2(n / total) for n in Counter(text).values())
 
 
 def _high_entropy_token(text: str) -> bool:
@@ -255,21 +253,15 @@ def _identity_number(text: str) -> bool:
     )
 
 
-_CHECKS: tuple[tuple[SecretKind, Callable[[str], bool]], ...] = (
-    (SecretKind.PRIVATE_KEY, lambda text: bool(_PRIVATE_KEY.search(text))),
-    (SecretKind.API_KEY, lambda text: bool(_TOKEN_PREFIXES.search(text))),
-    (SecretKind.API_KEY, lambda text: any(p.search(text) for p in _maintained_patterns())),
-    (SecretKind.API_KEY, lambda text: bool(_TOKEN_WORDS.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_PASSWORD.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_LOGIN_PAIR.search(text))),
-    (SecretKind.PASSWORD, lambda text: bool(_USER_THEN_PASSWORD.search(text))),
-    (SecretKind.SECRET_VALUE, _named_secret),
-    (SecretKind.SECRET_VALUE, lambda text: bool(_SECRET_VALUE.search(text))),
-    (SecretKind.SECRET_VALUE, lambda text: bool(_PIN_DIGITS.search(text))),
-    (SecretKind.CARD, _card_number),
-    (SecretKind.BANK_ACCOUNT, _bank_account),
-    (SecretKind.IDENTITY, _identity_number),
-    (SecretKind.API_KEY, _high_entropy_token),
+_CHECKS: tuple[tuple[SecretKind, tuple[Callable[[str], object], ...]], ...] = (
+    (SecretKind.PRIVATE_KEY, (_PRIVATE_KEY.search,)),
+    (SecretKind.API_KEY, (_TOKEN_PREFIXES.search, _maintained_key, _TOKEN_WORDS.search)),
+    (SecretKind.PASSWORD, (_PASSWORD.search, _LOGIN_PAIR.search, _USER_THEN_PASSWORD.search)),
+    (SecretKind.SECRET_VALUE, (_named_secret, _SECRET_VALUE.search, _PIN_DIGITS.search)),
+    (SecretKind.CARD, (_card_number,)),
+    (SecretKind.BANK_ACCOUNT, (_bank_account,)),
+    (SecretKind.IDENTITY, (_identity_number,)),
+    (SecretKind.API_KEY, (_high_entropy_token,)),
 )
 
 
@@ -278,7 +270,7 @@ def find_secret(text: str) -> SecretKind | None:
     """What kind of secret `text` discloses, or None when it discloses none. Cached:
     recall checks a session's items on every turn, and most have not changed."""
     text = unicodedata.normalize("NFKC", text)
-    for kind, check in _CHECKS:
-        if check(text):
+    for kind, checks in _CHECKS:
+        if any(check(text) for check in checks):
             return kind
     return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, date, datetime
@@ -168,17 +168,18 @@ class LongTermMemory:
     def _commit(
         self,
         session_id: str,
+        stored: Sequence[MemoryItem],
         puts: Sequence[MemoryItem],
         deletes: Sequence[str],
-        kept: Iterable[MemoryItem] = (),
-        forgotten: Sequence[MemoryItem] = (),
-        forget: Forget | None = None,
+        forgotten: Sequence[MemoryItem],
+        forget: Forget | None,
     ) -> None:
-        """Write `puts` and `deletes` as one transaction: with `forgotten` items and
-        `forget`, the one that forgets them everywhere else too (all or nothing), `kept`
-        items losing their traces of them; else a batch of the store's."""
+        """Write `puts` and `deletes` over the `stored` items as one transaction: with
+        `forgotten` items and `forget`, the one that forgets them everywhere else too (all
+        or nothing), the items kept losing their traces; else a batch of the store's."""
         if forget is not None and forgotten:
-            written = {item.id: item for item in [*puts, *without_traces(kept, forgotten)]}
+            kept = {item.id: item for item in [*stored, *puts] if item.id not in deletes}
+            written = {item.id: item for item in [*puts, *without_traces(kept.values(), forgotten)]}
             puts = list(written.values())
         namespace = self.namespace(session_id)
         ops = [PutOp(namespace, item.id, item.to_value(), ttl=self.ttl_minutes) for item in puts]
@@ -206,9 +207,7 @@ class LongTermMemory:
             items = self.all_items(session_id)
             plan = plan_write(items, operations, turns, source=source)
             if plan.altered:  # a plan the gate refused whole writes nothing
-                written = {item.id: item for item in [*items, *plan.puts]}
-                kept = [item for key, item in written.items() if key not in plan.deletes]
-                self._commit(session_id, plan.puts, plan.deletes, kept, plan.forgotten, forget)
+                self._commit(session_id, items, plan.puts, plan.deletes, plan.forgotten, forget)
         return plan
 
     def remember_turns(
@@ -265,8 +264,8 @@ class LongTermMemory:
             found = self.store.get(self.namespace(session_id), memory_id, refresh_ttl=False)
             if found is None:
                 raise MemoryNotFound()
-            kept = [other for other in self.all_items(session_id) if other.id != memory_id]
-            self._commit(session_id, (), [memory_id], kept, self._parse([found]), forget)
+            items = self.all_items(session_id)
+            self._commit(session_id, items, (), [memory_id], self._parse([found]), forget)
 
     @storage_errors
     def sweep_expired(self) -> int:
@@ -315,5 +314,5 @@ class LongTermMemory:
             found = self._read(self.namespace(session_id))
             if found:
                 deletes = [hit.key for hit in found]
-                self._commit(session_id, (), deletes, (), self._parse(found), forget)
+                self._commit(session_id, (), (), deletes, self._parse(found), forget)
         return len(found)

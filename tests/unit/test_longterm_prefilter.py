@@ -48,7 +48,7 @@ def gates_open() -> Iterator[None]:
 def verdicts(text: str) -> list[bool]:
     """Each check's answer on `text` (as `find_secret` sees it), not only the first."""
     normal = unicodedata.normalize("NFKC", text)
-    return [check(normal) for _, check in secrets._CHECKS]
+    return [bool(check(normal)) for _, checks in secrets._CHECKS for check in checks]
 
 
 def _strings(value: Any) -> Iterator[str]:
