@@ -37,7 +37,9 @@ QUESTION = "Should I buy the car we talked about?"
 
 class ConceptEmbeddings(Embeddings):
     """Each known word adds to its concept's dimension: synonyms share a direction.
-    Records every call, and whether the database's lock was held during it."""
+    Records every call, and whether the database's lock was held across it: a recall's
+    lexical search may hold it for a moment beside the message's embedding (in a worker
+    thread), but a caller holding it while it waits for the call never lets it go."""
 
     def __init__(self, *, fail: bool = False) -> None:
         self.fail = fail
@@ -47,8 +49,11 @@ class ConceptEmbeddings(Embeddings):
         self.lock: Any = None
 
     def _vector(self, text: str) -> list[float]:
-        if self.lock is not None and self.lock.locked():
-            self.locked_during_a_call = True
+        if self.lock is not None:
+            if self.lock.acquire(timeout=2.0):
+                self.lock.release()
+            else:
+                self.locked_during_a_call = True
         if self.fail:
             raise ConnectionError("the embeddings endpoint is down")
         vector = [0.0] * DIMS

@@ -20,11 +20,13 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 from memory.analysis import redact_secrets
 from memory.archive.embedding import EMBED_BATCH, EMBED_CHARS, QUERY_CHARS, ArchiveEmbeddings
@@ -52,6 +54,10 @@ logger = logging.getLogger(__name__)
 FORGET_PAGE = 500
 """Lines read at a time when forgetting (all of the session's are read)."""
 RowOf = Callable[..., ArchiveRow]
+Embedding = Future[list[float]]
+_EMBEDDING = ContextThreadPoolExecutor(4, thread_name_prefix="recall-embedding")
+"""Where a message is embedded while its lexical search runs (the local model serialises
+its calls, an endpoint's overlap); the context is copied: the call stays in the trace."""
 OTHER_DIMS = "the embeddings have %d dimensions, not AGENT_EMBEDDINGS_DIMS=%d: recall is lexical"
 
 
@@ -151,9 +157,9 @@ class Archive:
     ) -> Recall:
         """The earlier lines a turn about `text` gets (`memory.archive.recall`), never those
         of `exclude_message_ids` (they stay searchable): nothing unless the message passes
-        `memory.archive.relevance` (no lock is held while the judge embeds it); with
-        embeddings, the lines nearest its embedding too (the same call when they are the
-        local model's; a failure leaves this turn's recall lexical)."""
+        `memory.archive.relevance` (no lock is held while the message is embedded, beside
+        the lexical search); with embeddings, the lines nearest its embedding too (the
+        same call when they are the local model's; a failure leaves recall lexical)."""
         if self.recall_tokens <= 0:
             return Recall()
         terms, query = recall_query(text, state)
@@ -166,14 +172,15 @@ class Archive:
         # (with embeddings, a line may be near the message though no word singles it out)
         if not rare and self.embeddings is None:  # no hit could stand out: no search
             return Recall()
+        # the message's embedding (tens of ms on the reply path) is computed while the
+        # lexical search runs; the judge reads it only when the score is not enough
+        judged, dense = self._embedding(clamp(query, QUERY_CHARS))
         hits = self.backend.search(
             session_key, terms, CANDIDATES, neighbours=True, roles=roles, frequencies=frequencies
         )
-        query = clamp(query, QUERY_CHARS)
-        # the judge (tens of ms on the reply path) is asked only when the score is not enough
-        if not (rare and by_score(hits, frequencies.total)) and not self._asks(query):
+        if not (rare and by_score(hits, frequencies.total)) and not self._asks(judged):
             return Recall()
-        vector = self._embedded_query(query)
+        vector = self._embedded_query(dense)
         nearest: list[ArchivedLine] = []
         if vector is not None and self.vectors is not None:
             nearest = self.vectors.nearest(session_key, vector, CANDIDATES)
@@ -191,24 +198,34 @@ class Archive:
             exclude_message_ids=exclude_message_ids,
         )
 
-    def _asks(self, query: str) -> bool:
-        """Whether the judge says `query` asks for the user's past; False without the local
-        model, or when it fails (logged by kind: the score alone decides this turn)."""
-        if self.judge is None:
+    def _embedding(self, query: str) -> tuple[Embedding | None, Embedding | None]:
+        """The judge's and the dense ranking's embeddings of `query` (None without its
+        model), started in worker threads (the local model's C engine and an endpoint's
+        request leave the GIL to the search); one model is asked once."""
+        dense = self.embeddings.embeddings if self.embeddings is not None else None
+        judged = None if self.judge is None else _EMBEDDING.submit(self.judge.embed_query, query)
+        if dense is None or dense is self.judge:
+            return judged, None if dense is None else judged
+        return judged, _EMBEDDING.submit(dense.embed_query, query)
+
+    def _asks(self, judged: Embedding | None) -> bool:
+        """Whether the judge says the message asks for the user's past; False without the
+        local model, or when it fails (logged by kind: the score alone decides this turn)."""
+        if judged is None:
             return False
         try:
-            return judge().asks(self.judge.embed_query(query))
+            return judge().asks(judged.result())
         except Exception as exc:
             logger.warning("judging the message failed (%s): recall by score", type(exc).__name__)
             return False
 
-    def _embedded_query(self, query: str) -> list[float] | None:
-        """The embedding of a turn's query, or None (no embeddings; or they failed: the
-        failure is logged, by its kind only, and the turn recalls lexically)."""
-        if self.embeddings is None:
+    def _embedded_query(self, dense: Embedding | None) -> list[float] | None:
+        """The message's embedding for dense ranking, or None (no embeddings; or they
+        failed: the failure is logged, by its kind only, and the turn recalls lexically)."""
+        if dense is None or self.embeddings is None:
             return None
         try:
-            vector = self.embeddings.embeddings.embed_query(query)
+            vector = dense.result()
         except Exception as exc:
             logger.warning(
                 "embedding the message failed (%s): recall is lexical", type(exc).__name__

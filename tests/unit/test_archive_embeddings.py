@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,17 @@ from agent.runtime import open_long_term, open_memory
 from agent.settings import Settings
 from graphs.agent import build_agent_graph, build_upkeep
 from memory import InvalidInput, UnsupportedDatabaseUrl
+from memory.archive.archive import open_archive
+from memory.archive.embedding import (
+    LOCAL_DIMS,
+    LOCAL_MAX_DISTANCE,
+    LOCAL_MODEL,
+    ArchiveEmbeddings,
+    LocalEmbeddings,
+    local_embeddings,
+)
 from memory.conversations import ConversationMemory
+from memory.ids import ThreadIds
 from memory.storage import open_thread_store
 from tests.archive_vectors import (
     DIMS,
@@ -122,6 +133,36 @@ def test_the_nearest_lines_are_the_sessions_own(embedded: ConversationMemory) ->
     assert embedded.archive.vectors is not None
     nearest = embedded.archive.vectors.nearest(key, [1.0] * DIMS, 50)
     assert [line.text for line in nearest] == [SOUP]
+
+
+def test_a_recall_embeds_its_message_once_in_a_worker_beside_the_search(
+    vector_url: str,
+) -> None:
+    # the judge's model ranks too (as `local` does): one call, off the calling thread
+    # (the lexical search runs meanwhile), its vector both the judge's and the ranking's
+    class Counting(LocalEmbeddings):
+        def __init__(self) -> None:
+            super().__init__()
+            self.threads_used: list[str] = []
+
+        def embed_query(self, text: str) -> list[float]:
+            self.threads_used.append(threading.current_thread().name)
+            return local_embeddings().embed_query(text)
+
+    counting = Counting()
+    threads = open_thread_store(vector_url, vectors=True)
+    ids = ThreadIds(SECRET)
+    config = ArchiveEmbeddings(counting, LOCAL_MODEL, LOCAL_DIMS, LOCAL_MAX_DISTANCE)
+    archive = open_archive(threads, ids, embeddings=config, judge=counting)
+    memory = ConversationMemory(threads, ids, archive=archive)
+    try:
+        say(memory, "s1", "c1", "My sister Alma moved to Lisbon in May")
+        assert memory.archive.embed_lines("s1") == 1
+        assert hits(memory, "s1", "what did I tell you about Alma?") != []
+        assert len(counting.threads_used) == 1
+        assert counting.threads_used[0] != threading.current_thread().name
+    finally:
+        threads.close()
 
 
 def agent_graph(memory: ConversationMemory, *replies: str) -> Any:
