@@ -40,10 +40,11 @@ def overwrite_memory(
     memory: ConversationMemory, session_id: str, conversation_id: str, state: ThreadState
 ) -> ThreadState:
     """Store `state` as the conversation's memory (as a run of turns could have left it),
-    compare-and-set against what is stored now; returns it as stored."""
-    read = memory.documents.read(session_id, conversation_id)
-    stored = state.model_copy(update={"version": read.memory.version + 1})
+    compare-and-set against what is stored now, read under the session's lock (an upkeep
+    still running commits under it too); returns it as stored."""
     with memory.documents.lock(session_id):
+        read = memory.documents.read(session_id, conversation_id)
+        stored = state.model_copy(update={"version": read.memory.version + 1})
         memory.documents.commit(
             session_id, read.registry, None, {conversation_id: stored}, read=(conversation_id, read)
         )

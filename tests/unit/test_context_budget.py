@@ -154,6 +154,7 @@ def test_every_routes_context_fits_the_budget(
 ) -> None:
     agent, model = budget_agent
     cid = agent.send("hello", session_id="s", create_conversation=True).conversation_id
+    agent.wait_for_upkeep()  # its upkeep would commit between the overwrite and this turn
     overwrite_memory(agent.memory, "s", cid, heavy_state())
     model.received.clear()
     result = agent.send(message, session_id="s", conversation_id=cid, mode=mode)
