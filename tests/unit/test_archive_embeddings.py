@@ -271,7 +271,6 @@ def test_a_text_asked_for_again_is_not_sent_again() -> None:
 def test_the_local_model_embeds_queries_and_passages_in_their_own_forms() -> None:
     import numpy as np
 
-    from memory.archive.embedding import LOCAL_DIMS
     from tests.local_embeddings import LOCAL_EMBEDDINGS
 
     texts = ["We moored the boat in Vigo harbour", "Lentil soup for dinner", "我们把船停在港口"]
@@ -288,7 +287,6 @@ def test_the_local_model_embeds_queries_and_passages_in_their_own_forms() -> Non
 
 def test_local_embeddings_need_no_endpoint_and_have_their_own_size(tmp_path: Path) -> None:
     from agent.runtime import archive_embeddings
-    from memory.archive.embedding import LOCAL_DIMS, LOCAL_MODEL, LocalEmbeddings
 
     settings = Settings(data_dir=tmp_path, embeddings_model="local", openai_api_key=None)
     assert isinstance(load_embeddings(settings), LocalEmbeddings)  # offline too
@@ -300,7 +298,6 @@ def test_local_embeddings_need_no_endpoint_and_have_their_own_size(tmp_path: Pat
 def test_the_local_model_embeds_a_query_asked_for_twice_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from memory.archive.embedding import LocalEmbeddings
 
     local = LocalEmbeddings(threads=1)
     calls: list[str] = []
