@@ -19,10 +19,10 @@ from memory.limits import MAX_HISTORY_ITEMS, MAX_MEMORY_ITEMS
 from memory.longterm import ExtractionOutput, MemoryItem, Operation
 from memory.longterm.items import memory_id, normalise
 from memory.turns import chat_turn
+from tests.archive_support import say
 from tests.fakes import ScriptedModel
 from tests.gates import GATE_DIR_VARIABLE, Gated, new_gate, open_gate
 from tests.unit.longterm_agent_support import long_term_block
-from tests.unit.test_archive import say
 from tests.unit.test_forget_redaction import stored_values
 
 
