@@ -85,7 +85,7 @@ INDEX_VERSION = 3
 """The version of the index's terms (`index_row`, `memory.archive.terms`): an index of
 another version is rebuilt on open. A contentless index is told a line's terms again to
 delete them, so terms computed another way would leave the old ones behind: change the
-terms, bump this (tests/unit/test_archive.py pins the terms of a few lines)."""
+terms, bump this (tests/unit/test_archive_index.py pins the terms of a few lines)."""
 
 
 def _near(direction: str, pick: str, role: str, line: str = "h.id") -> str:
