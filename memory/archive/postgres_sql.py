@@ -141,13 +141,17 @@ RANKED_SQL = f"""totals AS MATERIALIZED (
     SELECT SUM(w.idf * ((array_length(u.positions, 1) * ({K1} + 1.0))
                / (array_length(u.positions, 1)
                   + {K1} * (1.0 - {B} + {B} * l.size / w.average)))) AS score
-    FROM unnest(l.terms) AS u JOIN weights w ON w.term = u.lexeme
+    FROM unnest(ts_filter(setweight(l.terms, 'A', %(terms)s::text[]), '{{a}}')) AS u
+    JOIN weights w ON w.term = u.lexeme
   ) s
   WHERE l.session_key = %(session)s AND l.role = ANY(%(roles)s) AND l.terms @@ %(query)s::tsquery
     AND (%(conversation)s::text IS NULL OR l.conversation_key = %(conversation)s)
   ORDER BY s.score DESC, l.id DESC LIMIT %(limit)s
 )"""
-"""The lexical candidates: the session's lines holding the terms, best BM25 first."""
+"""The lexical candidates: the session's lines holding the terms, best BM25 first. Each
+line's score reads only the query's own terms of it (marked, then filtered, in C): unnesting
+every term of each line to join them cost twice as much (10,000 turns: 21.6 ms against 11.3,
+the medians of a long question's search)."""
 NEAREST_RANKED_SQL = """ranked AS MATERIALIZED (
   SELECT r.id, 0.0::float8 AS score, r.distance
   FROM unnest(%(ids)s::bigint[], %(distances)s::float8[]) AS r(id, distance)
