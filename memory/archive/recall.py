@@ -263,11 +263,14 @@ def choose(
     """The lines to recall among `hits` (best lexical rank first) and `nearest` (nearest
     embedding first), none of `exclude_message_ids` (see the module docstring)."""
     block = _Block(conversation_id, state, max_tokens, exclude_message_ids, terms)
-    # no bar set by what the context holds: the current conversation's own lines on the
-    # subject would otherwise keep out the other conversations' that the question needs
-    # (on RealMem's dev personas a new turn of a conversation recalled nothing a fifth
-    # of the times a new conversation recalled something)
     lexical = [hit for hit in hits if hit.role != "summary" and clears_floor(hit, terms)]
+    # the context sets no bar (RealMem dev: a new turn recalled nothing a fifth of the times a
+    # new conversation recalled), but this conversation's lines out of view holding every
+    # subject term do: another's look-alike (the other project's budget) would pass for its own
+    wanted = {term for term in terms if term_weight(term) >= 1.0}
+    own = [hit for hit in lexical if hit.conversation_id == conversation_id and block.new(hit)]
+    if wanted and wanted <= {term for hit in own for term in line_terms(hit.text)}:
+        lexical = own
     # a line sharing no subject term with the message is related by its embedding alone
     close = [
         hit

@@ -269,3 +269,36 @@ def test_an_answer_is_archived_without_indexing_what_its_context_gave_it(
     answer = next(h for h in agent.memory.search("s1", "anything else", 5) if h.text == said)
     assert answer.role == "assistant"
     assert all(h.text != said for h in agent.memory.search("s1", "Marisol moored Vigo", 10))
+
+
+def test_back_on_this_conversations_subject_another_conversations_look_alike_stays_out() -> None:
+    def said(n: int, conversation: str, text: str) -> ArchivedLine:
+        return ArchivedLine(n, conversation, conversation, f"m{n}", "user", NOW, text, 1.0)
+
+    billing = [
+        said(1, "billing", "I'm working on Orion-12, our billing service rewrite."),
+        said(2, "billing", "Orion-12 is due on May 9 and has a budget of $22,000."),
+    ]
+    search = [
+        said(3, "search", "Different project: Orion-21, the search revamp."),
+        said(4, "search", "Orion-21 is due on May 19 and has a budget of $27,000."),
+    ]
+    hits = [search[1], billing[1], billing[0], search[0]]
+
+    def recalled(question: str, conversation: str) -> set[int]:
+        found = choose(
+            hits,
+            query_terms(question),
+            conversation_id=conversation,
+            state=ThreadState(),
+            max_tokens=2_000,
+        )
+        return {line.id for line in found.lines}
+
+    # this conversation's lines out of view hold every word the question is about
+    assert recalled("When is the billing rewrite due, and what's the budget?", "billing") == {1, 2}
+    assert recalled("When is the search revamp due?", "search") == {3, 4}
+    # words they lack: every line that shares a word, from both conversations, as before
+    assert recalled("When is the search revamp due?", "billing") == {2, 3, 4}
+    # a new conversation holds nothing of its own: both projects' lines
+    assert recalled("When is the billing rewrite due?", "new") == {1, 2, 4}
