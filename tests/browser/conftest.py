@@ -47,8 +47,12 @@ def extracting_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serv
 
 @pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    from tests.browser.support import browser_unavailable, launch, sync_playwright
+    from tests.browser.support import browser_unavailable, expect, launch, sync_playwright
 
+    # an answer can take longer than Playwright's 5 s while the whole suite shares two
+    # cores (a plan's rejection note missed it once in a full `make test`); a waited-for
+    # state that never comes still fails, only later
+    expect.set_options(timeout=15_000)
     manager = sync_playwright().start()
     try:
         try:
